@@ -1,0 +1,35 @@
+#pragma once
+// Cursor: walks a (per-rank or merged) compressed trace and yields one rank's concrete events,
+// without expanding the trace.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+
+#include "scalatrace/event.hpp"
+#include "scalatrace/trace.hpp"
+
+namespace scalatrace {
+
+enum class TimingMode { Mean, Sample, None };
+
+class Cursor {
+ public:
+  /// The trace must outlive the cursor. Throws UsageError if rank is out of range.
+  Cursor(const Trace& trace, std::int64_t rank, TimingMode timing = TimingMode::Mean,
+         std::uint64_t seed = 0);
+  ~Cursor();
+  Cursor(Cursor&&) noexcept;
+  /// Next event of the rank (compute_ns / duration_ns from the node's histograms), or
+  /// nullopt at the end. Throws FormatError if the trace is inconsistent for this rank.
+  std::optional<Event> next();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// All events of one rank (tests and small traces).
+std::vector<Event> expand(const Trace& trace, std::int64_t rank);
+
+}  // namespace scalatrace

@@ -1,0 +1,48 @@
+#pragma once
+// Timing histograms (thesis §2.3): count, sum, min, max, plus fixed logarithmic bins with
+// per-bin count / min / max / sum. Bin scheme: see docs/algorithms.md ("Histograms").
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace scalatrace {
+
+struct HistogramBin {
+  std::uint32_t index = 0;  ///< bin number (see bin_index)
+  std::uint64_t count = 0;
+  std::uint64_t min = 0, max = 0;
+  double sum = 0;
+  bool operator==(const HistogramBin&) const = default;
+};
+
+class Histogram {
+ public:
+  /// sub_bins: bins per power of two (1, 2, 4, 8 or 16). Values are nanoseconds.
+  explicit Histogram(std::uint32_t sub_bins = 4) : sub_bins_(sub_bins) {}
+  static std::uint32_t bin_index(std::uint64_t value, std::uint32_t sub_bins);
+
+  void add(std::uint64_t value);
+  void merge(const Histogram& other);
+  std::uint64_t count() const { return count_; }
+  double sum() const { return sum_; }
+  std::uint64_t min() const { return min_; }
+  std::uint64_t max() const { return max_; }
+  double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
+  /// Draws a value: a bin by its count, then uniformly within the bin's [min, max].
+  std::uint64_t sample(std::mt19937_64& rng) const;
+  std::uint32_t sub_bins() const { return sub_bins_; }
+  const std::vector<HistogramBin>& bins() const { return bins_; }  ///< sorted by index, non-empty
+  /// Reader support: rebuilds from stored parts (validated by the caller).
+  static Histogram from_parts(std::uint32_t sub_bins, std::uint64_t count, double sum,
+                              std::uint64_t min, std::uint64_t max, std::vector<HistogramBin> bins);
+  bool operator==(const Histogram&) const = default;
+
+ private:
+  std::uint32_t sub_bins_;
+  std::uint64_t count_ = 0;
+  double sum_ = 0;
+  std::uint64_t min_ = 0, max_ = 0;
+  std::vector<HistogramBin> bins_;
+};
+
+}  // namespace scalatrace

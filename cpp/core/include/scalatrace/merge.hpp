@@ -1,0 +1,22 @@
+#pragma once
+// Cross-rank merge (ScalaTrace §3, ScalaTrace 2 §5.2.4): merges two compressed traces of
+// disjoint rank sets into one, keeping every rank's event order, with ranklists and elastic
+// values. See docs/algorithms.md.
+#include <vector>
+
+#include "scalatrace/trace.hpp"
+
+namespace scalatrace {
+
+/// Turns one rank's compressed queue into a Trace whose ranklists say {rank}.
+Trace make_rank_trace(std::int64_t rank, std::int64_t nranks, std::vector<Node> nodes,
+                      CallSiteTable sites, CommTable comms, std::vector<std::string> names);
+
+/// master absorbs slave (ranks must be disjoint). Call-site and name ids of the slave are
+/// remapped into the master's tables.
+void merge_into(Trace& master, Trace&& slave);
+
+/// Merges traces bottom-up over a binary radix tree (index i merges with i + 2^k).
+Trace merge_tree(std::vector<Trace> traces);
+
+}  // namespace scalatrace

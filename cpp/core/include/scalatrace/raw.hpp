@@ -1,0 +1,55 @@
+#pragma once
+// Raw mode (ground truth): one uncompressed event stream per rank, format in docs/format.md
+// ("Raw stream"). Written by the collector with SCALATRACE_RAW=DIR as DIR/rank-<r>.straw.
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "scalatrace/callsite.hpp"
+#include "scalatrace/comm_table.hpp"
+#include "scalatrace/event.hpp"
+
+namespace scalatrace {
+
+/// Everything one rank recorded.
+struct RankRecording {
+  std::int64_t rank = 0;
+  std::int64_t nranks = 0;
+  std::map<std::string, std::string> metadata;
+  std::vector<Event> events;
+  CallSiteTable sites;
+  CommTable comms;                 ///< holders empty (the recording rank)
+  std::vector<std::string> names;  ///< Op::Other names
+};
+
+/// Streams events to a file as they come; tables are written by close().
+class RawWriter {
+ public:
+  RawWriter() = default;
+  ~RawWriter();
+  RawWriter(const RawWriter&) = delete;
+  RawWriter& operator=(const RawWriter&) = delete;
+  /// Throws Error if the file cannot be created.
+  void open(const std::string& path, std::int64_t rank, std::int64_t nranks);
+  void append(const Event& e);
+  void close(const std::map<std::string, std::string>& metadata, const CallSiteTable& sites,
+             const CommTable& comms, const std::vector<std::string>& names);
+  bool is_open() const { return file_ != nullptr; }
+
+ private:
+  std::FILE* file_ = nullptr;
+  std::string buffer_;
+  std::uint64_t events_ = 0;
+};
+
+/// Reads a raw stream; throws FormatError naming the problem on bad input.
+RankRecording read_raw(const std::string& path);
+/// Reads DIR/rank-*.straw, sorted by rank; throws if the set is incomplete.
+std::vector<RankRecording> read_raw_dir(const std::string& dir);
+inline std::string raw_file_name(std::int64_t rank) {
+  return "rank-" + std::to_string(rank) + ".straw";
+}
+
+}  // namespace scalatrace

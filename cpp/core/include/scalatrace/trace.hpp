@@ -1,0 +1,72 @@
+#pragma once
+// The compressed trace model shared by the intra-rank compressor, the cross-rank merge, the
+// format, the cursor and every analysis. See docs/algorithms.md.
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scalatrace/callsite.hpp"
+#include "scalatrace/comm_table.hpp"
+#include "scalatrace/elastic.hpp"
+#include "scalatrace/event.hpp"
+#include "scalatrace/histogram.hpp"
+#include "scalatrace/rank_list.hpp"
+
+namespace scalatrace {
+
+struct Node;
+
+/// An MPI event node: op and call site identify it; every parameter is elastic.
+struct EventNode {
+  Op op = Op::Other;
+  std::uint32_t site = 0;
+  std::array<ElasticValue, kFieldCount> fields;
+  std::array<ElasticArray, kArrayFieldCount> arrays;
+  Histogram compute;   ///< compute time before the call, ns
+  Histogram duration;  ///< time inside the call, ns
+};
+
+/// A loop (RSD / PRSD): body executed `trips` times per visit. Trip counts are elastic:
+/// the k-th time a rank reaches this loop it runs trips.for_rank(r)->at(k) iterations.
+struct LoopNode {
+  ElasticValue trips;
+  std::vector<Node> body;
+};
+
+struct Node {
+  /// Ranks that take part in this node (merged traces). Per-rank queues leave it empty,
+  /// meaning "the rank this queue belongs to".
+  RankList ranks;
+  /// Empty: the node happens at every visit. Otherwise a 0/1 value per visit (dummy events /
+  /// pseudo-loops of approximate loop matching, thesis §5.2.2): 0 = skipped this visit.
+  ElasticValue presence;
+  std::unique_ptr<EventNode> event;  ///< exactly one of event / loop is set
+  std::unique_ptr<LoopNode> loop;
+
+  bool is_loop() const { return loop != nullptr; }
+  Node() = default;
+  Node(Node&&) noexcept = default;
+  Node& operator=(Node&&) noexcept = default;
+  Node clone() const;  ///< deep copy
+};
+
+struct Trace {
+  std::map<std::string, std::string> metadata;  ///< program, command line, date, host, settings...
+  std::int64_t nranks = 0;
+  CallSiteTable sites;
+  CommTable comms;
+  std::vector<std::string> names;  ///< Op::Other function names (Field::NameId)
+  std::vector<Node> nodes;
+
+  Trace() = default;
+  Trace(Trace&&) noexcept = default;
+  Trace& operator=(Trace&&) noexcept = default;
+  Trace clone() const;
+  /// Total nodes (events and loops) in the tree.
+  std::size_t node_count() const;
+};
+
+}  // namespace scalatrace

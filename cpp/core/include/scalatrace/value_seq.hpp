@@ -1,0 +1,65 @@
+#pragma once
+// ValueSeq: the value vector of an elastic data element (thesis §5.2.1): the sequence of values
+// a parameter took, one per occurrence, loop-compressed. Appending is amortized O(1) and keeps
+// the sequence compressed on the fly.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace scalatrace {
+
+/// `count` values first, first+stride, first+2*stride, ... (stride 0: a repeated constant).
+struct ValueRun {
+  std::int64_t first = 0;
+  std::int64_t stride = 0;
+  std::uint64_t count = 0;
+  bool operator==(const ValueRun&) const = default;
+};
+
+/// A repeated block of runs: `runs` repeated `repeat` times (e.g. 1 0 1 0 1 0 = {[1],[0]} x3).
+struct ValueBlock {
+  std::vector<ValueRun> runs;
+  std::uint64_t repeat = 1;
+  bool operator==(const ValueBlock&) const = default;
+};
+
+class ValueSeq {
+ public:
+  ValueSeq() = default;
+  static ValueSeq constant(std::int64_t value, std::uint64_t count = 1);
+
+  void append(std::int64_t value);
+  /// Appends a whole sequence (used when iterations merge).
+  void append(const ValueSeq& other);
+  std::uint64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  /// Value of occurrence i (0-based). O(log blocks).
+  std::int64_t at(std::uint64_t i) const;
+  /// True if every value equals v.
+  bool is_constant() const;
+  std::vector<std::int64_t> to_vector() const;
+  const std::vector<ValueBlock>& blocks() const { return blocks_; }
+  /// Rebuilds from blocks (reader); validates counts.
+  static ValueSeq from_blocks(std::vector<ValueBlock> blocks);
+  std::string to_string() const;
+  bool operator==(const ValueSeq& o) const { return blocks_ == o.blocks_; }
+
+  /// Sequential reader: O(1) amortized per value.
+  class Reader {
+   public:
+    explicit Reader(const ValueSeq* seq = nullptr) : seq_(seq) {}
+    bool done() const;
+    std::int64_t next();  ///< precondition: !done()
+   private:
+    const ValueSeq* seq_;
+    std::size_t block_ = 0, run_ = 0;
+    std::uint64_t rep_ = 0, pos_ = 0;
+  };
+
+ private:
+  std::vector<ValueBlock> blocks_;
+  std::vector<std::uint64_t> block_ends_;  ///< cumulative sizes, for at()
+  std::uint64_t size_ = 0;
+};
+
+}  // namespace scalatrace
