@@ -16,6 +16,7 @@ Dims_create) are not part of the truth and are left out of the comparison.
 
 from __future__ import annotations
 
+import zlib
 from collections import Counter
 
 import pytest
@@ -120,18 +121,24 @@ class RankCheck:
         return self.comms[comm_id]
 
     # ------------------------------------------------------------------ checks
-    def check_sequence(self):
+    def check_sequence(self) -> bool:
+        """Op sequence (and per-op counts); False (with a problem) if they differ."""
         ops_rec = [e["op"] for e in self.events]
         ops_truth = [t["op"] for t in self.truth]
         assert [t["i"] for t in self.truth] == list(range(len(self.truth))), "truth lines out of order"
-        assert Counter(ops_rec) == Counter(ops_truth), (
-            f"{self.name} rank {self.rank}: per-op counts differ: recorded {dict(Counter(ops_rec))}"
-            f", truth {dict(Counter(ops_truth))}")
+        if Counter(ops_rec) != Counter(ops_truth):
+            self.problems.append(
+                f"{self.name} rank {self.rank}: per-op counts differ: recorded "
+                f"{dict(Counter(ops_rec))}, truth {dict(Counter(ops_truth))}")
+            return False
         if ops_rec != ops_truth:
             first = next(i for i, (a, b) in enumerate(zip(ops_rec, ops_truth)) if a != b)
             lo = max(0, first - 3)
-            pytest.fail(f"{self.name} rank {self.rank}: op sequence differs at event {first}: "
-                        f"recorded {ops_rec[lo:first + 4]}, truth {ops_truth[lo:first + 4]}")
+            self.problems.append(
+                f"{self.name} rank {self.rank}: op sequence differs at event {first}: "
+                f"recorded {ops_rec[lo:first + 4]}, truth {ops_truth[lo:first + 4]}")
+            return False
+        return True
 
     def check_peer(self, k, ev, members, key, rec_key):
         t = self.truth[k]
@@ -273,17 +280,31 @@ def test_example_raw_matches_truth(case, tmp_path, example, collector_lib_or_fai
     dump = helpers.dump_raw(raw)
     truth = helpers.read_truth(truth_dir, nranks)
 
-    assert [r["rank"] for r in dump["ranks"]] == list(range(nranks))
+    problems = compare_with_truth(name, dump, truth)
+    if problems:
+        more = len(problems) - MAX_REPORTED
+        pytest.fail(f"{len(problems)} mismatches between the raw recording and the truth:\n"
+                    + "\n".join(problems[:MAX_REPORTED])
+                    + (f"\n... and {more} more" if more > 0 else ""))
+
+
+def compare_with_truth(name: str, dump: dict, truth: list[list[dict]]) -> list[str]:
+    """All mismatches between a ``scalatrace-dump raw`` result and the examples' truth."""
+    nranks = len(truth)
+    if [r["rank"] for r in dump["ranks"]] != list(range(nranks)):
+        return [f"{name}: recorded ranks {[r['rank'] for r in dump['ranks']]}, "
+                f"expected 0..{nranks - 1}"]
     problems: list[str] = []
     signatures: dict[str, dict] = {}
     for rec in dump["ranks"]:
-        assert rec["nranks"] == nranks
+        if rec["nranks"] != nranks:
+            problems.append(f"{name} rank {rec['rank']}: nranks {rec['nranks']}, ran {nranks}")
         check = RankCheck(name, rec, truth[rec["rank"]])
-        check.check_sequence()
-        check.check_events()
-        mapping = check.site_of_label()
-        for label, site in mapping.items():
-            signatures.setdefault(label, {})[rec["rank"]] = check.signature(site)
+        if check.check_sequence():
+            check.check_events()
+            mapping = check.site_of_label()
+            for label, site in mapping.items():
+                signatures.setdefault(label, {})[rec["rank"]] = check.signature(site)
         problems += check.problems
     for label, per_rank in sorted(signatures.items()):
         distinct = set(per_rank.values())
@@ -293,11 +314,7 @@ def test_example_raw_matches_truth(case, tmp_path, example, collector_lib_or_fai
                             f"across ranks (position-dependent?): "
                             + "; ".join(f"ranks {rs}: {list(sig or [])[:3]}..."
                                         for sig, rs in ranks_of.items()))
-    if problems:
-        more = len(problems) - MAX_REPORTED
-        pytest.fail(f"{len(problems)} mismatches between the raw recording and the truth:\n"
-                    + "\n".join(problems[:MAX_REPORTED])
-                    + (f"\n... and {more} more" if more > 0 else ""))
+    return problems
 
 
 # ---------------------------------------------------------------------------- truth itself
@@ -366,3 +383,127 @@ def test_example_truth_is_consistent(case, tmp_path, example):
     for members, by_rank in per_comm.items():
         sequences = {tuple(seq) for seq in by_rank.values()}
         assert len(sequences) == 1, f"{name}: collectives on {list(members)} differ by rank"
+
+
+# ---------------------------------------------------------------------------- the checker
+# compare_with_truth must accept a recording that follows the contract exactly and must reject
+# one that is wrong in any checked respect. The exact recording is synthesised from the truth
+# of real runs (no collector involved), following cpp/core/include/scalatrace/event.hpp.
+
+def recording_from_truth(truth: list[list[dict]], module: str = "/bin/example") -> dict:
+    nranks = len(truth)
+    ranks = []
+    for rank, lines in enumerate(truth):
+        comms = [{"id": 0, "members": list(range(nranks))}, {"id": 1, "members": [rank]}]
+        comm_id = {tuple(range(nranks)): 0}
+        sites, site_of = [], {}
+        events, created = [], 0
+        slot_of_line = {}
+        for t in lines:
+            ev = {k: 0 for k in ("site", "comm", "peer", "tag", "bytes", "dtsize", "peer2", "tag2",
+                                 "bytes2", "dtsize2", "root", "redop", "newcomm", "color", "key",
+                                 "index", "flag", "count", "nameid")}
+            ev.update(op=t["op"], requests=[], sendcounts=[], recvcounts=[], indices=[])
+            if t["label"] not in site_of:
+                site_of[t["label"]] = len(sites)
+                sites.append({"frames": [[0, zlib.crc32(t["label"].encode())]], "hash": 0,
+                              "symbol": "", "location": t["label"]})
+            ev["site"] = site_of[t["label"]]
+            members = t["comm"]
+            if members is not None:
+                ev["comm"] = comm_id[tuple(members)]
+            for key in ("peer", "peer2"):
+                if key in t and t[key] is not None:
+                    v = _peer_value(t[key])
+                    ev[key] = v if v < 0 else v - members.index(rank)
+            for key in ("tag", "tag2"):
+                if key in t and t[key] is not None:
+                    ev[key] = K_ANY_TAG if t[key] == "any" else t[key]
+            for key in ("bytes", "dtsize", "bytes2", "dtsize2", "root", "redop", "key", "flag"):
+                if t.get(key) is not None:
+                    ev[key] = t[key]
+            for key in ("sendcounts", "recvcounts"):
+                if key in t:
+                    ev[key] = t[key]
+            if "color" in t:
+                ev["color"] = K_UNDEFINED if t["color"] == "undefined" else t["color"]
+            if "index" in t:
+                ev["index"] = K_UNDEFINED if t["index"] == "undefined" else t["index"]
+            if "outcount" in t:
+                ev["count"] = K_UNDEFINED if t["outcount"] == "undefined" else t["outcount"]
+                ev["indices"] = t["indices"]
+            if "ndims" in t:
+                ev["count"] = t["ndims"]
+            if "newcomm" in t:
+                if t["newcomm"] is None:
+                    ev["newcomm"] = K_NO_COMM
+                else:
+                    ev["newcomm"] = len(comms)
+                    comms.append({"id": len(comms), "members": t["newcomm"]})
+                    comm_id.setdefault(tuple(t["newcomm"]), ev["newcomm"])
+            ev["requests"] = [K_NULL_REQUEST if ref is None else created - slot_of_line[ref]
+                              for ref in t.get("requests", [])]
+            if t["op"] in helpers.REQUEST_CREATING_OPS:
+                slot_of_line[t["i"]] = created
+                created += 1
+            events.append(ev)
+        # an unmodelled call the comparison must skip
+        events.insert(1, dict(events[0], op="Other", nameid=0))
+        ranks.append({"rank": rank, "nranks": nranks, "metadata": {}, "modules": [module],
+                      "sites": sites, "comms": comms, "names": ["MPI_Comm_rank"],
+                      "events": events})
+    return {"ranks": ranks}
+
+
+def _first(events, op):
+    return next(i for i, e in enumerate(events) if e["op"] == op)
+
+
+def test_checker_accepts_exact_and_rejects_wrong_recordings(tmp_path, example):
+    truths = {}
+    for name, n in (("waitsome", 4), ("comm_split", 4), ("wildcard_lu", 3), ("persistent", 2)):
+        helpers.run_mpi(n, [example(name), "-i", "2", "--truth", tmp_path / name], timeout=120)
+        truths[name] = helpers.read_truth(tmp_path / name, n)
+    for name, truth in truths.items():
+        assert compare_with_truth(name, recording_from_truth(truth), truth) == [], name
+
+    def rejected(name, mutate):
+        dump = recording_from_truth(truths[name])
+        mutate(dump["ranks"][1])
+        return compare_with_truth(name, dump, truths[name])
+
+    def shift_peer(r):
+        r["events"][_first(r["events"], "Irecv")]["peer"] += 1
+
+    def swap_requests(r):
+        e = r["events"][_first(r["events"], "Waitsome")]
+        e["requests"][0], e["requests"][1] = e["requests"][1], e["requests"][0]
+
+    def absolute_frames(r):  # as if the collector recorded raw addresses under ASLR
+        for s in r["sites"]:
+            s["frames"] = [[m, off + 0x5555_0000] for m, off in s["frames"]]
+
+    def merge_sites(r):
+        r["events"][_first(r["events"], "Isend")]["site"] = r["events"][_first(r["events"], "Irecv")]["site"]
+
+    def wrong_members(r):
+        r["comms"][2]["members"] = list(reversed(r["comms"][2]["members"]))
+
+    def drop_event(r):
+        del r["events"][_first(r["events"], "Waitall")]
+
+    def concrete_wildcard(r):
+        r["events"][_first(r["events"], "Recv")]["peer"] = -1
+
+    def undefined_color_as_zero(r):
+        splits = [e for e in r["events"] if e["op"] == "Comm_split"]
+        splits[2]["color"] = 0  # rank 1 is odd: its third split passed MPI_UNDEFINED
+
+    assert rejected("waitsome", shift_peer)
+    assert rejected("waitsome", swap_requests)
+    assert rejected("waitsome", absolute_frames)
+    assert rejected("waitsome", merge_sites)
+    assert rejected("comm_split", wrong_members)
+    assert rejected("persistent", drop_event)
+    assert rejected("wildcard_lu", concrete_wildcard)
+    assert rejected("comm_split", undefined_color_as_zero)
