@@ -73,6 +73,18 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (options.info) {
+    try {
+      Trace trace = read_trace_file(options.trace_path);
+      std::cout << trace_info_json(options.trace_path, trace);
+    } catch (const std::exception& e) {
+      std::cerr << "scalatrace-replay: cannot read trace '" << options.trace_path << "': " << e.what()
+                << std::endl;
+      return kUsageExit;
+    }
+    return 0;
+  }
+
   MPI_Init(&argc, &argv);
   int rank = 0, size = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);

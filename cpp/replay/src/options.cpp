@@ -50,6 +50,7 @@ std::string usage() {
          "  --report FILE       write a JSON report (times, per-rank per-op counts and bytes)\n"
          "  --timeout S         fail if one MPI call blocks longer than S seconds (default 60; 0 = off)\n"
          "  --bsend-buffer B    bytes attached for buffered sends (default 16777216)\n"
+         "  --info              print the trace's rank count and size as JSON and exit (no MPI)\n"
          "  --selftest-write-broken FILE\n"
          "                      write a 2-rank trace whose receive has no matching send, then exit\n"
          "                      (no MPI; used to test the watchdog)\n";
@@ -83,6 +84,8 @@ Options parse_options(const std::vector<std::string>& args) {
       o.timeout_s = parse_double(a, value(), 0.0);
     } else if (a == "--bsend-buffer") {
       o.bsend_buffer = parse_uint(a, value());
+    } else if (a == "--info") {
+      o.info = true;
     } else if (a == "--selftest-write-broken") {
       o.write_broken_path = value();
     } else if (a.starts_with("-")) {

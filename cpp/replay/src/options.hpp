@@ -18,6 +18,7 @@ struct Options {
   double timeout_s = 60.0;      ///< --timeout: seconds one MPI call may block (0: no watchdog)
   std::size_t bsend_buffer = 16u << 20;  ///< --bsend-buffer: bytes attached for Bsend/Ibsend
   std::string write_broken_path;  ///< --selftest-write-broken: write a deadlocking trace, exit
+  bool info = false;             ///< --info: print the trace's rank count etc. as JSON, no MPI
   bool help = false;
 };
 

@@ -71,6 +71,19 @@ std::vector<RankStats> gather_stats(const RankStats& mine, int rank, int nranks)
   return out;
 }
 
+std::string trace_info_json(const std::string& path, const Trace& trace) {
+  std::ostringstream j;
+  j << "{\"trace\": " << json_string(path) << ", \"nranks\": " << trace.nranks
+    << ", \"nodes\": " << trace.node_count() << ", \"metadata\": {";
+  bool first = true;
+  for (const auto& [key, value] : trace.metadata) {
+    j << (first ? "" : ", ") << json_string(key) << ": " << json_string(value);
+    first = false;
+  }
+  j << "}}\n";
+  return j.str();
+}
+
 std::string report_json(const Options& o, std::int64_t nranks, const std::vector<RankStats>& ranks) {
   std::ostringstream j;
   auto per_rank = [&](auto get) {

@@ -5,11 +5,14 @@
 
 #include "options.hpp"
 #include "replayer.hpp"
+#include "scalatrace/trace.hpp"
 
 namespace scalatrace::replay {
 
 /// Collects every rank's statistics on rank 0 (PMPI, unseen by a collector); empty elsewhere.
 std::vector<RankStats> gather_stats(const RankStats& mine, int rank, int nranks);
+/// --info: {"trace": ..., "nranks": N, "nodes": ..., "metadata": {...}}.
+std::string trace_info_json(const std::string& path, const Trace& trace);
 std::string report_json(const Options& options, std::int64_t nranks, const std::vector<RankStats>& ranks);
 
 }  // namespace scalatrace::replay
