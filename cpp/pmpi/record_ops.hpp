@@ -385,11 +385,12 @@ void reduce_scatter(Rec& r, const CountArray* recvcounts, MPI_Datatype t, MPI_Op
   r.e[Field::RedOp] = redop_code(op);
 }
 
+/// Reduce_scatter_block: Bytes = Bytes2 = the block (recvcount x type size) each rank gets.
 template <class Count>
 void reduce_scatter_block(Rec& r, Count recvcount, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
-  const CommInfo& info = comm(r, c);
+  comm(r, c);
   const std::int64_t size = type_size(t);
-  r.e[Field::Bytes] = static_cast<std::int64_t>(recvcount) * size * info.size;
+  r.e[Field::Bytes] = static_cast<std::int64_t>(recvcount) * size;
   r.e[Field::DtSize] = size;
   r.e[Field::Bytes2] = static_cast<std::int64_t>(recvcount) * size;
   r.e[Field::DtSize2] = size;
