@@ -538,7 +538,6 @@ class NodeKeys {
     for (auto& l : labels_) l = std::make_unique<AltLabels>(nranks);
   }
   void prepare(const EventNode& ev, const ElasticValue* exec) {
-    static const ElasticValue kNone;
     has_exec_ = exec != nullptr;
     if (exec) labels_[kExec]->prepare(*exec);
     labels_[kComm]->prepare(ev.fields[static_cast<std::size_t>(Field::Comm)]);
@@ -548,7 +547,6 @@ class NodeKeys {
     labels_[kBytes2]->prepare(ev.fields[static_cast<std::size_t>(Field::Bytes2)]);
     labels_[kSendCounts]->prepare(ev.arrays[static_cast<std::size_t>(ArrayField::SendCounts)]);
     labels_[kRecvCounts]->prepare(ev.arrays[static_cast<std::size_t>(ArrayField::RecvCounts)]);
-    (void)kNone;
   }
   AltKey key(std::int64_t rank) const {
     AltKey k{};
@@ -632,58 +630,73 @@ std::vector<double> comm_matrix(const Trace& trace, Metric metric, CommKind kind
 
 Summary summary(const Trace& trace) {
   const std::int64_t P = trace.nranks;
-  std::map<Op, SummaryRow> by_op;
-  std::map<std::pair<std::uint32_t, Op>, SummaryRow> by_site;
+  struct Row {
+    SummaryRow row;
+    std::vector<bool> seen;  ///< ranks that make the call
+    bool timed = false;
+  };
+  std::map<Op, Row> by_op;
+  std::map<std::pair<std::uint32_t, Op>, Row> by_site;
   NodeKeys keys(P);
   TreeWalker walker(trace, [&](const EventNode& ev, const RankList& ranks,
                                const ElasticValue* exec) {
     keys.prepare(ev, exec);
-    std::map<std::pair<std::int32_t, std::int32_t>, std::pair<std::uint64_t, std::uint64_t>>
-        groups;  // (exec alt, bytes alt) -> (ranks, executions per rank)
+    Row& op_row = by_op[ev.op];
+    Row& site_row = by_site[{ev.site, ev.op}];
+    for (Row* r : {&op_row, &site_row})
+      if (r->seen.empty()) r->seen.assign(static_cast<std::size_t>(P), false);
+    // (exec alt, bytes alt) -> ranks with that key
+    std::map<std::pair<std::int32_t, std::int32_t>, std::uint64_t> groups;
+    std::map<std::int32_t, std::uint64_t> per_exec;
     for_each_rank(ranks, [&](std::int64_t r) {
       if (r < 0 || r >= P) return;
       const AltKey k = keys.key(r);
-      groups[{k[kExec], k[kBytes]}].first += 1;
+      auto it = per_exec.find(k[kExec]);
+      if (it == per_exec.end()) it = per_exec.emplace(k[kExec], exec_count(exec, k[kExec])).first;
+      if (it->second == 0) return;
+      groups[{k[kExec], k[kBytes]}] += 1;
+      op_row.seen[static_cast<std::size_t>(r)] = true;
+      site_row.seen[static_cast<std::size_t>(r)] = true;
     });
-    std::uint64_t calls = 0, nranks = 0;
+    std::uint64_t calls = 0;
     double bytes = 0;
     const auto& bytes_field = ev.fields[static_cast<std::size_t>(Field::Bytes)];
-    for (const auto& [k, g] : groups) {
-      const std::uint64_t per_rank = exec_count(exec, k.first);
-      if (per_rank == 0) continue;
-      calls += per_rank * g.first;
-      nranks += g.first;
+    for (const auto& [k, nr] : groups) {
+      const std::uint64_t per_rank = per_exec[k.first];
+      calls += per_rank * nr;
       bytes += ScalarView{alt_seq(bytes_field, k.second)}.total(per_rank) *
-               static_cast<double>(g.first);
+               static_cast<double>(nr);
     }
-    auto fold = [&](SummaryRow& row) {
-      const bool first = row.calls == 0 && row.ranks == 0;
+    for (Row* r : {&op_row, &site_row}) {
+      SummaryRow& row = r->row;
       row.op = ev.op;
+      row.site = ev.site;
       row.calls += calls;
-      row.ranks = std::max(row.ranks, nranks);
       row.bytes += bytes;
       row.duration_ns += ev.duration.sum();
       row.compute_ns += ev.compute.sum();
       if (ev.duration.count() > 0) {
-        row.min_duration_ns = first || row.min_duration_ns == 0
-                                  ? ev.duration.min()
-                                  : std::min(row.min_duration_ns, ev.duration.min());
+        row.min_duration_ns =
+            r->timed ? std::min(row.min_duration_ns, ev.duration.min()) : ev.duration.min();
         row.max_duration_ns = std::max(row.max_duration_ns, ev.duration.max());
+        r->timed = true;
       }
-    };
-    fold(by_op[ev.op]);
-    SummaryRow& site_row = by_site[{ev.site, ev.op}];
-    site_row.site = ev.site;
-    fold(site_row);
+    }
   });
   walker.run();
+  auto finish = [](Row& r) {
+    r.row.ranks = static_cast<std::uint64_t>(std::count(r.seen.begin(), r.seen.end(), true));
+    return r.row;
+  };
   Summary s;
-  for (auto& [op, row] : by_op) {
+  for (auto& [op, r] : by_op) {
+    SummaryRow row = finish(r);
+    row.site = 0;
     s.total_calls += row.calls;
     s.total_bytes += row.bytes;
     s.by_op.push_back(row);
   }
-  for (auto& [k, row] : by_site) s.by_site.push_back(row);
+  for (auto& [k, r] : by_site) s.by_site.push_back(finish(r));
   return s;
 }
 
