@@ -88,17 +88,16 @@ def _cmd_heatmap(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_replay(args: argparse.Namespace) -> int:
+def _replay_main(argv: Sequence[str]) -> int:
+    """``scalatrace replay ...``: delegates to :mod:`scalatrace.replay` (imported only here)."""
     try:
         from . import replay
-    except ImportError:
-        print("scalatrace replay: the replay module is not available in this build", file=sys.stderr)
+    except ImportError as e:  # pragma: no cover - replay is part of the package
+        print(f"scalatrace replay: not available ({e})", file=sys.stderr)
         return 2
-    main = getattr(replay, "main", None)
-    if main is None:
-        print("scalatrace replay: scalatrace.replay has no command-line entry (main)", file=sys.stderr)
-        return 2
-    return int(main(args.replay_args) or 0)
+    parser = argparse.ArgumentParser(prog="scalatrace replay", description="Replay a trace under mpiexec.")
+    replay.add_arguments(parser)
+    return int(replay.run_from_args(parser.parse_args(list(argv))) or 0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -134,13 +133,19 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--log", action="store_true", help="logarithmic colour scale")
     h.set_defaults(func=_cmd_heatmap)
 
-    rp = sub.add_parser("replay", help="replay a trace (see scalatrace.replay)", add_help=False)
-    rp.add_argument("replay_args", nargs=argparse.REMAINDER)
-    rp.set_defaults(func=_cmd_replay)
+    # Handled before parsing (its arguments belong to scalatrace.replay); listed for --help.
+    sub.add_parser("replay", help="replay a trace with scalatrace-replay (scalatrace replay -h)")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["replay"]:
+            return _replay_main(argv[1:])
+    except (ScalatraceError, FileNotFoundError, ValueError) as e:
+        print(f"scalatrace: {e}", file=sys.stderr)
+        return e.returncode if isinstance(e, MPIRunError) and e.returncode > 0 else 1
     args = build_parser().parse_args(argv)
     if getattr(args, "command", None) and args.command[:1] == ["--"]:
         args.command = args.command[1:]

@@ -393,14 +393,16 @@ class AltLabels {
 };
 
 // Slots of an event node's elastic parts that matter for analyses.
-enum Slot : std::size_t { kExec, kComm, kPeer, kRoot, kBytes, kBytes2, kSendCounts, kRecvCounts,
+enum Slot : std::size_t { kPresence, kTrips, kComm, kPeer, kRoot, kBytes, kBytes2, kSendCounts, kRecvCounts,
                           kSlots };
 using AltKey = std::array<std::int32_t, kSlots>;
 
-/// Number of times a rank executes a node: the enclosing loop's total trips, or the number of
-/// 1s in the node's presence vector, or 1 at the top level.
+/// How often a rank executes a node: the number of 1s in the node's presence vector if it has
+/// one for the rank (one entry per visit), else the enclosing loop's total trips (the trip
+/// vector has one entry per visit of the loop, so nesting needs no multiplication), else 1.
 struct ExecSource {
-  const ElasticValue* value = nullptr;  ///< trips of the parent loop or presence; null: once
+  const ElasticValue* presence = nullptr;  ///< null: the node runs at every visit
+  const ElasticValue* trips = nullptr;     ///< of the enclosing loop; null: top level
 };
 
 const ValueSeq* alt_seq(const ElasticValue& v, std::int32_t idx) {
@@ -495,8 +497,7 @@ std::vector<CallGroup> call_groups(const EventNode& ev, const AltKey& key, std::
 /// Walks the node tree; calls visit(node, event, ranks, exec) for every event node.
 class TreeWalker {
  public:
-  using Visit = std::function<void(const EventNode&, const RankList& ranks,
-                                   const ElasticValue* exec)>;
+  using Visit = std::function<void(const EventNode&, const RankList& ranks, ExecSource exec)>;
   TreeWalker(const Trace& trace, Visit visit) : trace_(trace), visit_(std::move(visit)) {}
   void run() {
     const RankList all = RankList::range(0, trace_.nranks);
@@ -508,13 +509,13 @@ class TreeWalker {
             const ElasticValue* parent_trips) {
     for (const auto& n : nodes) {
       const RankList& ranks = n.ranks.empty() ? parent_ranks : n.ranks;
-      const ElasticValue* exec = !n.presence.empty() ? &n.presence : parent_trips;
       if (n.is_loop()) {
         // A loop's body runs (sum of its trip vector) times per rank; a loop with presence
         // flags only has trip entries for the visits it actually runs.
         walk(n.loop->body, ranks, &n.loop->trips);
       } else if (n.event) {
-        visit_(*n.event, ranks, exec);
+        visit_(*n.event, ranks,
+               ExecSource{n.presence.empty() ? nullptr : &n.presence, parent_trips});
       }
     }
   }
@@ -522,11 +523,16 @@ class TreeWalker {
   Visit visit_;
 };
 
-/// Executions of an event node by the rank whose exec alternative is `alt`.
-std::uint64_t exec_count(const ElasticValue* exec, std::int32_t alt) {
-  if (!exec) return 1;
-  const ValueSeq* s = alt_seq(*exec, alt);
-  if (!s) return 0;
+/// Executions of an event node by a rank with these presence / trips alternatives.
+std::uint64_t exec_count(const ExecSource& exec, std::int32_t presence_alt,
+                         std::int32_t trips_alt) {
+  const ValueSeq* s = nullptr;
+  if (exec.presence) s = alt_seq(*exec.presence, presence_alt);
+  if (!s) {  // no presence vector for this rank: present at every visit
+    if (!exec.trips) return 1;
+    s = alt_seq(*exec.trips, trips_alt);
+    if (!s) return 0;
+  }
   const double t = sum_values(*s);
   return t > 0 ? static_cast<std::uint64_t>(t) : 0;
 }
@@ -537,10 +543,10 @@ class NodeKeys {
   explicit NodeKeys(std::int64_t nranks) {
     for (auto& l : labels_) l = std::make_unique<AltLabels>(nranks);
   }
-  void prepare(const EventNode& ev, const ElasticValue* exec) {
+  void prepare(const EventNode& ev, const ExecSource& exec) {
     static const ElasticValue kNone;
-    has_exec_ = exec != nullptr;
-    if (exec) labels_[kExec]->prepare(*exec);
+    labels_[kPresence]->prepare(exec.presence ? *exec.presence : kNone);
+    labels_[kTrips]->prepare(exec.trips ? *exec.trips : kNone);
     labels_[kComm]->prepare(ev.fields[static_cast<std::size_t>(Field::Comm)]);
     labels_[kPeer]->prepare(ev.fields[static_cast<std::size_t>(Field::Peer)]);
     labels_[kRoot]->prepare(ev.fields[static_cast<std::size_t>(Field::Root)]);
@@ -548,18 +554,15 @@ class NodeKeys {
     labels_[kBytes2]->prepare(ev.fields[static_cast<std::size_t>(Field::Bytes2)]);
     labels_[kSendCounts]->prepare(ev.arrays[static_cast<std::size_t>(ArrayField::SendCounts)]);
     labels_[kRecvCounts]->prepare(ev.arrays[static_cast<std::size_t>(ArrayField::RecvCounts)]);
-    (void)kNone;
   }
   AltKey key(std::int64_t rank) const {
     AltKey k{};
-    for (std::size_t s = 0; s < kSlots; ++s)
-      k[s] = (s == kExec && !has_exec_) ? 0 : labels_[s]->at(rank);
+    for (std::size_t s = 0; s < kSlots; ++s) k[s] = labels_[s]->at(rank);
     return k;
   }
 
  private:
   std::array<std::unique_ptr<AltLabels>, kSlots> labels_;
-  bool has_exec_ = false;
 };
 
 }  // namespace
@@ -571,8 +574,7 @@ CommTriplets comm_matrix_sparse(const Trace& trace, Metric metric, CommKind kind
   PairEmitter emitter(trace.comms, P, metric);
   NodeKeys keys(P);
   std::vector<char> start_ranks;  // ranks that start persistent requests: resolved by cursor
-  TreeWalker walker(trace, [&](const EventNode& ev, const RankList& ranks,
-                               const ElasticValue* exec) {
+  TreeWalker walker(trace, [&](const EventNode& ev, const RankList& ranks, ExecSource exec) {
     const OpKind k = op_kind(ev.op);
     const bool coll = op_is_collective(ev.op);
     if (k == OpKind::Start) {
@@ -591,7 +593,8 @@ CommTriplets comm_matrix_sparse(const Trace& trace, Metric metric, CommKind kind
       const AltKey key = keys.key(r);
       auto it = cache.find(key);
       if (it == cache.end())
-        it = cache.emplace(key, call_groups(ev, key, exec_count(exec, key[kExec]))).first;
+        it = cache.emplace(key, call_groups(ev, key, exec_count(exec, key[kPresence], key[kTrips])))
+                 .first;
       for (const auto& g : it->second) {
         if (coll)
           emitter.collective(ev.op, r, g, sink);
@@ -632,58 +635,73 @@ std::vector<double> comm_matrix(const Trace& trace, Metric metric, CommKind kind
 
 Summary summary(const Trace& trace) {
   const std::int64_t P = trace.nranks;
-  std::map<Op, SummaryRow> by_op;
-  std::map<std::pair<std::uint32_t, Op>, SummaryRow> by_site;
+  struct Row {
+    SummaryRow row;
+    std::vector<bool> seen;  ///< ranks that make the call
+    bool timed = false;
+  };
+  std::map<Op, Row> by_op;
+  std::map<std::pair<std::uint32_t, Op>, Row> by_site;
   NodeKeys keys(P);
-  TreeWalker walker(trace, [&](const EventNode& ev, const RankList& ranks,
-                               const ElasticValue* exec) {
+  TreeWalker walker(trace, [&](const EventNode& ev, const RankList& ranks, ExecSource exec) {
     keys.prepare(ev, exec);
-    std::map<std::pair<std::int32_t, std::int32_t>, std::pair<std::uint64_t, std::uint64_t>>
-        groups;  // (exec alt, bytes alt) -> (ranks, executions per rank)
+    Row& op_row = by_op[ev.op];
+    Row& site_row = by_site[{ev.site, ev.op}];
+    for (Row* r : {&op_row, &site_row})
+      if (r->seen.empty()) r->seen.assign(static_cast<std::size_t>(P), false);
+    // (executions per rank, bytes alt) -> ranks with that key
+    std::map<std::pair<std::uint64_t, std::int32_t>, std::uint64_t> groups;
+    std::map<std::pair<std::int32_t, std::int32_t>, std::uint64_t> per_exec;
     for_each_rank(ranks, [&](std::int64_t r) {
       if (r < 0 || r >= P) return;
       const AltKey k = keys.key(r);
-      groups[{k[kExec], k[kBytes]}].first += 1;
+      const std::pair<std::int32_t, std::int32_t> ek{k[kPresence], k[kTrips]};
+      auto it = per_exec.find(ek);
+      if (it == per_exec.end()) it = per_exec.emplace(ek, exec_count(exec, ek.first, ek.second)).first;
+      if (it->second == 0) return;
+      groups[{it->second, k[kBytes]}] += 1;
+      op_row.seen[static_cast<std::size_t>(r)] = true;
+      site_row.seen[static_cast<std::size_t>(r)] = true;
     });
-    std::uint64_t calls = 0, nranks = 0;
+    std::uint64_t calls = 0;
     double bytes = 0;
     const auto& bytes_field = ev.fields[static_cast<std::size_t>(Field::Bytes)];
-    for (const auto& [k, g] : groups) {
-      const std::uint64_t per_rank = exec_count(exec, k.first);
-      if (per_rank == 0) continue;
-      calls += per_rank * g.first;
-      nranks += g.first;
+    for (const auto& [k, nr] : groups) {
+      const std::uint64_t per_rank = k.first;
+      calls += per_rank * nr;
       bytes += ScalarView{alt_seq(bytes_field, k.second)}.total(per_rank) *
-               static_cast<double>(g.first);
+               static_cast<double>(nr);
     }
-    auto fold = [&](SummaryRow& row) {
-      const bool first = row.calls == 0 && row.ranks == 0;
+    for (Row* r : {&op_row, &site_row}) {
+      SummaryRow& row = r->row;
       row.op = ev.op;
+      row.site = ev.site;
       row.calls += calls;
-      row.ranks = std::max(row.ranks, nranks);
       row.bytes += bytes;
       row.duration_ns += ev.duration.sum();
       row.compute_ns += ev.compute.sum();
       if (ev.duration.count() > 0) {
-        row.min_duration_ns = first || row.min_duration_ns == 0
-                                  ? ev.duration.min()
-                                  : std::min(row.min_duration_ns, ev.duration.min());
+        row.min_duration_ns =
+            r->timed ? std::min(row.min_duration_ns, ev.duration.min()) : ev.duration.min();
         row.max_duration_ns = std::max(row.max_duration_ns, ev.duration.max());
+        r->timed = true;
       }
-    };
-    fold(by_op[ev.op]);
-    SummaryRow& site_row = by_site[{ev.site, ev.op}];
-    site_row.site = ev.site;
-    fold(site_row);
+    }
   });
   walker.run();
+  auto finish = [](Row& r) {
+    r.row.ranks = static_cast<std::uint64_t>(std::count(r.seen.begin(), r.seen.end(), true));
+    return r.row;
+  };
   Summary s;
-  for (auto& [op, row] : by_op) {
+  for (auto& [op, r] : by_op) {
+    SummaryRow row = finish(r);
+    row.site = 0;
     s.total_calls += row.calls;
     s.total_bytes += row.bytes;
     s.by_op.push_back(row);
   }
-  for (auto& [k, row] : by_site) s.by_site.push_back(row);
+  for (auto& [k, r] : by_site) s.by_site.push_back(finish(r));
   return s;
 }
 
