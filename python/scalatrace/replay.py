@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,7 +133,10 @@ def _resolve_trace(trace_or_path: Any, workdir: Path) -> Path:
         if not path.is_file():
             raise ScalatraceError(f"trace file not found: {path}")
         return path.resolve()
-    # A trace object of the Python API: write it to a temporary file.
+    # A trace object of the Python API: its file if it came from one, else a temporary copy.
+    loaded_from = getattr(trace_or_path, "path", None)
+    if loaded_from is not None and Path(loaded_from).is_file():
+        return Path(loaded_from).resolve()
     for method in ("save", "write"):
         writer = getattr(trace_or_path, method, None)
         if callable(writer):
@@ -233,22 +237,27 @@ def replay(
                 f"trace {path} was recorded with {nranks} ranks; a replay runs on exactly that many (np={np})"
             )
         report_path = workdir / "report.json"
-        command = [_paths.mpiexec(), *mpiexec_args, "-n", str(np), str(_tool()), str(path),
-                   "--compute-scale", repr(float(compute_scale)), "--size-scale", repr(float(size_scale)),
-                   "--timing", timing, "--seed", str(int(seed)), "--timeout", repr(float(timeout)),
-                   "--report", str(report_path)]
         run_env = dict(os.environ)
         if env:
             run_env.update(env)
+        launcher = [_paths.mpiexec(), *mpiexec_args]
         trace_out = raw_out = None
         if trace or out is not None or raw is not None:
-            run_env["LD_PRELOAD"] = str(_paths.collector_library())
+            # -genv: the collector reaches the MPI processes, not the launcher itself.
+            launcher += ["-genv", "LD_PRELOAD", str(_paths.collector_library())]
             trace_out = Path(out) if out is not None else path.with_name(path.stem + ".replay.sct")
+            trace_out = trace_out.resolve()
+            trace_out.parent.mkdir(parents=True, exist_ok=True)
             run_env["SCALATRACE_OUT"] = str(trace_out)
+            run_env.pop("SCALATRACE_RAW", None)
             if raw is not None:
-                raw_out = Path(raw)
+                raw_out = Path(raw).resolve()
                 raw_out.mkdir(parents=True, exist_ok=True)
                 run_env["SCALATRACE_RAW"] = str(raw_out)
+        command = [*launcher, "-n", str(np), str(_tool()), str(path),
+                   "--compute-scale", repr(float(compute_scale)), "--size-scale", repr(float(size_scale)),
+                   "--timing", timing, "--seed", str(int(seed)), "--timeout", repr(float(timeout)),
+                   "--report", str(report_path)]
         proc = subprocess.run(command, capture_output=True, text=True, env=run_env)
         if proc.returncode != 0 or not report_path.is_file():
             stuck = [ln for ln in proc.stderr.splitlines() if "no progress for" in ln]
@@ -284,6 +293,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", default=None, help="also write the JSON report to this file")
 
 
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``scalatrace replay TRACE [options]``: parses ``argv`` and runs :func:`run_from_args`."""
+    parser = argparse.ArgumentParser(prog="scalatrace replay",
+                                     description="Replay a scalatrace trace under mpiexec.")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run_from_args(args)
+    except ScalatraceError as exc:
+        print(f"scalatrace replay: {exc}", file=sys.stderr)
+        return 1
+
+
 def run_from_args(args: argparse.Namespace) -> int:
     """Runs ``scalatrace replay`` from parsed arguments; prints a summary; returns 0."""
     result = replay(args.trace, compute_scale=args.compute_scale, size_scale=args.size_scale,
@@ -314,3 +336,8 @@ def _result_json(result: ReplayResult) -> dict:
         "ops": {op: {"count": result.counts[op].tolist(), "bytes": result.bytes[op].tolist(),
                      "recv_bytes": result.recv_bytes[op].tolist()} for op in result.counts},
     }
+
+
+# ``from scalatrace import replay`` may give the function (re-exported by the package) where
+# the CLI expects this module's ``main``: make both spellings work.
+replay.main = main  # type: ignore[attr-defined]

@@ -88,7 +88,8 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       const auto& counts = e[ArrayField::RecvCounts];
       std::int64_t total = 0;
       for (auto b : counts) total += b;
-      Reduction r = types_.reduction(total, e[Field::DtSize], e[Field::RedOp]);
+      std::int64_t dtsize = e[Field::DtSize] != 0 ? e[Field::DtSize] : e[Field::DtSize2];
+      Reduction r = types_.reduction(total, dtsize, e[Field::RedOp]);
       MPI_Aint lb = 0, extent = 1;
       PMPI_Type_get_extent(r.payload.type, &lb, &extent);
       int elem_size = 1;

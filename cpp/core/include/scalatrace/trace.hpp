@@ -25,6 +25,9 @@ struct EventNode {
   std::uint32_t site = 0;
   std::array<ElasticValue, kFieldCount> fields;
   std::array<ElasticArray, kArrayFieldCount> arrays;
+  /// Approximate call-site matching (SCALATRACE_SITE_THRESHOLD > 0) only: the actual call-site
+  /// id of each occurrence when they differ from `site`. Empty: every occurrence has `site`.
+  ElasticValue site_ids;
   Histogram compute;   ///< compute time before the call, ns
   Histogram duration;  ///< time inside the call, ns
 };

@@ -37,6 +37,11 @@ class ValueSeq {
   std::int64_t at(std::uint64_t i) const;
   /// True if every value equals v.
   bool is_constant() const;
+  /// Last value (precondition: !empty()).
+  std::int64_t back() const;
+  /// Replaces the last value (precondition: !empty()); used to extend a loop's current trip
+  /// count in place. Amortized O(runs of the last block).
+  void set_back(std::int64_t value);
   std::vector<std::int64_t> to_vector() const;
   const std::vector<ValueBlock>& blocks() const { return blocks_; }
   /// Rebuilds from blocks (reader); validates counts.

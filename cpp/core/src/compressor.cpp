@@ -1,0 +1,606 @@
+// Online intra-rank loop compression. Algorithm (docs/algorithms.md, "Intra-rank
+// compression"):
+//
+// The rank's queue holds top-level entries: fresh events (kept as plain Events until they
+// become part of a loop, so the common case allocates nothing) and nodes. After each push the
+// tail is examined, scanning back at most `window` entries (never into the frozen prefix):
+//   (a) absorb: if entry j is a loop L and the entries after it form one more iteration of L
+//       (their first/last nodes match L's first/last body nodes), they are merged into L's body
+//       and L's current trip count grows by one. The same test is applied down the "tail
+//       chain" of L (L's last body node if it is a loop that ran last, and so on): this extends
+//       an inner loop that keeps running after its enclosing loop was folded (the trailing
+//       iterations of thesis Fig. 5.2) without any decompression.
+//   (b) new loop: if entry j matches the tail, and some entry h <= j matches entry j+1, then
+//       [h..j] and [j+1..t] are two iterations (thesis §5.2.2: only first and last events have
+//       to match) and become a loop of 2 trips.
+// Iterations are merged by a longest-common-subsequence alignment of the two node sequences:
+// matched nodes merge their elastic values (appending), nodes present in only one iteration
+// get a presence vector with 0 for the visits in which they did not occur (dummy events /
+// pseudo-loops). This repeats until nothing folds.
+#include "scalatrace/compressor.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include "scalatrace/errors.hpp"
+
+namespace scalatrace {
+namespace {
+
+struct Key {
+  Op op = Op::Other;
+  std::uint32_t site = 0;
+};
+
+/// What node matching needs to know about an entry.
+struct View {
+  bool loop = false;
+  Key first, last;  ///< first / last event of the subtree (the event itself for events)
+};
+
+struct Entry {
+  bool raw = true;
+  bool pseudo = false;  ///< a pseudo-loop made by wrap_pseudo_loops (undone by restore)
+  Event ev;   ///< raw: the event
+  Node node;  ///< !raw
+  View view;
+};
+
+ValueSeq& single(ElasticValue& e) {
+  if (e.alternatives.empty()) e.alternatives.emplace_back(ValueSeq{}, RankList{});
+  return e.alternatives.front().first;
+}
+ArraySeq& single(ElasticArray& e) {
+  if (e.alternatives.empty()) e.alternatives.emplace_back(ArraySeq{}, RankList{});
+  return e.alternatives.front().first;
+}
+std::uint64_t seq_size(const ElasticValue& e) {
+  return e.alternatives.empty() ? 0 : e.alternatives.front().first.size();
+}
+
+Key first_key(const Node& n) {
+  const Node* p = &n;
+  while (p->loop) p = &p->loop->body.front();
+  return Key{p->event->op, p->event->site};
+}
+Key last_key(const Node& n) {
+  const Node* p = &n;
+  while (p->loop) p = &p->loop->body.back();
+  return Key{p->event->op, p->event->site};
+}
+View view_of(const Node& n) { return View{n.loop != nullptr, first_key(n), last_key(n)}; }
+View view_of(const Entry& e) {
+  if (e.raw) return View{false, Key{e.ev.op, e.ev.site}, Key{e.ev.op, e.ev.site}};
+  return view_of(e.node);
+}
+
+std::uint64_t occurrences(const Node& n) {
+  if (n.loop) return seq_size(n.loop->trips);
+  return seq_size(n.event->fields[0]);
+}
+std::uint64_t visits(const Node& n) {
+  return n.presence.empty() ? occurrences(n) : seq_size(n.presence);
+}
+
+}  // namespace
+
+struct IntraCompressor::Impl {
+  CompressorConfig cfg;
+  const CallSiteTable* sites = nullptr;
+  std::vector<Entry> q;
+  std::size_t frozen = 0;         ///< entries before this index are no longer searched
+  std::size_t frozen_bytes = 0;   ///< memory of the frozen prefix (it no longer changes)
+  std::uint64_t pushes_since_check = 0;
+  std::uint64_t check_interval = 4096;
+  std::vector<std::uint32_t> dp;  ///< LCS table, reused
+
+  explicit Impl(CompressorConfig c) : cfg(c) {
+    if (cfg.window < 2) cfg.window = 2;
+    Histogram::bin_index(0, cfg.hist_sub_bins);  // validates the setting (UsageError)
+  }
+
+  // ---- matching ----
+  bool site_match(std::uint32_t a, std::uint32_t b) const {
+    if (a == b) return true;
+    if (cfg.site_threshold == 0 || sites == nullptr) return false;
+    if (a >= sites->sites.size() || b >= sites->sites.size()) return false;
+    return frame_distance(sites->sites[a].frames, sites->sites[b].frames) <= cfg.site_threshold;
+  }
+  bool key_match(const Key& a, const Key& b) const {
+    return a.op == b.op && site_match(a.site, b.site);
+  }
+  bool match(const View& a, const View& b) const {
+    return a.loop == b.loop && key_match(a.first, b.first) && key_match(a.last, b.last);
+  }
+
+  // ---- building and merging nodes ----
+  Node make_event_node(const Event& e) const {
+    Node n;
+    n.event = std::make_unique<EventNode>();
+    EventNode& en = *n.event;
+    en.op = e.op;
+    en.site = e.site;
+    en.compute = Histogram(cfg.hist_sub_bins);
+    en.duration = Histogram(cfg.hist_sub_bins);
+    for (std::size_t i = 0; i < kFieldCount; ++i) single(en.fields[i]).append(e.fields[i]);
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(en.arrays[i]).append(e.arrays[i]);
+    en.compute.add(e.compute_ns);
+    en.duration.add(e.duration_ns);
+    return n;
+  }
+
+  Node to_node(Entry&& e) const { return e.raw ? make_event_node(e.ev) : std::move(e.node); }
+  static Node to_node(Node&& n) { return std::move(n); }
+
+  static void append_event(EventNode& a, const Event& e) {
+    if (!a.site_ids.empty() || e.site != a.site) {
+      ValueSeq& s = single(a.site_ids);
+      if (s.empty()) s = ValueSeq::constant(a.site, seq_size(a.fields[0]));
+      s.append(static_cast<std::int64_t>(e.site));
+    }
+    for (std::size_t i = 0; i < kFieldCount; ++i) single(a.fields[i]).append(e.fields[i]);
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(e.arrays[i]);
+    a.compute.add(e.compute_ns);
+    a.duration.add(e.duration_ns);
+  }
+
+  static void merge_event(EventNode& a, EventNode&& b) {
+    if (!a.site_ids.empty() || !b.site_ids.empty() || a.site != b.site) {
+      ValueSeq& s = single(a.site_ids);
+      if (s.empty()) s = ValueSeq::constant(a.site, seq_size(a.fields[0]));
+      if (b.site_ids.empty()) s.append(ValueSeq::constant(b.site, seq_size(b.fields[0])));
+      else s.append(single(b.site_ids));
+    }
+    for (std::size_t i = 0; i < kFieldCount; ++i) single(a.fields[i]).append(single(b.fields[i]));
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(single(b.arrays[i]));
+    a.compute.merge(b.compute);
+    a.duration.merge(b.duration);
+  }
+
+  /// a's presence gets b's (both visited; a first). va / vb: visits before merging.
+  static void merge_presence(Node& a, std::uint64_t va, const ElasticValue& b_presence, std::uint64_t vb) {
+    if (a.presence.empty() && b_presence.empty()) return;
+    const bool had = !a.presence.empty();
+    ValueSeq& p = single(a.presence);
+    if (!had) p = ValueSeq::constant(1, va);
+    if (b_presence.empty()) p.append(ValueSeq::constant(1, vb));
+    else p.append(b_presence.alternatives.front().first);
+  }
+
+  void merge_node(Node& a, Node&& b) {
+    const std::uint64_t va = visits(a), vb = visits(b);
+    merge_presence(a, va, b.presence, vb);
+    if (a.event) {
+      merge_event(*a.event, std::move(*b.event));
+      return;
+    }
+    const std::uint64_t bva = visits(a.loop->body.front());
+    const std::uint64_t bvb = visits(b.loop->body.front());
+    single(a.loop->trips).append(single(b.loop->trips));
+    body_merge(a.loop->body, bva, std::move(b.loop->body), bvb);
+  }
+
+  void merge_node(Node& a, Entry&& b) {
+    if (!b.raw) {
+      merge_node(a, std::move(b.node));
+      return;
+    }
+    if (!a.presence.empty()) single(a.presence).append(1);
+    append_event(*a.event, b.ev);
+  }
+
+  /// Node `a` was not visited in `vb` further visits of its parent body.
+  static void mark_absent(Node& a, std::uint64_t vb) {
+    const std::uint64_t va = visits(a);
+    const bool had = !a.presence.empty();
+    ValueSeq& p = single(a.presence);
+    if (!had) p = ValueSeq::constant(1, va);
+    p.append(ValueSeq::constant(0, vb));
+  }
+
+  /// Node `n` joins a body that already had `va` visits in which it did not occur.
+  static Node absent_before(Node n, std::uint64_t va) {
+    const std::uint64_t vn = visits(n);
+    ValueSeq p = ValueSeq::constant(0, va);
+    if (n.presence.empty()) p.append(ValueSeq::constant(1, vn));
+    else p.append(n.presence.alternatives.front().first);
+    n.presence.alternatives.clear();
+    n.presence.alternatives.emplace_back(std::move(p), RankList{});
+    return n;
+  }
+
+  /// LCS table of the two view sequences (suffix form: dp[i][j] = LCS of a[i..], b[j..]).
+  std::uint32_t lcs(const std::vector<View>& a, const std::vector<View>& b) {
+    const std::size_t m = a.size(), n = b.size();
+    dp.assign((m + 1) * (n + 1), 0);
+    for (std::size_t i = m; i-- > 0;)
+      for (std::size_t j = n; j-- > 0;) {
+        std::uint32_t& c = dp[i * (n + 1) + j];
+        if (match(a[i], b[j])) c = dp[(i + 1) * (n + 1) + j + 1] + 1;
+        else c = std::max(dp[(i + 1) * (n + 1) + j], dp[i * (n + 1) + j + 1]);
+      }
+    return dp[0];
+  }
+
+  static bool same_shape(const std::vector<View>& a, const std::vector<View>& b,
+                         const Impl& self) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!self.match(a[i], b[i])) return false;
+    return true;
+  }
+
+  /// Merges the body visits `b` (vb of them) into body `a` (va visits so far).
+  template <class T>
+  void body_merge(std::vector<Node>& a, std::uint64_t va, std::vector<T>&& b, std::uint64_t vb) {
+    std::vector<View> av, bv;
+    av.reserve(a.size());
+    bv.reserve(b.size());
+    for (const auto& x : a) av.push_back(view_of(x));
+    for (const auto& x : b) bv.push_back(view_of(x));
+    body_merge(a, av, va, std::move(b), bv, vb);
+  }
+
+  template <class T>
+  void body_merge(std::vector<Node>& a, const std::vector<View>& av, std::uint64_t va,
+                  std::vector<T>&& b, const std::vector<View>& bv, std::uint64_t vb) {
+    if (same_shape(av, bv, *this)) {
+      for (std::size_t i = 0; i < a.size(); ++i) merge_node(a[i], std::move(b[i]));
+      return;
+    }
+    lcs(av, bv);
+    const std::size_t m = a.size(), n = b.size(), w = n + 1;
+    std::vector<Node> out;
+    out.reserve(m + n);
+    std::size_t i = 0, j = 0;
+    while (i < m || j < n) {
+      if (i < m && j < n && match(av[i], bv[j]) && dp[i * w + j] == dp[(i + 1) * w + j + 1] + 1) {
+        merge_node(a[i], std::move(b[j]));
+        out.push_back(std::move(a[i]));
+        ++i;
+        ++j;
+      } else if (i < m && (j == n || dp[(i + 1) * w + j] >= dp[i * w + j + 1])) {
+        mark_absent(a[i], vb);
+        out.push_back(std::move(a[i]));
+        ++i;
+      } else {
+        out.push_back(absent_before(to_node(std::move(b[j])), va));
+        ++j;
+      }
+    }
+    a = std::move(out);
+  }
+
+  /// Is aligning these two iterations worth a loop? First and last already match.
+  bool worth_merging(const std::vector<View>& a, const std::vector<View>& b) {
+    if (same_shape(a, b, *this)) return true;
+    const std::size_t m = a.size(), n = b.size();
+    if (m * n > (std::size_t{1} << 22)) return false;  // keep the LCS bounded
+    const std::uint32_t common = lcs(a, b);
+    return 2 * static_cast<std::size_t>(common) >= std::max(m, n);
+  }
+
+  // ---- pseudo-loops (thesis §5.2.2 rule 2) ----
+  struct LoopPattern {
+    View loop;
+    std::vector<View> body;
+  };
+  template <class T>
+  static const Node* node_ptr(const T& x) {
+    if constexpr (std::is_same_v<T, Entry>) return x.raw ? nullptr : &x.node;
+    else return &x;
+  }
+  template <class T>
+  std::vector<LoopPattern> loop_patterns(const std::vector<T>& seq) const {
+    std::vector<LoopPattern> out;
+    for (const auto& x : seq) {
+      const Node* n = node_ptr(x);
+      if (n == nullptr || !n->loop) continue;
+      LoopPattern p{view_of(*n), {}};
+      for (const auto& c : n->loop->body) p.body.push_back(view_of(c));
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+  /// Wraps every stretch of `seq` that is exactly one iteration of a loop of the other
+  /// iteration (and is not itself such a loop) into a loop of trip count 1 per visit, so the
+  /// alignment can match it with that loop (a loop that ran once in this iteration).
+  template <class T>
+  void wrap_pseudo_loops(std::vector<T>& seq, std::vector<View>& views,
+                         const std::vector<LoopPattern>& patterns) const {
+    for (const auto& pat : patterns) {
+      const std::size_t k = pat.body.size();
+      if (k == 0 || k > seq.size()) continue;
+      for (std::size_t p = 0; p + k <= seq.size(); ++p) {
+        if (views[p].loop && match(views[p], pat.loop)) continue;
+        bool ok = true;
+        for (std::size_t r = 0; r < k && ok; ++r) ok = match(pat.body[r], views[p + r]);
+        if (!ok) continue;
+        std::uint64_t v = 0;
+        if constexpr (std::is_same_v<T, Node>) {
+          v = visits(seq[p]);
+          for (std::size_t r = 0; r < k && ok; ++r) ok = seq[p + r].presence.empty();
+          if (!ok) continue;
+        } else {
+          v = 1;
+        }
+        Node loop;
+        loop.loop = std::make_unique<LoopNode>();
+        single(loop.loop->trips) = ValueSeq::constant(1, v);
+        for (std::size_t r = 0; r < k; ++r) loop.loop->body.push_back(to_node(std::move(seq[p + r])));
+        const View lv = view_of(loop);
+        seq.erase(seq.begin() + static_cast<std::ptrdiff_t>(p + 1),
+                  seq.begin() + static_cast<std::ptrdiff_t>(p + k));
+        views.erase(views.begin() + static_cast<std::ptrdiff_t>(p + 1),
+                    views.begin() + static_cast<std::ptrdiff_t>(p + k));
+        if constexpr (std::is_same_v<T, Node>) {
+          seq[p] = std::move(loop);
+        } else {
+          seq[p] = Entry{};
+          seq[p].raw = false;
+          seq[p].pseudo = true;
+          seq[p].node = std::move(loop);
+          seq[p].view = lv;
+        }
+        views[p] = lv;
+      }
+    }
+  }
+
+  // ---- loop detection on the queue tail ----
+  std::vector<View> views(std::size_t from, std::size_t to) const {  // [from, to)
+    std::vector<View> v;
+    v.reserve(to - from);
+    for (std::size_t k = from; k < to; ++k) v.push_back(q[k].view);
+    return v;
+  }
+
+  std::vector<Entry> take(std::size_t from) {  // removes q[from..]
+    std::vector<Entry> out;
+    out.reserve(q.size() - from);
+    for (std::size_t k = from; k < q.size(); ++k) out.push_back(std::move(q[k]));
+    q.resize(from);
+    return out;
+  }
+
+  /// Would merging b into body a (after pseudo-loop wrapping) be worth it? Cheap checks only.
+  bool fast_same_shape(const std::vector<Node>& a, std::size_t from) const {
+    if (a.size() != q.size() - from) return false;
+    for (std::size_t k = 0; k < a.size(); ++k)
+      if (!match(view_of(a[k]), q[from + k].view)) return false;
+    return true;
+  }
+
+  bool try_absorb(std::size_t j) {
+    const std::size_t t = q.size() - 1;
+    const Key bfirst = q[j + 1].view.first;
+    const Key blast = q[t].view.last;
+    Node* c = &q[j].node;
+    while (c->loop) {
+      auto& body = c->loop->body;
+      if (key_match(first_key(body.front()), bfirst) && key_match(last_key(body.back()), blast)) {
+        const std::uint64_t bva = visits(body.front());
+        if (fast_same_shape(body, j + 1)) {
+          for (std::size_t k = 0; k < body.size(); ++k) merge_node(body[k], std::move(q[j + 1 + k]));
+          q.resize(j + 1);
+        } else {
+          std::vector<View> av;
+          av.reserve(body.size());
+          for (const auto& x : body) av.push_back(view_of(x));
+          std::vector<View> bv = views(j + 1, t + 1);
+          // Wrap on copies first: only commit when the alignment is worth it.
+          std::vector<Entry> b = take(j + 1);
+          wrap_pseudo_loops(b, bv, loop_patterns(body));
+          const bool wrap_a = !loop_patterns(b).empty();
+          std::vector<Node> body_copy;
+          std::vector<View> av_copy;
+          if (wrap_a) {
+            for (const auto& x : body) body_copy.push_back(x.clone());
+            av_copy = av;
+            wrap_pseudo_loops(body_copy, av_copy, loop_patterns(b));
+          }
+          const bool ok = wrap_a ? worth_merging(av_copy, bv) : worth_merging(av, bv);
+          if (!ok) {
+            // Put the entries back (pseudo-loops in them are harmless single iterations, but
+            // unwrap to keep the queue exactly as it was).
+            restore(std::move(b));
+            goto descend;
+          }
+          if (wrap_a) {
+            body = std::move(body_copy);
+            av = std::move(av_copy);
+          }
+          body_merge(body, av, bva, std::move(b), bv, 1);
+        }
+        ValueSeq& trips = single(c->loop->trips);
+        trips.set_back(trips.back() + 1);
+        q[j].view = view_of(q[j].node);
+        return true;
+      }
+    descend:
+      Node& last = body.back();
+      if (!last.loop) break;
+      if (!last.presence.empty() && last.presence.alternatives.front().first.back() == 0) break;
+      c = &last;
+    }
+    return false;
+  }
+
+  /// Puts entries taken from the queue back, undoing pseudo-loop wrapping (trip count 1).
+  void restore(std::vector<Entry>&& b) {
+    for (auto& e : b) {
+      if (e.pseudo) {
+        for (auto& c : e.node.loop->body) {
+          Entry x;
+          x.raw = false;
+          x.node = std::move(c);
+          x.view = view_of(x.node);
+          q.push_back(std::move(x));
+        }
+      } else {
+        q.push_back(std::move(e));
+      }
+    }
+  }
+
+  bool try_new_loop(std::size_t j, std::size_t lo) {
+    const std::size_t t = q.size() - 1;
+    const Key second_first = q[j + 1].view.first;
+    for (std::size_t h = j + 1; h-- > lo;) {
+      if (!key_match(q[h].view.first, second_first)) continue;
+      std::vector<View> av = views(h, j + 1), bv = views(j + 1, t + 1);
+      std::vector<Entry> b = take(j + 1);
+      std::vector<Entry> a = take(h);
+      wrap_pseudo_loops(b, bv, loop_patterns(a));
+      wrap_pseudo_loops(a, av, loop_patterns(b));
+      if (!worth_merging(av, bv)) {
+        restore(std::move(a));
+        restore(std::move(b));
+        return false;
+      }
+      std::vector<Node> body;
+      body.reserve(a.size());
+      for (auto& e : a) body.push_back(to_node(std::move(e)));
+      body_merge(body, av, 1, std::move(b), bv, 1);
+      Entry loop;
+      loop.raw = false;
+      loop.node.loop = std::make_unique<LoopNode>();
+      loop.node.loop->body = std::move(body);
+      single(loop.node.loop->trips).append(2);
+      loop.view = view_of(loop.node);
+      q.push_back(std::move(loop));
+      return true;
+    }
+    return false;
+  }
+
+  bool fold_once() {
+    if (q.size() < 2) return false;
+    const std::size_t t = q.size() - 1;
+    std::size_t lo = t > cfg.window ? t - cfg.window : 0;
+    lo = std::max(lo, frozen);
+    if (t <= lo) return false;
+    const View tail = q[t].view;
+    for (std::size_t j = t; j-- > lo;) {
+      if (!q[j].raw && q[j].node.loop && try_absorb(j)) return true;
+      if (key_match(q[j].view.last, tail.last) && try_new_loop(j, lo)) return true;
+    }
+    return false;
+  }
+
+  void push(const Event& e) {
+    Entry& en = q.emplace_back();
+    en.ev = e;
+    en.view = view_of(en);
+    while (fold_once()) {
+    }
+    if (++pushes_since_check >= check_interval) check_memory();
+  }
+
+  // ---- memory budget ----
+  static std::size_t seq_bytes(const ValueSeq& s) {
+    std::size_t n = sizeof(ValueSeq) + s.blocks().size() * (sizeof(ValueBlock) + sizeof(std::uint64_t));
+    for (const auto& b : s.blocks()) n += b.runs.size() * sizeof(ValueRun);
+    return n;
+  }
+  static std::size_t elastic_bytes(const ElasticValue& e) {
+    std::size_t n = 0;
+    for (const auto& [s, r] : e.alternatives) n += seq_bytes(s) + sizeof(RankList);
+    return n;
+  }
+  static std::size_t node_bytes(const Node& n) {
+    std::size_t b = sizeof(Node) + elastic_bytes(n.presence);
+    if (n.event) {
+      b += sizeof(EventNode) + elastic_bytes(n.event->site_ids);
+      for (const auto& f : n.event->fields) b += elastic_bytes(f);
+      for (const auto& a : n.event->arrays)
+        for (const auto& [s, r] : a.alternatives)
+          for (const auto& run : s.runs()) b += sizeof(run) + run.values.size() * sizeof(std::int64_t);
+      b += (n.event->compute.bins().size() + n.event->duration.bins().size()) * sizeof(HistogramBin);
+    }
+    if (n.loop) {
+      b += sizeof(LoopNode) + elastic_bytes(n.loop->trips);
+      for (const auto& c : n.loop->body) b += node_bytes(c);
+    }
+    return b;
+  }
+  static std::size_t entry_bytes(const Entry& e) {
+    if (!e.raw) return sizeof(Entry) + node_bytes(e.node);
+    std::size_t b = sizeof(Entry);
+    for (const auto& a : e.ev.arrays) b += a.size() * sizeof(std::int64_t);
+    return b;
+  }
+  std::size_t memory_bytes() const {
+    std::size_t b = frozen_bytes + (q.capacity() - q.size()) * sizeof(Entry);
+    for (std::size_t k = frozen; k < q.size(); ++k) b += entry_bytes(q[k]);
+    return b;
+  }
+  /// Over the budget: freeze the whole current queue (still output, never searched or merged
+  /// into again), so work and growth only concern what comes next. Lossless.
+  void check_memory() {
+    pushes_since_check = 0;
+    const std::size_t bytes = memory_bytes();
+    if (bytes > cfg.memory_budget && frozen < q.size()) {
+      for (std::size_t k = frozen; k < q.size(); ++k) frozen_bytes += entry_bytes(q[k]);
+      frozen = q.size();
+    }
+    check_interval = std::max<std::uint64_t>(4096, (bytes - std::min(bytes, frozen_bytes)) / 64);
+  }
+
+  std::vector<Node> finish() {
+    std::vector<Node> out;
+    out.reserve(q.size());
+    for (auto& e : q) out.push_back(to_node(std::move(e)));
+    q.clear();
+    frozen = 0;
+    frozen_bytes = 0;
+    return out;
+  }
+};
+
+IntraCompressor::IntraCompressor(CompressorConfig config) : impl_(std::make_unique<Impl>(config)) {}
+IntraCompressor::~IntraCompressor() = default;
+IntraCompressor::IntraCompressor(IntraCompressor&&) noexcept = default;
+IntraCompressor& IntraCompressor::operator=(IntraCompressor&&) noexcept = default;
+
+void IntraCompressor::push(const Event& e) { impl_->push(e); }
+std::vector<Node> IntraCompressor::finish() { return impl_->finish(); }
+
+std::size_t IntraCompressor::node_count() const {
+  std::size_t n = 0;
+  std::vector<const Node*> stack;
+  for (const auto& e : impl_->q) {
+    ++n;
+    if (!e.raw && e.node.loop) stack.push_back(&e.node);
+  }
+  while (!stack.empty()) {
+    const Node* p = stack.back();
+    stack.pop_back();
+    for (const auto& c : p->loop->body) {
+      ++n;
+      if (c.loop) stack.push_back(&c);
+    }
+  }
+  return n;
+}
+
+std::size_t IntraCompressor::memory_bytes() const { return impl_->memory_bytes(); }
+void IntraCompressor::set_sites(const CallSiteTable* sites) { impl_->sites = sites; }
+
+Trace compress_recording(const RankRecording& rec, CompressorConfig config) {
+  IntraCompressor c(config);
+  c.set_sites(&rec.sites);
+  for (const auto& e : rec.events) c.push(e);
+  Trace t;
+  t.metadata = rec.metadata;
+  t.nranks = rec.nranks > rec.rank ? rec.nranks : rec.rank + 1;
+  t.sites = rec.sites;
+  t.comms = rec.comms;
+  t.names = rec.names;
+  t.nodes = c.finish();
+  return t;
+}
+
+}  // namespace scalatrace

@@ -1,0 +1,116 @@
+// Timing histograms (thesis §2.3). Bin scheme (docs/algorithms.md, "Histograms"):
+// with s = sub_bins (a power of two, 1..16) and b = log2(s):
+//   values v < s get their own bin, index v;
+//   a value v >= s with e = floor(log2 v) falls into one of s equal-width sub-bins of the
+//   octave [2^e, 2^(e+1)): index = s + (e - b) * s + ((v >> (e - b)) - s).
+// So bins are exact for small values and have a relative width of at most 1/s above; the
+// index is monotone in v and at most s + (63 - b) * s + s - 1 (< 1024).
+#include "scalatrace/histogram.hpp"
+
+#include <algorithm>
+#include <bit>
+
+#include "scalatrace/errors.hpp"
+
+namespace scalatrace {
+
+std::uint32_t Histogram::bin_index(std::uint64_t value, std::uint32_t sub_bins) {
+  if (sub_bins == 0 || sub_bins > 16 || !std::has_single_bit(sub_bins))
+    throw UsageError("histogram sub_bins must be 1, 2, 4, 8 or 16 (got " + std::to_string(sub_bins) + ")");
+  if (value < sub_bins) return static_cast<std::uint32_t>(value);
+  const unsigned b = static_cast<unsigned>(std::countr_zero(sub_bins));
+  const unsigned e = static_cast<unsigned>(std::bit_width(value) - 1);
+  const std::uint64_t sub = (value >> (e - b)) - sub_bins;
+  return static_cast<std::uint32_t>(sub_bins + (e - b) * sub_bins + sub);
+}
+
+void Histogram::add(std::uint64_t value) {
+  const std::uint32_t idx = bin_index(value, sub_bins_);
+  if (count_ == 0) {
+    min_ = max_ = value;
+  } else {
+    min_ = std::min(min_, value);
+    max_ = std::max(max_, value);
+  }
+  ++count_;
+  sum_ += static_cast<double>(value);
+  // Bins are sorted by index; timings of one call site mostly hit the last bins used.
+  auto it = bins_.end();
+  if (!bins_.empty() && bins_.back().index < idx) {
+    it = bins_.end();
+  } else {
+    it = std::lower_bound(bins_.begin(), bins_.end(), idx,
+                          [](const HistogramBin& b, std::uint32_t i) { return b.index < i; });
+  }
+  if (it != bins_.end() && it->index == idx) {
+    it->count += 1;
+    it->min = std::min(it->min, value);
+    it->max = std::max(it->max, value);
+    it->sum += static_cast<double>(value);
+    return;
+  }
+  bins_.insert(it, HistogramBin{idx, 1, value, value, static_cast<double>(value)});
+}
+
+void Histogram::merge(const Histogram& other) {
+  if (other.count_ == 0) return;
+  if (count_ == 0) {
+    *this = other;
+    return;
+  }
+  if (other.sub_bins_ != sub_bins_)
+    throw UsageError("cannot merge histograms with " + std::to_string(sub_bins_) + " and " +
+                     std::to_string(other.sub_bins_) + " bins per octave");
+  count_ += other.count_;
+  sum_ += other.sum_;
+  min_ = std::min(min_, other.min_);
+  max_ = std::max(max_, other.max_);
+  std::vector<HistogramBin> out;
+  out.reserve(bins_.size() + other.bins_.size());
+  auto a = bins_.begin();
+  auto b = other.bins_.begin();
+  while (a != bins_.end() || b != other.bins_.end()) {
+    if (b == other.bins_.end() || (a != bins_.end() && a->index < b->index)) {
+      out.push_back(*a++);
+    } else if (a == bins_.end() || b->index < a->index) {
+      out.push_back(*b++);
+    } else {
+      HistogramBin m = *a;
+      m.count += b->count;
+      m.min = std::min(m.min, b->min);
+      m.max = std::max(m.max, b->max);
+      m.sum += b->sum;
+      out.push_back(m);
+      ++a;
+      ++b;
+    }
+  }
+  bins_ = std::move(out);
+}
+
+std::uint64_t Histogram::sample(std::mt19937_64& rng) const {
+  if (count_ == 0) return 0;
+  std::uint64_t k = std::uniform_int_distribution<std::uint64_t>(0, count_ - 1)(rng);
+  for (const auto& b : bins_) {
+    if (k < b.count) {
+      if (b.max <= b.min) return b.min;
+      return std::uniform_int_distribution<std::uint64_t>(b.min, b.max)(rng);
+    }
+    k -= b.count;
+  }
+  return max_;  // bins inconsistent with count_: fall back to a plausible value
+}
+
+Histogram Histogram::from_parts(std::uint32_t sub_bins, std::uint64_t count, double sum,
+                                std::uint64_t min, std::uint64_t max,
+                                std::vector<HistogramBin> bins) {
+  Histogram h(sub_bins);
+  h.count_ = count;
+  h.sum_ = sum;
+  h.min_ = min;
+  h.max_ = max;
+  h.bins_ = std::move(bins);
+  return h;
+}
+
+}  // namespace scalatrace

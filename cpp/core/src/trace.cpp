@@ -1,0 +1,41 @@
+// Deep copies and sizes of the compressed trace model.
+#include "scalatrace/trace.hpp"
+
+namespace scalatrace {
+
+Node Node::clone() const {
+  Node n;
+  n.ranks = ranks;
+  n.presence = presence;
+  if (event) n.event = std::make_unique<EventNode>(*event);
+  if (loop) {
+    n.loop = std::make_unique<LoopNode>();
+    n.loop->trips = loop->trips;
+    n.loop->body.reserve(loop->body.size());
+    for (const auto& child : loop->body) n.loop->body.push_back(child.clone());
+  }
+  return n;
+}
+
+Trace Trace::clone() const {
+  Trace t;
+  t.metadata = metadata;
+  t.nranks = nranks;
+  t.sites = sites;
+  t.comms = comms;
+  t.names = names;
+  t.nodes.reserve(nodes.size());
+  for (const auto& n : nodes) t.nodes.push_back(n.clone());
+  return t;
+}
+
+static std::size_t count_nodes(const std::vector<Node>& nodes) {
+  std::size_t n = nodes.size();
+  for (const auto& node : nodes)
+    if (node.loop) n += count_nodes(node.loop->body);
+  return n;
+}
+
+std::size_t Trace::node_count() const { return count_nodes(nodes); }
+
+}  // namespace scalatrace

@@ -1,0 +1,298 @@
+// IntraCompressor + Cursor: exact shapes of the thesis examples and lossless round trips.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+#include "scalatrace/compressor.hpp"
+#include "scalatrace/cursor.hpp"
+#include "scalatrace/errors.hpp"
+#include "scalatrace/synthetic.hpp"
+
+using namespace scalatrace;
+
+namespace {
+
+Event ev(Op op, std::uint32_t site, std::int64_t peer = 0, std::int64_t bytes = 0) {
+  Event e;
+  e.op = op;
+  e.site = site;
+  e[Field::Peer] = peer;
+  e[Field::Bytes] = bytes;
+  e.compute_ns = 100;
+  e.duration_ns = 10;
+  return e;
+}
+
+Trace compress(const std::vector<Event>& events, CompressorConfig cfg = {}) {
+  IntraCompressor c(cfg);
+  for (const auto& e : events) c.push(e);
+  Trace t;
+  t.nranks = 1;
+  t.nodes = c.finish();
+  return t;
+}
+
+std::string seq_text(const ValueSeq& v) {
+  if (v.size() > 12) return v.to_string();
+  std::string out = "[";
+  for (auto x : v.to_vector()) out += (out.size() > 1 ? " " : "") + std::to_string(x);
+  return out + "]";
+}
+
+std::string shape(const std::vector<Node>& nodes) {
+  std::ostringstream os;
+  for (const auto& n : nodes) {
+    if (n.loop) {
+      os << "L" << seq_text(n.loop->trips.alternatives.at(0).first) << "{" << shape(n.loop->body) << "}";
+    } else {
+      os << op_name(n.event->op) << n.event->site;
+    }
+    if (!n.presence.empty()) os << "?" << seq_text(n.presence.alternatives.at(0).first);
+    os << " ";
+  }
+  return os.str();
+}
+
+void expect_round_trip(const std::vector<Event>& events, const Trace& t) {
+  const auto out = expand(t, 0);
+  ASSERT_EQ(out.size(), events.size()) << shape(t.nodes);
+  for (std::size_t i = 0; i < events.size(); ++i)
+    ASSERT_TRUE(out[i].same_call(events[i])) << "event " << i << " differs; trace " << shape(t.nodes);
+}
+
+}  // namespace
+
+TEST(Compressor, Figure51IterationSpecificBehaviour) {
+  // for i in 0..1: Barrier(E1); if i==0 Isend(E2); if i==1 Irecv(E3); Barrier(E4)
+  std::vector<Event> s{ev(Op::Barrier, 1), ev(Op::Isend, 2), ev(Op::Barrier, 4),
+                       ev(Op::Barrier, 1), ev(Op::Irecv, 3), ev(Op::Barrier, 4)};
+  auto t = compress(s);
+  // E1(4,2) E2(1,1 0) E3(1,0 1) E4
+  EXPECT_EQ(shape(t.nodes), "L[2]{Barrier1 Isend2?[1 0] Irecv3?[0 1] Barrier4 } ");
+  expect_round_trip(s, t);
+}
+
+TEST(Compressor, Figure52TrailingIterations) {
+  // for i < m: Bcast; for j < n(i): Isend Irecv Waitall
+  const std::vector<int> n{3, 2, 4, 1, 5, 5, 2, 1, 1, 6};
+  std::vector<Event> s;
+  for (int trips : n) {
+    s.push_back(ev(Op::Bcast, 1));
+    for (int j = 0; j < trips; ++j) {
+      s.push_back(ev(Op::Isend, 2, 1));
+      s.push_back(ev(Op::Irecv, 3, -1));
+      Event w = ev(Op::Waitall, 4);
+      w[ArrayField::Requests] = {2, 1};
+      s.push_back(w);
+    }
+  }
+  auto t = compress(s);
+  EXPECT_EQ(shape(t.nodes), "L[10]{Bcast1 L[3 2 4 1 5 5 2 1 1 6]{Isend2 Irecv3 Waitall4 } } ");
+  expect_round_trip(s, t);
+}
+
+TEST(Compressor, NestedLoopsWithVaryingParameters) {
+  std::vector<Event> s;
+  s.push_back(ev(Op::Init, 0));
+  for (int i = 0; i < 50; ++i) {
+    for (int j = 0; j < 4; ++j) s.push_back(ev(Op::Send, 1, j + 1, 8 * i));
+    for (int j = 0; j < 4; ++j) s.push_back(ev(Op::Recv, 2, -(j + 1), 8 * i));
+    s.push_back(ev(Op::Allreduce, 3));
+  }
+  s.push_back(ev(Op::Finalize, 9));
+  auto t = compress(s);
+  EXPECT_EQ(shape(t.nodes), "Init0 L[50]{L[4x50]{Send1 } L[4x50]{Recv2 } Allreduce3 } Finalize9 ");
+  expect_round_trip(s, t);
+  // Elastic values: peers are 1 2 3 4 repeated, sizes 0 8 16 ... four times each.
+  const auto& send = *t.nodes[1].loop->body[0].loop->body[0].event;
+  const auto& peers = send.fields[static_cast<std::size_t>(Field::Peer)].alternatives.at(0).first;
+  EXPECT_EQ(peers.size(), 200u);
+  EXPECT_LE(peers.blocks().size(), 2u) << peers.to_string();
+  EXPECT_EQ(send.compute.count(), 200u);
+}
+
+TEST(Compressor, RecursionShapedStreams) {
+  // A recursive solver: depth-d recursion makes d "descend" sends, a barrier at the bottom,
+  // then d "return" receives; d varies per call. Size must not grow with the number of calls.
+  std::size_t nodes_at_100 = 0;
+  for (int calls : {100, 1000}) {
+    std::vector<Event> s;
+    std::mt19937_64 rng(5);
+    for (int c = 0; c < calls; ++c) {
+      const int d = 1 + static_cast<int>(rng() % 6);
+      for (int k = 0; k < d; ++k) s.push_back(ev(Op::Send, 1, 1, k));
+      s.push_back(ev(Op::Barrier, 2));
+      for (int k = 0; k < d; ++k) s.push_back(ev(Op::Recv, 3, -1, k));
+    }
+    auto t = compress(s);
+    expect_round_trip(s, t);
+    if (calls == 100) nodes_at_100 = t.node_count();
+    else EXPECT_LE(t.node_count(), nodes_at_100 + 2) << shape(t.nodes);
+    EXPECT_LE(t.node_count(), 20u) << shape(t.nodes);
+  }
+}
+
+TEST(Compressor, ApproximateCallSiteMatchingIsLossless) {
+  CallSiteTable sites;
+  const auto m = sites.intern_module("a.out");
+  std::vector<std::uint32_t> ids;
+  for (std::uint64_t k = 0; k < 6; ++k) ids.push_back(sites.intern({Frame{m, 100}, Frame{m, 200 + k}}));
+  std::vector<Event> s;
+  for (int i = 0; i < 30; ++i) {
+    s.push_back(ev(Op::Bcast, ids[static_cast<std::size_t>(i % 6)]));
+    s.push_back(ev(Op::Barrier, 99));
+  }
+  CompressorConfig cfg;
+  cfg.site_threshold = 1;
+  IntraCompressor c(cfg);
+  c.set_sites(&sites);
+  for (const auto& e : s) c.push(e);
+  Trace t;
+  t.nranks = 1;
+  t.nodes = c.finish();
+  EXPECT_EQ(t.node_count(), 3u) << shape(t.nodes);
+  EXPECT_FALSE(t.nodes[0].loop->body[0].event->site_ids.empty());
+  expect_round_trip(s, t);
+  // Exact matching (default) keeps the six sites apart.
+  auto exact = compress(s);
+  EXPECT_GT(exact.node_count(), 3u);
+  expect_round_trip(s, exact);
+}
+
+TEST(Compressor, MemoryBudgetDegradesLosslessly) {
+  // Non-repeating stream (every event a new site), tiny budget.
+  CompressorConfig cfg;
+  cfg.memory_budget = 64 * 1024;
+  IntraCompressor c(cfg);
+  std::vector<Event> s;
+  for (std::uint32_t i = 0; i < 20000; ++i) s.push_back(ev(Op::Send, i, 1, i));
+  // Then a regular part: must still compress after the freeze.
+  for (int i = 0; i < 5000; ++i) {
+    s.push_back(ev(Op::Isend, 1u << 30, 1, 64));
+    s.push_back(ev(Op::Wait, (1u << 30) + 1));
+  }
+  for (const auto& e : s) c.push(e);
+  EXPECT_GT(c.memory_bytes(), cfg.memory_budget);
+  EXPECT_LE(c.node_count(), 20000u + 10u);
+  Trace t;
+  t.nranks = 1;
+  t.nodes = c.finish();
+  expect_round_trip(s, t);
+}
+
+TEST(Compressor, WindowLimitsTheSearch) {
+  // Period of 40 distinct events: both iterations (80 entries) fit in a window of 100, not in 64.
+  std::vector<Event> s;
+  for (int i = 0; i < 10; ++i)
+    for (std::uint32_t k = 0; k < 40; ++k) s.push_back(ev(Op::Send, k));
+  CompressorConfig wide;
+  wide.window = 100;
+  CompressorConfig narrow;
+  narrow.window = 64;
+  auto tw = compress(s, wide);
+  auto tn = compress(s, narrow);
+  EXPECT_EQ(tw.node_count(), 41u);
+  EXPECT_EQ(tn.node_count(), 400u) << shape(tn.nodes);
+  expect_round_trip(s, tw);
+  expect_round_trip(s, tn);
+}
+
+TEST(Cursor, TimingModesAndErrors) {
+  std::vector<Event> s;
+  for (int i = 0; i < 10; ++i) {
+    Event e = ev(Op::Barrier, 1);
+    e.compute_ns = 1000 + 10 * i;
+    e.duration_ns = 5;
+    s.push_back(e);
+  }
+  auto t = compress(s);
+  Cursor mean(t, 0, TimingMode::Mean);
+  auto e = mean.next();
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->compute_ns, 1045u);
+  EXPECT_EQ(e->duration_ns, 5u);
+  Cursor none(t, 0, TimingMode::None);
+  EXPECT_EQ(none.next()->compute_ns, 0u);
+  Cursor sample(t, 0, TimingMode::Sample, 7);
+  for (int i = 0; i < 10; ++i) {
+    auto x = sample.next();
+    ASSERT_TRUE(x);
+    EXPECT_GE(x->compute_ns, 1000u);
+    EXPECT_LE(x->compute_ns, 1090u);
+  }
+  EXPECT_FALSE(sample.next());
+  EXPECT_THROW(Cursor(t, 1), UsageError);
+  EXPECT_THROW(Cursor(t, -1), UsageError);
+  // A value sequence shorter than the trip count says so.
+  auto broken = t.clone();
+  broken.nodes[0].loop->trips.alternatives[0].first = ValueSeq::constant(11);
+  Cursor c(broken, 0);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(c.next());
+  try {
+    c.next();
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& err) {
+    EXPECT_NE(std::string(err.what()).find("ran out"), std::string::npos) << err.what();
+  }
+}
+
+TEST(Cursor, MergedTraceRanksAndAlternatives) {
+  // Hand-built merged trace: a loop for ranks {0,1}, an event only rank 1 runs.
+  Trace t;
+  t.nranks = 2;
+  Node loop;
+  loop.ranks = RankList::range(0, 2);
+  loop.loop = std::make_unique<LoopNode>();
+  loop.loop->trips.alternatives = {{ValueSeq::constant(2), RankList::range(0, 1)},
+                                   {ValueSeq::constant(3), RankList::range(1, 1)}};
+  Node send;
+  send.event = std::make_unique<EventNode>();
+  send.event->op = Op::Send;
+  ValueSeq peers0, peers1;
+  for (int i = 0; i < 2; ++i) peers0.append(i + 1);
+  for (int i = 0; i < 3; ++i) peers1.append(-i);
+  send.event->fields[static_cast<std::size_t>(Field::Peer)].alternatives = {
+      {peers0, RankList::range(0, 1)}, {peers1, RankList::range(1, 1)}};
+  loop.loop->body.push_back(std::move(send));
+  t.nodes.push_back(std::move(loop));
+  Node only1;
+  only1.ranks = RankList::range(1, 1);
+  only1.event = std::make_unique<EventNode>();
+  only1.event->op = Op::Barrier;
+  t.nodes.push_back(std::move(only1));
+  auto r0 = expand(t, 0);
+  auto r1 = expand(t, 1);
+  ASSERT_EQ(r0.size(), 2u);
+  ASSERT_EQ(r1.size(), 4u);
+  EXPECT_EQ(r0[1][Field::Peer], 2);
+  EXPECT_EQ(r1[2][Field::Peer], -2);
+  EXPECT_EQ(r1[3].op, Op::Barrier);
+}
+
+TEST(Compressor, SyntheticPatternsRoundTrip) {
+  for (auto p : {SyntheticPattern::Stencil1D, SyntheticPattern::Stencil2D, SyntheticPattern::Stencil3D,
+                 SyntheticPattern::Collectives, SyntheticPattern::RowColumn, SyntheticPattern::Irregular}) {
+    for (bool wrap : {true, false}) {
+      SyntheticSpec spec;
+      spec.pattern = p;
+      spec.nranks = 27;
+      spec.dims = p == SyntheticPattern::Stencil3D ? std::vector<std::int64_t>{3, 3, 3}
+                  : p == SyntheticPattern::Stencil1D ? std::vector<std::int64_t>{27}
+                  : std::vector<std::int64_t>{9, 3};
+      if (p == SyntheticPattern::Collectives || p == SyntheticPattern::Irregular) spec.dims.clear();
+      spec.wrap = wrap;
+      spec.timesteps = 60;
+      for (std::int64_t rank : {0, 4, 13, 26}) {
+        SCOPED_TRACE(std::string(synthetic_pattern_name(p)) + " wrap=" + std::to_string(wrap) +
+                     " rank=" + std::to_string(rank));
+        auto rec = record_synthetic(spec, rank);
+        auto t = compress_recording(rec);
+        expect_round_trip(rec.events, t);
+        if (p != SyntheticPattern::Irregular) {
+          EXPECT_LE(t.node_count(), 12u) << shape(t.nodes);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,83 @@
+// Histogram: log bins, statistics, merge and sampling.
+#include <gtest/gtest.h>
+
+#include "scalatrace/errors.hpp"
+#include "scalatrace/histogram.hpp"
+
+using namespace scalatrace;
+
+TEST(Histogram, BinIndexIsMonotoneAndExactForSmallValues) {
+  for (std::uint32_t s : {1u, 2u, 4u, 8u, 16u}) {
+    std::uint32_t prev = 0;
+    for (std::uint64_t v = 0; v < 5000; ++v) {
+      const auto b = Histogram::bin_index(v, s);
+      EXPECT_GE(b, prev);
+      prev = b;
+      if (v < s) {
+        EXPECT_EQ(b, v);
+      }
+    }
+    EXPECT_LT(Histogram::bin_index(UINT64_MAX, s), 1024u);
+    EXPECT_GT(Histogram::bin_index(UINT64_MAX, s), Histogram::bin_index(UINT64_MAX / 2, s));
+  }
+  // 4 sub-bins per octave: [8,10) [10,12) [12,14) [14,16)
+  EXPECT_EQ(Histogram::bin_index(8, 4), Histogram::bin_index(9, 4));
+  EXPECT_NE(Histogram::bin_index(9, 4), Histogram::bin_index(10, 4));
+  EXPECT_EQ(Histogram::bin_index(1000, 1), 10u);  // 2^9 <= 1000 < 2^10: octave 9, after bin 0
+  EXPECT_THROW(Histogram::bin_index(1, 3), UsageError);
+  EXPECT_THROW(Histogram::bin_index(1, 32), UsageError);
+}
+
+TEST(Histogram, StatisticsAndBins) {
+  Histogram h(4);
+  for (std::uint64_t v : {100, 110, 120, 5000, 5100}) h.add(v);
+  EXPECT_EQ(h.count(), 5u);
+  EXPECT_EQ(h.min(), 100u);
+  EXPECT_EQ(h.max(), 5100u);
+  EXPECT_DOUBLE_EQ(h.sum(), 10430.0);
+  EXPECT_DOUBLE_EQ(h.mean(), 2086.0);
+  std::uint64_t total = 0;
+  std::uint32_t prev = 0;
+  for (const auto& b : h.bins()) {
+    EXPECT_GE(b.index, prev);
+    prev = b.index + 1;
+    EXPECT_EQ(Histogram::bin_index(b.min, 4), b.index);
+    EXPECT_EQ(Histogram::bin_index(b.max, 4), b.index);
+    total += b.count;
+  }
+  EXPECT_EQ(total, 5u);
+}
+
+TEST(Histogram, MergeEqualsAddingEverything) {
+  Histogram a(8), b(8), all(8);
+  for (std::uint64_t v = 1; v < 3000; v += 7) {
+    ((v % 3) ? a : b).add(v * v);
+    all.add(v * v);
+  }
+  a.merge(b);
+  EXPECT_EQ(a, all);
+  Histogram empty(8);
+  empty.merge(all);
+  EXPECT_EQ(empty, all);
+  Histogram other(2);
+  other.add(5);
+  EXPECT_THROW(a.merge(other), UsageError);
+}
+
+TEST(Histogram, SampleStaysInsideBinsAndFollowsCounts) {
+  Histogram h(4);
+  for (int i = 0; i < 900; ++i) h.add(1000 + i % 10);
+  for (int i = 0; i < 100; ++i) h.add(1'000'000);
+  std::mt19937_64 rng(3);
+  int big = 0;
+  for (int i = 0; i < 10000; ++i) {
+    const auto v = h.sample(rng);
+    EXPECT_TRUE((v >= 1000 && v <= 1009) || v == 1'000'000) << v;
+    big += v == 1'000'000;
+  }
+  EXPECT_GT(big, 700);
+  EXPECT_LT(big, 1300);
+  EXPECT_EQ(Histogram(4).sample(rng), 0u);
+  auto copy = Histogram::from_parts(4, h.count(), h.sum(), h.min(), h.max(), h.bins());
+  EXPECT_EQ(copy, h);
+}

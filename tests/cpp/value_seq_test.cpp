@@ -1,0 +1,146 @@
+// ValueSeq / ArraySeq: values round-trip, periodic patterns stay constant size.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "scalatrace/elastic.hpp"
+#include "scalatrace/errors.hpp"
+#include "scalatrace/value_seq.hpp"
+
+using namespace scalatrace;
+
+namespace {
+
+ValueSeq from(const std::vector<std::int64_t>& v) {
+  ValueSeq s;
+  for (auto x : v) s.append(x);
+  return s;
+}
+
+std::size_t runs_in(const ValueSeq& s) {
+  std::size_t n = 0;
+  for (const auto& b : s.blocks()) n += b.runs.size();
+  return n;
+}
+
+void expect_same(const ValueSeq& s, const std::vector<std::int64_t>& v) {
+  ASSERT_EQ(s.size(), v.size());
+  EXPECT_EQ(s.to_vector(), v);
+  for (std::size_t i = 0; i < v.size(); ++i) ASSERT_EQ(s.at(i), v[i]) << "index " << i;
+  ValueSeq::Reader r(&s);
+  for (auto x : v) {
+    ASSERT_FALSE(r.done());
+    ASSERT_EQ(r.next(), x);
+  }
+  EXPECT_TRUE(r.done());
+}
+
+}  // namespace
+
+TEST(ValueSeq, ConstantAndArithmeticRuns) {
+  auto c = ValueSeq::constant(7, 1000);
+  expect_same(c, std::vector<std::int64_t>(1000, 7));
+  EXPECT_TRUE(c.is_constant());
+  std::vector<std::int64_t> v;
+  for (int i = 0; i < 500; ++i) v.push_back(3 * i - 10);
+  auto s = from(v);
+  expect_same(s, v);
+  EXPECT_EQ(runs_in(s), 1u);
+  EXPECT_FALSE(s.is_constant());
+}
+
+TEST(ValueSeq, PeriodicPatternsStayConstantSize) {
+  for (std::vector<std::int64_t> period :
+       {std::vector<std::int64_t>{1, 0}, {-2, -1, 1, 2}, {0, 0, 1, 1}, {1, 0, 0},
+        {-11, -10, -9, -1, 1, 9, 10, 11}, {5, 5, 5, 9}}) {
+    std::size_t size_at_10 = 0;
+    std::vector<std::int64_t> v;
+    ValueSeq s;
+    for (int rep = 1; rep <= 2000; ++rep) {
+      for (auto x : period) {
+        v.push_back(x);
+        s.append(x);
+      }
+      if (rep == 10) size_at_10 = runs_in(s) + s.blocks().size();
+    }
+    expect_same(s, v);
+    EXPECT_EQ(runs_in(s) + s.blocks().size(), size_at_10) << s.to_string();
+    EXPECT_LE(s.blocks().size(), 4u) << s.to_string();
+  }
+}
+
+TEST(ValueSeq, RandomSequencesRoundTrip) {
+  std::mt19937_64 rng(42);
+  for (int iter = 0; iter < 300; ++iter) {
+    SCOPED_TRACE("iteration " + std::to_string(iter));
+    std::vector<std::int64_t> v;
+    const int n = static_cast<int>(rng() % 300);
+    const int alphabet = 1 + static_cast<int>(rng() % 5);
+    for (int i = 0; i < n; ++i) {
+      if (rng() % 4 == 0 && !v.empty()) v.push_back(v.back() + 1);
+      else v.push_back(static_cast<std::int64_t>(rng() % alphabet) - 2);
+    }
+    expect_same(from(v), v);
+  }
+}
+
+TEST(ValueSeq, AppendSequenceAndSetBack) {
+  std::mt19937_64 rng(7);
+  for (int iter = 0; iter < 300; ++iter) {
+    SCOPED_TRACE("iteration " + std::to_string(iter));
+    ValueSeq s;
+    std::vector<std::int64_t> v;
+    for (int k = 0; k < 20; ++k) {
+      std::vector<std::int64_t> part;
+      const int n = 1 + static_cast<int>(rng() % 12);
+      for (int i = 0; i < n; ++i) part.push_back(static_cast<std::int64_t>(rng() % 3));
+      const int reps = 1 + static_cast<int>(rng() % 4);
+      ValueSeq p;
+      for (int r = 0; r < reps; ++r)
+        for (auto x : part) p.append(x);
+      s.append(p);
+      for (int r = 0; r < reps; ++r) v.insert(v.end(), part.begin(), part.end());
+      if (rng() % 3 == 0) {
+        const std::int64_t nv = s.back() + 1;
+        s.set_back(nv);
+        v.back() = nv;
+      }
+      ASSERT_EQ(s.back(), v.back());
+    }
+    expect_same(s, v);
+  }
+}
+
+TEST(ValueSeq, ExtremeValuesDoNotOverflow) {
+  std::vector<std::int64_t> v{INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, 0, INT64_MIN, -1};
+  expect_same(from(v), v);
+}
+
+TEST(ValueSeq, FromBlocksValidates) {
+  auto s = ValueSeq::from_blocks({ValueBlock{{ValueRun{1, 0, 1}, ValueRun{0, 0, 1}}, 3}});
+  expect_same(s, {1, 0, 1, 0, 1, 0});
+  EXPECT_THROW(ValueSeq::from_blocks({ValueBlock{{ValueRun{1, 0, 0}}, 1}}), FormatError);
+  EXPECT_THROW(ValueSeq::from_blocks({ValueBlock{{ValueRun{1, 0, 1}}, 0}}), FormatError);
+  EXPECT_THROW(ValueSeq::from_blocks({ValueBlock{{}, 2}}), FormatError);
+  EXPECT_THROW(ValueSeq::from_blocks({ValueBlock{{ValueRun{1, 0, UINT64_MAX}}, 2}}), FormatError);
+  EXPECT_THROW(s.at(6), UsageError);
+}
+
+TEST(ArraySeq, RunLengthRoundTrip) {
+  ArraySeq a;
+  std::vector<std::vector<std::int64_t>> v;
+  for (int i = 0; i < 100; ++i) {
+    std::vector<std::int64_t> x = (i % 10 < 7) ? std::vector<std::int64_t>{8, 7, 6} : std::vector<std::int64_t>{i};
+    a.append(x);
+    v.push_back(x);
+  }
+  ASSERT_EQ(a.size(), v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) EXPECT_EQ(a.at(i), v[i]);
+  ArraySeq b;
+  b.append(a);
+  b.append(a);
+  EXPECT_EQ(b.size(), 200u);
+  EXPECT_EQ(b.at(150), v[50]);
+  EXPECT_EQ(ArraySeq::from_runs(a.runs()), a);
+  EXPECT_THROW(ArraySeq::from_runs({ArraySeq::Run{{1}, 0}}), FormatError);
+}
