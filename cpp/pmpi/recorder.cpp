@@ -11,6 +11,11 @@
 #include <fstream>
 #include <iterator>
 
+#if SCALATRACE_HAVE_TREE_MERGE
+#include "scalatrace/merge.hpp"
+#include "tree_merge.hpp"
+#endif
+
 namespace scalatrace::pmpi {
 namespace {
 
@@ -141,7 +146,23 @@ void Recorder::begin() {
       warn(std::string("SCALATRACE_RAW: ") + e.what() + "; continuing without raw stream");
     }
   }
-  // Integration point (compressed mode): create the IntraCompressor here from settings.
+  if (settings.out != "none" && compressed_output_available()) {
+    CompressorConfig config;
+    config.window = settings.window;
+    config.site_threshold = settings.site_threshold;
+    config.memory_budget = settings.memory_budget;
+    config.hist_sub_bins = settings.hist_sub_bins;
+    compressor_ = std::make_unique<IntraCompressor>(config);
+    compressor_->set_sites(&sites);
+  }
+}
+
+bool compressed_output_available() {
+#if SCALATRACE_HAVE_TREE_MERGE
+  return true;
+#else
+  return false;
+#endif
 }
 
 void Recorder::warn(const std::string& what) {
@@ -167,7 +188,14 @@ void Recorder::append(Event& e, std::uint64_t start_ns, std::uint64_t end_ns) {
            "; continuing without raw stream");
     }
   }
-  // Integration point (compressed mode): compressor.push(e).
+  if (compressor_) {
+    try {
+      compressor_->push(e);
+    } catch (const std::exception& ex) {
+      warn(std::string("compressor: ") + ex.what() + "; continuing without compressed trace");
+      compressor_.reset();
+    }
+  }
 }
 
 std::map<std::string, std::string> Recorder::metadata(const char* why) const {
@@ -189,8 +217,30 @@ void Recorder::end(const char* why) {
       warn(std::string("raw stream ") + raw_path_ + ": " + ex.what());
     }
   }
-  // Integration point (compressed mode): if settings.out != "none" and MPI is still usable
-  // (why != "exit" || !finalized) call scalatrace::pmpi::merge_over_tree_and_write(...).
+  write_compressed(why);
+}
+
+// INTEGRATION POINT (compressed mode). The cross-rank merge over MPI lives in
+// cpp/pmpi/tree_merge.hpp/.cpp (merge part); CMake defines SCALATRACE_HAVE_TREE_MERGE when that
+// file exists. The merge is collective over MPI_COMM_WORLD, so it only runs when every rank
+// finishes through MPI_Finalize; after MPI_Abort or at exit without MPI_Finalize the ranks are
+// not in step (or MPI is gone) and no compressed trace is written (the raw stream is).
+void Recorder::write_compressed(const char* why) {
+  if (!compressor_) return;
+  std::unique_ptr<IntraCompressor> compressor = std::move(compressor_);
+  if (std::string(why) != "MPI_Finalize") {
+    if (rank == 0 && !settings.quiet)
+      warn(std::string("no compressed trace: the recording finished by ") + why +
+           ", not MPI_Finalize (use SCALATRACE_RAW for such programs)");
+    return;
+  }
+#if SCALATRACE_HAVE_TREE_MERGE
+  Trace local = make_rank_trace(rank, nranks, compressor->finish(), sites, comms.table(), names_);
+  local.metadata = metadata(why);
+  merge_over_tree_and_write(std::move(local), settings.out);
+  if (rank == 0 && !settings.quiet)
+    std::fprintf(stderr, "scalatrace: compressed trace written to %s\n", settings.out.c_str());
+#endif
 }
 
 }  // namespace scalatrace::pmpi

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -16,6 +17,7 @@
 #include "comm_registry.hpp"
 #include "request_tracker.hpp"
 #include "scalatrace/callsite.hpp"
+#include "scalatrace/compressor.hpp"
 #include "scalatrace/event.hpp"
 #include "scalatrace/raw.hpp"
 #include "settings.hpp"
@@ -62,8 +64,14 @@ class Recorder {
   std::uint64_t events_ = 0;
   std::uint64_t last_end_ns_ = 0;
   std::map<std::string, std::string> start_metadata_;
-  // Integration point (compressed mode, SCALATRACE_OUT): an IntraCompressor fed in append()
-  // and merged over the radix tree in end(). See docs/collector.md.
+  // Compressed mode (SCALATRACE_OUT): the rank's online loop compressor, fed in append();
+  // merged over the radix tree in end() (write_compressed). Null when compressed output is
+  // off or not available in this build.
+  std::unique_ptr<IntraCompressor> compressor_;
+  void write_compressed(const char* why);
 };
+
+/// True if this build can write compressed traces (the tree merge is linked in).
+bool compressed_output_available();
 
 }  // namespace scalatrace::pmpi
