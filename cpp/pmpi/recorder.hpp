@@ -30,8 +30,9 @@ class Recorder {
   /// Starts the recorder lazily if MPI was initialised behind the collector's back (mpi_f08
   /// calls PMPI_Init directly).
   static Recorder* running();
-  /// Starts the recorder after PMPI_Init / PMPI_Init_thread succeeded (idempotent).
-  static Recorder* start();
+  /// Starts the recorder (idempotent). `at_init`: called right after PMPI_Init* succeeded on
+  /// every rank, so a collective call (the private communicator's PMPI_Comm_dup) is safe.
+  static Recorder* start(bool at_init);
   /// Finishes the recording (idempotent); `why` is "MPI_Finalize", "MPI_Abort" or "exit".
   static void finish(const char* why);
 
@@ -53,8 +54,12 @@ class Recorder {
 
  private:
   Recorder() = default;
-  void begin();
+  void begin(bool at_init);
   void end(const char* why);
+  /// At exit without MPI_Finalize: waits (at most settings.exit_wait_s) until every rank has
+  /// finished its recording, so that no rank's exit makes the process manager kill the
+  /// others before they flushed. True if all ranks arrived.
+  bool wait_for_all_ranks();
   std::map<std::string, std::string> metadata(const char* why) const;
 
   std::vector<std::string> names_;
@@ -68,7 +73,9 @@ class Recorder {
   // merged over the radix tree in end() (write_compressed). Null when compressed output is
   // off or not available in this build.
   std::unique_ptr<IntraCompressor> compressor_;
-  void write_compressed(const char* why);
+  /// Private duplicate of MPI_COMM_WORLD (MPI_COMM_NULL after a lazy start).
+  MPI_Comm sync_comm_ = MPI_COMM_NULL;
+  void write_compressed(const char* why, bool ranks_in_step);
 };
 
 /// True if this build can write compressed traces (the tree merge is linked in).
