@@ -39,9 +39,12 @@ class RawWriter {
   bool is_open() const { return file_ != nullptr; }
 
  private:
+  void flush_buffer();
+
   std::FILE* file_ = nullptr;
   std::string buffer_;
   std::uint64_t events_ = 0;
+  std::uint64_t hash_ = 0;  ///< running checksum of everything written so far
 };
 
 /// Reads a raw stream; throws FormatError naming the problem on bad input.

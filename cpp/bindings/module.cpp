@@ -1,0 +1,13 @@
+// scalatrace._core: the compiled part of the Python package.
+#include "bindings.hpp"
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "scalatrace compiled core (use the scalatrace package, not this module directly)";
+  register_errors(m);
+  register_ranklist(m);
+  register_values(m);
+  register_trace(m);
+  register_events(m);
+  register_analysis(m);
+  register_raw(m);
+}

@@ -1,0 +1,164 @@
+// Elastic values (ValueSeq / ArraySeq + ranklists) and timing histograms.
+#include "bindings.hpp"
+#include "scalatrace/elastic.hpp"
+#include "scalatrace/histogram.hpp"
+#include "scalatrace/value_seq.hpp"
+
+using namespace scalatrace;
+
+namespace {
+
+template <class Seq>
+std::string elastic_repr(const Elastic<Seq>& e, const char* name) {
+  std::string s = std::string(name) + "(";
+  for (std::size_t i = 0; i < e.alternatives.size(); ++i) {
+    if (i) s += ", ";
+    const auto& [seq, ranks] = e.alternatives[i];
+    if constexpr (std::is_same_v<Seq, ValueSeq>) {
+      s += seq.to_string();
+    } else {
+      s += "[" + std::to_string(seq.runs().size()) + " runs]";
+    }
+    if (!ranks.empty()) s += " @ " + ranks.to_string();
+  }
+  return s + ")";
+}
+
+template <class Seq>
+const Seq& seq_for(const Elastic<Seq>& e, std::int64_t rank) {
+  const Seq* s = e.for_rank(rank);
+  if (!s) throw py::key_error("no value recorded for rank " + std::to_string(rank));
+  return *s;
+}
+
+std::uint64_t occurrence_index(std::int64_t occurrence, std::uint64_t size) {
+  if (occurrence < 0 || static_cast<std::uint64_t>(occurrence) >= size)
+    throw py::index_error("occurrence " + std::to_string(occurrence) + " out of range (" +
+                          std::to_string(size) + " recorded)");
+  return static_cast<std::uint64_t>(occurrence);
+}
+
+}  // namespace
+
+void register_values(py::module_& m) {
+  py::class_<ValueSeq>(m, "ValueSeq", "Loop-compressed sequence of integer values.")
+      .def("__len__", [](const ValueSeq& s) { return s.size(); })
+      .def("__getitem__",
+           [](const ValueSeq& s, std::int64_t i) {
+             const auto n = static_cast<std::int64_t>(s.size());
+             if (i < 0) i += n;
+             if (i < 0 || i >= n) throw py::index_error("index out of range");
+             return s.at(static_cast<std::uint64_t>(i));
+           })
+      .def("to_numpy", [](const ValueSeq& s) { return to_numpy(s.to_vector()); })
+      .def("is_constant", &ValueSeq::is_constant)
+      .def_property_readonly("blocks",
+                             [](const ValueSeq& s) {
+                               py::list out;
+                               for (const auto& b : s.blocks()) {
+                                 py::list runs;
+                                 for (const auto& r : b.runs)
+                                   runs.append(py::make_tuple(r.first, r.stride, r.count));
+                                 out.append(py::make_tuple(runs, b.repeat));
+                               }
+                               return out;
+                             },
+                             "[( [(first, stride, count), ...], repeat ), ...]")
+      .def("__eq__", [](const ValueSeq& a, const ValueSeq& b) { return a == b; })
+      .def("__str__", &ValueSeq::to_string)
+      .def("__repr__", [](const ValueSeq& s) { return "ValueSeq(" + s.to_string() + ")"; });
+
+  py::class_<ArraySeq>(m, "ArraySeq", "Run-length compressed sequence of integer vectors.")
+      .def("__len__", [](const ArraySeq& s) { return s.size(); })
+      .def("__getitem__",
+           [](const ArraySeq& s, std::int64_t i) {
+             const auto n = static_cast<std::int64_t>(s.size());
+             if (i < 0) i += n;
+             if (i < 0 || i >= n) throw py::index_error("index out of range");
+             return s.at(static_cast<std::uint64_t>(i));
+           })
+      .def_property_readonly("runs", [](const ArraySeq& s) {
+        py::list out;
+        for (const auto& r : s.runs()) out.append(py::make_tuple(r.values, r.count));
+        return out;
+      });
+
+  py::class_<ElasticValue>(m, "ElasticValue",
+                           "A parameter's values: (ValueSeq, RankList) alternatives.")
+      .def_property_readonly(
+          "alternatives",
+          [](py::object self) {
+            const auto& e = self.cast<const ElasticValue&>();
+            py::list out;
+            for (const auto& [seq, ranks] : e.alternatives)
+              out.append(py::make_tuple(
+                  py::cast(&seq, py::return_value_policy::reference_internal, self),
+                  py::cast(&ranks, py::return_value_policy::reference_internal, self)));
+            return out;
+          })
+      .def(
+          "for_rank",
+          [](py::object self, std::int64_t rank) -> py::object {
+            const ValueSeq* s = self.cast<const ElasticValue&>().for_rank(rank);
+            if (!s) return py::none();
+            return py::cast(s, py::return_value_policy::reference_internal, self);
+          },
+          py::arg("rank"), "The value sequence of `rank`, or None.")
+      .def(
+          "value_at",
+          [](const ElasticValue& e, std::int64_t rank, std::int64_t occurrence) {
+            const ValueSeq& s = seq_for(e, rank);
+            return s.at(occurrence_index(occurrence, s.size()));
+          },
+          py::arg("rank"), py::arg("occurrence") = 0,
+          "Value the parameter took at the `occurrence`-th execution by `rank`.")
+      .def("__len__", [](const ElasticValue& e) { return e.alternatives.size(); })
+      .def("__bool__", [](const ElasticValue& e) { return !e.empty(); })
+      .def("__repr__", [](const ElasticValue& e) { return elastic_repr(e, "ElasticValue"); });
+
+  py::class_<ElasticArray>(m, "ElasticArray",
+                           "An array parameter's values: (ArraySeq, RankList) alternatives.")
+      .def_property_readonly(
+          "alternatives",
+          [](py::object self) {
+            const auto& e = self.cast<const ElasticArray&>();
+            py::list out;
+            for (const auto& [seq, ranks] : e.alternatives)
+              out.append(py::make_tuple(
+                  py::cast(&seq, py::return_value_policy::reference_internal, self),
+                  py::cast(&ranks, py::return_value_policy::reference_internal, self)));
+            return out;
+          })
+      .def(
+          "value_at",
+          [](const ElasticArray& e, std::int64_t rank, std::int64_t occurrence) {
+            const ArraySeq& s = seq_for(e, rank);
+            return s.at(occurrence_index(occurrence, s.size()));
+          },
+          py::arg("rank"), py::arg("occurrence") = 0)
+      .def("__len__", [](const ElasticArray& e) { return e.alternatives.size(); })
+      .def("__bool__", [](const ElasticArray& e) { return !e.empty(); })
+      .def("__repr__", [](const ElasticArray& e) { return elastic_repr(e, "ElasticArray"); });
+
+  py::class_<Histogram>(m, "Histogram", "Timing histogram (nanoseconds).")
+      .def_property_readonly("count", &Histogram::count)
+      .def_property_readonly("sum", &Histogram::sum)
+      .def_property_readonly("min", &Histogram::min)
+      .def_property_readonly("max", &Histogram::max)
+      .def_property_readonly("mean", &Histogram::mean)
+      .def_property_readonly("sub_bins", &Histogram::sub_bins)
+      .def_property_readonly(
+          "bins",
+          [](const Histogram& h) {
+            py::list out;
+            for (const auto& b : h.bins())
+              out.append(py::make_tuple(b.index, b.count, b.min, b.max, b.sum));
+            return out;
+          },
+          "[(index, count, min, max, sum), ...] of the non-empty bins.")
+      .def("__repr__", [](const Histogram& h) {
+        return "Histogram(count=" + std::to_string(h.count()) +
+               ", mean=" + std::to_string(h.mean()) + " ns, min=" + std::to_string(h.min()) +
+               ", max=" + std::to_string(h.max()) + ")";
+      });
+}

@@ -1,0 +1,861 @@
+// The .sct single-file trace: writer and defensive reader. docs/format.md is the specification;
+// keep the two in step.
+#include "scalatrace/format.hpp"
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <unordered_map>
+
+#include "scalatrace/errors.hpp"
+
+namespace scalatrace {
+namespace {
+
+// ---------------------------------------------------------------- constants of the format
+constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 8 + 4;  // magic, version, flags, length, crc
+constexpr std::uint32_t kKnownFlags = 0;                 // no flag bits defined in version 1
+constexpr std::size_t kMaxDepth = 64;                    // loop nesting
+constexpr std::size_t kMaxDims = 16;                     // ranklist descriptor dimensions
+constexpr std::int64_t kMaxRanks = std::int64_t{1} << 40;
+constexpr std::uint64_t kMaxSeqSize = std::uint64_t{1} << 62;
+
+enum Section : std::uint64_t {
+  kMetadata = 1,
+  kCallSites = 2,
+  kNames = 3,
+  kRankLists = 4,
+  kValueSeqs = 5,
+  kArraySeqs = 6,
+  kValueElastics = 7,
+  kArrayElastics = 8,
+  kComms = 9,
+  kNodes = 10,
+  kLastKnownSection = kNodes,
+};
+
+const char* section_name(std::uint64_t id) {
+  switch (id) {
+    case kMetadata: return "metadata";
+    case kCallSites: return "call-site table";
+    case kNames: return "names table";
+    case kRankLists: return "ranklist table";
+    case kValueSeqs: return "value-sequence table";
+    case kArraySeqs: return "array-sequence table";
+    case kValueElastics: return "elastic-value table";
+    case kArrayElastics: return "elastic-array table";
+    case kComms: return "communicator table";
+    case kNodes: return "node tree";
+    default: return "unknown section";
+  }
+}
+
+enum NodeFlags : std::uint8_t {
+  kNodeLoop = 1,
+  kNodeHasPresence = 2,
+};
+
+// ---------------------------------------------------------------- CRC-32 (IEEE 802.3)
+std::array<std::uint32_t, 256> make_crc_table() {
+  std::array<std::uint32_t, 256> t{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}
+
+std::uint32_t crc32(std::string_view data) {
+  static const auto table = make_crc_table();
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (unsigned char b : data) c = table[(c ^ b) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+// ---------------------------------------------------------------- writer
+class Writer {
+ public:
+  void u8(std::uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void uv(std::uint64_t v) {
+    while (v >= 0x80) {
+      out_.push_back(static_cast<char>((v & 0x7F) | 0x80));
+      v >>= 7;
+    }
+    out_.push_back(static_cast<char>(v));
+  }
+  void sv(std::int64_t v) {
+    uv((static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63));
+  }
+  void f64(double d) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &d, 8);
+    fixed(bits, 8);
+  }
+  void fixed(std::uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  }
+  void str(const std::string& s) {
+    uv(s.size());
+    out_ += s;
+  }
+  void raw(std::string_view s) { out_ += s; }
+  std::string& data() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+void put_ranks(Writer& w, const RankList& rl) {
+  w.uv(rl.descriptors().size());
+  for (const auto& d : rl.descriptors()) {
+    w.sv(d.start);
+    w.uv(d.dims.size());
+    for (auto [c, s] : d.dims) {
+      w.uv(static_cast<std::uint64_t>(c));
+      w.sv(s);
+    }
+  }
+}
+
+void put_seq(Writer& w, const ValueSeq& seq) {
+  w.uv(seq.blocks().size());
+  for (const auto& b : seq.blocks()) {
+    w.uv(b.repeat);
+    w.uv(b.runs.size());
+    for (const auto& r : b.runs) {
+      w.sv(r.first);
+      w.sv(r.stride);
+      w.uv(r.count);
+    }
+  }
+}
+
+void put_array_seq(Writer& w, const ArraySeq& seq) {
+  w.uv(seq.runs().size());
+  for (const auto& r : seq.runs()) {
+    w.uv(r.count);
+    w.uv(r.values.size());
+    for (auto v : r.values) w.sv(v);
+  }
+}
+
+/// Compact double: integers in [0, 2^53] as uvarint(2v), anything else as 1 + 8 bytes.
+void put_num(Writer& w, double d) {
+  if (d >= 0 && d <= 9007199254740992.0 && d == static_cast<double>(static_cast<std::uint64_t>(d))) {
+    w.uv(static_cast<std::uint64_t>(d) << 1);
+  } else {
+    w.uv(1);
+    w.f64(d);
+  }
+}
+
+void put_hist(Writer& w, const Histogram& h) {
+  w.uv(h.sub_bins());
+  w.uv(h.count());
+  if (h.count() == 0) return;
+  put_num(w, h.sum());
+  w.uv(h.min());
+  w.uv(h.max() - h.min());
+  w.uv(h.bins().size());
+  std::uint64_t next_index = 0;
+  for (const auto& b : h.bins()) {
+    w.uv(b.index - next_index);
+    next_index = std::uint64_t{b.index} + 1;
+    w.uv(b.count);
+    w.uv(b.min);
+    w.uv(b.max - b.min);
+    put_num(w, b.sum);
+  }
+}
+
+/// Interning table keyed by the encoded bytes of each entry; index 0 is reserved for "empty".
+struct Table {
+  std::unordered_map<std::string, std::uint64_t> index;
+  Writer out;
+  std::uint64_t count = 0;
+  std::uint64_t add(Writer&& entry) {
+    auto [it, inserted] = index.try_emplace(std::move(entry.data()), count + 1);
+    if (inserted) {
+      out.raw(it->first);
+      ++count;
+    }
+    return it->second;
+  }
+};
+
+struct TraceWriter {
+  Table ranks, seqs, arrays, elastics, array_elastics;
+
+  std::uint64_t rank_id(const RankList& rl) {
+    if (rl.empty()) return 0;
+    Writer w;
+    put_ranks(w, rl);
+    return ranks.add(std::move(w));
+  }
+  std::uint64_t elastic_id(const ElasticValue& e) {
+    if (e.empty()) return 0;
+    Writer w;
+    w.uv(e.alternatives.size());
+    for (const auto& [seq, rl] : e.alternatives) {
+      Writer sw;
+      put_seq(sw, seq);
+      w.uv(seqs.add(std::move(sw)) - 1);
+      w.uv(rank_id(rl));
+    }
+    return elastics.add(std::move(w));
+  }
+  std::uint64_t array_elastic_id(const ElasticArray& e) {
+    if (e.empty()) return 0;
+    Writer w;
+    w.uv(e.alternatives.size());
+    for (const auto& [seq, rl] : e.alternatives) {
+      Writer sw;
+      put_array_seq(sw, seq);
+      w.uv(arrays.add(std::move(sw)) - 1);
+      w.uv(rank_id(rl));
+    }
+    return array_elastics.add(std::move(w));
+  }
+
+  void node(Writer& w, const Node& n) {
+    if (!n.is_loop() && !n.event) throw Error("encode_trace: node has neither event nor loop");
+    std::uint8_t flags = 0;
+    if (n.is_loop()) flags |= kNodeLoop;
+    if (!n.presence.empty()) flags |= kNodeHasPresence;
+    w.u8(flags);
+    w.uv(rank_id(n.ranks));
+    if (flags & kNodeHasPresence) w.uv(elastic_id(n.presence));
+    if (n.is_loop()) {
+      w.uv(elastic_id(n.loop->trips));
+      w.uv(n.loop->body.size());
+      for (const auto& c : n.loop->body) node(w, c);
+      return;
+    }
+    const EventNode& e = *n.event;
+    w.uv(static_cast<std::uint64_t>(e.op));
+    w.uv(e.site);
+    w.uv(elastic_id(e.site_ids));
+    w.uv(kFieldCount);
+    for (std::size_t f = 0; f < kFieldCount; ++f) w.uv(elastic_id(e.fields[f]));
+    w.uv(kArrayFieldCount);
+    for (std::size_t f = 0; f < kArrayFieldCount; ++f) w.uv(array_elastic_id(e.arrays[f]));
+    put_hist(w, e.compute);
+    put_hist(w, e.duration);
+  }
+};
+
+void put_section(Writer& out, std::uint64_t id, Writer&& body) {
+  out.uv(id);
+  out.uv(body.data().size());
+  out.raw(body.data());
+}
+
+void put_table(Writer& out, std::uint64_t id, Table& t) {
+  Writer s;
+  s.uv(t.count);
+  s.raw(t.out.data());
+  put_section(out, id, std::move(s));
+}
+
+// ---------------------------------------------------------------- reader
+class Reader {
+ public:
+  Reader(std::string_view data, std::size_t base) : data_(data), base_(base) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw FormatError(what + " in " + section_ + " at byte " + std::to_string(base_ + pos_));
+  }
+  void set_section(std::string name) { section_ = std::move(name); }
+  std::size_t remaining() const { return data_.size() - pos_; }
+  bool done() const { return pos_ >= data_.size(); }
+  std::size_t pos() const { return pos_; }
+
+  std::uint8_t u8() {
+    if (remaining() < 1) fail("truncated");
+    return static_cast<std::uint8_t>(data_[pos_++]);
+  }
+  std::uint64_t uv() {
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (remaining() < 1) fail("truncated");
+      auto b = static_cast<std::uint8_t>(data_[pos_++]);
+      if (shift == 63 && b > 1) fail("variable-length integer overflows 64 bits");
+      v |= static_cast<std::uint64_t>(b & 0x7F) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    fail("variable-length integer longer than 10 bytes");
+  }
+  std::int64_t sv() {
+    std::uint64_t u = uv();
+    return static_cast<std::int64_t>((u >> 1) ^ (~(u & 1) + 1));
+  }
+  double f64() {
+    if (remaining() < 8) fail("truncated");
+    std::uint64_t bits = 0;
+    for (int i = 0; i < 8; ++i)
+      bits |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(data_[pos_ + i])) << (8 * i);
+    pos_ += 8;
+    double d;
+    std::memcpy(&d, &bits, 8);
+    return d;
+  }
+  /// A count of items that each take at least min_bytes: bounded by the remaining input.
+  std::size_t count(const char* what, std::size_t min_bytes = 1) {
+    std::uint64_t n = uv();
+    if (n > remaining() / min_bytes)
+      fail(std::string("implausible ") + what + " count " + std::to_string(n) + " (only " +
+           std::to_string(remaining()) + " bytes left)");
+    return static_cast<std::size_t>(n);
+  }
+  std::string str(const char* what) {
+    std::size_t n = count(what);
+    std::string s(data_.substr(pos_, n));
+    pos_ += n;
+    return s;
+  }
+  std::string_view bytes(std::size_t n) {
+    if (remaining() < n) fail("truncated");
+    auto s = data_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+
+ private:
+  std::string_view data_;
+  std::size_t base_;
+  std::size_t pos_ = 0;
+  std::string section_ = "header";
+};
+
+RankList get_ranks(Reader& r, std::int64_t nranks) {
+  RankList rl;
+  std::size_t n = r.count("ranklist descriptor", 2);
+  if (n == 0) r.fail("empty ranklist in the ranklist table");
+  auto& ds = rl.descriptors();
+  ds.reserve(n);
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    RankDescriptor d;
+    d.start = r.sv();
+    std::size_t nd = r.count("ranklist dimension", 2);
+    if (nd > kMaxDims) r.fail("ranklist descriptor with " + std::to_string(nd) + " dimensions");
+    std::int64_t size = 1, lo = d.start, hi = d.start, span = 0;
+    for (std::size_t k = 0; k < nd; ++k) {
+      std::uint64_t cu = r.uv();
+      std::int64_t s = r.sv();
+      if (cu < 2 || cu > static_cast<std::uint64_t>(kMaxRanks))
+        r.fail("ranklist dimension count " + std::to_string(cu));
+      auto c = static_cast<std::int64_t>(cu);
+      if (s == 0 || s > kMaxRanks || s < -kMaxRanks) r.fail("ranklist stride " + std::to_string(s));
+      if (nd > 1 && (s <= 0 || (k > 0 && s <= span)))
+        r.fail("ranklist descriptor dimensions not nested (stride " + std::to_string(s) + ")");
+      if (size > kMaxRanks / c) r.fail("ranklist descriptor too large");
+      size *= c;
+      span += (c - 1) * s;
+      if (s > 0) hi += (c - 1) * s;
+      else lo += (c - 1) * s;
+      if (hi > kMaxRanks || lo < -kMaxRanks) r.fail("ranklist rank out of range");
+      d.dims.emplace_back(c, s);
+    }
+    total += size;
+    if (lo < 0 || (nranks > 0 && hi >= nranks))
+      r.fail("ranklist rank out of range [0, " + std::to_string(nranks) + ")");
+    if (total > kMaxRanks) r.fail("ranklist too large");
+    ds.push_back(std::move(d));
+  }
+  return rl;
+}
+
+ValueSeq get_seq(Reader& r) {
+  std::size_t nb = r.count("value block", 2);
+  std::vector<ValueBlock> blocks;
+  blocks.reserve(nb);
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < nb; ++i) {
+    ValueBlock b;
+    b.repeat = r.uv();
+    if (b.repeat == 0) r.fail("value block repeated 0 times");
+    std::size_t nr = r.count("value run", 3);
+    if (nr == 0) r.fail("empty value block");
+    b.runs.reserve(nr);
+    std::uint64_t block_size = 0;
+    for (std::size_t k = 0; k < nr; ++k) {
+      ValueRun run;
+      run.first = r.sv();
+      run.stride = r.sv();
+      run.count = r.uv();
+      if (run.count == 0) r.fail("value run of 0 values");
+      if (run.count > kMaxSeqSize - block_size) r.fail("value sequence too long");
+      block_size += run.count;
+      b.runs.push_back(run);
+    }
+    if (block_size > (kMaxSeqSize - total) / b.repeat) r.fail("value sequence too long");
+    total += block_size * b.repeat;
+    blocks.push_back(std::move(b));
+  }
+  try {
+    return ValueSeq::from_blocks(std::move(blocks));
+  } catch (const std::exception& e) {
+    r.fail(std::string("invalid value sequence (") + e.what() + ")");
+  }
+}
+
+ArraySeq get_array_seq(Reader& r) {
+  std::size_t n = r.count("array run", 2);
+  std::vector<ArraySeq::Run> runs;
+  runs.reserve(n);
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ArraySeq::Run run;
+    run.count = r.uv();
+    if (run.count == 0 || run.count > kMaxSeqSize - total)
+      r.fail("array run of " + std::to_string(run.count) + " values");
+    total += run.count;
+    std::size_t nv = r.count("array value");
+    run.values.reserve(nv);
+    for (std::size_t k = 0; k < nv; ++k) run.values.push_back(r.sv());
+    runs.push_back(std::move(run));
+  }
+  try {
+    return ArraySeq::from_runs(std::move(runs));
+  } catch (const std::exception& e) {
+    r.fail(std::string("invalid array sequence (") + e.what() + ")");
+  }
+}
+
+double get_num(Reader& r) {
+  std::uint64_t x = r.uv();
+  if (x == 1) return r.f64();
+  if (x & 1) r.fail("invalid number tag");
+  return static_cast<double>(x >> 1);
+}
+
+Histogram get_hist(Reader& r) {
+  std::uint64_t sub = r.uv();
+  if (sub != 1 && sub != 2 && sub != 4 && sub != 8 && sub != 16)
+    r.fail("histogram with " + std::to_string(sub) + " bins per octave");
+  std::uint64_t count = r.uv();
+  if (count == 0) return Histogram::from_parts(static_cast<std::uint32_t>(sub), 0, 0, 0, 0, {});
+  double sum = get_num(r);
+  std::uint64_t mn = r.uv(), range = r.uv();
+  if (range > ~std::uint64_t{0} - mn) r.fail("histogram max overflows");
+  std::uint64_t mx = mn + range;
+  std::size_t nb = r.count("histogram bin", 5);
+  if (nb == 0) r.fail("histogram without bins");
+  std::vector<HistogramBin> bins;
+  bins.reserve(nb);
+  std::uint64_t in_bins = 0, next_index = 0;
+  for (std::size_t i = 0; i < nb; ++i) {
+    HistogramBin b;
+    std::uint64_t idx = r.uv();
+    if (idx > std::numeric_limits<std::uint32_t>::max() - next_index)
+      r.fail("histogram bin index out of range");
+    b.index = static_cast<std::uint32_t>(next_index + idx);
+    next_index = std::uint64_t{b.index} + 1;
+    b.count = r.uv();
+    b.min = r.uv();
+    std::uint64_t brange = r.uv();
+    if (brange > ~std::uint64_t{0} - b.min) r.fail("histogram bin max overflows");
+    b.max = b.min + brange;
+    b.sum = get_num(r);
+    if (b.count == 0) r.fail("empty histogram bin");
+    if (b.min < mn || b.max > mx) r.fail("histogram bin outside the histogram's range");
+    if (b.count > count - in_bins) r.fail("histogram bin counts exceed the total");
+    in_bins += b.count;
+    bins.push_back(b);
+  }
+  if (in_bins != count) r.fail("histogram bin counts do not add up to the total");
+  return Histogram::from_parts(static_cast<std::uint32_t>(sub), count, sum, mn, mx, std::move(bins));
+}
+
+/// Everything decoded so far that later sections refer to, plus the expansion budget: tables
+/// let one byte refer to a large entry, so copies are charged against a budget proportional
+/// to the input size ("never allocates beyond the input's size" up to a constant factor).
+struct TraceReader {
+  std::int64_t nranks = 0;
+  std::size_t nsites = 0;
+  std::size_t nnames = 0;
+  std::vector<RankList> ranks;
+  std::vector<ValueSeq> seqs;
+  std::vector<ArraySeq> arrays;
+  std::vector<ElasticValue> elastics;
+  std::vector<std::uint64_t> elastic_cost;
+  std::vector<ElasticArray> array_elastics;
+  std::vector<std::uint64_t> array_elastic_cost;
+  std::uint64_t budget = 0;
+
+  void charge(Reader& r, std::uint64_t units) {
+    if (units > budget) r.fail("implausible expansion of shared table entries");
+    budget -= units;
+  }
+  std::uint64_t index(Reader& r, std::size_t table_size, const char* what) {
+    std::uint64_t i = r.uv();
+    if (i > table_size)
+      r.fail(std::string(what) + " index " + std::to_string(i) + " out of range (table has " +
+             std::to_string(table_size) + ")");
+    return i;
+  }
+  RankList rank_ref(Reader& r) {
+    std::uint64_t i = index(r, ranks.size(), "ranklist");
+    if (i == 0) return {};
+    charge(r, ranks[i - 1].descriptors().size() + 1);
+    return ranks[i - 1];
+  }
+  template <class Seq>
+  void read_elastic_table(Reader& r, const std::vector<Seq>& pool, std::vector<Elastic<Seq>>& out,
+                          std::vector<std::uint64_t>& costs, const char* what) {
+    std::size_t n = r.count(what, 3);
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      Elastic<Seq> e;
+      std::size_t na = r.count("elastic alternative", 2);
+      if (na == 0) r.fail("elastic value without alternatives");
+      std::uint64_t cost = 1;
+      for (std::size_t k = 0; k < na; ++k) {
+        std::uint64_t s = r.uv();
+        if (s >= pool.size())
+          r.fail("sequence index " + std::to_string(s) + " out of range (table has " +
+                 std::to_string(pool.size()) + ")");
+        RankList rl = rank_ref(r);
+        std::uint64_t c = seq_cost(pool[s]) + rl.descriptors().size() + 1;
+        charge(r, c);
+        cost += c;
+        e.alternatives.emplace_back(pool[s], std::move(rl));
+      }
+      out.push_back(std::move(e));
+      costs.push_back(cost);
+    }
+  }
+  static std::uint64_t seq_cost(const ValueSeq& s) {
+    std::uint64_t c = 1;
+    for (const auto& b : s.blocks()) c += 1 + b.runs.size();
+    return c;
+  }
+  static std::uint64_t seq_cost(const ArraySeq& s) {
+    std::uint64_t c = 1;
+    for (const auto& run : s.runs()) c += 1 + run.values.size();
+    return c;
+  }
+  ElasticValue elastic_ref(Reader& r) {
+    std::uint64_t i = index(r, elastics.size(), "elastic value");
+    if (i == 0) return {};
+    charge(r, elastic_cost[i - 1]);
+    return elastics[i - 1];
+  }
+  ElasticArray array_elastic_ref(Reader& r) {
+    std::uint64_t i = index(r, array_elastics.size(), "elastic array");
+    if (i == 0) return {};
+    charge(r, array_elastic_cost[i - 1]);
+    return array_elastics[i - 1];
+  }
+
+  void check_ids(Reader& r, const ElasticValue& v, std::size_t limit, const char* what) {
+    for (const auto& [seq, rl] : v.alternatives)
+      for (const auto& b : seq.blocks())
+        for (const auto& run : b.runs) {
+          // A run's values are first, first+stride, ..., first+(count-1)*stride.
+          __int128 last = static_cast<__int128>(run.first) +
+                          static_cast<__int128>(run.stride) * static_cast<__int128>(run.count - 1);
+          __int128 lo = std::min<__int128>(run.first, last), hi = std::max<__int128>(run.first, last);
+          if (lo < 0 || hi >= static_cast<__int128>(limit))
+            r.fail(std::string(what) + " out of range (table has " + std::to_string(limit) + ")");
+        }
+  }
+
+  Node node(Reader& r, std::size_t depth) {
+    if (depth > kMaxDepth) r.fail("loops nested deeper than " + std::to_string(kMaxDepth));
+    charge(r, 4);
+    Node n;
+    std::uint8_t flags = r.u8();
+    if (flags & ~(kNodeLoop | kNodeHasPresence)) r.fail("unknown node flags " + std::to_string(flags));
+    n.ranks = rank_ref(r);
+    if (flags & kNodeHasPresence) {
+      n.presence = elastic_ref(r);
+      if (n.presence.empty()) r.fail("presence flag without a presence sequence");
+    }
+    if (flags & kNodeLoop) {
+      n.loop = std::make_unique<LoopNode>();
+      n.loop->trips = elastic_ref(r);
+      if (n.loop->trips.empty()) r.fail("loop without trip counts");
+      std::size_t nb = r.count("loop body node", 2);
+      n.loop->body.reserve(nb);
+      for (std::size_t i = 0; i < nb; ++i) n.loop->body.push_back(node(r, depth + 1));
+      return n;
+    }
+    n.event = std::make_unique<EventNode>();
+    EventNode& e = *n.event;
+    std::uint64_t op = r.uv();
+    if (op >= kOpCount) r.fail("unknown operation " + std::to_string(op));
+    e.op = static_cast<Op>(op);
+    std::uint64_t site = r.uv();
+    if (site >= nsites)
+      r.fail("call-site id " + std::to_string(site) + " out of range (table has " +
+             std::to_string(nsites) + ")");
+    e.site = static_cast<std::uint32_t>(site);
+    e.site_ids = elastic_ref(r);
+    check_ids(r, e.site_ids, nsites, "call-site id");
+    std::uint64_t nf = r.uv();
+    if (nf > kFieldCount)
+      r.fail("event with " + std::to_string(nf) + " fields (this reader knows " +
+             std::to_string(kFieldCount) + ")");
+    for (std::size_t f = 0; f < nf; ++f) e.fields[f] = elastic_ref(r);
+    if (e.op == Op::Other)
+      check_ids(r, e.fields[static_cast<std::size_t>(Field::NameId)], nnames, "function-name id");
+    std::uint64_t na = r.uv();
+    if (na > kArrayFieldCount)
+      r.fail("event with " + std::to_string(na) + " array fields (this reader knows " +
+             std::to_string(kArrayFieldCount) + ")");
+    for (std::size_t f = 0; f < na; ++f) e.arrays[f] = array_elastic_ref(r);
+    e.compute = get_hist(r);
+    e.duration = get_hist(r);
+    return n;
+  }
+};
+
+}  // namespace
+
+std::string encode_trace(const Trace& trace) {
+  TraceWriter tw;
+  // Encode the parts that fill the shared tables first; the tables precede them in the file.
+  Writer comms;
+  comms.uv(trace.comms.entries.size());
+  for (const auto& e : trace.comms.entries) {
+    comms.sv(e.id);
+    comms.uv(tw.rank_id(e.members));
+    comms.uv(tw.rank_id(e.holders));
+  }
+  Writer nodes;
+  nodes.uv(trace.nodes.size());
+  for (const auto& n : trace.nodes) tw.node(nodes, n);
+
+  Writer payload;
+  {
+    Writer s;
+    s.uv(static_cast<std::uint64_t>(trace.nranks));
+    s.uv(trace.metadata.size());
+    for (const auto& [k, v] : trace.metadata) {
+      s.str(k);
+      s.str(v);
+    }
+    put_section(payload, kMetadata, std::move(s));
+  }
+  {
+    Writer s;
+    s.uv(trace.sites.modules.size());
+    for (const auto& m : trace.sites.modules) s.str(m);
+    s.uv(trace.sites.sites.size());
+    for (const auto& site : trace.sites.sites) {
+      s.uv(site.frames.size());
+      for (const auto& f : site.frames) {
+        s.uv(f.module);
+        s.uv(f.offset);
+      }
+      s.str(site.symbol);
+      s.str(site.location);
+    }
+    put_section(payload, kCallSites, std::move(s));
+  }
+  {
+    Writer s;
+    s.uv(trace.names.size());
+    for (const auto& n : trace.names) s.str(n);
+    put_section(payload, kNames, std::move(s));
+  }
+  put_table(payload, kRankLists, tw.ranks);
+  put_table(payload, kValueSeqs, tw.seqs);
+  put_table(payload, kArraySeqs, tw.arrays);
+  put_table(payload, kValueElastics, tw.elastics);
+  put_table(payload, kArrayElastics, tw.array_elastics);
+  put_section(payload, kComms, std::move(comms));
+  put_section(payload, kNodes, std::move(nodes));
+
+  Writer out;
+  out.raw(std::string_view(kTraceMagic, 8));
+  out.fixed(kTraceFormatVersion, 4);
+  out.fixed(0, 4);  // flags
+  out.fixed(payload.data().size(), 8);
+  out.fixed(crc32(payload.data()), 4);
+  out.raw(payload.data());
+  return std::move(out.data());
+}
+
+Trace decode_trace(std::string_view bytes) {
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kTraceMagic, 8) != 0)
+    throw FormatError("bad magic: not a scalatrace trace (.sct)");
+  Reader h(bytes, 0);
+  h.bytes(8);
+  auto fixed = [&](int n) {
+    std::string_view b = h.bytes(static_cast<std::size_t>(n));
+    std::uint64_t v = 0;
+    for (int i = 0; i < n; ++i)
+      v |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(b[static_cast<std::size_t>(i)]))
+           << (8 * i);
+    return v;
+  };
+  std::uint64_t version = fixed(4);
+  if (version != kTraceFormatVersion)
+    throw FormatError("unsupported format version " + std::to_string(version) +
+                      " (this reader supports " + std::to_string(kTraceFormatVersion) + ")");
+  std::uint64_t flags = fixed(4);
+  if (flags & ~std::uint64_t{kKnownFlags})
+    throw FormatError("unknown header flags " + std::to_string(flags));
+  std::uint64_t length = fixed(8);
+  auto crc = static_cast<std::uint32_t>(fixed(4));
+  std::size_t have = bytes.size() - kHeaderSize;
+  if (length > have)
+    throw FormatError("truncated: header announces " + std::to_string(length) +
+                      " payload bytes, the file has " + std::to_string(have));
+  if (length < have)
+    throw FormatError("trailing bytes: header announces " + std::to_string(length) +
+                      " payload bytes, the file has " + std::to_string(have));
+  std::string_view payload = bytes.substr(kHeaderSize);
+  if (crc32(payload) != crc) throw FormatError("checksum mismatch: the trace file is corrupt");
+
+  Trace t;
+  TraceReader tr;
+  tr.budget = 64 * static_cast<std::uint64_t>(bytes.size()) + (std::uint64_t{1} << 20);
+  Reader outer(payload, kHeaderSize);
+  outer.set_section("section list");
+  std::uint64_t last_id = 0;
+  bool seen[kLastKnownSection + 1] = {};
+  while (!outer.done()) {
+    std::uint64_t id = outer.uv();
+    std::size_t len = outer.count("section byte");
+    std::size_t base = kHeaderSize + outer.pos();
+    std::string_view body = outer.bytes(len);
+    if (id <= last_id) outer.fail("section " + std::to_string(id) + " out of order");
+    last_id = id;
+    if (id > kLastKnownSection) continue;  // later optional sections are skipped
+    for (std::uint64_t before = kMetadata; before < id; ++before)
+      if (!seen[before]) outer.fail(std::string("missing section: ") + section_name(before));
+    seen[id] = true;
+    Reader r(body, base);
+    r.set_section(section_name(id));
+    switch (id) {
+      case kMetadata: {
+        std::uint64_t n = r.uv();
+        if (n > static_cast<std::uint64_t>(kMaxRanks)) r.fail("rank count " + std::to_string(n));
+        t.nranks = static_cast<std::int64_t>(n);
+        tr.nranks = t.nranks;
+        std::size_t m = r.count("metadata entry", 2);
+        for (std::size_t i = 0; i < m; ++i) {
+          std::string k = r.str("metadata key");
+          t.metadata[k] = r.str("metadata value");
+        }
+        break;
+      }
+      case kCallSites: {
+        std::size_t nm = r.count("module");
+        for (std::size_t i = 0; i < nm; ++i) {
+          std::string path = r.str("module path");
+          if (t.sites.intern_module(path) != i) r.fail("duplicate module \"" + path + "\"");
+        }
+        std::size_t ns = r.count("call site", 3);
+        for (std::size_t i = 0; i < ns; ++i) {
+          std::size_t nf = r.count("frame", 2);
+          std::vector<Frame> frames;
+          frames.reserve(nf);
+          for (std::size_t k = 0; k < nf; ++k) {
+            Frame f;
+            std::uint64_t mod = r.uv();
+            if (mod >= nm) r.fail("module id " + std::to_string(mod) + " out of range");
+            f.module = static_cast<std::uint32_t>(mod);
+            f.offset = r.uv();
+            frames.push_back(f);
+          }
+          if (t.sites.intern(frames) != i) r.fail("duplicate call site " + std::to_string(i));
+          t.sites.sites[i].symbol = r.str("symbol");
+          t.sites.sites[i].location = r.str("location");
+        }
+        tr.nsites = t.sites.sites.size();
+        break;
+      }
+      case kNames: {
+        std::size_t n = r.count("name");
+        t.names.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) t.names.push_back(r.str("name"));
+        tr.nnames = t.names.size();
+        break;
+      }
+      case kRankLists: {
+        std::size_t n = r.count("ranklist", 3);
+        tr.ranks.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) tr.ranks.push_back(get_ranks(r, t.nranks));
+        break;
+      }
+      case kValueSeqs: {
+        std::size_t n = r.count("value sequence");
+        tr.seqs.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) tr.seqs.push_back(get_seq(r));
+        break;
+      }
+      case kArraySeqs: {
+        std::size_t n = r.count("array sequence");
+        tr.arrays.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) tr.arrays.push_back(get_array_seq(r));
+        break;
+      }
+      case kValueElastics:
+        tr.read_elastic_table(r, tr.seqs, tr.elastics, tr.elastic_cost, "elastic value");
+        break;
+      case kArrayElastics:
+        tr.read_elastic_table(r, tr.arrays, tr.array_elastics, tr.array_elastic_cost, "elastic array");
+        break;
+      case kComms: {
+        std::size_t n = r.count("communicator", 3);
+        t.comms.entries.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          CommEntry e;
+          e.id = r.sv();
+          e.members = tr.rank_ref(r);
+          e.holders = tr.rank_ref(r);
+          t.comms.entries.push_back(std::move(e));
+        }
+        break;
+      }
+      case kNodes: {
+        std::size_t n = r.count("node", 2);
+        t.nodes.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) t.nodes.push_back(tr.node(r, 0));
+        break;
+      }
+    }
+    if (!r.done()) r.fail("unexpected bytes at the end of the section");
+  }
+  for (std::uint64_t id = kMetadata; id <= kLastKnownSection; ++id)
+    if (!seen[id]) throw FormatError(std::string("missing section: ") + section_name(id));
+  return t;
+}
+
+void write_trace_file(const Trace& trace, const std::string& path) {
+  std::string bytes = encode_trace(trace);
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error("cannot create trace file " + tmp);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) throw Error("cannot write trace file " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error("cannot rename " + tmp + " to " + path);
+  }
+}
+
+Trace read_trace_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot open trace file " + path);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  try {
+    return decode_trace(ss.str());
+  } catch (const FormatError& e) {
+    throw FormatError(path + ": " + e.what());
+  }
+}
+
+}  // namespace scalatrace

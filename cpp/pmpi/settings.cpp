@@ -1,0 +1,91 @@
+#include "settings.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+namespace scalatrace::pmpi {
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+template <class T>
+void read_number(const char* name, T& value, std::uint64_t lo, std::uint64_t hi,
+                 const char* what) {
+  const char* text = env(name);
+  if (!text) return;
+  std::uint64_t v = 0;
+  if (parse_size(text, v) && v >= lo && v <= hi) {
+    value = static_cast<T>(v);
+    return;
+  }
+  std::fprintf(stderr, "scalatrace: %s='%s' is not %s (%llu..%llu); using default %llu\n", name,
+               text, what, static_cast<unsigned long long>(lo),
+               static_cast<unsigned long long>(hi), static_cast<unsigned long long>(value));
+}
+
+}  // namespace
+
+bool parse_size(const std::string& text, std::uint64_t& out) {
+  if (text.empty()) return false;
+  std::uint64_t v = 0;
+  std::size_t i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    const std::uint64_t digit = static_cast<std::uint64_t>(text[i] - '0');
+    if (v > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return false;
+    v = v * 10 + digit;
+  }
+  if (i == 0) return false;
+  int shift = 0;
+  if (i < text.size()) {
+    switch (text[i]) {
+      case 'k': case 'K': shift = 10; break;
+      case 'm': case 'M': shift = 20; break;
+      case 'g': case 'G': shift = 30; break;
+      default: return false;
+    }
+    ++i;
+    if (i < text.size() && (text[i] == 'B' || text[i] == 'b')) ++i;
+  }
+  if (i != text.size()) return false;
+  if (shift && v > (std::numeric_limits<std::uint64_t>::max() >> shift)) return false;
+  out = v << shift;
+  return true;
+}
+
+Settings Settings::from_environment(const std::string& program) {
+  Settings s;
+  if (const char* v = env("SCALATRACE_RAW")) s.raw_dir = v;
+  s.out = program + ".sct";
+  if (const char* v = env("SCALATRACE_OUT")) s.out = v;
+  read_number("SCALATRACE_STACK_DEPTH", s.stack_depth, 1, 64, "a stack depth");
+  read_number("SCALATRACE_WINDOW", s.window, 1, 1u << 20, "a window size");
+  read_number("SCALATRACE_SITE_THRESHOLD", s.site_threshold, 0, 64, "a frame count");
+  read_number("SCALATRACE_MEMORY", s.memory_budget, 1u << 20, std::uint64_t{1} << 40,
+              "a memory budget in bytes (suffix k/M/G allowed)");
+  read_number("SCALATRACE_HIST_BINS", s.hist_sub_bins, 1, 64, "a number of bins per octave");
+  if (const char* v = env("SCALATRACE_QUIET")) {
+    const std::string q = v;
+    if (q == "1" || q == "yes" || q == "true") s.quiet = true;
+    else if (q != "0" && q != "no" && q != "false")
+      std::fprintf(stderr, "scalatrace: SCALATRACE_QUIET='%s' is not 0 or 1; using default 0\n", v);
+  }
+  return s;
+}
+
+std::map<std::string, std::string> Settings::as_metadata() const {
+  return {
+      {"setting.SCALATRACE_RAW", raw_dir},
+      {"setting.SCALATRACE_OUT", out},
+      {"setting.SCALATRACE_STACK_DEPTH", std::to_string(stack_depth)},
+      {"setting.SCALATRACE_WINDOW", std::to_string(window)},
+      {"setting.SCALATRACE_SITE_THRESHOLD", std::to_string(site_threshold)},
+      {"setting.SCALATRACE_MEMORY", std::to_string(memory_budget)},
+      {"setting.SCALATRACE_HIST_BINS", std::to_string(hist_sub_bins)},
+  };
+}
+
+}  // namespace scalatrace::pmpi

@@ -1,0 +1,30 @@
+#pragma once
+// Collector settings: SCALATRACE_* environment variables, each with a default. A bad value is
+// reported once on stderr and replaced by the default; reading settings never fails.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace scalatrace::pmpi {
+
+struct Settings {
+  std::string raw_dir;        ///< SCALATRACE_RAW: directory for raw streams; "" = off
+  std::string out;            ///< SCALATRACE_OUT: compressed trace path; "none" = off
+  int stack_depth = 16;       ///< SCALATRACE_STACK_DEPTH: frames recorded per call site
+  std::size_t window = 512;   ///< SCALATRACE_WINDOW (compressor)
+  std::size_t site_threshold = 0;            ///< SCALATRACE_SITE_THRESHOLD (compressor)
+  std::size_t memory_budget = 256u << 20;    ///< SCALATRACE_MEMORY (compressor), bytes
+  std::uint32_t hist_sub_bins = 4;           ///< SCALATRACE_HIST_BINS (compressor)
+  bool quiet = false;         ///< SCALATRACE_QUIET: 1 = no informational messages
+
+  /// Reads the environment; `program` is the executable's base name (default output name).
+  static Settings from_environment(const std::string& program);
+  /// The effective values, as recorded in the trace metadata ("setting.<NAME>").
+  std::map<std::string, std::string> as_metadata() const;
+};
+
+/// Parses a non-negative integer with optional k/M/G suffix (powers of 1024); false if bad.
+bool parse_size(const std::string& text, std::uint64_t& out);
+
+}  // namespace scalatrace::pmpi

@@ -1,0 +1,163 @@
+// scalatrace-replay TRACE [options]: see options.cpp (usage) and docs/replay.md.
+//
+// MPI calls the replay makes for its own purposes (report gathering, agreeing on communicator
+// layouts, waiting for recorded completions, datatype set-up) use the PMPI_ names, so a
+// collector tracing the replay records only the replayed calls.
+#include <mpi.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "broken_trace.hpp"
+#include "options.hpp"
+#include "replayer.hpp"
+#include "report.hpp"
+#include "scalatrace/errors.hpp"
+#include "scalatrace/compressor.hpp"
+#include "scalatrace/format.hpp"
+#include "scalatrace/raw.hpp"
+#include "watchdog.hpp"
+
+using namespace scalatrace;
+using namespace scalatrace::replay;
+
+namespace {
+
+constexpr int kUsageExit = 2;
+constexpr int kErrorExit = 1;
+
+std::string site_text(const Trace& trace, std::uint32_t id) {
+  std::string s = "#" + std::to_string(id);
+  if (id >= trace.sites.sites.size()) return s;
+  const CallSite& site = trace.sites.sites[id];
+  if (!site.symbol.empty()) s += " " + site.symbol;
+  if (!site.location.empty()) s += " (" + site.location + ")";
+  if (site.symbol.empty() && site.location.empty() && !site.frames.empty()) {
+    const Frame& f = site.frames.front();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(f.offset));
+    s += " " + (f.module < trace.sites.modules.size() ? trace.sites.modules[f.module] : "?") + buf;
+  }
+  return s;
+}
+
+// A .sct trace file, or a raw recording directory (SCALATRACE_RAW): then each rank reads its
+// own stream and compresses it in memory, so a recording can be replayed without the merge.
+Trace load_trace(const std::string& path, int rank) {
+  if (std::filesystem::is_directory(path)) {
+    RankRecording rec = read_raw(path + "/" + raw_file_name(rank));
+    return compress_recording(rec);
+  }
+  return read_trace_file(path);
+}
+
+// Ends every rank after a problem all ranks detect alike (rank 0 reports it).
+int finish_early(int rank, const std::string& message, int code) {
+  if (rank == 0) std::cerr << "scalatrace-replay: " << message << std::endl;
+  MPI_Finalize();
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  try {
+    options = parse_options(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const Error& e) {
+    std::cerr << "scalatrace-replay: " << e.what() << "\n" << usage();
+    return kUsageExit;
+  }
+  if (options.help) {
+    std::cout << usage();
+    return 0;
+  }
+  if (!options.write_broken_path.empty()) {
+    try {
+      write_broken_trace(options.write_broken_path);
+    } catch (const std::exception& e) {
+      std::cerr << "scalatrace-replay: " << e.what() << std::endl;
+      return kErrorExit;
+    }
+    return 0;
+  }
+
+  if (options.info) {
+    try {
+      Trace trace = load_trace(options.trace_path, 0);
+      std::cout << trace_info_json(options.trace_path, trace);
+    } catch (const std::exception& e) {
+      std::cerr << "scalatrace-replay: cannot read trace '" << options.trace_path << "': " << e.what()
+                << std::endl;
+      return kUsageExit;
+    }
+    return 0;
+  }
+
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  Trace trace;
+  try {
+    trace = load_trace(options.trace_path, rank);
+  } catch (const std::exception& e) {
+    return finish_early(rank, "cannot read trace '" + options.trace_path + "': " + e.what(), kUsageExit);
+  }
+  if (trace.nranks != size) {
+    return finish_early(
+        rank,
+        "trace '" + options.trace_path + "' was recorded with " + std::to_string(trace.nranks) +
+            " ranks but the replay runs on " + std::to_string(size) +
+            " MPI processes; run it with mpiexec -n " + std::to_string(trace.nranks),
+        kUsageExit);
+  }
+
+  Progress progress;
+  RankStats stats;
+  {
+    Watchdog watchdog(progress, options.timeout_s, rank,
+                      [&trace](std::uint32_t id) { return site_text(trace, id); });
+    Replayer replayer(trace, options, rank, progress);
+    PMPI_Barrier(MPI_COMM_WORLD);
+    try {
+      stats = replayer.run();
+    } catch (const std::exception& e) {
+      std::cerr << "scalatrace-replay: " << e.what() << std::endl;
+      PMPI_Abort(MPI_COMM_WORLD, kErrorExit);
+    }
+    // The watchdog keeps watching the end: a rank whose peers are stuck must not hang here.
+    progress.finishing.store(true);
+    progress.call_start_ns.store(steady_now_ns());
+    std::vector<RankStats> all = gather_stats(stats, rank, size);
+    if (rank == 0) {
+      std::string json = report_json(options, trace.nranks, all);
+      if (!options.report_path.empty()) {
+        std::ofstream out(options.report_path);
+        out << json;
+        if (!out) {
+          std::cerr << "scalatrace-replay: cannot write report '" << options.report_path << "'\n";
+          PMPI_Abort(MPI_COMM_WORLD, kErrorExit);
+        }
+      }
+      double total = 0;
+      std::uint64_t events = 0;
+      for (const auto& s : all) {
+        total = std::max(total, s.time_s);
+        events += s.events;
+      }
+      std::printf("scalatrace-replay: %llu events on %d ranks replayed in %.6f s\n",
+                  static_cast<unsigned long long>(events), size, total);
+      std::fflush(stdout);
+    }
+    replayer.release();
+    MPI_Finalize();
+    progress.call_start_ns.store(0);
+  }
+  return 0;
+}

@@ -1,0 +1,105 @@
+#include "options.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include "scalatrace/errors.hpp"
+
+namespace scalatrace::replay {
+namespace {
+
+double parse_double(const std::string& flag, const std::string& text, double min) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !std::isfinite(value) || value < min)
+    throw UsageError(flag + " expects a number >= " + std::to_string(min) + ", got '" + text + "'");
+  return value;
+}
+
+std::uint64_t parse_uint(const std::string& flag, const std::string& text) {
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty())
+    throw UsageError(flag + " expects a non-negative integer, got '" + text + "'");
+  return value;
+}
+
+}  // namespace
+
+std::string_view timing_name(TimingMode mode) {
+  switch (mode) {
+    case TimingMode::Mean: return "mean";
+    case TimingMode::Sample: return "sample";
+    case TimingMode::None: return "none";
+  }
+  return "?";
+}
+
+std::string usage() {
+  return "usage: mpiexec -n NRANKS scalatrace-replay TRACE [options]\n"
+         "TRACE: a .sct trace, or a raw recording directory (SCALATRACE_RAW; each rank compresses its own stream).\n"
+         "Re-issues the MPI calls of a scalatrace trace, each rank walking its own events.\n"
+         "  --compute-scale F   factor on the recorded compute time between calls (default 1; 0 = none)\n"
+         "  --size-scale F      factor on message sizes (default 1)\n"
+         "  --timing MODE       mean (histogram mean, default) | sample (draw from histograms) | none\n"
+         "  --seed N            random seed for --timing sample (default 0; rank r mixes r into it)\n"
+         "  --report FILE       write a JSON report (times, per-rank per-op counts and bytes)\n"
+         "  --timeout S         fail if one MPI call blocks longer than S seconds (default 60; 0 = off)\n"
+         "  --bsend-buffer B    bytes attached for buffered sends (default 16777216)\n"
+         "  --info              print the trace's rank count and size as JSON and exit (no MPI)\n"
+         "  --selftest-write-broken FILE\n"
+         "                      write a 2-rank trace whose receive has no matching send, then exit\n"
+         "                      (no MPI; used to test the watchdog)\n";
+}
+
+Options parse_options(const std::vector<std::string>& args) {
+  Options o;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
+      return args[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+    } else if (a == "--compute-scale") {
+      o.compute_scale = parse_double(a, value(), 0.0);
+    } else if (a == "--size-scale") {
+      o.size_scale = parse_double(a, value(), 0.0);
+    } else if (a == "--timing") {
+      const std::string& v = value();
+      if (v == "mean") o.timing = TimingMode::Mean;
+      else if (v == "sample") o.timing = TimingMode::Sample;
+      else if (v == "none") o.timing = TimingMode::None;
+      else throw UsageError("--timing expects mean, sample or none, got '" + v + "'");
+    } else if (a == "--seed") {
+      o.seed = parse_uint(a, value());
+    } else if (a == "--report") {
+      o.report_path = value();
+    } else if (a == "--timeout") {
+      o.timeout_s = parse_double(a, value(), 0.0);
+    } else if (a == "--bsend-buffer") {
+      o.bsend_buffer = parse_uint(a, value());
+    } else if (a == "--info") {
+      o.info = true;
+    } else if (a == "--selftest-write-broken") {
+      o.write_broken_path = value();
+    } else if (a.starts_with("-")) {
+      throw UsageError("unknown option '" + a + "'");
+    } else if (o.trace_path.empty()) {
+      o.trace_path = a;
+    } else {
+      throw UsageError("unexpected argument '" + a + "' (only one trace file)");
+    }
+  }
+  if (!o.help && o.write_broken_path.empty() && o.trace_path.empty())
+    throw UsageError("missing TRACE argument");
+  return o;
+}
+
+}  // namespace scalatrace::replay

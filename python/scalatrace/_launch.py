@@ -1,0 +1,121 @@
+"""Running an MPI program under the collector: :func:`trace`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping, Sequence, Union
+
+from . import _paths
+from .errors import MPIRunError, ScalatraceError
+
+if TYPE_CHECKING:
+    from ._trace import Trace
+
+Command = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
+
+
+def _tail(text: str, lines: int = 30) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def launch_command(cmd: Command, np: int) -> list[str]:
+    """The ``mpiexec`` command line that runs ``cmd`` with the collector preloaded."""
+    argv = [os.fspath(cmd)] if isinstance(cmd, (str, os.PathLike)) else [os.fspath(c) for c in cmd]
+    if not argv:
+        raise ValueError("empty command")
+    return [_paths.mpiexec(), "-n", str(np), "-genv", "LD_PRELOAD", str(_paths.collector_library()), *argv]
+
+
+def run_collected(
+    cmd: Command,
+    np: int,
+    out: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    raw: bool | str | os.PathLike[str] = False,
+    timeout: float | None = 600,
+    capture: bool = True,
+) -> tuple[Path, Path | None, subprocess.CompletedProcess]:
+    """Runs ``cmd`` under the collector; returns (trace path, raw dir or None, process)."""
+    if np < 1:
+        raise ValueError("np must be at least 1")
+    out_path = Path(out).resolve()
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    raw_dir: Path | None = None
+    if raw:
+        raw_dir = Path(out_path.with_suffix("").as_posix() + "-raw") if raw is True else Path(raw).resolve()
+        raw_dir.mkdir(parents=True, exist_ok=True)
+        for old in raw_dir.glob("rank-*.straw"):
+            old.unlink()
+    run_env = dict(os.environ)
+    run_env.update(env or {})
+    run_env["SCALATRACE_OUT"] = str(out_path)
+    if raw_dir is not None:
+        run_env["SCALATRACE_RAW"] = str(raw_dir)
+    else:
+        run_env.pop("SCALATRACE_RAW", None)
+    if out_path.exists():
+        out_path.unlink()
+    argv = launch_command(cmd, np)
+    try:
+        proc = subprocess.run(argv, env=run_env, capture_output=capture, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+        raise MPIRunError(f"{' '.join(argv)} timed out after {timeout} s", -1, _tail(err), argv) from None
+    except FileNotFoundError as e:
+        raise MPIRunError(f"cannot start {argv[0]}: {e}", 127, "", argv) from None
+    if proc.returncode != 0:
+        raise MPIRunError(f"traced program failed: {' '.join(argv)}", proc.returncode, _tail(proc.stderr or ""), argv)
+    if not out_path.is_file():
+        raise ScalatraceError(
+            f"the run finished but wrote no trace at {out_path}; did the program call MPI_Init/MPI_Finalize?\n"
+            + _tail(proc.stderr or "")
+        )
+    return out_path, raw_dir, proc
+
+
+def trace(
+    cmd: Command,
+    np: int = 4,
+    out: str | os.PathLike[str] = "trace.sct",
+    env: Mapping[str, str] | None = None,
+    raw: bool | str | os.PathLike[str] = False,
+    timeout: float | None = 600,
+) -> Trace:
+    """Runs an MPI program under the scalatrace collector and loads the trace.
+
+    Parameters
+    ----------
+    cmd : str or sequence of str
+        Program and arguments (an MPI program; no rebuild needed, the collector is preloaded).
+    np : int
+        Number of ranks (``mpiexec.mpich -n np``).
+    out : path
+        Where the compressed trace is written (``SCALATRACE_OUT``).
+    env : mapping, optional
+        Extra environment variables (e.g. ``{"SCALATRACE_WINDOW": "256"}``).
+    raw : bool or path
+        Also record raw per-rank streams (``SCALATRACE_RAW``): True puts them in
+        ``<out without suffix>-raw/``; a path names the directory. Read with :func:`read_raw`
+        or ``trace.raw_dir``.
+    timeout : float, optional
+        Seconds before the run is killed.
+
+    Returns
+    -------
+    Trace
+        With ``raw_dir`` set to the raw directory (or None) and ``run_stderr`` the run's stderr.
+
+    Raises
+    ------
+    MPIRunError
+        If the program (or mpiexec) fails; carries the exit status and the stderr tail.
+    """
+    from ._trace import load
+
+    out_path, raw_dir, proc = run_collected(cmd, np, out, env, raw, timeout)
+    t = load(out_path)
+    t.raw_dir = raw_dir
+    t.run_stderr = proc.stderr
+    return t

@@ -1,0 +1,87 @@
+"""Raw recordings (uncompressed ground truth written with ``SCALATRACE_RAW``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Literal
+
+import numpy as np
+
+from . import _core
+from ._summary import comm_triplets_to_output
+from .errors import TraceFormatError
+
+if TYPE_CHECKING:
+    import scipy.sparse
+
+
+class RawRecording:
+    """The raw per-rank event streams of one run, indexable by rank.
+
+    Analyses here are computed by brute force over every event, with the same attribution
+    model as :meth:`Trace.comm_matrix` (tests compare the two).
+    """
+
+    def __init__(self, ranks: list[_core.RankRecording], path: Path | None = None) -> None:
+        self._ranks = sorted(ranks, key=lambda r: r.rank)
+        self._by_rank = {r.rank: r for r in self._ranks}
+        self.path = path
+
+    @property
+    def nranks(self) -> int:
+        return max([r.nranks for r in self._ranks] + [r.rank + 1 for r in self._ranks] + [0])
+
+    def __len__(self) -> int:
+        return len(self._ranks)
+
+    def __iter__(self) -> Iterator[_core.RankRecording]:
+        return iter(self._ranks)
+
+    def __getitem__(self, rank: int) -> _core.RankRecording:
+        try:
+            return self._by_rank[rank]
+        except KeyError:
+            raise KeyError(f"no recording of rank {rank}") from None
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        return dict(self._ranks[0].metadata) if self._ranks else {}
+
+    def event_count(self) -> int:
+        """Total events over all ranks."""
+        return sum(len(r) for r in self._ranks)
+
+    def rank_table(self, rank: int) -> np.ndarray:
+        """Same columns as :meth:`Trace.rank_table` (timings are the recorded ones)."""
+        return self[rank].rank_table(self.nranks)
+
+    def comm_matrix(
+        self, metric: Literal["bytes", "messages"] = "bytes", kind: Literal["p2p", "collective", "all"] = "p2p", sparse: bool = False
+    ) -> np.ndarray | scipy.sparse.coo_matrix:
+        """Communication matrix by brute force over every recorded event."""
+        return comm_triplets_to_output(_core.comm_matrix_of_recordings(self._ranks, metric, kind), sparse)
+
+    def __repr__(self) -> str:
+        return f"RawRecording(ranks={len(self)}, events={self.event_count()})"
+
+
+def read_raw(path: str | os.PathLike[str]) -> RawRecording:
+    """Reads one raw stream (``rank-<r>.straw``) or a directory of them.
+
+    Raises
+    ------
+    TraceFormatError
+        If a stream is truncated or corrupt, or the directory is incomplete.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"no raw recording at {p}")
+    try:
+        if p.is_dir():
+            recs: Any = _core.read_raw_dir(str(p))
+        else:
+            recs = [_core.read_raw(str(p))]
+    except TraceFormatError as e:
+        raise TraceFormatError(f"{p}: {e}") from None
+    return RawRecording(list(recs), p)

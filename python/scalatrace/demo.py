@@ -1,0 +1,122 @@
+"""``python -m scalatrace.demo``: trace the bundled 2D stencil and show what scalatrace sees.
+
+Runs ``$SCALATRACE_BUILD_DIR/examples/stencil2d`` on 9 ranks under the collector with raw mode
+and compressed output into ``./demo-output/``, then prints what was recorded, the trace size
+beside the raw size, the summary and the timestep loop, writes a heatmap, and replays the trace.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import _trace
+from ._launch import trace
+from ._raw import read_raw
+from .errors import ScalatraceError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _example(name: str) -> Path:
+    candidates = []
+    if os.environ.get("SCALATRACE_BUILD_DIR"):
+        candidates.append(Path(os.environ["SCALATRACE_BUILD_DIR"]) / "examples" / name)
+    candidates.append(Path.cwd() / "build" / "py" / "examples" / name)
+    candidates.append(REPO_ROOT / "build" / "py" / "examples" / name)
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise ScalatraceError(
+        f"example {name!r} not found (looked in {', '.join(str(c.parent) for c in candidates)}); "
+        "run `make build` or set SCALATRACE_BUILD_DIR"
+    )
+
+
+def _size(path: Path) -> int:
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+    return path.stat().st_size
+
+
+def main(argv: list[str] | None = None) -> int:
+    nranks, iterations = 9, 8
+    outdir = Path("demo-output").resolve()
+    outdir.mkdir(exist_ok=True)
+    program = _example("stencil2d")
+    print(f"== tracing {program.name} on {nranks} ranks, {iterations} timesteps")
+    t0 = time.perf_counter()
+    t = trace([str(program), "-i", str(iterations)], np=nranks, out=outdir / "stencil2d.sct", raw=outdir / "raw")
+    run_time = time.perf_counter() - t0
+    print(f"   run took {run_time:.2f} s (mpiexec start-up included)")
+
+    raw = read_raw(outdir / "raw")
+    sct_size, raw_size = _size(outdir / "stencil2d.sct"), _size(outdir / "raw")
+    print("\n== what was recorded")
+    ops: dict[str, np.ndarray] = {}
+    for rec in raw:
+        table = raw.rank_table(rec.rank)
+        for code in np.unique(table["op"]):
+            ops.setdefault(_trace.OP_NAMES[code], np.zeros(nranks, dtype=np.int64))[rec.rank] = int(
+                (table["op"] == code).sum()
+            )
+    print("   calls per rank:")
+    for op, counts in sorted(ops.items()):
+        print(f"     {op:<10} " + " ".join(f"{c:4d}" for c in counts))
+    sent = raw.comm_matrix("bytes", "p2p").sum(axis=1)
+    print("   p2p bytes sent per rank: " + " ".join(f"{int(b)}" for b in sent))
+    print(f"   {raw.event_count()} events in total")
+    print("\n== files")
+    print(f"   compressed trace  {outdir / 'stencil2d.sct'}  {sct_size:>9,} bytes")
+    print(f"   raw recording     {outdir / 'raw'}/  {raw_size:>9,} bytes  ({raw_size / max(sct_size, 1):.1f}x larger)")
+
+    print("\n== the compressed trace")
+    print(f"   {t!r}")
+    print("   " + t.dump(max_nodes=30).replace("\n", "\n   "))
+    print("\n== summary (from the compressed trace)")
+    print("   " + repr(t.summary()).replace("\n", "\n   "))
+    for loop in t.timestep_loops():
+        print(f"\n   timestep loop: {loop!r}")
+
+    same = np.array_equal(t.comm_matrix("bytes", "all"), raw.comm_matrix("bytes", "all"))
+    print(f"\n   comm matrix from the trace == from the raw recording: {same}")
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from . import plot
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    plot.comm_heatmap(t, metric="bytes", kind="p2p", ax=axes[0])
+    plot.op_bars(t, value="calls", ax=axes[1])
+    fig.tight_layout()
+    png = outdir / "heatmap.png"
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    print(f"\n== heatmap written to {png}")
+
+    try:
+        from .replay import replay
+    except ImportError:
+        replay = None  # type: ignore[assignment]
+    if replay is not None:
+        print("\n== replaying the trace")
+        try:
+            result = replay(outdir / "stencil2d.sct", timeout=30)
+            original = max((t.summary()["duration_ns"].sum() + t.summary()["compute_ns"].sum()) / nranks / 1e9, 0)
+            print(f"   original: ~{original:.4f} s per rank (MPI + compute, from the histograms)")
+            print(f"   replay:    {result.total_time:.4f} s (slowest rank)")
+        except ScalatraceError as e:
+            print(f"   replay failed: {e}")
+    print(f"\nDone. Files are in {outdir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

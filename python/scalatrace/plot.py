@@ -1,0 +1,117 @@
+"""Matplotlib plots of traces. Every function takes ``ax=`` and returns the Axes it drew on."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from ._trace import Trace
+
+
+def _axes(ax: Axes | None) -> Axes:
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    return plt.gca()
+
+
+def comm_heatmap(
+    trace_or_matrix: Trace | np.ndarray,
+    metric: Literal["bytes", "messages"] = "bytes",
+    kind: Literal["p2p", "collective", "all"] = "p2p",
+    log: bool = False,
+    ax: Axes | None = None,
+    cmap: str = "viridis",
+    colorbar: bool = True,
+) -> Axes:
+    """Heatmap of the communication matrix (sender rows, receiver columns).
+
+    Parameters
+    ----------
+    trace_or_matrix : Trace or array
+        A trace (its ``comm_matrix(metric, kind)`` is drawn) or a square matrix.
+    log : bool
+        Logarithmic colour scale (zero cells stay blank).
+    """
+    from matplotlib.colors import LogNorm
+
+    ax = _axes(ax)
+    if isinstance(trace_or_matrix, np.ndarray):
+        m = trace_or_matrix
+    else:
+        m = trace_or_matrix.comm_matrix(metric=metric, kind=kind)
+    shown = np.ma.masked_equal(m, 0) if log else m
+    norm = LogNorm(vmin=max(float(m[m > 0].min()), 1e-12), vmax=float(m.max())) if log and (m > 0).any() else None
+    im = ax.imshow(shown, cmap=cmap, norm=norm, interpolation="nearest", origin="upper")
+    ax.set_xlabel("receiver rank")
+    ax.set_ylabel("sender rank")
+    ax.set_title(f"{kind} {metric}")
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, label=metric)
+    return ax
+
+
+def op_bars(
+    trace: Trace, value: Literal["calls", "bytes", "duration_ns"] = "calls", ax: Axes | None = None, log: bool = False
+) -> Axes:
+    """Bar chart of calls (or bytes, or total time) per MPI operation."""
+    ax = _axes(ax)
+    table = trace.summary()
+    ops = list(table["op"])
+    vals = table[value]
+    ax.bar(range(len(ops)), vals, color="tab:blue")
+    ax.set_xticks(range(len(ops)))
+    ax.set_xticklabels(ops, rotation=45, ha="right")
+    ax.set_ylabel({"calls": "calls (all ranks)", "bytes": "bytes sent", "duration_ns": "time in calls (ns)"}[value])
+    if log:
+        ax.set_yscale("log")
+    return ax
+
+
+def loop_structure(trace: Trace, rank: int = 0, ax: Axes | None = None, max_nodes: int = 200) -> Axes:
+    """Picture of ``rank``'s loop nesting: one row per node, loops as brackets with trip counts."""
+    from matplotlib.patches import Rectangle
+
+    from ._trace import Event, Loop
+
+    ax = _axes(ax)
+    rows: list[tuple[int, Any]] = []
+    for node in trace.walk():
+        if len(node.ranks) and rank not in node.ranks:
+            continue
+        rows.append((node.depth, node))
+        if len(rows) >= max_nodes:
+            break
+    n = len(rows)
+    for i, (depth, node) in enumerate(rows):
+        y = n - i
+        if isinstance(node, Loop):
+            span = _loop_span(rows, i)
+            ax.add_patch(Rectangle((depth, y - span + 0.1), 0.25, span - 0.2, color="tab:orange", alpha=0.6))
+            seq = node.trips.for_rank(rank)
+            label = "loop x" + (str(seq[0]) if seq is not None and seq.is_constant() else "?")
+            if seq is not None and len(seq) > 1:
+                label += f" ({len(seq)} visits, {node.iterations(rank)} total)"
+            ax.text(depth + 0.35, y, label, va="center", fontsize=8, color="tab:orange")
+        elif isinstance(node, Event):
+            ax.plot([depth], [y], "o", color="tab:blue", ms=4)
+            ax.text(depth + 0.35, y, f"{node.op} (site {node.site})", va="center", fontsize=8)
+    ax.set_xlim(-0.5, max([d for d, _ in rows] + [0]) + 6)
+    ax.set_ylim(0, n + 1)
+    ax.set_yticks([])
+    ax.set_xlabel("nesting depth")
+    ax.set_title(f"loop structure of rank {rank}")
+    return ax
+
+
+def _loop_span(rows: list[tuple[int, Any]], i: int) -> int:
+    depth = rows[i][0]
+    j = i + 1
+    while j < len(rows) and rows[j][0] > depth:
+        j += 1
+    return j - i

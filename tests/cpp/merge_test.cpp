@@ -1,0 +1,347 @@
+// Cross-rank merge: lossless per rank on randomized multi-rank programs (SPMD with boundary
+// differences, and fully divergent ones), independent of merge order; ranklists and elastic
+// values stay shared for regular patterns.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+
+#include "scalatrace/compressor.hpp"
+#include "scalatrace/cursor.hpp"
+#include "scalatrace/format.hpp"
+#include "scalatrace/merge.hpp"
+#include "scalatrace/synthetic.hpp"
+
+using namespace scalatrace;
+
+namespace {
+
+constexpr Op kOps[] = {Op::Send, Op::Recv, Op::Isend, Op::Irecv, Op::Waitall, Op::Barrier,
+                       Op::Allreduce, Op::Bcast, Op::Other};
+
+/// A random SPMD program: events, loops (trip counts may depend on the rank) and branches
+/// on rank properties.
+struct Stmt {
+  enum Kind { Ev, Loop, Branch } kind = Ev;
+  Op op = Op::Send;
+  int site = 0;
+  int param = 0;      // 0 const, 1 rank-relative, 2 iteration, 3 rank-random
+  int trips = 1;
+  int trip_mode = 0;  // 0 const, 1 depends on rank, 2 depends on rank class
+  int cond = 0;       // branch: 0 rank even, 1 rank == 0, 2 last rank, 3 rank < n/2, 4 random
+  std::vector<Stmt> body, other;
+};
+
+struct ProgramGen {
+  std::mt19937_64 rng;
+  int nsites = 0;
+  int pick(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
+  std::vector<Stmt> block(int depth, int max_len) {
+    std::vector<Stmt> out;
+    int n = 1 + pick(max_len);
+    for (int i = 0; i < n; ++i) out.push_back(stmt(depth));
+    return out;
+  }
+  Stmt stmt(int depth) {
+    Stmt s;
+    int r = pick(10);
+    if (depth < 3 && r < 3) {
+      s.kind = Stmt::Loop;
+      s.trips = 1 + pick(4);
+      s.trip_mode = pick(3);
+      s.body = block(depth + 1, 4);
+    } else if (depth < 3 && r < 5) {
+      s.kind = Stmt::Branch;
+      s.cond = pick(5);
+      s.body = block(depth + 1, 3);
+      if (pick(2)) s.other = block(depth + 1, 3);
+    } else {
+      s.op = kOps[pick(static_cast<int>(std::size(kOps)))];
+      s.site = nsites++;
+      s.param = pick(4);
+    }
+    return s;
+  }
+};
+
+struct RankRun {
+  std::int64_t rank, nranks;
+  std::mt19937_64 rng;
+  RankRecording rec;
+  std::vector<std::uint32_t> site_ids;  // program site -> this rank's table id (first use order)
+  std::vector<std::int64_t> name_ids;
+
+  std::uint32_t site(int s) {
+    if (site_ids.size() <= static_cast<std::size_t>(s)) site_ids.resize(static_cast<std::size_t>(s) + 1, UINT32_MAX);
+    auto& id = site_ids[static_cast<std::size_t>(s)];
+    if (id == UINT32_MAX) {
+      std::uint32_t m = rec.sites.intern_module(s % 2 ? "/bin/app" : "/lib/libfoo.so");
+      id = rec.sites.intern({Frame{m, 0x1000 + static_cast<std::uint64_t>(s) * 16}, Frame{m, 0x42}});
+    }
+    return id;
+  }
+  std::int64_t name(int s) {
+    std::string n = "MPI_Fake" + std::to_string(s % 3);
+    for (std::size_t i = 0; i < rec.names.size(); ++i)
+      if (rec.names[i] == n) return static_cast<std::int64_t>(i);
+    rec.names.push_back(n);
+    return static_cast<std::int64_t>(rec.names.size() - 1);
+  }
+  bool cond(const Stmt& s) {
+    switch (s.cond) {
+      case 0: return rank % 2 == 0;
+      case 1: return rank == 0;
+      case 2: return rank == nranks - 1;
+      case 3: return rank < nranks / 2;
+      default: return rng() % 2 == 0;
+    }
+  }
+  void run(const std::vector<Stmt>& prog, std::int64_t iter) {
+    for (const auto& s : prog) {
+      if (s.kind == Stmt::Loop) {
+        std::int64_t trips = s.trips;
+        if (s.trip_mode == 1) trips += rank % 3;
+        if (s.trip_mode == 2) trips += (rank == 0 || rank == nranks - 1) ? 1 : 0;
+        for (std::int64_t i = 0; i < trips; ++i) run(s.body, i);
+      } else if (s.kind == Stmt::Branch) {
+        run(cond(s) ? s.body : s.other, iter);
+      } else {
+        Event e;
+        e.op = s.op;
+        e.site = site(s.site);
+        std::int64_t v = 0;
+        switch (s.param) {
+          case 1: v = (rank + 1) % nranks - rank; break;
+          case 2: v = iter; break;
+          case 3: v = static_cast<std::int64_t>(rng() % 3); break;
+          default: v = 7;
+        }
+        e[Field::Peer] = v;
+        e[Field::Tag] = s.site;
+        e[Field::Bytes] = 8 * (s.param == 0 ? 1 : v + 10);
+        if (s.op == Op::Other) e[Field::NameId] = name(s.site);
+        if (s.op == Op::Waitall) e[ArrayField::Requests] = {2, 1};
+        e.compute_ns = 100 + rng() % 50;
+        e.duration_ns = 10 + rng() % 5;
+        rec.events.push_back(e);
+      }
+    }
+  }
+};
+
+RankRecording record(const std::vector<Stmt>& prog, std::int64_t rank, std::int64_t nranks,
+                     std::uint64_t seed, bool divergent) {
+  RankRun rr{rank, nranks, std::mt19937_64(seed * 1000003 + static_cast<std::uint64_t>(rank)), {}, {}, {}};
+  rr.rec.rank = rank;
+  rr.rec.nranks = nranks;
+  // Touch sites in a rank-dependent order so that the tables differ between ranks.
+  if (rank % 2) rr.site(3);
+  if (divergent) {
+    ProgramGen own{std::mt19937_64(seed ^ (static_cast<std::uint64_t>(rank) * 7919)), 0};
+    auto p = own.block(0, 5);
+    rr.run(p, 0);
+  } else {
+    rr.run(prog, 0);
+  }
+  rr.rec.comms.entries.push_back(CommEntry{0, RankList::range(0, nranks), {}});
+  return rr.rec;
+}
+
+Trace to_rank_trace(const RankRecording& rec) {
+  Trace t = compress_recording(rec);
+  return make_rank_trace(rec.rank, rec.nranks, std::move(t.nodes), std::move(t.sites),
+                         std::move(t.comms), std::move(t.names));
+}
+
+/// Compares one rank's events from the merged trace with its recording (sites by frames and
+/// modules, names by text, everything but timing).
+void expect_rank_equal(const Trace& merged, const RankRecording& rec) {
+  std::vector<Event> got = expand(merged, rec.rank);
+  ASSERT_EQ(got.size(), rec.events.size()) << "rank " << rec.rank;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const Event& a = got[i];
+    const Event& b = rec.events[i];
+    SCOPED_TRACE("rank " + std::to_string(rec.rank) + " event " + std::to_string(i));
+    ASSERT_EQ(a.op, b.op);
+    const CallSite& sa = merged.sites.sites.at(a.site);
+    const CallSite& sb = rec.sites.sites.at(b.site);
+    ASSERT_EQ(sa.frames.size(), sb.frames.size());
+    for (std::size_t k = 0; k < sa.frames.size(); ++k) {
+      ASSERT_EQ(sa.frames[k].offset, sb.frames[k].offset);
+      ASSERT_EQ(merged.sites.modules.at(sa.frames[k].module), rec.sites.modules.at(sb.frames[k].module));
+    }
+    for (std::size_t f = 0; f < kFieldCount; ++f) {
+      if (static_cast<Field>(f) == Field::NameId && a.op == Op::Other) {
+        ASSERT_EQ(merged.names.at(static_cast<std::size_t>(a.fields[f])),
+                  rec.names.at(static_cast<std::size_t>(b.fields[f])));
+        continue;
+      }
+      ASSERT_EQ(a.fields[f], b.fields[f]) << field_name(static_cast<Field>(f));
+    }
+    ASSERT_EQ(a.arrays, b.arrays);
+  }
+}
+
+/// Merges in a random binary tree (any pairing of adjacent or non-adjacent groups).
+Trace merge_random_order(std::vector<Trace> traces, std::mt19937_64& rng) {
+  while (traces.size() > 1) {
+    std::size_t i = rng() % traces.size(), j = rng() % traces.size();
+    if (i == j) continue;
+    merge_into(traces[i], std::move(traces[j]));
+    traces.erase(traces.begin() + static_cast<std::ptrdiff_t>(j));
+  }
+  return std::move(traces[0]);
+}
+
+}  // namespace
+
+TEST(Merge, RandomProgramsLosslessPerRank) {
+  const std::uint64_t base = std::getenv("MERGE_SEED") ? std::strtoull(std::getenv("MERGE_SEED"), nullptr, 10) : 1;
+  const int iters = std::getenv("MERGE_SEED") ? 1 : 150;
+  for (int it = 0; it < iters; ++it) {
+    const std::uint64_t seed = base + static_cast<std::uint64_t>(it);
+    SCOPED_TRACE("MERGE_SEED=" + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    ProgramGen gen{std::mt19937_64(seed), 0};
+    auto prog = gen.block(0, 6);
+    const std::int64_t nranks = 1 + static_cast<std::int64_t>(rng() % 13);
+    const bool divergent = it % 5 == 4;
+    std::vector<RankRecording> recs;
+    std::vector<Trace> traces;
+    for (std::int64_t r = 0; r < nranks; ++r) {
+      recs.push_back(record(prog, r, nranks, seed, divergent));
+      traces.push_back(to_rank_trace(recs.back()));
+    }
+    std::vector<Trace> copy;
+    for (const auto& t : traces) copy.push_back(t.clone());
+    Trace merged = merge_tree(std::move(traces));
+    ASSERT_EQ(merged.nranks, nranks);
+    for (const auto& rec : recs) expect_rank_equal(merged, rec);
+    // The format keeps it lossless.
+    Trace back = decode_trace(encode_trace(merged));
+    for (const auto& rec : recs) expect_rank_equal(back, rec);
+    // Any merge order gives the same per-rank streams.
+    Trace other = merge_random_order(std::move(copy), rng);
+    for (const auto& rec : recs) expect_rank_equal(other, rec);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(Merge, SyntheticPatternsLosslessPerRank) {
+  for (auto pattern : {SyntheticPattern::Stencil1D, SyntheticPattern::Stencil2D,
+                       SyntheticPattern::Stencil3D, SyntheticPattern::Collectives,
+                       SyntheticPattern::RowColumn, SyntheticPattern::Irregular}) {
+    for (bool wrap : {false, true}) {
+      SyntheticSpec spec;
+      spec.pattern = pattern;
+      spec.nranks = pattern == SyntheticPattern::Stencil3D ? 27 : 12;
+      spec.timesteps = 5;
+      spec.wrap = wrap;
+      SCOPED_TRACE(std::string(synthetic_pattern_name(pattern)) + (wrap ? " wrap" : ""));
+      std::vector<RankRecording> recs;
+      std::vector<Trace> traces;
+      for (std::int64_t r = 0; r < spec.nranks; ++r) {
+        recs.push_back(record_synthetic(spec, r));
+        traces.push_back(to_rank_trace(recs.back()));
+      }
+      Trace merged = merge_tree(std::move(traces));
+      for (const auto& rec : recs) expect_rank_equal(merged, rec);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(Merge, PaperReorderingExample) {
+  // ScalaTrace §3: <(A;1),(B;2)> and <(B;3),(A;4)> merge into <(A;1,4),(B;2,3)>, not a queue
+  // that grows with the number of ranks.
+  auto one = [](std::int64_t rank, Op op) {
+    RankRecording rec;
+    rec.rank = rank;
+    rec.nranks = 5;
+    std::uint32_t m = rec.sites.intern_module("/bin/x");
+    Event e;
+    e.op = op;
+    e.site = rec.sites.intern({Frame{m, op == Op::Barrier ? 16u : 32u}});
+    rec.events.push_back(e);
+    return rec;
+  };
+  Trace master = to_rank_trace(one(1, Op::Barrier));
+  merge_into(master, to_rank_trace(one(2, Op::Bcast)));
+  Trace slave = to_rank_trace(one(3, Op::Bcast));
+  merge_into(slave, to_rank_trace(one(4, Op::Barrier)));
+  merge_into(master, std::move(slave));
+  ASSERT_EQ(master.nodes.size(), 2u);
+  EXPECT_EQ(master.nodes[0].ranks.size(), 2);
+  EXPECT_EQ(master.nodes[1].ranks.size(), 2);
+}
+
+TEST(Merge, ThesisLoopAgnosticExample) {
+  // Thesis Fig. 5.4: rank 0 loops 5 times over Isend/Irecv then Isend, Irecv, Waitall(12);
+  // rank 1 loops 6 times over Isend/Irecv/Waitall(2). The merged trace shares the loop and its
+  // Isend/Irecv nodes (Fig. 5.5).
+  auto rec = [](std::int64_t rank) {
+    RankRecording r;
+    r.rank = rank;
+    r.nranks = 2;
+    std::uint32_t m = r.sites.intern_module("/bin/fig54");
+    std::uint32_t isend = r.sites.intern({Frame{m, 0x10}});
+    std::uint32_t irecv = r.sites.intern({Frame{m, 0x20}});
+    std::uint32_t isend2 = r.sites.intern({Frame{m, 0x30}});
+    std::uint32_t irecv2 = r.sites.intern({Frame{m, 0x40}});
+    std::uint32_t wait = r.sites.intern({Frame{m, 0x50}});
+    auto ev = [&](Op op, std::uint32_t site, std::int64_t peer) {
+      Event e;
+      e.op = op;
+      e.site = site;
+      e[Field::Peer] = peer;
+      r.events.push_back(e);
+    };
+    const std::int64_t peer = rank == 0 ? 1 : -1;
+    if (rank == 0) {
+      for (int i = 0; i < 5; ++i) {
+        ev(Op::Isend, isend, peer);
+        ev(Op::Irecv, irecv, peer);
+      }
+      ev(Op::Isend, isend2, peer);
+      ev(Op::Irecv, irecv2, peer);
+      ev(Op::Waitall, wait, 0);
+    } else {
+      for (int i = 0; i < 6; ++i) {
+        ev(Op::Isend, isend, peer);
+        ev(Op::Irecv, irecv, peer);
+        ev(Op::Waitall, wait, 0);
+      }
+    }
+    return r;
+  };
+  RankRecording r0 = rec(0), r1 = rec(1);
+  Trace merged = to_rank_trace(r0);
+  merge_into(merged, to_rank_trace(r1));
+  expect_rank_equal(merged, r0);
+  expect_rank_equal(merged, r1);
+  ASSERT_FALSE(merged.nodes.empty());
+  ASSERT_TRUE(merged.nodes[0].is_loop());
+  EXPECT_EQ(merged.nodes[0].ranks.size(), 2);
+  EXPECT_EQ(merged.nodes[0].loop->trips.alternatives.size(), 2u);
+  EXPECT_EQ(merged.node_count(), 7u);  // loop{Isend, Irecv, Waitall}, Isend, Irecv, Waitall
+}
+
+TEST(Merge, StencilStaysConstantSize) {
+  // Same byte size at 64 and 256 ranks (2D, no wrap: corners, edges, interior).
+  std::size_t sizes[2];
+  int k = 0;
+  for (std::int64_t n : {64, 256}) {
+    SyntheticSpec spec;
+    spec.pattern = SyntheticPattern::Stencil2D;
+    spec.nranks = n;
+    spec.timesteps = 6;
+    spec.wrap = false;
+    std::vector<Trace> traces;
+    for (std::int64_t r = 0; r < n; ++r) traces.push_back(to_rank_trace(record_synthetic(spec, r)));
+    Trace merged = merge_tree(std::move(traces));
+    merged.metadata.clear();
+    sizes[k++] = encode_trace(merged).size();
+  }
+  EXPECT_EQ(sizes[0], sizes[1]);
+}

@@ -1,0 +1,45 @@
+"""``pip install .`` into a fresh virtual environment, then use it from outside the source tree."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(900)
+def test_pip_install_and_run_from_outside(example, tmp_path):
+    ring = example("ring")
+    env_dir = tmp_path / "venv"
+    # System site packages: numpy & co. come from the running interpreter's environment.
+    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SCALATRACE_COLLECTOR")}
+    # The host interpreter's site-packages (build backend, pybind11) stay visible.
+    host_site = [p for p in sys.path if p.endswith("site-packages")]
+    (next((env_dir / "lib").glob("python3*")) / "site-packages" / "_host.pth").write_text("\n".join(host_site) + "\n")
+    build = subprocess.run(
+        [str(py), "-m", "pip", "install", "--no-build-isolation", "--no-deps", "-q",
+         "-C", f"build-dir={tmp_path / 'build'}", str(REPO)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    imp = subprocess.run([str(py), "-c", "import scalatrace, sys; print(scalatrace.__file__)"],
+                         cwd=work, env=env, capture_output=True, text=True)
+    assert imp.returncode == 0, imp.stderr
+    assert str(env_dir) in imp.stdout, "imported the source tree instead of the installed package"
+    cli = env_dir / "bin" / "scalatrace"
+    run = subprocess.run([str(cli), "run", "-n", "4", "-o", "ring.sct", "--", str(ring), "-i", "2", "-c", "5"],
+                         cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert (work / "ring.sct").is_file()
+    stats = subprocess.run([str(cli), "stats", "ring.sct", "--json"], cwd=work, env=env, capture_output=True, text=True)
+    assert stats.returncode == 0 and '"nranks": 4' in stats.stdout
