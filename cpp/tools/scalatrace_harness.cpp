@@ -115,7 +115,7 @@ struct Stats {
   std::int64_t ranks = 0, timesteps = 0;
   bool wrap = false;
   double generate_compress_seconds = 0, merge_seconds = 0, critical_path_seconds = 0, total_seconds = 0;
-  std::size_t trace_bytes = 0, nodes = 0, intra_bytes_total = 0;
+  std::size_t trace_bytes = 0, structure_bytes = 0, nodes = 0, intra_bytes_total = 0;
   std::uint64_t events_total = 0;
 
   void print() const {
@@ -123,16 +123,38 @@ struct Stats {
         "{\"command\":\"%s\",\"pattern\":\"%s\",\"ranks\":%lld,\"timesteps\":%lld,\"wrap\":%s,"
         "\"events\":%llu,\"generate_compress_seconds\":%.6f,\"merge_seconds\":%.6f,"
         "\"merge_critical_path_seconds\":%.6f,\"total_seconds\":%.6f,\"peak_rss_bytes\":%zu,\"intra_bytes_total\":%zu,"
-        "\"trace_bytes\":%zu,\"nodes\":%zu,\"output\":\"%s\"}\n",
+        "\"trace_bytes\":%zu,\"structure_bytes\":%zu,\"nodes\":%zu,\"output\":\"%s\"}\n",
         command.c_str(), json_escape(pattern).c_str(), static_cast<long long>(ranks),
         static_cast<long long>(timesteps), wrap ? "true" : "false",
         static_cast<unsigned long long>(events_total), generate_compress_seconds, merge_seconds,
-        critical_path_seconds, total_seconds, peak_rss_bytes(), intra_bytes_total, trace_bytes, nodes,
+        critical_path_seconds, total_seconds, peak_rss_bytes(), intra_bytes_total, trace_bytes, structure_bytes, nodes,
         json_escape(output).c_str());
   }
 };
 
+void clear_timing(std::vector<Node>& nodes) {
+  for (auto& n : nodes) {
+    if (n.loop) clear_timing(n.loop->body);
+    if (n.event) {
+      n.event->compute = Histogram(n.event->compute.sub_bins());
+      n.event->duration = Histogram(n.event->duration.sub_bins());
+    }
+  }
+}
+
+/// Bytes of the node tree and its tables, without metadata, timing histograms and the
+/// communicator table: the part that depends only on the communication structure (comparable
+/// across runs and rank counts; a real run's table holds one MPI_COMM_SELF entry per rank).
+std::size_t structure_bytes(const Trace& t) {
+  Trace copy = t.clone();
+  copy.metadata.clear();
+  copy.comms.entries.clear();
+  clear_timing(copy.nodes);
+  return encode_trace(copy).size();
+}
+
 void finish_trace(Trace& merged, Stats& st, double merge_seconds) {
+  st.structure_bytes = structure_bytes(merged);
   merged.metadata["merge_seconds"] = std::to_string(merge_seconds);
   merged.metadata["peak_memory_bytes"] = std::to_string(peak_rss_bytes());
   std::string bytes = encode_trace(merged);
