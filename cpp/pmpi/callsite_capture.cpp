@@ -138,13 +138,21 @@ const ModuleMap::Module* ModuleMap::find(std::uintptr_t pc) {
   return lookup(pc);
 }
 
+bool CallSiteCapture::CacheEntry::matches(std::uint64_t h, const RawStack& s) const {
+  return hash == h && static_cast<int>(pcs.size()) == s.depth &&
+         std::equal(pcs.begin(), pcs.end(), s.pcs);
+}
+
 std::uint32_t CallSiteCapture::site_id(const RawStack& stack, CallSiteTable& table) {
   const std::uint64_t h = hash_pcs(stack.pcs, stack.depth);
-  auto& bucket = cache_[h];
-  for (const CacheEntry& e : bucket)
-    if (static_cast<int>(e.pcs.size()) == stack.depth &&
-        std::equal(e.pcs.begin(), e.pcs.end(), stack.pcs))
-      return e.site;
+  const CacheEntry*& slot = direct_[h & (direct_.size() - 1)];
+  if (slot && slot->matches(h, stack)) return slot->site;
+  auto [lo, hi] = index_.equal_range(h);
+  for (auto it = lo; it != hi; ++it)
+    if (it->second->matches(h, stack)) {
+      slot = it->second;
+      return slot->site;
+    }
 
   std::vector<Frame> frames;
   frames.reserve(static_cast<std::size_t>(stack.depth));
@@ -163,7 +171,9 @@ std::uint32_t CallSiteCapture::site_id(const RawStack& stack, CallSiteTable& tab
   }
   fold_recursion(frames);
   const std::uint32_t id = table.intern(frames);
-  bucket.push_back(CacheEntry{std::vector<void*>(stack.pcs, stack.pcs + stack.depth), id});
+  entries_.push_back(CacheEntry{h, std::vector<void*>(stack.pcs, stack.pcs + stack.depth), id});
+  index_.emplace(h, &entries_.back());
+  slot = &entries_.back();
   return id;
 }
 

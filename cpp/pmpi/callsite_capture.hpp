@@ -3,7 +3,9 @@
 // turns the return addresses into an interned call-site id. The fast path (a call site seen
 // before) is one stack walk plus one hash lookup keyed by the raw return addresses; only the
 // first visit of a call site maps addresses to (module, offset), folds recursion and interns.
+#include <array>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -50,11 +52,17 @@ class CallSiteCapture {
 
  private:
   struct CacheEntry {
+    std::uint64_t hash;
     std::vector<void*> pcs;
     std::uint32_t site;
+    bool matches(std::uint64_t h, const RawStack& s) const;
   };
   ModuleMap modules_;
-  std::unordered_map<std::uint64_t, std::vector<CacheEntry>> cache_;
+  // Raw return-address tuple -> site id: a direct-mapped first level (the hot call sites)
+  // over a hash index of every tuple seen. Entries live in a deque: stable addresses.
+  std::deque<CacheEntry> entries_;
+  std::unordered_multimap<std::uint64_t, const CacheEntry*> index_;
+  std::array<const CacheEntry*, 256> direct_{};
   std::unordered_map<std::uint32_t, std::uintptr_t> module_base_;  // table module id -> base
 };
 

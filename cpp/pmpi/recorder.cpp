@@ -52,12 +52,6 @@ void finish_at_exit() { Recorder::finish("exit"); }
 
 }  // namespace
 
-std::uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 Recorder* Recorder::running() {
   const int state = g_state.load(std::memory_order_acquire);
   if (state == 1) return g_recorder;
@@ -117,6 +111,7 @@ void Recorder::begin() {
   const std::string program = program_path();
   settings = Settings::from_environment(std::filesystem::path(program).filename().string());
   comms.start();
+  calibrate_clock();
   last_end_ns_ = g_load_ns;
 
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
@@ -134,6 +129,7 @@ void Recorder::begin() {
   start_metadata_["mpi_library"] = mpi_version;
   start_metadata_["date"] = utc_now();
   start_metadata_["collector"] = "scalatrace libscalatrace.so";
+  start_metadata_["clock"] = clock_source();
 
   if (!settings.raw_dir.empty()) {
     try {

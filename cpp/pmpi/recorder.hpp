@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "callsite_capture.hpp"
+#include "clock.hpp"
 #include "comm_registry.hpp"
 #include "request_tracker.hpp"
 #include "scalatrace/callsite.hpp"
@@ -20,8 +21,6 @@
 #include "settings.hpp"
 
 namespace scalatrace::pmpi {
-
-std::uint64_t now_ns();
 
 class Recorder {
  public:

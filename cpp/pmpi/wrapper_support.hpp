@@ -14,7 +14,8 @@ namespace scalatrace::pmpi {
 
 /// True while this thread is inside a wrapper: MPI calls made meanwhile (by MPI itself or by
 /// callbacks) pass straight through and are not recorded.
-inline thread_local bool t_in_wrapper = false;
+/// (initial-exec TLS: no __tls_get_addr call on the fast path.)
+inline thread_local bool t_in_wrapper __attribute__((tls_model("initial-exec"))) = false;
 
 class Call {
  public:

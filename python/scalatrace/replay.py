@@ -130,7 +130,7 @@ def _tool() -> Path:
 def _resolve_trace(trace_or_path: Any, workdir: Path) -> Path:
     if isinstance(trace_or_path, (str, os.PathLike)):
         path = Path(trace_or_path)
-        if not path.is_file():
+        if not (path.is_file() or path.is_dir()):
             raise ScalatraceError(f"trace file not found: {path}")
         return path.resolve()
     # A trace object of the Python API: its file if it came from one, else a temporary copy.
@@ -179,7 +179,8 @@ def replay(
     Parameters
     ----------
     trace_or_path : str, path or Trace
-        The ``.sct`` trace file (or a trace object with ``save(path)``).
+        The ``.sct`` trace file, a raw recording directory (``SCALATRACE_RAW``; each rank
+        compresses its own stream in memory), or a trace object with ``save(path)``.
     compute_scale : float
         Factor on the recorded computation time between MPI calls; 0 replays communication only.
     size_scale : float
@@ -198,7 +199,8 @@ def replay(
     out : path, optional
         Where the collector writes the replay's trace (implies ``trace=True``).
     raw : path, optional
-        Directory for the collector's raw (uncompressed) recording (implies ``trace=True``).
+        Directory for the collector's raw (uncompressed) recording of the replay; runs under
+        the collector (a compressed trace is written too only with ``trace=True`` or ``out``).
     env : mapping, optional
         Extra environment variables for the run.
     mpiexec_args : sequence of str
@@ -246,13 +248,18 @@ def replay(
             # -genv: the collector reaches the MPI processes, not the launcher itself.
             launcher += ["-genv", "LD_PRELOAD", str(_paths.collector_library())]
             trace_out = Path(out) if out is not None else path.with_name(path.stem + ".replay.sct")
-            trace_out = trace_out.resolve()
-            trace_out.parent.mkdir(parents=True, exist_ok=True)
-            run_env["SCALATRACE_OUT"] = str(trace_out)
+            if raw is not None and out is None and not trace:
+                trace_out = None
+            if trace_out is not None:
+                trace_out = trace_out.resolve()
+                trace_out.parent.mkdir(parents=True, exist_ok=True)
+            run_env["SCALATRACE_OUT"] = str(trace_out) if trace_out is not None else "none"
             run_env.pop("SCALATRACE_RAW", None)
             if raw is not None:
                 raw_out = Path(raw).resolve()
                 raw_out.mkdir(parents=True, exist_ok=True)
+                for old in raw_out.glob("rank-*.straw"):
+                    old.unlink()
                 run_env["SCALATRACE_RAW"] = str(raw_out)
         command = [*launcher, "-n", str(np), str(_tool()), str(path),
                    "--compute-scale", repr(float(compute_scale)), "--size-scale", repr(float(size_scale)),

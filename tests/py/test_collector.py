@@ -129,7 +129,9 @@ def test_no_finalize_c_program_is_flushed_at_exit(tmp_path):
         assert "Finalize" not in counts
 
 
-def test_mpi_f08_program_is_traced_and_flushed(tmp_path):
+def test_mpi_f08_program_is_traced_completely(tmp_path):
+    # MPICH's mpi_f08 calls PMPI_Init, PMPI_Waitall, PMPI_Barrier, PMPI_Finalize... directly;
+    # the collector interposes those PMPI_ functions for calls coming from the Fortran library.
     exe = compile_program("f08_ring", tmp_path)
     proc, raw = run(exe, 3, tmp_path)
     assert "total" in proc.stdout
@@ -137,16 +139,21 @@ def test_mpi_f08_program_is_traced_and_flushed(tmp_path):
     assert len(dump["ranks"]) == 3
     for rank in dump["ranks"]:
         counts = op_counts(rank)
-        # mpi_f08 sends and receives go through the C MPI_ functions: recorded
         assert counts["Isend"] == counts["Irecv"] == counts["Send"] == counts["Recv"] == 3
-        assert counts["Allreduce"] == 1
+        assert counts["Waitall"] == 3
+        assert counts["Init"] == counts["Allreduce"] == counts["Barrier"] == 1
+        assert counts["Finalize"] == 1 and counts["MPI_Comm_rank"] == 1
+        assert rank["metadata"]["finished_by"] == "MPI_Finalize"
         me, n = rank["rank"], rank["nranks"]
-        for ev in rank["events"]:
+        events = rank["events"]
+        for ev, targets in zip(events, helpers.resolve_requests(events)):
             if ev["op"] in ("Isend", "Send"):
                 assert (me + ev["peer"]) % n == (me + 1) % n
                 assert ev["bytes"] == 64 and ev["dtsize"] == 8
             if ev["op"] in ("Irecv", "Recv"):
                 assert (me + ev["peer"]) % n == (me + n - 1) % n
+            if ev["op"] == "Waitall":
+                assert [events[t]["op"] for t in targets] == ["Irecv", "Isend"]
 
 
 def test_abort_flushes_the_aborting_rank(tmp_path):

@@ -1,17 +1,19 @@
 """Replay (scalatrace-replay, scalatrace.replay): fixed point, counts, watchdog, rank checks.
 
 For every example: trace the original under the collector (compressed trace + raw recording),
-replay the compressed trace under the collector, and check the FIXED POINT (thesis §3.4.1,
-ScalaTrace §5.4): on every rank the replay's recorded event sequence equals the original's
-(ops, communicators, peers, tags, bytes, datatype sizes, roots, reduction ops, v-counts, created
-communicators, request pairing, order; call sites differ by construction, and ``Other`` events
-are not replayed), the communicator tables and communication matrices are equal, and the
-replay's per-rank per-op counts and bytes equal the original's raw recording.
+replay the compressed trace under the collector (again compressed trace + raw recording), and
+check the FIXED POINT (thesis §3.4.1, ScalaTrace §5.4): on every rank the replay's recorded
+event sequence equals the original's (ops, communicators, peers, tags, bytes, datatype sizes,
+roots, reduction ops, v-counts, created communicators, request pairing, order; call sites and
+timing differ by construction, and ``Other`` events are not replayed), in the raw recordings
+and in the compressed traces; the communicator tables and communication matrices are equal;
+and the replay's per-rank per-op counts and bytes equal the original's raw recording.
 
 Completion outcomes (Test flags, Waitany index, Waitsome indices) are timing-dependent: the
 replay reproduces them unless a request finished earlier in the replay than in the original,
 which its report counts per rank (``outcome_mismatches``). Only on such ranks are outcome
-fields and the null-ness of later request references left out of the comparison.
+fields and the null-ness of request references left out of the comparison (the number of
+requests each call names is still compared).
 """
 
 from __future__ import annotations
@@ -50,11 +52,11 @@ CASES = [
     ("fortran_ring", 2, []),
 ]
 ITERATIONS = "3"
+RING = CASES[4]
 
-OUTCOME_FIELDS = {"Flag", "Index", "Count"}
-OUTCOME_ARRAYS = {"Indices"}
 OUTCOME_OPS = {"Test", "Testall", "Testany", "Testsome", "Waitany", "Waitsome", "Iprobe"}
-IGNORED_FIELDS = {"NameId"}  # Op::Other only
+OUTCOME_KEYS = {"flag", "index", "count", "indices"}
+TIMING_AND_SITE = {"site", "compute_ns", "duration_ns"}
 
 
 def _case_id(case):
@@ -62,42 +64,64 @@ def _case_id(case):
     return f"{name}-n{n}" + ("-" + "".join(extra).replace("-", "") if extra else "")
 
 
-def _normalized(event, relaxed: bool) -> dict:
-    """An event's call without call site and timing (relaxed: without completion outcomes and
-    with request references reduced to 'some request')."""
-    fields = {k: v for k, v in dict(event.fields).items() if k not in IGNORED_FIELDS}
-    arrays = {k: list(v) for k, v in dict(event.arrays).items()}
+def _normalized(event: dict, relaxed: bool) -> dict:
+    """A raw-dump event without call site and timing; relaxed: also without completion
+    outcomes, and request references reduced to their number."""
+    out = {k: v for k, v in event.items() if k not in TIMING_AND_SITE}
     if relaxed:
-        if event.op in OUTCOME_OPS:
-            for k in OUTCOME_FIELDS:
-                fields.pop(k, None)
-            for k in OUTCOME_ARRAYS:
-                arrays.pop(k, None)
-        if "Requests" in arrays:
-            arrays["Requests"] = [len(arrays["Requests"])]
-    return {"op": event.op, "fields": fields, "arrays": arrays}
+        if event["op"] in OUTCOME_OPS:
+            for k in OUTCOME_KEYS:
+                out.pop(k, None)
+        out["requests"] = len(out.get("requests") or [])
+    return out
 
 
-def _rank_events(trace, rank: int, relaxed: bool) -> list[dict]:
-    return [_normalized(e, relaxed) for e in trace.events(rank, timing="none") if e.op != "Other"]
+def compare_recordings(original: dict, replayed: dict, mismatches) -> list[str]:
+    """Differences between two ``scalatrace-dump raw`` results, event by event per rank."""
+    problems = []
+    if [r["rank"] for r in replayed["ranks"]] != [r["rank"] for r in original["ranks"]]:
+        return [f"ranks {[r['rank'] for r in replayed['ranks']]} replayed, "
+                f"{[r['rank'] for r in original['ranks']]} recorded"]
+    for rec, rep in zip(original["ranks"], replayed["ranks"]):
+        rank = rec["rank"]
+        relaxed = bool(mismatches[rank])
+        want = [_normalized(e, relaxed) for e in rec["events"] if e["op"] != "Other"]
+        got = [_normalized(e, relaxed) for e in rep["events"] if e["op"] != "Other"]
+        if len(want) != len(got):
+            problems.append(f"rank {rank}: {len(got)} events replayed, {len(want)} recorded: "
+                            f"missing {dict(Counter(e['op'] for e in want) - Counter(e['op'] for e in got))}, "
+                            f"extra {dict(Counter(e['op'] for e in got) - Counter(e['op'] for e in want))}")
+            continue
+        for k, (a, b) in enumerate(zip(want, got)):
+            if a != b:
+                diff = {key: (a.get(key), b.get(key)) for key in set(a) | set(b) if a.get(key) != b.get(key)}
+                problems.append(f"rank {rank} event {k} ({a['op']}): (recorded, replayed) {diff}")
+                break
+        comms_rec = {(c["id"], tuple(c["members"])) for c in rec["comms"]}
+        comms_rep = {(c["id"], tuple(c["members"])) for c in rep["comms"]}
+        if comms_rec != comms_rep:
+            problems.append(f"rank {rank}: communicator tables differ: {sorted(comms_rec ^ comms_rep)}")
+    return problems
 
 
-def _comm_table(trace) -> set:
-    out = set()
-    for entry in trace.communicators:
-        members = tuple(entry.members.to_vector()) if hasattr(entry.members, "to_vector") else tuple(entry.members)
-        holders = tuple(entry.holders.to_vector()) if hasattr(entry.holders, "to_vector") else tuple(entry.holders)
-        out.add((entry.id, members, holders))
+def _trace_events(trace, rank: int, relaxed: bool) -> list[dict]:
+    out = []
+    for e in trace.events(rank, timing="none"):
+        if e.op == "Other":
+            continue
+        fields = {k.lower(): v for k, v in dict(e.fields).items() if k != "NameId"}
+        arrays = {k.lower(): list(v) for k, v in dict(e.arrays).items()}
+        out.append(_normalized({"op": e.op, **fields, **arrays}, relaxed))
     return out
 
 
 class Run:
-    """One example traced, then replayed under the collector."""
+    """One example traced, then its compressed trace replayed under the collector."""
 
-    def __init__(self, original: Path, raw: Path, replayed: Path, result: ReplayResult):
-        self.original = original
-        self.raw = raw
-        self.replayed = replayed
+    def __init__(self, original: Path, raw: Path, replayed: Path, replayed_raw: Path,
+                 result: ReplayResult):
+        self.original, self.raw = original, raw
+        self.replayed, self.replayed_raw = replayed, replayed_raw
         self.result = result
 
 
@@ -106,17 +130,16 @@ def runs(tmp_path_factory):
     cache: dict = {}
 
     def get(case, example) -> Run:
-        if case in cache:
-            return cache[case]
-        name, nranks, extra = case
-        exe = example(name)
-        work = tmp_path_factory.mktemp(_case_id(case))
-        original, raw = work / "original.sct", work / "raw"
-        helpers.run_mpi(nranks, [exe, "-i", ITERATIONS, *extra],
-                        env=helpers.collector_env(raw=raw, out=original), timeout=120)
-        replayed = work / "replayed.sct"
-        result = replay(original, trace=True, out=replayed, timeout=60)
-        cache[case] = Run(original, raw, replayed, result)
+        if case not in cache:
+            name, nranks, extra = case
+            exe = example(name)
+            work = tmp_path_factory.mktemp(_case_id(case))
+            original, raw = work / "original.sct", work / "raw"
+            helpers.run_mpi(nranks, [exe, "-i", ITERATIONS, *extra],
+                            env=helpers.collector_env(raw=raw, out=original), timeout=120)
+            replayed, replayed_raw = work / "replayed.sct", work / "replayed-raw"
+            result = replay(original, trace=True, out=replayed, raw=replayed_raw, timeout=60)
+            cache[case] = Run(original, raw, replayed, replayed_raw, result)
         return cache[case]
 
     return get
@@ -125,23 +148,18 @@ def runs(tmp_path_factory):
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
 def test_replay_reaches_fixed_point(case, runs, example):
     run = runs(case, example)
+    mismatches = run.result.outcome_mismatches
+    # Raw recordings: what the collector saw the original and the replay do, call by call.
+    problems = compare_recordings(helpers.dump_raw(run.raw), helpers.dump_raw(run.replayed_raw),
+                                  mismatches)
+    assert not problems, "raw recordings differ:\n" + "\n".join(problems)
+    # Compressed traces: the same per-rank sequences, communicators and matrices.
     original, replayed = scalatrace.load(run.original), scalatrace.load(run.replayed)
     assert replayed.nranks == original.nranks == case[1]
-    assert _comm_table(replayed) == _comm_table(original)
-    problems = []
     for rank in range(original.nranks):
-        relaxed = bool(run.result.outcome_mismatches[rank])
-        want = _rank_events(original, rank, relaxed)
-        got = _rank_events(replayed, rank, relaxed)
-        if len(want) != len(got):
-            problems.append(f"rank {rank}: {len(got)} events replayed, {len(want)} recorded "
-                            f"(ops {Counter(e['op'] for e in got)} vs {Counter(e['op'] for e in want)})")
-            continue
-        for k, (a, b) in enumerate(zip(want, got)):
-            if a != b:
-                problems.append(f"rank {rank} event {k}: recorded {a}, replay recorded {b}")
-                break
-    assert not problems, "\n".join(problems)
+        relaxed = bool(mismatches[rank])
+        assert _trace_events(replayed, rank, relaxed) == _trace_events(original, rank, relaxed), \
+            f"compressed traces differ on rank {rank}"
     for kind in ("p2p", "collective", "all"):
         for metric in ("bytes", "messages"):
             numpy.testing.assert_array_equal(replayed.comm_matrix(metric=metric, kind=kind),
@@ -161,8 +179,8 @@ def test_replay_report_matches_raw_recording(case, runs, example):
     for rec in dump["ranks"]:
         for ev in rec["events"]:
             counts[ev["op"]][rec["rank"]] += 1
-            sent[ev["op"]][rec["rank"]] += ev.get("bytes", 0)
-            received[ev["op"]][rec["rank"]] += ev.get("bytes2", 0)
+            sent[ev["op"]][rec["rank"]] += ev["bytes"]
+            received[ev["op"]][rec["rank"]] += ev["bytes2"]
     result = run.result
     assert sorted(result.counts) == sorted(counts)
     for op in counts:
@@ -170,8 +188,21 @@ def test_replay_report_matches_raw_recording(case, runs, example):
         numpy.testing.assert_array_equal(result.bytes[op], sent[op], err_msg=f"{op} bytes")
         numpy.testing.assert_array_equal(result.recv_bytes[op], received[op], err_msg=f"{op} bytes2")
     numpy.testing.assert_array_equal(result.events, [len(r["events"]) for r in dump["ranks"]])
+    skipped = sum(counts[op] for op in ("Init", "Finalize", "Other") if op in counts)
+    numpy.testing.assert_array_equal(result.issued, result.events - skipped)
     assert result.nranks == nranks and result.rank_times.shape == (nranks,)
     assert result.total_time == pytest.approx(result.rank_times.max())
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] in ("comm_split", "persistent", "waitsome")],
+                         ids=_case_id)
+def test_replay_of_raw_recording_reaches_fixed_point(case, runs, example, tmp_path):
+    """A raw recording directory replays directly (each rank compresses its own stream)."""
+    run = runs(case, example)
+    result = replay(run.raw, raw=tmp_path / "again", compute_scale=0.0)
+    problems = compare_recordings(helpers.dump_raw(run.raw), helpers.dump_raw(tmp_path / "again"),
+                                  result.outcome_mismatches)
+    assert not problems, "\n".join(problems)
 
 
 def test_watchdog_names_the_stuck_receive(tmp_path):
@@ -181,31 +212,48 @@ def test_watchdog_names_the_stuck_receive(tmp_path):
     start = time.monotonic()
     with pytest.raises(ReplayError) as info:
         replay(broken, timeout=2)
-    elapsed = time.monotonic() - start
+    assert time.monotonic() - start < 60  # it did not hang (the watchdog fires after 2 s)
     err = info.value
     assert err.returncode != 0
     text = str(err)
-    assert "rank 0" in text
-    assert "MPI_Recv" in text and "tag 77" in text and "peer 1" in text
+    assert "replay could not proceed: scalatrace-replay: rank 0:" in text  # from the stuck rank
+    assert "event #2 MPI_Recv" in text  # Init is event #0, Barrier #1
+    assert "peer 1" in text and "tag 77" in text
     assert "selftest_receive_without_send" in text  # the call site
-    assert "event #2" in text  # Init is event #0, Barrier #1, the receive #2
-    assert elapsed < 60  # it did not hang (generous: the watchdog fires after 2 s)
+
+
+def test_watchdog_on_a_recording_with_a_missing_send(runs, example, tmp_path):
+    """Rank 1's stream comes from a run with one iteration less: rank 2 waits for a message
+    rank 1 never sends in the replay."""
+    run = runs(RING, example)
+    shorter = tmp_path / "shorter"
+    helpers.run_mpi(3, [example("ring"), "-i", "2"], env=helpers.collector_env(raw=shorter))
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for rank in range(3):
+        source = shorter if rank == 1 else run.raw
+        (broken / f"rank-{rank}.straw").write_bytes((source / f"rank-{rank}.straw").read_bytes())
+    with pytest.raises(ReplayError) as info:
+        replay(broken, timeout=2, compute_scale=0.0)
+    text = str(info.value)
+    assert "no progress for" in text and "MPI_Recv" in text and "stuck in event #" in text
 
 
 def test_replay_without_computation(runs, example):
-    run = runs(CASES[4], example)  # ring: a quick one
+    run = runs(RING, example)
     result = replay(run.original, compute_scale=0.0, timing="none")
     assert (result.compute_times == 0).all()
     assert result.total_counts() == run.result.total_counts()
+    assert result.options["compute_scale"] == 0
 
 
 def test_rank_count_mismatch_raises_before_launching(runs, example, monkeypatch):
-    run = runs(CASES[4], example)  # ring, 3 ranks
+    run = runs(RING, example)  # 3 ranks
     launched = []
     real_run = subprocess.run
 
     def spy(cmd, *args, **kwargs):
-        if "mpiexec" in str(cmd[0]):
+        if "mpiexec" in Path(str(cmd[0])).name:
             launched.append(cmd)
         return real_run(cmd, *args, **kwargs)
 
@@ -216,7 +264,7 @@ def test_rank_count_mismatch_raises_before_launching(runs, example, monkeypatch)
 
 
 def test_tool_rejects_wrong_world_size(runs, example):
-    run = runs(CASES[4], example)  # ring, 3 ranks
+    run = runs(RING, example)  # 3 ranks
     tool = scalatrace._paths.tool("scalatrace-replay")
     proc = subprocess.run([helpers.mpiexec(), "-n", "2", str(tool), str(run.original)],
                           capture_output=True, text=True, timeout=60)
@@ -231,3 +279,4 @@ def test_size_scale_scales_reported_bytes(runs, example):
         assert (half.bytes[op] <= full).all()
         assert (numpy.abs(half.bytes[op] - full * 0.5) <= run.result.counts[op]).all()
     assert half.options["size_scale"] == 0.5
+    assert sum(int(v.sum()) for v in half.bytes.values()) > 0

@@ -120,27 +120,68 @@ bool wants(CommKind kind, bool collective) {
   return collective == (kind == CommKind::Collective);
 }
 
+/// A communicator as one rank sees it.
+struct CommView {
+  const CommEntry* entry = nullptr;  ///< null: WORLD / SELF without a table entry
+  std::int64_t id = 0, rank = 0, nranks = 0;
+  std::int64_t me = -1, size = 0;
+  std::int64_t world(std::int64_t j) const {
+    if (j < 0 || j >= size) return -1;
+    if (entry) return entry->members.at(j);
+    return id == 0 ? j : rank;
+  }
+};
+
 class PairEmitter {
  public:
   PairEmitter(const CommTable& comms, std::int64_t nranks, Metric metric)
-      : comms_(comms), nranks_(nranks), metric_(metric) {}
+      : comms_(comms), nranks_(nranks), metric_(metric) {
+    for (const auto& e : comms.entries) by_id_[e.id].push_back(&e);
+  }
+
+  CommView view(std::int64_t id, std::int64_t rank) const {
+    CommView v;
+    v.id = id;
+    v.rank = rank;
+    v.nranks = nranks_;
+    auto it = by_id_.find(id);
+    if (it != by_id_.end()) {
+      const auto& list = it->second;
+      // One entry with this id: it is the rank's (a trace lists each held communicator).
+      if (list.size() == 1) {
+        v.entry = list[0];
+      } else {
+        v.entry = find_comm(comms_, id, rank);
+      }
+    }
+    if (v.entry) {
+      v.me = v.entry->members.index_of(rank);
+      v.size = v.entry->members.size();
+    } else if (id == 0) {
+      v.me = rank;
+      v.size = nranks_;
+    } else if (id == 1) {
+      v.me = 0;
+      v.size = 1;
+    }
+    return v;
+  }
 
   void p2p(std::int64_t rank, const CallGroup& g, const PairSink& sink) const {
     if (g.peer == kProcNull || g.peer == kAnySource) return;
-    auto [me, size] = comm_rank_and_size(comms_, g.comm, rank, nranks_);
-    if (me < 0) return;
-    const std::int64_t target = me + g.peer;
-    if (target < 0 || target >= size) return;
-    const std::int64_t dst = world_rank_of(comms_, g.comm, rank, target, nranks_);
+    const CommView c = view(g.comm, rank);
+    if (c.me < 0) return;
+    const std::int64_t dst = c.world(c.me + g.peer);
     if (dst < 0 || dst == rank) return;
     sink(rank, dst, metric_ == Metric::Bytes ? g.bytes : g.calls);
   }
 
   void collective(Op op, std::int64_t rank, const CallGroup& g, const PairSink& sink) const {
-    auto [me, size] = comm_rank_and_size(comms_, g.comm, rank, nranks_);
+    const CommView c = view(g.comm, rank);
+    const std::int64_t me = c.me, size = c.size;
     if (me < 0 || size <= 1) return;
     const bool bytes = metric_ == Metric::Bytes;
-    auto world = [&](std::int64_t j) { return world_rank_of(comms_, g.comm, rank, j, nranks_); };
+    auto world = [&](std::int64_t j) { return c.world(j); };
     auto emit = [&](std::int64_t j, double b) {
       if (j == me || j < 0 || j >= size) return;
       const std::int64_t w = world(j);
@@ -215,6 +256,7 @@ class PairEmitter {
   const CommTable& comms_;
   std::int64_t nranks_;
   Metric metric_;
+  std::map<std::int64_t, std::vector<const CommEntry*>> by_id_;
 };
 
 CallGroup group_of(const Event& e) {
@@ -368,6 +410,14 @@ class AltLabels {
       // One alternative applies to every rank unless its ranklist says otherwise.
       restrict_ = !empty_ && !value.alternatives[0].second.empty() ? &value.alternatives[0].second
                                                                    : nullptr;
+      // A set of nranks distinct ranks in [0, nranks) is all of them.
+      if (restrict_ && restrict_->size() == nranks_) {
+        bool in_range = true;
+        for (const auto& d : restrict_->descriptors())
+          if (d.start < 0 || d.start >= nranks_) in_range = false;
+        if (in_range && restrict_->contains(0) && restrict_->contains(nranks_ - 1))
+          restrict_ = nullptr;
+      }
       return;
     }
     restrict_ = nullptr;

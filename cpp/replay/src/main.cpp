@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -16,7 +17,9 @@
 #include "replayer.hpp"
 #include "report.hpp"
 #include "scalatrace/errors.hpp"
+#include "scalatrace/compressor.hpp"
 #include "scalatrace/format.hpp"
+#include "scalatrace/raw.hpp"
 #include "watchdog.hpp"
 
 using namespace scalatrace;
@@ -40,6 +43,16 @@ std::string site_text(const Trace& trace, std::uint32_t id) {
     s += " " + (f.module < trace.sites.modules.size() ? trace.sites.modules[f.module] : "?") + buf;
   }
   return s;
+}
+
+// A .sct trace file, or a raw recording directory (SCALATRACE_RAW): then each rank reads its
+// own stream and compresses it in memory, so a recording can be replayed without the merge.
+Trace load_trace(const std::string& path, int rank) {
+  if (std::filesystem::is_directory(path)) {
+    RankRecording rec = read_raw(path + "/" + raw_file_name(rank));
+    return compress_recording(rec);
+  }
+  return read_trace_file(path);
 }
 
 // Ends every rank after a problem all ranks detect alike (rank 0 reports it).
@@ -75,7 +88,7 @@ int main(int argc, char** argv) {
 
   if (options.info) {
     try {
-      Trace trace = read_trace_file(options.trace_path);
+      Trace trace = load_trace(options.trace_path, 0);
       std::cout << trace_info_json(options.trace_path, trace);
     } catch (const std::exception& e) {
       std::cerr << "scalatrace-replay: cannot read trace '" << options.trace_path << "': " << e.what()
@@ -92,7 +105,7 @@ int main(int argc, char** argv) {
 
   Trace trace;
   try {
-    trace = read_trace_file(options.trace_path);
+    trace = load_trace(options.trace_path, rank);
   } catch (const std::exception& e) {
     return finish_early(rank, "cannot read trace '" + options.trace_path + "': " + e.what(), kUsageExit);
   }

@@ -41,12 +41,13 @@ std::string_view timing_name(TimingMode mode) {
 }
 
 std::string usage() {
-  return "usage: mpiexec -n NRANKS scalatrace-replay TRACE.sct [options]\n"
+  return "usage: mpiexec -n NRANKS scalatrace-replay TRACE [options]\n"
+         "TRACE: a .sct trace, or a raw recording directory (SCALATRACE_RAW; each rank compresses its own stream).\n"
          "Re-issues the MPI calls of a scalatrace trace, each rank walking its own events.\n"
          "  --compute-scale F   factor on the recorded compute time between calls (default 1; 0 = none)\n"
          "  --size-scale F      factor on message sizes (default 1)\n"
          "  --timing MODE       mean (histogram mean, default) | sample (draw from histograms) | none\n"
-         "  --seed N            random seed for --timing sample (default 0)\n"
+         "  --seed N            random seed for --timing sample (default 0; rank r mixes r into it)\n"
          "  --report FILE       write a JSON report (times, per-rank per-op counts and bytes)\n"
          "  --timeout S         fail if one MPI call blocks longer than S seconds (default 60; 0 = off)\n"
          "  --bsend-buffer B    bytes attached for buffered sends (default 16777216)\n"

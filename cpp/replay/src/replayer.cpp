@@ -34,7 +34,9 @@ Replayer::Replayer(const Trace& trace, const Options& options, int world_rank, P
       comms_(trace.comms, world_rank), types_(options.size_scale) {}
 
 RankStats Replayer::run() {
-  Cursor cursor(trace_, world_rank_, options_.timing, options_.seed);
+  // Each rank draws its own sample stream (--timing sample) from the seed.
+  const std::uint64_t seed = options_.seed + 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(world_rank_);
+  Cursor cursor(trace_, world_rank_, options_.timing, seed);
   const double compute_scale = options_.compute_scale;
   std::int64_t start = steady_now_ns();
   std::int64_t last_end = start;
