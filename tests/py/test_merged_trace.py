@@ -142,7 +142,7 @@ def test_stencil_structure_bytes_do_not_grow(name, sizes, tmp_path, example, col
         assert len(set(measured.values())) == 1, measured
     else:
         # A 3x3 grid has one interior rank (a single-rank ranklist), 3x4 two (a run): ranklist
-        # shapes differ by a few bytes at these tiny grids; from 8x8 on they are equal
-        # (tests/cpp/scale_test.cpp, benchmarks/results/merge.md).
+        # shapes differ by a few bytes at these tiny grids. From 8x8 on the structure is the
+        # same at every size and only number widths grow (tests/cpp/scale_test.cpp).
         sizes_only = [b for b, _ in measured.values()]
         assert max(sizes_only) - min(sizes_only) <= max(sizes_only) // 100, measured
