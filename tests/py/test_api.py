@@ -293,7 +293,7 @@ def test_plots_return_axes(traced):
 
 def test_read_raw_single_stream(traced):
     t, raw = traced("ring")
-    one = scalatrace.read_raw(Path(t.raw_dir) / "rank-1.straw")
+    one = scalatrace.read_raw(Path(raw.path) / "rank-1.straw")
     assert len(one) == 1 and one[1].rank == 1
     assert len(one[1]) == len(raw[1])
 
