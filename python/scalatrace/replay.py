@@ -345,6 +345,8 @@ def _result_json(result: ReplayResult) -> dict:
     }
 
 
-# ``from scalatrace import replay`` may give the function (re-exported by the package) where
-# the CLI expects this module's ``main``: make both spellings work.
+# ``from scalatrace import replay`` gives the function once the package re-exports it, where the
+# CLI expects this module: make the command-line entry points reachable both ways.
 replay.main = main  # type: ignore[attr-defined]
+replay.add_arguments = add_arguments  # type: ignore[attr-defined]
+replay.run_from_args = run_from_args  # type: ignore[attr-defined]
