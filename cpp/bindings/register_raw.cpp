@@ -1,6 +1,10 @@
 // Raw recordings (ground truth, one uncompressed stream per rank).
 #include "bindings.hpp"
+#include "scalatrace/compressor.hpp"
+#include "scalatrace/merge.hpp"
 #include "scalatrace/raw.hpp"
+
+#include "scalatrace/errors.hpp"
 
 using namespace scalatrace;
 
@@ -29,6 +33,31 @@ void register_raw(py::module_& m) {
         for (const auto& e : r.events) b.add(e);
         return b.finish();
       }, py::arg("nranks") = 0);
+  m.def(
+      "compress_recordings",
+      [](const std::vector<RankRecording>& recs, std::size_t window) {
+        py::gil_scoped_release release;
+        if (recs.empty()) throw UsageError("no recordings to compress");
+        std::int64_t nranks = 0;
+        for (const auto& r : recs) nranks = std::max({nranks, r.nranks, r.rank + 1});
+        std::vector<Trace> per_rank;
+        per_rank.reserve(recs.size());
+        for (const auto& rec : recs) {
+          CompressorConfig config;
+          if (window > 0) config.window = window;
+          IntraCompressor c(config);
+          c.set_sites(&rec.sites);
+          for (const auto& e : rec.events) c.push(e);
+          per_rank.push_back(
+              make_rank_trace(rec.rank, nranks, c.finish(), rec.sites, rec.comms, rec.names));
+        }
+        Trace t = merge_tree(std::move(per_rank));
+        for (const auto& [k, v] : recs.front().metadata) t.metadata.emplace(k, v);
+        t.metadata["compressed_offline"] = "raw recordings";
+        return t;
+      },
+      py::arg("recordings"), py::arg("window") = 0,
+      "Compresses and merges raw recordings offline, as the collector does at MPI_Finalize.");
   m.def("read_raw", &read_raw, py::arg("path"), py::call_guard<py::gil_scoped_release>());
   m.def("read_raw_dir", &read_raw_dir, py::arg("dir"), py::call_guard<py::gil_scoped_release>());
 }

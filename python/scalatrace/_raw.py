@@ -15,6 +15,8 @@ from .errors import TraceFormatError
 if TYPE_CHECKING:
     import scipy.sparse
 
+    from ._trace import Trace
+
 
 class RawRecording:
     """The raw per-rank event streams of one run, indexable by rank.
@@ -61,6 +63,16 @@ class RawRecording:
     ) -> np.ndarray | scipy.sparse.coo_matrix:
         """Communication matrix by brute force over every recorded event."""
         return comm_triplets_to_output(_core.comm_matrix_of_recordings(self._ranks, metric, kind), sparse)
+
+    def compress(self, window: int = 0) -> Trace:
+        """Compresses and merges the recordings offline into a :class:`Trace`.
+
+        Runs the same IntraCompressor and radix-tree merge as the collector does at
+        ``MPI_Finalize`` (``window``: ``SCALATRACE_WINDOW``, 0 = default).
+        """
+        from ._trace import Trace
+
+        return Trace(_core.compress_recordings(self._ranks, window))
 
     def __repr__(self) -> str:
         return f"RawRecording(ranks={len(self)}, events={self.event_count()})"

@@ -157,7 +157,8 @@ class Event:
         if len(self.ranks):
             parts.append(f"ranks={self.ranks}")
         for name, value in self.fields.items():
-            parts.append(f"{name}={_short(value)}")
+            if not _all_zero(value):  # fields the op does not use are stored as zeros
+                parts.append(f"{name}={_short(value)}")
         if self.duration.count:
             parts.append(f"t={self.duration.mean / 1e3:.1f}us")
         return " ".join(parts)
@@ -223,6 +224,10 @@ class Loop:
     def _repr_html_(self) -> str:
         items = "".join(f"<li><code>{html.escape(repr(n))}</code></li>" for n in self.body)
         return f"<b>Loop</b> {html.escape(self._trips_text())}<ul>{items}</ul>"
+
+
+def _all_zero(value: _core.ElasticValue) -> bool:
+    return all(seq.is_constant() and (len(seq) == 0 or seq[0] == 0) for seq, _ in value.alternatives)
 
 
 def _short(value: Any, limit: int = 60) -> str:

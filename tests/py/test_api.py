@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import helpers
 import scalatrace
 from scalatrace import Event, Loop, RankList, Trace
 
@@ -22,18 +23,31 @@ EXAMPLES = {
 }
 
 
-@pytest.fixture(scope="module")
-def traced(example, collector_lib, tmp_path_factory):
-    """example name -> (Trace, RawRecording), each example run once with raw mode on."""
+@pytest.fixture(scope="module", params=["collector", "offline"])
+def traced(request, example, collector_lib, tmp_path_factory):
+    """example name -> (Trace, RawRecording) of one run with raw mode on.
+
+    ``collector``: the trace the collector wrote at MPI_Finalize (``scalatrace.trace``);
+    ``offline``: the same run's raw recording compressed and merged in-process
+    (``RawRecording.compress``), saved and loaded again.
+    """
     cache: dict[str, tuple[Trace, scalatrace.RawRecording]] = {}
 
     def get(name: str) -> tuple[Trace, scalatrace.RawRecording]:
         if name not in cache:
             n, args = EXAMPLES[name]
-            out = tmp_path_factory.mktemp(name) / f"{name}.sct"
-            t = scalatrace.trace([str(example(name)), *args], np=n, out=out, raw=True, timeout=120)
-            assert t.raw_dir is not None
-            cache[name] = (t, scalatrace.read_raw(t.raw_dir))
+            argv = [str(example(name)), *args]
+            tmp = tmp_path_factory.mktemp(f"{name}-{request.param}")
+            if request.param == "collector":
+                t = scalatrace.trace(argv, np=n, out=tmp / f"{name}.sct", raw=True, timeout=120)
+                assert t.raw_dir is not None
+                cache[name] = (t, scalatrace.read_raw(t.raw_dir))
+            else:
+                raw_dir = tmp / "raw"
+                helpers.run_mpi(n, argv, env=helpers.collector_env(raw=str(raw_dir), out="none"), timeout=120)
+                raw = scalatrace.read_raw(raw_dir)
+                raw.compress().save(tmp / f"{name}.sct")
+                cache[name] = (scalatrace.load(tmp / f"{name}.sct"), raw)
         return cache[name]
 
     return get
@@ -279,7 +293,7 @@ def test_plots_return_axes(traced):
 
 def test_read_raw_single_stream(traced):
     t, raw = traced("ring")
-    one = scalatrace.read_raw(Path(t.raw_dir) / "rank-1.straw")
+    one = scalatrace.read_raw(Path(raw.path) / "rank-1.straw")
     assert len(one) == 1 and one[1].rank == 1
     assert len(one[1]) == len(raw[1])
 

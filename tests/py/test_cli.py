@@ -7,22 +7,27 @@ import json
 import numpy as np
 import pytest
 
+import helpers
 import scalatrace
 from scalatrace.cli import main
 
 
 @pytest.fixture(scope="module")
 def ring_trace(example, collector_lib, tmp_path_factory):
-    out = tmp_path_factory.mktemp("cli") / "ring.sct"
-    rc = main(["run", "-n", "4", "-o", str(out), "--raw", str(out.parent / "raw"), "--", str(example("ring")), "-i", "2", "-c", "5"])
-    assert rc == 0
+    """A trace of the ring example (raw recording compressed offline: independent of `run`)."""
+    tmp = tmp_path_factory.mktemp("cli")
+    helpers.run_mpi(4, [str(example("ring")), "-i", "2", "-c", "5"], env=helpers.collector_env(raw=str(tmp / "raw")))
+    out = tmp / "ring.sct"
+    scalatrace.read_raw(tmp / "raw").compress().save(out)
     return out
 
 
-def test_run_writes_trace_and_raw(ring_trace):
-    assert ring_trace.is_file()
-    t = scalatrace.load(ring_trace)
-    raw = scalatrace.read_raw(ring_trace.parent / "raw")
+def test_run_writes_trace_and_raw(example, collector_lib, tmp_path):
+    out = tmp_path / "ring.sct"
+    rc = main(["run", "-n", "4", "-o", str(out), "--raw", str(tmp_path / "raw"), "--", str(example("ring")), "-i", "2", "-c", "5"])
+    assert rc == 0
+    t = scalatrace.load(out)
+    raw = scalatrace.read_raw(tmp_path / "raw")
     assert t.nranks == 4 == len(raw)
     assert np.array_equal(t.comm_matrix(kind="all"), raw.comm_matrix(kind="all"))
 
