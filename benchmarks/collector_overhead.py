@@ -75,9 +75,10 @@ def main() -> int:
         p, t, r = med["plain"][k], med["traced"][k], med["traced+raw"][k]
         lines.append(f"| {k} | {p:.0f} | {t:.0f} | {t - p:.0f} | {r:.0f} | {r - p:.0f} |")
     lines += ["", "Kernels: `iprobe` = MPI_Iprobe finding nothing (traced op), `comm_rank` = "
-              "MPI_Comm_rank (counted as Op::Other), `pingpong` = 8-byte Send/Recv ping-pong "
-              "(per call; dominated by MPICH's latency on 2 shared cores, so its difference is "
-              "noisy). `traced` records every event (call-site walk with libunwind, lookup, "
+              "MPI_Comm_rank (counted as Op::Other): CPU time of the calling thread per call "
+              "(robust against the machine being oversubscribed); `pingpong` = 8-byte Send/Recv "
+              "ping-pong, wall time per call (dominated by MPICH's latency on 2 shared cores, "
+              "so its difference is noisy and shown for scale only). `traced` records every event (call-site walk with libunwind, lookup, "
               "event) without writing it; `traced + raw` also streams it to "
               "`SCALATRACE_RAW`. Compressed output is off (`SCALATRACE_OUT=none`).", ""]
     report = "\n".join(lines)

@@ -43,7 +43,7 @@ def make_trace(nranks: int, timesteps: int) -> tuple[Path, float]:
     out = data / f"stencil2d-{nranks}-{timesteps}.sct"
     if out.is_file():
         return out, float("nan")
-    cmd = [str(harness()), "--pattern", "stencil2d", "--ranks", str(nranks), "--timesteps", str(timesteps), "-o", str(out)]
+    cmd = [str(harness()), "--pattern", "stencil2d", "--ranks", str(nranks), "--timesteps", str(timesteps), "--wrap", "-o", str(out)]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return out, time.perf_counter() - t0

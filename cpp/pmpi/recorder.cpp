@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 #include <time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,6 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+
+#if SCALATRACE_HAVE_TREE_MERGE
+#include "scalatrace/merge.hpp"
+#include "tree_merge.hpp"
+#endif
 
 namespace scalatrace::pmpi {
 namespace {
@@ -61,17 +67,17 @@ Recorder* Recorder::running() {
   if (!initialized) return nullptr;
   PMPI_Finalized(&finalized);
   if (finalized) return nullptr;
-  return start();
+  return start(false);
 }
 
-Recorder* Recorder::start() {
+Recorder* Recorder::start(bool at_init) {
   std::lock_guard<std::mutex> lock(g_start_mutex);
   const int state = g_state.load(std::memory_order_acquire);
   if (state == 1) return g_recorder;
   if (state == 2) return nullptr;
   try {
     auto* r = new Recorder();
-    r->begin();
+    r->begin(at_init);
     g_recorder = r;
     g_state.store(1, std::memory_order_release);
     std::atexit(finish_at_exit);
@@ -105,12 +111,13 @@ void Recorder::finish(const char* why) {
   }
 }
 
-void Recorder::begin() {
+void Recorder::begin(bool at_init) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &nranks);
   const std::string program = program_path();
   settings = Settings::from_environment(std::filesystem::path(program).filename().string());
   comms.start();
+  if (at_init) PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm_);
   calibrate_clock();
   last_end_ns_ = g_load_ns;
 
@@ -141,7 +148,23 @@ void Recorder::begin() {
       warn(std::string("SCALATRACE_RAW: ") + e.what() + "; continuing without raw stream");
     }
   }
-  // Integration point (compressed mode): create the IntraCompressor here from settings.
+  if (settings.out != "none" && compressed_output_available()) {
+    CompressorConfig config;
+    config.window = settings.window;
+    config.site_threshold = settings.site_threshold;
+    config.memory_budget = settings.memory_budget;
+    config.hist_sub_bins = settings.hist_sub_bins;
+    compressor_ = std::make_unique<IntraCompressor>(config);
+    compressor_->set_sites(&sites);
+  }
+}
+
+bool compressed_output_available() {
+#if SCALATRACE_HAVE_TREE_MERGE
+  return true;
+#else
+  return false;
+#endif
 }
 
 void Recorder::warn(const std::string& what) {
@@ -167,7 +190,14 @@ void Recorder::append(Event& e, std::uint64_t start_ns, std::uint64_t end_ns) {
            "; continuing without raw stream");
     }
   }
-  // Integration point (compressed mode): compressor.push(e).
+  if (compressor_) {
+    try {
+      compressor_->push(e);
+    } catch (const std::exception& ex) {
+      warn(std::string("compressor: ") + ex.what() + "; continuing without compressed trace");
+      compressor_.reset();
+    }
+  }
 }
 
 std::map<std::string, std::string> Recorder::metadata(const char* why) const {
@@ -189,8 +219,56 @@ void Recorder::end(const char* why) {
       warn(std::string("raw stream ") + raw_path_ + ": " + ex.what());
     }
   }
-  // Integration point (compressed mode): if settings.out != "none" and MPI is still usable
-  // (why != "exit" || !finalized) call scalatrace::pmpi::merge_over_tree_and_write(...).
+  const bool at_exit = std::string(why) == "exit";
+  const bool in_step = at_exit && wait_for_all_ranks();
+  write_compressed(why, in_step);
+}
+
+bool Recorder::wait_for_all_ranks() {
+  int initialized = 0, finalized = 0;
+  PMPI_Initialized(&initialized);
+  PMPI_Finalized(&finalized);
+  if (sync_comm_ == MPI_COMM_NULL || !initialized || finalized || settings.exit_wait_s == 0)
+    return false;
+  MPI_Request req;
+  if (PMPI_Ibarrier(sync_comm_, &req) != MPI_SUCCESS) return false;
+  const std::uint64_t deadline = now_ns() + settings.exit_wait_s * 1000000000ull;
+  int done = 0;
+  while (!done) {
+    if (PMPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+    if (done) break;
+    if (now_ns() > deadline) {
+      warn("exit without MPI_Finalize: not every rank reached exit within SCALATRACE_EXIT_WAIT=" +
+           std::to_string(settings.exit_wait_s) + " s; leaving");
+      return false;
+    }
+    timespec pause{0, 200000};
+    nanosleep(&pause, nullptr);
+  }
+  return true;
+}
+
+// INTEGRATION POINT (compressed mode). The cross-rank merge over MPI lives in
+// cpp/pmpi/tree_merge.hpp/.cpp (merge part); CMake defines SCALATRACE_HAVE_TREE_MERGE when that
+// file exists. The merge is collective over MPI_COMM_WORLD, so it only runs when the ranks are
+// in step: at MPI_Finalize, or at exit without MPI_Finalize once wait_for_all_ranks() saw every
+// rank arrive. After MPI_Abort no compressed trace is written (the raw stream is).
+void Recorder::write_compressed(const char* why, bool ranks_in_step) {
+  if (!compressor_) return;
+  std::unique_ptr<IntraCompressor> compressor = std::move(compressor_);
+  if (std::string(why) != "MPI_Finalize" && !ranks_in_step) {
+    if (rank == 0 && !settings.quiet)
+      warn(std::string("no compressed trace: the recording finished by ") + why +
+           ", not MPI_Finalize (use SCALATRACE_RAW for such programs)");
+    return;
+  }
+#if SCALATRACE_HAVE_TREE_MERGE
+  Trace local = make_rank_trace(rank, nranks, compressor->finish(), sites, comms.table(), names_);
+  local.metadata = metadata(why);
+  merge_over_tree_and_write(std::move(local), settings.out);
+  if (rank == 0 && !settings.quiet)
+    std::fprintf(stderr, "scalatrace: compressed trace written to %s\n", settings.out.c_str());
+#endif
 }
 
 }  // namespace scalatrace::pmpi

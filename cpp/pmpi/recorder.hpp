@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -16,6 +17,7 @@
 #include "comm_registry.hpp"
 #include "request_tracker.hpp"
 #include "scalatrace/callsite.hpp"
+#include "scalatrace/compressor.hpp"
 #include "scalatrace/event.hpp"
 #include "scalatrace/raw.hpp"
 #include "settings.hpp"
@@ -28,8 +30,9 @@ class Recorder {
   /// Starts the recorder lazily if MPI was initialised behind the collector's back (mpi_f08
   /// calls PMPI_Init directly).
   static Recorder* running();
-  /// Starts the recorder after PMPI_Init / PMPI_Init_thread succeeded (idempotent).
-  static Recorder* start();
+  /// Starts the recorder (idempotent). `at_init`: called right after PMPI_Init* succeeded on
+  /// every rank, so a collective call (the private communicator's PMPI_Comm_dup) is safe.
+  static Recorder* start(bool at_init);
   /// Finishes the recording (idempotent); `why` is "MPI_Finalize", "MPI_Abort" or "exit".
   static void finish(const char* why);
 
@@ -51,8 +54,12 @@ class Recorder {
 
  private:
   Recorder() = default;
-  void begin();
+  void begin(bool at_init);
   void end(const char* why);
+  /// At exit without MPI_Finalize: waits (at most settings.exit_wait_s) until every rank has
+  /// finished its recording, so that no rank's exit makes the process manager kill the
+  /// others before they flushed. True if all ranks arrived.
+  bool wait_for_all_ranks();
   std::map<std::string, std::string> metadata(const char* why) const;
 
   std::vector<std::string> names_;
@@ -62,8 +69,16 @@ class Recorder {
   std::uint64_t events_ = 0;
   std::uint64_t last_end_ns_ = 0;
   std::map<std::string, std::string> start_metadata_;
-  // Integration point (compressed mode, SCALATRACE_OUT): an IntraCompressor fed in append()
-  // and merged over the radix tree in end(). See docs/collector.md.
+  // Compressed mode (SCALATRACE_OUT): the rank's online loop compressor, fed in append();
+  // merged over the radix tree in end() (write_compressed). Null when compressed output is
+  // off or not available in this build.
+  std::unique_ptr<IntraCompressor> compressor_;
+  /// Private duplicate of MPI_COMM_WORLD (MPI_COMM_NULL after a lazy start).
+  MPI_Comm sync_comm_ = MPI_COMM_NULL;
+  void write_compressed(const char* why, bool ranks_in_step);
 };
+
+/// True if this build can write compressed traces (the tree merge is linked in).
+bool compressed_output_available();
 
 }  // namespace scalatrace::pmpi

@@ -67,6 +67,7 @@ Settings Settings::from_environment(const std::string& program) {
   read_number("SCALATRACE_MEMORY", s.memory_budget, 1u << 20, std::uint64_t{1} << 40,
               "a memory budget in bytes (suffix k/M/G allowed)");
   read_number("SCALATRACE_HIST_BINS", s.hist_sub_bins, 1, 64, "a number of bins per octave");
+  read_number("SCALATRACE_EXIT_WAIT", s.exit_wait_s, 0, 3600, "a number of seconds");
   if (const char* v = env("SCALATRACE_QUIET")) {
     const std::string q = v;
     if (q == "1" || q == "yes" || q == "true") s.quiet = true;
@@ -85,6 +86,7 @@ std::map<std::string, std::string> Settings::as_metadata() const {
       {"setting.SCALATRACE_SITE_THRESHOLD", std::to_string(site_threshold)},
       {"setting.SCALATRACE_MEMORY", std::to_string(memory_budget)},
       {"setting.SCALATRACE_HIST_BINS", std::to_string(hist_sub_bins)},
+      {"setting.SCALATRACE_EXIT_WAIT", std::to_string(exit_wait_s)},
   };
 }
 

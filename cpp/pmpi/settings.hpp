@@ -17,6 +17,8 @@ struct Settings {
   std::size_t memory_budget = 256u << 20;    ///< SCALATRACE_MEMORY (compressor), bytes
   std::uint32_t hist_sub_bins = 4;           ///< SCALATRACE_HIST_BINS (compressor)
   bool quiet = false;         ///< SCALATRACE_QUIET: 1 = no informational messages
+  std::uint64_t exit_wait_s = 30;  ///< SCALATRACE_EXIT_WAIT: seconds ranks wait for each
+                                   ///< other at exit without MPI_Finalize (0 = no wait)
 
   /// Reads the environment; `program` is the executable's base name (default output name).
   static Settings from_environment(const std::string& program);

@@ -89,7 +89,7 @@ int wrap_init(Op op, F&& pmpi_init, int required, int* provided) {
   const std::uint64_t start_ns = now_ns();
   const int rc = pmpi_init();
   if (rc != MPI_SUCCESS || t_in_wrapper) return rc;
-  Recorder* r = Recorder::start();
+  Recorder* r = Recorder::start(true);
   if (!r) return rc;
   t_in_wrapper = true;
   try {

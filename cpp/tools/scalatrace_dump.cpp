@@ -3,6 +3,7 @@
 // One function per subcommand; add new ones to kCommands.
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <exception>
 #include <filesystem>
 #include <string>
@@ -10,7 +11,9 @@
 #include <vector>
 
 #include "json_writer.hpp"
+#include "scalatrace/cursor.hpp"
 #include "scalatrace/errors.hpp"
+#include "scalatrace/format.hpp"
 #include "scalatrace/raw.hpp"
 
 namespace scalatrace::tools {
@@ -105,6 +108,236 @@ int cmd_raw(const std::vector<std::string>& args) {
   return 0;
 }
 
+// ---- trace FILE.sct --rank R: one rank's events from a compressed trace, in the raw shape.
+void write_sites(JsonWriter& j, const CallSiteTable& sites) {
+  j.array("modules", sites.modules);
+  j.key("sites");
+  j.begin_array();
+  for (const CallSite& s : sites.sites) {
+    j.begin_object();
+    j.key("frames");
+    j.begin_array();
+    for (const Frame& f : s.frames) {
+      j.begin_array();
+      j.value(std::uint64_t{f.module});
+      j.value(f.offset);
+      j.end_array();
+    }
+    j.end_array();
+    j.field("hash", s.hash);
+    j.field("symbol", s.symbol);
+    j.field("location", s.location);
+    j.end_object();
+  }
+  j.end_array();
+}
+
+int cmd_trace(const std::vector<std::string>& args) {
+  std::string path;
+  std::int64_t rank = -1;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--rank" && i + 1 < args.size()) {
+      rank = std::stoll(args[++i]);
+    } else if (path.empty()) {
+      path = args[i];
+    } else {
+      throw UsageError("usage: scalatrace-dump trace FILE.sct --rank R");
+    }
+  }
+  if (path.empty() || rank < 0) throw UsageError("usage: scalatrace-dump trace FILE.sct --rank R");
+  const Trace t = read_trace_file(path);
+  Cursor cursor(t, rank, TimingMode::Mean);
+  JsonWriter j(stdout);
+  j.begin_object();
+  j.field("rank", rank);
+  j.field("nranks", t.nranks);
+  j.key("metadata");
+  j.begin_object();
+  for (const auto& [k, v] : t.metadata) j.field(k, v);
+  j.end_object();
+  write_sites(j, t.sites);
+  j.key("comms");
+  j.begin_array();
+  for (const CommEntry& c : t.comms.entries) {
+    if (!c.holders.empty() && !c.holders.contains(rank)) continue;
+    j.begin_object();
+    j.field("id", c.id);
+    j.array("members", c.members.to_vector());
+    j.end_object();
+  }
+  j.end_array();
+  j.array("names", t.names);
+  j.key("events");
+  j.begin_array();
+  while (auto e = cursor.next()) write_event(j, *e, t.names);
+  j.end_array();
+  j.end_object();
+  j.newline();
+  return 0;
+}
+
+// ---- tree FILE.sct: the compressed trace as an indented outline.
+template <class Seq>
+std::string elastic_text(const Elastic<Seq>& e, const std::function<std::string(const Seq&)>& show) {
+  std::string s;
+  for (const auto& [seq, ranks] : e.alternatives) {
+    if (!s.empty()) s += " | ";
+    s += show(seq);
+    if (!ranks.empty()) s += " @" + ranks.to_string();
+  }
+  return s;
+}
+
+std::string array_text(const ArraySeq& a) {
+  std::string s = "[";
+  for (const auto& r : a.runs()) {
+    if (s.size() > 1) s += ' ';
+    s += '(';
+    for (std::size_t i = 0; i < r.values.size(); ++i) s += (i ? "," : "") + std::to_string(r.values[i]);
+    s += ")x" + std::to_string(r.count);
+  }
+  return s + "]";
+}
+
+void print_nodes(const Trace& t, const std::vector<Node>& nodes, int depth) {
+  const std::string pad(static_cast<std::size_t>(depth) * 2, ' ');
+  const auto seq_text = std::function<std::string(const ValueSeq&)>([](const ValueSeq& v) { return v.to_string(); });
+  for (const Node& n : nodes) {
+    std::printf("%s", pad.c_str());
+    if (n.loop) {
+      std::printf("loop trips %s", elastic_text(n.loop->trips, seq_text).c_str());
+    } else {
+      const EventNode& e = *n.event;
+      const std::string& sym = e.site < t.sites.sites.size() ? t.sites.sites[e.site].symbol : std::string();
+      std::printf("%s site %u%s%s", std::string(op_name(e.op)).c_str(), e.site,
+                  sym.empty() ? "" : " ", sym.c_str());
+    }
+    if (!n.ranks.empty()) std::printf("  ranks %s", n.ranks.to_string().c_str());
+    if (!n.presence.empty()) std::printf("  presence %s", elastic_text(n.presence, seq_text).c_str());
+    std::printf("\n");
+    if (n.loop) {
+      print_nodes(t, n.loop->body, depth + 1);
+      continue;
+    }
+    const EventNode& e = *n.event;
+    for (std::size_t i = 0; i < kFieldCount; ++i) {
+      const auto& f = e.fields[i];
+      if (f.empty()) continue;
+      bool all_zero = true;
+      for (const auto& alt : f.alternatives) all_zero = all_zero && alt.first.is_constant() && (alt.first.empty() || alt.first.at(0) == 0);
+      if (all_zero) continue;
+      std::printf("%s    %s = %s\n", pad.c_str(), lowercase(field_name(static_cast<Field>(i))).c_str(),
+                  elastic_text(f, seq_text).c_str());
+    }
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
+      if (e.arrays[i].empty()) continue;
+      bool all_empty = true;
+      for (const auto& alt : e.arrays[i].alternatives)
+        for (const auto& r : alt.first.runs()) all_empty = all_empty && r.values.empty();
+      if (all_empty) continue;
+      std::printf("%s    %s = %s\n", pad.c_str(), lowercase(array_field_name(static_cast<ArrayField>(i))).c_str(),
+                  elastic_text(e.arrays[i], std::function<std::string(const ArraySeq&)>(array_text)).c_str());
+    }
+    if (!e.site_ids.empty())
+      std::printf("%s    sites = %s\n", pad.c_str(), elastic_text(e.site_ids, seq_text).c_str());
+    if (e.compute.count() > 0 || e.duration.count() > 0)
+      std::printf("%s    compute mean %.0f ns, duration mean %.0f ns (%llu calls)\n", pad.c_str(),
+                  e.compute.mean(), e.duration.mean(), static_cast<unsigned long long>(e.duration.count()));
+  }
+}
+
+int cmd_tree(const std::vector<std::string>& args) {
+  if (args.size() != 1) throw UsageError("usage: scalatrace-dump tree FILE.sct");
+  const Trace t = read_trace_file(args[0]);
+  std::printf("trace %s: %lld ranks, %zu nodes, %zu call sites, %zu communicators\n", args[0].c_str(),
+              static_cast<long long>(t.nranks), t.node_count(), t.sites.size(), t.comms.entries.size());
+  for (const auto& [k, v] : t.metadata) std::printf("  %s = %s\n", k.c_str(), v.c_str());
+  for (const CommEntry& c : t.comms.entries)
+    std::printf("comm %lld members %s held by %s\n", static_cast<long long>(c.id), c.members.to_string().c_str(),
+                c.holders.to_string().c_str());
+  print_nodes(t, t.nodes, 0);
+  return 0;
+}
+
+// ---- check RAWDIR FILE.sct: every rank's cursor over the merged trace against its raw stream.
+std::string site_signature(const CallSiteTable& table, std::uint32_t id) {
+  if (id >= table.sites.size()) return "<invalid site " + std::to_string(id) + ">";
+  std::string s;
+  for (const Frame& f : table.sites[id].frames) {
+    s += f.module < table.modules.size() ? table.modules[f.module] : std::string("?");
+    s += "+" + std::to_string(f.offset) + ";";
+  }
+  return s;
+}
+
+int cmd_check(const std::vector<std::string>& args) {
+  if (args.size() != 2) throw UsageError("usage: scalatrace-dump check RAWDIR FILE.sct");
+  const std::vector<RankRecording> recs = read_raw_dir(args[0]);
+  const Trace t = read_trace_file(args[1]);
+  JsonWriter j(stdout);
+  auto mismatch = [&](std::int64_t rank, std::uint64_t index, const std::string& field,
+                      const std::string& expected, const std::string& got) {
+    j.begin_object();
+    j.field("ok", false);
+    j.field("rank", rank);
+    j.field("event", index);
+    j.field("field", field);
+    j.field("expected", expected);
+    j.field("got", got);
+    j.end_object();
+    j.newline();
+    return 1;
+  };
+  if (static_cast<std::int64_t>(recs.size()) != t.nranks)
+    return mismatch(-1, 0, "nranks", std::to_string(recs.size()), std::to_string(t.nranks));
+  std::uint64_t total = 0;
+  for (const RankRecording& rec : recs) {
+    Cursor cursor(t, rec.rank, TimingMode::None);
+    std::uint64_t i = 0;
+    for (; i < rec.events.size(); ++i) {
+      const Event& want = rec.events[i];
+      auto got = cursor.next();
+      if (!got) return mismatch(rec.rank, i, "end", describe(want), "end of trace");
+      if (got->op != want.op)
+        return mismatch(rec.rank, i, "op", std::string(op_name(want.op)), std::string(op_name(got->op)));
+      const std::string ws = site_signature(rec.sites, want.site), gs = site_signature(t.sites, got->site);
+      if (ws != gs) return mismatch(rec.rank, i, "site", ws, gs);
+      for (std::size_t f = 0; f < kFieldCount; ++f) {
+        std::string w = std::to_string(want.fields[f]), g = std::to_string(got->fields[f]);
+        if (static_cast<Field>(f) == Field::NameId && want.op == Op::Other) {
+          auto name = [](const std::vector<std::string>& names, std::int64_t id) {
+            return id >= 0 && static_cast<std::size_t>(id) < names.size() ? names[static_cast<std::size_t>(id)]
+                                                                           : "<invalid name " + std::to_string(id) + ">";
+          };
+          w = name(rec.names, want.fields[f]);
+          g = name(t.names, got->fields[f]);
+        }
+        if (w != g) return mismatch(rec.rank, i, lowercase(field_name(static_cast<Field>(f))), w, g);
+      }
+      for (std::size_t a = 0; a < kArrayFieldCount; ++a)
+        if (want.arrays[a] != got->arrays[a]) {
+          auto text = [](const std::vector<std::int64_t>& v) {
+            std::string s = "[";
+            for (std::size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + std::to_string(v[k]);
+            return s + "]";
+          };
+          return mismatch(rec.rank, i, lowercase(array_field_name(static_cast<ArrayField>(a))),
+                          text(want.arrays[a]), text(got->arrays[a]));
+        }
+    }
+    if (auto extra = cursor.next()) return mismatch(rec.rank, i, "end", "end of recording", describe(*extra));
+    total += i;
+  }
+  j.begin_object();
+  j.field("ok", true);
+  j.field("ranks", static_cast<std::int64_t>(recs.size()));
+  j.field("events", total);
+  j.field("trace_nodes", static_cast<std::uint64_t>(t.node_count()));
+  j.end_object();
+  j.newline();
+  return 0;
+}
+
 struct Command {
   const char* name;
   int (*run)(const std::vector<std::string>& args);
@@ -113,6 +346,9 @@ struct Command {
 
 const Command kCommands[] = {
     {"raw", cmd_raw, "raw PATH    raw streams (.straw file or directory) as JSON"},
+    {"trace", cmd_trace, "trace FILE.sct --rank R    one rank's events of a compressed trace as JSON"},
+    {"tree", cmd_tree, "tree FILE.sct    the compressed trace as an indented outline"},
+    {"check", cmd_check, "check RAWDIR FILE.sct    every rank of FILE.sct against its raw stream (exit 1 on a difference)"},
 };
 
 int usage(std::FILE* out) {

@@ -167,7 +167,7 @@ TEST(CompressorProperty, RandomProgramsRoundTrip) {
     if (HasFatalFailure()) return;
     ++done;
     // Bounded runtime on slow (sanitizer) builds; never fewer than 300 streams.
-    if (done >= 300 && std::chrono::steady_clock::now() - start > std::chrono::seconds(20)) break;
+    if (done >= 300 && std::chrono::steady_clock::now() - start > std::chrono::seconds(15)) break;
   }
   RecordProperty("streams", done);
   std::cerr << done << " random streams round-tripped\n";

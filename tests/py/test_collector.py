@@ -117,6 +117,8 @@ def test_thread_multiple_records_every_call_consistently(tmp_path):
 
 
 def test_no_finalize_c_program_is_flushed_at_exit(tmp_path):
+    # Without MPI_Finalize, hydra kills the other ranks when the first one exits: the
+    # collector's exit handler flushes, then waits for every rank (SCALATRACE_EXIT_WAIT).
     exe = compile_program("no_finalize", tmp_path)
     proc, raw = run(exe, 3, tmp_path)
     assert proc.stdout.count("sum 3") == 3

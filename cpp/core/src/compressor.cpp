@@ -42,7 +42,6 @@ struct View {
 
 struct Entry {
   bool raw = true;
-  bool pseudo = false;  ///< a pseudo-loop made by wrap_pseudo_loops (undone by restore)
   Event ev;   ///< raw: the event
   Node node;  ///< !raw
   View view;
@@ -95,6 +94,16 @@ struct IntraCompressor::Impl {
   std::uint64_t pushes_since_check = 0;
   std::uint64_t check_interval = 4096;
   std::vector<std::uint32_t> dp;  ///< LCS table, reused
+  /// Alignments that are not the same shape (LCS + pseudo-loop planning) tried per event: a
+  /// bound on the work an irregular stream can cause (the simple cases are not counted).
+  static constexpr int kMaxAttempts = 2;
+  /// Iterations longer than this (in nodes) only merge when they have the same shape.
+  static constexpr std::size_t kMaxAlign = 48;
+  /// Only loops with bodies up to this size are candidates for pseudo-loop wrapping.
+  static constexpr std::size_t kMaxPseudoBody = 16;
+  /// Entries ending like the tail examined per fold attempt (nearest first).
+  static constexpr int kMaxCandidates = 32;
+  int attempts_left = kMaxAttempts;
 
   explicit Impl(CompressorConfig c) : cfg(c) {
     if (cfg.window < 2) cfg.window = 2;
@@ -283,68 +292,75 @@ struct IntraCompressor::Impl {
   }
 
   // ---- pseudo-loops (thesis §5.2.2 rule 2) ----
+  // A stretch of one iteration that is exactly one iteration of a loop of the other iteration
+  // (a loop that ran once here) is wrapped into a loop of trip count 1 so that the alignment
+  // can match the two. Wraps are planned on views first and applied only if the merge is done.
   struct LoopPattern {
     View loop;
     std::vector<View> body;
   };
-  template <class T>
-  static const Node* node_ptr(const T& x) {
-    if constexpr (std::is_same_v<T, Entry>) return x.raw ? nullptr : &x.node;
-    else return &x;
-  }
-  template <class T>
-  std::vector<LoopPattern> loop_patterns(const std::vector<T>& seq) const {
+  struct Wrap {
+    std::size_t pos, len;
+  };
+  template <class It>
+  std::vector<LoopPattern> loop_patterns(It begin, It end) const {
     std::vector<LoopPattern> out;
-    for (const auto& x : seq) {
-      const Node* n = node_ptr(x);
-      if (n == nullptr || !n->loop) continue;
+    for (It it = begin; it != end; ++it) {
+      const Node* n = node_ptr(*it);
+      if (n == nullptr || !n->loop || n->loop->body.size() > kMaxPseudoBody) continue;
       LoopPattern p{view_of(*n), {}};
       for (const auto& c : n->loop->body) p.body.push_back(view_of(c));
       out.push_back(std::move(p));
     }
     return out;
   }
-  /// Wraps every stretch of `seq` that is exactly one iteration of a loop of the other
-  /// iteration (and is not itself such a loop) into a loop of trip count 1 per visit, so the
-  /// alignment can match it with that loop (a loop that ran once in this iteration).
-  template <class T>
-  void wrap_pseudo_loops(std::vector<T>& seq, std::vector<View>& views,
-                         const std::vector<LoopPattern>& patterns) const {
+  static const Node* node_ptr(const Entry& e) { return e.raw ? nullptr : &e.node; }
+  static const Node* node_ptr(const Node& n) { return &n; }
+
+  /// Plans wraps on `views` (updated to the wrapped sequence). wrappable[i]: element i has no
+  /// presence vector of its own (so it may go into a pseudo-loop).
+  std::vector<Wrap> plan_wraps(std::vector<View>& views, std::vector<char> wrappable,
+                               const std::vector<LoopPattern>& patterns) const {
+    std::vector<Wrap> plan;
     for (const auto& pat : patterns) {
       const std::size_t k = pat.body.size();
-      if (k == 0 || k > seq.size()) continue;
-      for (std::size_t p = 0; p + k <= seq.size(); ++p) {
+      if (k == 0) continue;
+      for (std::size_t p = 0; p + k <= views.size(); ++p) {
         if (views[p].loop && match(views[p], pat.loop)) continue;
         bool ok = true;
-        for (std::size_t r = 0; r < k && ok; ++r) ok = match(pat.body[r], views[p + r]);
+        for (std::size_t r = 0; r < k && ok; ++r) ok = wrappable[p + r] && match(pat.body[r], views[p + r]);
         if (!ok) continue;
-        std::uint64_t v = 0;
-        if constexpr (std::is_same_v<T, Node>) {
-          v = visits(seq[p]);
-          for (std::size_t r = 0; r < k && ok; ++r) ok = seq[p + r].presence.empty();
-          if (!ok) continue;
-        } else {
-          v = 1;
-        }
-        Node loop;
-        loop.loop = std::make_unique<LoopNode>();
-        single(loop.loop->trips) = ValueSeq::constant(1, v);
-        for (std::size_t r = 0; r < k; ++r) loop.loop->body.push_back(to_node(std::move(seq[p + r])));
-        const View lv = view_of(loop);
-        seq.erase(seq.begin() + static_cast<std::ptrdiff_t>(p + 1),
-                  seq.begin() + static_cast<std::ptrdiff_t>(p + k));
+        const View lv{true, views[p].first, views[p + k - 1].last};
         views.erase(views.begin() + static_cast<std::ptrdiff_t>(p + 1),
                     views.begin() + static_cast<std::ptrdiff_t>(p + k));
-        if constexpr (std::is_same_v<T, Node>) {
-          seq[p] = std::move(loop);
-        } else {
-          seq[p] = Entry{};
-          seq[p].raw = false;
-          seq[p].pseudo = true;
-          seq[p].node = std::move(loop);
-          seq[p].view = lv;
-        }
+        wrappable.erase(wrappable.begin() + static_cast<std::ptrdiff_t>(p + 1),
+                        wrappable.begin() + static_cast<std::ptrdiff_t>(p + k));
         views[p] = lv;
+        plan.push_back(Wrap{p, k});
+      }
+    }
+    return plan;
+  }
+
+  template <class T>
+  void apply_wraps(std::vector<T>& seq, const std::vector<Wrap>& plan) const {
+    for (const auto& w : plan) {
+      std::uint64_t v = 1;
+      if constexpr (std::is_same_v<T, Node>) v = visits(seq[w.pos]);
+      Node loop;
+      loop.loop = std::make_unique<LoopNode>();
+      single(loop.loop->trips) = ValueSeq::constant(1, v);
+      for (std::size_t r = 0; r < w.len; ++r) loop.loop->body.push_back(to_node(std::move(seq[w.pos + r])));
+      seq.erase(seq.begin() + static_cast<std::ptrdiff_t>(w.pos + 1),
+                seq.begin() + static_cast<std::ptrdiff_t>(w.pos + w.len));
+      if constexpr (std::is_same_v<T, Node>) {
+        seq[w.pos] = std::move(loop);
+      } else {
+        Entry e;
+        e.raw = false;
+        e.node = std::move(loop);
+        e.view = view_of(e.node);
+        seq[w.pos] = std::move(e);
       }
     }
   }
@@ -365,7 +381,6 @@ struct IntraCompressor::Impl {
     return out;
   }
 
-  /// Would merging b into body a (after pseudo-loop wrapping) be worth it? Cheap checks only.
   bool fast_same_shape(const std::vector<Node>& a, std::size_t from) const {
     if (a.size() != q.size() - from) return false;
     for (std::size_t k = 0; k < a.size(); ++k)
@@ -377,49 +392,46 @@ struct IntraCompressor::Impl {
     const std::size_t t = q.size() - 1;
     const Key bfirst = q[j + 1].view.first;
     const Key blast = q[t].view.last;
+    // Every loop of the tail chain ends with the same event as q[j] itself.
+    if (!key_match(q[j].view.last, blast)) return false;
     Node* c = &q[j].node;
     while (c->loop) {
       auto& body = c->loop->body;
       if (key_match(first_key(body.front()), bfirst) && key_match(last_key(body.back()), blast)) {
         const std::uint64_t bva = visits(body.front());
+        bool merged = false;
         if (fast_same_shape(body, j + 1)) {
           for (std::size_t k = 0; k < body.size(); ++k) merge_node(body[k], std::move(q[j + 1 + k]));
           q.resize(j + 1);
-        } else {
+          merged = true;
+        } else if (attempts_left > 0 && body.size() <= kMaxAlign && t - j <= kMaxAlign) {
+          --attempts_left;
           std::vector<View> av;
+          std::vector<char> aw;
           av.reserve(body.size());
-          for (const auto& x : body) av.push_back(view_of(x));
+          for (const auto& x : body) {
+            av.push_back(view_of(x));
+            aw.push_back(x.presence.empty());
+          }
           std::vector<View> bv = views(j + 1, t + 1);
-          // Wrap on copies first: only commit when the alignment is worth it.
-          std::vector<Entry> b = take(j + 1);
-          wrap_pseudo_loops(b, bv, loop_patterns(body));
-          const bool wrap_a = !loop_patterns(b).empty();
-          std::vector<Node> body_copy;
-          std::vector<View> av_copy;
-          if (wrap_a) {
-            for (const auto& x : body) body_copy.push_back(x.clone());
-            av_copy = av;
-            wrap_pseudo_loops(body_copy, av_copy, loop_patterns(b));
+          const auto b_patterns = loop_patterns(q.begin() + static_cast<std::ptrdiff_t>(j + 1), q.end());
+          const auto wb = plan_wraps(bv, std::vector<char>(bv.size(), 1), loop_patterns(body.begin(), body.end()));
+          const auto wa = plan_wraps(av, std::move(aw), b_patterns);
+          if (worth_merging(av, bv)) {
+            std::vector<Entry> b = take(j + 1);
+            apply_wraps(b, wb);
+            apply_wraps(body, wa);
+            body_merge(body, av, bva, std::move(b), bv, 1);
+            merged = true;
           }
-          const bool ok = wrap_a ? worth_merging(av_copy, bv) : worth_merging(av, bv);
-          if (!ok) {
-            // Put the entries back (pseudo-loops in them are harmless single iterations, but
-            // unwrap to keep the queue exactly as it was).
-            restore(std::move(b));
-            goto descend;
-          }
-          if (wrap_a) {
-            body = std::move(body_copy);
-            av = std::move(av_copy);
-          }
-          body_merge(body, av, bva, std::move(b), bv, 1);
         }
-        ValueSeq& trips = single(c->loop->trips);
-        trips.set_back(trips.back() + 1);
-        q[j].view = view_of(q[j].node);
-        return true;
+        if (merged) {
+          ValueSeq& trips = single(c->loop->trips);
+          trips.set_back(trips.back() + 1);
+          q[j].view = view_of(q[j].node);
+          return true;
+        }
       }
-    descend:
       Node& last = body.back();
       if (!last.loop) break;
       if (!last.presence.empty() && last.presence.alternatives.front().first.back() == 0) break;
@@ -428,52 +440,59 @@ struct IntraCompressor::Impl {
     return false;
   }
 
-  /// Puts entries taken from the queue back, undoing pseudo-loop wrapping (trip count 1).
-  void restore(std::vector<Entry>&& b) {
-    for (auto& e : b) {
-      if (e.pseudo) {
-        for (auto& c : e.node.loop->body) {
-          Entry x;
-          x.raw = false;
-          x.node = std::move(c);
-          x.view = view_of(x.node);
-          q.push_back(std::move(x));
-        }
-      } else {
-        q.push_back(std::move(e));
-      }
-    }
-  }
-
   bool try_new_loop(std::size_t j, std::size_t lo) {
     const std::size_t t = q.size() - 1;
+    const std::size_t n = t - j;
     const Key second_first = q[j + 1].view.first;
-    for (std::size_t h = j + 1; h-- > lo;) {
-      if (!key_match(q[h].view.first, second_first)) continue;
-      std::vector<View> av = views(h, j + 1), bv = views(j + 1, t + 1);
-      std::vector<Entry> b = take(j + 1);
-      std::vector<Entry> a = take(h);
-      wrap_pseudo_loops(b, bv, loop_patterns(a));
-      wrap_pseudo_loops(a, av, loop_patterns(b));
-      if (!worth_merging(av, bv)) {
-        restore(std::move(a));
-        restore(std::move(b));
-        return false;
+    // Nearest first: the shortest first iteration that starts like the second one.
+    if (attempts_left > 0 && n <= kMaxAlign) {
+      const std::size_t stop = std::max(lo, j + 1 > kMaxAlign ? j + 1 - kMaxAlign : std::size_t{0});
+      for (std::size_t h = j + 1; h-- > stop;) {
+        if (!key_match(q[h].view.first, second_first)) continue;
+        --attempts_left;
+        return make_loop(h, j);
       }
-      std::vector<Node> body;
-      body.reserve(a.size());
-      for (auto& e : a) body.push_back(to_node(std::move(e)));
-      body_merge(body, av, 1, std::move(b), bv, 1);
-      Entry loop;
-      loop.raw = false;
-      loop.node.loop = std::make_unique<LoopNode>();
-      loop.node.loop->body = std::move(body);
-      single(loop.node.loop->trips).append(2);
-      loop.view = view_of(loop.node);
-      q.push_back(std::move(loop));
-      return true;
+      return false;
     }
-    return false;
+    // Long iterations (or too much work already): only two identical ones.
+    if (j + 1 < n || j + 1 - n < lo) return false;
+    const std::size_t h = j + 1 - n;
+    for (std::size_t k = 0; k < n; ++k)
+      if (!match(q[h + k].view, q[j + 1 + k].view)) return false;
+    return make_loop(h, j);
+  }
+
+  /// q[h..j] and q[j+1..] are two iterations: fold them into a loop if worth it.
+  bool make_loop(std::size_t h, std::size_t j) {
+    const std::size_t t = q.size() - 1;
+    const std::size_t m = j + 1 - h, n = t - j;
+    // Without loops on either side nothing can be wrapped: at most min(m, n) nodes match.
+    bool loops = false;
+    for (std::size_t k = h; k <= t && !loops; ++k) loops = q[k].view.loop;
+    if (!loops && 2 * std::min(m, n) < std::max(m, n)) return false;
+    std::vector<View> av = views(h, j + 1), bv = views(j + 1, t + 1);
+    const auto qb = q.begin();
+    const auto a_patterns = loop_patterns(qb + static_cast<std::ptrdiff_t>(h), qb + static_cast<std::ptrdiff_t>(j + 1));
+    const auto b_patterns = loop_patterns(qb + static_cast<std::ptrdiff_t>(j + 1), q.end());
+    const auto wb = plan_wraps(bv, std::vector<char>(bv.size(), 1), a_patterns);
+    const auto wa = plan_wraps(av, std::vector<char>(av.size(), 1), b_patterns);
+    if (!worth_merging(av, bv)) return false;
+    std::vector<Entry> b = take(j + 1);
+    std::vector<Entry> a = take(h);
+    apply_wraps(b, wb);
+    apply_wraps(a, wa);
+    std::vector<Node> body;
+    body.reserve(a.size());
+    for (auto& e : a) body.push_back(to_node(std::move(e)));
+    body_merge(body, av, 1, std::move(b), bv, 1);
+    Entry loop;
+    loop.raw = false;
+    loop.node.loop = std::make_unique<LoopNode>();
+    loop.node.loop->body = std::move(body);
+    single(loop.node.loop->trips).append(2);
+    loop.view = view_of(loop.node);
+    q.push_back(std::move(loop));
+    return true;
   }
 
   bool fold_once() {
@@ -483,20 +502,145 @@ struct IntraCompressor::Impl {
     lo = std::max(lo, frozen);
     if (t <= lo) return false;
     const View tail = q[t].view;
+    int candidates = kMaxCandidates;
     for (std::size_t j = t; j-- > lo;) {
+      if (!key_match(q[j].view.last, tail.last)) continue;
       if (!q[j].raw && q[j].node.loop && try_absorb(j)) return true;
-      if (key_match(q[j].view.last, tail.last) && try_new_loop(j, lo)) return true;
+      if (try_new_loop(j, lo)) return true;
+      if (--candidates == 0) break;
     }
     return false;
   }
 
-  void push(const Event& e) {
+  void normal_push(const Event& e) {
     Entry& en = q.emplace_back();
     en.ev = e;
     en.view = view_of(en);
+    attempts_left = kMaxAttempts;
     while (fold_once()) {
     }
+  }
+
+  // ---- speculation: the fast path for the next iteration of the last top-level loop ----
+  // When the queue ends with a loop O, incoming events are matched against O's body as the
+  // next iteration (greedy walk: inner loops repeat while the event matches their first node,
+  // nodes with a presence vector may be skipped). Nothing is changed until the walk reaches
+  // the end of O's body; then the buffered values are appended to the nodes they matched
+  // (no allocation in the steady state). A mismatch replays the buffered events through the
+  // general path, so speculation never changes what is recorded, only how fast.
+  struct SpecFrame {
+    Node* loop;
+    std::size_t idx;
+    std::uint64_t iters;
+  };
+  enum class ActionKind : std::uint8_t { Event, Presence, Trips };
+  struct Action {
+    Node* node;
+    ActionKind kind;
+    std::int64_t value;  ///< presence / trips value, or index into spec_events
+  };
+  std::vector<SpecFrame> spec_stack;
+  std::vector<Action> spec_actions;
+  std::vector<Event> spec_events;
+  std::size_t spec_count = 0;
+
+  enum class Step { Ok, Fail, End };
+  Step spec_step(const Event& e) {
+    const Key k{e.op, e.site};
+    while (true) {
+      SpecFrame& f = spec_stack.back();
+      auto& body = f.loop->loop->body;
+      if (f.idx == body.size()) {
+        if (spec_stack.size() == 1) return Step::End;  // only optional nodes were left
+        if (key_match(first_key(body.front()), k)) {
+          ++f.iters;
+          f.idx = 0;
+          continue;
+        }
+        spec_actions.push_back(Action{f.loop, ActionKind::Trips, static_cast<std::int64_t>(f.iters)});
+        spec_stack.pop_back();
+        continue;
+      }
+      Node& n = body[f.idx];
+      const bool optional = !n.presence.empty();
+      const bool fits = n.event ? key_match(Key{n.event->op, n.event->site}, k) : key_match(first_key(n), k);
+      if (!fits) {
+        if (!optional) return Step::Fail;
+        spec_actions.push_back(Action{&n, ActionKind::Presence, 0});
+        ++f.idx;
+        continue;
+      }
+      if (optional) spec_actions.push_back(Action{&n, ActionKind::Presence, 1});
+      ++f.idx;
+      if (n.loop) {
+        spec_stack.push_back(SpecFrame{&n, 0, 1});
+        continue;
+      }
+      if (spec_count == spec_events.size()) spec_events.push_back(e);
+      else spec_events[spec_count] = e;
+      spec_actions.push_back(Action{&n, ActionKind::Event, static_cast<std::int64_t>(spec_count)});
+      ++spec_count;
+      return Step::Ok;
+    }
+  }
+
+  bool spec_all_at_end() const {
+    for (const auto& f : spec_stack)
+      if (f.idx != f.loop->loop->body.size()) return false;
+    return true;
+  }
+
+  void spec_commit() {
+    for (std::size_t i = spec_stack.size(); i-- > 1;)
+      spec_actions.push_back(Action{spec_stack[i].loop, ActionKind::Trips,
+                                    static_cast<std::int64_t>(spec_stack[i].iters)});
+    for (const auto& a : spec_actions) {
+      switch (a.kind) {
+        case ActionKind::Event: append_event(*a.node->event, spec_events[static_cast<std::size_t>(a.value)]); break;
+        case ActionKind::Presence: single(a.node->presence).append(a.value); break;
+        case ActionKind::Trips: single(a.node->loop->trips).append(a.value); break;
+      }
+    }
+    ValueSeq& trips = single(spec_stack.front().loop->loop->trips);
+    trips.set_back(trips.back() + 1);
+    spec_reset();
+  }
+
+  void spec_reset() {
+    spec_stack.clear();
+    spec_actions.clear();
+    spec_count = 0;
+  }
+
+  /// Gives up speculation: the buffered events take the general path.
+  void spec_flush() {
+    const std::size_t n = spec_count;
+    spec_reset();
+    for (std::size_t i = 0; i < n; ++i) normal_push(spec_events[i]);
+  }
+
+  void push(const Event& e) {
     if (++pushes_since_check >= check_interval) check_memory();
+    if (spec_stack.empty() && !q.empty() && q.size() - 1 >= frozen && !q.back().raw &&
+        q.back().node.loop) {
+      spec_stack.push_back(SpecFrame{&q.back().node, 0, 1});
+    }
+    if (!spec_stack.empty()) {
+      Step st = spec_step(e);
+      if (st == Step::End) {
+        // The iteration ended with skipped optional nodes: commit it, then e may start the
+        // next one.
+        spec_commit();
+        spec_stack.push_back(SpecFrame{&q.back().node, 0, 1});
+        st = spec_step(e);
+      }
+      if (st == Step::Ok) {
+        if (spec_all_at_end()) spec_commit();
+        return;
+      }
+      spec_flush();
+    }
+    normal_push(e);
   }
 
   // ---- memory budget ----
@@ -543,6 +687,7 @@ struct IntraCompressor::Impl {
     pushes_since_check = 0;
     const std::size_t bytes = memory_bytes();
     if (bytes > cfg.memory_budget && frozen < q.size()) {
+      spec_flush();
       for (std::size_t k = frozen; k < q.size(); ++k) frozen_bytes += entry_bytes(q[k]);
       frozen = q.size();
     }
@@ -550,6 +695,7 @@ struct IntraCompressor::Impl {
   }
 
   std::vector<Node> finish() {
+    spec_flush();
     std::vector<Node> out;
     out.reserve(q.size());
     for (auto& e : q) out.push_back(to_node(std::move(e)));

@@ -14,18 +14,28 @@
 
 namespace scalatrace {
 
-std::uint32_t Histogram::bin_index(std::uint64_t value, std::uint32_t sub_bins) {
-  if (sub_bins == 0 || sub_bins > 16 || !std::has_single_bit(sub_bins))
-    throw UsageError("histogram sub_bins must be 1, 2, 4, 8 or 16 (got " + std::to_string(sub_bins) + ")");
+namespace {
+inline std::uint32_t bin_of(std::uint64_t value, std::uint32_t sub_bins) {
   if (value < sub_bins) return static_cast<std::uint32_t>(value);
   const unsigned b = static_cast<unsigned>(std::countr_zero(sub_bins));
   const unsigned e = static_cast<unsigned>(std::bit_width(value) - 1);
   const std::uint64_t sub = (value >> (e - b)) - sub_bins;
   return static_cast<std::uint32_t>(sub_bins + (e - b) * sub_bins + sub);
 }
+void check_sub_bins(std::uint32_t sub_bins) {
+  if (sub_bins == 0 || sub_bins > 16 || !std::has_single_bit(sub_bins))
+    throw UsageError("histogram sub_bins must be 1, 2, 4, 8 or 16 (got " + std::to_string(sub_bins) + ")");
+}
+}  // namespace
+
+std::uint32_t Histogram::bin_index(std::uint64_t value, std::uint32_t sub_bins) {
+  check_sub_bins(sub_bins);
+  return bin_of(value, sub_bins);
+}
 
 void Histogram::add(std::uint64_t value) {
-  const std::uint32_t idx = bin_index(value, sub_bins_);
+  if (count_ == 0) check_sub_bins(sub_bins_);
+  const std::uint32_t idx = bin_of(value, sub_bins_);
   if (count_ == 0) {
     min_ = max_ = value;
   } else {

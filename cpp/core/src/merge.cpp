@@ -524,4 +524,26 @@ Trace merge_tree(std::vector<Trace> traces) {
   return std::move(traces[0]);
 }
 
+void TreeMerger::push(Trace&& trace) {
+  stack_.emplace_back(1, std::move(trace));
+  while (stack_.size() >= 2 && stack_[stack_.size() - 2].first == stack_.back().first) {
+    auto top = std::move(stack_.back());
+    stack_.pop_back();
+    merge_into(stack_.back().second, std::move(top.second));
+    stack_.back().first *= 2;
+  }
+}
+
+Trace TreeMerger::finish() {
+  if (stack_.empty()) return Trace{};
+  while (stack_.size() >= 2) {
+    auto top = std::move(stack_.back());
+    stack_.pop_back();
+    merge_into(stack_.back().second, std::move(top.second));
+  }
+  Trace t = std::move(stack_.back().second);
+  stack_.clear();
+  return t;
+}
+
 }  // namespace scalatrace

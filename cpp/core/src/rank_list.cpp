@@ -293,7 +293,17 @@ RankList RankList::unite(const RankList& other) const {
         bool seam_before = i > 0 && all[i - 1].second != all[i].second;
         bool seam_after = i + 1 < all.size() && all[i + 1].second != all[i].second;
         if (!seam_before && !seam_after) {
-          out.push_back(*all[i].first);
+          // Unfold one level: a shape folded from pieces of two different rows / planes (a
+          // block boundary of the radix tree cutting through the grid) refolds correctly once
+          // its neighbours are complete. Costs the outer count, not the descriptor's size.
+          const RankDescriptor& d = *all[i].first;
+          if (d.dims.size() < 2) {
+            out.push_back(d);
+            continue;
+          }
+          auto [c, st] = d.dims.back();
+          Dims inner(d.dims.begin(), d.dims.end() - 1);
+          for (std::int64_t k = 0; k < c; ++k) out.push_back(RankDescriptor{d.start + k * st, inner});
           continue;
         }
         std::vector<RankDescriptor> pieces;

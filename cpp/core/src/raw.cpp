@@ -46,6 +46,18 @@ void put_str(std::string& out, const std::string& s) {
   put_u(out, s.size());
   out += s;
 }
+// Pointer-based encoders for the per-event hot path (the caller reserved enough room).
+char* enc_u(char* p, std::uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+char* enc_s(char* p, std::int64_t v) {
+  return enc_u(p, (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63));
+}
 void put_fixed(std::string& out, std::uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
@@ -182,26 +194,35 @@ void RawWriter::flush_buffer() {
 
 void RawWriter::append(const Event& e) {
   if (!file_) throw UsageError("RawWriter::append: not open");
-  buffer_.push_back(static_cast<char>(kEventTag));
-  put_u(buffer_, static_cast<std::uint64_t>(e.op));
-  put_u(buffer_, e.site);
+  std::size_t elements = 0;
+  for (const auto& a : e.arrays) elements += a.size();
+  constexpr std::size_t kVarint = 10;
+  const std::size_t bound =
+      1 + kVarint * (2 + 1 + kFieldCount + 1 + kArrayFieldCount + elements + 2);
+  const std::size_t old_size = buffer_.size();
+  buffer_.resize(old_size + bound);
+  char* p = buffer_.data() + old_size;
+  *p++ = static_cast<char>(kEventTag);
+  p = enc_u(p, static_cast<std::uint64_t>(e.op));
+  p = enc_u(p, e.site);
   std::uint64_t fmask = 0;
   for (std::size_t i = 0; i < kFieldCount; ++i)
     if (e.fields[i] != 0) fmask |= std::uint64_t{1} << i;
-  put_u(buffer_, fmask);
+  p = enc_u(p, fmask);
   for (std::size_t i = 0; i < kFieldCount; ++i)
-    if (e.fields[i] != 0) put_s(buffer_, e.fields[i]);
+    if (e.fields[i] != 0) p = enc_s(p, e.fields[i]);
   std::uint64_t amask = 0;
   for (std::size_t i = 0; i < kArrayFieldCount; ++i)
     if (!e.arrays[i].empty()) amask |= std::uint64_t{1} << i;
-  put_u(buffer_, amask);
+  p = enc_u(p, amask);
   for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
     if (e.arrays[i].empty()) continue;
-    put_u(buffer_, e.arrays[i].size());
-    for (std::int64_t v : e.arrays[i]) put_s(buffer_, v);
+    p = enc_u(p, e.arrays[i].size());
+    for (std::int64_t v : e.arrays[i]) p = enc_s(p, v);
   }
-  put_u(buffer_, e.compute_ns);
-  put_u(buffer_, e.duration_ns);
+  p = enc_u(p, e.compute_ns);
+  p = enc_u(p, e.duration_ns);
+  buffer_.resize(static_cast<std::size_t>(p - buffer_.data()));
   ++events_;
   if (buffer_.size() >= kFlushBytes) flush_buffer();
 }

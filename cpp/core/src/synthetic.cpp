@@ -27,6 +27,7 @@ struct Rng {
 struct Emitter {
   const std::function<void(const Event&)>& sink;
   std::int64_t rank;
+  bool jitter;
   Event e;
   std::uint64_t count = 0;
 
@@ -39,6 +40,12 @@ struct Emitter {
     return e;
   }
   void emit(std::int64_t step) {
+    if (!jitter) {
+      e.compute_ns = 2000;
+      e.duration_ns = 500;
+      sink(e);
+      return;
+    }
     const std::uint64_t h = splitmix(static_cast<std::uint64_t>(rank) * 0x100000001b3ULL ^
                                      (static_cast<std::uint64_t>(step) << 20) ^ count);
     e.compute_ns = 1000 + h % 4000;
@@ -175,7 +182,7 @@ void generate(const SyntheticSpec& spec, std::int64_t rank,
   if (spec.timesteps < 0) throw UsageError("synthetic spec needs timesteps >= 0");
   comms.entries.push_back(CommEntry{0, RankList::range(0, spec.nranks), RankList{}});
 
-  Emitter em{sink, rank, Event{}};
+  Emitter em{sink, rank, spec.timing_jitter, Event{}};
   const auto base = 0x1000 * (static_cast<std::uint64_t>(spec.pattern) + 1);
   const auto s = intern_sites(sites, base, 12);  // fixed order: same ids on every rank
   const std::uint32_t kInit = s[0], kFinalize = s[1];

@@ -19,4 +19,17 @@ void merge_into(Trace& master, Trace&& slave);
 /// Merges traces bottom-up over a binary radix tree (index i merges with i + 2^k).
 Trace merge_tree(std::vector<Trace> traces);
 
+/// The same radix-tree merge, fed one trace at a time in rank order (0, 1, 2, ...): partial
+/// results are kept like the digits of a binary counter, so at most log2(n) + 1 traces are
+/// held at once. finish() returns what merge_tree would return for the same inputs.
+class TreeMerger {
+ public:
+  void push(Trace&& trace);
+  Trace finish();
+  std::size_t held() const { return stack_.size(); }
+
+ private:
+  std::vector<std::pair<std::size_t, Trace>> stack_;  ///< (subtree size, partial result)
+};
+
 }  // namespace scalatrace

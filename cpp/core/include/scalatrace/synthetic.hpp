@@ -57,6 +57,9 @@ struct SyntheticSpec {
   bool wrap = true;            ///< periodic boundaries (stencils)
   std::int64_t bytes = 4096;   ///< message size of the stencil exchanges
   std::uint64_t seed = 1;      ///< Irregular: random seed (combined with the rank)
+  /// Timings vary pseudo-randomly per event (true) or are constant (compute 2000 ns,
+  /// duration 500 ns), e.g. to compare compressed sizes without histogram-bin noise.
+  bool timing_jitter = true;
   /// Process grid for stencils / RowColumn (product must equal nranks); empty: as square /
   /// cubic as possible (like MPI_Dims_create).
   std::vector<std::int64_t> dims;
