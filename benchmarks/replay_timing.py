@@ -38,7 +38,6 @@ from pathlib import Path
 
 import numpy as np
 
-import scalatrace
 from scalatrace import _paths
 from scalatrace.replay import replay
 
@@ -61,18 +60,17 @@ def run_wall(cmd: list[str], env: dict | None = None) -> float:
 
 def program_time_from_raw(raw_dir: Path) -> float:
     """Slowest rank's span from the end of MPI_Init to the start of MPI_Finalize."""
-    rec = scalatrace.read_raw(raw_dir)
+    dump = subprocess.run([str(_paths.tool("scalatrace-dump")), "raw", str(raw_dir)],
+                          capture_output=True, text=True, check=True)
     spans = []
-    for rank in range(rec.nranks):
-        table = rec.rank_table(rank)
-        ops = [scalatrace.OP_NAMES[c] for c in table["op"]]
-        total = 0.0
-        for op, compute, duration in zip(ops, table["compute_ns"], table["duration_ns"]):
-            if op in ("Init", "Init_thread"):
+    for rank in json.loads(dump.stdout)["ranks"]:
+        total = 0
+        for ev in rank["events"]:
+            if ev["op"] in ("Init", "Init_thread"):
                 continue
-            total += float(compute)
-            if op != "Finalize":
-                total += float(duration)
+            total += ev["compute_ns"]
+            if ev["op"] != "Finalize":
+                total += ev["duration_ns"]
         spans.append(total * 1e-9)
     return max(spans)
 
@@ -89,16 +87,17 @@ def bench_case(name: str, nranks: int, args: argparse.Namespace, work: Path) -> 
     run_wall([mpiexec, "-genv", "LD_PRELOAD", str(_paths.collector_library()), "-n", str(nranks), *argv],
              env=env)
     original_program = program_time_from_raw(raw)
+    replayed = trace_path if args.input == "sct" else raw
 
     orig_wall, rep_wall, rep_program = [], [], []
     tool = str(_paths.tool("scalatrace-replay"))
     for _ in range(args.repeats):
         orig_wall.append(run_wall([mpiexec, "-n", str(nranks), *argv]))
         report = work / "report.json"
-        rep_wall.append(run_wall([mpiexec, "-n", str(nranks), tool, str(trace_path), "--report", str(report)]))
+        rep_wall.append(run_wall([mpiexec, "-n", str(nranks), tool, str(replayed), "--report", str(report)]))
         rep_program.append(json.loads(report.read_text())["total_time_s"])
     # One more replay through the Python API (sanity: same order of magnitude).
-    api = replay(trace_path)
+    api = replay(replayed)
     return {
         "example": name,
         "ranks": nranks,
@@ -121,6 +120,8 @@ def main() -> int:
     p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--ranks", type=int, nargs="+", default=[4, 9])
     p.add_argument("--examples", nargs="+", default=DEFAULT_EXAMPLES)
+    p.add_argument("--input", choices=("sct", "raw"), default="sct",
+                   help="replay the compressed trace (default) or the raw recording directory")
     p.add_argument("--out", default=None, help="write the Markdown table here (else stdout only)")
     args = p.parse_args()
 
@@ -142,7 +143,8 @@ def main() -> int:
         "# Replay timing accuracy",
         "",
         f"Command: `{cmd.strip()}` (repeats {args.repeats}, `-i {args.iterations} -c {args.compute_us}`, "
-        f"medians; 2-core machine, MPICH, ranks oversubscribed at 9).",
+        f"medians; replaying the {'compressed trace' if args.input == 'sct' else 'raw recording'}; "
+        f"2-core machine shared with other jobs, MPICH, ranks oversubscribed at 9).",
         "",
         "Program time: the original's span from the end of `MPI_Init` to `MPI_Finalize` (slowest rank, "
         "from the raw recording of a traced run) vs the replay's own report (`total_time_s`, same span). "

@@ -221,7 +221,13 @@ void Recorder::end(const char* why) {
   }
   const bool at_exit = std::string(why) == "exit";
   const bool in_step = at_exit && wait_for_all_ranks();
+  const bool merging = compressor_ != nullptr;
   write_compressed(why, in_step);
+  // A rank leaving the merge early would get rank 0 killed (hydra) before it wrote the file.
+  if (in_step && merging) wait_for_all_ranks();
+  // Every rank has flushed and is exiting: finalize for the program, so that the process
+  // manager sees a clean end instead of killing the ranks that exit last (exit code 9).
+  if (in_step) PMPI_Finalize();
 }
 
 bool Recorder::wait_for_all_ranks() {
@@ -265,9 +271,12 @@ void Recorder::write_compressed(const char* why, bool ranks_in_step) {
 #if SCALATRACE_HAVE_TREE_MERGE
   Trace local = make_rank_trace(rank, nranks, compressor->finish(), sites, comms.table(), names_);
   local.metadata = metadata(why);
-  merge_over_tree_and_write(std::move(local), settings.out);
-  if (rank == 0 && !settings.quiet)
-    std::fprintf(stderr, "scalatrace: compressed trace written to %s\n", settings.out.c_str());
+  const TreeMergeResult result = merge_over_tree_and_write(std::move(local), settings.out);
+  if (!result.error.empty())
+    warn("compressed trace " + settings.out + ": " + result.error);
+  else if (rank == 0 && result.wrote && !settings.quiet)
+    std::fprintf(stderr, "scalatrace: compressed trace written to %s (merge %.3f s)\n",
+                 settings.out.c_str(), result.seconds);
 #endif
 }
 

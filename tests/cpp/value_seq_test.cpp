@@ -100,6 +100,12 @@ TEST(ValueSeq, AppendSequenceAndSetBack) {
         for (auto x : part) p.append(x);
       s.append(p);
       for (int r = 0; r < reps; ++r) v.insert(v.end(), part.begin(), part.end());
+      if (rng() % 4 == 0) {
+        const std::int64_t x = static_cast<std::int64_t>(rng() % 3);
+        const std::uint64_t n = rng() % 5;
+        s.append_repeat(x, n);
+        v.insert(v.end(), n, x);
+      }
       if (rng() % 3 == 0) {
         const std::int64_t nv = s.back() + 1;
         s.set_back(nv);
@@ -109,6 +115,22 @@ TEST(ValueSeq, AppendSequenceAndSetBack) {
     }
     expect_same(s, v);
   }
+}
+
+TEST(ValueSeq, AppendRepeatExtendsRuns) {
+  ValueSeq s;
+  s.append(4);
+  s.append_repeat(4, 1'000'000);
+  s.append_repeat(5, 0);
+  EXPECT_EQ(s.size(), 1'000'001u);
+  EXPECT_EQ(s.blocks().size(), 1u);
+  EXPECT_EQ(s.at(999'999), 4);
+  s.append_repeat(6, 3);
+  expect_same(s, [] {
+    std::vector<std::int64_t> v(1'000'001, 4);
+    v.insert(v.end(), 3, 6);
+    return v;
+  }());
 }
 
 TEST(ValueSeq, ExtremeValuesDoNotOverflow) {

@@ -209,3 +209,31 @@ def test_unwritable_raw_dir_degrades_without_failing(tmp_path):
     proc = helpers.run_mpi(2, [exe], env=env, timeout=60, cwd=tmp_path)
     assert proc.stdout.count("sum 2") == 2
     assert "SCALATRACE_RAW" in proc.stderr and "continuing without raw stream" in proc.stderr
+
+
+REPO = Path(__file__).resolve().parent.parent.parent
+needs_tree_merge = pytest.mark.skipif(
+    not (REPO / "cpp" / "pmpi" / "tree_merge.cpp").is_file(),
+    reason="compressed mode needs cpp/pmpi/tree_merge.cpp (cross-rank merge)")
+
+
+@needs_tree_merge
+@pytest.mark.parametrize("program", ["no_finalize", "f08_ring", "shared_handles"])
+def test_compressed_trace_is_written_at_finalize_and_at_exit(program, tmp_path):
+    exe = compile_program(program, tmp_path)
+    out = tmp_path / "trace.sct"
+    proc, _ = run(exe, 3 if program != "shared_handles" else 2, tmp_path, raw=False, out=out)
+    assert out.is_file(), proc.stderr
+    assert out.read_bytes()[:8] == b"SCALATRC"
+    assert "compressed trace written to" in proc.stderr
+
+
+@needs_tree_merge
+def test_compressed_output_none_and_default_name(tmp_path):
+    exe = compile_program("shared_handles", tmp_path)
+    run(exe, 2, tmp_path, raw=False, out="none")
+    assert not list(tmp_path.glob("*.sct"))
+    env = helpers.collector_env()
+    del env["SCALATRACE_OUT"]  # default: <program>.sct in the working directory
+    helpers.run_mpi(2, [exe], env=env, timeout=60, cwd=tmp_path)
+    assert (tmp_path / "shared_handles.sct").is_file()

@@ -130,7 +130,8 @@ def runs(tmp_path_factory):
     cache: dict = {}
 
     def get(case, example) -> Run:
-        if case not in cache:
+        key = _case_id(case)
+        if key not in cache:
             name, nranks, extra = case
             exe = example(name)
             work = tmp_path_factory.mktemp(_case_id(case))
@@ -139,8 +140,8 @@ def runs(tmp_path_factory):
                             env=helpers.collector_env(raw=raw, out=original), timeout=120)
             replayed, replayed_raw = work / "replayed.sct", work / "replayed-raw"
             result = replay(original, trace=True, out=replayed, raw=replayed_raw, timeout=60)
-            cache[case] = Run(original, raw, replayed, replayed_raw, result)
-        return cache[case]
+            cache[key] = Run(original, raw, replayed, replayed_raw, result)
+        return cache[key]
 
     return get
 
@@ -236,7 +237,8 @@ def test_watchdog_on_a_recording_with_a_missing_send(runs, example, tmp_path):
     with pytest.raises(ReplayError) as info:
         replay(broken, timeout=2, compute_scale=0.0)
     text = str(info.value)
-    assert "no progress for" in text and "MPI_Recv" in text and "stuck in event #" in text
+    assert "no progress for" in text and "stuck in event #" in text
+    assert "MPI_Recv" in text or "MPI_Sendrecv" in text  # whichever rank's watchdog fires first
 
 
 def test_replay_without_computation(runs, example):

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <limits>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 
 #include "scalatrace/errors.hpp"
@@ -513,6 +514,7 @@ struct IntraCompressor::Impl {
   }
 
   void normal_push(const Event& e) {
+    flush_field_cache();
     Entry& en = q.emplace_back();
     en.ev = e;
     en.view = view_of(en);
@@ -539,6 +541,51 @@ struct IntraCompressor::Impl {
     ActionKind kind;
     std::int64_t value;  ///< presence / trips value, or index into spec_events
   };
+  /// Field values appended by speculation are deferred while they repeat: `pending[i]` copies
+  /// of `last[i]` still to be appended to the node's field i. Flushed (and cleared) before the
+  /// general path touches any node, so only speculation ever sees deferred values.
+  struct FieldCache {
+    std::array<std::int64_t, kFieldCount> last{};
+    std::array<std::uint64_t, kFieldCount> pending{};
+  };
+  std::unordered_map<EventNode*, FieldCache> field_cache;
+
+  static void flush_fields(EventNode& a, FieldCache& c) {
+    for (std::size_t i = 0; i < kFieldCount; ++i)
+      if (c.pending[i] != 0) {
+        single(a.fields[i]).append_repeat(c.last[i], c.pending[i]);
+        c.pending[i] = 0;
+      }
+  }
+  void flush_field_cache() {
+    if (field_cache.empty()) return;
+    for (auto& [node, c] : field_cache) flush_fields(*node, c);
+    field_cache.clear();
+  }
+  void cached_append(EventNode& a, const Event& e) {
+    if (e.site != a.site || !a.site_ids.empty()) {
+      // Call-site bookkeeping counts occurrences from the field sequences: no deferral.
+      auto it = field_cache.find(&a);
+      if (it != field_cache.end()) flush_fields(a, it->second);
+      append_event(a, e);
+      return;
+    }
+    FieldCache& c = field_cache[&a];
+    for (std::size_t i = 0; i < kFieldCount; ++i) {
+      const std::int64_t v = e.fields[i];
+      if (c.pending[i] != 0 && v == c.last[i]) {
+        ++c.pending[i];
+        continue;
+      }
+      if (c.pending[i] != 0) single(a.fields[i]).append_repeat(c.last[i], c.pending[i]);
+      c.last[i] = v;
+      c.pending[i] = 1;
+    }
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(e.arrays[i]);
+    a.compute.add(e.compute_ns);
+    a.duration.add(e.duration_ns);
+  }
+
   std::vector<SpecFrame> spec_stack;
   std::vector<Action> spec_actions;
   std::vector<Event> spec_events;
@@ -596,7 +643,7 @@ struct IntraCompressor::Impl {
                                     static_cast<std::int64_t>(spec_stack[i].iters)});
     for (const auto& a : spec_actions) {
       switch (a.kind) {
-        case ActionKind::Event: append_event(*a.node->event, spec_events[static_cast<std::size_t>(a.value)]); break;
+        case ActionKind::Event: cached_append(*a.node->event, spec_events[static_cast<std::size_t>(a.value)]); break;
         case ActionKind::Presence: single(a.node->presence).append(a.value); break;
         case ActionKind::Trips: single(a.node->loop->trips).append(a.value); break;
       }
@@ -685,6 +732,7 @@ struct IntraCompressor::Impl {
   /// into again), so work and growth only concern what comes next. Lossless.
   void check_memory() {
     pushes_since_check = 0;
+    flush_field_cache();
     const std::size_t bytes = memory_bytes();
     if (bytes > cfg.memory_budget && frozen < q.size()) {
       spec_flush();
@@ -696,6 +744,7 @@ struct IntraCompressor::Impl {
 
   std::vector<Node> finish() {
     spec_flush();
+    flush_field_cache();
     std::vector<Node> out;
     out.reserve(q.size());
     for (auto& e : q) out.push_back(to_node(std::move(e)));

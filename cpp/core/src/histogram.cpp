@@ -44,13 +44,17 @@ void Histogram::add(std::uint64_t value) {
   }
   ++count_;
   sum_ += static_cast<double>(value);
-  // Bins are sorted by index; timings of one call site mostly hit the last bins used.
+  // Bins are sorted by index and usually contiguous (one call site's timings cover a range):
+  // try the position the index would have in a contiguous run first.
   auto it = bins_.end();
-  if (!bins_.empty() && bins_.back().index < idx) {
-    it = bins_.end();
+  if (!bins_.empty() && bins_.front().index <= idx) {
+    const std::size_t guess = idx - bins_.front().index;
+    if (guess < bins_.size() && bins_[guess].index == idx) it = bins_.begin() + static_cast<std::ptrdiff_t>(guess);
+    else if (bins_.back().index < idx) it = bins_.end();
+    else it = std::lower_bound(bins_.begin(), bins_.end(), idx,
+                               [](const HistogramBin& b, std::uint32_t i) { return b.index < i; });
   } else {
-    it = std::lower_bound(bins_.begin(), bins_.end(), idx,
-                          [](const HistogramBin& b, std::uint32_t i) { return b.index < i; });
+    it = bins_.begin();
   }
   if (it != bins_.end() && it->index == idx) {
     it->count += 1;

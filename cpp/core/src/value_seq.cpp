@@ -149,6 +149,16 @@ static void append_run(std::vector<ValueBlock>& blocks, std::vector<std::uint64_
   ends.back() += run.count;
 }
 
+void ValueSeq::append_repeat(std::int64_t value, std::uint64_t count) {
+  if (count == 0) return;
+  if (count == 1) {
+    append(value);
+    return;
+  }
+  append_run(blocks_, block_ends_, ValueRun{value, 0, count});
+  size_ += count;
+}
+
 void ValueSeq::append(const ValueSeq& other) {
   if (&other == this) {
     ValueSeq copy = other;

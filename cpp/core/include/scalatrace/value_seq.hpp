@@ -29,6 +29,8 @@ class ValueSeq {
   static ValueSeq constant(std::int64_t value, std::uint64_t count = 1);
 
   void append(std::int64_t value);
+  /// Appends `count` copies of `value` (no allocation when it continues the last run).
+  void append_repeat(std::int64_t value, std::uint64_t count);
   /// Appends a whole sequence (used when iterations merge).
   void append(const ValueSeq& other);
   std::uint64_t size() const { return size_; }
