@@ -8,7 +8,7 @@ in-process generator + compressor + merge, no MPI) and cached in ``benchmarks/da
 * ``Trace.comm_matrix()`` dense, only where P x P doubles fit (4K: 128 MiB),
 
 Usage: ``python benchmarks/python_bench.py [--ranks 4096 65536 1048576] [--timesteps 100]``
-(ranks above 4096 use at most 10 timesteps: harness time grows with ranks x timesteps, the
+(above 4096 ranks at most 10 timesteps, above 65536 at most 2: harness time grows with ranks x timesteps, the
 analysis does not depend on timesteps).
 Results are printed as a Markdown table (paste into ``benchmarks/results/python.md``).
 """
@@ -75,7 +75,7 @@ def main() -> int:
 
     rows = []
     for n in args.ranks:
-        ts = args.timesteps if n <= 4096 else min(args.timesteps, 10)
+        ts = args.timesteps if n <= 4096 else min(args.timesteps, 10 if n <= 65536 else 2)
         path, made = make_trace(n, ts)
         load_s, t = timed(lambda: scalatrace.load(path), 5)
         sparse_s, sp = timed(lambda: t.comm_matrix("bytes", "p2p", sparse=True), 3)
