@@ -511,6 +511,9 @@ Trace make_rank_trace(std::int64_t rank, std::int64_t nranks, std::vector<Node> 
   t.comms = std::move(comms);
   t.names = std::move(names);
   const RankList me = RankList::single(rank);
+  // Id 1 is MPI_COMM_SELF by convention (event.hpp); its one member is the holder itself.
+  // Keeping one entry per rank would make merged communicator tables grow with the rank count.
+  std::erase_if(t.comms.entries, [&](const CommEntry& e) { return e.id == 1 && e.members == me; });
   for (auto& e : t.comms.entries)
     if (e.holders.empty()) e.holders = me;
   own_nodes(nodes, me);
