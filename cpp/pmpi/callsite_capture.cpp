@@ -143,7 +143,7 @@ bool CallSiteCapture::CacheEntry::matches(std::uint64_t h, const RawStack& s) co
          std::equal(pcs.begin(), pcs.end(), s.pcs);
 }
 
-std::uint32_t CallSiteCapture::site_id(const RawStack& stack, CallSiteTable& table) {
+std::uint32_t CallSiteCapture::site_id(const RawStack& stack, CallSiteTable& table, int depth) {
   const std::uint64_t h = hash_pcs(stack.pcs, stack.depth);
   const CacheEntry*& slot = direct_[h & (direct_.size() - 1)];
   if (slot && slot->matches(h, stack)) return slot->site;
@@ -170,6 +170,7 @@ std::uint32_t CallSiteCapture::site_id(const RawStack& stack, CallSiteTable& tab
     frames.push_back(f);
   }
   fold_recursion(frames);
+  if (frames.size() > static_cast<std::size_t>(depth)) frames.resize(static_cast<std::size_t>(depth));
   const std::uint32_t id = table.intern(frames);
   entries_.push_back(CacheEntry{h, std::vector<void*>(stack.pcs, stack.pcs + stack.depth), id});
   index_.emplace(h, &entries_.back());

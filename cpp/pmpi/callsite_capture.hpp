@@ -45,8 +45,10 @@ class ModuleMap {
 /// Per rank, used under the recorder's lock.
 class CallSiteCapture {
  public:
-  /// Interned id of the call site for these return addresses.
-  std::uint32_t site_id(const RawStack& stack, CallSiteTable& table);
+  /// Interned id of the call site for these return addresses. Recursion is folded over the
+  /// whole captured stack first, then the signature is cut to `depth` frames, so every level
+  /// of a recursion deeper than `depth` still gets the same signature.
+  std::uint32_t site_id(const RawStack& stack, CallSiteTable& table, int depth);
   /// Fills CallSite::symbol (innermost frame with a name) for every site of the table.
   void resolve_symbols(CallSiteTable& table);
 

@@ -66,7 +66,13 @@ Settings Settings::from_environment(const std::string& program) {
   read_number("SCALATRACE_SITE_THRESHOLD", s.site_threshold, 0, 64, "a frame count");
   read_number("SCALATRACE_MEMORY", s.memory_budget, 1u << 20, std::uint64_t{1} << 40,
               "a memory budget in bytes (suffix k/M/G allowed)");
-  read_number("SCALATRACE_HIST_BINS", s.hist_sub_bins, 1, 64, "a number of bins per octave");
+  read_number("SCALATRACE_HIST_BINS", s.hist_sub_bins, 1, 16, "a number of bins per octave");
+  if (s.hist_sub_bins & (s.hist_sub_bins - 1)) {  // the histogram takes 1, 2, 4, 8 or 16
+    std::fprintf(stderr,
+                 "scalatrace: SCALATRACE_HIST_BINS='%s' is not 1, 2, 4, 8 or 16; using default 4\n",
+                 env("SCALATRACE_HIST_BINS"));
+    s.hist_sub_bins = 4;
+  }
   read_number("SCALATRACE_EXIT_WAIT", s.exit_wait_s, 0, 3600, "a number of seconds");
   if (const char* v = env("SCALATRACE_QUIET")) {
     const std::string q = v;

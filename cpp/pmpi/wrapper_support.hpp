@@ -53,11 +53,11 @@ class Call {
     Recorder& r = *rec_.recorder;
     try {
       RawStack stack;
-      capture_stack(stack, r.settings.stack_depth);
+      capture_stack(stack, kMaxStackDepth);
       std::lock_guard<std::mutex> lock(r.mu);
       Event& e = rec_.e;
       e.op = op_;
-      e.site = r.capture.site_id(stack, r.sites);
+      e.site = r.capture.site_id(stack, r.sites, r.settings.stack_depth);
       if (op_ == Op::Other) e[Field::NameId] = r.name_id(name_);
       rec_.ok = rc == MPI_SUCCESS && !broken_;
       if (rec_.ok) {
@@ -95,11 +95,11 @@ int wrap_init(Op op, F&& pmpi_init, int required, int* provided) {
   try {
     const std::uint64_t end_ns = now_ns();
     RawStack stack;
-    capture_stack(stack, r->settings.stack_depth);
+    capture_stack(stack, kMaxStackDepth);
     std::lock_guard<std::mutex> lock(r->mu);
     Event e;
     e.op = op;
-    e.site = r->capture.site_id(stack, r->sites);
+    e.site = r->capture.site_id(stack, r->sites, r->settings.stack_depth);
     r->append(e, start_ns, end_ns);
   } catch (...) {
     std::fprintf(stderr, "scalatrace: recording MPI_Init failed\n");

@@ -142,13 +142,11 @@ void clear_timing(std::vector<Node>& nodes) {
   }
 }
 
-/// Bytes of the node tree and its tables, without metadata, timing histograms and the
-/// communicator table: the part that depends only on the communication structure (comparable
-/// across runs and rank counts; a real run's table holds one MPI_COMM_SELF entry per rank).
+/// Bytes of the node tree and its tables, without metadata and timing histograms: the part
+/// that depends only on the communication structure (comparable across runs and rank counts).
 std::size_t structure_bytes(const Trace& t) {
   Trace copy = t.clone();
   copy.metadata.clear();
-  copy.comms.entries.clear();
   clear_timing(copy.nodes);
   return encode_trace(copy).size();
 }

@@ -348,3 +348,23 @@ TEST(Merge, StencilStaysConstantSize) {
   EXPECT_EQ(nodes[0], nodes[1]);
   EXPECT_LE(sizes[1], sizes[0] + sizes[0] / 10);
 }
+
+// MPI_COMM_SELF (id 1) is implicit in merged traces: one entry per rank would make the
+// communicator table grow with the rank count, and the collector records one on every rank.
+TEST(Merge, CommSelfIsImplicitSoTheCommTableDoesNotGrow) {
+  auto rank_trace = [](std::int64_t rank, std::int64_t nranks) {
+    CommTable comms;
+    comms.entries.push_back(CommEntry{0, RankList::range(0, nranks), RankList{}});
+    comms.entries.push_back(CommEntry{1, RankList::single(rank), RankList{}});
+    return make_rank_trace(rank, nranks, {}, CallSiteTable{}, std::move(comms), {});
+  };
+  for (std::int64_t nranks : {4, 64, 1024}) {
+    std::vector<Trace> traces;
+    for (std::int64_t r = 0; r < nranks; ++r) traces.push_back(rank_trace(r, nranks));
+    Trace merged = merge_tree(std::move(traces));
+    ASSERT_EQ(merged.comms.entries.size(), 1u) << nranks << " ranks";
+    EXPECT_EQ(merged.comms.entries[0].id, 0);
+    EXPECT_EQ(merged.comms.entries[0].holders.size(), nranks);
+    EXPECT_EQ(merged.comms.find(1, 3), nullptr);
+  }
+}

@@ -321,9 +321,6 @@ def compare_with_truth(name: str, dump: dict, truth: list[list[dict]]) -> list[s
     return problems
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "collector folds recursion after truncating the stack to SCALATRACE_STACK_DEPTH (16) "
-    "frames, so steps deeper than ~11 levels get other signatures than shallower ones"))
 def test_deep_recursion_is_one_call_site(tmp_path, example, collector_lib_or_fail):
     """Recursion folding must make every level of a deep recursion one call site: 24 nested
     timesteps of stencil3d_recursive (stacks deeper than the recorded signature depth)."""

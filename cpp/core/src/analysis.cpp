@@ -28,19 +28,6 @@ void for_each_in_descriptor(const RankDescriptor& d, std::size_t dim, std::int64
   for (std::int64_t i = 0; i < count; ++i) for_each_in_descriptor(d, dim - 1, base + i * stride, f);
 }
 
-const CommEntry* find_comm(const CommTable& comms, std::int64_t id, std::int64_t rank) {
-  const CommEntry* fallback = nullptr;
-  for (const auto& e : comms.entries) {
-    if (e.id != id) continue;
-    if (e.holders.empty()) {
-      if (!fallback) fallback = &e;
-    } else if (e.holders.contains(rank)) {
-      return &e;
-    }
-  }
-  return fallback;
-}
-
 double run_sum(const ValueRun& r) {
   const double n = static_cast<double>(r.count);
   return n * static_cast<double>(r.first) +
@@ -66,7 +53,7 @@ double sum_values(const ValueSeq& seq) {
 std::pair<std::int64_t, std::int64_t> comm_rank_and_size(const CommTable& comms,
                                                          std::int64_t comm_id, std::int64_t rank,
                                                          std::int64_t nranks) {
-  if (const CommEntry* e = find_comm(comms, comm_id, rank))
+  if (const CommEntry* e = comms.find(comm_id, rank))
     return {e->members.index_of(rank), e->members.size()};
   if (comm_id == 0) return {rank, nranks};
   if (comm_id == 1) return {0, 1};
@@ -75,7 +62,7 @@ std::pair<std::int64_t, std::int64_t> comm_rank_and_size(const CommTable& comms,
 
 std::int64_t world_rank_of(const CommTable& comms, std::int64_t comm_id, std::int64_t rank,
                            std::int64_t comm_rank, std::int64_t nranks) {
-  if (const CommEntry* e = find_comm(comms, comm_id, rank)) {
+  if (const CommEntry* e = comms.find(comm_id, rank)) {
     if (comm_rank < 0 || comm_rank >= e->members.size()) return -1;
     return e->members.at(comm_rank);
   }
@@ -151,7 +138,7 @@ class PairEmitter {
       if (list.size() == 1) {
         v.entry = list[0];
       } else {
-        v.entry = find_comm(comms_, id, rank);
+        v.entry = comms_.find(id, rank);
       }
     }
     if (v.entry) {

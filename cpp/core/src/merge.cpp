@@ -135,6 +135,33 @@ std::uint64_t seq_hash(const ArraySeq& s) {
   return h;
 }
 
+/// Unions repeat within one merge (all fields of a node usually carry the node's ranklist):
+/// a small cache of recent (a, b) -> a ∪ b, active during merge_into.
+struct UniteCache {
+  struct Entry {
+    RankList a, b, result;
+  };
+  std::vector<Entry> entries;
+  std::size_t next = 0;
+  RankList unite(const RankList& a, const RankList& b) {
+    for (const auto& e : entries)
+      if (e.a == a && e.b == b) return e.result;
+    RankList r = a.unite(b);
+    if (entries.size() < 32) {
+      entries.push_back(Entry{a, b, r});
+    } else {
+      entries[next] = Entry{a, b, r};
+      next = (next + 1) % entries.size();
+    }
+    return r;
+  }
+};
+thread_local UniteCache* g_unite_cache = nullptr;
+
+RankList unite(const RankList& a, const RankList& b) {
+  return g_unite_cache ? g_unite_cache->unite(a, b) : a.unite(b);
+}
+
 /// a absorbs b: equal value sequences share one pair with united ranklists.
 template <class Seq>
 void merge_elastic(Elastic<Seq>& a, Elastic<Seq>&& b) {
@@ -148,7 +175,7 @@ void merge_elastic(Elastic<Seq>& a, Elastic<Seq>&& b) {
       bool found = false;
       for (auto& alt : a.alternatives)
         if (alt.first == seq) {
-          alt.second = alt.second.unite(ranks);
+          alt.second = unite(alt.second, ranks);
           found = true;
           break;
         }
@@ -167,7 +194,7 @@ void merge_elastic(Elastic<Seq>& a, Elastic<Seq>&& b) {
     for (auto it = lo; it != hi; ++it) {
       auto& alt = a.alternatives[it->second];
       if (alt.first == seq) {
-        alt.second = alt.second.unite(ranks);
+        alt.second = unite(alt.second, ranks);
         found = true;
         break;
       }
@@ -415,7 +442,7 @@ Node wrap_in_pseudo_loop(Node&& ev) {
 void merge_node(Node& a, Node&& b) {
   if (a.loop && b.event) b = wrap_in_pseudo_loop(std::move(b));
   if (a.event && b.loop) a = wrap_in_pseudo_loop(std::move(a));
-  a.ranks = a.ranks.unite(b.ranks);
+  a.ranks = unite(a.ranks, b.ranks);
   merge_elastic(a.presence, std::move(b.presence));
   if (a.loop) {
     merge_elastic(a.loop->trips, std::move(b.loop->trips));
@@ -484,6 +511,9 @@ Trace make_rank_trace(std::int64_t rank, std::int64_t nranks, std::vector<Node> 
   t.comms = std::move(comms);
   t.names = std::move(names);
   const RankList me = RankList::single(rank);
+  // Id 1 is MPI_COMM_SELF by convention (event.hpp); its one member is the holder itself.
+  // Keeping one entry per rank would make merged communicator tables grow with the rank count.
+  std::erase_if(t.comms.entries, [&](const CommEntry& e) { return e.id == 1 && e.members == me; });
   for (auto& e : t.comms.entries)
     if (e.holders.empty()) e.holders = me;
   own_nodes(nodes, me);
@@ -513,7 +543,16 @@ void merge_into(Trace& master, Trace&& slave) {
   if (!remap.sites_identity || !remap.names_identity) remap.apply(slave.nodes);
   master.comms.merge(slave.comms);
   for (auto& [k, v] : slave.metadata) master.metadata.emplace(k, v);
-  master.nodes = merge_seq(std::move(master.nodes), std::move(slave.nodes));
+  UniteCache cache;
+  UniteCache* saved = g_unite_cache;
+  g_unite_cache = &cache;
+  try {
+    master.nodes = merge_seq(std::move(master.nodes), std::move(slave.nodes));
+  } catch (...) {
+    g_unite_cache = saved;
+    throw;
+  }
+  g_unite_cache = saved;
 }
 
 Trace merge_tree(std::vector<Trace> traces) {
