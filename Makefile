@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BUILD_DIR := build/py
 export SCALATRACE_BUILD_DIR := $(abspath $(BUILD_DIR))
 
-.PHONY: all build demo test test-cpp test-py system venv bench clean
+.PHONY: all build demo test system venv clean
 
 all: build
 
@@ -30,9 +30,6 @@ test: build
 
 demo: build
 	$(PY) -m scalatrace.demo
-
-bench: build
-	$(PY) benchmarks/run_all.py
 
 clean:
 	rm -rf build
