@@ -2,7 +2,6 @@
 
 #include <sys/stat.h>
 #include <time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
+#include <string>
 
 #if SCALATRACE_HAVE_TREE_MERGE
 #include "scalatrace/merge.hpp"
@@ -19,6 +20,26 @@
 
 namespace scalatrace::pmpi {
 namespace {
+
+/// The library's identification without its build flags: MPICH's version string also lists
+/// its configure line and compiler flags (about 2 KB), which would dominate a small trace.
+std::string library_summary(const std::string& version) {
+  std::string out, line;
+  std::istringstream in(version);
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == '\0' || line.back() == ' '))
+      line.pop_back();
+    if (line.empty()) continue;
+    const bool build_flags = line.starts_with("MPICH configure") || line.starts_with("MPICH CC") ||
+                             line.starts_with("MPICH CXX") || line.starts_with("MPICH F77") ||
+                             line.starts_with("MPICH FC");
+    if (build_flags) continue;
+    for (char& c : line)
+      if (c == '\t') c = ' ';
+    out += (out.empty() ? "" : "; ") + line;
+  }
+  return out;
+}
 
 // 0 = not started, 1 = running, 2 = finished.
 std::atomic<int> g_state{0};
@@ -124,16 +145,14 @@ void Recorder::begin(bool at_init) {
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
   int len = 0;
   PMPI_Get_library_version(version, &len);
-  std::string mpi_version(version, static_cast<std::size_t>(std::max(len, 0)));
-  while (!mpi_version.empty() && (mpi_version.back() == '\n' || mpi_version.back() == '\0'))
-    mpi_version.pop_back();
+  const std::string mpi_version(version, static_cast<std::size_t>(std::max(len, 0)));
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   start_metadata_ = settings.as_metadata();
   start_metadata_["program"] = program;
   start_metadata_["command_line"] = command_line();
   start_metadata_["host"] = host;
-  start_metadata_["mpi_library"] = mpi_version;
+  start_metadata_["mpi_library"] = library_summary(mpi_version);
   start_metadata_["date"] = utc_now();
   start_metadata_["collector"] = "scalatrace libscalatrace.so";
   start_metadata_["clock"] = clock_source();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "json_writer.hpp"
+#include "scalatrace/compressor.hpp"
 #include "scalatrace/cursor.hpp"
 #include "scalatrace/errors.hpp"
 #include "scalatrace/format.hpp"
@@ -270,72 +271,107 @@ std::string site_signature(const CallSiteTable& table, std::uint32_t id) {
   return s;
 }
 
+/// One difference between a raw recording and a cursor (ok = false), or none.
+struct Mismatch {
+  bool ok = true;
+  std::int64_t rank = 0;
+  std::uint64_t event = 0;
+  std::string field, expected, got;
+};
+
+std::string array_text(const std::vector<std::int64_t>& v) {
+  std::string s = "[";
+  for (std::size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + std::to_string(v[k]);
+  return s + "]";
+}
+
+/// Walks `rank`'s events in `t` beside the raw recording; everything but time must be equal
+/// (call sites by signature, Op::Other names by name). Counts the events compared.
+Mismatch compare_rank(const RankRecording& rec, const Trace& t, std::uint64_t& events) {
+  auto diff = [&](std::uint64_t i, std::string field, std::string expected, std::string got) {
+    return Mismatch{false, rec.rank, i, std::move(field), std::move(expected), std::move(got)};
+  };
+  auto name = [](const std::vector<std::string>& names, std::int64_t id) {
+    return id >= 0 && static_cast<std::size_t>(id) < names.size()
+               ? names[static_cast<std::size_t>(id)]
+               : "<invalid name " + std::to_string(id) + ">";
+  };
+  Cursor cursor(t, rec.rank, TimingMode::None);
+  std::uint64_t i = 0;
+  for (; i < rec.events.size(); ++i) {
+    const Event& want = rec.events[i];
+    auto got = cursor.next();
+    if (!got) return diff(i, "end", describe(want), "end of trace");
+    if (got->op != want.op) return diff(i, "op", std::string(op_name(want.op)), std::string(op_name(got->op)));
+    const std::string ws = site_signature(rec.sites, want.site), gs = site_signature(t.sites, got->site);
+    if (ws != gs) return diff(i, "site", ws, gs);
+    for (std::size_t f = 0; f < kFieldCount; ++f) {
+      std::string w = std::to_string(want.fields[f]), g = std::to_string(got->fields[f]);
+      if (static_cast<Field>(f) == Field::NameId && want.op == Op::Other) {
+        w = name(rec.names, want.fields[f]);
+        g = name(t.names, got->fields[f]);
+      }
+      if (w != g) return diff(i, lowercase(field_name(static_cast<Field>(f))), w, g);
+    }
+    for (std::size_t a = 0; a < kArrayFieldCount; ++a)
+      if (want.arrays[a] != got->arrays[a])
+        return diff(i, lowercase(array_field_name(static_cast<ArrayField>(a))),
+                    array_text(want.arrays[a]), array_text(got->arrays[a]));
+  }
+  if (auto extra = cursor.next()) return diff(i, "end", "end of recording", describe(*extra));
+  events += i;
+  return {};
+}
+
+/// Prints the JSON verdict of a check; exit status 1 on a difference.
+int report_check(const Mismatch& m, std::int64_t ranks, std::uint64_t events, std::uint64_t nodes) {
+  JsonWriter j(stdout);
+  j.begin_object();
+  j.field("ok", m.ok);
+  if (m.ok) {
+    j.field("ranks", ranks);
+    j.field("events", events);
+    j.field("trace_nodes", nodes);
+  } else {
+    j.field("rank", m.rank);
+    j.field("event", m.event);
+    j.field("field", m.field);
+    j.field("expected", m.expected);
+    j.field("got", m.got);
+  }
+  j.end_object();
+  j.newline();
+  return m.ok ? 0 : 1;
+}
+
 int cmd_check(const std::vector<std::string>& args) {
   if (args.size() != 2) throw UsageError("usage: scalatrace-dump check RAWDIR FILE.sct");
   const std::vector<RankRecording> recs = read_raw_dir(args[0]);
   const Trace t = read_trace_file(args[1]);
-  JsonWriter j(stdout);
-  auto mismatch = [&](std::int64_t rank, std::uint64_t index, const std::string& field,
-                      const std::string& expected, const std::string& got) {
-    j.begin_object();
-    j.field("ok", false);
-    j.field("rank", rank);
-    j.field("event", index);
-    j.field("field", field);
-    j.field("expected", expected);
-    j.field("got", got);
-    j.end_object();
-    j.newline();
-    return 1;
-  };
   if (static_cast<std::int64_t>(recs.size()) != t.nranks)
-    return mismatch(-1, 0, "nranks", std::to_string(recs.size()), std::to_string(t.nranks));
-  std::uint64_t total = 0;
+    return report_check(Mismatch{false, -1, 0, "nranks", std::to_string(recs.size()), std::to_string(t.nranks)},
+                        0, 0, 0);
+  std::uint64_t events = 0;
   for (const RankRecording& rec : recs) {
-    Cursor cursor(t, rec.rank, TimingMode::None);
-    std::uint64_t i = 0;
-    for (; i < rec.events.size(); ++i) {
-      const Event& want = rec.events[i];
-      auto got = cursor.next();
-      if (!got) return mismatch(rec.rank, i, "end", describe(want), "end of trace");
-      if (got->op != want.op)
-        return mismatch(rec.rank, i, "op", std::string(op_name(want.op)), std::string(op_name(got->op)));
-      const std::string ws = site_signature(rec.sites, want.site), gs = site_signature(t.sites, got->site);
-      if (ws != gs) return mismatch(rec.rank, i, "site", ws, gs);
-      for (std::size_t f = 0; f < kFieldCount; ++f) {
-        std::string w = std::to_string(want.fields[f]), g = std::to_string(got->fields[f]);
-        if (static_cast<Field>(f) == Field::NameId && want.op == Op::Other) {
-          auto name = [](const std::vector<std::string>& names, std::int64_t id) {
-            return id >= 0 && static_cast<std::size_t>(id) < names.size() ? names[static_cast<std::size_t>(id)]
-                                                                           : "<invalid name " + std::to_string(id) + ">";
-          };
-          w = name(rec.names, want.fields[f]);
-          g = name(t.names, got->fields[f]);
-        }
-        if (w != g) return mismatch(rec.rank, i, lowercase(field_name(static_cast<Field>(f))), w, g);
-      }
-      for (std::size_t a = 0; a < kArrayFieldCount; ++a)
-        if (want.arrays[a] != got->arrays[a]) {
-          auto text = [](const std::vector<std::int64_t>& v) {
-            std::string s = "[";
-            for (std::size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + std::to_string(v[k]);
-            return s + "]";
-          };
-          return mismatch(rec.rank, i, lowercase(array_field_name(static_cast<ArrayField>(a))),
-                          text(want.arrays[a]), text(got->arrays[a]));
-        }
-    }
-    if (auto extra = cursor.next()) return mismatch(rec.rank, i, "end", "end of recording", describe(*extra));
-    total += i;
+    const Mismatch m = compare_rank(rec, t, events);
+    if (!m.ok) return report_check(m, 0, 0, 0);
   }
-  j.begin_object();
-  j.field("ok", true);
-  j.field("ranks", static_cast<std::int64_t>(recs.size()));
-  j.field("events", total);
-  j.field("trace_nodes", static_cast<std::uint64_t>(t.node_count()));
-  j.end_object();
-  j.newline();
-  return 0;
+  return report_check({}, static_cast<std::int64_t>(recs.size()), events, t.node_count());
+}
+
+// ---- check-intra RAWDIR: every rank's raw stream through the intra-rank compressor alone
+// (default settings), then its cursor against the raw stream. trace_nodes sums the queues.
+int cmd_check_intra(const std::vector<std::string>& args) {
+  if (args.size() != 1) throw UsageError("usage: scalatrace-dump check-intra RAWDIR");
+  const std::vector<RankRecording> recs = read_raw_dir(args[0]);
+  std::uint64_t events = 0, nodes = 0;
+  for (const RankRecording& rec : recs) {
+    const Trace t = compress_recording(rec);
+    nodes += t.node_count();
+    const Mismatch m = compare_rank(rec, t, events);
+    if (!m.ok) return report_check(m, 0, 0, 0);
+  }
+  return report_check({}, static_cast<std::int64_t>(recs.size()), events, nodes);
 }
 
 struct Command {
@@ -349,6 +385,7 @@ const Command kCommands[] = {
     {"trace", cmd_trace, "trace FILE.sct --rank R    one rank's events of a compressed trace as JSON"},
     {"tree", cmd_tree, "tree FILE.sct    the compressed trace as an indented outline"},
     {"check", cmd_check, "check RAWDIR FILE.sct    every rank of FILE.sct against its raw stream (exit 1 on a difference)"},
+    {"check-intra", cmd_check_intra, "check-intra RAWDIR    every rank's raw stream compressed alone, its cursor against the stream"},
 };
 
 int usage(std::FILE* out) {

@@ -41,8 +41,10 @@ CASES = [
 ITERATIONS = "3"
 
 
-def check(raw: Path, sct: Path) -> dict:
-    cmd = [str(helpers.tool_path("scalatrace-dump")), "check", str(raw), str(sct)]
+def check(raw: Path, sct: Path | None = None) -> dict:
+    """`scalatrace-dump check RAW SCT`, or `check-intra RAW` (each rank compressed alone)."""
+    args = ["check", str(raw), str(sct)] if sct is not None else ["check-intra", str(raw)]
+    cmd = [str(helpers.tool_path("scalatrace-dump")), *args]
     import subprocess
 
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -90,6 +92,10 @@ def test_merged_trace_is_lossless_for_every_rank(case, tmp_path, example, collec
     raw, out = tmp_path / "raw", tmp_path / "trace.sct"
     env = helpers.collector_env(raw=raw, out=out, quiet=1)
     helpers.run_mpi(nranks, [example(name), "-i", ITERATIONS, *extra], env=env, timeout=120)
+
+    # the intra-rank compressor alone: each rank's cursor equals its raw recording
+    intra = check(raw)
+    assert intra["ranks"] == nranks and intra["events"] > 0
 
     offline = tmp_path / "offline.sct"
     stats = merge_offline(raw, offline)
