@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <exception>
 #include <filesystem>
 #include <string>
@@ -46,18 +47,11 @@ void write_event(JsonWriter& j, const Event& e, const std::vector<std::string>& 
   j.end_object();
 }
 
-void write_recording(JsonWriter& j, const RankRecording& rec) {
-  j.begin_object();
-  j.field("rank", rec.rank);
-  j.field("nranks", rec.nranks);
-  j.key("metadata");
-  j.begin_object();
-  for (const auto& [k, v] : rec.metadata) j.field(k, v);
-  j.end_object();
-  j.array("modules", rec.sites.modules);
+void write_sites(JsonWriter& j, const CallSiteTable& sites) {
+  j.array("modules", sites.modules);
   j.key("sites");
   j.begin_array();
-  for (const CallSite& s : rec.sites.sites) {
+  for (const CallSite& s : sites.sites) {
     j.begin_object();
     j.key("frames");
     j.begin_array();
@@ -74,15 +68,36 @@ void write_recording(JsonWriter& j, const RankRecording& rec) {
     j.end_object();
   }
   j.end_array();
+}
+
+void write_metadata(JsonWriter& j, const std::map<std::string, std::string>& metadata) {
+  j.key("metadata");
+  j.begin_object();
+  for (const auto& [k, v] : metadata) j.field(k, v);
+  j.end_object();
+}
+
+/// The communicators `rank` holds (a raw recording's table: all of them).
+void write_comms(JsonWriter& j, const CommTable& comms, std::int64_t rank) {
   j.key("comms");
   j.begin_array();
-  for (const CommEntry& c : rec.comms.entries) {
+  for (const CommEntry& c : comms.entries) {
+    if (!c.holders.empty() && !c.holders.contains(rank)) continue;
     j.begin_object();
     j.field("id", c.id);
     j.array("members", c.members.to_vector());
     j.end_object();
   }
   j.end_array();
+}
+
+void write_recording(JsonWriter& j, const RankRecording& rec) {
+  j.begin_object();
+  j.field("rank", rec.rank);
+  j.field("nranks", rec.nranks);
+  write_metadata(j, rec.metadata);
+  write_sites(j, rec.sites);
+  write_comms(j, rec.comms, rec.rank);
   j.array("names", rec.names);
   j.key("events");
   j.begin_array();
@@ -110,28 +125,6 @@ int cmd_raw(const std::vector<std::string>& args) {
 }
 
 // ---- trace FILE.sct --rank R: one rank's events from a compressed trace, in the raw shape.
-void write_sites(JsonWriter& j, const CallSiteTable& sites) {
-  j.array("modules", sites.modules);
-  j.key("sites");
-  j.begin_array();
-  for (const CallSite& s : sites.sites) {
-    j.begin_object();
-    j.key("frames");
-    j.begin_array();
-    for (const Frame& f : s.frames) {
-      j.begin_array();
-      j.value(std::uint64_t{f.module});
-      j.value(f.offset);
-      j.end_array();
-    }
-    j.end_array();
-    j.field("hash", s.hash);
-    j.field("symbol", s.symbol);
-    j.field("location", s.location);
-    j.end_object();
-  }
-  j.end_array();
-}
 
 int cmd_trace(const std::vector<std::string>& args) {
   std::string path;
@@ -152,21 +145,9 @@ int cmd_trace(const std::vector<std::string>& args) {
   j.begin_object();
   j.field("rank", rank);
   j.field("nranks", t.nranks);
-  j.key("metadata");
-  j.begin_object();
-  for (const auto& [k, v] : t.metadata) j.field(k, v);
-  j.end_object();
+  write_metadata(j, t.metadata);
   write_sites(j, t.sites);
-  j.key("comms");
-  j.begin_array();
-  for (const CommEntry& c : t.comms.entries) {
-    if (!c.holders.empty() && !c.holders.contains(rank)) continue;
-    j.begin_object();
-    j.field("id", c.id);
-    j.array("members", c.members.to_vector());
-    j.end_object();
-  }
-  j.end_array();
+  write_comms(j, t.comms, rank);
   j.array("names", t.names);
   j.key("events");
   j.begin_array();

@@ -45,6 +45,27 @@ K_UNDEFINED = -(1 << 40) - 2
 K_NO_COMM = -(1 << 40) - 3
 
 # Ops that create one request (handle-buffer slot), as op_creates_request() in op.hpp.
+# One small real run of every example: (example, ranks, extra arguments), 2..9 ranks. The
+# tests that run "every example" (merged-trace losslessness, replay fixed point) share it.
+EXAMPLE_RUNS = [
+    ("stencil1d", 5, []),
+    ("stencil2d", 9, []),
+    ("stencil3d", 8, []),
+    ("stencil3d_recursive", 4, []),
+    ("ring", 3, []),
+    ("collectives", 4, []),
+    ("alltoallv_is", 5, []),
+    ("wildcard_lu", 4, []),
+    ("pipeline", 4, []),
+    ("persistent", 3, []),
+    ("comm_split", 6, []),
+    ("nonblocking_coll", 4, []),
+    ("waitsome", 5, []),
+    ("iteration_specific", 3, []),
+    ("rank_divergent", 5, []),
+    ("fortran_ring", 2, []),
+]
+
 REQUEST_CREATING_OPS = frozenset(
     ["Isend", "Ibsend", "Issend", "Irsend", "Irecv",
      "Send_init", "Bsend_init", "Ssend_init", "Rsend_init", "Recv_init",

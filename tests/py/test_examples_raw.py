@@ -26,27 +26,13 @@ from helpers import (K_ANY_SOURCE, K_ANY_TAG, K_NO_COMM, K_NULL_REQUEST, K_PROC_
                      K_UNDEFINED)
 
 # (example, ranks, extra arguments): 2..9 ranks, small iteration counts.
-CASES = [
-    ("stencil1d", 5, []),
+CASES = helpers.EXAMPLE_RUNS + [
     ("stencil2d", 6, []),
     ("stencil2d", 9, ["-k", "1"]),
-    ("stencil3d", 8, []),
-    ("stencil3d_recursive", 4, []),
-    ("ring", 3, []),
     ("ring", 2, ["-m", "2"]),
-    ("collectives", 4, []),
     ("collectives", 7, []),
-    ("alltoallv_is", 5, []),
-    ("wildcard_lu", 4, []),
-    ("pipeline", 4, []),
-    ("persistent", 3, []),
     ("persistent", 2, []),
-    ("comm_split", 6, []),
     ("comm_split", 9, []),
-    ("nonblocking_coll", 4, []),
-    ("waitsome", 5, []),
-    ("iteration_specific", 3, []),
-    ("rank_divergent", 5, []),
     ("rank_divergent", 2, ["-s", "8192"]),
     ("fortran_ring", 4, []),
 ]

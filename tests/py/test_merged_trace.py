@@ -20,23 +20,7 @@ import pytest
 import helpers
 
 # (example, ranks, extra arguments): small runs, 2..9 ranks.
-CASES = [
-    ("stencil1d", 5, []),
-    ("stencil2d", 6, []),
-    ("stencil3d", 8, []),
-    ("stencil3d_recursive", 4, []),
-    ("ring", 3, []),
-    ("collectives", 4, []),
-    ("alltoallv_is", 5, []),
-    ("wildcard_lu", 4, []),
-    ("pipeline", 4, []),
-    ("persistent", 3, []),
-    ("comm_split", 6, []),
-    ("nonblocking_coll", 4, []),
-    ("waitsome", 5, []),
-    ("iteration_specific", 3, []),
-    ("rank_divergent", 5, []),
-]
+CASES = helpers.EXAMPLE_RUNS
 
 ITERATIONS = "3"
 

@@ -33,24 +33,7 @@ from scalatrace.errors import ReplayError, ScalatraceError  # noqa: E402
 from scalatrace.replay import ReplayResult, replay  # noqa: E402
 
 # (example, ranks, extra arguments): 2..9 ranks, 3 iterations.
-CASES = [
-    ("stencil1d", 5, []),
-    ("stencil2d", 9, []),
-    ("stencil3d", 8, []),
-    ("stencil3d_recursive", 4, []),
-    ("ring", 3, []),
-    ("collectives", 4, []),
-    ("alltoallv_is", 5, []),
-    ("wildcard_lu", 4, []),
-    ("pipeline", 4, []),
-    ("persistent", 3, []),
-    ("comm_split", 6, []),
-    ("nonblocking_coll", 4, []),
-    ("waitsome", 5, []),
-    ("iteration_specific", 3, []),
-    ("rank_divergent", 5, []),
-    ("fortran_ring", 2, []),
-]
+CASES = helpers.EXAMPLE_RUNS
 ITERATIONS = "3"
 RING = CASES[4]
 
