@@ -13,15 +13,11 @@ merge time at MPI_Finalize. More ranks than cores makes MPICH slow here (busy po
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "py"))
-import helpers  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from merge_examples_bench import measure  # noqa: E402
 
 CASES = {"stencil1d": [4, 8, 16, 32, 64], "stencil2d": [4, 16, 36, 64], "stencil3d": [8, 27, 64]}
 
@@ -39,23 +35,10 @@ def main() -> None:
              "|---|---:|---:|---:|---:|---:|---:|"]
     for name, sizes in CASES.items():
         for n in sizes:
-            with tempfile.TemporaryDirectory() as tmp:
-                raw, out = Path(tmp) / "raw", Path(tmp) / "t.sct"
-                env = helpers.collector_env(raw=raw, out=out, quiet=1)
-                start = time.perf_counter()
-                helpers.run_mpi(n, [helpers.example_path(name), "-i", a.iterations, "-c", "0"],
-                                env=env, timeout=600)
-                wall = time.perf_counter() - start
-                check = json.loads(helpers.run_tool("scalatrace-dump", ["check", raw, out]).stdout)
-                assert check["ok"], check
-                stats = json.loads(helpers.run_tool(
-                    "scalatrace-harness", ["merge-raw", raw, "-o", Path(tmp) / "off.sct"]).stdout)
-                meta = json.loads(helpers.run_tool(
-                    "scalatrace-dump", ["trace", out, "--rank", "0"]).stdout)["metadata"]
-                ms = float(meta.get("merge_seconds", "nan")) * 1000
-                lines.append(f"| {name} | {n} | {out.stat().st_size} | {stats['structure_bytes']} | "
-                             f"{check['trace_nodes']} | {ms:.1f} | {wall:.1f} |")
-                print(lines[-1], flush=True)
+            m = measure(name, n, [a.iterations, "-c", "0"])
+            lines.append(f"| {name} | {n} | {m['sct_bytes']} | {m['structure_bytes']} | "
+                         f"{m['nodes']} | {m['merge_ms']:.1f} | {m['wall_s']:.1f} |")
+            print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     if a.out:
         with open(a.out, "a") as f:
