@@ -38,6 +38,35 @@ std::uint64_t occurrence_index(std::int64_t occurrence, std::uint64_t size) {
   return static_cast<std::uint64_t>(occurrence);
 }
 
+/// The Python class of Elastic<Seq> (ElasticValue, ElasticArray): alternatives, value_at, len,
+/// bool, repr.
+template <class Seq>
+py::class_<Elastic<Seq>> register_elastic(py::module_& m, const char* name, const char* doc) {
+  using E = Elastic<Seq>;
+  py::class_<E> cls(m, name, doc);
+  cls.def_property_readonly(
+         "alternatives",
+         [](py::object self) {
+           py::list out;
+           for (const auto& [seq, ranks] : self.cast<const E&>().alternatives)
+             out.append(py::make_tuple(py::cast(&seq, py::return_value_policy::reference_internal, self),
+                                       py::cast(&ranks, py::return_value_policy::reference_internal, self)));
+           return out;
+         })
+      .def(
+          "value_at",
+          [](const E& e, std::int64_t rank, std::int64_t occurrence) {
+            const Seq& s = seq_for(e, rank);
+            return s.at(occurrence_index(occurrence, s.size()));
+          },
+          py::arg("rank"), py::arg("occurrence") = 0,
+          "Value the parameter took at the `occurrence`-th execution by `rank`.")
+      .def("__len__", [](const E& e) { return e.alternatives.size(); })
+      .def("__bool__", [](const E& e) { return !e.empty(); })
+      .def("__repr__", [name](const E& e) { return elastic_repr(e, name); });
+  return cls;
+}
+
 }  // namespace
 
 void register_values(py::module_& m) {
@@ -83,19 +112,7 @@ void register_values(py::module_& m) {
         return out;
       });
 
-  py::class_<ElasticValue>(m, "ElasticValue",
-                           "A parameter's values: (ValueSeq, RankList) alternatives.")
-      .def_property_readonly(
-          "alternatives",
-          [](py::object self) {
-            const auto& e = self.cast<const ElasticValue&>();
-            py::list out;
-            for (const auto& [seq, ranks] : e.alternatives)
-              out.append(py::make_tuple(
-                  py::cast(&seq, py::return_value_policy::reference_internal, self),
-                  py::cast(&ranks, py::return_value_policy::reference_internal, self)));
-            return out;
-          })
+  register_elastic<ValueSeq>(m, "ElasticValue", "A parameter's values: (ValueSeq, RankList) alternatives.")
       .def(
           "for_rank",
           [](py::object self, std::int64_t rank) -> py::object {
@@ -103,42 +120,9 @@ void register_values(py::module_& m) {
             if (!s) return py::none();
             return py::cast(s, py::return_value_policy::reference_internal, self);
           },
-          py::arg("rank"), "The value sequence of `rank`, or None.")
-      .def(
-          "value_at",
-          [](const ElasticValue& e, std::int64_t rank, std::int64_t occurrence) {
-            const ValueSeq& s = seq_for(e, rank);
-            return s.at(occurrence_index(occurrence, s.size()));
-          },
-          py::arg("rank"), py::arg("occurrence") = 0,
-          "Value the parameter took at the `occurrence`-th execution by `rank`.")
-      .def("__len__", [](const ElasticValue& e) { return e.alternatives.size(); })
-      .def("__bool__", [](const ElasticValue& e) { return !e.empty(); })
-      .def("__repr__", [](const ElasticValue& e) { return elastic_repr(e, "ElasticValue"); });
-
-  py::class_<ElasticArray>(m, "ElasticArray",
-                           "An array parameter's values: (ArraySeq, RankList) alternatives.")
-      .def_property_readonly(
-          "alternatives",
-          [](py::object self) {
-            const auto& e = self.cast<const ElasticArray&>();
-            py::list out;
-            for (const auto& [seq, ranks] : e.alternatives)
-              out.append(py::make_tuple(
-                  py::cast(&seq, py::return_value_policy::reference_internal, self),
-                  py::cast(&ranks, py::return_value_policy::reference_internal, self)));
-            return out;
-          })
-      .def(
-          "value_at",
-          [](const ElasticArray& e, std::int64_t rank, std::int64_t occurrence) {
-            const ArraySeq& s = seq_for(e, rank);
-            return s.at(occurrence_index(occurrence, s.size()));
-          },
-          py::arg("rank"), py::arg("occurrence") = 0)
-      .def("__len__", [](const ElasticArray& e) { return e.alternatives.size(); })
-      .def("__bool__", [](const ElasticArray& e) { return !e.empty(); })
-      .def("__repr__", [](const ElasticArray& e) { return elastic_repr(e, "ElasticArray"); });
+          py::arg("rank"), "The value sequence of `rank`, or None.");
+  register_elastic<ArraySeq>(m, "ElasticArray",
+                             "An array parameter's values: (ArraySeq, RankList) alternatives.");
 
   py::class_<Histogram>(m, "Histogram", "Timing histogram (nanoseconds).")
       .def_property_readonly("count", &Histogram::count)
