@@ -71,35 +71,33 @@ inline const CommInfo& comm(Rec& r, MPI_Comm c) {
 
 inline bool is_inter(const CommInfo& c) { return c.array_size != c.size; }
 
+/// One side of a point-to-point call: relative peer, tag, bytes and datatype size, stored in
+/// the given fields (Peer/Tag/Bytes/DtSize, or Peer2/... for the receive side of Sendrecv*).
 template <class Count>
-void send(Rec& r, Count count, MPI_Datatype t, int dest, int tag, MPI_Comm c) {
+void p2p_side(Rec& r, Field peer, Field tag_field, Field bytes, Field dtsize, Count count,
+              MPI_Datatype t, int who, int tag, MPI_Comm c) {
   const CommInfo& info = comm(r, c);
   const std::int64_t size = type_size(t);
-  r.e[Field::Peer] = relative(info, dest);
-  r.e[Field::Tag] = tag;
-  r.e[Field::Bytes] = static_cast<std::int64_t>(count) * size;
-  r.e[Field::DtSize] = size;
+  r.e[peer] = relative(info, who);
+  r.e[tag_field] = tag_value(tag);
+  r.e[bytes] = static_cast<std::int64_t>(count) * size;
+  r.e[dtsize] = size;
+}
+
+template <class Count>
+void send(Rec& r, Count count, MPI_Datatype t, int dest, int tag, MPI_Comm c) {
+  p2p_side(r, Field::Peer, Field::Tag, Field::Bytes, Field::DtSize, count, t, dest, tag, c);
 }
 
 template <class Count>
 void recv(Rec& r, Count count, MPI_Datatype t, int source, int tag, MPI_Comm c) {
-  const CommInfo& info = comm(r, c);
-  const std::int64_t size = type_size(t);
-  r.e[Field::Peer] = relative(info, source);
-  r.e[Field::Tag] = tag_value(tag);
-  r.e[Field::Bytes] = static_cast<std::int64_t>(count) * size;
-  r.e[Field::DtSize] = size;
+  p2p_side(r, Field::Peer, Field::Tag, Field::Bytes, Field::DtSize, count, t, source, tag, c);
 }
 
 /// Receive side of Sendrecv*.
 template <class Count>
 void recv2(Rec& r, Count count, MPI_Datatype t, int source, int tag, MPI_Comm c) {
-  const CommInfo& info = comm(r, c);
-  const std::int64_t size = type_size(t);
-  r.e[Field::Peer2] = relative(info, source);
-  r.e[Field::Tag2] = tag_value(tag);
-  r.e[Field::Bytes2] = static_cast<std::int64_t>(count) * size;
-  r.e[Field::DtSize2] = size;
+  p2p_side(r, Field::Peer2, Field::Tag2, Field::Bytes2, Field::DtSize2, count, t, source, tag, c);
 }
 
 inline void probe(Rec& r, int source, int tag, MPI_Comm c) {

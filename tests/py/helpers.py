@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -132,15 +131,10 @@ def tool_path(name: str) -> Path:
 
 
 def mpiexec() -> str:
-    """The MPICH launcher: ``$SCALATRACE_MPIEXEC``, else ``mpiexec.mpich``, else ``mpiexec``."""
-    configured = os.environ.get("SCALATRACE_MPIEXEC")
-    if configured:
-        return configured
-    for name in ("mpiexec.mpich", "mpiexec"):
-        found = shutil.which(name)
-        if found:
-            return found
-    raise FileNotFoundError("no MPI launcher found (install MPICH or set SCALATRACE_MPIEXEC)")
+    """The MPICH launcher, found as the package finds it (``scalatrace._paths.mpiexec``)."""
+    from scalatrace._paths import mpiexec as package_mpiexec
+
+    return package_mpiexec()
 
 
 def _describe_failure(what: str, cmd: Sequence[str], code, stdout: str, stderr: str) -> str:
