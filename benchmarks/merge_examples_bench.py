@@ -50,6 +50,16 @@ def measure(name: str, n: int, iterations_args: list[str]) -> dict:
                 "merge_ms": float(meta.get("merge_seconds", "nan")) * 1000, "wall_s": wall}
 
 
+def emit(lines: list[str], out: str | None) -> None:
+    """Appends the Markdown lines to file `out`, or prints them when no file is given."""
+    text = "\n".join(lines) + "\n"
+    if out:
+        with open(out, "a") as f:
+            f.write(text)
+    else:
+        print(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
@@ -66,12 +76,7 @@ def main() -> None:
         lines.append(f"| {name} | {n} | {m['raw_bytes']} | {m['intra_bytes']} | "
                      f"{m['sct_bytes']} | {m['merge_ms']:.2f} |")
         print(lines[-1], flush=True)
-    text = "\n".join(lines) + "\n"
-    if a.out:
-        with open(a.out, "a") as f:
-            f.write(text)
-    else:
-        print(text)
+    emit(lines, a.out)
 
 
 if __name__ == "__main__":

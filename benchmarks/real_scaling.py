@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from merge_examples_bench import measure  # noqa: E402
+from merge_examples_bench import emit, measure  # noqa: E402
 
 CASES = {"stencil1d": [4, 8, 16, 32, 64], "stencil2d": [4, 16, 36, 64], "stencil3d": [8, 27, 64]}
 
@@ -39,12 +39,7 @@ def main() -> None:
             lines.append(f"| {name} | {n} | {m['sct_bytes']} | {m['structure_bytes']} | "
                          f"{m['nodes']} | {m['merge_ms']:.1f} | {m['wall_s']:.1f} |")
             print(lines[-1], flush=True)
-    text = "\n".join(lines) + "\n"
-    if a.out:
-        with open(a.out, "a") as f:
-            f.write(text)
-    else:
-        print(text)
+    emit(lines, a.out)
 
 
 if __name__ == "__main__":
