@@ -1,75 +1,17 @@
-// Communication matrices, summaries and timestep loops from the compressed structure.
-// See analysis.hpp for the attribution model.
-#include "scalatrace/analysis.hpp"
-
+// Communication matrices: from the compressed structure (one walk over the node tree) and by
+// brute force over concrete events (ground truth). See analysis.hpp for the attribution model.
 #include <algorithm>
 #include <array>
 #include <limits>
 #include <map>
 #include <optional>
 
+#include "scalatrace/analysis.hpp"
 #include "scalatrace/cursor.hpp"
 #include "scalatrace/errors.hpp"
+#include "structure_walk.hpp"
 
 namespace scalatrace {
-
-// ---------------------------------------------------------------------------------------------
-// Small helpers
-
-namespace {
-
-void for_each_in_descriptor(const RankDescriptor& d, std::size_t dim, std::int64_t base,
-                            const std::function<void(std::int64_t)>& f) {
-  if (dim == 0) {
-    f(base);
-    return;
-  }
-  const auto& [count, stride] = d.dims[dim - 1];
-  for (std::int64_t i = 0; i < count; ++i) for_each_in_descriptor(d, dim - 1, base + i * stride, f);
-}
-
-double run_sum(const ValueRun& r) {
-  const double n = static_cast<double>(r.count);
-  return n * static_cast<double>(r.first) +
-         static_cast<double>(r.stride) * n * (n - 1.0) / 2.0;
-}
-
-}  // namespace
-
-void for_each_rank(const RankList& ranks, const std::function<void(std::int64_t)>& f) {
-  for (const auto& d : ranks.descriptors()) for_each_in_descriptor(d, d.dims.size(), d.start, f);
-}
-
-double sum_values(const ValueSeq& seq) {
-  double total = 0;
-  for (const auto& b : seq.blocks()) {
-    double block = 0;
-    for (const auto& r : b.runs) block += run_sum(r);
-    total += block * static_cast<double>(b.repeat);
-  }
-  return total;
-}
-
-std::pair<std::int64_t, std::int64_t> comm_rank_and_size(const CommTable& comms,
-                                                         std::int64_t comm_id, std::int64_t rank,
-                                                         std::int64_t nranks) {
-  if (const CommEntry* e = comms.find(comm_id, rank))
-    return {e->members.index_of(rank), e->members.size()};
-  if (comm_id == 0) return {rank, nranks};
-  if (comm_id == 1) return {0, 1};
-  return {-1, 0};
-}
-
-std::int64_t world_rank_of(const CommTable& comms, std::int64_t comm_id, std::int64_t rank,
-                           std::int64_t comm_rank, std::int64_t nranks) {
-  if (const CommEntry* e = comms.find(comm_id, rank)) {
-    if (comm_rank < 0 || comm_rank >= e->members.size()) return -1;
-    return e->members.at(comm_rank);
-  }
-  if (comm_id == 0) return (comm_rank >= 0 && comm_rank < nranks) ? comm_rank : -1;
-  if (comm_id == 1) return comm_rank == 0 ? rank : -1;
-  return -1;
-}
 
 std::vector<double> CommTriplets::to_dense() const {
   std::vector<double> m(static_cast<std::size_t>(nranks * nranks), 0.0);
@@ -379,94 +321,11 @@ CommTriplets comm_matrix_of_recordings(const std::vector<RankRecording>& recs, M
 }
 
 // ---------------------------------------------------------------------------------------------
-// The structure walk
+// Aggregating a node's occurrences into call groups
 
 namespace {
 
-/// Per-node labelling of ranks by the elastic alternative that applies to them.
-class AltLabels {
- public:
-  explicit AltLabels(std::int64_t nranks) : nranks_(nranks) {}
-
-  /// Prepares lookups for `value`; returns a slot handle.
-  template <class Seq>
-  void prepare(const Elastic<Seq>& value) {
-    single_ = value.alternatives.size() <= 1;
-    empty_ = value.alternatives.empty();
-    if (single_) {
-      // One alternative applies to every rank unless its ranklist says otherwise.
-      restrict_ = !empty_ && !value.alternatives[0].second.empty() ? &value.alternatives[0].second
-                                                                   : nullptr;
-      // A set of nranks distinct ranks in [0, nranks) is all of them.
-      if (restrict_ && restrict_->size() == nranks_) {
-        bool in_range = true;
-        for (const auto& d : restrict_->descriptors())
-          if (d.start < 0 || d.start >= nranks_) in_range = false;
-        if (in_range && restrict_->contains(0) && restrict_->contains(nranks_ - 1))
-          restrict_ = nullptr;
-      }
-      return;
-    }
-    restrict_ = nullptr;
-    labels_.assign(static_cast<std::size_t>(nranks_), -1);
-    for (std::size_t a = 0; a < value.alternatives.size(); ++a)
-      for_each_rank(value.alternatives[a].second, [&](std::int64_t r) {
-        if (r >= 0 && r < nranks_ && labels_[static_cast<std::size_t>(r)] < 0)
-          labels_[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(a);
-      });
-  }
-  /// Alternative index for `rank`, or -1 if none applies.
-  std::int32_t at(std::int64_t rank) const {
-    if (empty_) return -1;
-    if (single_) return (!restrict_ || restrict_->contains(rank)) ? 0 : -1;
-    return labels_[static_cast<std::size_t>(rank)];
-  }
-
- private:
-  std::int64_t nranks_;
-  bool single_ = true, empty_ = true;
-  const RankList* restrict_ = nullptr;
-  std::vector<std::int32_t> labels_;
-};
-
-// Slots of an event node's elastic parts that matter for analyses.
-enum Slot : std::size_t { kPresence, kTrips, kComm, kPeer, kRoot, kBytes, kBytes2, kSendCounts, kRecvCounts,
-                          kSlots };
-using AltKey = std::array<std::int32_t, kSlots>;
-
-/// How often a rank executes a node: the number of 1s in the node's presence vector if it has
-/// one for the rank (one entry per visit), else the enclosing loop's total trips (the trip
-/// vector has one entry per visit of the loop, so nesting needs no multiplication), else 1.
-struct ExecSource {
-  const ElasticValue* presence = nullptr;  ///< null: the node runs at every visit
-  const ElasticValue* trips = nullptr;     ///< of the enclosing loop; null: top level
-};
-
-const ValueSeq* alt_seq(const ElasticValue& v, std::int32_t idx) {
-  if (idx < 0 || static_cast<std::size_t>(idx) >= v.alternatives.size()) return nullptr;
-  return &v.alternatives[static_cast<std::size_t>(idx)].first;
-}
-const ArraySeq* alt_array(const ElasticArray& v, std::int32_t idx) {
-  if (idx < 0 || static_cast<std::size_t>(idx) >= v.alternatives.size()) return nullptr;
-  return &v.alternatives[static_cast<std::size_t>(idx)].first;
-}
-
-/// Values of one scalar parameter over a rank's occurrences.
-struct ScalarView {
-  const ValueSeq* seq = nullptr;
-  bool constant() const { return !seq || seq->empty() || seq->is_constant(); }
-  std::int64_t first() const { return (!seq || seq->empty()) ? 0 : seq->at(0); }
-  /// Total over `count` occurrences (closed form per run).
-  double total(std::uint64_t count) const {
-    if (!seq || seq->empty()) return 0;
-    if (seq->is_constant()) return static_cast<double>(seq->at(0)) * static_cast<double>(count);
-    return sum_values(*seq);
-  }
-  std::int64_t at(std::uint64_t i) const {
-    if (!seq || seq->empty()) return 0;
-    return seq->at(std::min<std::uint64_t>(i, seq->size() - 1));
-  }
-};
+using namespace structure_walk;
 
 void add_array_total(const ArraySeq* seq, std::uint64_t count, std::vector<double>& out) {
   if (!seq || seq->empty()) return;
@@ -531,77 +390,6 @@ std::vector<CallGroup> call_groups(const EventNode& ev, const AltKey& key, std::
   return out;
 }
 
-/// Walks the node tree; calls visit(node, event, ranks, exec) for every event node.
-class TreeWalker {
- public:
-  using Visit = std::function<void(const EventNode&, const RankList& ranks, ExecSource exec)>;
-  TreeWalker(const Trace& trace, Visit visit) : trace_(trace), visit_(std::move(visit)) {}
-  void run() {
-    const RankList all = RankList::range(0, trace_.nranks);
-    walk(trace_.nodes, all, nullptr);
-  }
-
- private:
-  void walk(const std::vector<Node>& nodes, const RankList& parent_ranks,
-            const ElasticValue* parent_trips) {
-    for (const auto& n : nodes) {
-      const RankList& ranks = n.ranks.empty() ? parent_ranks : n.ranks;
-      if (n.is_loop()) {
-        // A loop's body runs (sum of its trip vector) times per rank; a loop with presence
-        // flags only has trip entries for the visits it actually runs.
-        walk(n.loop->body, ranks, &n.loop->trips);
-      } else if (n.event) {
-        visit_(*n.event, ranks,
-               ExecSource{n.presence.empty() ? nullptr : &n.presence, parent_trips});
-      }
-    }
-  }
-  const Trace& trace_;
-  Visit visit_;
-};
-
-/// Executions of an event node by a rank with these presence / trips alternatives.
-std::uint64_t exec_count(const ExecSource& exec, std::int32_t presence_alt,
-                         std::int32_t trips_alt) {
-  const ValueSeq* s = nullptr;
-  if (exec.presence) s = alt_seq(*exec.presence, presence_alt);
-  if (!s) {  // no presence vector for this rank: present at every visit
-    if (!exec.trips) return 1;
-    s = alt_seq(*exec.trips, trips_alt);
-    if (!s) return 0;
-  }
-  const double t = sum_values(*s);
-  return t > 0 ? static_cast<std::uint64_t>(t) : 0;
-}
-
-/// Shared per-node machinery: labels every rank of the node with its alternative key.
-class NodeKeys {
- public:
-  explicit NodeKeys(std::int64_t nranks) {
-    for (auto& l : labels_) l = std::make_unique<AltLabels>(nranks);
-  }
-  void prepare(const EventNode& ev, const ExecSource& exec) {
-    static const ElasticValue kNone;
-    labels_[kPresence]->prepare(exec.presence ? *exec.presence : kNone);
-    labels_[kTrips]->prepare(exec.trips ? *exec.trips : kNone);
-    labels_[kComm]->prepare(ev.fields[static_cast<std::size_t>(Field::Comm)]);
-    labels_[kPeer]->prepare(ev.fields[static_cast<std::size_t>(Field::Peer)]);
-    labels_[kRoot]->prepare(ev.fields[static_cast<std::size_t>(Field::Root)]);
-    labels_[kBytes]->prepare(ev.fields[static_cast<std::size_t>(Field::Bytes)]);
-    labels_[kBytes2]->prepare(ev.fields[static_cast<std::size_t>(Field::Bytes2)]);
-    labels_[kSendCounts]->prepare(ev.arrays[static_cast<std::size_t>(ArrayField::SendCounts)]);
-    labels_[kRecvCounts]->prepare(ev.arrays[static_cast<std::size_t>(ArrayField::RecvCounts)]);
-  }
-  AltKey key(std::int64_t rank) const {
-    AltKey k{};
-    for (std::size_t s = 0; s < kSlots; ++s) k[s] = labels_[s]->at(rank);
-    return k;
-  }
-
- private:
-  std::array<std::unique_ptr<AltLabels>, kSlots> labels_;
-};
-
 }  // namespace
 
 CommTriplets comm_matrix_sparse(const Trace& trace, Metric metric, CommKind kind) {
@@ -665,151 +453,6 @@ std::vector<double> comm_matrix(const Trace& trace, Metric metric, CommKind kind
     throw UsageError("a dense " + std::to_string(P) + " x " + std::to_string(P) +
                      " matrix does not fit the memory limit; use the sparse form");
   return comm_matrix_sparse(trace, metric, kind).to_dense();
-}
-
-// ---------------------------------------------------------------------------------------------
-// Summary
-
-Summary summary(const Trace& trace) {
-  const std::int64_t P = trace.nranks;
-  struct Row {
-    SummaryRow row;
-    std::vector<bool> seen;  ///< ranks that make the call
-    bool timed = false;
-  };
-  std::map<Op, Row> by_op;
-  std::map<std::pair<std::uint32_t, Op>, Row> by_site;
-  NodeKeys keys(P);
-  TreeWalker walker(trace, [&](const EventNode& ev, const RankList& ranks, ExecSource exec) {
-    keys.prepare(ev, exec);
-    Row& op_row = by_op[ev.op];
-    Row& site_row = by_site[{ev.site, ev.op}];
-    for (Row* r : {&op_row, &site_row})
-      if (r->seen.empty()) r->seen.assign(static_cast<std::size_t>(P), false);
-    // (executions per rank, bytes alt) -> ranks with that key
-    std::map<std::pair<std::uint64_t, std::int32_t>, std::uint64_t> groups;
-    std::map<std::pair<std::int32_t, std::int32_t>, std::uint64_t> per_exec;
-    for_each_rank(ranks, [&](std::int64_t r) {
-      if (r < 0 || r >= P) return;
-      const AltKey k = keys.key(r);
-      const std::pair<std::int32_t, std::int32_t> ek{k[kPresence], k[kTrips]};
-      auto it = per_exec.find(ek);
-      if (it == per_exec.end()) it = per_exec.emplace(ek, exec_count(exec, ek.first, ek.second)).first;
-      if (it->second == 0) return;
-      groups[{it->second, k[kBytes]}] += 1;
-      op_row.seen[static_cast<std::size_t>(r)] = true;
-      site_row.seen[static_cast<std::size_t>(r)] = true;
-    });
-    std::uint64_t calls = 0;
-    double bytes = 0;
-    const auto& bytes_field = ev.fields[static_cast<std::size_t>(Field::Bytes)];
-    for (const auto& [k, nr] : groups) {
-      const std::uint64_t per_rank = k.first;
-      calls += per_rank * nr;
-      bytes += ScalarView{alt_seq(bytes_field, k.second)}.total(per_rank) *
-               static_cast<double>(nr);
-    }
-    for (Row* r : {&op_row, &site_row}) {
-      SummaryRow& row = r->row;
-      row.op = ev.op;
-      row.site = ev.site;
-      row.calls += calls;
-      row.bytes += bytes;
-      row.duration_ns += ev.duration.sum();
-      row.compute_ns += ev.compute.sum();
-      if (ev.duration.count() > 0) {
-        row.min_duration_ns =
-            r->timed ? std::min(row.min_duration_ns, ev.duration.min()) : ev.duration.min();
-        row.max_duration_ns = std::max(row.max_duration_ns, ev.duration.max());
-        r->timed = true;
-      }
-    }
-  });
-  walker.run();
-  auto finish = [](Row& r) {
-    r.row.ranks = static_cast<std::uint64_t>(std::count(r.seen.begin(), r.seen.end(), true));
-    return r.row;
-  };
-  Summary s;
-  for (auto& [op, r] : by_op) {
-    SummaryRow row = finish(r);
-    row.site = 0;
-    s.total_calls += row.calls;
-    s.total_bytes += row.bytes;
-    s.by_op.push_back(row);
-  }
-  for (auto& [k, r] : by_site) s.by_site.push_back(finish(r));
-  return s;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Timestep loops
-
-namespace {
-
-bool is_communication(Op op) {
-  const OpKind k = op_kind(op);
-  return op_is_point_to_point(op) || op_is_collective(op) || k == OpKind::Start ||
-         k == OpKind::Completion || k == OpKind::Probe;
-}
-
-void collect_body(const std::vector<Node>& nodes, std::vector<std::uint32_t>& sites,
-                  std::uint64_t& events, bool& comm) {
-  for (const auto& n : nodes) {
-    if (n.is_loop()) {
-      collect_body(n.loop->body, sites, events, comm);
-    } else if (n.event) {
-      ++events;
-      if (is_communication(n.event->op)) {
-        comm = true;
-        if (std::find(sites.begin(), sites.end(), n.event->site) == sites.end())
-          sites.push_back(n.event->site);
-      }
-    }
-  }
-}
-
-void find_timesteps(const std::vector<Node>& nodes, std::vector<std::size_t>& path,
-                    const RankList& parent_ranks, std::vector<TimestepLoop>& out) {
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const Node& n = nodes[i];
-    if (!n.is_loop()) continue;
-    path.push_back(i);
-    const RankList& ranks = n.ranks.empty() ? parent_ranks : n.ranks;
-    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
-    std::uint64_t visits = 0;
-    for (const auto& [seq, who] : n.loop->trips.alternatives) {
-      const auto total = static_cast<std::int64_t>(sum_values(seq));
-      lo = std::min(lo, total);
-      hi = std::max(hi, total);
-      visits = std::max<std::uint64_t>(visits, seq.size());
-    }
-    if (n.loop->trips.alternatives.empty()) lo = 0;
-    TimestepLoop loop;
-    bool comm = false;
-    collect_body(n.loop->body, loop.sites, loop.body_events, comm);
-    if (comm && hi > 1) {
-      loop.path = path;
-      loop.ranks = ranks;
-      loop.min_iterations = lo;
-      loop.max_iterations = hi;
-      loop.visits = visits;
-      std::sort(loop.sites.begin(), loop.sites.end());
-      out.push_back(std::move(loop));
-    } else if (comm) {
-      find_timesteps(n.loop->body, path, ranks, out);
-    }
-    path.pop_back();
-  }
-}
-
-}  // namespace
-
-std::vector<TimestepLoop> timestep_loops(const Trace& trace) {
-  std::vector<TimestepLoop> out;
-  std::vector<std::size_t> path;
-  find_timesteps(trace.nodes, path, RankList::range(0, trace.nranks), out);
-  return out;
 }
 
 }  // namespace scalatrace

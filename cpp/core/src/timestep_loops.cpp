@@ -1,0 +1,79 @@
+// Timestep loops: outermost loops with repeated communication (ScalaTrace §5.3).
+#include <algorithm>
+#include <limits>
+
+#include "scalatrace/analysis.hpp"
+
+namespace scalatrace {
+
+// ---------------------------------------------------------------------------------------------
+// Timestep loops
+
+namespace {
+
+bool is_communication(Op op) {
+  const OpKind k = op_kind(op);
+  return op_is_point_to_point(op) || op_is_collective(op) || k == OpKind::Start ||
+         k == OpKind::Completion || k == OpKind::Probe;
+}
+
+void collect_body(const std::vector<Node>& nodes, std::vector<std::uint32_t>& sites,
+                  std::uint64_t& events, bool& comm) {
+  for (const auto& n : nodes) {
+    if (n.is_loop()) {
+      collect_body(n.loop->body, sites, events, comm);
+    } else if (n.event) {
+      ++events;
+      if (is_communication(n.event->op)) {
+        comm = true;
+        if (std::find(sites.begin(), sites.end(), n.event->site) == sites.end())
+          sites.push_back(n.event->site);
+      }
+    }
+  }
+}
+
+void find_timesteps(const std::vector<Node>& nodes, std::vector<std::size_t>& path,
+                    const RankList& parent_ranks, std::vector<TimestepLoop>& out) {
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    if (!n.is_loop()) continue;
+    path.push_back(i);
+    const RankList& ranks = n.ranks.empty() ? parent_ranks : n.ranks;
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
+    std::uint64_t visits = 0;
+    for (const auto& [seq, who] : n.loop->trips.alternatives) {
+      const auto total = static_cast<std::int64_t>(sum_values(seq));
+      lo = std::min(lo, total);
+      hi = std::max(hi, total);
+      visits = std::max<std::uint64_t>(visits, seq.size());
+    }
+    if (n.loop->trips.alternatives.empty()) lo = 0;
+    TimestepLoop loop;
+    bool comm = false;
+    collect_body(n.loop->body, loop.sites, loop.body_events, comm);
+    if (comm && hi > 1) {
+      loop.path = path;
+      loop.ranks = ranks;
+      loop.min_iterations = lo;
+      loop.max_iterations = hi;
+      loop.visits = visits;
+      std::sort(loop.sites.begin(), loop.sites.end());
+      out.push_back(std::move(loop));
+    } else if (comm) {
+      find_timesteps(n.loop->body, path, ranks, out);
+    }
+    path.pop_back();
+  }
+}
+
+}  // namespace
+
+std::vector<TimestepLoop> timestep_loops(const Trace& trace) {
+  std::vector<TimestepLoop> out;
+  std::vector<std::size_t> path;
+  find_timesteps(trace.nodes, path, RankList::range(0, trace.nranks), out);
+  return out;
+}
+
+}  // namespace scalatrace
