@@ -1,10 +1,15 @@
 // Communication matrices: from the compressed structure (one walk over the node tree) and by
 // brute force over concrete events (ground truth). See analysis.hpp for the attribution model.
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "scalatrace/analysis.hpp"
 #include "scalatrace/cursor.hpp"
@@ -223,16 +228,27 @@ CommTriplets finish_pairs(std::vector<std::pair<std::uint64_t, double>>& pairs,
   return t;
 }
 
+/// Memory per collected pair: the (key, value) entry, its triplet, and the copy of a fold.
+constexpr std::uint64_t kBytesPerPair = 40;
+
+std::string gib(std::uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return buf;
+}
+
 class PairCollector {
  public:
-  explicit PairCollector(std::int64_t nranks) : nranks_(static_cast<std::uint64_t>(nranks)) {}
+  PairCollector(std::int64_t nranks, std::uint64_t max_bytes)
+      : nranks_(static_cast<std::uint64_t>(nranks)),
+        limit_(std::max<std::uint64_t>(max_bytes / kBytesPerPair, 1024)) {}
   PairSink sink() {
     return [this](std::int64_t s, std::int64_t d, double v) {
       if (v == 0) return;
-      if (pairs_.size() >= kLimit)
-        throw UsageError(
-            "communication matrix has too many entries to collect (over 2^30 pairs); "
-            "restrict the kind (e.g. p2p) or analyse a smaller trace");
+      if (pairs_.size() >= limit_)
+        throw UsageError("the communication matrix has more entries than fit the memory limit (" +
+                         std::to_string(limit_) + " pairs); restrict the kind (e.g. p2p) or "
+                         "analyse a smaller trace");
       pairs_.emplace_back(static_cast<std::uint64_t>(s) * nranks_ + static_cast<std::uint64_t>(d),
                           v);
       // Fold duplicates now and then so long loops of pairs stay bounded.
@@ -251,8 +267,8 @@ class PairCollector {
                           t.value[i]);
     next_fold_ = std::max<std::size_t>(2 * pairs_.size(), std::size_t{1} << 22);
   }
-  static constexpr std::size_t kLimit = std::size_t{1} << 30;
   std::uint64_t nranks_;
+  std::uint64_t limit_;
   std::vector<std::pair<std::uint64_t, double>> pairs_;
   std::size_t next_fold_ = std::size_t{1} << 22;
 };
@@ -297,7 +313,7 @@ void EventAttributor::add(const Event& e, const PairSink& sink) {
 }
 
 CommTriplets comm_matrix_by_expansion(const Trace& trace, Metric metric, CommKind kind) {
-  PairCollector out(trace.nranks);
+  PairCollector out(trace.nranks, matrix_memory_limit());
   auto sink = out.sink();
   for (std::int64_t r = 0; r < trace.nranks; ++r) {
     Cursor cursor(trace, r, TimingMode::None);
@@ -311,7 +327,7 @@ CommTriplets comm_matrix_of_recordings(const std::vector<RankRecording>& recs, M
                                        CommKind kind) {
   std::int64_t nranks = 0;
   for (const auto& r : recs) nranks = std::max({nranks, r.nranks, r.rank + 1});
-  PairCollector out(nranks);
+  PairCollector out(nranks, matrix_memory_limit());
   auto sink = out.sink();
   for (const auto& rec : recs) {
     EventAttributor attr(rec.rank, nranks, &rec.comms, metric, kind);
@@ -392,9 +408,62 @@ std::vector<CallGroup> call_groups(const EventNode& ev, const AltKey& key, std::
 
 }  // namespace
 
-CommTriplets comm_matrix_sparse(const Trace& trace, Metric metric, CommKind kind) {
+std::uint64_t matrix_memory_limit() {
+  constexpr std::uint64_t kDefault = std::uint64_t{8} << 30;
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return kDefault;
+  return std::min(kDefault, static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 2);
+}
+
+std::uint64_t collective_pair_bound(const Trace& trace, CommKind kind) {
+  if (!wants(kind, true)) return 0;
+  const auto P = static_cast<std::uint64_t>(std::max<std::int64_t>(trace.nranks, 0));
+  const std::uint64_t all_pairs = P * (P > 0 ? P - 1 : 0);
+  constexpr std::uint64_t kEnumerated = 4096;  // comm ids are small: more means "any"
+  std::set<std::int64_t> ids;
+  bool any_id = false;
+  TreeWalker walker(trace, [&](const EventNode& ev, const RankList&, ExecSource) {
+    if (!op_is_collective(ev.op) || ev.op == Op::Barrier || ev.op == Op::Ibarrier || any_id) return;
+    const ElasticValue& comm = ev.fields[static_cast<std::size_t>(Field::Comm)];
+    if (comm.empty()) ids.insert(0);  // field not stored: 0 = MPI_COMM_WORLD
+    for (const auto& [seq, ranks] : comm.alternatives)
+      for (const auto& block : seq.blocks())
+        for (const auto& run : block.runs) {
+          if (run.stride != 0 && run.count > kEnumerated) any_id = true;
+          for (std::uint64_t k = 0; k < std::min(run.count, kEnumerated) && !any_id; ++k)
+            ids.insert(run.first + run.stride * static_cast<std::int64_t>(k));
+          if (run.stride == 0) break;
+        }
+  });
+  walker.run();
+  if (any_id) return all_pairs;
+  std::uint64_t bound = 0;
+  for (std::int64_t id : ids) {
+    bool in_table = false;
+    for (const auto& e : trace.comms.entries) {
+      if (e.id != id) continue;
+      in_table = true;
+      const auto n = static_cast<std::uint64_t>(e.members.size());
+      bound += n * (n > 0 ? n - 1 : 0);
+      if (bound >= all_pairs) return all_pairs;
+    }
+    if (!in_table && id == 0) bound += all_pairs;  // WORLD without a table entry
+    if (bound >= all_pairs) return all_pairs;
+  }
+  return bound;
+}
+
+CommTriplets comm_matrix_sparse(const Trace& trace, Metric metric, CommKind kind,
+                                std::uint64_t max_bytes) {
   const std::int64_t P = trace.nranks;
-  PairCollector out(P);
+  const std::uint64_t bound = collective_pair_bound(trace, kind);
+  if (bound > max_bytes / kBytesPerPair)
+    throw UsageError(
+        "the collectives of this " + std::to_string(P) + "-rank trace can attribute traffic to up to " +
+        std::to_string(bound) + " (sender, receiver) pairs (about " + gib(bound * kBytesPerPair) +
+        " to collect), over the memory limit of " + gib(max_bytes) +
+        "; use kind=\"p2p\" for point-to-point traffic, or summary() for per-operation totals");
+  PairCollector out(P, max_bytes);
   auto sink = out.sink();
   PairEmitter emitter(trace.comms, P, metric);
   NodeKeys keys(P);
@@ -450,9 +519,10 @@ std::vector<double> comm_matrix(const Trace& trace, Metric metric, CommKind kind
                                 std::uint64_t max_bytes) {
   const auto P = static_cast<std::uint64_t>(trace.nranks);
   if (P != 0 && P * P > max_bytes / sizeof(double))
-    throw UsageError("a dense " + std::to_string(P) + " x " + std::to_string(P) +
-                     " matrix does not fit the memory limit; use the sparse form");
-  return comm_matrix_sparse(trace, metric, kind).to_dense();
+    throw UsageError("a dense " + std::to_string(P) + " x " + std::to_string(P) + " matrix (" +
+                     gib(P * P * sizeof(double)) + ") does not fit the memory limit of " +
+                     gib(max_bytes) + "; use the sparse form");
+  return comm_matrix_sparse(trace, metric, kind, max_bytes).to_dense();
 }
 
 }  // namespace scalatrace

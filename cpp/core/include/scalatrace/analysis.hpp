@@ -49,11 +49,21 @@ struct CommTriplets {
 //      Scan, Exscan           : member i -> member i + 1, Bytes (chain)
 //    One message per (sender, receiver) pair per call.
 
-/// Communication matrix from the compressed structure (one walk over the node tree).
-CommTriplets comm_matrix_sparse(const Trace& trace, Metric metric, CommKind kind);
+/// Default memory limit of the matrices: 8 GiB, or half the memory available now if less.
+std::uint64_t matrix_memory_limit();
+/// Upper bound of the distinct (src, dst) pairs the collectives of the trace (of `kind`) can
+/// produce, from the communicators they use (every member pair of each, capped at P(P-1)),
+/// computed without attributing anything.
+std::uint64_t collective_pair_bound(const Trace& trace, CommKind kind);
+/// Communication matrix from the compressed structure (one walk over the node tree). Throws
+/// UsageError before collecting anything if the collectives could produce more pairs than fit
+/// `max_bytes` (about 40 bytes each while collecting), and while collecting if the pairs
+/// outgrow it.
+CommTriplets comm_matrix_sparse(const Trace& trace, Metric metric, CommKind kind,
+                                std::uint64_t max_bytes = matrix_memory_limit());
 /// Dense P x P row-major form. Throws UsageError if P x P doubles would exceed `max_bytes`.
 std::vector<double> comm_matrix(const Trace& trace, Metric metric, CommKind kind,
-                                std::uint64_t max_bytes = std::uint64_t{8} << 30);
+                                std::uint64_t max_bytes = matrix_memory_limit());
 
 /// Brute force: the same model over one rank's concrete events in order (handle buffer
 /// tracked for persistent requests). `comms` resolves communicator ids for this rank.
