@@ -6,13 +6,13 @@
 
 namespace scalatrace::pmpi {
 
-void RequestTracker::created(MPI_Request handle, bool persistent) {
+void RequestTracker::created(MPI_Request handle, bool persistent, std::thread::id thread) {
   const std::uint64_t slot = slots_++;
-  if (handle != MPI_REQUEST_NULL) live_.push_back(Live{slot, handle, persistent});
+  if (handle != MPI_REQUEST_NULL) live_.push_back(Live{slot, handle, persistent, thread});
 }
 
 void RequestTracker::resolve(const MPI_Request* handles, int n,
-                             std::vector<std::int64_t>& offsets) {
+                             std::vector<std::int64_t>& offsets, std::thread::id thread) {
   offsets.clear();
   claimed_.assign(static_cast<std::size_t>(std::max(n, 0)), -1);
   for (auto& l : live_) l.remove = false;
@@ -24,12 +24,15 @@ void RequestTracker::resolve(const MPI_Request* handles, int n,
       continue;
     }
     if (taken.empty()) taken.assign(live_.size(), false);
-    long found = -1;
-    for (std::size_t k = 0; k < live_.size(); ++k)
+    long found = -1, other_thread = -1;
+    for (std::size_t k = 0; k < live_.size() && found < 0; ++k)
       if (live_[k].handle == h && !taken[k]) {
-        found = static_cast<long>(k);
-        break;
+        if (live_[k].thread == thread)
+          found = static_cast<long>(k);
+        else if (other_thread < 0)
+          other_thread = static_cast<long>(k);
       }
+    if (found < 0) found = other_thread;
     if (found < 0) {
       offsets.push_back(kUndefined);
       continue;
