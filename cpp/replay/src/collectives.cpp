@@ -42,7 +42,7 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
     case Op::Ibcast: {
       Payload p = types_.payload(e[Field::Bytes], e[Field::DtSize], Rounding::Nearest);
       void* buf = recv_pool_.get(p.buffer_bytes);
-      nb ? MPI_Ibcast(buf, p.count, p.type, root, c, req) : MPI_Bcast(buf, p.count, p.type, root, c);
+      nb ? MPI_Ibcast_c(buf, p.count, p.type, root, c, req) : MPI_Bcast_c(buf, p.count, p.type, root, c);
       return;
     }
     case Op::Reduce:
@@ -56,17 +56,17 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       Reduction r = types_.reduction(e[Field::Bytes], e[Field::DtSize], e[Field::RedOp]);
       void* s = send_pool_.get(r.payload.buffer_bytes);
       void* d = recv_pool_.get(r.payload.buffer_bytes);
-      const int k = r.payload.count;
+      const MPI_Count k = r.payload.count;
       const MPI_Datatype t = r.payload.type;
       switch (e.op) {
-        case Op::Reduce: MPI_Reduce(s, d, k, t, r.op, root, c); break;
-        case Op::Ireduce: MPI_Ireduce(s, d, k, t, r.op, root, c, req); break;
-        case Op::Allreduce: MPI_Allreduce(s, d, k, t, r.op, c); break;
-        case Op::Iallreduce: MPI_Iallreduce(s, d, k, t, r.op, c, req); break;
-        case Op::Scan: MPI_Scan(s, d, k, t, r.op, c); break;
-        case Op::Iscan: MPI_Iscan(s, d, k, t, r.op, c, req); break;
-        case Op::Exscan: MPI_Exscan(s, d, k, t, r.op, c); break;
-        default: MPI_Iexscan(s, d, k, t, r.op, c, req); break;
+        case Op::Reduce: MPI_Reduce_c(s, d, k, t, r.op, root, c); break;
+        case Op::Ireduce: MPI_Ireduce_c(s, d, k, t, r.op, root, c, req); break;
+        case Op::Allreduce: MPI_Allreduce_c(s, d, k, t, r.op, c); break;
+        case Op::Iallreduce: MPI_Iallreduce_c(s, d, k, t, r.op, c, req); break;
+        case Op::Scan: MPI_Scan_c(s, d, k, t, r.op, c); break;
+        case Op::Iscan: MPI_Iscan_c(s, d, k, t, r.op, c, req); break;
+        case Op::Exscan: MPI_Exscan_c(s, d, k, t, r.op, c); break;
+        default: MPI_Iexscan_c(s, d, k, t, r.op, c, req); break;
       }
       return;
     }
@@ -77,9 +77,9 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       void* s = send_pool_.get(r.payload.buffer_bytes * n);
       void* d = recv_pool_.get(r.payload.buffer_bytes);
       if (nb)
-        MPI_Ireduce_scatter_block(s, d, r.payload.count, r.payload.type, r.op, c, req);
+        MPI_Ireduce_scatter_block_c(s, d, r.payload.count, r.payload.type, r.op, c, req);
       else
-        MPI_Reduce_scatter_block(s, d, r.payload.count, r.payload.type, r.op, c);
+        MPI_Reduce_scatter_block_c(s, d, r.payload.count, r.payload.type, r.op, c);
       return;
     }
     case Op::Reduce_scatter:
@@ -127,14 +127,14 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       void* s = send_pool_.get(sp.buffer_bytes * (send_all ? n : 1));
       void* d = recv_pool_.get(rp.buffer_bytes * (recv_all ? n : 1));
       switch (e.op) {
-        case Op::Gather: MPI_Gather(s, sp.count, sp.type, d, rp.count, rp.type, root, c); break;
-        case Op::Igather: MPI_Igather(s, sp.count, sp.type, d, rp.count, rp.type, root, c, req); break;
-        case Op::Allgather: MPI_Allgather(s, sp.count, sp.type, d, rp.count, rp.type, c); break;
-        case Op::Iallgather: MPI_Iallgather(s, sp.count, sp.type, d, rp.count, rp.type, c, req); break;
-        case Op::Alltoall: MPI_Alltoall(s, sp.count, sp.type, d, rp.count, rp.type, c); break;
-        case Op::Ialltoall: MPI_Ialltoall(s, sp.count, sp.type, d, rp.count, rp.type, c, req); break;
-        case Op::Scatter: MPI_Scatter(s, sp.count, sp.type, d, rp.count, rp.type, root, c); break;
-        default: MPI_Iscatter(s, sp.count, sp.type, d, rp.count, rp.type, root, c, req); break;
+        case Op::Gather: MPI_Gather_c(s, sp.count, sp.type, d, rp.count, rp.type, root, c); break;
+        case Op::Igather: MPI_Igather_c(s, sp.count, sp.type, d, rp.count, rp.type, root, c, req); break;
+        case Op::Allgather: MPI_Allgather_c(s, sp.count, sp.type, d, rp.count, rp.type, c); break;
+        case Op::Iallgather: MPI_Iallgather_c(s, sp.count, sp.type, d, rp.count, rp.type, c, req); break;
+        case Op::Alltoall: MPI_Alltoall_c(s, sp.count, sp.type, d, rp.count, rp.type, c); break;
+        case Op::Ialltoall: MPI_Ialltoall_c(s, sp.count, sp.type, d, rp.count, rp.type, c, req); break;
+        case Op::Scatter: MPI_Scatter_c(s, sp.count, sp.type, d, rp.count, rp.type, root, c); break;
+        default: MPI_Iscatter_c(s, sp.count, sp.type, d, rp.count, rp.type, root, c, req); break;
       }
       return;
     }
@@ -149,16 +149,16 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       void* d = recv_pool_.get(rv.buffer_bytes);
       switch (e.op) {
         case Op::Gatherv:
-          MPI_Gatherv(s, sp.count, sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, root, c);
+          MPI_Gatherv(s, to_count(sp.count, "element count"), sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, root, c);
           break;
         case Op::Igatherv:
-          MPI_Igatherv(s, sp.count, sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, root, c, req);
+          MPI_Igatherv(s, to_count(sp.count, "element count"), sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, root, c, req);
           break;
         case Op::Allgatherv:
-          MPI_Allgatherv(s, sp.count, sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, c);
+          MPI_Allgatherv(s, to_count(sp.count, "element count"), sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, c);
           break;
         default:
-          MPI_Iallgatherv(s, sp.count, sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, c, req);
+          MPI_Iallgatherv(s, to_count(sp.count, "element count"), sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, c, req);
           break;
       }
       return;
@@ -171,9 +171,9 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       void* s = send_pool_.get(sv.buffer_bytes);
       void* d = recv_pool_.get(rp.buffer_bytes);
       if (nb)
-        MPI_Iscatterv(s, sv.counts.data(), sv.displs.data(), sv.type, d, rp.count, rp.type, root, c, req);
+        MPI_Iscatterv(s, sv.counts.data(), sv.displs.data(), sv.type, d, to_count(rp.count, "element count"), rp.type, root, c, req);
       else
-        MPI_Scatterv(s, sv.counts.data(), sv.displs.data(), sv.type, d, rp.count, rp.type, root, c);
+        MPI_Scatterv(s, sv.counts.data(), sv.displs.data(), sv.type, d, to_count(rp.count, "element count"), rp.type, root, c);
       return;
     }
     case Op::Alltoallv:

@@ -64,6 +64,12 @@ int to_count(std::int64_t value, const char* what) {
   return static_cast<int>(value);
 }
 
+MPI_Count to_large_count(std::int64_t value, const char* what) {
+  if (value < 0)
+    throw UsageError(std::string(what) + " " + std::to_string(value) + " is negative");
+  return static_cast<MPI_Count>(value);
+}
+
 std::int64_t Datatypes::scaled(std::int64_t bytes, Rounding rounding) const {
   if (bytes <= 0) return 0;
   if (scale_ == 1.0) return bytes;
@@ -97,12 +103,12 @@ Payload Datatypes::payload(std::int64_t bytes, std::int64_t dtsize, Rounding rou
   if (bytes < 0) bytes = 0;
   if (scale_ == 1.0 && dtsize > 1 && bytes % dtsize == 0) {
     p.type = contiguous(dtsize);
-    p.count = to_count(bytes / dtsize, "element count");
+    p.count = to_large_count(bytes / dtsize, "element count");
     p.buffer_bytes = static_cast<std::size_t>(bytes);
   } else {
     std::int64_t b = scaled(bytes, rounding);
     p.type = MPI_BYTE;
-    p.count = to_count(b, "message size");
+    p.count = to_large_count(b, "message size");
     p.buffer_bytes = static_cast<std::size_t>(b);
   }
   return p;
@@ -136,7 +142,7 @@ Reduction Datatypes::reduction(std::int64_t bytes, std::int64_t dtsize, std::int
   if (op != MPI_OP_NULL && type != MPI_DATATYPE_NULL) {
     r.op = op;
     r.payload.type = type;
-    r.payload.count = to_count(b / dtsize, "element count");
+    r.payload.count = to_large_count(b / dtsize, "element count");
     r.payload.buffer_bytes = static_cast<std::size_t>(r.payload.count) * extent_of(type);
     return r;
   }

@@ -19,7 +19,7 @@ namespace scalatrace::replay {
 enum class Rounding { Down, Up, Nearest };
 
 struct Payload {
-  int count = 0;
+  MPI_Count count = 0;  ///< MPI-4 large count: replayed with the MPI_*_c calls
   MPI_Datatype type = MPI_BYTE;
   std::size_t buffer_bytes = 0;  ///< bytes of buffer count elements span
 };
@@ -64,5 +64,8 @@ class Datatypes {
 
 /// Checked conversion of an element count to int (throws UsageError).
 int to_count(std::int64_t value, const char* what);
+/// Checked conversion of an element count to MPI_Count (MPI-4 large counts; throws UsageError
+/// if negative).
+MPI_Count to_large_count(std::int64_t value, const char* what);
 
 }  // namespace scalatrace::replay

@@ -215,51 +215,56 @@ void Replayer::point_to_point(const Event& e) {
   const bool sends = kind == OpKind::BlockingSend || kind == OpKind::NonblockingSend ||
                      kind == OpKind::PersistentSend;
   Payload p = types_.payload(e[Field::Bytes], e[Field::DtSize], sends ? Rounding::Down : Rounding::Up);
-  void* sbuf = send_pool_.get(p.buffer_bytes);
-  void* rbuf = recv_pool_.get(p.buffer_bytes);
-  if (e.op == Op::Bsend || e.op == Op::Ibsend || e.op == Op::Bsend_init) ensure_bsend(p.buffer_bytes);
+  // MPI transfers nothing to or from MPI_PROC_NULL: no buffer of the recorded size is needed
+  // (a 3 GiB message to MPI_PROC_NULL replays without allocating 3 GiB).
+  const auto span = [](const Payload& q, int to) { return to == MPI_PROC_NULL ? 0 : q.buffer_bytes; };
+  void* sbuf = send_pool_.get(span(p, peer));
+  void* rbuf = recv_pool_.get(span(p, peer));
+  if (e.op == Op::Bsend || e.op == Op::Ibsend || e.op == Op::Bsend_init) ensure_bsend(span(p, peer));
 
   switch (e.op) {
-    case Op::Send: MPI_Send(sbuf, p.count, p.type, peer, tag, c); return;
-    case Op::Bsend: MPI_Bsend(sbuf, p.count, p.type, peer, tag, c); return;
-    case Op::Ssend: MPI_Ssend(sbuf, p.count, p.type, peer, tag, c); return;
-    case Op::Rsend: MPI_Rsend(sbuf, p.count, p.type, peer, tag, c); return;
-    case Op::Recv: MPI_Recv(rbuf, p.count, p.type, peer, tag, c, MPI_STATUS_IGNORE); return;
+    case Op::Send: MPI_Send_c(sbuf, p.count, p.type, peer, tag, c); return;
+    case Op::Bsend: MPI_Bsend_c(sbuf, p.count, p.type, peer, tag, c); return;
+    case Op::Ssend: MPI_Ssend_c(sbuf, p.count, p.type, peer, tag, c); return;
+    case Op::Rsend: MPI_Rsend_c(sbuf, p.count, p.type, peer, tag, c); return;
+    case Op::Recv: MPI_Recv_c(rbuf, p.count, p.type, peer, tag, c, MPI_STATUS_IGNORE); return;
     case Op::Sendrecv: {
       Payload r = types_.payload(e[Field::Bytes2], e[Field::DtSize2], Rounding::Up);
-      rbuf = recv_pool_.get(r.buffer_bytes);
-      MPI_Sendrecv(sbuf, p.count, p.type, peer, tag, rbuf, r.count, r.type,
-                   peer_of(comm, e[Field::Peer2]), tag_of(e[Field::Tag2]), c, MPI_STATUS_IGNORE);
+      const int source = peer_of(comm, e[Field::Peer2]);
+      rbuf = recv_pool_.get(span(r, source));
+      MPI_Sendrecv_c(sbuf, p.count, p.type, peer, tag, rbuf, r.count, r.type,
+                   source, tag_of(e[Field::Tag2]), c, MPI_STATUS_IGNORE);
       return;
     }
     case Op::Sendrecv_replace: {
       // One buffer both ways: size it for the larger of the two recorded counts.
       std::int64_t bytes = std::max(e[Field::Bytes], e[Field::Bytes2]);
       Payload r = types_.payload(bytes, e[Field::DtSize], Rounding::Nearest);
-      rbuf = recv_pool_.get(r.buffer_bytes);
-      MPI_Sendrecv_replace(rbuf, r.count, r.type, peer, tag, peer_of(comm, e[Field::Peer2]),
+      const int source = peer_of(comm, e[Field::Peer2]);
+      rbuf = recv_pool_.get(peer == MPI_PROC_NULL && source == MPI_PROC_NULL ? 0 : r.buffer_bytes);
+      MPI_Sendrecv_replace_c(rbuf, r.count, r.type, peer, tag, source,
                            tag_of(e[Field::Tag2]), c, MPI_STATUS_IGNORE);
       return;
     }
-    case Op::Isend: MPI_Isend(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
-    case Op::Ibsend: MPI_Ibsend(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
-    case Op::Issend: MPI_Issend(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
-    case Op::Irsend: MPI_Irsend(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
-    case Op::Irecv: MPI_Irecv(rbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
+    case Op::Isend: MPI_Isend_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
+    case Op::Ibsend: MPI_Ibsend_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
+    case Op::Issend: MPI_Issend_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
+    case Op::Irsend: MPI_Irsend_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
+    case Op::Irecv: MPI_Irecv_c(rbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
     case Op::Send_init:
-      MPI_Send_init(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
+      MPI_Send_init_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
       return;
     case Op::Bsend_init:
-      MPI_Bsend_init(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
+      MPI_Bsend_init_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
       return;
     case Op::Ssend_init:
-      MPI_Ssend_init(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
+      MPI_Ssend_init_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
       return;
     case Op::Rsend_init:
-      MPI_Rsend_init(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
+      MPI_Rsend_init_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
       return;
     case Op::Recv_init:
-      MPI_Recv_init(rbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
+      MPI_Recv_init_c(rbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
       return;
     case Op::Probe: MPI_Probe(peer, tag, c, MPI_STATUS_IGNORE); return;
     case Op::Iprobe: {
