@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #if SCALATRACE_HAVE_TREE_MERGE
@@ -161,9 +162,13 @@ void Recorder::begin(bool at_init) {
     try {
       std::error_code ec;
       std::filesystem::create_directories(settings.raw_dir, ec);
+      if (ec)  // the reason (e.g. permission denied), not the later "no such file" of the open
+        throw std::runtime_error("cannot create the directory " + settings.raw_dir + ": " +
+                                 ec.message());
       raw_path_ = (std::filesystem::path(settings.raw_dir) / raw_file_name(rank)).string();
       raw_.open(raw_path_, rank, nranks);
     } catch (const std::exception& e) {
+      raw_failed_ = true;
       warn(std::string("SCALATRACE_RAW: ") + e.what() + "; continuing without raw stream");
     }
   }
@@ -205,8 +210,9 @@ void Recorder::append(Event& e, std::uint64_t start_ns, std::uint64_t end_ns) {
     try {
       raw_.append(e);
     } catch (const std::exception& ex) {
-      warn(std::string("raw stream ") + raw_path_ + ": " + ex.what() +
-           "; continuing without raw stream");
+      raw_failed_ = true;
+      raw_.abandon();
+      warn(std::string("raw stream not written: ") + ex.what());
     }
   }
   if (compressor_) {
@@ -231,15 +237,15 @@ void Recorder::end(const char* why) {
   if (raw_.is_open()) {
     try {
       raw_.close(metadata(why), sites, comms.table(), names_);
-      if (rank == 0 && !settings.quiet)
-        std::fprintf(stderr, "scalatrace: raw streams written to %s (rank 0: %llu events)\n",
-                     settings.raw_dir.c_str(), static_cast<unsigned long long>(events_));
     } catch (const std::exception& ex) {
-      warn(std::string("raw stream ") + raw_path_ + ": " + ex.what());
+      raw_failed_ = true;
+      raw_.abandon();
+      warn(std::string("raw stream not written: ") + ex.what());
     }
   }
   const bool at_exit = std::string(why) == "exit";
   const bool in_step = at_exit && wait_for_all_ranks();
+  if (!settings.raw_dir.empty()) report_raw_streams(std::string(why) == "MPI_Finalize" || in_step);
   const bool merging = compressor_ != nullptr;
   write_compressed(why, in_step);
   // A rank leaving the merge early would get rank 0 killed (hydra) before it wrote the file.
@@ -247,6 +253,28 @@ void Recorder::end(const char* why) {
   // Every rank has flushed and is exiting: finalize for the program, so that the process
   // manager sees a clean end instead of killing the ranks that exit last (exit code 9).
   if (in_step) PMPI_Finalize();
+}
+
+// Every rank reports its own failure (warn, above); rank 0 says "written" only for what was:
+// when the ranks are in step it counts the failed ranks over the private communicator,
+// otherwise it speaks for its own stream only.
+void Recorder::report_raw_streams(bool ranks_in_step) {
+  int failed = raw_failed_ ? 1 : 0;
+  int failed_ranks = failed;
+  const bool counted =
+      ranks_in_step && sync_comm_ != MPI_COMM_NULL &&
+      PMPI_Reduce(&failed, &failed_ranks, 1, MPI_INT, MPI_SUM, 0, sync_comm_) == MPI_SUCCESS;
+  if (rank != 0 || settings.quiet) return;
+  if (counted && failed_ranks == 0)
+    std::fprintf(stderr, "scalatrace: raw streams of all %d ranks written to %s (rank 0: %llu events)\n",
+                 nranks, settings.raw_dir.c_str(), static_cast<unsigned long long>(events_));
+  else if (counted)
+    warn("raw streams in " + settings.raw_dir + ": " + std::to_string(failed_ranks) + " of " +
+         std::to_string(nranks) + " ranks could not write theirs (see their messages)");
+  else if (!raw_failed_)
+    std::fprintf(stderr, "scalatrace: raw stream of rank 0 written to %s (%llu events; other "
+                 "ranks report their own failures)\n",
+                 settings.raw_dir.c_str(), static_cast<unsigned long long>(events_));
 }
 
 bool Recorder::wait_for_all_ranks() {
@@ -291,8 +319,16 @@ void Recorder::write_compressed(const char* why, bool ranks_in_step) {
   Trace local = make_rank_trace(rank, nranks, compressor->finish(), sites, comms.table(), names_);
   local.metadata = metadata(why);
   const TreeMergeResult result = merge_over_tree_and_write(std::move(local), settings.out);
-  if (!result.error.empty())
-    warn("compressed trace " + settings.out + ": " + result.error);
+  // Errors about the file itself start with its path; others get it prepended.
+  const std::string& out = settings.out;
+  const std::string about_file =
+      result.error.starts_with(out) ? result.error : out + ": " + result.error;
+  if (!result.error.empty() && rank != 0)
+    warn("compressed trace " + out + ": this rank's part could not be merged: " + result.error);
+  else if (!result.error.empty() && result.wrote)
+    warn("compressed trace written but incomplete: " + about_file);
+  else if (!result.error.empty())
+    warn("compressed trace not written: " + about_file);
   else if (rank == 0 && result.wrote && !settings.quiet)
     std::fprintf(stderr, "scalatrace: compressed trace written to %s (merge %.3f s)\n",
                  settings.out.c_str(), result.seconds);

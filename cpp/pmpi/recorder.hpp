@@ -61,11 +61,14 @@ class Recorder {
   /// others before they flushed. True if all ranks arrived.
   bool wait_for_all_ranks();
   std::map<std::string, std::string> metadata(const char* why) const;
+  /// Rank 0's summary of the raw streams (collective over sync_comm_ when ranks_in_step).
+  void report_raw_streams(bool ranks_in_step);
 
   std::vector<std::string> names_;
   std::unordered_map<const char*, std::int64_t> name_ids_;
   RawWriter raw_;
   std::string raw_path_;
+  bool raw_failed_ = false;  ///< this rank's raw stream could not be (completely) written
   std::uint64_t events_ = 0;
   std::uint64_t last_end_ns_ = 0;
   std::map<std::string, std::string> start_metadata_;

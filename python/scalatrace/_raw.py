@@ -10,7 +10,6 @@ import numpy as np
 
 from . import _core
 from ._summary import comm_triplets_to_output
-from .errors import TraceFormatError
 
 if TYPE_CHECKING:
     import scipy.sparse
@@ -89,11 +88,9 @@ def read_raw(path: str | os.PathLike[str]) -> RawRecording:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no raw recording at {p}")
-    try:
-        if p.is_dir():
-            recs: Any = _core.read_raw_dir(str(p))
-        else:
-            recs = [_core.read_raw(str(p))]
-    except TraceFormatError as e:
-        raise TraceFormatError(f"{p}: {e}") from None
+    # The core's messages name the file (or directory) concerned.
+    if p.is_dir():
+        recs: Any = _core.read_raw_dir(str(p))
+    else:
+        recs = [_core.read_raw(str(p))]
     return RawRecording(list(recs), p)

@@ -12,7 +12,6 @@ import numpy as np
 
 from . import _core
 from ._summary import SummaryTable, TimestepLoop, comm_triplets_to_output
-from .errors import TraceFormatError
 
 if TYPE_CHECKING:
     import scipy.sparse
@@ -450,8 +449,5 @@ def load(path: str | os.PathLike[str]) -> Trace:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"no trace file at {p}")
-    try:
-        core = _core.read_trace_file(str(p))
-    except TraceFormatError as e:
-        raise TraceFormatError(f"{p}: {e}") from None
+    core = _core.read_trace_file(str(p))  # the core's messages name the file
     return Trace(core, p)

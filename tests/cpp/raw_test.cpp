@@ -201,8 +201,9 @@ TEST_F(RawTest, UnfinishedStreamIsRejected) {
     RawWriter w;
     w.open(path("u.straw"), 0, 1);
     w.append(Event{});
-  }  // destroyed without close(): events kept, no trailer
-  EXPECT_GT(fs::file_size(path("u.straw")), 0u);
+  }  // destroyed without close(): nothing appears under the name, no temporary file is left
+  EXPECT_FALSE(fs::exists(path("u.straw")));
+  EXPECT_TRUE(fs::is_empty(dir_));
   EXPECT_THROW(read_raw(path("u.straw")), FormatError);
 }
 

@@ -5,12 +5,12 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <unordered_map>
 
 #include "scalatrace/errors.hpp"
+#include "scalatrace/safe_file.hpp"
+#include "scalatrace/trace_validation.hpp"
 
 namespace scalatrace {
 namespace {
@@ -98,9 +98,10 @@ class Writer {
   void fixed(std::uint64_t v, int bytes) {
     for (int i = 0; i < bytes; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
   }
-  void str(const std::string& s) {
-    uv(s.size());
-    out_ += s;
+  void str(const std::string& s) {  // text is stored as UTF-8 (ill-formed bytes -> U+FFFD)
+    const std::string text = to_valid_utf8(s);
+    uv(text.size());
+    out_ += text;
   }
   void raw(std::string_view s) { out_ += s; }
   std::string& data() { return out_; }
@@ -314,6 +315,7 @@ class Reader {
   std::string str(const char* what) {
     std::size_t n = count(what);
     std::string s(data_.substr(pos_, n));
+    if (!is_valid_utf8(s)) fail(std::string(what) + " is not valid UTF-8");
     pos_ += n;
     return s;
   }
@@ -832,27 +834,19 @@ Trace decode_trace(std::string_view bytes) {
 }
 
 void write_trace_file(const Trace& trace, const std::string& path) {
-  std::string bytes = encode_trace(trace);
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error("cannot create trace file " + tmp);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) throw Error("cannot write trace file " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error("cannot rename " + tmp + " to " + path);
-  }
+  write_file_safely(path, encode_trace(trace));
+}
+
+Trace decode_trace_checked(std::string_view bytes) {
+  Trace trace = decode_trace(bytes);
+  validate_trace(trace, default_walk_budget(bytes.size()));
+  return trace;
 }
 
 Trace read_trace_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot open trace file " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
+  const std::string bytes = read_regular_file(path, "trace file");
   try {
-    return decode_trace(ss.str());
+    return decode_trace_checked(bytes);
   } catch (const FormatError& e) {
     throw FormatError(path + ": " + e.what());
   }

@@ -3,14 +3,12 @@
 #include "scalatrace/raw.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <set>
 
 #include "scalatrace/errors.hpp"
+#include "scalatrace/trace_validation.hpp"
 
 namespace scalatrace {
 namespace {
@@ -42,9 +40,10 @@ void put_u(std::string& out, std::uint64_t v) {
 void put_s(std::string& out, std::int64_t v) {
   put_u(out, (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63));
 }
-void put_str(std::string& out, const std::string& s) {
-  put_u(out, s.size());
-  out += s;
+void put_str(std::string& out, const std::string& s) {  // stored as UTF-8 (ill-formed -> U+FFFD)
+  const std::string text = to_valid_utf8(s);
+  put_u(out, text.size());
+  out += text;
 }
 // Pointer-based encoders for the per-event hot path (the caller reserved enough room).
 char* enc_u(char* p, std::uint64_t v) {
@@ -102,6 +101,7 @@ class Decoder {
   std::string str(const char* what) {
     const std::size_t n = count(what);
     std::string out = data_.substr(pos_, n);
+    if (!is_valid_utf8(out)) fail(std::string(what) + " is not valid UTF-8");
     pos_ += n;
     return out;
   }
@@ -145,32 +145,21 @@ Event decode_event(Decoder& d) {
     }
   e.compute_ns = d.u();
   e.duration_ns = d.u();
+  try {
+    validate_event_values(e);
+  } catch (const FormatError& ex) {
+    d.fail(ex.what());
+  }
   return e;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FormatError(path + ": cannot open raw stream: " + std::strerror(errno));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw FormatError(path + ": read error");
-  return data;
 }
 
 }  // namespace
 
-RawWriter::~RawWriter() {
-  if (file_) {
-    // Never closed: keep what was recorded, without trailer (readers reject the file as
-    // truncated, which is what it is).
-    std::fwrite(buffer_.data(), 1, buffer_.size(), file_);
-    std::fclose(file_);
-  }
-}
+RawWriter::~RawWriter() = default;  // an unclosed stream is removed, never left half-written
 
 void RawWriter::open(const std::string& path, std::int64_t rank, std::int64_t nranks) {
   if (file_) throw UsageError("RawWriter::open: already open");
-  file_ = std::fopen(path.c_str(), "wb");
-  if (!file_) throw Error("cannot create raw stream " + path + ": " + std::strerror(errno));
+  file_ = std::make_unique<SafeFileWriter>(path);
   buffer_.clear();
   events_ = 0;
   hash_ = kFnvOffset;
@@ -182,14 +171,14 @@ void RawWriter::open(const std::string& path, std::int64_t rank, std::int64_t nr
 
 void RawWriter::flush_buffer() {
   hash_ = fnv1a(hash_, buffer_.data(), buffer_.size());
-  const std::size_t n = std::fwrite(buffer_.data(), 1, buffer_.size(), file_);
-  const bool ok = n == buffer_.size();
-  buffer_.clear();
-  if (!ok) {
-    std::fclose(file_);
-    file_ = nullptr;
-    throw Error(std::string("writing raw stream failed: ") + std::strerror(errno));
+  try {
+    file_->write(buffer_);
+  } catch (...) {
+    file_.reset();
+    buffer_.clear();
+    throw;
   }
+  buffer_.clear();
 }
 
 void RawWriter::append(const Event& e) {
@@ -261,17 +250,29 @@ void RawWriter::close(const std::map<std::string, std::string>& metadata,
   for (const auto& n : names) put_str(buffer_, n);
   hash_ = fnv1a(hash_, buffer_.data(), buffer_.size());
   put_fixed(buffer_, hash_, 8);
-  const std::size_t n = std::fwrite(buffer_.data(), 1, buffer_.size(), file_);
+  std::unique_ptr<SafeFileWriter> file = std::move(file_);
+  file->write(buffer_);
   buffer_.clear();
-  const bool ok = n > 0 && std::fflush(file_) == 0;
-  const bool closed = std::fclose(file_) == 0;
-  file_ = nullptr;
-  if (!ok || !closed) throw Error(std::string("writing raw stream failed: ") + std::strerror(errno));
+  file->commit();
 }
 
 RankRecording read_raw(const std::string& path) {
-  const std::string data = read_file(path);
+  std::string data;
+  try {
+    data = read_regular_file(path, "raw stream");
+  } catch (const FormatError&) {
+    throw;
+  } catch (const Error& e) {
+    throw FormatError(e.what());
+  }
+  return decode_raw(data, path);
+}
+
+RankRecording decode_raw(const std::string& data, const std::string& path) {
   Decoder d(data, path);
+  if (data.empty())
+    throw FormatError(path + ": empty raw stream: the rank's recording never finished (it was "
+                      "killed, or its disk was full)");
   if (data.size() < sizeof kMagic || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
     d.fail("bad magic (expected a .straw file)");
   if (data.size() < sizeof kMagic + 4 + 8) d.fail("truncated");
@@ -307,10 +308,10 @@ RankRecording read_raw(const std::string& path) {
   }
   if (d.u() != rec.events.size()) d.fail("event count in trailer does not match the events");
   for (std::size_t n = d.count("metadata"); n > 0; --n) {
-    std::string k = d.str("string");
-    rec.metadata[k] = d.str("string");
+    std::string k = d.str("metadata key");
+    rec.metadata[k] = d.str("metadata value");
   }
-  for (std::size_t n = d.count("module"); n > 0; --n) rec.sites.modules.push_back(d.str("string"));
+  for (std::size_t n = d.count("module"); n > 0; --n) rec.sites.modules.push_back(d.str("module path"));
   for (std::size_t n = d.count("call site"); n > 0; --n) {
     CallSite site;
     for (std::size_t f = d.count("frame"); f > 0; --f) {
@@ -322,8 +323,8 @@ RankRecording read_raw(const std::string& path) {
       site.frames.push_back(fr);
     }
     site.hash = signature_hash(site.frames);
-    site.symbol = d.str("string");
-    site.location = d.str("string");
+    site.symbol = d.str("symbol");
+    site.location = d.str("location");
     rec.sites.sites.push_back(std::move(site));
   }
   for (std::size_t n = d.count("communicator"); n > 0; --n) {
@@ -338,7 +339,7 @@ RankRecording read_raw(const std::string& path) {
     c.members = RankList::from_sequence(members);
     rec.comms.entries.push_back(std::move(c));
   }
-  for (std::size_t n = d.count("name"); n > 0; --n) rec.names.push_back(d.str("string"));
+  for (std::size_t n = d.count("name"); n > 0; --n) rec.names.push_back(d.str("function name"));
   if (d.remaining() != 8) d.fail("unexpected bytes after the tables");
 
   for (const Event& e : rec.events) {
@@ -356,13 +357,21 @@ std::vector<RankRecording> read_raw_dir(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw FormatError(dir + ": not a directory of raw streams");
   std::vector<RankRecording> out;
+  std::set<std::string> unfinished;  // temporary files of streams still (or never) being written
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.size() > 11 && name.starts_with("rank-") && name.ends_with(".straw"))
       out.push_back(read_raw(entry.path().string()));
+    else if (name.starts_with(".rank-") && name.ends_with(".tmp"))
+      unfinished.insert(name.substr(1, name.find(".straw.") + 5));
   }
-  if (ec) throw FormatError(dir + ": cannot list: " + ec.message());
-  if (out.empty()) throw FormatError(dir + ": no rank-*.straw files");
+  if (ec) throw FormatError(dir + ": cannot list the directory: " + ec.message());
+  const std::string unfinished_note =
+      unfinished.empty() ? ""
+                         : " (unfinished temporary files for " + *unfinished.begin() +
+                               (unfinished.size() > 1 ? " and others" : "") +
+                               ": those ranks were killed before finishing their recording)";
+  if (out.empty()) throw FormatError(dir + ": no rank-*.straw files" + unfinished_note);
   std::sort(out.begin(), out.end(),
             [](const RankRecording& a, const RankRecording& b) { return a.rank < b.rank; });
   const std::int64_t n = out.front().nranks;
@@ -379,7 +388,7 @@ std::vector<RankRecording> read_raw_dir(const std::string& dir) {
     for (std::int64_t r = 0; r < n && missing.size() < 200; ++r)
       if (!seen.count(r)) missing += " " + raw_file_name(r);
     throw FormatError(dir + ": incomplete set of raw streams: " + std::to_string(out.size()) +
-                      " of " + std::to_string(n) + " ranks; missing" + missing);
+                      " of " + std::to_string(n) + " ranks; missing" + missing + unfinished_note);
   }
   return out;
 }

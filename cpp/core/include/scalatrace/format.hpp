@@ -14,7 +14,13 @@ std::string encode_trace(const Trace& trace);
 /// Throws FormatError with a message naming what is wrong (truncated, bad magic, version,
 /// checksum, out-of-range ids, implausible sizes). Never allocates beyond the input's size.
 Trace decode_trace(std::string_view bytes);
+/// decode_trace, then validate_trace (trace_validation.hpp) within the default walk budget:
+/// what read_trace_file does after reading the file. Throws FormatError.
+Trace decode_trace_checked(std::string_view bytes);
+/// Writes through a SafeFileWriter (safe_file.hpp): unique temporary file, fsync, rename;
+/// refuses to replace anything that is not a regular file. Throws Error with the reason.
 void write_trace_file(const Trace& trace, const std::string& path);
+/// Reads, decodes and validates; FormatError messages start with the path (once).
 Trace read_trace_file(const std::string& path);
 
 }  // namespace scalatrace
