@@ -5,7 +5,10 @@ PY := $(VENV)/bin/python
 BUILD_DIR := build/py
 export SCALATRACE_BUILD_DIR := $(abspath $(BUILD_DIR))
 
-.PHONY: all build demo test system venv clean
+ASAN_DIR := build/asan
+CCACHE := $(shell command -v ccache 2>/dev/null)
+
+.PHONY: all build demo test sanitize system venv clean
 
 all: build
 
@@ -24,9 +27,20 @@ build: venv
 	$(PY) -m pip install -q --no-build-isolation --no-deps \
 	  -C build-dir=$(BUILD_DIR) -C cmake.define.SCALATRACE_BUILD_TESTS=ON .
 
-test: build
+test: build sanitize
 	cd $(BUILD_DIR) && $(abspath $(VENV))/bin/ctest --output-on-failure -j2
 	$(PY) -m pytest -q tests/py
+
+# The core's GoogleTest suites under AddressSanitizer + UndefinedBehaviorSanitizer: a separate
+# small build (core and tests only, no MPI/Python; ccache when available).
+sanitize: venv
+	$(VENV)/bin/cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja \
+	  -DSCALATRACE_CORE_ONLY=ON -DSCALATRACE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+	  -DCMAKE_CXX_FLAGS=-O1 $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE))
+	$(VENV)/bin/cmake --build $(ASAN_DIR) -j2
+	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(abspath $(VENV))/bin/ctest --output-on-failure -j2
 
 demo: build
 	$(PY) -m scalatrace.demo
