@@ -64,6 +64,11 @@ RankRecording sample(std::int64_t rank, std::int64_t nranks, int events) {
       const auto n = rng() % 4;
       for (std::uint64_t k = 0; k < n; ++k) a.push_back(static_cast<std::int64_t>(rng() % 100) - 50);
     }
+    // Byte counts and datatype sizes are never negative (the reader rejects them).
+    for (Field f : {Field::Bytes, Field::DtSize, Field::Bytes2, Field::DtSize2})
+      if (e[f] < 0) e[f] = e[f] == INT64_MIN ? 1 : -e[f];
+    for (ArrayField f : {ArrayField::SendCounts, ArrayField::RecvCounts})
+      for (auto& v : e[f]) v = v < 0 ? -v : v;
     e.compute_ns = rng() % 100000;
     e.duration_ns = rng();
     rec.events.push_back(e);
