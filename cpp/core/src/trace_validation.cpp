@@ -186,7 +186,7 @@ void validate_trace(const Trace& trace, std::uint64_t walk_budget) {
 }
 
 std::uint64_t default_walk_budget(std::uint64_t file_bytes) {
-  constexpr std::uint64_t kMinimum = 100'000, kMaximum = 4'000'000;
+  constexpr std::uint64_t kMinimum = 100'000, kMaximum = 1'000'000;
   return std::clamp<std::uint64_t>(4 * file_bytes, kMinimum, kMaximum);
 }
 
