@@ -25,7 +25,8 @@ venv: system $(VENV)/.deps-stamp
 
 build: venv
 	$(PY) -m pip install -q --no-build-isolation --no-deps \
-	  -C build-dir=$(BUILD_DIR) -C cmake.define.SCALATRACE_BUILD_TESTS=ON .
+	  -C build-dir=$(BUILD_DIR) -C cmake.build-type=RelWithDebInfo \
+	  -C cmake.define.SCALATRACE_BUILD_TESTS=ON .
 
 test: build sanitize
 	cd $(BUILD_DIR) && $(abspath $(VENV))/bin/ctest --output-on-failure -j2

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <string>
 #include <vector>
 
 namespace py = pybind11;
@@ -15,6 +16,10 @@ void register_trace(py::module_& m);
 void register_events(py::module_& m);
 void register_analysis(py::module_& m);
 void register_raw(py::module_& m);
+void register_frames(py::module_& m);
+
+/// Raises scalatrace.errors.UnknownNameError (a UsageError and a KeyError) with `message`.
+[[noreturn]] void throw_unknown_name(const std::string& message);
 
 /// A Python list of references to the elements of `items`, kept alive by `parent`.
 template <class T>
@@ -39,6 +44,7 @@ py::array_t<T> to_numpy(std::vector<T>&& v) {
 
 /// One row of a rank table (NumPy structured array built in C++).
 struct RankTableRow {
+  std::int64_t rank;  ///< world rank whose event this is
   std::uint16_t op;
   std::int64_t peer;  ///< absolute world rank; -1 none / wildcard, -2 MPI_PROC_NULL
   std::int64_t bytes;
@@ -53,17 +59,26 @@ struct RankTableRow {
 class RankTableBuilder {
  public:
   RankTableBuilder(std::int64_t rank, std::int64_t nranks, const scalatrace::CommTable& comms)
-      : rank_(rank), nranks_(nranks), comms_(comms) {}
+      : rank_(rank), nranks_(nranks), comms_(&comms) {}
+  /// Following rows belong to `rank` (one builder can collect several ranks' events).
+  void set_rank(std::int64_t rank) { rank_ = rank; }
+  /// Following rows resolve communicators in `comms` (raw recordings: the rank's own table).
+  void set_comms(const scalatrace::CommTable& comms) { comms_ = &comms; }
+  std::size_t size() const { return rows_.size(); }
   void add(const scalatrace::Event& e);
   py::array finish();
 
  private:
   std::int64_t rank_, nranks_;
-  const scalatrace::CommTable& comms_;
+  const scalatrace::CommTable* comms_;
   std::vector<RankTableRow> rows_;
 };
 
+#include "scalatrace/cursor.hpp"
 #include "scalatrace/trace.hpp"
+
+/// "mean" / "sample" / "none" -> TimingMode (UsageError otherwise).
+scalatrace::TimingMode parse_timing_mode(const std::string& timing);
 
 // LoopNode holds std::vector<Node> (move-only elements) but looks copyable to type traits.
 namespace pybind11::detail {

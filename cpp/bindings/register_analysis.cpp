@@ -1,5 +1,6 @@
 // Analyses: communication matrices (dense / sparse), summaries, timestep loops.
 #include "bindings.hpp"
+#include "scalatrace/errors.hpp"
 #include "scalatrace/analysis.hpp"
 
 using namespace scalatrace;
@@ -9,13 +10,13 @@ namespace {
 Metric parse_metric(const std::string& s) {
   if (s == "bytes") return Metric::Bytes;
   if (s == "messages") return Metric::Messages;
-  throw py::value_error("metric must be 'bytes' or 'messages', not '" + s + "'");
+  throw UsageError("metric must be 'bytes' or 'messages', not '" + s + "'");
 }
 CommKind parse_kind(const std::string& s) {
   if (s == "p2p") return CommKind::PointToPoint;
   if (s == "collective") return CommKind::Collective;
   if (s == "all") return CommKind::All;
-  throw py::value_error("kind must be 'p2p', 'collective' or 'all', not '" + s + "'");
+  throw UsageError("kind must be 'p2p', 'collective' or 'all', not '" + s + "'");
 }
 
 py::tuple triplets_to_numpy(CommTriplets&& t) {

@@ -2,6 +2,12 @@
 #include "bindings.hpp"
 #include "scalatrace/errors.hpp"
 
+void throw_unknown_name(const std::string& message) {
+  auto cls = py::module_::import("scalatrace.errors").attr("UnknownNameError");
+  PyErr_SetString(cls.ptr(), message.c_str());
+  throw py::error_already_set();
+}
+
 void register_errors(py::module_&) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -10,7 +16,8 @@ void register_errors(py::module_&) {
       auto cls = py::module_::import("scalatrace.errors").attr("TraceFormatError");
       PyErr_SetString(cls.ptr(), e.what());
     } catch (const scalatrace::UsageError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      auto cls = py::module_::import("scalatrace.errors").attr("UsageError");
+      PyErr_SetString(cls.ptr(), e.what());
     } catch (const scalatrace::Error& e) {
       auto cls = py::module_::import("scalatrace.errors").attr("ScalatraceError");
       PyErr_SetString(cls.ptr(), e.what());

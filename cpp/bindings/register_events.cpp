@@ -1,5 +1,6 @@
 // Concrete events: one rank's calls via Cursor, and rank tables as NumPy structured arrays.
 #include "bindings.hpp"
+#include "scalatrace/errors.hpp"
 #include "scalatrace/analysis.hpp"
 #include "scalatrace/cursor.hpp"
 
@@ -8,6 +9,7 @@ using namespace scalatrace;
 
 void RankTableBuilder::add(const Event& e) {
   RankTableRow row{};
+  row.rank = rank_;
   row.op = static_cast<std::uint16_t>(e.op);
   row.bytes = e[Field::Bytes];
   row.tag = e[Field::Tag];
@@ -26,15 +28,15 @@ void RankTableBuilder::add(const Event& e) {
     if (peer == kProcNull) {
       row.peer = -2;
     } else if (peer != kAnySource) {
-      const auto me = comm_rank_and_size(comms_, row.comm, rank_, nranks_).first;
-      if (me >= 0) row.peer = world_rank_of(comms_, row.comm, rank_, me + peer, nranks_);
+      const auto me = comm_rank_and_size(*comms_, row.comm, rank_, nranks_).first;
+      if (me >= 0) row.peer = world_rank_of(*comms_, row.comm, rank_, me + peer, nranks_);
     }
   } else if (op_is_collective(e.op)) {
     switch (e.op) {
       case Op::Bcast: case Op::Ibcast: case Op::Reduce: case Op::Ireduce:
       case Op::Gather: case Op::Igather: case Op::Gatherv: case Op::Igatherv:
       case Op::Scatter: case Op::Iscatter: case Op::Scatterv: case Op::Iscatterv:
-        row.peer = world_rank_of(comms_, row.comm, rank_, e[Field::Root], nranks_);
+        row.peer = world_rank_of(*comms_, row.comm, rank_, e[Field::Root], nranks_);
         break;
       default:
         break;
@@ -48,6 +50,13 @@ py::array RankTableBuilder::finish() {
   py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<RankTableRow>*>(p); });
   return py::array(py::dtype::of<RankTableRow>(), {static_cast<py::ssize_t>(heap->size())},
                    {static_cast<py::ssize_t>(sizeof(RankTableRow))}, heap->data(), owner);
+}
+
+TimingMode parse_timing_mode(const std::string& timing) {
+  if (timing == "mean") return TimingMode::Mean;
+  if (timing == "sample") return TimingMode::Sample;
+  if (timing == "none") return TimingMode::None;
+  throw UsageError("timing must be 'mean', 'sample' or 'none', not '" + timing + "'");
 }
 
 namespace {
@@ -67,7 +76,7 @@ py::dict fields_dict(const Event& e) {
 }  // namespace
 
 void register_events(py::module_& m) {
-  PYBIND11_NUMPY_DTYPE(RankTableRow, op, peer, bytes, tag, comm, site, compute_ns, duration_ns);
+  PYBIND11_NUMPY_DTYPE(RankTableRow, rank, op, peer, bytes, tag, comm, site, compute_ns, duration_ns);
   py::class_<Event>(m, "RecordedEvent", "One concrete MPI call of one rank.")
       .def_property_readonly("op", [](const Event& e) { return std::string(op_name(e.op)); })
       .def_property_readonly("op_code", [](const Event& e) { return static_cast<int>(e.op); })
@@ -87,7 +96,7 @@ void register_events(py::module_& m) {
            [](const Event& e, const std::string& name) {
              for (std::size_t f = 0; f < kFieldCount; ++f)
                if (field_name(static_cast<Field>(f)) == name) return e.fields[f];
-             throw py::key_error("unknown field " + name);
+             throw_unknown_name("unknown field '" + name + "'");
            })
       .def("same_call", &Event::same_call)
       .def("__repr__", [](const Event& e) { return "<" + describe(e) + ">"; });
@@ -103,13 +112,7 @@ void register_events(py::module_& m) {
   m.def(
       "rank_events",
       [](py::object trace, std::int64_t rank, const std::string& timing, std::uint64_t seed) {
-        TimingMode mode = TimingMode::Mean;
-        if (timing == "sample")
-          mode = TimingMode::Sample;
-        else if (timing == "none")
-          mode = TimingMode::None;
-        else if (timing != "mean")
-          throw py::value_error("timing must be 'mean', 'sample' or 'none'");
+        const TimingMode mode = parse_timing_mode(timing);
         const auto& t = trace.cast<const Trace&>();
         return RankEvents{trace, Cursor(t, rank, mode, seed)};
       },

@@ -10,7 +10,7 @@ namespace {
 const ElasticValue& field_by_name(const EventNode& ev, const std::string& name) {
   for (std::size_t f = 0; f < kFieldCount; ++f)
     if (field_name(static_cast<Field>(f)) == name) return ev.fields[f];
-  throw py::key_error("unknown field " + name);
+  throw_unknown_name("unknown field '" + name + "'");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Elastic values (ValueSeq / ArraySeq + ranklists) and timing histograms.
 #include "bindings.hpp"
+#include "scalatrace/errors.hpp"
 #include "scalatrace/elastic.hpp"
 #include "scalatrace/histogram.hpp"
 #include "scalatrace/value_seq.hpp"
@@ -27,7 +28,7 @@ std::string elastic_repr(const Elastic<Seq>& e, const char* name) {
 template <class Seq>
 const Seq& seq_for(const Elastic<Seq>& e, std::int64_t rank) {
   const Seq* s = e.for_rank(rank);
-  if (!s) throw py::key_error("no value recorded for rank " + std::to_string(rank));
+  if (!s) throw UsageError("no value recorded for rank " + std::to_string(rank));
   return *s;
 }
 

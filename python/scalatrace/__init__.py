@@ -4,8 +4,10 @@ Typical use::
 
     import scalatrace
     t = scalatrace.trace(["./stencil2d"], np=4, out="stencil.sct")   # or scalatrace.load(...)
-    t.summary()
+    t.summary()                       # pandas DataFrame
+    df = t.to_dataframe()             # one row per event, index (rank, event)
     m = t.comm_matrix(metric="bytes", kind="p2p")
+    r = scalatrace.replay("stencil.sct")
 """
 
 from __future__ import annotations
@@ -22,10 +24,25 @@ from ._core import (
     ValueSeq,
 )
 from ._launch import trace
+from . import replay
 from ._raw import RawRecording, read_raw
-from ._summary import SummaryTable, TimestepLoop
+from ._summary import TimestepLoop
 from ._trace import OP_NAMES, CallSiteInfo, Event, Loop, Trace, load
-from .errors import MPIRunError, ReplayError, ScalatraceError, TraceFormatError
+from .comparison import Comparison, compare
+from .export_extrap import to_extrap
+from .errors import (
+    MPIRunError,
+    ReplayError,
+    ScalatraceError,
+    TooLargeError,
+    TraceFormatError,
+    UnknownNameError,
+    UsageError,
+)
+from .frames import SummaryFrame
+
+#: Former name of the summary table type; :meth:`Trace.summary` returns a DataFrame now.
+SummaryTable = SummaryFrame
 
 __version__ = "0.1.0"
 
@@ -33,6 +50,7 @@ __all__ = [
     "OP_NAMES",
     "ArraySeq",
     "CallSiteInfo",
+    "Comparison",
     "ElasticArray",
     "ElasticValue",
     "Event",
@@ -44,14 +62,21 @@ __all__ = [
     "RecordedEvent",
     "ReplayError",
     "ScalatraceError",
+    "SummaryFrame",
     "SummaryTable",
     "TimestepLoop",
+    "TooLargeError",
     "Trace",
     "TraceFormatError",
+    "UnknownNameError",
+    "UsageError",
     "ValueSeq",
+    "compare",
     "load",
     "plot",
     "read_raw",
+    "replay",
+    "to_extrap",
     "trace",
 ]
 

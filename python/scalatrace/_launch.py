@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence, Union
 
 from . import _paths
-from .errors import MPIRunError, ScalatraceError
+from .errors import MPIRunError, ScalatraceError, UsageError
 
 if TYPE_CHECKING:
     from ._trace import Trace
@@ -24,7 +25,9 @@ def launch_command(cmd: Command, np: int) -> list[str]:
     """The ``mpiexec`` command line that runs ``cmd`` with the collector preloaded."""
     argv = [os.fspath(cmd)] if isinstance(cmd, (str, os.PathLike)) else [os.fspath(c) for c in cmd]
     if not argv:
-        raise ValueError("empty command")
+        raise UsageError("empty command")
+    if shutil.which(argv[0]) is None:
+        raise FileNotFoundError(f"program not found (or not executable): {argv[0]}")
     return [_paths.mpiexec(), "-n", str(np), "-genv", "LD_PRELOAD", str(_paths.collector_library()), *argv]
 
 
@@ -39,7 +42,7 @@ def run_collected(
 ) -> tuple[Path, Path | None, subprocess.CompletedProcess]:
     """Runs ``cmd`` under the collector; returns (trace path, raw dir or None, process)."""
     if np < 1:
-        raise ValueError("np must be at least 1")
+        raise UsageError("np must be at least 1")
     out_path = Path(out).resolve()
     out_path.parent.mkdir(parents=True, exist_ok=True)
     raw_dir: Path | None = None

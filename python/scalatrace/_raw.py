@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any, Iterator, Literal
 
 import numpy as np
 
-from . import _core
+from . import _core, frames
 from ._summary import comm_triplets_to_output
+from .errors import UnknownNameError
 
 if TYPE_CHECKING:
+    import pandas
     import scipy.sparse
 
     from ._trace import Trace
@@ -43,7 +45,7 @@ class RawRecording:
         try:
             return self._by_rank[rank]
         except KeyError:
-            raise KeyError(f"no recording of rank {rank}") from None
+            raise UnknownNameError(f"no recording of rank {rank} (recorded ranks: {len(self)} of {self.nranks})") from None
 
     @property
     def metadata(self) -> dict[str, str]:
@@ -55,7 +57,11 @@ class RawRecording:
 
     def rank_table(self, rank: int) -> np.ndarray:
         """Same columns as :meth:`Trace.rank_table` (timings are the recorded ones)."""
-        return self[rank].rank_table(self.nranks)
+        return frames.with_rank_and_names(self[rank].rank_table(self.nranks))
+
+    def to_dataframe(self, max_events: int = frames.DEFAULT_MAX_EVENTS) -> pandas.DataFrame:
+        """Every recorded event, same columns as :meth:`Trace.to_dataframe`, measured times."""
+        return frames.recording_frame(self, max_events)
 
     def comm_matrix(
         self, metric: Literal["bytes", "messages"] = "bytes", kind: Literal["p2p", "collective", "all"] = "p2p", sparse: bool = False

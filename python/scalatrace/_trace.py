@@ -6,14 +6,16 @@ import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Literal, Union
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, Union
 
 import numpy as np
 
-from . import _core
-from ._summary import SummaryTable, TimestepLoop, comm_triplets_to_output
+from . import _core, frames
+from ._summary import TimestepLoop, comm_triplets_to_output
+from .errors import UsageError, check_choice
 
 if TYPE_CHECKING:
+    import pandas
     import scipy.sparse
 
 OP_NAMES: tuple[str, ...] = tuple(_core.op_names())
@@ -179,7 +181,15 @@ class Event:
 
 
 class Loop:
-    """A loop node: a body executed ``trips`` times per visit (trip counts are elastic)."""
+    """A loop node: a body executed ``trips`` times per visit (trip counts are elastic).
+
+    ``op`` and ``site`` are None, so filters written for events (``n.op == "Isend"``) work on
+    every node of :meth:`Trace.walk`.
+    """
+
+    op: None = None
+    site: None = None
+    kind = "Loop"
 
     def __init__(self, node: _core.Node, trace: Trace, depth: int = 0) -> None:
         self._node = node
@@ -206,7 +216,17 @@ class Loop:
         return [_wrap(n, self._trace, self.depth + 1) for n in self._loop.body]
 
     def iterations(self, rank: int) -> int:
-        """Total iterations ``rank`` runs, summed over all its visits of this loop."""
+        """Total iterations ``rank`` runs, summed over all its visits of this loop.
+
+        0 for a rank of the trace that never enters the loop.
+
+        Raises
+        ------
+        UsageError
+            If ``rank`` is not a rank of the trace.
+        """
+        if not 0 <= int(rank) < self._trace.nranks:
+            raise UsageError(f"rank {rank} out of range: the trace has {self._trace.nranks} ranks")
         seq = self.trips.for_rank(rank)
         return 0 if seq is None else int(seq.to_numpy().sum())
 
@@ -343,16 +363,91 @@ class Trace:
     def rank_table(self, rank: int) -> np.ndarray:
         """``rank``'s events as a NumPy structured array.
 
-        Columns: ``op`` (code, see :data:`OP_NAMES`), ``peer`` (absolute world rank; -1 none or
-        wildcard, -2 ``MPI_PROC_NULL``; rooted collectives: the root), ``bytes``, ``tag``,
-        ``comm``, ``site``, ``compute_ns``, ``duration_ns`` (mean of the histograms).
+        Columns: ``rank``, ``op`` (code, see :data:`OP_NAMES`), ``op_name`` (e.g. ``"Isend"``),
+        ``peer`` (absolute world rank; -1 none or wildcard, -2 ``MPI_PROC_NULL``; rooted
+        collectives: the root), ``bytes``, ``tag``, ``comm``, ``site``, ``compute_ns``,
+        ``duration_ns`` (mean of the histograms). :meth:`to_dataframe` gives the same for many
+        ranks as a DataFrame.
         """
-        return _core.rank_table(self._core, rank)
+        return frames.with_rank_and_names(_core.rank_table(self._core, rank))
+
+    def to_dataframe(
+        self,
+        ranks: int | Iterable[int] | None = None,
+        max_events: int = frames.DEFAULT_MAX_EVENTS,
+        timing: Literal["mean", "sample", "none"] = "mean",
+        seed: int = 0,
+    ) -> pandas.DataFrame:
+        """The concrete events of ``ranks`` as a DataFrame, one row per event.
+
+        Streamed rank by rank from the cursor in C++ (the compressed trace is never expanded as
+        a whole); refuses with :class:`~scalatrace.errors.TooLargeError` beyond ``max_events``
+        rows instead of exhausting memory.
+
+        Parameters
+        ----------
+        ranks : int or iterable of int, optional
+            World ranks (default: all).
+        max_events : int
+            Row limit (default 20 million, about 1.6 GB).
+        timing : {"mean", "sample", "none"}
+            How times are filled from the timing histograms (see :meth:`events`).
+        seed : int
+            Random seed for ``timing="sample"``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index ``(rank, event)`` (event = position in the rank's sequence). Columns: ``op``
+            (categorical of MPI names without ``MPI_``), ``peer`` (absolute world rank, -1 none
+            or wildcard, -2 ``MPI_PROC_NULL``, rooted collectives: the root), ``bytes``, ``tag``,
+            ``comm``, ``site``, and int64 nanoseconds ``compute_ns`` (before the call),
+            ``duration_ns`` (inside it), ``start_ns`` / ``end_ns`` (on the rank's own clock,
+            starting at 0).
+        """
+        return frames.events_frame(self, ranks, max_events, timing, seed)
+
+    def find(self, op: str | Iterable[str] | None = None, site: int | str | None = None) -> list[Event]:
+        """Event nodes of the compressed tree by op and/or call site, in program order.
+
+        Parameters
+        ----------
+        op : str or iterable of str, optional
+            MPI operation name(s) without ``MPI_`` (``"Isend"``); ``MPI_Isend`` works too.
+        site : int or str, optional
+            Call-site id, or text found in the site's symbol or ``file:line``.
+
+        Raises
+        ------
+        UnknownNameError
+            For an op name that is not an MPI operation scalatrace knows.
+        """
+        from .errors import UnknownNameError
+
+        wanted: set[str] | None = None
+        if op is not None:
+            names = [op] if isinstance(op, str) else list(op)
+            wanted = {n[4:] if n.startswith("MPI_") else n for n in names}
+            unknown = sorted(wanted - set(OP_NAMES))
+            if unknown:
+                raise UnknownNameError(f"unknown MPI operation(s) {unknown}; see scalatrace.OP_NAMES")
+        site_ids: set[int] | None = None
+        if isinstance(site, (int, np.integer)):
+            site_ids = {int(site)}
+        elif site is not None:
+            site_ids = {c.id for c in self.call_sites if site in c.symbol or site in c.location}
+        return [
+            n
+            for n in self.walk()
+            if isinstance(n, Event)
+            and (wanted is None or n.op in wanted)
+            and (site_ids is None or n.site in site_ids)
+        ]
 
     # --- analyses -------------------------------------------------------------------------
     def comm_matrix(
-        self, metric: Metric = "bytes", kind: Kind = "p2p", sparse: bool = False
-    ) -> np.ndarray | scipy.sparse.coo_matrix:
+        self, metric: Metric = "bytes", kind: Kind = "p2p", sparse: bool = False, labels: bool = False
+    ) -> np.ndarray | scipy.sparse.coo_matrix | pandas.DataFrame:
         """Communication matrix ``m[src, dst]`` computed from the compressed structure.
 
         Parameters
@@ -364,25 +459,38 @@ class Trace:
         sparse : bool
             Return a ``scipy.sparse.coo_matrix`` (needed beyond a few ten thousand ranks:
             a dense 65,536-rank matrix takes 32 GiB).
+        labels : bool
+            Return a ``pandas.DataFrame`` with a ``sender`` index and ``receiver`` columns
+            (sparse columns with ``sparse=True``).
 
         Returns
         -------
-        numpy.ndarray or scipy.sparse.coo_matrix
+        numpy.ndarray or scipy.sparse.coo_matrix or pandas.DataFrame
             ``nranks x nranks`` float64.
         """
         if sparse:
-            return comm_triplets_to_output(_core.comm_matrix_sparse(self._core, metric, kind), True)
-        return _core.comm_matrix(self._core, metric, kind)
+            m: Any = comm_triplets_to_output(_core.comm_matrix_sparse(self._core, metric, kind), True)
+        else:
+            m = _core.comm_matrix(self._core, metric, kind)
+        return frames.labelled_matrix(m, f"{kind} {metric}") if labels else m
 
-    def summary(self, by: Literal["op", "site"] = "op") -> SummaryTable:
-        """Per-op (or per call site and op) calls, bytes and times, from the compressed trace."""
+    def summary(self, by: Literal["op", "site"] = "op") -> pandas.DataFrame:
+        """Per-op (or per call site and op) calls, bytes and times, from the compressed trace.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per op (``by="site"``: per call site and op, with ``site`` and ``where``).
+            Columns: ``op``, ``calls`` (over all ranks), ``ranks`` (that make the call),
+            ``bytes`` (send side), ``duration_ns`` / ``compute_ns`` (totals from the timing
+            histograms), ``min_duration_ns``, ``max_duration_ns``, ``mean_duration_ns``.
+        """
+        check_choice("by", by, ("op", "site"))
         s = _core.summary(self._core)
         if by == "op":
-            return SummaryTable.from_rows(s.by_op, by_site=False)
-        if by == "site":
-            sites = {c.id: str(c) for c in self.call_sites}
-            return SummaryTable.from_rows(s.by_site, by_site=True, site_names=sites)
-        raise ValueError("by must be 'op' or 'site'")
+            return frames.summary_frame(s.by_op, by_site=False)
+        sites = {c.id: str(c) for c in self.call_sites}
+        return frames.summary_frame(s.by_site, by_site=True, site_names=sites)
 
     def timestep_loops(self) -> list[TimestepLoop]:
         """Outermost loops that repeat communication (ScalaTrace §5.3), with trip counts."""
@@ -408,6 +516,47 @@ class Trace:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the trace to a ``.sct`` file."""
         self._core.write(str(path))
+
+    def to_otf2(
+        self,
+        directory: str | os.PathLike[str],
+        name: str = "traces",
+        ranks: int | Iterable[int] | None = None,
+        timing: Literal["mean", "sample", "none", "recorded"] = "mean",
+        seed: int = 0,
+        overwrite: bool = False,
+    ) -> Path:
+        """Writes the trace as an OTF2 archive (for Vampir, Scalasca, ``otf2-print``).
+
+        One OTF2 location per rank with ``Enter``/``Leave`` per MPI call, ``MpiSend`` /
+        ``MpiRecv`` for point-to-point messages and ``MpiCollectiveBegin``/``End`` for
+        collectives; details in :mod:`scalatrace.export_otf2`.
+
+        Parameters
+        ----------
+        directory : path
+            Where ``<name>.otf2``, ``<name>.def`` and ``<name>/<rank>.evt`` are written.
+        name : str
+            Archive name.
+        ranks : int or iterable of int, optional
+            Ranks to export (default: all).
+        timing : {"mean", "sample", "none", "recorded"}
+            Event times from the timing histograms (mean or a random draw), none (every call
+            at the same instant), or the measured times of the run's raw recording
+            (``"recorded"``, needs ``raw_dir``).
+        seed : int
+            Random seed for ``timing="sample"``.
+        overwrite : bool
+            Replace an existing archive of that name.
+
+        Returns
+        -------
+        Path
+            The anchor file (``<directory>/<name>.otf2``), the one to open in a viewer.
+        """
+        from .export_otf2 import write_otf2
+
+        return write_otf2(self, directory, name, ranks, timing, seed, overwrite)
 
     # --- display --------------------------------------------------------------------------
     def dump(self, max_nodes: int | None = None) -> str:

@@ -51,7 +51,8 @@ def _cmd_stats(args: argparse.Namespace) -> int:
             "trace": str(args.trace),
             "nranks": t.nranks,
             "nodes": t.node_count,
-            "summary": table.to_dict(),
+            "summary": [{k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+                        for row in table.to_dict(orient="records")],
             "timestep_loops": [
                 {"path": list(l.path), "min_iterations": l.min_iterations, "max_iterations": l.max_iterations,
                  "visits": l.visits, "sites": list(l.sites)}
@@ -62,7 +63,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         print()
         return 0
     print(f"{t!r}\n")
-    print(table)
+    print(table.to_string(index=False))
     if loops:
         print("\ntimestep loops:")
         for l in loops:

@@ -11,6 +11,25 @@ class TraceFormatError(ScalatraceError):
     """A file is not a valid scalatrace trace (truncated, corrupt, foreign, wrong version)."""
 
 
+class UsageError(ScalatraceError, ValueError):
+    """A bad argument: an unknown name, a value out of range, a rank the trace does not have.
+
+    Also a :class:`ValueError`, so ``except ValueError`` works as for any Python library.
+    """
+
+
+class TooLargeError(UsageError):
+    """A result would exceed a size guard (``max_events``, dense matrix size); the message says
+    how to narrow the request or raise the limit."""
+
+
+def check_choice(name: str, value: object, choices: "tuple[str, ...] | list[str]") -> None:
+    """Raises :class:`UsageError` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        listed = ", ".join(repr(c) for c in choices)
+        raise UsageError(f"{name} must be one of {listed}, not {value!r}")
+
+
 class MPIRunError(ScalatraceError):
     """An ``mpiexec`` run failed.
 
@@ -33,3 +52,13 @@ class MPIRunError(ScalatraceError):
 
 class ReplayError(MPIRunError):
     """A replay could not run or could not proceed (for example a receive with no matching send)."""
+
+
+class UnknownNameError(UsageError, KeyError):
+    """An unknown name or key (event field, operation, column, a rank without a recording).
+
+    A :class:`UsageError` (so a ``ValueError``) and, for mapping-style lookups such as
+    ``event["Peer"]``, also a ``KeyError``.
+    """
+
+    __str__ = BaseException.__str__

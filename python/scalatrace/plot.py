@@ -1,10 +1,17 @@
-"""Matplotlib plots of traces. Every function takes ``ax=`` and returns the Axes it drew on."""
+"""Matplotlib plots of traces. Every function takes ``ax=`` and returns the Axes it drew on.
+
+Matrix plots accept a :class:`~scalatrace.Trace`, a NumPy array, a ``scipy.sparse`` matrix or a
+``pandas.DataFrame`` (e.g. ``trace.comm_matrix(labels=True)``).
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+import pandas as pd
+
+from .errors import UsageError, check_choice
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -20,6 +27,35 @@ def _axes(ax: Axes | None) -> Axes:
     return plt.gca()
 
 
+#: Matrices larger than this many rows are summed into blocks before drawing.
+MAX_DRAWN_ROWS = 2048
+
+
+def _matrix(source: Any, metric: str = "bytes", kind: str = "p2p") -> np.ndarray:
+    """A square matrix to draw from a Trace, ndarray, scipy.sparse matrix or DataFrame.
+
+    Sparse matrices with more than :data:`MAX_DRAWN_ROWS` rows are summed into blocks so the
+    dense image stays small.
+    """
+    if hasattr(source, "comm_matrix"):
+        n = source.nranks
+        source = source.comm_matrix(metric=metric, kind=kind, sparse=n > MAX_DRAWN_ROWS)
+    if isinstance(source, pd.DataFrame):
+        sparse_columns = len(source.columns) and all(isinstance(d, pd.SparseDtype) for d in source.dtypes)
+        source = source.sparse.to_coo() if sparse_columns else source.to_numpy(dtype=float)
+    if hasattr(source, "tocoo"):
+        coo = source.tocoo()
+        rows, cols = coo.shape
+        factor = max(1, -(-max(rows, cols) // MAX_DRAWN_ROWS))
+        out = np.zeros((-(-rows // factor), -(-cols // factor)))
+        np.add.at(out, (coo.row // factor, coo.col // factor), coo.data)
+        return out
+    m = np.asarray(source, dtype=float)
+    if m.ndim != 2:
+        raise UsageError(f"expected a 2-D matrix, got shape {m.shape}")
+    return m
+
+
 def comm_heatmap(
     trace_or_matrix: Trace | np.ndarray,
     metric: Literal["bytes", "messages"] = "bytes",
@@ -33,18 +69,17 @@ def comm_heatmap(
 
     Parameters
     ----------
-    trace_or_matrix : Trace or array
+    trace_or_matrix : Trace, array, scipy.sparse matrix or DataFrame
         A trace (its ``comm_matrix(metric, kind)`` is drawn) or a square matrix.
     log : bool
         Logarithmic colour scale (zero cells stay blank).
     """
     from matplotlib.colors import LogNorm
 
+    check_choice("metric", metric, ("bytes", "messages"))
+    check_choice("kind", kind, ("p2p", "collective", "all"))
     ax = _axes(ax)
-    if isinstance(trace_or_matrix, np.ndarray):
-        m = trace_or_matrix
-    else:
-        m = trace_or_matrix.comm_matrix(metric=metric, kind=kind)
+    m = _matrix(trace_or_matrix, metric, kind)
     shown = np.ma.masked_equal(m, 0) if log else m
     norm = LogNorm(vmin=max(float(m[m > 0].min()), 1e-12), vmax=float(m.max())) if log and (m > 0).any() else None
     im = ax.imshow(shown, cmap=cmap, norm=norm, interpolation="nearest", origin="upper")
@@ -56,18 +91,39 @@ def comm_heatmap(
     return ax
 
 
+OP_BAR_VALUES = {
+    "calls": "calls (all ranks)",
+    "bytes": "bytes sent",
+    "duration_ns": "time in calls (ns)",
+    "compute_ns": "compute before calls (ns)",
+    "mean_duration_ns": "mean time per call (ns)",
+}
+
+
 def op_bars(
-    trace: Trace, value: Literal["calls", "bytes", "duration_ns"] = "calls", ax: Axes | None = None, log: bool = False
+    trace: Trace | Any,
+    value: Literal["calls", "bytes", "duration_ns", "compute_ns", "mean_duration_ns"] = "calls",
+    ax: Axes | None = None,
+    log: bool = False,
 ) -> Axes:
-    """Bar chart of calls (or bytes, or total time) per MPI operation."""
+    """Bar chart of calls (or bytes, or total time) per MPI operation.
+
+    Parameters
+    ----------
+    trace : Trace or pandas.DataFrame
+        A trace, or a summary frame with an ``op`` column (``trace.summary()``).
+    value : {"calls", "bytes", "duration_ns", "compute_ns", "mean_duration_ns"}
+        The summary column drawn.
+    """
+    check_choice("value", value, tuple(OP_BAR_VALUES))
     ax = _axes(ax)
-    table = trace.summary()
+    table = trace.summary() if hasattr(trace, "summary") else trace
     ops = list(table["op"])
-    vals = table[value]
+    vals = np.asarray(table[value])
     ax.bar(range(len(ops)), vals, color="tab:blue")
     ax.set_xticks(range(len(ops)))
     ax.set_xticklabels(ops, rotation=45, ha="right")
-    ax.set_ylabel({"calls": "calls (all ranks)", "bytes": "bytes sent", "duration_ns": "time in calls (ns)"}[value])
+    ax.set_ylabel(OP_BAR_VALUES[value])
     if log:
         ax.set_yscale("log")
     return ax
@@ -79,6 +135,8 @@ def loop_structure(trace: Trace, rank: int = 0, ax: Axes | None = None, max_node
 
     from ._trace import Event, Loop
 
+    if not 0 <= rank < trace.nranks:
+        raise UsageError(f"rank {rank} out of range: the trace has {trace.nranks} ranks")
     ax = _axes(ax)
     rows: list[tuple[int, Any]] = []
     for node in trace.walk():
@@ -115,3 +173,41 @@ def _loop_span(rows: list[tuple[int, Any]], i: int) -> int:
     while j < len(rows) and rows[j][0] > depth:
         j += 1
     return j - i
+
+
+def comm_diff(
+    a: Any,
+    b: Any,
+    metric: Literal["bytes", "messages"] = "bytes",
+    kind: Literal["p2p", "collective", "all"] = "p2p",
+    ax: Axes | None = None,
+    cmap: str = "RdBu_r",
+    colorbar: bool = True,
+) -> Axes:
+    """Heatmap of ``b - a`` communication matrices on a diverging colour scale centred on 0.
+
+    Red cells: ``b`` sends more than ``a``; blue: less; white: unchanged.
+
+    Parameters
+    ----------
+    a, b : Trace, array, scipy.sparse matrix or DataFrame
+        Two runs (or their matrices) with the same rank count.
+    """
+    from matplotlib.colors import CenteredNorm
+
+    check_choice("metric", metric, ("bytes", "messages"))
+    check_choice("kind", kind, ("p2p", "collective", "all"))
+    ma, mb = _matrix(a, metric, kind), _matrix(b, metric, kind)
+    if ma.shape != mb.shape:
+        raise UsageError(f"matrices differ in shape: {ma.shape} vs {mb.shape} (different rank counts?)")
+    diff = mb - ma
+    ax = _axes(ax)
+    halfrange = float(np.abs(diff).max()) or 1.0
+    im = ax.imshow(diff, cmap=cmap, norm=CenteredNorm(vcenter=0.0, halfrange=halfrange),
+                   interpolation="nearest", origin="upper")
+    ax.set_xlabel("receiver rank")
+    ax.set_ylabel("sender rank")
+    ax.set_title(f"{kind} {metric}: b - a")
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, label=f"{metric} (b - a)")
+    return ax

@@ -5,10 +5,13 @@ calls (same peers, tags, byte counts, communicators, request pairing) with arbit
 content, emulating the recorded computation between calls by busy waiting. See
 ``docs/replay.md``.
 
+The module is callable: ``scalatrace.replay(...)`` and ``from scalatrace.replay import replay``
+are the same function.
+
 Examples
 --------
->>> from scalatrace.replay import replay
->>> result = replay("app.sct", compute_scale=0.5)          # doctest: +SKIP
+>>> import scalatrace
+>>> result = scalatrace.replay("app.sct", compute_scale=0.5)  # doctest: +SKIP
 >>> result.total_time, result.counts["Send"]               # doctest: +SKIP
 """
 
@@ -20,6 +23,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -27,7 +31,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy
 
 from . import _paths
-from .errors import ReplayError, ScalatraceError
+from .errors import ReplayError, ScalatraceError, TraceFormatError, UsageError, check_choice
 
 __all__ = ["replay", "ReplayResult", "trace_info", "TIMING_MODES"]
 
@@ -131,7 +135,7 @@ def _resolve_trace(trace_or_path: Any, workdir: Path) -> Path:
     if isinstance(trace_or_path, (str, os.PathLike)):
         path = Path(trace_or_path)
         if not (path.is_file() or path.is_dir()):
-            raise ScalatraceError(f"trace file not found: {path}")
+            raise FileNotFoundError(f"no trace file at {path}")
         return path.resolve()
     # A trace object of the Python API: its file if it came from one, else a temporary copy.
     loaded_from = getattr(trace_or_path, "path", None)
@@ -150,9 +154,11 @@ def _resolve_trace(trace_or_path: Any, workdir: Path) -> Path:
 
 def trace_info(path: PathLike) -> dict:
     """Rank count, node count and metadata of a trace file (``scalatrace-replay --info``)."""
+    if not Path(path).exists():
+        raise FileNotFoundError(f"no trace file at {path}")
     proc = subprocess.run([str(_tool()), str(path), "--info"], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise ScalatraceError(f"cannot read trace {path}: {proc.stderr.strip()}")
+        raise TraceFormatError(f"cannot read trace {path}: {proc.stderr.strip()}")
     return json.loads(proc.stdout)
 
 
@@ -214,15 +220,16 @@ def replay(
     ------
     ReplayError
         The replay failed or could not proceed (exit status and stderr tail attached).
-    ScalatraceError
-        Bad arguments, a missing trace, or a rank count other than the trace's.
+    FileNotFoundError
+        If the trace file does not exist.
+    UsageError
+        Bad arguments (a ``ValueError``), or a rank count other than the trace's.
     """
-    if timing not in TIMING_MODES:
-        raise ScalatraceError(f"timing must be one of {TIMING_MODES}, got {timing!r}")
+    check_choice("timing", timing, TIMING_MODES)
     if compute_scale < 0 or size_scale < 0:
-        raise ScalatraceError("compute_scale and size_scale must be >= 0")
+        raise UsageError("compute_scale and size_scale must be >= 0")
     if timeout < 0:
-        raise ScalatraceError("timeout must be >= 0")
+        raise UsageError("timeout must be >= 0")
     with tempfile.TemporaryDirectory(prefix="scalatrace-replay-") as tmp:
         workdir = Path(tmp)
         path = _resolve_trace(trace_or_path, workdir)
@@ -230,12 +237,12 @@ def replay(
         if np is None:
             np = nranks
         if np < nranks:
-            raise ScalatraceError(
+            raise UsageError(
                 f"trace {path} needs {nranks} ranks but np={np} was asked for; a replay runs on "
                 f"exactly the trace's rank count"
             )
         if np != nranks:
-            raise ScalatraceError(
+            raise UsageError(
                 f"trace {path} was recorded with {nranks} ranks; a replay runs on exactly that many (np={np})"
             )
         report_path = workdir / "report.json"
@@ -308,7 +315,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         return run_from_args(args)
-    except ScalatraceError as exc:
+    except (ScalatraceError, FileNotFoundError) as exc:
         print(f"scalatrace replay: {exc}", file=sys.stderr)
         return 1
 
@@ -345,8 +352,13 @@ def _result_json(result: ReplayResult) -> dict:
     }
 
 
-# ``from scalatrace import replay`` gives the function once the package re-exports it, where the
-# CLI expects this module: make the command-line entry points reachable both ways.
-replay.main = main  # type: ignore[attr-defined]
-replay.add_arguments = add_arguments  # type: ignore[attr-defined]
-replay.run_from_args = run_from_args  # type: ignore[attr-defined]
+class _CallableModule(types.ModuleType):
+    """This module's type: calling the module calls :func:`replay`, so ``scalatrace.replay(...)``
+    works while ``scalatrace.replay`` stays the module (``from scalatrace.replay import
+    replay``, ``scalatrace.replay.ReplayResult``)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> ReplayResult:
+        return replay(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

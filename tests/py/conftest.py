@@ -67,3 +67,18 @@ def dump_raw():
 @pytest.fixture(scope="session")
 def read_truth():
     return helpers.read_truth
+
+
+@pytest.fixture(scope="session")
+def stencil_traces(tmp_path_factory):
+    """Two real 9-rank stencil2d runs (collector, raw mode on), differing in message size:
+    ``{"small": Trace, "large": Trace}`` (``raw_dir`` set). Shared by the pandas, comparison
+    and export tests."""
+    import scalatrace
+
+    out = {}
+    for label, size in (("small", "1024"), ("large", "4096")):
+        tmp = tmp_path_factory.mktemp(f"stencil-{label}")
+        argv = [str(helpers.example_path("stencil2d")), "-i", "4", "-c", "5", "-s", size]
+        out[label] = scalatrace.trace(argv, np=9, out=tmp / "stencil.sct", raw=True, timeout=120)
+    return out

@@ -166,7 +166,8 @@ def test_rank_table(traced):
     t, raw = traced("stencil2d")
     for rank in (0, 4, 8):
         table = t.rank_table(rank)
-        assert table.dtype.names == ("op", "peer", "bytes", "tag", "comm", "site", "compute_ns", "duration_ns")
+        assert table.dtype.names == ("rank", "op", "op_name", "peer", "bytes", "tag", "comm", "site",
+                                     "compute_ns", "duration_ns")
         ref = raw.rank_table(rank)
         for col in ("op", "peer", "bytes", "tag", "comm"):
             assert np.array_equal(table[col], ref[col]), col

@@ -43,3 +43,9 @@ def test_pip_install_and_run_from_outside(example, tmp_path):
     assert (work / "ring.sct").is_file()
     stats = subprocess.run([str(cli), "stats", "ring.sct", "--json"], cwd=work, env=env, capture_output=True, text=True)
     assert stats.returncode == 0 and '"nranks": 4' in stats.stdout
+    # Lean install: Release build with stripped binaries (pyproject install.strip), no debug info.
+    package = Path(imp.stdout.strip()).parent
+    binaries = [*package.glob("_core*.so"), package / "lib" / "libscalatrace.so", *(package / "bin").iterdir()]
+    assert binaries and all(b".debug_info" not in b.read_bytes() for b in binaries), binaries
+    size = sum(f.stat().st_size for f in package.rglob("*") if f.is_file())
+    assert size < 20 * 2**20, f"installed package is {size / 2**20:.1f} MiB"

@@ -1,0 +1,118 @@
+"""Comparing two traces (two runs, two versions, two settings): :func:`compare`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import pandas as pd
+
+from .errors import check_choice
+from .frames import pairs_frame
+
+if TYPE_CHECKING:
+    from ._trace import CallSiteInfo, Trace
+
+_MEASURES = ("calls", "bytes", "duration_ns", "compute_ns")
+
+
+@dataclass
+class Comparison:
+    """Differences between trace ``a`` and trace ``b`` (each ``_diff`` column is ``b - a``).
+
+    Attributes
+    ----------
+    by_op : pandas.DataFrame
+        Index ``op``; per measure (``calls``, ``bytes``, ``duration_ns``, ``compute_ns``) the
+        columns ``<m>_a``, ``<m>_b``, ``<m>_diff``, and ``duration_ratio`` (b / a).
+    by_site : pandas.DataFrame
+        Index ``(site_key, op)``, where ``site_key`` identifies the call site by its stack
+        (module file name + offset per frame), so the same code matches across runs whose
+        call-site tables are numbered differently; ``where`` names it. Same columns as
+        ``by_op``; a site only one trace has gets zeros for the other.
+    by_pair : pandas.DataFrame
+        Index ``(sender, receiver)``: point-to-point ``bytes_a``, ``bytes_b``, ``bytes_diff``,
+        ``messages_a``, ``messages_b``, ``messages_diff`` for every pair either trace uses.
+    nranks : tuple of int
+        Rank counts of ``a`` and ``b``.
+    """
+
+    by_op: pd.DataFrame
+    by_site: pd.DataFrame
+    by_pair: pd.DataFrame
+    nranks: tuple[int, int]
+
+    def changed(self, table: Literal["op", "site", "pair"] = "op") -> pd.DataFrame:
+        """Rows of ``by_<table>`` where any ``_diff`` column is non-zero."""
+        check_choice("table", table, ("op", "site", "pair"))
+        df = {"op": self.by_op, "site": self.by_site, "pair": self.by_pair}[table]
+        diffs = df[[c for c in df.columns if c.endswith("_diff")]]
+        return df[(diffs != 0).any(axis=1)]
+
+    def __repr__(self) -> str:
+        return (
+            f"Comparison(nranks={self.nranks}, ops={len(self.by_op)} ({len(self.changed('op'))} changed), "
+            f"sites={len(self.by_site)}, pairs={len(self.by_pair)} ({len(self.changed('pair'))} changed))"
+        )
+
+    def _repr_html_(self) -> str:
+        return f"<b>{self!r}</b>" + self.by_op.to_html()
+
+
+def site_key(site: CallSiteInfo) -> str:
+    """A call site's identity across runs: ``module+offset`` of every frame, innermost first."""
+    return ";".join(f"{Path(module).name}+{offset:#x}" for module, offset in site.frames) or f"#{site.id}"
+
+
+def _side_by_side(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], measures: tuple[str, ...]) -> pd.DataFrame:
+    merged = a.merge(b, on=keys, how="outer", suffixes=("_a", "_b"))
+    out = merged[keys].copy()
+    for m in measures:
+        va = merged[f"{m}_a"].fillna(0)
+        vb = merged[f"{m}_b"].fillna(0)
+        out[f"{m}_a"], out[f"{m}_b"], out[f"{m}_diff"] = va, vb, vb - va
+    return out.set_index(keys).sort_index()
+
+
+def compare(a: Trace, b: Trace) -> Comparison:
+    """Per-op, per-call-site and per-pair differences between two traces.
+
+    Parameters
+    ----------
+    a, b : Trace
+        The reference and the other run (differences are ``b - a``).
+
+    Returns
+    -------
+    Comparison
+    """
+    by_op = _side_by_side(
+        a.summary()[["op", *_MEASURES]], b.summary()[["op", *_MEASURES]], ["op"], _MEASURES
+    )
+    by_op["duration_ratio"] = np.divide(
+        by_op["duration_ns_b"].to_numpy(dtype=float),
+        by_op["duration_ns_a"].to_numpy(dtype=float),
+        out=np.full(len(by_op), np.nan),
+        where=by_op["duration_ns_a"].to_numpy() > 0,
+    )
+
+    def sites(t: Trace) -> pd.DataFrame:
+        table = t.summary(by="site")
+        info = {c.id: c for c in t.call_sites}
+        table["site_key"] = [site_key(info[s]) if s in info else f"#{s}" for s in table["site"]]
+        return table[["site_key", "op", "where", *_MEASURES]]
+
+    sa, sb = sites(a), sites(b)
+    where = pd.concat([sa, sb]).drop_duplicates(["site_key", "op"]).set_index(["site_key", "op"])["where"]
+    by_site = _side_by_side(sa.drop(columns="where"), sb.drop(columns="where"), ["site_key", "op"], _MEASURES)
+    by_site.insert(0, "where", where.reindex(by_site.index).str.replace(r"^#\d+ ", "", regex=True))
+
+    def pairs(t: Trace) -> pd.DataFrame:
+        bytes_ = pairs_frame(t.comm_matrix("bytes", "p2p", sparse=True), "bytes")
+        messages = pairs_frame(t.comm_matrix("messages", "p2p", sparse=True), "messages")
+        return bytes_.merge(messages, on=["sender", "receiver"], how="outer")
+
+    by_pair = _side_by_side(pairs(a), pairs(b), ["sender", "receiver"], ("bytes", "messages"))
+    return Comparison(by_op=by_op, by_site=by_site, by_pair=by_pair, nranks=(a.nranks, b.nranks))

@@ -1,0 +1,180 @@
+"""pandas views of traces: per-event frames, summaries, labelled matrices.
+
+Every frame here is a plain :class:`pandas.DataFrame`; times are nanoseconds (columns end in
+``_ns``), sizes are bytes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import _core
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from ._raw import RawRecording
+    from ._trace import Trace
+
+OP_NAMES: tuple[str, ...] = tuple(_core.op_names())
+
+#: Default row limit of :func:`events_frame` (about 80 bytes per row: ~1.6 GB).
+DEFAULT_MAX_EVENTS = 20_000_000
+
+EVENT_COLUMNS = ("op", "peer", "bytes", "tag", "comm", "site", "compute_ns", "duration_ns", "start_ns", "end_ns")
+
+
+def op_categorical(codes: np.ndarray) -> pd.Categorical:
+    """Operation codes (``rank_table``'s ``op``) as a categorical of MPI names (no ``MPI_``)."""
+    return pd.Categorical.from_codes(np.asarray(codes, dtype=np.int64), categories=list(OP_NAMES))
+
+
+def normalize_ranks(ranks: int | Iterable[int] | None, nranks: int) -> np.ndarray:
+    """``None`` -> all ranks; an int or an iterable of ints -> sorted unique int64 array.
+
+    Raises
+    ------
+    UsageError
+        If a rank is outside ``0 .. nranks-1``.
+    """
+    if ranks is None:
+        return np.arange(nranks, dtype=np.int64)
+    if isinstance(ranks, (int, np.integer)):
+        ranks = [int(ranks)]
+    arr = np.unique(np.fromiter((int(r) for r in ranks), dtype=np.int64))
+    bad = arr[(arr < 0) | (arr >= nranks)]
+    if len(bad):
+        raise UsageError(f"rank {int(bad[0])} out of range: the trace has {nranks} ranks (0..{nranks - 1})")
+    return arr
+
+
+def _frame_from_columns(cols: dict[str, Any]) -> pd.DataFrame:
+    rows = cols["rows"]
+    start = cols["start_ns"].astype(np.int64)
+    duration = rows["duration_ns"].astype(np.int64)
+    index = pd.MultiIndex.from_arrays([rows["rank"], cols["event"]], names=["rank", "event"])
+    data = {
+        "op": op_categorical(rows["op"]),
+        "peer": rows["peer"],
+        "bytes": rows["bytes"],
+        "tag": rows["tag"],
+        "comm": rows["comm"],
+        "site": rows["site"].astype(np.int64),
+        "compute_ns": rows["compute_ns"].astype(np.int64),
+        "duration_ns": duration,
+        "start_ns": start,
+        "end_ns": start + duration,
+    }
+    return pd.DataFrame(data, index=index, copy=False)
+
+
+def events_frame(
+    trace: Trace,
+    ranks: int | Iterable[int] | None = None,
+    max_events: int = DEFAULT_MAX_EVENTS,
+    timing: Literal["mean", "sample", "none"] = "mean",
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per event of ``ranks``; see :meth:`Trace.to_dataframe`."""
+    if max_events < 0:
+        raise UsageError("max_events must be >= 0")
+    chosen = normalize_ranks(ranks, trace.nranks)
+    cols = _core.event_columns(trace._core, chosen, int(max_events), timing, int(seed))
+    return _frame_from_columns(cols)
+
+
+def recording_frame(raw: RawRecording, max_events: int = DEFAULT_MAX_EVENTS) -> pd.DataFrame:
+    """Like :func:`events_frame` for raw recordings, with the recorded (measured) times."""
+    if max_events < 0:
+        raise UsageError("max_events must be >= 0")
+    cols = _core.recording_columns(list(raw), raw.nranks, int(max_events))
+    return _frame_from_columns(cols)
+
+
+def with_rank_and_names(table: np.ndarray) -> np.ndarray:
+    """A rank table with an ``op_name`` column (MPI name) inserted after ``op``."""
+    names = np.array(OP_NAMES)[table["op"]] if len(table) else np.array([], dtype="U1")
+    width = max(1, max((len(n) for n in OP_NAMES), default=1))
+    fields = []
+    for name in table.dtype.names:
+        fields.append((name, table.dtype[name]))
+        if name == "op":
+            fields.append(("op_name", f"U{width}"))
+    out = np.empty(len(table), dtype=fields)
+    for name in table.dtype.names:
+        out[name] = table[name]
+    out["op_name"] = names
+    return out
+
+
+class SummaryFrame(pd.DataFrame):
+    """A :class:`pandas.DataFrame` returned by :meth:`Trace.summary`.
+
+    Anything derived from it (selections, groupby, ...) is a plain DataFrame; the class only adds
+    the ``to_pandas()`` of the former ``SummaryTable`` for older code.
+    """
+
+    @property
+    def _constructor(self) -> type:
+        return pd.DataFrame
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The same data as a plain DataFrame (kept for code written against ``SummaryTable``)."""
+        return pd.DataFrame(self)
+
+
+SUMMARY_COLUMNS = ("calls", "ranks", "bytes", "duration_ns", "compute_ns", "min_duration_ns", "max_duration_ns")
+
+
+def summary_frame(rows: Sequence[Any], by_site: bool, site_names: dict[int, str] | None = None) -> SummaryFrame:
+    """Summary rows of the core -> DataFrame.
+
+    Columns: ``op`` [, ``site``, ``where``], ``calls``, ``ranks``, ``bytes``, ``duration_ns``,
+    ``compute_ns``, ``min_duration_ns``, ``max_duration_ns``, ``mean_duration_ns``.
+    """
+    data: dict[str, Any] = {"op": [r.op for r in rows]}
+    if by_site:
+        names = site_names or {}
+        data["site"] = np.array([r.site for r in rows], dtype=np.int64)
+        data["where"] = [names.get(r.site, str(r.site)) for r in rows]
+    for name in SUMMARY_COLUMNS:
+        data[name] = np.array([getattr(r, name) for r in rows], dtype=np.float64)
+        if name != "bytes":
+            data[name] = np.rint(data[name]).astype(np.int64)
+    data["bytes"] = np.rint(data["bytes"]).astype(np.int64)
+    calls = data["calls"]
+    data["mean_duration_ns"] = np.divide(
+        data["duration_ns"], calls, out=np.zeros(len(rows)), where=calls > 0
+    )
+    return SummaryFrame(data)
+
+
+def labelled_matrix(matrix: Any, name: str) -> pd.DataFrame:
+    """A matrix as a DataFrame with ``sender`` rows and ``receiver`` columns.
+
+    A ``scipy.sparse`` matrix gives a DataFrame of sparse columns (``df.sparse``), so nothing is
+    densified.
+    """
+    rows, cols = matrix.shape
+    index = pd.RangeIndex(rows, name="sender")
+    columns = pd.RangeIndex(cols, name="receiver")
+    if hasattr(matrix, "tocsc"):
+        df = pd.DataFrame.sparse.from_spmatrix(matrix.tocsc(), index=index, columns=columns)
+    else:
+        df = pd.DataFrame(np.asarray(matrix), index=index, columns=columns)
+    df.attrs["metric"] = name
+    return df
+
+
+def pairs_frame(matrix: Any, value: str) -> pd.DataFrame:
+    """Non-zero cells of a (dense or sparse) matrix as rows ``sender, receiver, <value>``."""
+    import scipy.sparse
+
+    coo = scipy.sparse.coo_matrix(matrix)
+    coo.sum_duplicates()
+    keep = coo.data != 0
+    return pd.DataFrame(
+        {"sender": coo.row[keep].astype(np.int64), "receiver": coo.col[keep].astype(np.int64), value: coo.data[keep]}
+    )
