@@ -26,6 +26,7 @@ from ._raw import RawRecording, read_raw
 from ._summary import SummaryTable, TimestepLoop
 from ._trace import OP_NAMES, CallSiteInfo, Event, Loop, Trace, load
 from .errors import MPIRunError, ReplayError, ScalatraceError, TraceFormatError
+from .simulate import LogGP, SimResult, SimulationError, calibrate, simulate, sweep
 
 __version__ = "0.1.0"
 
@@ -50,6 +51,12 @@ __all__ = [
     "TraceFormatError",
     "ValueSeq",
     "load",
+    "LogGP",
+    "SimResult",
+    "SimulationError",
+    "calibrate",
+    "simulate",
+    "sweep",
     "plot",
     "read_raw",
     "trace",

@@ -111,6 +111,18 @@ class Engine {
     ranks_.reserve(static_cast<std::size_t>(n_));
     for (std::int64_t r = 0; r < n_; ++r) ranks_.emplace_back(trace, r, options);
     in_wild_.assign(static_cast<std::size_t>(n_), 0);
+    site_times_.resize(trace.sites.size());
+  }
+
+  SimTimes& site_times(std::uint32_t site, Op op) {
+    if (site >= site_times_.size()) site_times_.resize(site + 1);
+    SiteTimes& s = site_times_[site];
+    if (!s.used) {
+      s.used = true;
+      s.op = op;
+    }
+    if (s.op == op) return s.times;
+    return other_ops_[(static_cast<std::uint64_t>(site) << 16) | static_cast<std::uint64_t>(op)];
   }
 
   SimResult run() {
@@ -139,7 +151,14 @@ class Engine {
   std::vector<char> in_wild_;
   std::uint64_t seq_ = 0;
   SimResult res_;
-  std::unordered_map<std::uint64_t, SimTimes> site_times_;
+  /// Per call site: the times of its (usual) one op; other ops of the same site in `other_ops_`.
+  struct SiteTimes {
+    bool used = false;
+    Op op = Op::Other;
+    SimTimes times;
+  };
+  std::vector<SiteTimes> site_times_;
+  std::unordered_map<std::uint64_t, SimTimes> other_ops_;
   std::unordered_map<std::uint64_t, SimPair> pairs_;
 
   RankSim& rank(std::int64_t r) { return ranks_[static_cast<std::size_t>(r)]; }
@@ -489,8 +508,7 @@ class Engine {
     const double comm = (R.clock - R.event_start) - wait;
     R.times.comm += comm;
     ++R.times.calls;
-    SimTimes& s = site_times_[(static_cast<std::uint64_t>(R.ev.site) << 16) |
-                              static_cast<std::uint64_t>(R.ev.op)];
+    SimTimes& s = site_times(R.ev.site, R.ev.op);
     s.compute += R.event_compute;
     s.comm += comm;
     s.wait += wait;
@@ -797,7 +815,11 @@ class Engine {
       res_.sent_bytes[r] = R.sent_bytes;
       res_.recv_bytes[r] = R.recv_bytes;
     }
-    for (const auto& [key, times] : site_times_)
+    for (std::size_t site = 0; site < site_times_.size(); ++site)
+      if (site_times_[site].used)
+        res_.sites.push_back(SimSiteRow{static_cast<std::uint32_t>(site), site_times_[site].op,
+                                        site_times_[site].times});
+    for (const auto& [key, times] : other_ops_)
       res_.sites.push_back(SimSiteRow{static_cast<std::uint32_t>(key >> 16),
                                       static_cast<Op>(key & 0xffff), times});
     std::sort(res_.sites.begin(), res_.sites.end(), [](const SimSiteRow& a, const SimSiteRow& b) {
