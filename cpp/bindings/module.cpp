@@ -11,4 +11,5 @@ PYBIND11_MODULE(_core, m) {
   register_analysis(m);
   register_raw(m);
   register_frames(m);
+  register_simulator(m);
 }

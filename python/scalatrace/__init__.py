@@ -40,6 +40,7 @@ from .errors import (
     UsageError,
 )
 from .frames import SummaryFrame
+from .simulate import LogGP, SimResult, SimulationError, calibrate, simulate, sweep
 
 #: Former name of the summary table type; :meth:`Trace.summary` returns a DataFrame now.
 SummaryTable = SummaryFrame
@@ -73,6 +74,12 @@ __all__ = [
     "ValueSeq",
     "compare",
     "load",
+    "LogGP",
+    "SimResult",
+    "SimulationError",
+    "calibrate",
+    "simulate",
+    "sweep",
     "plot",
     "read_raw",
     "replay",

@@ -1,6 +1,6 @@
 """Type stubs of the compiled module scalatrace._core (see cpp/bindings/)."""
 
-from typing import Iterator, overload
+from typing import Any, Iterator, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -196,3 +196,19 @@ def event_columns(
     trace: Trace, ranks: list[int] | npt.NDArray[np.int64], max_events: int, timing: str = "mean", seed: int = 0
 ) -> dict[str, np.ndarray]: ...
 def recording_columns(recordings: list[RankRecording], nranks: int, max_events: int) -> dict[str, np.ndarray]: ...
+def simulate(
+    trace: Trace,
+    network: tuple[float, float, float, float, float],
+    intra_node: tuple[float, float, float, float, float],
+    ranks_per_node: int = 1,
+    eager_threshold: float = 65536.0,
+    contention: bool = False,
+    timing: str = "mean",
+    seed: int = 0,
+    compute_scale: float = 1.0,
+    site_compute_scale: dict[int, float] = ...,
+    size_scale: float = 1.0,
+    timeline: bool = False,
+    timeline_limit: int = 10000000,
+    pair_counts: bool = False,
+) -> dict[str, Any]: ...

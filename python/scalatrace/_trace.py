@@ -584,6 +584,13 @@ class Trace:
             f"{len(self._core.sites)} call sites<table>{meta}</table><pre>{tree}</pre>"
         )
 
+    def to_simgrid_ti(self, directory: str | os.PathLike[str], timing: Literal["mean", "sample", "none"] = "mean") -> Any:
+        """Writes the trace in SimGrid's SMPI time-independent replay format (one file per rank
+        plus ``index.txt``); see :func:`scalatrace.simulate.to_simgrid_ti`."""
+        from .simulate import to_simgrid_ti
+
+        return to_simgrid_ti(self, directory, timing=timing)
+
 
 def load(path: str | os.PathLike[str]) -> Trace:
     """Reads a ``.sct`` trace file.

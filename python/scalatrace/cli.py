@@ -89,6 +89,50 @@ def _cmd_heatmap(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from .simulate import LogGP, simulate
+
+    net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G)
+    r = simulate(args.trace, network=net, ranks_per_node=args.ranks_per_node, compute_scale=args.compute_scale,
+                 size_scale=args.size_scale, timing=args.timing, seed=args.seed,
+                 eager_threshold=args.eager_threshold, contention=args.contention)
+    if args.json:
+        json.dump({"trace": str(args.trace), **r.summary(), "events": r.events, "messages": r.messages,
+                   "nranks": r.nranks}, sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"predicted time: {r.total_time:.6f} s  ({r.nranks} ranks, {r.events} events, {r.messages} messages)")
+    print(r.to_pandas().describe().loc[["mean", "min", "max"], ["compute", "comm", "wait", "late_sender", "late_receiver"]].to_string())
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .simulate import LogGP, sweep
+
+    grid: dict[str, list[object]] = {}
+    for item in args.param:
+        name, _, values = item.partition("=")
+        if not values:
+            raise ValueError(f"--param wants NAME=V1,V2,..., got {item!r}")
+        grid[name] = [v if name == "timing" else float(v) for v in values.split(",")]
+    net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G)
+    df = sweep(args.trace, grid, processes=args.processes, progress=not args.quiet, network=net)
+    if args.output:
+        df.to_csv(args.output, index=False)
+        print(f"scalatrace: wrote {args.output} ({len(df)} points)")
+    else:
+        print(df.to_string(index=False))
+    return 0 if df["error"].isna().all() else 1
+
+
+def _add_network_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--L", type=float, default=1e-6, help="latency, seconds (default 1e-6)")
+    p.add_argument("--o-s", dest="o_s", type=float, default=0.5e-6, help="send overhead, seconds")
+    p.add_argument("--o-r", dest="o_r", type=float, default=0.5e-6, help="receive overhead, seconds")
+    p.add_argument("--g", type=float, default=0.0, help="gap between messages, seconds")
+    p.add_argument("--G", type=float, default=1e-10, help="gap per byte, seconds (1/bandwidth)")
+
+
 def _replay_main(argv: Sequence[str]) -> int:
     """``scalatrace replay ...``: delegates to :mod:`scalatrace.replay` (imported only here)."""
     try:
@@ -133,6 +177,29 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--kind", choices=["p2p", "collective", "all"], default="p2p")
     h.add_argument("--log", action="store_true", help="logarithmic colour scale")
     h.set_defaults(func=_cmd_heatmap)
+
+    sim = sub.add_parser("simulate", help="predict the run time of a trace on a LogGP network (no MPI)")
+    sim.add_argument("trace")
+    _add_network_arguments(sim)
+    sim.add_argument("--ranks-per-node", type=int, default=1)
+    sim.add_argument("--compute-scale", type=float, default=1.0)
+    sim.add_argument("--size-scale", type=float, default=1.0)
+    sim.add_argument("--timing", choices=["mean", "median", "sample", "none"], default="mean")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--eager-threshold", type=float, default=65536)
+    sim.add_argument("--contention", action="store_true", help="inter-node messages share their node's link")
+    sim.add_argument("--json", action="store_true", help="machine-readable output")
+    sim.set_defaults(func=_cmd_simulate)
+
+    sw = sub.add_parser("sweep", help="simulate a grid of what-if parameters (CSV out)")
+    sw.add_argument("trace")
+    sw.add_argument("--param", action="append", required=True, metavar="NAME=V1,V2,...",
+                    help="a grid axis, e.g. compute_scale=0.5,1,2 or bandwidth_scale=1,4 (repeatable)")
+    _add_network_arguments(sw)
+    sw.add_argument("-j", "--processes", type=int, default=None, help="worker processes")
+    sw.add_argument("-o", "--output", help="CSV file (default: print the table)")
+    sw.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    sw.set_defaults(func=_cmd_sweep)
 
     # Handled before parsing (its arguments belong to scalatrace.replay); listed for --help.
     sub.add_parser("replay", help="replay a trace with scalatrace-replay (scalatrace replay -h)")

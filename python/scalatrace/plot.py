@@ -211,3 +211,54 @@ def comm_diff(
     if colorbar:
         ax.figure.colorbar(im, ax=ax, label=f"{metric} (b - a)")
     return ax
+
+
+def timeline(result: Any, ranks: Any = None, ax: Any = None, max_events: int = 20000) -> Any:
+    """Gantt chart of a simulation: one row per rank, one bar per MPI call (start to end),
+    coloured by operation; the gaps between bars are compute.
+
+    Parameters
+    ----------
+    result : scalatrace.simulate.SimResult
+        From ``scalatrace.simulate(..., timeline=True)``.
+    ranks : sequence of int, optional
+        Ranks to show (default: all, up to 64).
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into (default: a new figure).
+    max_events : int
+        At most this many bars are drawn (the earliest).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    tl = result.timeline
+    if len(tl["rank"]) == 0:
+        raise ValueError("the result has no timeline: simulate with timeline=True")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 4))
+    shown = list(range(min(result.nranks, 64))) if ranks is None else [int(r) for r in ranks]
+    keep = np.isin(tl["rank"], shown)
+    order = np.argsort(tl["start"][keep], kind="stable")[:max_events]
+    rank, op = tl["rank"][keep][order], tl["op"][keep][order]
+    start, end = tl["start"][keep][order], tl["end"][keep][order]
+    from ._trace import OP_NAMES
+
+    cmap = plt.get_cmap("tab20")
+    ops = sorted(set(op.tolist()))
+    colour = {o: cmap(i % 20) for i, o in enumerate(ops)}
+    row = {r: i for i, r in enumerate(shown)}
+    for o in ops:
+        sel = op == o
+        ax.barh([row[r] for r in rank[sel]], end[sel] - start[sel], left=start[sel], height=0.8,
+                color=colour[o], label=OP_NAMES[o])
+    ax.set_yticks(range(len(shown)))
+    ax.set_yticklabels([str(r) for r in shown])
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("rank")
+    ax.set_title(f"simulated timeline ({result.total_time:.3g} s)")
+    ax.legend(loc="upper right", fontsize=7, ncol=2)
+    return ax

@@ -44,6 +44,18 @@ struct NodeState {
   std::uint64_t occurrence = 0;
 };
 
+/// Median estimate: the mean of the bin holding the middle value (exact for one-value bins).
+std::uint64_t histogram_median(const Histogram& h) {
+  if (h.count() == 0) return 0;
+  std::uint64_t k = (h.count() - 1) / 2;
+  for (const auto& b : h.bins()) {
+    if (k < b.count)
+      return static_cast<std::uint64_t>(std::llround(b.sum / static_cast<double>(b.count)));
+    k -= b.count;
+  }
+  return static_cast<std::uint64_t>(std::llround(h.mean()));
+}
+
 struct WalkFrame {
   const std::vector<Node>* body;
   std::size_t pos;
@@ -125,6 +137,7 @@ struct Cursor::Impl {
       case TimingMode::Mean: return static_cast<std::uint64_t>(std::llround(h.mean()));
       case TimingMode::Sample: return h.sample(rng);
       case TimingMode::None: return 0;
+      case TimingMode::Median: return histogram_median(h);
     }
     return 0;
   }

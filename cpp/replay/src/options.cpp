@@ -36,6 +36,7 @@ std::string_view timing_name(TimingMode mode) {
     case TimingMode::Mean: return "mean";
     case TimingMode::Sample: return "sample";
     case TimingMode::None: return "none";
+    case TimingMode::Median: return "median";
   }
   return "?";
 }

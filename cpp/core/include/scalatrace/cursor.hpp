@@ -11,7 +11,9 @@
 
 namespace scalatrace {
 
-enum class TimingMode { Mean, Sample, None };
+/// How a cursor turns a timing histogram into one value: its mean, a seeded random draw, no
+/// time at all, or its median (estimated from the bins: the middle bin's mean).
+enum class TimingMode { Mean, Sample, None, Median };
 
 class Cursor {
  public:

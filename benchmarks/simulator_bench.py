@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Simulator benchmarks: accuracy against real runs (and SimGrid SMPI), and speed.
+
+Accuracy: for each example at 2 ranks (no oversubscription on this 2-core machine) with
+``-c MICROSECONDS`` of compute between calls, repeat: trace the program (merged trace + raw
+recording), take the real program time from the raw recording (slowest rank, end of MPI_Init to
+MPI_Finalize: recorded compute + call durations), simulate the trace with LogGP parameters
+from ``scalatrace.calibrate(np=2)``, and (if SimGrid is installed) replay the SimGrid export of
+the same trace with ``smpirun -replay`` on a platform with the calibrated latency and bandwidth.
+Medians over repeats.
+
+Speed: events simulated per second on harness stencil traces (``scalatrace-harness``), and the
+wall time and peak memory of a 65,536-rank, 100-timestep 2D stencil.
+
+Usage::
+
+    python benchmarks/simulator_bench.py [--repeats 3] [--compute-us 2000] [--iterations 30]
+        [--examples stencil1d ring ...] [--speed-ranks 1024] [--big-ranks 65536]
+        [--skip-accuracy] [--skip-speed] [--out benchmarks/results/simulator.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import scalatrace
+from scalatrace import _paths
+from scalatrace.simulate import to_simgrid_ti
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from replay_timing import program_time_from_raw  # noqa: E402  (same measure of the real run)
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_EXAMPLES = ["stencil1d", "ring", "pipeline", "collectives", "nonblocking_coll", "persistent"]
+REPLAY_MAIN = Path("/usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain")
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("SCALATRACE_BUILD_DIR", REPO / "build" / "py"))
+
+
+def smpi_time(trace: scalatrace.Trace, net: scalatrace.LogGP, work: Path) -> float | None:
+    smpirun = shutil.which("smpirun")
+    if smpirun is None or not REPLAY_MAIN.is_file():
+        return None
+    exp = to_simgrid_ti(trace, work / "ti")
+    bw = 1.0 / net.G if net.G > 0 else 1e12
+    platform = work / "platform.xml"
+    # Hosts of 1 Gflop/s (compute lines are nanoseconds), links with the calibrated one-way
+    # small-message time (LogGP L plus both overheads) and bandwidth; SMPI's latency and
+    # bandwidth correction factors set to 1 so that both simulators get the same numbers.
+    platform.write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+        '<platform version="4.1">\n'
+        f'  <cluster id="c" prefix="node-" suffix="" radical="0-{trace.nranks - 1}" speed="1Gf" '
+        f'bw="{bw:.6g}Bps" lat="{net.L + net.o_s + net.o_r:.6g}s"/>\n</platform>\n')
+    hostfile = work / "hostfile"
+    hostfile.write_text("".join(f"node-{i}\n" for i in range(trace.nranks)))
+    proc = subprocess.run(
+        [smpirun, "-np", str(trace.nranks), "-platform", str(platform), "-hostfile", str(hostfile), "-replay",
+         str(exp.index), "--log=replay.thresh:critical", "--log=smpi_config.thres:warning",
+         "--log=xbt_cfg.thres:warning", "--cfg=smpi/simulate-computation:yes", "--cfg=smpi/lat-factor:0:1",
+         "--cfg=smpi/bw-factor:0:1", str(REPLAY_MAIN)],
+        capture_output=True, text=True, timeout=600)
+    found = re.search(r"Simulation time ([0-9.eE+-]+)", proc.stdout + proc.stderr)
+    if proc.returncode != 0 or not found:
+        print(f"smpirun failed ({proc.returncode}): {proc.stderr[-1000:]}", file=sys.stderr)
+        return None
+    return float(found.group(1))
+
+
+def accuracy_case(name: str, args: argparse.Namespace, net: scalatrace.LogGP, work: Path) -> dict:
+    exe = build_dir() / "examples" / name
+    argv = [str(exe), "-i", str(args.iterations), "-c", str(args.compute_us)]
+    real, sim, smpi = [], [], []
+    for k in range(args.repeats):
+        case = work / f"{name}-{k}"
+        case.mkdir()
+        trace_path, raw = case / "trace.sct", case / "raw"
+        env = dict(os.environ, SCALATRACE_OUT=str(trace_path), SCALATRACE_RAW=str(raw), SCALATRACE_QUIET="1")
+        subprocess.run([_paths.mpiexec(), "-genv", "LD_PRELOAD", str(_paths.collector_library()), "-n", "2",
+                        *argv], env=env, check=True, capture_output=True, timeout=600)
+        real.append(program_time_from_raw(raw))
+        t = scalatrace.load(trace_path)
+        sim.append(scalatrace.simulate(t, network=net).total_time)
+        s = smpi_time(t, net, case)
+        if s is not None:
+            smpi.append(s)
+    out = {"example": name, "real": statistics.median(real), "sim": statistics.median(sim),
+           "sim_err": statistics.median(100 * (s - r) / r for s, r in zip(sim, real))}
+    if smpi:
+        out["smpi"] = statistics.median(smpi)
+        out["smpi_err"] = statistics.median(100 * (s - r) / r for s, r in zip(smpi, real))
+    return out
+
+
+def harness_trace(pattern: str, ranks: int, steps: int, path: Path) -> dict:
+    proc = subprocess.run([str(_paths.tool("scalatrace-harness")), "--pattern", pattern, "--ranks", str(ranks),
+                           "--timesteps", str(steps), "--wrap", "-o", str(path)],
+                          capture_output=True, text=True, check=True, timeout=3600)
+    return json.loads(proc.stdout)
+
+
+def time_simulation(path: Path) -> dict:
+    """Simulates in a fresh process: wall time, events, peak memory of that process."""
+    code = (
+        "import json, resource, sys, time, scalatrace\n"
+        "t0 = time.perf_counter(); t = scalatrace.load(sys.argv[1]); t1 = time.perf_counter()\n"
+        "c1 = time.process_time(); r = scalatrace.simulate(t); t2 = time.perf_counter(); c2 = time.process_time()\n"
+        "print(json.dumps({'load_s': t1 - t0, 'sim_s': t2 - t1, 'cpu_s': c2 - c1, 'events': r.events,\n"
+        "  'messages': r.messages,\n"
+        "  'total_time': r.total_time, 'rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True,
+                          timeout=3600)
+    return json.loads(proc.stdout)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--compute-us", type=int, default=2000)
+    p.add_argument("--iterations", type=int, default=30)
+    p.add_argument("--examples", nargs="+", default=DEFAULT_EXAMPLES)
+    p.add_argument("--speed-ranks", type=int, nargs="+", default=[64, 1024])
+    p.add_argument("--speed-steps", type=int, default=200)
+    p.add_argument("--big-ranks", type=int, default=65536)
+    p.add_argument("--big-steps", type=int, default=100)
+    p.add_argument("--skip-accuracy", action="store_true")
+    p.add_argument("--skip-speed", action="store_true")
+    p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "simulator.md")
+    args = p.parse_args()
+
+    lines = ["## Simulator", "",
+             "Machine: 2 cores shared with other jobs (load average often > 10), MPICH 4 (ch4), "
+             "SimGrid 3.32 (Debian). Command: `python benchmarks/simulator_bench.py "
+             + " ".join(sys.argv[1:]) + "`.", ""]
+    with tempfile.TemporaryDirectory(prefix="simbench-") as tmp:
+        work = Path(tmp)
+        if not args.skip_accuracy:
+            net = scalatrace.calibrate(np=2)
+            lines += ["### Accuracy at 2 ranks (simulated vs real program time)", "",
+                      f"Calibrated with `scalatrace.calibrate(np=2)`: L = {net.L * 1e6:.3f} us, "
+                      f"o_s = {net.o_s * 1e6:.3f} us, o_r = {net.o_r * 1e6:.3f} us, g = {net.g * 1e6:.3f} us, "
+                      f"G = {net.G * 1e9:.4f} ns/B ({1e-9 / net.G if net.G else float('inf'):.2f} GB/s). "
+                      f"Examples run with `-i {args.iterations} -c {args.compute_us}` (compute between calls, "
+                      f"microseconds); real time = slowest rank from the end of MPI_Init to MPI_Finalize in the "
+                      f"raw recording of the traced run; medians of {args.repeats} runs. SMPI: the SimGrid export "
+                      "of the same trace replayed by `smpirun -replay` (1 Gflop/s hosts, calibrated latency "
+                      "and bandwidth).", "",
+                      "| example | real (s) | scalatrace (s) | error | SMPI (s) | SMPI error |",
+                      "|---|---|---|---|---|---|"]
+            for name in args.examples:
+                r = accuracy_case(name, args, net, work)
+                print(r, flush=True)
+                smpi = f"{r['smpi']:.4f} | {r['smpi_err']:+.1f}%" if "smpi" in r else "n/a | n/a"
+                lines.append(f"| {name} | {r['real']:.4f} | {r['sim']:.4f} | {r['sim_err']:+.1f}% | {smpi} |")
+            lines.append("")
+        if not args.skip_speed:
+            lines += ["### Speed (one core, harness 2D stencil traces, wrap-around)", "",
+                      "Events = trace events simulated over all ranks (8 Irecv + 8 Isend + Waitall + "
+                      "Allreduce per step and rank); messages include the collectives' own. Simulation in a "
+                      "fresh process; peak RSS of that process (trace loaded + simulation).", "",
+                      "| ranks | steps | events | messages | simulate wall (s) | simulate CPU (s) | events/s (CPU) | "
+                      "predicted (s) | peak RSS (MB) |",
+                      "|---|---|---|---|---|---|---|---|---|"]
+            cases = [(n, args.speed_steps) for n in args.speed_ranks] + [(args.big_ranks, args.big_steps)]
+            for n, steps in cases:
+                path = work / f"stencil-{n}.sct"
+                harness_trace("stencil2d", n, steps, path)
+                s = time_simulation(path)
+                print(n, steps, s, flush=True)
+                lines.append(f"| {n} | {steps} | {s['events']:,} | {s['messages']:,} | {s['sim_s']:.2f} | "
+                             f"{s['cpu_s']:.2f} | {s['events'] / s['cpu_s'] / 1e6:.2f} M | {s['total_time']:.4f} | "
+                             f"{s['rss_mb']:.0f} |")
+            lines.append("")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+// The trace-driven simulator: _core.simulate(trace, ...) -> dict of NumPy arrays (times in ns).
+#include <cstdint>
+#include <string>
+
+#include "bindings.hpp"
+#include "scalatrace/simulator.hpp"
+
+using namespace scalatrace;
+
+namespace {
+
+LogGP loggp_from(const py::sequence& p, const char* which) {
+  if (py::len(p) != 5)
+    throw py::value_error(std::string(which) + " must be (L, o_s, o_r, g, G) in ns");
+  return LogGP{p[0].cast<double>(), p[1].cast<double>(), p[2].cast<double>(), p[3].cast<double>(),
+               p[4].cast<double>()};
+}
+
+TimingMode timing_from(const std::string& name) {
+  if (name == "mean") return TimingMode::Mean;
+  if (name == "median") return TimingMode::Median;
+  if (name == "sample") return TimingMode::Sample;
+  if (name == "none") return TimingMode::None;
+  throw py::value_error("timing must be 'mean', 'median', 'sample' or 'none', got '" + name + "'");
+}
+
+template <class Row, class F>
+py::array_t<double> column(const std::vector<Row>& rows, F get) {
+  std::vector<double> v(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) v[i] = get(rows[i]);
+  return to_numpy(std::move(v));
+}
+
+template <class Row, class F>
+py::array_t<std::int64_t> int_column(const std::vector<Row>& rows, F get) {
+  std::vector<std::int64_t> v(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) v[i] = static_cast<std::int64_t>(get(rows[i]));
+  return to_numpy(std::move(v));
+}
+
+py::dict times_columns(const std::vector<SimTimes>& rows) {
+  py::dict d;
+  d["compute"] = column(rows, [](const SimTimes& t) { return t.compute; });
+  d["comm"] = column(rows, [](const SimTimes& t) { return t.comm; });
+  d["wait"] = column(rows, [](const SimTimes& t) { return t.wait; });
+  d["late_sender"] = column(rows, [](const SimTimes& t) { return t.late_sender; });
+  d["late_receiver"] = column(rows, [](const SimTimes& t) { return t.late_receiver; });
+  d["calls"] = int_column(rows, [](const SimTimes& t) { return t.calls; });
+  return d;
+}
+
+py::dict result_to_dict(SimResult&& r) {
+  py::dict out;
+  out["total_ns"] = r.total_ns;
+  out["events"] = r.events;
+  out["messages"] = r.messages;
+  out["end_ns"] = to_numpy(std::move(r.end_ns));
+  out["ranks"] = times_columns(r.ranks);
+  out["sent_messages"] = to_numpy(std::move(r.sent_messages));
+  out["recv_messages"] = to_numpy(std::move(r.recv_messages));
+  out["sent_bytes"] = to_numpy(std::move(r.sent_bytes));
+  out["recv_bytes"] = to_numpy(std::move(r.recv_bytes));
+  std::vector<SimTimes> site_times;
+  for (const auto& s : r.sites) site_times.push_back(s.times);
+  py::dict sites = times_columns(site_times);
+  sites["site"] = int_column(r.sites, [](const SimSiteRow& s) { return s.site; });
+  sites["op"] = int_column(r.sites, [](const SimSiteRow& s) { return static_cast<int>(s.op); });
+  out["sites"] = sites;
+  py::dict pairs;
+  pairs["src"] = int_column(r.pairs, [](const SimPair& p) { return p.src; });
+  pairs["dst"] = int_column(r.pairs, [](const SimPair& p) { return p.dst; });
+  pairs["messages"] = int_column(r.pairs, [](const SimPair& p) { return p.messages; });
+  pairs["bytes"] = column(r.pairs, [](const SimPair& p) { return p.bytes; });
+  out["pairs"] = pairs;
+  py::dict tl;
+  tl["rank"] = int_column(r.timeline, [](const SimTimelineRow& t) { return t.rank; });
+  tl["index"] = int_column(r.timeline, [](const SimTimelineRow& t) { return t.index; });
+  tl["op"] = int_column(r.timeline, [](const SimTimelineRow& t) { return static_cast<int>(t.op); });
+  tl["site"] = int_column(r.timeline, [](const SimTimelineRow& t) { return t.site; });
+  tl["start"] = column(r.timeline, [](const SimTimelineRow& t) { return t.start; });
+  tl["end"] = column(r.timeline, [](const SimTimelineRow& t) { return t.end; });
+  out["timeline"] = tl;
+  return out;
+}
+
+}  // namespace
+
+void register_simulator(py::module_& m) {
+  m.def(
+      "simulate",
+      [](const Trace& trace, const py::sequence& inter, const py::sequence& intra,
+         std::int64_t ranks_per_node, double eager_threshold, bool contention,
+         const std::string& timing, std::uint64_t seed, double compute_scale,
+         const std::unordered_map<std::uint32_t, double>& site_compute_scale, double size_scale,
+         bool timeline, std::uint64_t timeline_limit, bool pair_counts) {
+        SimOptions o;
+        o.inter_node = loggp_from(inter, "network");
+        o.intra_node = loggp_from(intra, "intra_node");
+        o.ranks_per_node = ranks_per_node;
+        o.eager_threshold = eager_threshold;
+        o.contention = contention;
+        o.timing = timing_from(timing);
+        o.seed = seed;
+        o.compute_scale = compute_scale;
+        o.site_compute_scale = site_compute_scale;
+        o.size_scale = size_scale;
+        o.timeline = timeline;
+        o.timeline_limit = timeline_limit;
+        o.pair_counts = pair_counts;
+        SimResult r;
+        {
+          py::gil_scoped_release release;
+          r = simulate(trace, o);
+        }
+        return result_to_dict(std::move(r));
+      },
+      py::arg("trace"), py::arg("network"), py::arg("intra_node"), py::arg("ranks_per_node") = 1,
+      py::arg("eager_threshold") = 65536.0, py::arg("contention") = false,
+      py::arg("timing") = "mean", py::arg("seed") = 0, py::arg("compute_scale") = 1.0,
+      py::arg("site_compute_scale") = std::unordered_map<std::uint32_t, double>{},
+      py::arg("size_scale") = 1.0, py::arg("timeline") = false,
+      py::arg("timeline_limit") = 10'000'000, py::arg("pair_counts") = false,
+      "Simulates the trace on a LogGP network; times in ns (see scalatrace.simulate).");
+}

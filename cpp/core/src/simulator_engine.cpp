@@ -1,0 +1,847 @@
+// The simulator's event engine: every rank walks its own Cursor and runs until it blocks;
+// messages carry their simulated arrival times, so the order in which ranks are processed does
+// not change the result, except where MPI itself would be nondeterministic (MPI_ANY_SOURCE):
+// those receives are matched only when no rank can make progress any more, to the message that
+// arrived first in simulated time. See docs/simulator.md ("Event engine").
+#include <algorithm>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "scalatrace/analysis.hpp"
+#include "simulator_internal.hpp"
+
+namespace scalatrace {
+namespace {
+
+using sim::CollStep;
+using sim::Network;
+
+constexpr std::int64_t kAnyWorld = -1;  ///< "any source" in world-rank terms
+constexpr std::int32_t kNoRequest = -1;
+
+struct Request {
+  enum class Kind : std::uint8_t { Send, Recv, Done };
+  Kind kind = Kind::Done;
+  bool known = true;        ///< completion time is known
+  bool persistent = false;  ///< created by *_init: survives completion
+  bool active = false;      ///< posted and not yet completed by a Wait/Test
+  bool rendezvous = false;  ///< send: waits for the receiver (late-receiver time)
+  bool orphaned = false;    ///< freed while active: never reused
+  double done = 0;          ///< completion time (send: buffer free; recv: data arrived)
+  double o_r = 0;           ///< receive overhead charged when the receive completes
+  std::int64_t slot = -1;   ///< handle-buffer slot index, -1 for internal requests
+  // Persistent requests: what Start posts.
+  Op op = Op::Other;
+  std::int64_t peer = 0, comm = 0, tag = 0;
+  double bytes = 0;
+};
+
+struct Message {
+  std::int64_t src = 0, comm = 0, tag = 0;
+  double bytes = 0;
+  double arrival = 0;  ///< eager: last byte arrived; rendezvous: request-to-send arrived
+  std::uint64_t seq = 0;
+  std::int32_t send_req = kNoRequest;
+  bool collective = false, rendezvous = false, user = false;
+};
+
+struct PostedRecv {
+  std::int64_t src = kAnyWorld, comm = 0, tag = 0;
+  std::int32_t req = kNoRequest;
+  double post_time = 0;
+  bool collective = false;
+};
+
+bool matches(const PostedRecv& r, const Message& m) {
+  return r.collective == m.collective && r.comm == m.comm &&
+         (r.src == kAnyWorld || r.src == m.src) && (r.tag == kAnyTag || r.tag == m.tag);
+}
+
+struct CommInfo {
+  std::int64_t id = 0, me = 0, size = 0;
+  const CommEntry* entry = nullptr;
+  bool identity = false;  ///< comm rank == world rank
+  std::uint64_t collective_seq = 0;
+};
+
+enum class Stage : std::uint8_t { Next, Waiting, Collective, Probing };
+
+struct RankSim {
+  std::int64_t rank = 0;
+  Cursor cursor;
+  Event ev;
+  Stage stage = Stage::Next;
+  bool blocked = false, finished = false;
+  double clock = 0;
+  std::uint64_t event_index = 0;
+  // Accounting of the current event.
+  double event_start = 0, event_compute = 0, wait_mark = 0, late_s_mark = 0, late_r_mark = 0;
+  SimTimes times;
+  // Requests: pool + handle buffer (slots, oldest trimmed when released).
+  std::vector<Request> reqs;
+  std::vector<std::int32_t> free_reqs;
+  std::deque<std::int32_t> slots;
+  std::uint64_t slot_base = 0, slot_count = 0;
+  std::vector<std::int32_t> waits;  ///< requests the current step waits for
+  // Collective in progress.
+  std::vector<CollStep> steps;
+  std::size_t step_pos = 0;
+  std::size_t coll_comm = 0;  ///< index into comms
+  std::uint64_t coll_tag = 0;
+  // Blocking probe in progress.
+  PostedRecv probe;
+  // Receiver side.
+  std::vector<Message> unexpected;  ///< arrived (or announced), not yet matched; in arrival order per source
+  std::vector<PostedRecv> posted;   ///< posted receives in post order
+  std::vector<CommInfo> comms;
+  // Results.
+  std::uint64_t sent = 0, received = 0;
+  double sent_bytes = 0, recv_bytes = 0;
+
+  RankSim(const Trace& t, std::int64_t r, const SimOptions& o)
+      : rank(r), cursor(t, r, o.timing, o.seed + static_cast<std::uint64_t>(r)) {}
+};
+
+class Engine {
+ public:
+  Engine(const Trace& trace, const SimOptions& options)
+      : trace_(trace), opt_(options), net_(options, trace.nranks), n_(trace.nranks) {
+    ranks_.reserve(static_cast<std::size_t>(n_));
+    for (std::int64_t r = 0; r < n_; ++r) ranks_.emplace_back(trace, r, options);
+    in_wild_.assign(static_cast<std::size_t>(n_), 0);
+    site_times_.resize(trace.sites.size());
+  }
+
+  SimTimes& site_times(std::uint32_t site, Op op) {
+    if (site >= site_times_.size()) site_times_.resize(site + 1);
+    SiteTimes& s = site_times_[site];
+    if (!s.used) {
+      s.used = true;
+      s.op = op;
+    }
+    if (s.op == op) return s.times;
+    return other_ops_[(static_cast<std::uint64_t>(site) << 16) | static_cast<std::uint64_t>(op)];
+  }
+
+  SimResult run() {
+    for (std::int64_t r = 0; r < n_; ++r) ready_.push_back(r);
+    for (;;) {
+      while (!ready_.empty()) {
+        const std::int64_t r = ready_.front();
+        ready_.pop_front();
+        advance(rank(r));
+      }
+      if (!resolve_wildcard()) break;
+    }
+    check_finished();
+    check_unmatched();
+    return collect();
+  }
+
+ private:
+  const Trace& trace_;
+  const SimOptions& opt_;
+  Network net_;
+  std::int64_t n_;
+  std::vector<RankSim> ranks_;
+  std::deque<std::int64_t> ready_;
+  std::vector<std::int64_t> wild_;
+  std::vector<char> in_wild_;
+  std::uint64_t seq_ = 0;
+  SimResult res_;
+  /// Per call site: the times of its (usual) one op; other ops of the same site in `other_ops_`.
+  struct SiteTimes {
+    bool used = false;
+    Op op = Op::Other;
+    SimTimes times;
+  };
+  std::vector<SiteTimes> site_times_;
+  std::unordered_map<std::uint64_t, SimTimes> other_ops_;
+  std::unordered_map<std::uint64_t, SimPair> pairs_;
+
+  RankSim& rank(std::int64_t r) { return ranks_[static_cast<std::size_t>(r)]; }
+
+  [[noreturn]] void fail_event(const RankSim& R, const std::string& what) const {
+    throw SimulationError("simulation: rank " + std::to_string(R.rank) + ", event #" +
+                          std::to_string(R.event_index) + " (" + describe(R.ev) + "): " + what);
+  }
+
+  void wake(std::int64_t r) {
+    RankSim& R = rank(r);
+    if (R.blocked) {
+      R.blocked = false;
+      ready_.push_back(r);
+    }
+  }
+
+  void mark_wild(std::int64_t r) {
+    if (!in_wild_[static_cast<std::size_t>(r)]) {
+      in_wild_[static_cast<std::size_t>(r)] = 1;
+      wild_.push_back(r);
+    }
+  }
+
+  // ---------------------------------------------------------------- communicators
+
+  std::size_t comm_index(RankSim& R, std::int64_t id) {
+    for (std::size_t i = 0; i < R.comms.size(); ++i)
+      if (R.comms[i].id == id) return i;
+    CommInfo c;
+    c.id = id;
+    const auto [me, size] = comm_rank_and_size(trace_.comms, id, R.rank, n_);
+    if (me < 0 || size <= 0)
+      fail_event(R, "rank is not a member of communicator " + std::to_string(id) +
+                        " (not in the trace's communicator table)");
+    c.me = me;
+    c.size = size;
+    c.entry = trace_.comms.find(id, R.rank);
+    if (c.entry == nullptr) {
+      c.identity = id == 0;
+    } else {
+      const auto& ds = c.entry->members.descriptors();
+      c.identity = ds.size() == 1 && ds[0].start == 0 && ds[0].dims.size() == 1 &&
+                   ds[0].dims[0].second == 1;
+    }
+    R.comms.push_back(c);
+    return R.comms.size() - 1;
+  }
+
+  std::int64_t world_of(const RankSim& R, const CommInfo& c, std::int64_t comm_rank) const {
+    if (comm_rank < 0 || comm_rank >= c.size) return -1;
+    if (c.identity) return comm_rank;
+    if (c.entry != nullptr) return c.entry->members.at(comm_rank);
+    return c.id == 1 ? R.rank : -1;
+  }
+
+  /// World rank of a relative peer field; kAnyWorld for MPI_ANY_SOURCE, -2 for MPI_PROC_NULL.
+  std::int64_t peer_world(RankSim& R, std::int64_t comm, std::int64_t relative) {
+    if (relative == kAnySource) return kAnyWorld;
+    if (relative == kProcNull) return -2;
+    const CommInfo& c = R.comms[comm_index(R, comm)];
+    const std::int64_t w = world_of(R, c, c.me + relative);
+    if (w < 0)
+      fail_event(R, "peer " + std::to_string(c.me + relative) + " is outside communicator " +
+                        std::to_string(comm) + " of size " + std::to_string(c.size));
+    return w;
+  }
+
+  // ---------------------------------------------------------------- requests
+
+  std::int32_t new_request(RankSim& R, Request::Kind kind) {
+    std::int32_t q;
+    if (!R.free_reqs.empty()) {
+      q = R.free_reqs.back();
+      R.free_reqs.pop_back();
+      R.reqs[static_cast<std::size_t>(q)] = Request{};
+    } else {
+      q = static_cast<std::int32_t>(R.reqs.size());
+      R.reqs.emplace_back();
+    }
+    R.reqs[static_cast<std::size_t>(q)].kind = kind;
+    return q;
+  }
+
+  void add_slot(RankSim& R, std::int32_t q) {
+    R.reqs[static_cast<std::size_t>(q)].slot = static_cast<std::int64_t>(R.slot_count);
+    R.slots.push_back(q);
+    ++R.slot_count;
+  }
+
+  std::int32_t slot_request(const RankSim& R, std::int64_t offset) const {
+    if (offset <= 0 || static_cast<std::uint64_t>(offset) > R.slot_count) return kNoRequest;
+    const std::uint64_t index = R.slot_count - static_cast<std::uint64_t>(offset);
+    if (index < R.slot_base) return kNoRequest;
+    return R.slots[index - R.slot_base];
+  }
+
+  /// Drops a request: its slot no longer refers to it; the pool reuses it unless orphaned.
+  void release(RankSim& R, std::int32_t q) {
+    Request& Q = R.reqs[static_cast<std::size_t>(q)];
+    if (Q.slot >= 0) {
+      R.slots[static_cast<std::size_t>(static_cast<std::uint64_t>(Q.slot) - R.slot_base)] = kNoRequest;
+      while (!R.slots.empty() && R.slots.front() == kNoRequest) {
+        R.slots.pop_front();
+        ++R.slot_base;
+      }
+      Q.slot = -1;
+    }
+    if (!Q.orphaned) R.free_reqs.push_back(q);
+  }
+
+  // ---------------------------------------------------------------- point-to-point
+
+  void post_send(RankSim& R, std::int64_t dst, std::int64_t comm, std::int64_t tag, double bytes,
+                 Op op, bool collective, std::int32_t q) {
+    const LogGP& p = net_.link(R.rank, dst);
+    R.clock += p.o_s;
+    Request& Q = R.reqs[static_cast<std::size_t>(q)];
+    Q.kind = Request::Kind::Send;
+    Q.active = true;
+    Message m;
+    m.src = R.rank;
+    m.comm = comm;
+    m.tag = tag;
+    m.bytes = bytes;
+    m.seq = seq_++;
+    m.send_req = q;
+    m.collective = collective;
+    m.user = !collective;
+    const bool sync = op == Op::Ssend || op == Op::Issend || op == Op::Ssend_init;
+    const bool buffered = op == Op::Bsend || op == Op::Ibsend || op == Op::Bsend_init;
+    m.rendezvous = sync || (!buffered && bytes > opt_.eager_threshold);
+    if (m.rendezvous) {
+      Q.known = false;
+      Q.rendezvous = true;
+      m.arrival = R.clock + p.L;  // request-to-send
+    } else {
+      const auto t = net_.transfer(R.rank, dst, R.clock, bytes);
+      Q.known = true;
+      Q.done = t.start;
+      m.arrival = t.arrival;
+    }
+    ++res_.messages;
+    deliver(dst, std::move(m));
+  }
+
+  void post_recv(RankSim& R, std::int64_t src, std::int64_t comm, std::int64_t tag,
+                 bool collective, std::int32_t q) {
+    Request& Q = R.reqs[static_cast<std::size_t>(q)];
+    Q.kind = Request::Kind::Recv;
+    Q.known = false;
+    Q.active = true;
+    PostedRecv pr{src, comm, tag, q, R.clock, collective};
+    if (src == kAnyWorld) {
+      R.posted.push_back(pr);
+      for (const Message& m : R.unexpected)
+        if (matches(pr, m)) {
+          mark_wild(R.rank);
+          break;
+        }
+      return;
+    }
+    for (std::size_t i = 0; i < R.unexpected.size(); ++i) {
+      if (!matches(pr, R.unexpected[i])) continue;
+      const bool held = std::any_of(R.posted.begin(), R.posted.end(), [&](const PostedRecv& w) {
+        return w.src == kAnyWorld && matches(w, R.unexpected[i]);
+      });
+      if (held) break;
+      Message m = std::move(R.unexpected[i]);
+      R.unexpected.erase(R.unexpected.begin() + static_cast<std::ptrdiff_t>(i));
+      match(R.rank, pr, m);
+      return;
+    }
+    R.posted.push_back(pr);
+  }
+
+  /// A message reaches its destination's queues: the first posted receive that matches takes
+  /// it, unless that receive is a wildcard (decided later, by arrival time).
+  void deliver(std::int64_t d, Message&& m) {
+    RankSim& D = rank(d);
+    for (std::size_t i = 0; i < D.posted.size(); ++i) {
+      if (!matches(D.posted[i], m)) continue;
+      if (D.posted[i].src == kAnyWorld) {
+        mark_wild(d);
+        break;
+      }
+      const PostedRecv pr = D.posted[i];
+      D.posted.erase(D.posted.begin() + static_cast<std::ptrdiff_t>(i));
+      match(d, pr, m);
+      return;
+    }
+    D.unexpected.push_back(std::move(m));
+    if (D.stage == Stage::Probing) wake(d);
+  }
+
+  void match(std::int64_t d, const PostedRecv& pr, const Message& m) {
+    RankSim& D = rank(d);
+    Request& Q = D.reqs[static_cast<std::size_t>(pr.req)];
+    const LogGP& p = net_.link(m.src, d);
+    Q.o_r = p.o_r;
+    if (!m.rendezvous) {
+      Q.done = m.arrival;
+    } else {
+      const double matched = std::max(m.arrival, pr.post_time);
+      const auto t = net_.transfer(m.src, d, matched + p.L, m.bytes);  // clear-to-send, data
+      RankSim& S = rank(m.src);
+      Request& SQ = S.reqs[static_cast<std::size_t>(m.send_req)];
+      SQ.known = true;
+      SQ.done = t.end;
+      wake(m.src);
+      Q.done = t.arrival;
+    }
+    Q.known = true;
+    if (m.user && m.src != d) {
+      RankSim& S = rank(m.src);
+      ++S.sent;
+      S.sent_bytes += m.bytes;
+      ++D.received;
+      D.recv_bytes += m.bytes;
+      if (opt_.pair_counts) {
+        SimPair& pair = pairs_[static_cast<std::uint64_t>(m.src) * static_cast<std::uint64_t>(n_) +
+                               static_cast<std::uint64_t>(d)];
+        pair.src = m.src;
+        pair.dst = d;
+        ++pair.messages;
+        pair.bytes += m.bytes;
+      }
+    }
+    wake(d);
+  }
+
+  /// When every rank is stuck: the earliest-arriving candidate of any pending wildcard receive
+  /// is matched (no message still to be sent can arrive before it). False if none.
+  bool resolve_wildcard() {
+    struct Best {
+      double arrival;
+      std::uint64_t seq;
+      std::int64_t rank;
+      std::size_t posted, message;
+    };
+    std::optional<Best> best;
+    std::vector<std::int64_t> keep;
+    for (const std::int64_t d : wild_) {
+      RankSim& D = rank(d);
+      bool candidate = false;
+      for (std::size_t i = 0; i < D.posted.size() && !candidate; ++i) {
+        const PostedRecv& pr = D.posted[i];
+        if (pr.src != kAnyWorld) continue;
+        std::vector<std::int64_t> seen;  // first matching message of each source only (FIFO)
+        for (std::size_t j = 0; j < D.unexpected.size(); ++j) {
+          const Message& m = D.unexpected[j];
+          if (!matches(pr, m) || std::find(seen.begin(), seen.end(), m.src) != seen.end()) continue;
+          seen.push_back(m.src);
+          candidate = true;
+          if (!best || m.arrival < best->arrival || (m.arrival == best->arrival && m.seq < best->seq))
+            best = Best{m.arrival, m.seq, d, i, j};
+        }
+      }
+      if (candidate) keep.push_back(d);
+      else in_wild_[static_cast<std::size_t>(d)] = 0;
+    }
+    wild_ = std::move(keep);
+    if (!best) return false;
+    RankSim& D = rank(best->rank);
+    const PostedRecv pr = D.posted[best->posted];
+    Message m = std::move(D.unexpected[best->message]);
+    D.posted.erase(D.posted.begin() + static_cast<std::ptrdiff_t>(best->posted));
+    D.unexpected.erase(D.unexpected.begin() + static_cast<std::ptrdiff_t>(best->message));
+    match(best->rank, pr, m);
+    // Receives held behind the wildcard may match now.
+    std::vector<Message> pending;
+    pending.swap(D.unexpected);
+    for (Message& p : pending) deliver(best->rank, std::move(p));
+    return true;
+  }
+
+  // ---------------------------------------------------------------- waiting
+
+  /// Completes every request in R.waits if all completion times are known: the rank idles
+  /// until each one is done (in order of completion) and pays o_r per receive.
+  bool complete_waits(RankSim& R) {
+    for (const std::int32_t q : R.waits)
+      if (!R.reqs[static_cast<std::size_t>(q)].known) return false;
+    std::sort(R.waits.begin(), R.waits.end(), [&](std::int32_t a, std::int32_t b) {
+      return R.reqs[static_cast<std::size_t>(a)].done < R.reqs[static_cast<std::size_t>(b)].done;
+    });
+    double t = R.clock;
+    for (const std::int32_t q : R.waits) {
+      Request& Q = R.reqs[static_cast<std::size_t>(q)];
+      if (Q.done > t) {
+        const double idle = Q.done - t;
+        R.times.wait += idle;
+        if (Q.kind == Request::Kind::Recv) R.times.late_sender += idle;
+        else if (Q.rendezvous) R.times.late_receiver += idle;
+        t = Q.done;
+      }
+      if (Q.kind == Request::Kind::Recv) t += Q.o_r;
+      Q.active = false;
+      if (!Q.persistent) release(R, q);
+    }
+    R.clock = t;
+    R.waits.clear();
+    return true;
+  }
+
+  bool try_probe(RankSim& R) {
+    const Message* found = nullptr;
+    for (const Message& m : R.unexpected) {
+      if (!matches(R.probe, m)) continue;
+      if (R.probe.src != kAnyWorld) {
+        found = &m;
+        break;
+      }
+      if (found == nullptr || m.arrival < found->arrival) found = &m;
+    }
+    if (found == nullptr) return false;
+    if (found->arrival > R.clock) {
+      R.times.wait += found->arrival - R.clock;
+      R.times.late_sender += found->arrival - R.clock;
+      R.clock = found->arrival;
+    }
+    R.clock += net_.link(found->src, R.rank).o_r;
+    return true;
+  }
+
+  // ---------------------------------------------------------------- events
+
+  void begin_event(RankSim& R) {
+    // The run starts at MPI_Init: what came before it (process start-up) is not simulated.
+    const bool start = R.ev.op == Op::Init || R.ev.op == Op::Init_thread;
+    double compute = start ? 0.0 : static_cast<double>(R.ev.compute_ns) * opt_.compute_scale;
+    if (!opt_.site_compute_scale.empty()) {
+      const auto it = opt_.site_compute_scale.find(R.ev.site);
+      if (it != opt_.site_compute_scale.end()) compute *= it->second;
+    }
+    R.clock += compute;
+    R.times.compute += compute;
+    R.event_compute = compute;
+    R.event_start = R.clock;
+    R.wait_mark = R.times.wait;
+    R.late_s_mark = R.times.late_sender;
+    R.late_r_mark = R.times.late_receiver;
+  }
+
+  void end_event(RankSim& R) {
+    const double wait = R.times.wait - R.wait_mark;
+    const double comm = (R.clock - R.event_start) - wait;
+    R.times.comm += comm;
+    ++R.times.calls;
+    SimTimes& s = site_times(R.ev.site, R.ev.op);
+    s.compute += R.event_compute;
+    s.comm += comm;
+    s.wait += wait;
+    s.late_sender += R.times.late_sender - R.late_s_mark;
+    s.late_receiver += R.times.late_receiver - R.late_r_mark;
+    ++s.calls;
+    if (opt_.timeline) {
+      if (res_.timeline.size() >= opt_.timeline_limit)
+        throw UsageError("the simulated timeline would exceed " +
+                         std::to_string(opt_.timeline_limit) +
+                         " rows; simulate without a timeline or raise the limit");
+      res_.timeline.push_back(SimTimelineRow{R.rank, R.event_index, R.ev.op, R.ev.site,
+                                             R.event_start, R.clock});
+    }
+    ++R.event_index;
+    ++res_.events;
+    R.stage = Stage::Next;
+  }
+
+  void advance(RankSim& R) {
+    for (;;) {
+      switch (R.stage) {
+        case Stage::Waiting:
+          if (!complete_waits(R)) {
+            R.blocked = true;
+            return;
+          }
+          if (!R.steps.empty()) R.stage = Stage::Collective;
+          else end_event(R);
+          continue;
+        case Stage::Probing:
+          if (!try_probe(R)) {
+            R.blocked = true;
+            return;
+          }
+          end_event(R);
+          continue;
+        case Stage::Collective:
+          if (R.step_pos < R.steps.size()) {
+            post_step(R);
+            R.stage = Stage::Waiting;
+          } else {
+            R.steps.clear();
+            R.step_pos = 0;
+            end_event(R);
+          }
+          continue;
+        case Stage::Next: {
+          auto e = R.cursor.next();
+          if (!e) {
+            R.finished = true;
+            return;
+          }
+          R.ev = std::move(*e);
+          begin_event(R);
+          dispatch(R);
+          continue;
+        }
+      }
+    }
+  }
+
+  void start_collective(RankSim& R, std::int64_t comm) {
+    const std::size_t ci = comm_index(R, comm);
+    CommInfo& c = R.comms[ci];
+    sim::collective_steps(R.ev, c.me, c.size, opt_.size_scale, R.steps);
+    R.coll_comm = ci;
+    R.coll_tag = c.collective_seq++;
+    R.step_pos = 0;
+    if (R.steps.empty()) {
+      end_event(R);
+      return;
+    }
+    R.stage = Stage::Collective;
+  }
+
+  void post_step(RankSim& R) {
+    const CollStep& s = R.steps[R.step_pos++];
+    const CommInfo& c = R.comms[R.coll_comm];
+    const auto tag = static_cast<std::int64_t>(R.coll_tag);
+    R.waits.clear();
+    if (s.recv_from >= 0) {
+      const std::int32_t q = new_request(R, Request::Kind::Recv);
+      post_recv(R, world_of(R, c, s.recv_from), c.id, tag, true, q);
+      R.waits.push_back(q);
+    }
+    if (s.send_to >= 0) {
+      const std::int32_t q = new_request(R, Request::Kind::Send);
+      post_send(R, world_of(R, c, s.send_to), c.id, tag, s.send_bytes, Op::Send, true, q);
+      R.waits.push_back(q);
+    }
+  }
+
+  double scaled_bytes(std::int64_t bytes) const {
+    return static_cast<double>(std::max<std::int64_t>(bytes, 0)) * opt_.size_scale;
+  }
+
+  /// Posts the send half of a user point-to-point call; kNoRequest for MPI_PROC_NULL.
+  std::int32_t user_send(RankSim& R, Op op, std::int64_t comm, std::int64_t peer_field,
+                         std::int64_t tag, std::int64_t bytes) {
+    const std::int64_t dst = peer_world(R, comm, peer_field);
+    if (dst == kAnyWorld) fail_event(R, "a send to MPI_ANY_SOURCE");
+    if (dst < 0) return kNoRequest;
+    const std::int32_t q = new_request(R, Request::Kind::Send);
+    post_send(R, dst, comm, tag, scaled_bytes(bytes), op, false, q);
+    return q;
+  }
+
+  std::int32_t user_recv(RankSim& R, std::int64_t comm, std::int64_t peer_field, std::int64_t tag) {
+    const std::int64_t src = peer_world(R, comm, peer_field);
+    if (src < kAnyWorld) return kNoRequest;  // MPI_PROC_NULL
+    const std::int32_t q = new_request(R, Request::Kind::Recv);
+    post_recv(R, src, comm, tag, false, q);
+    return q;
+  }
+
+  void wait_for(RankSim& R, std::initializer_list<std::int32_t> qs) {
+    R.waits.clear();
+    for (const std::int32_t q : qs)
+      if (q != kNoRequest) R.waits.push_back(q);
+    R.stage = Stage::Waiting;
+  }
+
+  void slot_or_done(RankSim& R, std::int32_t q) {
+    if (q == kNoRequest) q = new_request(R, Request::Kind::Done);
+    add_slot(R, q);
+  }
+
+  void start_persistent(RankSim& R, std::int32_t q) {
+    Request& Q = R.reqs[static_cast<std::size_t>(q)];
+    if (!Q.persistent || Q.peer < kAnyWorld) return;  // not persistent, or MPI_PROC_NULL
+    if (op_kind(Q.op) == OpKind::PersistentSend)
+      post_send(R, Q.peer, Q.comm, Q.tag, Q.bytes, Q.op, false, q);
+    else
+      post_recv(R, Q.peer, Q.comm, Q.tag, false, q);
+  }
+
+  void add_completions(RankSim& R, const std::vector<std::int64_t>& offsets, std::int64_t index) {
+    if (index < 0 || static_cast<std::size_t>(index) >= offsets.size()) return;
+    const std::int32_t q = slot_request(R, offsets[static_cast<std::size_t>(index)]);
+    if (q == kNoRequest) return;
+    Request& Q = R.reqs[static_cast<std::size_t>(q)];
+    if (Q.kind == Request::Kind::Done && !Q.persistent) {
+      release(R, q);
+      return;
+    }
+    if (Q.active && std::find(R.waits.begin(), R.waits.end(), q) == R.waits.end())
+      R.waits.push_back(q);
+  }
+
+  void dispatch(RankSim& R) {
+    const Event& e = R.ev;
+    const std::int64_t comm = e[Field::Comm];
+    switch (op_kind(e.op)) {
+      case OpKind::BlockingSend:
+        wait_for(R, {user_send(R, e.op, comm, e[Field::Peer], e[Field::Tag], e[Field::Bytes])});
+        return;
+      case OpKind::BlockingRecv:
+        wait_for(R, {user_recv(R, comm, e[Field::Peer], e[Field::Tag])});
+        return;
+      case OpKind::SendRecv: {
+        const std::int32_t rq = user_recv(R, comm, e[Field::Peer2], e[Field::Tag2]);
+        const std::int32_t sq = user_send(R, Op::Send, comm, e[Field::Peer], e[Field::Tag], e[Field::Bytes]);
+        wait_for(R, {rq, sq});
+        return;
+      }
+      case OpKind::NonblockingSend:
+        slot_or_done(R, user_send(R, e.op, comm, e[Field::Peer], e[Field::Tag], e[Field::Bytes]));
+        end_event(R);
+        return;
+      case OpKind::NonblockingRecv:
+        slot_or_done(R, user_recv(R, comm, e[Field::Peer], e[Field::Tag]));
+        end_event(R);
+        return;
+      case OpKind::Probe: {
+        const std::int64_t src = peer_world(R, comm, e[Field::Peer]);
+        if (e.op == Op::Iprobe || src < kAnyWorld) {
+          end_event(R);
+          return;
+        }
+        R.probe = PostedRecv{src, comm, e[Field::Tag], kNoRequest, R.clock, false};
+        R.stage = Stage::Probing;
+        return;
+      }
+      case OpKind::PersistentSend:
+      case OpKind::PersistentRecv: {
+        const std::int32_t q = new_request(R, Request::Kind::Done);
+        Request& Q = R.reqs[static_cast<std::size_t>(q)];
+        Q.persistent = true;
+        Q.op = e.op;
+        Q.comm = comm;
+        Q.peer = peer_world(R, comm, e[Field::Peer]);
+        Q.tag = e[Field::Tag];
+        Q.bytes = scaled_bytes(e[Field::Bytes]);
+        if (op_kind(e.op) == OpKind::PersistentSend && Q.peer == kAnyWorld)
+          fail_event(R, "a persistent send to MPI_ANY_SOURCE");
+        add_slot(R, q);
+        end_event(R);
+        return;
+      }
+      case OpKind::Start:
+        for (const std::int64_t off : e[ArrayField::Requests]) {
+          const std::int32_t q = slot_request(R, off);
+          if (q != kNoRequest) start_persistent(R, q);
+        }
+        end_event(R);
+        return;
+      case OpKind::RequestFree:
+        for (const std::int64_t off : e[ArrayField::Requests]) {
+          const std::int32_t q = slot_request(R, off);
+          if (q == kNoRequest) continue;
+          Request& Q = R.reqs[static_cast<std::size_t>(q)];
+          if (Q.active) Q.orphaned = true;  // still in flight: never reuse its pool entry
+          Q.persistent = false;
+          release(R, q);
+        }
+        end_event(R);
+        return;
+      case OpKind::Completion: {
+        const auto& offs = e[ArrayField::Requests];
+        R.waits.clear();
+        const bool flag = e[Field::Flag] != 0;
+        switch (e.op) {
+          case Op::Wait:
+          case Op::Waitall:
+            for (std::size_t i = 0; i < offs.size(); ++i) add_completions(R, offs, static_cast<std::int64_t>(i));
+            break;
+          case Op::Test:
+          case Op::Testall:
+            if (flag)
+              for (std::size_t i = 0; i < offs.size(); ++i) add_completions(R, offs, static_cast<std::int64_t>(i));
+            break;
+          case Op::Waitany: add_completions(R, offs, e[Field::Index]); break;
+          case Op::Testany:
+            if (flag) add_completions(R, offs, e[Field::Index]);
+            break;
+          default:  // Waitsome, Testsome
+            for (const std::int64_t i : e[ArrayField::Indices]) add_completions(R, offs, i);
+            break;
+        }
+        R.stage = Stage::Waiting;
+        return;
+      }
+      case OpKind::NonblockingCollective:
+        // Modelled as blocking: the request is complete when the call returns.
+        add_slot(R, new_request(R, Request::Kind::Done));
+        start_collective(R, comm);
+        return;
+      case OpKind::Collective:
+      case OpKind::CommCreate:
+        start_collective(R, comm);
+        return;
+      default:  // Init, Finalize, Comm_free, functions not modelled: no time
+        end_event(R);
+        return;
+    }
+  }
+
+  // ---------------------------------------------------------------- end of run
+
+  void check_finished() const {
+    std::string blocked;
+    std::size_t count = 0;
+    for (const RankSim& R : ranks_) {
+      if (R.finished) continue;
+      if (++count <= 4)
+        blocked += "\n  rank " + std::to_string(R.rank) + " at event #" +
+                   std::to_string(R.event_index) + ": " + describe(R.ev);
+    }
+    if (count == 0) return;
+    throw SimulationError("simulated deadlock: " + std::to_string(count) +
+                          " rank(s) wait for messages that no rank will send" + blocked +
+                          (count > 4 ? "\n  ..." : ""));
+  }
+
+  void check_unmatched() const {
+    for (const RankSim& D : ranks_) {
+      if (D.unexpected.empty()) continue;
+      const Message& m = D.unexpected.front();
+      throw SimulationError(
+          "simulation: " + std::to_string(D.unexpected.size()) + " message(s) to rank " +
+          std::to_string(D.rank) + " were never received; the first: from rank " +
+          std::to_string(m.src) + ", tag " + std::to_string(m.tag) + ", " +
+          std::to_string(static_cast<std::int64_t>(m.bytes)) + " bytes, communicator " +
+          std::to_string(m.comm) + (m.collective ? " (inside a collective)" : ""));
+    }
+  }
+
+  SimResult collect() {
+    const auto n = static_cast<std::size_t>(n_);
+    res_.end_ns.resize(n);
+    res_.ranks.resize(n);
+    res_.sent_messages.resize(n);
+    res_.recv_messages.resize(n);
+    res_.sent_bytes.resize(n);
+    res_.recv_bytes.resize(n);
+    for (std::size_t r = 0; r < n; ++r) {
+      const RankSim& R = ranks_[r];
+      res_.end_ns[r] = R.clock;
+      res_.total_ns = std::max(res_.total_ns, R.clock);
+      res_.ranks[r] = R.times;
+      res_.sent_messages[r] = R.sent;
+      res_.recv_messages[r] = R.received;
+      res_.sent_bytes[r] = R.sent_bytes;
+      res_.recv_bytes[r] = R.recv_bytes;
+    }
+    for (std::size_t site = 0; site < site_times_.size(); ++site)
+      if (site_times_[site].used)
+        res_.sites.push_back(SimSiteRow{static_cast<std::uint32_t>(site), site_times_[site].op,
+                                        site_times_[site].times});
+    for (const auto& [key, times] : other_ops_)
+      res_.sites.push_back(SimSiteRow{static_cast<std::uint32_t>(key >> 16),
+                                      static_cast<Op>(key & 0xffff), times});
+    std::sort(res_.sites.begin(), res_.sites.end(), [](const SimSiteRow& a, const SimSiteRow& b) {
+      return a.site != b.site ? a.site < b.site : a.op < b.op;
+    });
+    for (const auto& [key, pair] : pairs_) res_.pairs.push_back(pair);
+    std::sort(res_.pairs.begin(), res_.pairs.end(), [](const SimPair& a, const SimPair& b) {
+      return a.src != b.src ? a.src < b.src : a.dst < b.dst;
+    });
+    std::stable_sort(res_.timeline.begin(), res_.timeline.end(),
+                     [](const SimTimelineRow& a, const SimTimelineRow& b) { return a.rank < b.rank; });
+    return std::move(res_);
+  }
+};
+
+}  // namespace
+
+SimResult simulate(const Trace& trace, const SimOptions& options) {
+  options.validate();
+  if (trace.nranks <= 0) throw UsageError("cannot simulate a trace with no ranks");
+  Engine engine(trace, options);
+  return engine.run();
+}
+
+}  // namespace scalatrace

@@ -1,0 +1,57 @@
+#pragma once
+// Pieces of the simulator shared by its source files (not a public header): the LogGP network
+// model and the decomposition of collectives into point-to-point steps.
+#include <cstdint>
+#include <vector>
+
+#include "scalatrace/event.hpp"
+#include "scalatrace/simulator.hpp"
+
+namespace scalatrace::sim {
+
+/// LogGP timing of data transfers, with each sender's gap and (optionally) per-node link
+/// contention. State: when each rank's NIC (and each node's links) may start the next message.
+class Network {
+ public:
+  Network(const SimOptions& options, std::int64_t nranks);
+
+  bool same_node(std::int64_t a, std::int64_t b) const {
+    return a / ranks_per_node_ == b / ranks_per_node_;
+  }
+  const LogGP& link(std::int64_t a, std::int64_t b) const {
+    return same_node(a, b) ? intra_ : inter_;
+  }
+  /// The smallest latency of any link (lower bound of any future arrival).
+  double min_latency() const;
+
+  struct Transfer {
+    double start = 0;    ///< first byte leaves the sender
+    double end = 0;      ///< last byte has left the sender (start + (k-1)G)
+    double arrival = 0;  ///< last byte has arrived (end + L, later under contention)
+  };
+  /// Moves `bytes` from src to dst, starting no earlier than `ready`.
+  Transfer transfer(std::int64_t src, std::int64_t dst, double ready, double bytes);
+
+ private:
+  LogGP inter_, intra_;
+  std::int64_t ranks_per_node_;
+  bool contention_;
+  std::vector<double> nic_free_;               ///< per rank: earliest next message start
+  std::vector<double> node_tx_free_, node_rx_free_;  ///< per node (contention only)
+};
+
+/// One step of a rank's part of a collective: optionally receive from one communicator rank
+/// and send to another (posted together, completed together). -1: no such half.
+struct CollStep {
+  std::int64_t recv_from = -1;
+  std::int64_t send_to = -1;
+  double send_bytes = 0;
+};
+
+/// The steps of communicator rank `me` (of `n`) in collective event `e`, chosen like MPICH
+/// chooses its algorithm from the message size. Bytes are multiplied by `size_scale`.
+/// Appends to `out` (cleared first).
+void collective_steps(const Event& e, std::int64_t me, std::int64_t n, double size_scale,
+                      std::vector<CollStep>& out);
+
+}  // namespace scalatrace::sim

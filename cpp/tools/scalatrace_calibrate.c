@@ -1,0 +1,127 @@
+/* scalatrace-calibrate: measures LogGP parameters of the local MPI between ranks 0 and 1
+ * (ping-pong half round trips of several sizes, send and receive overheads, the gap between
+ * back-to-back sends) and prints them as one JSON object on rank 0's standard output.
+ * scalatrace.calibrate() runs it under mpiexec and fits L and G (docs/simulator.md).
+ *
+ * usage: mpiexec -n 2 scalatrace-calibrate [REPS] [MAX_BYTES]
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double spin_until(double t) {
+  double now;
+  while ((now = MPI_Wtime()) < t) {
+  }
+  return now;
+}
+
+/* Mean half round trip of `reps` ping-pongs of `bytes`, best of `batches`. */
+static double half_round_trip(int rank, char* buf, int bytes, int reps, int batches) {
+  double best = 1e30;
+  for (int b = 0; b < batches; ++b) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < reps; ++i) {
+      if (rank == 0) {
+        MPI_Send(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+        MPI_Recv(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else if (rank == 1) {
+        MPI_Recv(buf, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+      }
+    }
+    const double t = (MPI_Wtime() - t0) / (2.0 * reps);
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+/* Send overhead: time inside MPI_Send of a small message (eager), acknowledged each time.
+ * Receive overhead: time inside MPI_Recv of a message that has already arrived. */
+static void overheads(int rank, char* buf, int reps, double* o_s, double* o_r) {
+  double send_time = 0, recv_time = 0;
+  for (int i = 0; i < reps; ++i) {
+    if (rank == 0) {
+      const double t0 = MPI_Wtime();
+      MPI_Send(buf, 8, MPI_BYTE, 1, 2, MPI_COMM_WORLD);
+      send_time += MPI_Wtime() - t0;
+      MPI_Recv(buf, 1, MPI_BYTE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+      /* Wait until the message has surely arrived, then time the receive alone. */
+      int flag = 0;
+      while (!flag) MPI_Iprobe(0, 2, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+      spin_until(MPI_Wtime() + 2e-6);
+      const double t0 = MPI_Wtime();
+      MPI_Recv(buf, 8, MPI_BYTE, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      recv_time += MPI_Wtime() - t0;
+      MPI_Send(buf, 1, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+    }
+  }
+  *o_s = send_time / reps;
+  *o_r = recv_time / reps;
+}
+
+/* Gap: `count` back-to-back small sends, one acknowledgement; per-message time. */
+static double gap(int rank, char* buf, int count, int batches) {
+  double best = 1e30;
+  for (int b = 0; b < batches; ++b) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    if (rank == 0) {
+      for (int i = 0; i < count; ++i) MPI_Send(buf, 8, MPI_BYTE, 1, 4, MPI_COMM_WORLD);
+      MPI_Recv(buf, 1, MPI_BYTE, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+      for (int i = 0; i < count; ++i)
+        MPI_Recv(buf, 8, MPI_BYTE, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf, 1, MPI_BYTE, 0, 5, MPI_COMM_WORLD);
+    }
+    const double t = (MPI_Wtime() - t0) / count;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int reps = argc > 1 ? atoi(argv[1]) : 200;
+  const int max_bytes = argc > 2 ? atoi(argv[2]) : (1 << 20);
+  if (size < 2 || reps < 1 || max_bytes < 1) {
+    if (rank == 0) fprintf(stderr, "scalatrace-calibrate: needs 2 ranks, REPS >= 1, MAX_BYTES >= 1\n");
+    MPI_Finalize();
+    return 2;
+  }
+  char* buf = calloc((size_t)max_bytes, 1);
+  if (buf == NULL) {
+    fprintf(stderr, "scalatrace-calibrate: cannot allocate %d bytes\n", max_bytes);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  half_round_trip(rank, buf, 1, reps, 1); /* warm-up */
+  int sizes[64];
+  double times[64];
+  int n = 0;
+  for (int k = 1; k <= max_bytes && n < 64; k *= 4) {
+    sizes[n] = k;
+    const int r = k >= (1 << 16) ? (reps / 10 > 5 ? reps / 10 : 5) : reps;
+    times[n] = half_round_trip(rank, buf, k, r, 5);
+    ++n;
+  }
+  double o_s = 0, o_r = 0;
+  overheads(rank, buf, reps, &o_s, &o_r);
+  const double g = gap(rank, buf, reps, 5);
+  if (rank == 0) {
+    printf("{\"ranks\": %d, \"sizes\": [", size);
+    for (int i = 0; i < n; ++i) printf("%s%d", i ? ", " : "", sizes[i]);
+    printf("], \"half_round_trip\": [");
+    for (int i = 0; i < n; ++i) printf("%s%.9e", i ? ", " : "", times[i]);
+    printf("], \"o_s\": %.9e, \"o_r\": %.9e, \"g\": %.9e}\n", o_s, o_r, g);
+    fflush(stdout);
+  }
+  free(buf);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,258 @@
+"""Simulator from Python: every example trace (real MPI under the collector) simulates to the
+end with the comm matrix's message counts; the what-if knobs move time the way the model says;
+sweeps, the CLI, calibration against the local MPI, and the SimGrid export (run through SMPI's
+replay when SimGrid is installed)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import helpers
+import scalatrace
+from scalatrace.simulate import SimulationParameterError, to_simgrid_ti
+
+ITERATIONS = "3"
+
+
+@pytest.fixture(scope="module")
+def example_traces(tmp_path_factory, collector_lib) -> dict[str, scalatrace.Trace]:
+    """One merged trace per example of helpers.EXAMPLE_RUNS (real mpiexec runs)."""
+    out: dict[str, scalatrace.Trace] = {}
+    base = tmp_path_factory.mktemp("sim-examples")
+    for name, nranks, extra in helpers.EXAMPLE_RUNS:
+        try:
+            exe = helpers.example_path(name)
+        except FileNotFoundError:
+            if name.startswith("fortran"):
+                continue
+            raise
+        path = base / f"{name}.sct"
+        helpers.run_mpi(nranks, [exe, "-i", ITERATIONS, *extra], env=helpers.collector_env(out=path, quiet=1),
+                        timeout=180)
+        out[name] = scalatrace.load(path)
+    return out
+
+
+@pytest.mark.parametrize("name", [c[0] for c in helpers.EXAMPLE_RUNS])
+def test_every_example_simulates_to_the_end(name, example_traces):
+    if name not in example_traces:
+        pytest.skip(f"{name} not built")
+    t = example_traces[name]
+    r = scalatrace.simulate(t, pair_counts=True)
+    assert r.total_time > 0 and np.all(r.end_time <= r.total_time)
+    assert r.calls.sum() == r.events
+    # sends = receives per pair, and per-rank counts and bytes equal the communication matrix
+    pairs = r.to_pandas("pairs")
+    msgs = t.comm_matrix(metric="messages", kind="p2p")
+    nbytes = t.comm_matrix(metric="bytes", kind="p2p")
+    sim_msgs = np.zeros_like(msgs)
+    sim_bytes = np.zeros_like(nbytes)
+    src, dst = pairs["src"].to_numpy(), pairs["dst"].to_numpy()
+    sim_msgs[src, dst] = pairs["messages"].to_numpy()
+    sim_bytes[src, dst] = pairs["bytes"].to_numpy()
+    np.testing.assert_array_equal(sim_msgs, msgs)
+    np.testing.assert_array_equal(sim_bytes, nbytes)
+    np.testing.assert_array_equal(r.sent_messages, msgs.sum(axis=1))
+    np.testing.assert_array_equal(r.recv_messages, msgs.sum(axis=0))
+    np.testing.assert_array_equal(r.sent_bytes, nbytes.sum(axis=1))
+    assert r.sent_messages.sum() == r.recv_messages.sum()
+    # accounts add up per rank: end = compute + comm + wait
+    np.testing.assert_allclose(r.compute + r.comm + r.wait, r.end_time, rtol=1e-9, atol=1e-12)
+
+
+def test_size_and_compute_scale_move_time_by_the_model(example_traces):
+    t = example_traces["ring"]
+    net = scalatrace.LogGP(L=2e-6, o_s=1e-6, o_r=1e-6, G=1e-9)
+    base = scalatrace.simulate(t, network=net)
+    no_compute = scalatrace.simulate(t, network=net, timing="none")
+    assert no_compute.compute.sum() == 0 and no_compute.total_time < base.total_time
+    double = scalatrace.simulate(t, network=net, compute_scale=2.0)
+    np.testing.assert_allclose(double.compute, 2 * base.compute, rtol=1e-12)
+    assert double.total_time > base.total_time
+    # time moved by the bytes: G per byte on every message of the critical path, at most
+    bigger = scalatrace.simulate(t, network=net, size_scale=3.0, timing="none")
+    extra = bigger.total_time - no_compute.total_time
+    assert 0 < extra <= 2 * net.G * (no_compute.sent_bytes.sum() + 1e-9) + 1e-12
+    # a faster network never makes the run slower
+    fast = scalatrace.simulate(t, network=net.scaled(latency=0.25, bandwidth=4.0))
+    assert fast.total_time < base.total_time
+
+
+def test_result_tables_and_timeline(example_traces):
+    t = example_traces["stencil2d"]
+    r = scalatrace.simulate(t, timeline=True, ranks_per_node=3, timing="median")
+    ranks = r.to_pandas()
+    assert list(ranks["rank"]) == list(range(t.nranks))
+    sites = r.to_pandas("sites")
+    assert sites["calls"].sum() == r.events
+    assert set(sites["op"]) >= {"Isend", "Irecv", "Waitall"}
+    tl = r.to_pandas("timeline")
+    assert len(tl) == r.events and (tl["end"] >= tl["start"]).all()
+    np.testing.assert_allclose(tl.groupby("rank")["end"].max().to_numpy(), r.end_time)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = scalatrace.plot.timeline(r)
+    assert len(ax.patches) == r.events
+    with pytest.raises(ValueError, match="timeline=True"):
+        scalatrace.plot.timeline(scalatrace.simulate(t))
+
+
+def test_sampled_timing_is_seeded(example_traces):
+    t = example_traces["stencil1d"]
+    a = scalatrace.simulate(t, timing="sample", seed=3)
+    b = scalatrace.simulate(t, timing="sample", seed=3)
+    assert a.total_time == b.total_time
+
+
+def test_bad_parameters_raise_clear_errors(example_traces):
+    t = example_traces["ring"]
+    with pytest.raises(SimulationParameterError, match="LogGP.L"):
+        scalatrace.LogGP(L=-1.0)
+    with pytest.raises(ValueError, match="compute_scale"):
+        scalatrace.simulate(t, compute_scale=-2.0)
+    with pytest.raises(scalatrace.ScalatraceError, match="ranks_per_node"):
+        scalatrace.simulate(t, ranks_per_node=0)
+    with pytest.raises(ValueError, match="timing"):
+        scalatrace.simulate(t, timing="fastest")
+    with pytest.raises(SimulationParameterError, match="unknown sweep parameter"):
+        scalatrace.sweep(t, {"warp_factor": [1, 2]}, processes=1, progress=False)
+    with pytest.raises(SimulationParameterError, match="empty"):
+        scalatrace.sweep(t, {"compute_scale": []}, processes=1, progress=False)
+    with pytest.raises(FileNotFoundError):
+        scalatrace.simulate("/nonexistent/trace.sct")
+
+
+def _ranks_dropped(tmp_path: Path, name: str, nranks: int, keep: int) -> scalatrace.Trace:
+    """A real run's raw recordings, compressed without the last ranks: the kept ranks still
+    talk to the dropped ones, which never answer."""
+    raw = tmp_path / f"{name}-raw"
+    helpers.run_mpi(nranks, [helpers.example_path(name), "-i", "2"], env=helpers.collector_env(raw=raw, quiet=1))
+    recs = scalatrace._core.read_raw_dir(str(raw))
+    return scalatrace.Trace(scalatrace._core.compress_recordings(recs[:keep]))
+
+
+def test_deadlocking_and_unmatched_traces_are_reported(tmp_path, collector_lib):
+    # ring without rank 2: rank 0 waits for its left neighbour forever
+    t = _ranks_dropped(tmp_path, "ring", 3, 2)
+    assert t.nranks == 3
+    with pytest.raises(scalatrace.SimulationError, match=r"deadlock(.|\n)*rank 0 at event #\d+: Recv"):
+        scalatrace.simulate(t)
+    # pipeline without its last rank: rank 2's sends are never received
+    t = _ranks_dropped(tmp_path, "pipeline", 4, 3)
+    with pytest.raises(scalatrace.SimulationError, match="to rank 3 were never received; the first: from rank 2"):
+        scalatrace.simulate(t)
+
+
+def test_sweep_reports_failed_points_and_goes_on(example_traces):
+    t = example_traces["stencil1d"]
+    df = scalatrace.sweep(t, {"compute_scale": [0.5, 1.0, -1.0], "bandwidth_scale": [1, 4]}, processes=2,
+                          progress=False)
+    assert len(df) == 6
+    ok = df[df["error"].isna()]
+    bad = df[df["error"].notna()]
+    assert len(ok) == 4 and len(bad) == 2
+    assert bad["error"].str.contains("compute_scale").all()
+    assert (bad["compute_scale"] == -1.0).all() and bad["total_time"].isna().all()
+    # a faster network helps, more compute hurts; in-process and pooled runs agree
+    row = ok.set_index(["compute_scale", "bandwidth_scale"])["total_time"]
+    assert row[(1.0, 4)] < row[(1.0, 1)] and row[(0.5, 1)] < row[(1.0, 1)]
+    one = scalatrace.sweep(t, {"compute_scale": [0.5, 1.0], "bandwidth_scale": [1, 4]}, processes=1, progress=False)
+    np.testing.assert_allclose(one["total_time"].to_numpy(), ok["total_time"].to_numpy())
+
+
+def test_cli_simulate_and_sweep(example_traces, tmp_path):
+    t = example_traces["ring"]
+    path = tmp_path / "ring.sct"
+    t.save(path)
+    exe = [sys.executable, "-m", "scalatrace.cli"]
+    proc = subprocess.run([*exe, "simulate", str(path), "--json", "--compute-scale", "2"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    expected = scalatrace.simulate(t, compute_scale=2.0)
+    assert doc["total_time"] == pytest.approx(expected.total_time)
+    csv = tmp_path / "sweep.csv"
+    proc = subprocess.run([*exe, "sweep", str(path), "--param", "size_scale=1,2", "--param", "G=1e-10,1e-9",
+                           "-j", "1", "-q", "-o", str(csv)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    import pandas as pd
+
+    df = pd.read_csv(csv)
+    assert len(df) == 4 and df["error"].isna().all()
+    proc = subprocess.run([*exe, "simulate", str(path), "--L", "-1"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "LogGP.L" in proc.stderr
+
+
+def test_calibrate_measures_the_local_mpi():
+    net = scalatrace.calibrate(np=2, reps=50, max_bytes=1 << 16)
+    assert isinstance(net, scalatrace.LogGP)
+    assert 0 < net.o_s < 1e-3 and 0 < net.o_r < 1e-3
+    assert 0 < net.G < 1e-6  # more than 1 MB/s, less than 1 TB/s
+    assert net.L + net.o_s + net.o_r < 0.1  # generous: this machine is often oversubscribed
+
+
+def test_simgrid_export_has_one_file_per_rank_and_the_events(example_traces, tmp_path):
+    t = example_traces["stencil2d"]
+    exp = t.to_simgrid_ti(tmp_path / "ti")
+    assert len(exp.files) == t.nranks
+    lines = Path(exp.index).read_text().splitlines()
+    assert [Path(x) for x in lines] == [Path(f) for f in exp.files]
+    text = Path(exp.files[0]).read_text().splitlines()
+    assert text[0] == "0 init" and text[-1] == "0 finalize"
+    assert all(line.split()[0] == "0" for line in text)
+    assert exp.actions["isend"] == exp.actions["irecv"]
+    # every Isend of the trace became an isend line
+    m = t.comm_matrix(metric="messages", kind="p2p")
+    assert exp.actions["isend"] == int(m.sum())
+    allreduces = sum(1 for r in range(t.nranks) for e in t.events(r) if e.op == "Allreduce")
+    assert exp.actions.get("allreduce", 0) == allreduces and exp.skipped == 0
+
+
+SMPIRUN = shutil.which("smpirun")
+REPLAY_MAIN = next((p for p in (Path("/usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain"),
+                                Path("/usr/lib/simgrid/smpireplaymain")) if p.is_file()), None)
+
+
+@pytest.mark.skipif(SMPIRUN is None or REPLAY_MAIN is None, reason="SimGrid (smpirun, smpireplaymain) not installed")
+@pytest.mark.parametrize("name", ["stencil1d", "ring", "collectives"])
+def test_smpi_replays_the_export(name, example_traces, tmp_path):
+    t = example_traces[name]
+    exp = to_simgrid_ti(t, tmp_path / "ti")
+    platform, hostfile = write_smpi_platform(tmp_path, t.nranks, scalatrace.LogGP())
+    proc = subprocess.run(
+        [SMPIRUN, "-np", str(t.nranks), "-platform", str(platform), "-hostfile", str(hostfile), "-replay",
+         str(exp.index), "--log=replay.thresh:critical", "--log=smpi_config.thres:warning",
+         "--log=xbt_cfg.thres:warning", "--cfg=smpi/simulate-computation:yes", "--cfg=smpi/lat-factor:0:1",
+         "--cfg=smpi/bw-factor:0:1", str(REPLAY_MAIN)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    found = re.search(r"Simulation time ([0-9.eE+-]+)", proc.stdout + proc.stderr)
+    assert found, proc.stdout[-2000:] + proc.stderr[-2000:]
+    smpi_time = float(found.group(1))
+    ours = scalatrace.simulate(t).total_time
+    assert smpi_time > 0 and ours > 0
+    # the same compute dominates both: the two predictions are within a factor of a few
+    assert 0.2 < smpi_time / ours < 5, (smpi_time, ours)
+
+
+def write_smpi_platform(directory: Path, nranks: int, net: scalatrace.LogGP) -> tuple[Path, Path]:
+    """A SimGrid cluster of `nranks` 1 Gflop/s hosts with the LogGP latency and bandwidth."""
+    bw = 1.0 / net.G if net.G > 0 else 1e12
+    platform = directory / "platform.xml"
+    platform.write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+        '<platform version="4.1">\n'
+        f'  <cluster id="c" prefix="node-" suffix="" radical="0-{nranks - 1}" speed="1Gf" '
+        f'bw="{bw:.6g}Bps" lat="{net.L:.6g}s"/>\n</platform>\n')
+    hostfile = directory / "hostfile"
+    hostfile.write_text("".join(f"node-{i}\n" for i in range(nranks)))
+    return platform, hostfile
