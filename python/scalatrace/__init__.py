@@ -26,6 +26,7 @@ from ._raw import RawRecording, read_raw
 from ._summary import SummaryTable, TimestepLoop
 from ._trace import OP_NAMES, CallSiteInfo, Event, Loop, Trace, load
 from .errors import MPIRunError, ReplayError, ScalatraceError, TraceFormatError
+from .extrapolate import ExtrapolationError, Model, extrapolate, extrapolation_laws, fit_scaling
 
 __version__ = "0.1.0"
 
@@ -35,10 +36,12 @@ __all__ = [
     "CallSiteInfo",
     "ElasticArray",
     "ElasticValue",
+    "ExtrapolationError",
     "Event",
     "Histogram",
     "Loop",
     "MPIRunError",
+    "Model",
     "RankList",
     "RawRecording",
     "RecordedEvent",
@@ -49,6 +52,9 @@ __all__ = [
     "Trace",
     "TraceFormatError",
     "ValueSeq",
+    "extrapolate",
+    "extrapolation_laws",
+    "fit_scaling",
     "load",
     "plot",
     "read_raw",
