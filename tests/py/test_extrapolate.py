@@ -26,7 +26,7 @@ from scalatrace.extrapolate import ExtrapolationError, Term, extrapolation_laws,
 CASES = [
     ("stencil1d", [5, 6, 7], [8, 9], ["-i", "3"]),
     ("stencil2d", [4, 6, 8], [10], ["-i", "2"]),
-    ("ring", [3, 4, 5], [8, 9], ["-i", "2"]),
+    ("ring", [3, 4, 5, 6], [8, 9], ["-i", "2"]),
     ("collectives", [5, 6, 7], [8, 9], ["-i", "2"]),
     ("comm_split", [2, 4, 6], [8], ["-i", "2"]),
 ]

@@ -236,15 +236,19 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
       for (int depth = topo.depth; depth <= 3 && !found; ++depth) {
         std::vector<std::string> failures;
         std::vector<ParameterLaw> laws;
-        auto plans = extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, failures, laws);
-        std::set<RoleKey> missing;
-        for (std::int64_t r = 0; r < n && missing.size() < 4; ++r) {
+        std::set<RoleKey> needed;
+        std::map<RoleKey, std::int64_t> first_rank;
+        for (std::int64_t r = 0; r < n; ++r) {
           auto key = role_key(target, r, depth, modulus);
-          if (!plans.count(key) && missing.insert(key).second)
-            failures.push_back("target rank " + std::to_string(r) + " is in role " + key.to_string() +
-                               " which no input shows (the inputs are too small for boundary depth " +
-                               std::to_string(depth) + ")");
+          if (needed.insert(key).second) first_rank.emplace(key, r);
         }
+        auto plans = extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, failures, laws);
+        std::size_t missing = 0;
+        for (const auto& key : needed)
+          if (!plans.count(key) && missing++ < 4)
+            failures.push_back("target rank " + std::to_string(first_rank[key]) + " is in role " +
+                               key.to_string() + " which no input shows (the inputs are too small for "
+                               "boundary depth " + std::to_string(depth) + ")");
         if (failures.empty()) {
           roles = std::move(plans);
           res.laws = std::move(laws);

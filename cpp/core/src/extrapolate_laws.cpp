@@ -14,7 +14,7 @@ namespace {
 
 using i128 = __int128;
 
-enum class Feat { One, X, Y, Z, XY, YZ, XYZ, Cx, Cy, Cz, CyX, CzXY, J, JX, JXY };
+enum class Feat { One, X, Y, Z, XY, YZ, XYZ, Cx, Cy, Cz, CyX, CzXY, R2, R3, J, JX, JXY };
 
 struct FeatureDef {
   Feat feat;
@@ -28,6 +28,7 @@ std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index) {
   d.push_back({Feat::Cx, "x"});
   if (ndims >= 2) d.insert(d.end(), {{Feat::Cy, "y"}, {Feat::CyX, "y*X"}});
   if (ndims >= 3) d.insert(d.end(), {{Feat::Cz, "z"}, {Feat::CzXY, "z*X*Y"}});
+  d.insert(d.end(), {{Feat::R2, "(r%2)"}, {Feat::R3, "(r%3)"}});
   if (with_index) {
     d.push_back({Feat::J, "j"});
     if (ndims >= 2) d.push_back({Feat::JX, "j*X"});
@@ -37,7 +38,8 @@ std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index) {
 }
 
 bool is_rank_feature(Feat f) {
-  return f == Feat::Cx || f == Feat::Cy || f == Feat::Cz || f == Feat::CyX || f == Feat::CzXY;
+  return f == Feat::Cx || f == Feat::Cy || f == Feat::Cz || f == Feat::CyX || f == Feat::CzXY ||
+         f == Feat::R2 || f == Feat::R3;
 }
 
 std::int64_t feature_value(Feat f, const Grid& g, const std::vector<std::int64_t>& c, std::int64_t j) {
@@ -56,6 +58,8 @@ std::int64_t feature_value(Feat f, const Grid& g, const std::vector<std::int64_t
     case Feat::Cz: return co(2);
     case Feat::CyX: return co(1) * dim(0);
     case Feat::CzXY: return co(2) * dim(0) * dim(1);
+    case Feat::R2: return (co(0) + dim(0) * (co(1) + dim(1) * co(2))) % 2;
+    case Feat::R3: return (co(0) + dim(0) * (co(1) + dim(1) * co(2))) % 3;
     case Feat::J: return j;
     case Feat::JX: return j * dim(0);
     case Feat::JXY: return j * dim(0) * dim(1);

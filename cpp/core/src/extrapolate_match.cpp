@@ -205,7 +205,7 @@ class LawReport {
       // Only parameters that change with the size or the rank are worth a line.
       bool varying = false;
       for (const auto& f : list)
-        varying = varying || f.find_first_of("XYZxyzj") != std::string::npos;
+        varying = varying || f.find_first_of("XYZxyzjr") != std::string::npos;
       if (!varying) continue;
       std::string text;
       for (std::size_t i = 0; i < list.size() && i < 24; ++i) text += (i ? ", " : "") + list[i];
@@ -261,12 +261,14 @@ bool same_shape(const std::vector<ExpandedInput>& inputs, const RolePlan& role,
 
 std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
                                        const Grid& target, std::size_t ndims, int depth,
-                                       std::int64_t modulus, std::vector<std::string>& failures,
+                                       std::int64_t modulus, const std::set<RoleKey>& needed,
+                                       std::vector<std::string>& failures,
                                        std::vector<ParameterLaw>& laws) {
   std::map<RoleKey, RolePlan> roles;
   for (std::size_t k = 0; k < inputs.size(); ++k)
     for (std::int64_t r = 0; r < inputs[k].grid.size(); ++r) {
       auto key = role_key(inputs[k].grid, r, depth, modulus);
+      if (!needed.count(key)) continue;
       auto& role = roles[key];
       role.key = key;
       role.members.emplace_back(k, r);
@@ -274,6 +276,14 @@ std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
 
   for (auto& [key, role] : roles) {
     const std::string name = key.to_string();
+    std::set<std::size_t> sizes;
+    for (const auto& m : role.members) sizes.insert(m.first);
+    if (sizes.size() < 2) {
+      failures.push_back("role " + name + " occurs only in the " +
+                         std::to_string(inputs[role.members.front().first].grid.size()) +
+                         "-rank input: its values cannot be checked for a dependence on the size");
+      continue;
+    }
     if (!same_shape(inputs, role, name, failures)) continue;
     RoleSolver solver(inputs, role, target, ndims);
     const auto& scalar = solver.scalar_space();

@@ -3,6 +3,7 @@
 // across the inputs) and the per-role plans that generate a target rank's events.
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -84,9 +85,10 @@ struct RolePlan {
 
 /// Builds every role plan for one (depth, modulus). Problems (shapes that differ inside a role,
 /// parameters without a law) are appended to `failures`, one line each; laws to `laws`.
+/// Only roles in `needed` (the target's) are planned.
 std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
                                        const Grid& target, std::size_t ndims, int depth,
-                                       std::int64_t modulus,
+                                       std::int64_t modulus, const std::set<RoleKey>& needed,
                                        std::vector<std::string>& failures,
                                        std::vector<ParameterLaw>& laws);
 
