@@ -221,7 +221,8 @@ def fit_scaling(xs: Sequence[float], ys: Sequence[float], *, max_terms: int = 2,
     The search space is Extra-P's: ``c0 + sum_k c_k * p**i_k * log2(p)**j_k`` with
     ``i`` in {0, 1/4, 1/3, 1/2, 2/3, 3/4, 1, ..., 3} and ``j`` in {0, 1, 2}, one or two terms
     (and the constant). With ``negative_exponents`` the strong-scaling terms ``p**-1`` and
-    ``p**-1/2`` are added (thesis §3.2.5). Each hypothesis is scored by leave-one-out
+    ``p**-1/2`` are added (thesis §3.2.5). Two-term hypotheses are tried from 6 points on
+    (twice their coefficients), one-term ones from 3. Each hypothesis is scored by leave-one-out
     cross-validation (fit on all points but one with NumPy least squares, predict the one
     left out) with SMAPE; the best one (ties: fewer terms) is refitted on all points.
 
@@ -260,8 +261,10 @@ def fit_scaling(xs: Sequence[float], ys: Sequence[float], *, max_terms: int = 2,
         raise ValueError("process counts xs must be distinct")
     if max_terms not in (1, 2):
         raise ValueError(f"max_terms must be 1 or 2, got {max_terms}")
-    # Leave-one-out needs more remaining points than coefficients.
-    usable = min(max_terms, len(x) - 2)
+    # Leave-one-out needs more remaining points than coefficients, and a hypothesis is only
+    # tried with two terms from 6 points on (twice its coefficients): with
+    # fewer, some two-term hypothesis always fits the noise and extrapolates wildly.
+    usable = min(max_terms, 2 if len(x) >= 6 else 1)
     hyps = _hypotheses(usable, negative_exponents)
     cv = np.full(len(hyps), np.inf)
     by_size: dict[int, list[int]] = {}
