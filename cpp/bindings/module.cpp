@@ -12,4 +12,5 @@ PYBIND11_MODULE(_core, m) {
   register_raw(m);
   register_frames(m);
   register_simulator(m);
+  register_extrapolate(m);
 }

@@ -41,6 +41,7 @@ from .errors import (
 )
 from .frames import SummaryFrame
 from .simulate import LogGP, SimResult, SimulationError, calibrate, simulate, sweep
+from .extrapolate import ExtrapolationError, Model, extrapolate, extrapolation_laws, fit_scaling
 
 #: Former name of the summary table type; :meth:`Trace.summary` returns a DataFrame now.
 SummaryTable = SummaryFrame
@@ -54,10 +55,12 @@ __all__ = [
     "Comparison",
     "ElasticArray",
     "ElasticValue",
+    "ExtrapolationError",
     "Event",
     "Histogram",
     "Loop",
     "MPIRunError",
+    "Model",
     "RankList",
     "RawRecording",
     "RecordedEvent",
@@ -73,6 +76,9 @@ __all__ = [
     "UsageError",
     "ValueSeq",
     "compare",
+    "extrapolate",
+    "extrapolation_laws",
+    "fit_scaling",
     "load",
     "LogGP",
     "SimResult",

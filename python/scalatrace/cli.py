@@ -11,6 +11,17 @@ from typing import Sequence
 from .errors import MPIRunError, ScalatraceError
 
 
+def _extrapolate_parser(sub: "argparse._SubParsersAction") -> argparse.ArgumentParser:
+    e = sub.add_parser("extrapolate", help="trace of a larger run from traces of small runs (ScalaExtrap)")
+    e.add_argument("traces", nargs="+", help="merged traces of one program at 3 or more sizes")
+    e.add_argument("--ranks", type=int, help="target rank count")
+    e.add_argument("--dims", help="target grid, fastest dimension first, e.g. 32x32")
+    e.add_argument("-o", "--output", required=True, help="output trace (.sct)")
+    e.add_argument("--no-timing", action="store_true", help="copy the largest input's timing instead of fitting models")
+    e.add_argument("--laws", action="store_true", help="print the formula of every extrapolated parameter")
+    return e
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from ._launch import run_collected
 
@@ -145,6 +156,20 @@ def _replay_main(argv: Sequence[str]) -> int:
     return int(replay.run_from_args(parser.parse_args(list(argv))) or 0)
 
 
+def _cmd_extrapolate(args: argparse.Namespace) -> int:
+    from ._trace import load
+    from .extrapolate import extrapolate, extrapolation_laws
+
+    dims = [int(d) for d in args.dims.lower().split("x")] if args.dims else None
+    big = extrapolate([load(p) for p in args.traces], ranks=args.ranks, dims=dims, timing=not args.no_timing)
+    big.save(args.output)
+    print(f"scalatrace: wrote {args.output} ({big.nranks} ranks, grid {big.metadata['extrapolation_grid']}, "
+          f"from {big.metadata['extrapolated_from']} ranks)")
+    if args.laws:
+        print(extrapolation_laws(big).to_string(index=False))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="scalatrace", description="Scalable MPI communication tracing and analysis.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -200,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("-o", "--output", help="CSV file (default: print the table)")
     sw.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sw.set_defaults(func=_cmd_sweep)
+    _extrapolate_parser(sub).set_defaults(func=_cmd_extrapolate)
 
     # Handled before parsing (its arguments belong to scalatrace.replay); listed for --help.
     sub.add_parser("replay", help="replay a trace with scalatrace-replay (scalatrace replay -h)")

@@ -1,0 +1,382 @@
+"""Extrapolation to larger rank counts (ScalaExtrap) and scaling-model fits (PMNF).
+
+* :func:`extrapolate` builds the trace of a large run from traces of a few small runs of the
+  same program (thesis ch. 3): topology identification, roles aligned across the inputs,
+  every parameter as a linear law in the grid sizes, timing from per-node :func:`fit_scaling`
+  models. The result is an ordinary :class:`~scalatrace.Trace`.
+* :func:`fit_scaling` searches the Performance Model Normal Form
+  ``c0 + sum_k c_k * p**i_k * log2(p)**j_k`` (Extra-P's search space, one and two terms) and
+  selects the hypothesis by leave-one-out cross-validation with SMAPE.
+
+See ``docs/extrapolation.md``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from . import _core
+from ._trace import Trace
+from .errors import ScalatraceError
+
+if TYPE_CHECKING:
+    import matplotlib.axes
+    import sympy
+
+__all__ = ["Candidate", "ExtrapolationError", "Model", "extrapolate", "extrapolation_laws", "fit_scaling", "smape"]
+
+
+class ExtrapolationError(ScalatraceError, ValueError):
+    """The input traces cannot be extrapolated (different programs, a repeated size, too few
+    sizes, parameters without a linear law); the message says which."""
+
+
+# Extra-P's PMNF exponents: i in {0, 1/4, 1/3, 1/2, 2/3, 3/4, 1, ..., 3}, j in {0, 1, 2}.
+_PMNF_I = sorted({Fraction(a, 4) for a in range(13)} | {Fraction(a, 3) for a in range(10)})
+_PMNF_J = (0, 1, 2)
+# Extension (not in Extra-P): strong-scaling terms p^-1, p^-1/2 (thesis §3.2.5 "inverse
+# proportional" and "inverse proportional + constant").
+_NEGATIVE_I = (Fraction(-1), Fraction(-1, 2))
+
+
+def smape(actual: Any, predicted: Any) -> float:
+    """Symmetric mean absolute percentage error in percent (0 when both are 0).
+
+    Parameters
+    ----------
+    actual, predicted : array_like
+        Values of the same shape.
+
+    Returns
+    -------
+    float
+        ``100 * mean(2 |p - a| / (|a| + |p|))``.
+    """
+    a = np.asarray(actual, dtype=float)
+    p = np.asarray(predicted, dtype=float)
+    den = np.abs(a) + np.abs(p)
+    ratio = np.divide(2 * np.abs(p - a), den, out=np.zeros_like(den), where=den > 0)
+    return float(100 * ratio.mean())
+
+
+@dataclass(frozen=True)
+class Term:
+    """One PMNF term ``p**i * log2(p)**j``."""
+
+    i: Fraction
+    j: int
+
+    def values(self, p: np.ndarray) -> np.ndarray:
+        """The term at the points ``p``."""
+        return np.power(p, float(self.i)) * np.power(np.log2(p), self.j)
+
+    def text(self) -> str:
+        """Readable form, e.g. ``p^(3/2)*log2(p)^2``."""
+        parts = []
+        if self.i != 0:
+            parts.append("p" if self.i == 1 else f"p^({self.i})" if self.i.denominator > 1 or self.i < 0 else f"p^{self.i}")
+        if self.j:
+            parts.append("log2(p)" if self.j == 1 else f"log2(p)^{self.j}")
+        return "*".join(parts) or "1"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One hypothesis of the search with its leave-one-out SMAPE (percent)."""
+
+    terms: tuple[Term, ...]
+    cv_smape: float
+
+    @property
+    def hypothesis(self) -> str:
+        """``c0 + c1*p + c2*log2(p)`` style."""
+        return " + ".join(["c0"] + [f"c{k + 1}*{t.text()}" for k, t in enumerate(self.terms)])
+
+
+@dataclass
+class Model:
+    """A fitted PMNF model ``c0 + sum_k c_k * term_k(p)``.
+
+    Attributes
+    ----------
+    terms : tuple of Term
+        The selected terms (empty: constant).
+    coefficients : numpy.ndarray
+        ``c0, c1, ...``.
+    xs, ys : numpy.ndarray
+        The measurements it was fitted to.
+    cv_smape : float
+        Leave-one-out SMAPE of the selected hypothesis (percent).
+    smape : float
+        SMAPE of the fit on all points (percent).
+    candidates : list of Candidate
+        Every hypothesis tried, best first.
+    """
+
+    terms: tuple[Term, ...]
+    coefficients: np.ndarray
+    xs: np.ndarray
+    ys: np.ndarray
+    cv_smape: float
+    smape: float
+    candidates: list[Candidate] = field(default_factory=list, repr=False)
+
+    def predict(self, p: Any) -> Any:
+        """Model value(s) at ``p`` (scalar in, float out; array in, array out)."""
+        arr = np.asarray(p, dtype=float)
+        out = np.full(arr.shape, self.coefficients[0], dtype=float)
+        for c, t in zip(self.coefficients[1:], self.terms):
+            out = out + c * t.values(arr)
+        return float(out) if out.ndim == 0 else out
+
+    @property
+    def formula(self) -> str:
+        """Readable formula, e.g. ``3.2 + 0.0125*p*log2(p)``."""
+        text = f"{self.coefficients[0]:.6g}"
+        for c, t in zip(self.coefficients[1:], self.terms):
+            text += f" {'-' if c < 0 else '+'} {abs(c):.6g}*{t.text()}"
+        return text
+
+    @property
+    def expression(self) -> "sympy.Expr":
+        """The model as a SymPy expression in the symbol ``p``."""
+        import sympy
+
+        p = sympy.Symbol("p", positive=True)
+        expr = sympy.Float(self.coefficients[0], 6)
+        for c, t in zip(self.coefficients[1:], self.terms):
+            expr += sympy.Float(c, 6) * p ** sympy.Rational(t.i.numerator, t.i.denominator) * sympy.log(p, 2) ** t.j
+        return expr
+
+    def plot(self, ax: "matplotlib.axes.Axes | None" = None, extend_to: float | None = None,
+             label: str | None = None) -> "matplotlib.axes.Axes":
+        """Measurements and the model curve (log-scaled p axis); returns the axes."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots()
+        hi = max(float(self.xs.max()), extend_to or 0.0)
+        grid = np.geomspace(float(self.xs.min()), hi, 200)
+        ax.plot(self.xs, self.ys, "o", label="measurements")
+        ax.plot(grid, self.predict(grid), "-", label=label or self.formula)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("processes p")
+        ax.legend()
+        return ax
+
+    def __repr__(self) -> str:
+        return f"Model({self.formula!r}, cv_smape={self.cv_smape:.3g}%)"
+
+
+def _hypotheses(max_terms: int, negative_exponents: bool) -> list[tuple[Term, ...]]:
+    exps = list(_PMNF_I) + (list(_NEGATIVE_I) if negative_exponents else [])
+    terms = [Term(i, j) for i in exps for j in _PMNF_J if not (i == 0 and j == 0)]
+    out: list[tuple[Term, ...]] = [()]
+    for k in range(1, max_terms + 1):
+        out.extend(itertools.combinations(terms, k))
+    return out
+
+
+def _loo_fit(columns: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Leave-one-out predictions and coefficients of many hypotheses at once.
+
+    columns: (H, n, m) design matrices (first column ones), n > m. Uses the exact identity of
+    least squares ``y_i - pred_(-i) = e_i / (1 - h_ii)`` (e: residuals of the fit on all
+    points, h: diagonal of the hat matrix), from one batched QR of the column-scaled matrices.
+    Returns ((H, n) predictions, NaN where a point alone determines a coefficient;
+    (H, m) coefficients and (H,) residual sum of squares of the fit on all points).
+    """
+    scale = np.abs(columns).max(axis=1)            # (H, m)
+    scale[scale == 0] = 1
+    q, r = np.linalg.qr(columns / scale[:, None, :])  # (H, n, m), (H, m, m)
+    qty = np.einsum("hnm,n->hm", q, ys)
+    fitted = np.einsum("hnm,hm->hn", q, qty)
+    resid = ys[None, :] - fitted
+    lever = np.einsum("hnm,hnm->hn", q, q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loo = ys[None, :] - resid / (1 - lever)
+        coef = np.linalg.solve(r, qty[..., None])[..., 0] / scale
+    loo[lever > 1 - 1e-9] = np.nan
+    return loo, coef, (resid ** 2).sum(axis=1)
+
+
+def _smape_terms(preds: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Per-point SMAPE terms in percent, (H, n); inf where a prediction is undefined."""
+    den = np.abs(preds) + np.abs(ys)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(den > 0, 2 * np.abs(preds - ys[None, :]) / den, 0.0)
+    ratio[np.isnan(ratio)] = np.inf
+    return 100 * ratio
+
+
+def fit_scaling(xs: Sequence[float], ys: Sequence[float], *, max_terms: int = 2,
+                negative_exponents: bool = True) -> Model:
+    """Fits a PMNF scaling model to measurements ``ys`` at process counts ``xs``.
+
+    The search space is Extra-P's: ``c0 + sum_k c_k * p**i_k * log2(p)**j_k`` with
+    ``i`` in {0, 1/4, 1/3, 1/2, 2/3, 3/4, 1, ..., 3} and ``j`` in {0, 1, 2}, one or two terms
+    (and the constant). With ``negative_exponents`` the strong-scaling terms ``p**-1`` and
+    ``p**-1/2`` are added (thesis §3.2.5). Two-term hypotheses are tried from 6 points on
+    (twice their coefficients), one-term ones from 3. Each hypothesis is scored by leave-one-out
+    cross-validation (fit on all points but one with NumPy least squares, predict the one
+    left out) with SMAPE; the best one (ties: fewer terms) is refitted on all points.
+
+    Parameters
+    ----------
+    xs : sequence of float
+        Process counts (> 0, distinct; at least 3 points).
+    ys : sequence of float
+        Measured values (e.g. seconds).
+    max_terms : int
+        Maximum number of non-constant terms (1 or 2).
+    negative_exponents : bool
+        Also try ``p**-1`` and ``p**-1/2`` terms.
+
+    Returns
+    -------
+    Model
+        With ``formula``, ``expression`` (SymPy), ``predict``, ``candidates`` and ``plot``.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 3 points, lengths differ, non-positive or repeated ``xs``, non-finite values.
+    """
+    x = np.asarray(xs, dtype=float)
+    y = np.asarray(ys, dtype=float)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"xs and ys must be 1-D of the same length, got {x.shape} and {y.shape}")
+    if len(x) < 3:
+        raise ValueError(f"fit_scaling needs at least 3 measurements, got {len(x)}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("xs and ys must be finite")
+    if np.any(x <= 0):
+        raise ValueError("process counts xs must be positive")
+    if len(np.unique(x)) != len(x):
+        raise ValueError("process counts xs must be distinct")
+    if max_terms not in (1, 2):
+        raise ValueError(f"max_terms must be 1 or 2, got {max_terms}")
+    # Leave-one-out needs more remaining points than coefficients, and a hypothesis is only
+    # tried with two terms from 6 points on (twice its coefficients): with
+    # fewer, some two-term hypothesis always fits the noise and extrapolates wildly.
+    usable = min(max_terms, 2 if len(x) >= 6 else 1)
+    hyps = _hypotheses(usable, negative_exponents)
+    cv = np.full(len(hyps), np.inf)
+    by_size: dict[int, list[int]] = {}
+    for idx, h in enumerate(hyps):
+        by_size.setdefault(len(h), []).append(idx)
+    terms = sorted({t for h in hyps for t in h}, key=lambda t: (t.i, t.j))
+    term_index = {t: k for k, t in enumerate(terms)}
+    values = np.vstack([np.ones_like(x)] + [t.values(x) for t in terms])  # row 0: constant
+    for size, idxs in by_size.items():
+        rows = np.array([[0] + [term_index[t] + 1 for t in hyps[i]] for i in idxs])  # (H, m)
+        cols = values[rows].transpose(0, 2, 1)  # (H, n, m)
+        loo, coef, _ = _loo_fit(cols, y)
+        per_point = _smape_terms(loo, y)
+        # Like Extra-P, terms must add, not cancel: hypotheses whose fitted term coefficients
+        # are negative are not considered (the constant may be negative).
+        bad = np.any(coef[:, 1:] < 0, axis=1) | ~np.all(np.isfinite(coef), axis=1)
+        per_point[bad] = np.inf
+        cv[idxs] = per_point.mean(axis=1)
+    # Per number of terms the hypothesis with the lowest leave-one-out SMAPE; a hypothesis with
+    # more terms replaces a simpler one only if it cuts the CV SMAPE to a quarter: among ~2000 two-term
+    # hypotheses one always fits the noise a little better, which is not a better model.
+    best_idx = by_size[0][0]
+    for size in range(1, usable + 1):
+        idxs = by_size.get(size, [])
+        if not idxs:
+            continue
+        cand = idxs[int(np.argmin(cv[idxs]))]
+        if np.isfinite(cv[cand]) and cv[cand] < 0.25 * cv[best_idx]:
+            best_idx = cand
+    order = sorted(range(len(hyps)), key=lambda i: (cv[i], len(hyps[i])))
+    best = hyps[best_idx]
+    a = np.column_stack([np.ones_like(x)] + [t.values(x) for t in best])
+    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    model = Model(terms=tuple(best), coefficients=coef, xs=x, ys=y, cv_smape=float(cv[best_idx]),
+                  smape=0.0, candidates=[Candidate(tuple(hyps[i]), float(cv[i])) for i in order])
+    model.smape = smape(y, model.predict(x))
+    return model
+
+
+def _timing_model(cache: dict) -> Callable[[list[float], list[float], float], float]:
+    def predict(sizes: list[float], means: list[float], target: float) -> float:
+        key = (tuple(sizes), tuple(means), target)
+        if key not in cache:
+            if len(sizes) < 3:
+                cache[key] = means[-1]
+            else:
+                cache[key] = max(fit_scaling(sizes, means).predict(target), 0.0)
+        return cache[key]
+    return predict
+
+
+def extrapolate(traces: Sequence[Trace], ranks: int | None = None,
+                dims: Sequence[int] | None = None, *, input_dims: Sequence[Sequence[int]] | None = None,
+                timing: bool = True) -> Trace:
+    """The trace of the same program at a larger size, from traces of several small sizes.
+
+    Parameters
+    ----------
+    traces : sequence of Trace
+        Merged traces of one program at 3 or more different rank counts.
+    ranks : int, optional
+        Target rank count; its grid follows the inputs' rule (balanced factorization).
+    dims : sequence of int, optional
+        Target grid, fastest-varying dimension first (``(X, Y)`` = X columns of Y rows);
+        overrides ``ranks``.
+    input_dims : sequence of sequence of int, optional
+        The inputs' grids (same order as ``traces``) when topology identification should be
+        skipped.
+    timing : bool
+        Timing histograms from per-node :func:`fit_scaling` models (True) or copied from the
+        largest input (False).
+
+    Returns
+    -------
+    Trace
+        A normal trace at the target size; ``trace.metadata["extrapolation_laws"]`` lists the
+        formula of every parameter that changes with the size or the rank, and
+        :func:`extrapolation_laws` returns them as a table.
+
+    Raises
+    ------
+    ExtrapolationError
+        Different programs, the same size twice, too few sizes, parameters without a linear
+        law (each named).
+    ValueError
+        Bad arguments (no target, target dims of the wrong dimensionality).
+    """
+    if isinstance(traces, Trace):
+        raise ValueError("extrapolate needs a list of traces at several sizes, got one Trace")
+    traces = list(traces)
+    for t in traces:
+        if not isinstance(t, Trace):
+            raise ValueError(f"extrapolate expects scalatrace.Trace objects, got {type(t).__name__}")
+    if ranks is None and dims is None:
+        raise ValueError("give the target size: ranks=N or dims=(X, Y, ...)")
+    if ranks is not None and (not isinstance(ranks, (int, np.integer)) or ranks <= 0):
+        raise ValueError(f"ranks must be a positive integer, got {ranks!r}")
+    if dims is not None and (len(dims) == 0 or any(int(d) <= 0 for d in dims)):
+        raise ValueError(f"dims must be positive integers, got {dims!r}")
+    cache: dict = {}
+    core = _core.extrapolate(
+        [t._core for t in traces], int(ranks or 0), [int(d) for d in dims or []],
+        [[int(d) for d in g] for g in input_dims or []],
+        _timing_model(cache) if timing else None)
+    return Trace(core)
+
+
+def extrapolation_laws(trace: Trace) -> "Any":
+    """The extrapolated parameters' formulas of an extrapolated trace as a pandas DataFrame
+    (columns role, where, parameter, formula); empty if the trace was not extrapolated."""
+    import pandas as pd
+
+    rows = [line.split("\t") for line in trace.metadata.get("extrapolation_laws", "").splitlines() if line]
+    return pd.DataFrame(rows, columns=["role", "where", "parameter", "formula"])
+
