@@ -33,3 +33,11 @@ class MPIRunError(ScalatraceError):
 
 class ReplayError(MPIRunError):
     """A replay could not run or could not proceed (for example a receive with no matching send)."""
+
+
+class DeadlockError(ScalatraceError):
+    """Wildcard receives of a trace cannot be matched without a deadlock (benchmark generation).
+
+    The message names every blocked event: rank, position in the rank's event sequence, op,
+    peer, tag, communicator and call site.
+    """
