@@ -107,7 +107,9 @@ TEST(Codegen, WildcardsResolveToTheMatchedSenders) {
     std::vector<Event> a = expand(t, r), b = expand(out, r);
     ASSERT_EQ(a.size(), b.size());
     for (std::size_t i = 0; i < a.size(); ++i)
-      if (a[i][Field::Peer] != kAnySource) EXPECT_TRUE(a[i].same_call(b[i]));
+      if (a[i][Field::Peer] != kAnySource) {
+        EXPECT_TRUE(a[i].same_call(b[i]));
+      }
   }
 }
 
