@@ -436,7 +436,10 @@ static MPI_Comm cart_sub_like(MPI_Comm parent, long id) {
       return "counts_of(" + std::to_string(side) + ", " + array_value(array(e, a)) + ", " + f(e, dt) +
              "), vdispls[" + std::to_string(side) + "]";
     };
-    const std::string offs = array_value(array(e, ArrayField::Requests));
+    std::string offs;  // request offsets: only for the ops that name requests
+    if (op_kind(e.op) == OpKind::Start || op_kind(e.op) == OpKind::RequestFree ||
+        op_kind(e.op) == OpKind::Completion)
+      offs = array_value(array(e, ArrayField::Requests));
     const bool nb = op_kind(e.op) == OpKind::NonblockingCollective;
     const std::string mpi = "MPI_" + op;
     const std::string req = nb ? ", new_request()" : "";
