@@ -22,6 +22,7 @@ void register_frames(py::module_& m);
 [[noreturn]] void throw_unknown_name(const std::string& message);
 void register_simulator(py::module_& m);
 void register_extrapolate(py::module_& m);
+void register_codegen(py::module_& m);
 
 /// A Python list of references to the elements of `items`, kept alive by `parent`.
 template <class T>

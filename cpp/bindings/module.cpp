@@ -13,4 +13,5 @@ PYBIND11_MODULE(_core, m) {
   register_frames(m);
   register_simulator(m);
   register_extrapolate(m);
+  register_codegen(m);
 }

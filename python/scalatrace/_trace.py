@@ -592,6 +592,20 @@ class Trace:
         return to_simgrid_ti(self, directory, timing=timing)
 
 
+    # --- benchmark generation (scalatrace.codegen) ----------------------------------------
+    def to_c(self, resolve_wildcards: bool = False) -> str:
+        """A standalone C+MPI benchmark issuing the recorded calls (see :func:`scalatrace.codegen.to_c`)."""
+        from .codegen import to_c
+
+        return to_c(self, resolve_wildcards=resolve_wildcards)
+
+    def to_conceptual(self) -> str:
+        """A coNCePTuaL benchmark for this trace (see :func:`scalatrace.codegen.to_conceptual`)."""
+        from .codegen import to_conceptual
+
+        return to_conceptual(self)
+
+
 def load(path: str | os.PathLike[str]) -> Trace:
     """Reads a ``.sct`` trace file.
 

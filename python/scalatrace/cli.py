@@ -1,4 +1,4 @@
-"""The ``scalatrace`` command: run, show, stats, heatmap, replay."""
+"""The ``scalatrace`` command: run, show, stats, heatmap, replay, generate."""
 
 from __future__ import annotations
 
@@ -144,6 +144,15 @@ def _add_network_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--G", type=float, default=1e-10, help="gap per byte, seconds (1/bandwidth)")
 
 
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from ._trace import load
+    from .codegen import write_benchmark
+
+    out = write_benchmark(load(args.trace), args.lang, args.output, resolve_wildcards=args.resolve_wildcards)
+    print(f"scalatrace: wrote {out} ({args.lang})")
+    return 0
+
+
 def _replay_main(argv: Sequence[str]) -> int:
     """``scalatrace replay ...``: delegates to :mod:`scalatrace.replay` (imported only here)."""
     try:
@@ -226,6 +235,13 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sw.set_defaults(func=_cmd_sweep)
     _extrapolate_parser(sub).set_defaults(func=_cmd_extrapolate)
+    g = sub.add_parser("generate", help="generate a coNCePTuaL or C+MPI benchmark from a trace")
+    g.add_argument("trace")
+    g.add_argument("--lang", choices=["conceptual", "c"], default="conceptual")
+    g.add_argument("-o", "--output", required=True, help="output file (bench.ncptl / bench.c)")
+    g.add_argument("--resolve-wildcards", action="store_true",
+                   help="C only: replace MPI_ANY_SOURCE by the matched senders (coNCePTuaL always does)")
+    g.set_defaults(func=_cmd_generate)
 
     # Handled before parsing (its arguments belong to scalatrace.replay); listed for --help.
     sub.add_parser("replay", help="replay a trace with scalatrace-replay (scalatrace replay -h)")

@@ -62,3 +62,11 @@ class UnknownNameError(UsageError, KeyError):
     """
 
     __str__ = BaseException.__str__
+
+
+class DeadlockError(ScalatraceError):
+    """Wildcard receives of a trace cannot be matched without a deadlock (benchmark generation).
+
+    The message names every blocked event: rank, position in the rank's event sequence, op,
+    peer, tag, communicator and call site.
+    """

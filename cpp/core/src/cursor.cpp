@@ -72,6 +72,7 @@ struct Cursor::Impl {
   std::vector<WalkFrame> stack;
   std::unordered_map<const Node*, NodeState> states;
   std::uint64_t events = 0;
+  const Node* last = nullptr;
 
   Impl(const Trace& t, std::int64_t r, TimingMode m, std::uint64_t seed)
       : trace(t), rank(r), timing(m), rng(seed) {
@@ -203,6 +204,7 @@ struct Cursor::Impl {
         continue;
       }
       ++events;
+      last = &n;
       return make_event(*n.event, s);
     }
     return std::nullopt;
@@ -219,6 +221,7 @@ Cursor::~Cursor() = default;
 Cursor::Cursor(Cursor&&) noexcept = default;
 
 std::optional<Event> Cursor::next() { return impl_->next(); }
+const Node* Cursor::last_node() const { return impl_->last; }
 
 std::vector<Event> expand(const Trace& trace, std::int64_t rank) {
   Cursor c(trace, rank, TimingMode::Mean);

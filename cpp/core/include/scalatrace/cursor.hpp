@@ -25,6 +25,8 @@ class Cursor {
   /// Next event of the rank (compute_ns / duration_ns from the node's histograms), or
   /// nullopt at the end. Throws FormatError if the trace is inconsistent for this rank.
   std::optional<Event> next();
+  /// The event node the last event returned by next() came from (nullptr before the first).
+  const Node* last_node() const;
 
  private:
   struct Impl;
