@@ -117,6 +117,21 @@ TEST(ValueSeq, AppendSequenceAndSetBack) {
   }
 }
 
+TEST(ValueSeq, SetBackOnASingleValueKeepsTheCanonicalForm) {
+  // A loop's trip count grows by set_back on a one-value sequence (the collector's hot path):
+  // the result must equal the sequence built directly, and later appends continue runs.
+  ValueSeq s;
+  s.append(1);
+  for (std::int64_t v = 2; v <= 50; ++v) s.set_back(v);
+  EXPECT_EQ(s, ValueSeq::constant(50));
+  s.append(51);
+  s.append(52);
+  ValueSeq direct;
+  for (std::int64_t v : {50, 51, 52}) direct.append(v);
+  EXPECT_EQ(s, direct);
+  expect_same(s, {50, 51, 52});
+}
+
 TEST(ValueSeq, AppendRepeatExtendsRuns) {
   ValueSeq s;
   s.append(4);

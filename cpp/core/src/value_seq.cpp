@@ -213,6 +213,10 @@ std::int64_t ValueSeq::back() const {
 void ValueSeq::set_back(std::int64_t value) {
   if (size_ == 0) throw UsageError("ValueSeq::set_back on an empty sequence");
   if (back() == value) return;
+  if (size_ == 1) {  // a single value (e.g. a loop's growing trip count): no reallocation
+    blocks_.front().runs.front() = ValueRun{value, 0, 1};
+    return;
+  }
   // Remove the last value, then append the new one.
   ValueBlock& b = blocks_.back();
   if (b.repeat > 1) {
