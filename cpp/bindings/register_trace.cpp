@@ -88,7 +88,22 @@ void register_trace(py::module_& m) {
             return out;
           })
       .def_readonly("compute", &EventNode::compute)
-      .def_readonly("duration", &EventNode::duration);
+      .def_readonly("duration", &EventNode::duration)
+      .def_property_readonly(
+          "timing_groups",
+          [](py::object self) {
+            const auto& e = self.cast<const EventNode&>();
+            py::list out;
+            for (const auto& g : e.timing_groups)
+              out.append(py::make_tuple(g.ranks, py::cast(&g.compute, py::return_value_policy::reference_internal, self),
+                                        py::cast(&g.duration, py::return_value_policy::reference_internal, self)));
+            return out;
+          },
+          "[(RankList, compute Histogram, duration Histogram), ...]: timing per group of ranks "
+          "whose compute times differ; empty when every rank shares `compute` / `duration`.")
+      .def(
+          "compute_for", [](const EventNode& e, std::int64_t rank) { return e.compute_for(rank); },
+          py::arg("rank"), "The compute-time histogram that applies to `rank`.");
 
   py::class_<LoopNode>(m, "LoopNode")
       .def_readonly("trips", &LoopNode::trips)

@@ -132,6 +132,10 @@ void register_values(py::module_& m) {
       .def_property_readonly("max", &Histogram::max)
       .def_property_readonly("mean", &Histogram::mean)
       .def_property_readonly("sub_bins", &Histogram::sub_bins)
+      .def_property_readonly("coarsening", &Histogram::coarsening,
+                             "Each bin covers 2**coarsening bins of the finest layout.")
+      .def_property_readonly("typical", &Histogram::typical,
+                             "Mean of the bin holding the median (robust to outliers), ns.")
       .def_property_readonly(
           "bins",
           [](const Histogram& h) {

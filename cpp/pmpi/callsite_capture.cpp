@@ -11,41 +11,10 @@
 #include <cstring>
 
 #include "elf_symbols.hpp"
+#include "library_frames.hpp"
 
 namespace scalatrace::pmpi {
 namespace {
-
-// Address range of this shared object: frames inside it are the collector's own.
-struct OwnRange {
-  std::uintptr_t lo = 0, hi = 0;
-};
-
-int find_own_range(dl_phdr_info* info, std::size_t, void* data) {
-  auto* range = static_cast<OwnRange*>(data);
-  const auto self = reinterpret_cast<std::uintptr_t>(&find_own_range);
-  std::uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const auto& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD) continue;
-    lo = std::min<std::uintptr_t>(lo, info->dlpi_addr + ph.p_vaddr);
-    hi = std::max<std::uintptr_t>(hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
-  }
-  if (self >= lo && self < hi) {
-    range->lo = lo;
-    range->hi = hi;
-    return 1;
-  }
-  return 0;
-}
-
-const OwnRange& own_range() {
-  static const OwnRange range = [] {
-    OwnRange r;
-    dl_iterate_phdr(find_own_range, &r);
-    return r;
-  }();
-  return range;
-}
 
 std::uint64_t hash_pcs(void* const* pcs, int n) {
   std::uint64_t h = 0x84222325cbf29ce4ull ^ static_cast<std::uint64_t>(n);
@@ -105,13 +74,11 @@ void capture_stack(RawStack& out, int max_depth) {
   void* pcs[kMaxStackDepth + 16];
   const int want = std::min(max_depth, kMaxStackDepth) + 16;
   const int n = backtrace_function()(pcs, want);
-  const OwnRange& own = own_range();
+  // Innermost frames of the collector and of the MPI library (its Fortran / C++ bindings)
+  // are not the user's call site.
+  const LibraryFrames& library = LibraryFrames::get();
   int first = 0;
-  while (first < n) {
-    const auto pc = reinterpret_cast<std::uintptr_t>(pcs[first]);
-    if (pc < own.lo || pc >= own.hi) break;
-    ++first;
-  }
+  while (first < n && library.skipped(reinterpret_cast<std::uintptr_t>(pcs[first]))) ++first;
   out.depth = std::min(n - first, std::min(max_depth, kMaxStackDepth));
   if (out.depth < 0) out.depth = 0;
   std::memcpy(out.pcs, pcs + first, sizeof(void*) * static_cast<std::size_t>(out.depth));
@@ -189,7 +156,7 @@ void CallSiteCapture::resolve_symbols(CallSiteTable& table) {
       const std::uintptr_t pc = base->second + f.offset - 1;
       Dl_info info{};
       if (dladdr(reinterpret_cast<void*>(pc), &info) && info.dli_sname) {
-        site.symbol = info.dli_sname;
+        site.symbol = demangle(info.dli_sname);
       } else {
         site.symbol = elf.lookup(table.modules[f.module], f.offset - 1);
       }

@@ -1,5 +1,6 @@
 #pragma once
-// Call-site capture: walks the stack with libunwind, drops the collector's own frames and
+// Call-site capture: walks the stack with libunwind, drops the innermost frames of the collector
+// and of the MPI library with its language bindings (library_frames.hpp) and
 // turns the return addresses into an interned call-site id. The fast path (a call site seen
 // before) is one stack walk plus one hash lookup keyed by the raw return addresses; only the
 // first visit of a call site maps addresses to (module, offset), folds recursion and interns.
@@ -16,7 +17,8 @@ namespace scalatrace::pmpi {
 
 inline constexpr int kMaxStackDepth = 64;
 
-/// Return addresses of one call, innermost first, the collector's own frames removed.
+/// Return addresses of one call, innermost first, starting at the user's code (the collector's
+/// and the MPI library's innermost frames removed).
 struct RawStack {
   void* pcs[kMaxStackDepth];
   int depth = 0;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <string_view>
 
 namespace scalatrace::pmpi {
 namespace {
@@ -19,7 +20,16 @@ bool read_at(const std::string& data, std::uint64_t off, T& out) {
   return true;
 }
 
+}  // namespace
+
 std::string demangle(const char* name) {
+  // gfortran module procedures: __<module>_MOD_<procedure>
+  const std::string_view view(name);
+  if (view.starts_with("__")) {
+    const auto mod = view.find("_MOD_", 2);
+    if (mod != std::string_view::npos && mod > 2 && mod + 5 < view.size())
+      return std::string(view.substr(2, mod - 2)) + "::" + std::string(view.substr(mod + 5));
+  }
   int status = 0;
   char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
   if (status != 0 || !d) return name;
@@ -27,8 +37,6 @@ std::string demangle(const char* name) {
   std::free(d);
   return out;
 }
-
-}  // namespace
 
 const std::vector<ElfSymbols::Symbol>& ElfSymbols::load(const std::string& path) {
   auto [it, added] = files_.try_emplace(path);

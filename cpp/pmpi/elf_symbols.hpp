@@ -8,6 +8,10 @@
 
 namespace scalatrace::pmpi {
 
+/// Readable form of a symbol name: C++ names demangled, gfortran module procedures
+/// (`__halo_MOD_exchange`) as `halo::exchange`; other names unchanged.
+std::string demangle(const char* name);
+
 class ElfSymbols {
  public:
   /// Name (demangled) of the function containing `vaddr` in the module file, "" if unknown.

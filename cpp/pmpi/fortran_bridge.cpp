@@ -1,40 +1,19 @@
 #include "fortran_bridge.hpp"
 
 #include <dlfcn.h>
-#include <link.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
+
+#include "library_frames.hpp"
 
 namespace scalatrace::pmpi {
 namespace {
 
-struct Range {
-  std::uintptr_t lo, hi;
-};
-
-int collect_fortran(dl_phdr_info* info, std::size_t, void* data) {
-  const char* name = info->dlpi_name;
-  if (!name || !(std::strstr(name, "libmpichfort") || std::strstr(name, "libmpifort")))
-    return 0;
-  auto* ranges = static_cast<std::vector<Range>*>(data);
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const auto& ph = info->dlpi_phdr[i];
-    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
-      ranges->push_back(Range{info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz});
-  }
-  return 0;
-}
-
-const std::vector<Range>& fortran_ranges() {
-  static const std::vector<Range> ranges = [] {
-    std::vector<Range> r;
-    dl_iterate_phdr(collect_fortran, &r);
-    return r;
-  }();
+const std::vector<CodeRange>& fortran_ranges() {
+  static const std::vector<CodeRange> ranges = code_ranges_of(is_mpi_fortran_library);
   return ranges;
 }
 
@@ -42,9 +21,8 @@ const std::vector<Range>& fortran_ranges() {
 
 bool called_from_fortran(const void* return_address) {
   const auto pc = reinterpret_cast<std::uintptr_t>(return_address);
-  for (const Range& r : fortran_ranges())
-    if (pc >= r.lo && pc < r.hi) return true;
-  return false;
+  return std::any_of(fortran_ranges().begin(), fortran_ranges().end(),
+                     [pc](const CodeRange& r) { return r.contains(pc); });
 }
 
 void* next_symbol(const char* name) {

@@ -59,6 +59,8 @@ class Histogram:
     max: int
     mean: float
     sub_bins: int
+    coarsening: int
+    typical: float
     bins: list[tuple[int, int, int, int, float]]
 
 class Frame:
@@ -94,7 +96,9 @@ class EventNode:
     arrays: dict[str, ElasticArray]
     compute: Histogram
     duration: Histogram
+    timing_groups: list[tuple[RankList, Histogram, Histogram]]
     def field(self, name: str) -> ElasticValue: ...
+    def compute_for(self, rank: int) -> Histogram: ...
 
 class LoopNode:
     trips: ElasticValue

@@ -4,6 +4,7 @@
 #include <random>
 #include <sstream>
 
+#include "scalatrace/analysis.hpp"
 #include "scalatrace/compressor.hpp"
 #include "scalatrace/cursor.hpp"
 #include "scalatrace/errors.hpp"
@@ -59,6 +60,26 @@ void expect_round_trip(const std::vector<Event>& events, const Trace& t) {
   ASSERT_EQ(out.size(), events.size()) << shape(t.nodes);
   for (std::size_t i = 0; i < events.size(); ++i)
     ASSERT_TRUE(out[i].same_call(events[i])) << "event " << i << " differs; trace " << shape(t.nodes);
+}
+
+/// The one top-level loop of `t` (fails the test if there is not exactly one).
+const LoopNode* only_loop(const Trace& t) {
+  const LoopNode* found = nullptr;
+  for (const auto& n : t.nodes)
+    if (n.loop) {
+      EXPECT_EQ(found, nullptr) << "more than one top-level loop";
+      found = n.loop.get();
+    }
+  EXPECT_NE(found, nullptr);
+  return found;
+}
+
+/// One timestep of a halo exchange: Irecv x k, Isend x k, Waitall (+ optional Allreduce).
+void halo_step(std::vector<Event>& s, int k, bool allreduce) {
+  for (int i = 0; i < k; ++i) s.push_back(ev(Op::Irecv, 1, i + 1, 64));
+  for (int i = 0; i < k; ++i) s.push_back(ev(Op::Isend, 2, i + 1, 64));
+  s.push_back(ev(Op::Waitall, 3));
+  if (allreduce) s.push_back(ev(Op::Allreduce, 4, 0, 8));
 }
 
 }  // namespace
@@ -295,4 +316,101 @@ TEST(Compressor, SyntheticPatternsRoundTrip) {
       }
     }
   }
+}
+
+// ---- Loop discovery at the ends of a loop (issue 9): a first iteration that lacks a call, a
+// last iteration that skips one, loops folded in two steps; timestep_loops() on the result.
+
+TEST(LoopEnds, LeadingIterationWithoutACallJoinsTheLoop) {
+  // The Allreduce begins in the second timestep: 15 timesteps, the first one differs.
+  std::vector<Event> s{ev(Op::Init, 9)};
+  for (int step = 0; step < 15; ++step) halo_step(s, 6, step > 0);
+  s.push_back(ev(Op::Finalize, 10));
+  const Trace t = compress(s);
+  const LoopNode* loop = only_loop(t);
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->trips.alternatives.at(0).first.to_vector(), std::vector<std::int64_t>{15});
+  expect_round_trip(s, t);
+  const auto steps = timestep_loops(t);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].max_iterations, 15);
+}
+
+TEST(LoopEnds, TrailingIterationWithoutACallJoinsTheLoop) {
+  // The last timestep skips the Allreduce, then the program finalizes.
+  std::vector<Event> s{ev(Op::Init, 9)};
+  for (int step = 0; step < 12; ++step) halo_step(s, 4, step < 11);
+  s.push_back(ev(Op::Finalize, 10));
+  const Trace t = compress(s);
+  const LoopNode* loop = only_loop(t);
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->trips.alternatives.at(0).first.to_vector(), std::vector<std::int64_t>{12});
+  EXPECT_EQ(t.nodes.back().event->op, Op::Finalize);  // what follows stays outside
+  expect_round_trip(s, t);
+}
+
+TEST(LoopEnds, NestedSplitIsReportedAsTheLoopAsWritten) {
+  // for step < 6: Bcast; Barrier -- compressed as one loop of 6 (never 3 x 2).
+  std::vector<Event> s;
+  for (int step = 0; step < 6; ++step) {
+    s.push_back(ev(Op::Bcast, 1, 0, 8));
+    s.push_back(ev(Op::Barrier, 2));
+  }
+  const Trace t = compress(s);
+  const auto steps = timestep_loops(t);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].max_iterations, 6);
+  expect_round_trip(s, t);
+}
+
+TEST(LoopEnds, LoopOfALoopFlattensLosslessly) {
+  // A loop whose whole body is a loop of constant trips is one loop: timestep_loops reports
+  // the product of the trip counts whether or not the trace was flattened.
+  Trace t;
+  t.nranks = 1;
+  Node inner;
+  inner.loop = std::make_unique<LoopNode>();
+  inner.loop->trips.alternatives.emplace_back(ValueSeq::constant(2, 3), RankList{});
+  Node e;
+  e.event = std::make_unique<EventNode>();
+  e.event->op = Op::Allreduce;
+  e.event->fields[0].alternatives.emplace_back(ValueSeq::constant(0, 6), RankList{});
+  inner.loop->body.push_back(std::move(e));
+  Node outer;
+  outer.loop = std::make_unique<LoopNode>();
+  outer.loop->trips.alternatives.emplace_back(ValueSeq::constant(3, 1), RankList{});
+  outer.loop->body.push_back(std::move(inner));
+  t.nodes.push_back(std::move(outer));
+  const auto steps = timestep_loops(t);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].min_iterations, 6);
+  EXPECT_EQ(steps[0].max_iterations, 6);
+  EXPECT_EQ(expand(t, 0).size(), 6u);
+}
+
+TEST(LoopEnds, MultigridMainLoopIsReported) {
+  // for it < 8: V-cycle down 4 levels (halo exchange of shrinking size), coarse Allreduce,
+  // up 4 levels, residual Allreduce.
+  std::vector<Event> s{ev(Op::Init, 9)};
+  for (int it = 0; it < 8; ++it) {
+    for (int level = 0; level < 4; ++level) {
+      s.push_back(ev(Op::Irecv, 11, 1, 4096 >> level));
+      s.push_back(ev(Op::Isend, 12, 1, 4096 >> level));
+      s.push_back(ev(Op::Waitall, 13));
+    }
+    s.push_back(ev(Op::Allreduce, 14, 0, 8));
+    for (int level = 3; level >= 0; --level) {
+      s.push_back(ev(Op::Irecv, 15, 1, 4096 >> level));
+      s.push_back(ev(Op::Isend, 16, 1, 4096 >> level));
+      s.push_back(ev(Op::Waitall, 17));
+    }
+    s.push_back(ev(Op::Allreduce, 18, 0, 8));
+  }
+  s.push_back(ev(Op::Finalize, 10));
+  const Trace t = compress(s);
+  expect_round_trip(s, t);
+  const auto steps = timestep_loops(t);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].max_iterations, 8);
+  EXPECT_EQ(steps[0].path.size(), 1u);
 }

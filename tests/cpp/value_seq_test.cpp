@@ -69,6 +69,33 @@ TEST(ValueSeq, PeriodicPatternsStayConstantSize) {
   }
 }
 
+TEST(ValueSeq, NestedPeriodsStayConstantSize) {
+  // Periods that contain a repetition of their own (message sizes and tags of 3D stencil
+  // corners: faces, edges and corners in the order of the neighbour loop), at every phase.
+  for (std::vector<std::int64_t> period :
+       {std::vector<std::int64_t>{64, 8, 64, 8, 64, 8, 8}, {8, 64, 8, 64, 8, 8, 8},
+        {3, 3, 5, 3, 3, 5, 7}, {1, 2, 1, 2, 9, 9}, {4, 4, 4, 1, 4, 4, 4, 2}}) {
+    for (std::size_t phase = 0; phase < period.size(); ++phase) {
+      std::size_t size_at_20 = 0;
+      std::vector<std::int64_t> v;
+      ValueSeq s;
+      for (std::size_t k = 0; k < phase; ++k) {
+        v.push_back(period[k]);
+        s.append(period[k]);
+      }
+      for (int rep = 1; rep <= 1000; ++rep) {
+        for (auto x : period) {
+          v.push_back(x);
+          s.append(x);
+        }
+        if (rep == 20) size_at_20 = runs_in(s) + s.blocks().size();
+      }
+      expect_same(s, v);
+      EXPECT_EQ(runs_in(s) + s.blocks().size(), size_at_20) << s.to_string();
+    }
+  }
+}
+
 TEST(ValueSeq, RandomSequencesRoundTrip) {
   std::mt19937_64 rng(42);
   for (int iter = 0; iter < 300; ++iter) {
@@ -115,6 +142,21 @@ TEST(ValueSeq, AppendSequenceAndSetBack) {
     }
     expect_same(s, v);
   }
+}
+
+TEST(ValueSeq, SetBackOnASingleValueKeepsTheCanonicalForm) {
+  // A loop's trip count grows by set_back on a one-value sequence (the collector's hot path):
+  // the result must equal the sequence built directly, and later appends continue runs.
+  ValueSeq s;
+  s.append(1);
+  for (std::int64_t v = 2; v <= 50; ++v) s.set_back(v);
+  EXPECT_EQ(s, ValueSeq::constant(50));
+  s.append(51);
+  s.append(52);
+  ValueSeq direct;
+  for (std::int64_t v : {50, 51, 52}) direct.append(v);
+  EXPECT_EQ(s, direct);
+  expect_same(s, {50, 51, 52});
 }
 
 TEST(ValueSeq, AppendRepeatExtendsRuns) {

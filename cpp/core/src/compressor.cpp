@@ -25,66 +25,13 @@
 #include <unordered_map>
 #include <utility>
 
+#include "compressor_nodes.hpp"
+#include "loop_flatten.hpp"
 #include "scalatrace/errors.hpp"
 
 namespace scalatrace {
-namespace {
 
-struct Key {
-  Op op = Op::Other;
-  std::uint32_t site = 0;
-};
-
-/// What node matching needs to know about an entry.
-struct View {
-  bool loop = false;
-  Key first, last;  ///< first / last event of the subtree (the event itself for events)
-};
-
-struct Entry {
-  bool raw = true;
-  Event ev;   ///< raw: the event
-  Node node;  ///< !raw
-  View view;
-};
-
-ValueSeq& single(ElasticValue& e) {
-  if (e.alternatives.empty()) e.alternatives.emplace_back(ValueSeq{}, RankList{});
-  return e.alternatives.front().first;
-}
-ArraySeq& single(ElasticArray& e) {
-  if (e.alternatives.empty()) e.alternatives.emplace_back(ArraySeq{}, RankList{});
-  return e.alternatives.front().first;
-}
-std::uint64_t seq_size(const ElasticValue& e) {
-  return e.alternatives.empty() ? 0 : e.alternatives.front().first.size();
-}
-
-Key first_key(const Node& n) {
-  const Node* p = &n;
-  while (p->loop) p = &p->loop->body.front();
-  return Key{p->event->op, p->event->site};
-}
-Key last_key(const Node& n) {
-  const Node* p = &n;
-  while (p->loop) p = &p->loop->body.back();
-  return Key{p->event->op, p->event->site};
-}
-View view_of(const Node& n) { return View{n.loop != nullptr, first_key(n), last_key(n)}; }
-View view_of(const Entry& e) {
-  if (e.raw) return View{false, Key{e.ev.op, e.ev.site}, Key{e.ev.op, e.ev.site}};
-  return view_of(e.node);
-}
-
-std::uint64_t occurrences(const Node& n) {
-  if (n.loop) return seq_size(n.loop->trips);
-  return seq_size(n.event->fields[0]);
-}
-std::uint64_t visits(const Node& n) {
-  return n.presence.empty() ? occurrences(n) : seq_size(n.presence);
-}
-
-}  // namespace
+using namespace compressor_nodes;
 
 struct IntraCompressor::Impl {
   CompressorConfig cfg;
@@ -126,58 +73,9 @@ struct IntraCompressor::Impl {
   }
 
   // ---- building and merging nodes ----
-  Node make_event_node(const Event& e) const {
-    Node n;
-    n.event = std::make_unique<EventNode>();
-    EventNode& en = *n.event;
-    en.op = e.op;
-    en.site = e.site;
-    en.compute = Histogram(cfg.hist_sub_bins);
-    en.duration = Histogram(cfg.hist_sub_bins);
-    for (std::size_t i = 0; i < kFieldCount; ++i) single(en.fields[i]).append(e.fields[i]);
-    for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(en.arrays[i]).append(e.arrays[i]);
-    en.compute.add(e.compute_ns);
-    en.duration.add(e.duration_ns);
-    return n;
-  }
-
+  Node make_event_node(const Event& e) const { return compressor_nodes::make_event_node(e, cfg.hist_sub_bins); }
   Node to_node(Entry&& e) const { return e.raw ? make_event_node(e.ev) : std::move(e.node); }
   static Node to_node(Node&& n) { return std::move(n); }
-
-  static void append_event(EventNode& a, const Event& e) {
-    if (!a.site_ids.empty() || e.site != a.site) {
-      ValueSeq& s = single(a.site_ids);
-      if (s.empty()) s = ValueSeq::constant(a.site, seq_size(a.fields[0]));
-      s.append(static_cast<std::int64_t>(e.site));
-    }
-    for (std::size_t i = 0; i < kFieldCount; ++i) single(a.fields[i]).append(e.fields[i]);
-    for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(e.arrays[i]);
-    a.compute.add(e.compute_ns);
-    a.duration.add(e.duration_ns);
-  }
-
-  static void merge_event(EventNode& a, EventNode&& b) {
-    if (!a.site_ids.empty() || !b.site_ids.empty() || a.site != b.site) {
-      ValueSeq& s = single(a.site_ids);
-      if (s.empty()) s = ValueSeq::constant(a.site, seq_size(a.fields[0]));
-      if (b.site_ids.empty()) s.append(ValueSeq::constant(b.site, seq_size(b.fields[0])));
-      else s.append(single(b.site_ids));
-    }
-    for (std::size_t i = 0; i < kFieldCount; ++i) single(a.fields[i]).append(single(b.fields[i]));
-    for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(single(b.arrays[i]));
-    a.compute.merge(b.compute);
-    a.duration.merge(b.duration);
-  }
-
-  /// a's presence gets b's (both visited; a first). va / vb: visits before merging.
-  static void merge_presence(Node& a, std::uint64_t va, const ElasticValue& b_presence, std::uint64_t vb) {
-    if (a.presence.empty() && b_presence.empty()) return;
-    const bool had = !a.presence.empty();
-    ValueSeq& p = single(a.presence);
-    if (!had) p = ValueSeq::constant(1, va);
-    if (b_presence.empty()) p.append(ValueSeq::constant(1, vb));
-    else p.append(b_presence.alternatives.front().first);
-  }
 
   void merge_node(Node& a, Node&& b) {
     const std::uint64_t va = visits(a), vb = visits(b);
@@ -199,26 +97,6 @@ struct IntraCompressor::Impl {
     }
     if (!a.presence.empty()) single(a.presence).append(1);
     append_event(*a.event, b.ev);
-  }
-
-  /// Node `a` was not visited in `vb` further visits of its parent body.
-  static void mark_absent(Node& a, std::uint64_t vb) {
-    const std::uint64_t va = visits(a);
-    const bool had = !a.presence.empty();
-    ValueSeq& p = single(a.presence);
-    if (!had) p = ValueSeq::constant(1, va);
-    p.append(ValueSeq::constant(0, vb));
-  }
-
-  /// Node `n` joins a body that already had `va` visits in which it did not occur.
-  static Node absent_before(Node n, std::uint64_t va) {
-    const std::uint64_t vn = visits(n);
-    ValueSeq p = ValueSeq::constant(0, va);
-    if (n.presence.empty()) p.append(ValueSeq::constant(1, vn));
-    else p.append(n.presence.alternatives.front().first);
-    n.presence.alternatives.clear();
-    n.presence.alternatives.emplace_back(std::move(p), RankList{});
-    return n;
   }
 
   /// LCS table of the two view sequences (suffix form: dp[i][j] = LCS of a[i..], b[j..]).
@@ -493,7 +371,99 @@ struct IntraCompressor::Impl {
     single(loop.node.loop->trips).append(2);
     loop.view = view_of(loop.node);
     q.push_back(std::move(loop));
+    absorb_leading();
     return true;
+  }
+
+  // ---- iterations that differ at the ends of a loop ----
+  // Real codes often run a first iteration that lacks a call the others make (a call that
+  // begins in the second timestep) and a last one that skips a call. Such an iteration only
+  // shares its first event with the others, so the fold tests above leave it outside the loop.
+  // These passes take it in when it aligns with the body closely (all but a quarter of its
+  // nodes, or all but one of at least three, match): lossless, the differences become
+  // presence values (thesis §5.2.2 / Alg. 4 "trailing iterations", applied at both ends).
+  bool close_enough(const std::vector<View>& a, const std::vector<View>& b) {
+    if (same_shape(a, b, *this)) return true;
+    const std::size_t m = a.size(), n = b.size(), longest = std::max(m, n);
+    // Two-node spans differing in one node are too weak a hint (a previous iteration's tail).
+    if (m > kMaxAlign || n > kMaxAlign || longest < 3) return false;
+    const std::size_t common = lcs(a, b);
+    return common + 1 >= longest || 4 * common >= 3 * longest;
+  }
+  static std::vector<View> body_views(const std::vector<Node>& body) {
+    std::vector<View> v;
+    v.reserve(body.size());
+    for (const auto& n : body) v.push_back(view_of(n));
+    return v;
+  }
+
+  /// The top-level loop just made (q.back(), one visit) takes the entries before it as its
+  /// first iteration if they start like the body and align with it.
+  void absorb_leading() {
+    const std::size_t at = q.size() - 1;
+    LoopNode& loop = *q[at].node.loop;
+    if (at == 0 || at <= frozen || loop.body.size() > kMaxAlign) return;
+    const Key first = first_key(loop.body.front());
+    const std::vector<View> bv = body_views(loop.body);
+    const std::size_t stop = std::max(frozen, at > kMaxAlign ? at - kMaxAlign : std::size_t{0});
+    for (std::size_t h = at; h-- > stop;) {
+      if (!key_match(q[h].view.first, first)) continue;
+      const std::vector<View> av = views(h, at);
+      if (!close_enough(av, bv)) return;  // nearest start only: do not reach further back
+      Entry loop_entry = std::move(q[at]);
+      q.pop_back();
+      std::vector<Entry> lead = take(h);
+      std::vector<Node> body;
+      body.reserve(lead.size());
+      for (auto& e : lead) body.push_back(to_node(std::move(e)));
+      LoopNode& l = *loop_entry.node.loop;
+      const std::uint64_t vb = visits(l.body.front());
+      body_merge(body, av, 1, std::move(l.body), bv, vb);
+      l.body = std::move(body);
+      ValueSeq& trips = single(l.trips);
+      trips.set_back(trips.back() + 1);
+      loop_entry.view = view_of(loop_entry.node);
+      q.push_back(std::move(loop_entry));
+      return;
+    }
+  }
+
+  /// At the end: a top-level loop followed by entries that start like its body and align with
+  /// it takes them as one more (last) iteration.
+  void absorb_trailing() {
+    for (std::size_t j = q.size(); j-- > frozen;) {
+      if (q[j].raw || !q[j].node.loop || j + 1 >= q.size()) continue;
+      LoopNode& loop = *q[j].node.loop;
+      if (loop.body.size() > kMaxAlign || single(loop.trips).size() != 1) continue;
+      if (!key_match(first_key(loop.body.front()), q[j + 1].view.first)) continue;
+      const std::vector<View> bv = body_views(loop.body);
+      const std::size_t last = std::min(q.size() - 1, j + kMaxAlign);
+      // The candidate sharing the most nodes with the body, the shortest among equals (so
+      // that what follows the last iteration, e.g. MPI_Finalize, stays outside).
+      std::size_t best_k = 0, best_common = 0;
+      for (std::size_t k = j + 1; k <= last; ++k) {
+        const std::vector<View> av = views(j + 1, k + 1);
+        if (!close_enough(bv, av)) continue;
+        const std::size_t common = same_shape(bv, av, *this) ? av.size() : lcs(bv, av);
+        if (common > best_common) {
+          best_common = common;
+          best_k = k;
+        }
+      }
+      if (best_common > 0) {
+        const std::size_t k = best_k;
+        const std::vector<View> av = views(j + 1, k + 1);
+        std::vector<Entry> rest = take(k + 1);
+        std::vector<Entry> tail = take(j + 1);
+        LoopNode& l = *q[j].node.loop;
+        const std::uint64_t va = visits(l.body.front());
+        body_merge(l.body, bv, va, std::move(tail), av, 1);
+        ValueSeq& trips = single(l.trips);
+        trips.set_back(trips.back() + 1);
+        q[j].view = view_of(q[j].node);
+        for (auto& e : rest) q.push_back(std::move(e));
+      }
+    }
   }
 
   bool fold_once() {
@@ -691,38 +661,6 @@ struct IntraCompressor::Impl {
   }
 
   // ---- memory budget ----
-  static std::size_t seq_bytes(const ValueSeq& s) {
-    std::size_t n = sizeof(ValueSeq) + s.blocks().size() * (sizeof(ValueBlock) + sizeof(std::uint64_t));
-    for (const auto& b : s.blocks()) n += b.runs.size() * sizeof(ValueRun);
-    return n;
-  }
-  static std::size_t elastic_bytes(const ElasticValue& e) {
-    std::size_t n = 0;
-    for (const auto& [s, r] : e.alternatives) n += seq_bytes(s) + sizeof(RankList);
-    return n;
-  }
-  static std::size_t node_bytes(const Node& n) {
-    std::size_t b = sizeof(Node) + elastic_bytes(n.presence);
-    if (n.event) {
-      b += sizeof(EventNode) + elastic_bytes(n.event->site_ids);
-      for (const auto& f : n.event->fields) b += elastic_bytes(f);
-      for (const auto& a : n.event->arrays)
-        for (const auto& [s, r] : a.alternatives)
-          for (const auto& run : s.runs()) b += sizeof(run) + run.values.size() * sizeof(std::int64_t);
-      b += (n.event->compute.bins().size() + n.event->duration.bins().size()) * sizeof(HistogramBin);
-    }
-    if (n.loop) {
-      b += sizeof(LoopNode) + elastic_bytes(n.loop->trips);
-      for (const auto& c : n.loop->body) b += node_bytes(c);
-    }
-    return b;
-  }
-  static std::size_t entry_bytes(const Entry& e) {
-    if (!e.raw) return sizeof(Entry) + node_bytes(e.node);
-    std::size_t b = sizeof(Entry);
-    for (const auto& a : e.ev.arrays) b += a.size() * sizeof(std::int64_t);
-    return b;
-  }
   std::size_t memory_bytes() const {
     std::size_t b = frozen_bytes + (q.capacity() - q.size()) * sizeof(Entry);
     for (std::size_t k = frozen; k < q.size(); ++k) b += entry_bytes(q[k]);
@@ -745,9 +683,12 @@ struct IntraCompressor::Impl {
   std::vector<Node> finish() {
     spec_flush();
     flush_field_cache();
+    absorb_trailing();
     std::vector<Node> out;
     out.reserve(q.size());
     for (auto& e : q) out.push_back(to_node(std::move(e)));
+    loop_flatten::unpeel_leading_iterations(out);
+    loop_flatten::flatten_nested_loops(out);
     q.clear();
     frozen = 0;
     frozen_bytes = 0;

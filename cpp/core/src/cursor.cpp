@@ -42,6 +42,8 @@ struct NodeState {
   std::array<bool, kFieldCount> field_unused{};
   std::array<ArrayReader, kArrayFieldCount> arrays;
   std::uint64_t occurrence = 0;
+  const Histogram* compute = nullptr;   ///< the rank's timing group (or the node's)
+  const Histogram* duration = nullptr;
 };
 
 /// Median estimate: the mean of the bin holding the middle value (exact for one-value bins).
@@ -107,6 +109,8 @@ struct Cursor::Impl {
       s.trips = ValueSeq::Reader(seq_for(n.loop->trips, "loop trip count"));
     } else if (n.event) {
       const EventNode& e = *n.event;
+      s.compute = &e.compute_for(rank);
+      s.duration = &e.duration_for(rank);
       if (!e.site_ids.empty()) {
         s.has_sites = true;
         s.site_ids = ValueSeq::Reader(seq_for(e.site_ids, "call-site sequence"));
@@ -169,8 +173,8 @@ struct Cursor::Impl {
       e.arrays[i] = r.next();
     }
     ++s.occurrence;
-    e.compute_ns = timing_value(en.compute);
-    e.duration_ns = timing_value(en.duration);
+    e.compute_ns = timing_value(s.compute ? *s.compute : en.compute);
+    e.duration_ns = timing_value(s.duration ? *s.duration : en.duration);
     return e;
   }
 

@@ -2,7 +2,9 @@
 // keep the two in step.
 #include "scalatrace/format.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -17,7 +19,7 @@ namespace {
 
 // ---------------------------------------------------------------- constants of the format
 constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 8 + 4;  // magic, version, flags, length, crc
-constexpr std::uint32_t kKnownFlags = 0;                 // no flag bits defined in version 1
+constexpr std::uint32_t kKnownFlags = 0;                 // no flag bits defined in versions 1 and 2
 constexpr std::size_t kMaxDepth = 64;                    // loop nesting
 constexpr std::size_t kMaxDims = 16;                     // ranklist descriptor dimensions
 constexpr std::int64_t kMaxRanks = std::int64_t{1} << 40;
@@ -144,21 +146,13 @@ void put_array_seq(Writer& w, const ArraySeq& seq) {
   }
 }
 
-/// Compact double: integers in [0, 2^53] as uvarint(2v), anything else as 1 + 8 bytes.
-void put_num(Writer& w, double d) {
-  if (d >= 0 && d <= 9007199254740992.0 && d == static_cast<double>(static_cast<std::uint64_t>(d))) {
-    w.uv(static_cast<std::uint64_t>(d) << 1);
-  } else {
-    w.uv(1);
-    w.f64(d);
-  }
-}
-
+/// Histogram (format version 2): sums are not stored, each bin stores its mean (rounded to a
+/// nanosecond) instead, so the encoded size does not grow with the number of recorded values.
 void put_hist(Writer& w, const Histogram& h) {
   w.uv(h.sub_bins());
+  w.uv(h.coarsening());
   w.uv(h.count());
   if (h.count() == 0) return;
-  put_num(w, h.sum());
   w.uv(h.min());
   w.uv(h.max() - h.min());
   w.uv(h.bins().size());
@@ -167,9 +161,12 @@ void put_hist(Writer& w, const Histogram& h) {
     w.uv(b.index - next_index);
     next_index = std::uint64_t{b.index} + 1;
     w.uv(b.count);
-    w.uv(b.min);
+    w.uv(b.min - h.min());
     w.uv(b.max - b.min);
-    put_num(w, b.sum);
+    const double mean = std::round(b.sum / static_cast<double>(b.count));
+    const auto mean_ns = static_cast<std::uint64_t>(
+        std::clamp(mean, static_cast<double>(b.min), static_cast<double>(b.max)));
+    w.uv(mean_ns - b.min);
   }
 }
 
@@ -244,8 +241,18 @@ struct TraceWriter {
     for (std::size_t f = 0; f < kFieldCount; ++f) w.uv(elastic_id(e.fields[f]));
     w.uv(kArrayFieldCount);
     for (std::size_t f = 0; f < kArrayFieldCount; ++f) w.uv(array_elastic_id(e.arrays[f]));
-    put_hist(w, e.compute);
-    put_hist(w, e.duration);
+    // Timing: 0 groups = the node-wide histograms for every rank; otherwise the groups
+    // (the node-wide histograms are their merge).
+    w.uv(e.timing_groups.size());
+    if (e.timing_groups.empty()) {
+      put_hist(w, e.compute);
+      put_hist(w, e.duration);
+    }
+    for (const auto& g : e.timing_groups) {
+      w.uv(rank_id(g.ranks));
+      put_hist(w, g.compute);
+      put_hist(w, g.duration);
+    }
   }
 };
 
@@ -429,49 +436,54 @@ ArraySeq get_array_seq(Reader& r) {
   }
 }
 
-double get_num(Reader& r) {
-  std::uint64_t x = r.uv();
-  if (x == 1) return r.f64();
-  if (x & 1) r.fail("invalid number tag");
-  return static_cast<double>(x >> 1);
-}
-
 Histogram get_hist(Reader& r) {
   std::uint64_t sub = r.uv();
   if (sub != 1 && sub != 2 && sub != 4 && sub != 8 && sub != 16)
     r.fail("histogram with " + std::to_string(sub) + " bins per octave");
+  std::uint64_t coarsening = r.uv();
+  if (coarsening > Histogram::kMaxCoarsening)
+    r.fail("histogram coarsening " + std::to_string(coarsening) + " above " +
+           std::to_string(Histogram::kMaxCoarsening));
+  const auto shift = static_cast<std::uint32_t>(coarsening);
   std::uint64_t count = r.uv();
-  if (count == 0) return Histogram::from_parts(static_cast<std::uint32_t>(sub), 0, 0, 0, 0, {});
-  double sum = get_num(r);
+  if (count == 0) return Histogram::from_parts(static_cast<std::uint32_t>(sub), 0, 0, 0, 0, {}, shift);
   std::uint64_t mn = r.uv(), range = r.uv();
   if (range > ~std::uint64_t{0} - mn) r.fail("histogram max overflows");
   std::uint64_t mx = mn + range;
   std::size_t nb = r.count("histogram bin", 5);
   if (nb == 0) r.fail("histogram without bins");
+  if (nb > Histogram::kMaxBins)
+    r.fail("histogram with " + std::to_string(nb) + " bins (at most " +
+           std::to_string(Histogram::kMaxBins) + ")");
   std::vector<HistogramBin> bins;
   bins.reserve(nb);
   std::uint64_t in_bins = 0, next_index = 0;
+  double sum = 0;
+  const std::uint64_t max_index = (std::uint64_t{1024} >> shift);
   for (std::size_t i = 0; i < nb; ++i) {
     HistogramBin b;
     std::uint64_t idx = r.uv();
-    if (idx > std::numeric_limits<std::uint32_t>::max() - next_index)
-      r.fail("histogram bin index out of range");
+    if (idx >= max_index || next_index + idx >= max_index) r.fail("histogram bin index out of range");
     b.index = static_cast<std::uint32_t>(next_index + idx);
     next_index = std::uint64_t{b.index} + 1;
     b.count = r.uv();
-    b.min = r.uv();
+    std::uint64_t offset = r.uv();
+    if (offset > range) r.fail("histogram bin outside the histogram's range");
+    b.min = mn + offset;
     std::uint64_t brange = r.uv();
-    if (brange > ~std::uint64_t{0} - b.min) r.fail("histogram bin max overflows");
+    if (brange > mx - b.min) r.fail("histogram bin outside the histogram's range");
     b.max = b.min + brange;
-    b.sum = get_num(r);
+    std::uint64_t mean_offset = r.uv();
+    if (mean_offset > brange) r.fail("histogram bin mean outside the bin");
     if (b.count == 0) r.fail("empty histogram bin");
-    if (b.min < mn || b.max > mx) r.fail("histogram bin outside the histogram's range");
     if (b.count > count - in_bins) r.fail("histogram bin counts exceed the total");
+    b.sum = static_cast<double>(b.min + mean_offset) * static_cast<double>(b.count);
+    sum += b.sum;
     in_bins += b.count;
     bins.push_back(b);
   }
   if (in_bins != count) r.fail("histogram bin counts do not add up to the total");
-  return Histogram::from_parts(static_cast<std::uint32_t>(sub), count, sum, mn, mx, std::move(bins));
+  return Histogram::from_parts(static_cast<std::uint32_t>(sub), count, sum, mn, mx, std::move(bins), shift);
 }
 
 /// Everything decoded so far that later sections refer to, plus the expansion budget: tables
@@ -612,8 +624,33 @@ struct TraceReader {
       r.fail("event with " + std::to_string(na) + " array fields (this reader knows " +
              std::to_string(kArrayFieldCount) + ")");
     for (std::size_t f = 0; f < na; ++f) e.arrays[f] = array_elastic_ref(r);
-    e.compute = get_hist(r);
-    e.duration = get_hist(r);
+    std::uint64_t ngroups = r.uv();
+    if (ngroups > EventNode::kMaxTimingGroups || ngroups == 1)
+      r.fail("event with " + std::to_string(ngroups) + " timing groups (0 or 2.." +
+             std::to_string(EventNode::kMaxTimingGroups) + ")");
+    if (ngroups == 0) {
+      e.compute = get_hist(r);
+      e.duration = get_hist(r);
+      return n;
+    }
+    for (std::uint64_t g = 0; g < ngroups; ++g) {
+      TimingGroup group;
+      group.ranks = rank_ref(r);
+      if (group.ranks.empty()) r.fail("timing group without ranks");
+      group.compute = get_hist(r);
+      group.duration = get_hist(r);
+      if (g == 0) {
+        e.compute = group.compute;
+        e.duration = group.duration;
+      } else {
+        if (group.compute.sub_bins() != e.compute.sub_bins() ||
+            group.duration.sub_bins() != e.duration.sub_bins())
+          r.fail("timing groups with different bins per octave");
+        e.compute.merge(group.compute);
+        e.duration.merge(group.duration);
+      }
+      e.timing_groups.push_back(std::move(group));
+    }
     return n;
   }
 };

@@ -5,6 +5,10 @@
 //   octave [2^e, 2^(e+1)): index = s + (e - b) * s + ((v >> (e - b)) - s).
 // So bins are exact for small values and have a relative width of at most 1/s above; the
 // index is monotone in v and at most s + (63 - b) * s + s - 1 (< 1024).
+// Bounded size: a histogram keeps at most kMaxBins non-empty bins. When one more would appear,
+// the layout coarsens: bin k becomes bin k >> 1 (two neighbours combine), repeatedly. The
+// coarsening of a histogram is the smallest that fits all its values in kMaxBins bins, so
+// adding values one by one and merging histograms give the same result in any order.
 #include "scalatrace/histogram.hpp"
 
 #include <algorithm>
@@ -33,9 +37,41 @@ std::uint32_t Histogram::bin_index(std::uint64_t value, std::uint32_t sub_bins) 
   return bin_of(value, sub_bins);
 }
 
+void Histogram::coarsen(std::uint32_t at_least) {
+  while (shift_ < kMaxCoarsening && (shift_ < at_least || bins_.size() > kMaxBins)) {
+    ++shift_;
+    std::vector<HistogramBin> out;
+    out.reserve(bins_.size());
+    for (const auto& b : bins_) {
+      const std::uint32_t idx = b.index >> 1;
+      if (!out.empty() && out.back().index == idx) {
+        HistogramBin& m = out.back();
+        m.count += b.count;
+        m.min = std::min(m.min, b.min);
+        m.max = std::max(m.max, b.max);
+        m.sum += b.sum;
+      } else {
+        out.push_back(b);
+        out.back().index = idx;
+      }
+    }
+    bins_ = std::move(out);
+  }
+}
+
+double Histogram::typical() const {
+  if (count_ == 0) return 0.0;
+  std::uint64_t seen = 0;
+  for (const auto& b : bins_) {
+    seen += b.count;
+    if (2 * seen >= count_) return b.sum / static_cast<double>(b.count);
+  }
+  return mean();
+}
+
 void Histogram::add(std::uint64_t value) {
   if (count_ == 0) check_sub_bins(sub_bins_);
-  const std::uint32_t idx = bin_of(value, sub_bins_);
+  const std::uint32_t idx = bin_of(value, sub_bins_) >> shift_;
   if (count_ == 0) {
     min_ = max_ = value;
   } else {
@@ -64,6 +100,7 @@ void Histogram::add(std::uint64_t value) {
     return;
   }
   bins_.insert(it, HistogramBin{idx, 1, value, value, static_cast<double>(value)});
+  if (bins_.size() > kMaxBins) coarsen();
 }
 
 void Histogram::merge(const Histogram& other) {
@@ -75,6 +112,13 @@ void Histogram::merge(const Histogram& other) {
   if (other.sub_bins_ != sub_bins_)
     throw UsageError("cannot merge histograms with " + std::to_string(sub_bins_) + " and " +
                      std::to_string(other.sub_bins_) + " bins per octave");
+  if (other.shift_ > shift_) coarsen(other.shift_);
+  if (other.shift_ < shift_) {
+    Histogram coarser = other;
+    coarser.coarsen(shift_);
+    merge(coarser);
+    return;
+  }
   count_ += other.count_;
   sum_ += other.sum_;
   min_ = std::min(min_, other.min_);
@@ -100,6 +144,7 @@ void Histogram::merge(const Histogram& other) {
     }
   }
   bins_ = std::move(out);
+  if (bins_.size() > kMaxBins) coarsen();
 }
 
 std::uint64_t Histogram::sample(std::mt19937_64& rng) const {
@@ -117,8 +162,9 @@ std::uint64_t Histogram::sample(std::mt19937_64& rng) const {
 
 Histogram Histogram::from_parts(std::uint32_t sub_bins, std::uint64_t count, double sum,
                                 std::uint64_t min, std::uint64_t max,
-                                std::vector<HistogramBin> bins) {
+                                std::vector<HistogramBin> bins, std::uint32_t coarsening) {
   Histogram h(sub_bins);
+  h.shift_ = coarsening;
   h.count_ = count;
   h.sum_ = sum;
   h.min_ = min;

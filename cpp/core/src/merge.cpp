@@ -23,6 +23,7 @@
 #include <unordered_map>
 
 #include "scalatrace/errors.hpp"
+#include "scalatrace/timing_groups.hpp"
 
 namespace scalatrace {
 namespace {
@@ -442,6 +443,7 @@ Node wrap_in_pseudo_loop(Node&& ev) {
 void merge_node(Node& a, Node&& b) {
   if (a.loop && b.event) b = wrap_in_pseudo_loop(std::move(b));
   if (a.event && b.loop) a = wrap_in_pseudo_loop(std::move(a));
+  const RankList a_ranks = a.ranks;
   a.ranks = unite(a.ranks, b.ranks);
   merge_elastic(a.presence, std::move(b.presence));
   if (a.loop) {
@@ -473,8 +475,7 @@ void merge_node(Node& a, Node&& b) {
     merge_elastic(x.arrays[f], std::move(y.arrays[f]));
   }
   merge_one_sided(x.site_ids, std::move(y.site_ids), x, y, x.site, y.site, "call-site ids");
-  x.compute.merge(y.compute);
-  x.duration.merge(y.duration);
+  merge_timing(x, a_ranks, std::move(y), b.ranks);
 }
 
 std::vector<Node> merge_seq(std::vector<Node>&& a, std::vector<Node>&& b) {

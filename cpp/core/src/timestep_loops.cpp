@@ -40,15 +40,22 @@ void find_timesteps(const std::vector<Node>& nodes, std::vector<std::size_t>& pa
     if (!n.is_loop()) continue;
     path.push_back(i);
     const RankList& ranks = n.ranks.empty() ? parent_ranks : n.ranks;
+    // The loop as written: where the compressor split it into a loop whose whole body is
+    // another loop (Loop(3){Loop(2){B}}), the iterations are the inner loop's (6).
+    const LoopNode* counted = n.loop.get();
+    while (counted->body.size() == 1 && counted->body.front().loop &&
+           counted->body.front().presence.empty())
+      counted = counted->body.front().loop.get();
     std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
     std::uint64_t visits = 0;
-    for (const auto& [seq, who] : n.loop->trips.alternatives) {
+    for (const auto& [seq, who] : counted->trips.alternatives) {
       const auto total = static_cast<std::int64_t>(sum_values(seq));
       lo = std::min(lo, total);
       hi = std::max(hi, total);
-      visits = std::max<std::uint64_t>(visits, seq.size());
     }
-    if (n.loop->trips.alternatives.empty()) lo = 0;
+    for (const auto& [seq, who] : n.loop->trips.alternatives)
+      visits = std::max<std::uint64_t>(visits, seq.size());
+    if (counted->trips.alternatives.empty()) lo = 0;
     TimestepLoop loop;
     bool comm = false;
     collect_body(n.loop->body, loop.sites, loop.body_events, comm);

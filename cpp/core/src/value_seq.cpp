@@ -8,6 +8,7 @@
 //   * if its runs equal the runs of the block before it, that block's repeat grows by one;
 //   * else, if its last p runs equal the p runs before them (p <= kMaxPeriod), those 2p runs
 //     become a new block {runs} x 2.
+//   * else, if the last blocks flattened repeat (nested periods, see fold_nested), they fold.
 // So a periodic sequence (1 0 1 0 ..., the 8 relative peers of a stencil every timestep, ...)
 // stays a constant number of runs and blocks however long it gets.
 #include "scalatrace/value_seq.hpp"
@@ -52,6 +53,57 @@ ValueSeq ValueSeq::constant(std::int64_t value, std::uint64_t count) {
   return s;
 }
 
+// Nested periods. A period that itself contains a repetition (the 7 message sizes of a 3D
+// stencil corner, 64 8 64 8 64 8 8, per timestep) is first folded inside: its "64 8 64 8" becomes
+// a block (64:-56:2)x2 and the rest "64 8x2" the open block. One level of blocks cannot hold
+// "((64:-56:2)x2 64 8x2) x n", so without this step every timestep added two blocks (the 3D
+// stencil's linear trace growth). Here the last k blocks (open block included) are flattened
+// into their runs; if the block before them has exactly those runs, its repeat grows; if the
+// k blocks before them flatten to the same runs, the 2k blocks become one block repeated twice.
+constexpr std::size_t kMaxFlatRuns = 2 * kMaxPeriod;
+constexpr std::size_t kMaxNestedBlocks = 3;
+
+static bool flatten_blocks(const std::vector<ValueBlock>& blocks, std::size_t from, std::size_t to,
+                           std::vector<ValueRun>& out) {
+  out.clear();
+  for (std::size_t b = from; b < to; ++b) {
+    if (blocks[b].runs.size() * blocks[b].repeat + out.size() > kMaxFlatRuns) return false;
+    for (std::uint64_t r = 0; r < blocks[b].repeat; ++r)
+      out.insert(out.end(), blocks[b].runs.begin(), blocks[b].runs.end());
+  }
+  return true;
+}
+
+static bool fold_nested(std::vector<ValueBlock>& blocks, std::vector<std::uint64_t>& ends) {
+  const std::size_t n = blocks.size();
+  std::vector<ValueRun> tail, before;
+  for (std::size_t k = 2; k <= kMaxNestedBlocks && k < n; ++k) {
+    if (!flatten_blocks(blocks, n - k, n, tail)) return false;
+    ValueBlock& prev = blocks[n - k - 1];
+    if (prev.runs == tail) {
+      prev.repeat += 1;
+      ends[n - k - 1] = ends.back();
+      blocks.resize(n - k);
+      ends.resize(n - k);
+      return true;
+    }
+    if (n >= 2 * k && flatten_blocks(blocks, n - 2 * k, n - k, before) && before == tail) {
+      const std::uint64_t end = ends.back();
+      blocks.resize(n - 2 * k);
+      ends.resize(n - 2 * k);
+      if (!blocks.empty() && blocks.back().runs == tail) {
+        blocks.back().repeat += 2;
+        ends.back() = end;
+      } else {
+        blocks.push_back(ValueBlock{std::move(tail), 2});
+        ends.push_back(end);
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
 // Folds the open (last) block once its runs are complete. See the file comment.
 static void fold_tail(std::vector<ValueBlock>& blocks, std::vector<std::uint64_t>& ends) {
   if (blocks.empty() || blocks.back().repeat != 1) return;
@@ -94,6 +146,7 @@ static void fold_tail(std::vector<ValueBlock>& blocks, std::vector<std::uint64_t
     }
     return;
   }
+  fold_nested(blocks, ends);
 }
 
 void ValueSeq::append(std::int64_t value) {
@@ -213,6 +266,10 @@ std::int64_t ValueSeq::back() const {
 void ValueSeq::set_back(std::int64_t value) {
   if (size_ == 0) throw UsageError("ValueSeq::set_back on an empty sequence");
   if (back() == value) return;
+  if (size_ == 1) {  // a single value (e.g. a loop's growing trip count): no reallocation
+    blocks_.front().runs.front() = ValueRun{value, 0, 1};
+    return;
+  }
   // Remove the last value, then append the new one.
   ValueBlock& b = blocks_.back();
   if (b.repeat > 1) {

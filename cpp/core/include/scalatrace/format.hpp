@@ -8,7 +8,7 @@
 namespace scalatrace {
 
 inline constexpr char kTraceMagic[8] = {'S', 'C', 'A', 'L', 'A', 'T', 'R', 'C'};
-inline constexpr std::uint32_t kTraceFormatVersion = 1;
+inline constexpr std::uint32_t kTraceFormatVersion = 2;
 
 std::string encode_trace(const Trace& trace);
 /// Throws FormatError with a message naming what is wrong (truncated, bad magic, version,

@@ -1,6 +1,9 @@
 #pragma once
 // Timing histograms (thesis §2.3): count, sum, min, max, plus fixed logarithmic bins with
 // per-bin count / min / max / sum. Bin scheme: see docs/algorithms.md ("Histograms").
+// The number of non-empty bins is bounded (kMaxBins): when a value would create one more,
+// neighbouring bins are combined (the layout coarsens by a factor of two, `coarsening()`),
+// so outliers and long runs never make a histogram grow beyond a fixed size.
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -8,7 +11,7 @@
 namespace scalatrace {
 
 struct HistogramBin {
-  std::uint32_t index = 0;  ///< bin number (see bin_index)
+  std::uint32_t index = 0;  ///< bin number: bin_index(value) >> coarsening()
   std::uint64_t count = 0;
   std::uint64_t min = 0, max = 0;
   double sum = 0;
@@ -19,6 +22,11 @@ class Histogram {
  public:
   /// sub_bins: bins per power of two (1, 2, 4, 8 or 16). Values are nanoseconds.
   explicit Histogram(std::uint32_t sub_bins = 4) : sub_bins_(sub_bins) {}
+  /// Most non-empty bins a histogram keeps (beyond: the layout coarsens).
+  static constexpr std::size_t kMaxBins = 8;
+  /// Largest coarsening: every value in one bin (bin indices are < 1024).
+  static constexpr std::uint32_t kMaxCoarsening = 10;
+  /// Bin of `value` in the finest layout (coarsening 0).
   static std::uint32_t bin_index(std::uint64_t value, std::uint32_t sub_bins);
 
   void add(std::uint64_t value);
@@ -31,14 +39,24 @@ class Histogram {
   /// Draws a value: a bin by its count, then uniformly within the bin's [min, max].
   std::uint64_t sample(std::mt19937_64& rng) const;
   std::uint32_t sub_bins() const { return sub_bins_; }
+  /// Each bin covers 2^coarsening() bins of the finest layout.
+  std::uint32_t coarsening() const { return shift_; }
   const std::vector<HistogramBin>& bins() const { return bins_; }  ///< sorted by index, non-empty
+  /// Value that half the recorded values are at most (estimated: the mean of the bin that
+  /// holds the median); 0 when empty. Robust to a few outliers, unlike mean().
+  double typical() const;
   /// Reader support: rebuilds from stored parts (validated by the caller).
   static Histogram from_parts(std::uint32_t sub_bins, std::uint64_t count, double sum,
-                              std::uint64_t min, std::uint64_t max, std::vector<HistogramBin> bins);
+                              std::uint64_t min, std::uint64_t max, std::vector<HistogramBin> bins,
+                              std::uint32_t coarsening = 0);
   bool operator==(const Histogram&) const = default;
 
  private:
+  /// Combines neighbouring bins until at most kMaxBins remain (or up to `at_least`).
+  void coarsen(std::uint32_t at_least = 0);
+
   std::uint32_t sub_bins_;
+  std::uint32_t shift_ = 0;
   std::uint64_t count_ = 0;
   double sum_ = 0;
   std::uint64_t min_ = 0, max_ = 0;

@@ -19,6 +19,16 @@ namespace scalatrace {
 
 struct Node;
 
+/// Timing of one group of ranks at an event node (merged traces): ranks whose compute-time
+/// distributions agree share a group; ranks that really differ (a pipeline's last rank, an
+/// overloaded rank) keep their own, so replay reproduces imbalance. See docs/algorithms.md.
+struct TimingGroup {
+  RankList ranks;
+  Histogram compute;
+  Histogram duration;
+  bool operator==(const TimingGroup&) const = default;
+};
+
 /// An MPI event node: op and call site identify it; every parameter is elastic.
 struct EventNode {
   Op op = Op::Other;
@@ -28,8 +38,15 @@ struct EventNode {
   /// Approximate call-site matching (SCALATRACE_SITE_THRESHOLD > 0) only: the actual call-site
   /// id of each occurrence when they differ from `site`. Empty: every occurrence has `site`.
   ElasticValue site_ids;
-  Histogram compute;   ///< compute time before the call, ns
-  Histogram duration;  ///< time inside the call, ns
+  Histogram compute;   ///< compute time before the call, ns (all ranks)
+  Histogram duration;  ///< time inside the call, ns (all ranks)
+  /// Per rank group timing, at most kMaxTimingGroups groups whose ranklists partition the
+  /// node's ranks. Empty: every rank has `compute` / `duration`.
+  std::vector<TimingGroup> timing_groups;
+  static constexpr std::size_t kMaxTimingGroups = 4;
+  /// The compute / duration histograms that apply to `rank` (its group's, else the node's).
+  const Histogram& compute_for(std::int64_t rank) const;
+  const Histogram& duration_for(std::int64_t rank) const;
 };
 
 /// A loop (RSD / PRSD): body executed `trips` times per visit. Trip counts are elastic:
