@@ -39,12 +39,8 @@ from .errors import (
     UnknownNameError,
     UsageError,
 )
-from .frames import SummaryFrame
 from .simulate import LogGP, SimResult, SimulationError, calibrate, simulate, sweep
 from .extrapolate import ExtrapolationError, Model, extrapolate, extrapolation_laws, fit_scaling
-
-#: Former name of the summary table type; :meth:`Trace.summary` returns a DataFrame now.
-SummaryTable = SummaryFrame
 
 __version__ = "0.1.0"
 
@@ -95,9 +91,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # matplotlib is imported only when plots are wanted.
+    # matplotlib and pandas are imported only when plots / frames are wanted.
     if name == "plot":
         import importlib
 
         return importlib.import_module(".plot", __name__)
+    if name in ("SummaryFrame", "SummaryTable"):
+        # SummaryTable: former name of the summary type; Trace.summary() returns a DataFrame.
+        from .frames import SummaryFrame
+
+        return SummaryFrame
     raise AttributeError(f"module 'scalatrace' has no attribute {name!r}")

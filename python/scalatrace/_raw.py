@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any, Iterator, Literal
 
 import numpy as np
 
-from . import _core, frames
+from . import _core
 from ._summary import comm_triplets_to_output
+from ._trace import DEFAULT_MAX_EVENTS
 from .errors import UnknownNameError
 
 if TYPE_CHECKING:
@@ -57,11 +58,15 @@ class RawRecording:
 
     def rank_table(self, rank: int) -> np.ndarray:
         """Same columns as :meth:`Trace.rank_table` (timings are the recorded ones)."""
-        return frames.with_rank_and_names(self[rank].rank_table(self.nranks))
+        from .frames import with_rank_and_names
 
-    def to_dataframe(self, max_events: int = frames.DEFAULT_MAX_EVENTS) -> pandas.DataFrame:
+        return with_rank_and_names(self[rank].rank_table(self.nranks))
+
+    def to_dataframe(self, max_events: int = DEFAULT_MAX_EVENTS) -> pandas.DataFrame:
         """Every recorded event, same columns as :meth:`Trace.to_dataframe`, measured times."""
-        return frames.recording_frame(self, max_events)
+        from .frames import recording_frame
+
+        return recording_frame(self, max_events)
 
     def comm_matrix(
         self, metric: Literal["bytes", "messages"] = "bytes", kind: Literal["p2p", "collective", "all"] = "p2p", sparse: bool = False

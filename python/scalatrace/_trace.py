@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, Union
 
 import numpy as np
 
-from . import _core, frames
+from . import _core
 from ._summary import TimestepLoop, comm_triplets_to_output
 from .errors import UsageError, check_choice
 
@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 OP_NAMES: tuple[str, ...] = tuple(_core.op_names())
 """MPI operation names indexed by the ``op`` code used in rank tables."""
+
+DEFAULT_MAX_EVENTS = 20_000_000
+"""Default row limit of :meth:`Trace.to_dataframe` (about 80 bytes per row: ~1.6 GB)."""
 
 Metric = Literal["bytes", "messages"]
 Kind = Literal["p2p", "collective", "all"]
@@ -369,12 +372,14 @@ class Trace:
         ``duration_ns`` (mean of the histograms). :meth:`to_dataframe` gives the same for many
         ranks as a DataFrame.
         """
-        return frames.with_rank_and_names(_core.rank_table(self._core, rank))
+        from .frames import with_rank_and_names
+
+        return with_rank_and_names(_core.rank_table(self._core, rank))
 
     def to_dataframe(
         self,
         ranks: int | Iterable[int] | None = None,
-        max_events: int = frames.DEFAULT_MAX_EVENTS,
+        max_events: int = DEFAULT_MAX_EVENTS,
         timing: Literal["mean", "sample", "none"] = "mean",
         seed: int = 0,
     ) -> pandas.DataFrame:
@@ -405,7 +410,9 @@ class Trace:
             ``duration_ns`` (inside it), ``start_ns`` / ``end_ns`` (on the rank's own clock,
             starting at 0).
         """
-        return frames.events_frame(self, ranks, max_events, timing, seed)
+        from .frames import events_frame
+
+        return events_frame(self, ranks, max_events, timing, seed)
 
     def find(self, op: str | Iterable[str] | None = None, site: int | str | None = None) -> list[Event]:
         """Event nodes of the compressed tree by op and/or call site, in program order.
@@ -472,7 +479,11 @@ class Trace:
             m: Any = comm_triplets_to_output(_core.comm_matrix_sparse(self._core, metric, kind), True)
         else:
             m = _core.comm_matrix(self._core, metric, kind)
-        return frames.labelled_matrix(m, f"{kind} {metric}") if labels else m
+        if not labels:
+            return m
+        from .frames import labelled_matrix
+
+        return labelled_matrix(m, f"{kind} {metric}")
 
     def summary(self, by: Literal["op", "site"] = "op") -> pandas.DataFrame:
         """Per-op (or per call site and op) calls, bytes and times, from the compressed trace.
@@ -485,12 +496,14 @@ class Trace:
             ``bytes`` (send side), ``duration_ns`` / ``compute_ns`` (totals from the timing
             histograms), ``min_duration_ns``, ``max_duration_ns``, ``mean_duration_ns``.
         """
+        from .frames import summary_frame
+
         check_choice("by", by, ("op", "site"))
         s = _core.summary(self._core)
         if by == "op":
-            return frames.summary_frame(s.by_op, by_site=False)
+            return summary_frame(s.by_op, by_site=False)
         sites = {c.id: str(c) for c in self.call_sites}
-        return frames.summary_frame(s.by_site, by_site=True, site_names=sites)
+        return summary_frame(s.by_site, by_site=True, site_names=sites)
 
     def timestep_loops(self) -> list[TimestepLoop]:
         """Outermost loops that repeat communication (ScalaTrace §5.3), with trip counts."""

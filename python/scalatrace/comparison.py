@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
 
 from .errors import check_choice
-from .frames import pairs_frame
 
 if TYPE_CHECKING:
+    import pandas
+
     from ._trace import CallSiteInfo, Trace
 
 _MEASURES = ("calls", "bytes", "duration_ns", "compute_ns")
@@ -39,12 +39,12 @@ class Comparison:
         Rank counts of ``a`` and ``b``.
     """
 
-    by_op: pd.DataFrame
-    by_site: pd.DataFrame
-    by_pair: pd.DataFrame
+    by_op: pandas.DataFrame
+    by_site: pandas.DataFrame
+    by_pair: pandas.DataFrame
     nranks: tuple[int, int]
 
-    def changed(self, table: Literal["op", "site", "pair"] = "op") -> pd.DataFrame:
+    def changed(self, table: Literal["op", "site", "pair"] = "op") -> pandas.DataFrame:
         """Rows of ``by_<table>`` where any ``_diff`` column is non-zero."""
         check_choice("table", table, ("op", "site", "pair"))
         df = {"op": self.by_op, "site": self.by_site, "pair": self.by_pair}[table]
@@ -66,7 +66,9 @@ def site_key(site: CallSiteInfo) -> str:
     return ";".join(f"{Path(module).name}+{offset:#x}" for module, offset in site.frames) or f"#{site.id}"
 
 
-def _side_by_side(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], measures: tuple[str, ...]) -> pd.DataFrame:
+def _side_by_side(
+    a: pandas.DataFrame, b: pandas.DataFrame, keys: list[str], measures: tuple[str, ...]
+) -> pandas.DataFrame:
     merged = a.merge(b, on=keys, how="outer", suffixes=("_a", "_b"))
     out = merged[keys].copy()
     for m in measures:
@@ -88,6 +90,10 @@ def compare(a: Trace, b: Trace) -> Comparison:
     -------
     Comparison
     """
+    import pandas as pd
+
+    from .frames import pairs_frame
+
     by_op = _side_by_side(
         a.summary()[["op", *_MEASURES]], b.summary()[["op", *_MEASURES]], ["op"], _MEASURES
     )

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from . import _core
+from ._trace import DEFAULT_MAX_EVENTS  # noqa: F401  (the row limit, re-exported)
 from .errors import UsageError
 
 if TYPE_CHECKING:
@@ -19,9 +20,6 @@ if TYPE_CHECKING:
     from ._trace import Trace
 
 OP_NAMES: tuple[str, ...] = tuple(_core.op_names())
-
-#: Default row limit of :func:`events_frame` (about 80 bytes per row: ~1.6 GB).
-DEFAULT_MAX_EVENTS = 20_000_000
 
 EVENT_COLUMNS = ("op", "peer", "bytes", "tag", "comm", "site", "compute_ns", "duration_ns", "start_ns", "end_ns")
 
