@@ -140,7 +140,7 @@ def main() -> int:
     args = p.parse_args()
 
     lines = ["## Simulator", "",
-             "Machine: 2 cores shared with other jobs (load average often > 10), MPICH 4 (ch4), "
+             "Machine: 2 cores shared with other jobs (note the load average: `uptime`), MPICH 4 (ch4), "
              "SimGrid 3.32 (Debian). Command: `python benchmarks/simulator_bench.py "
              + " ".join(sys.argv[1:]) + "`.", ""]
     with tempfile.TemporaryDirectory(prefix="simbench-") as tmp:

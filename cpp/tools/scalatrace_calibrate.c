@@ -3,27 +3,23 @@
  * back-to-back sends) and prints them as one JSON object on rank 0's standard output.
  * scalatrace.calibrate() runs it under mpiexec and fits L and G (docs/simulator.md).
  *
- * usage: mpiexec -n 2 scalatrace-calibrate [REPS] [MAX_BYTES]
+ * usage: mpiexec -n 2 scalatrace-calibrate [BATCHES] [MAX_BYTES]
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static double spin_until(double t) {
-  double now;
-  while ((now = MPI_Wtime()) < t) {
-  }
-  return now;
-}
-
-/* Mean half round trip of `reps` ping-pongs of `bytes`, best of `batches`. */
-static double half_round_trip(int rank, char* buf, int bytes, int reps, int batches) {
+/* Half round trip of `bytes`: the fastest of `batches` batches of 10 ping-pongs (batches, since
+ * MPI_Wtime may tick in microseconds; the fastest, so that batches during which a rank was
+ * descheduled on a shared, oversubscribed machine do not count). */
+static double half_round_trip(int rank, char* buf, int bytes, int batches) {
+  const int per_batch = 10;
   double best = 1e30;
   for (int b = 0; b < batches; ++b) {
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
-    for (int i = 0; i < reps; ++i) {
+    for (int i = 0; i < per_batch; ++i) {
       if (rank == 0) {
         MPI_Send(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
         MPI_Recv(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -32,35 +28,39 @@ static double half_round_trip(int rank, char* buf, int bytes, int reps, int batc
         MPI_Send(buf, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
       }
     }
-    const double t = (MPI_Wtime() - t0) / (2.0 * reps);
+    const double t = (MPI_Wtime() - t0) / (2.0 * per_batch);
     if (t < best) best = t;
   }
   return best;
 }
 
-/* Send overhead: time inside MPI_Send of a small message (eager), acknowledged each time.
- * Receive overhead: time inside MPI_Recv of a message that has already arrived. */
-static void overheads(int rank, char* buf, int reps, double* o_s, double* o_r) {
-  double send_time = 0, recv_time = 0;
-  for (int i = 0; i < reps; ++i) {
+/* Send overhead: time inside `count` back-to-back MPI_Send of 8 bytes (eager) per message.
+ * Receive overhead: time inside `count` MPI_Recv of messages that have all arrived already.
+ * Both the fastest of `batches`. */
+static void overheads(int rank, char* buf, int count, int batches, double* o_s, double* o_r) {
+  double best_s = 1e30, best_r = 1e30;
+  for (int b = 0; b < batches; ++b) {
+    MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
       const double t0 = MPI_Wtime();
-      MPI_Send(buf, 8, MPI_BYTE, 1, 2, MPI_COMM_WORLD);
-      send_time += MPI_Wtime() - t0;
-      MPI_Recv(buf, 1, MPI_BYTE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      for (int i = 0; i < count; ++i) MPI_Send(buf, 8, MPI_BYTE, 1, 2, MPI_COMM_WORLD);
+      const double t = (MPI_Wtime() - t0) / count;
+      if (t < best_s) best_s = t;
+      MPI_Send(buf, 1, MPI_BYTE, 1, 3, MPI_COMM_WORLD); /* "all sent" */
     } else if (rank == 1) {
-      /* Wait until the message has surely arrived, then time the receive alone. */
-      int flag = 0;
-      while (!flag) MPI_Iprobe(0, 2, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-      spin_until(MPI_Wtime() + 2e-6);
+      int flag = 0; /* the marker comes after every message: wait until it has arrived */
+      while (!flag) MPI_Iprobe(0, 3, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
       const double t0 = MPI_Wtime();
-      MPI_Recv(buf, 8, MPI_BYTE, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      recv_time += MPI_Wtime() - t0;
-      MPI_Send(buf, 1, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+      for (int i = 0; i < count; ++i) MPI_Recv(buf, 8, MPI_BYTE, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      const double t = (MPI_Wtime() - t0) / count;
+      if (t < best_r) best_r = t;
+      MPI_Recv(buf, 1, MPI_BYTE, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
   }
-  *o_s = send_time / reps;
-  *o_r = recv_time / reps;
+  MPI_Bcast(&best_s, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&best_r, 1, MPI_DOUBLE, 1, MPI_COMM_WORLD);
+  *o_s = best_s;
+  *o_r = best_r;
 }
 
 /* Gap: `count` back-to-back small sends, one acknowledgement; per-message time. */
@@ -100,19 +100,23 @@ int main(int argc, char** argv) {
     fprintf(stderr, "scalatrace-calibrate: cannot allocate %d bytes\n", max_bytes);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  half_round_trip(rank, buf, 1, reps, 1); /* warm-up */
+  half_round_trip(rank, buf, 1, 2); /* warm-up */
   int sizes[64];
   double times[64];
   int n = 0;
-  for (int k = 1; k <= max_bytes && n < 64; k *= 4) {
-    sizes[n] = k;
-    const int r = k >= (1 << 16) ? (reps / 10 > 5 ? reps / 10 : 5) : reps;
-    times[n] = half_round_trip(rank, buf, k, r, 5);
-    ++n;
+  /* Three passes over the sizes, the fastest per size: on a loaded machine whole stretches of
+   * time may pass with the two ranks never running at once. */
+  for (int pass = 0; pass < 3; ++pass) {
+    n = 0;
+    for (int k = 1; k <= max_bytes && n < 64; k *= 4, ++n) {
+      const double t = half_round_trip(rank, buf, k, k >= (1 << 16) ? (reps / 10 > 5 ? reps / 10 : 5) : reps);
+      sizes[n] = k;
+      times[n] = (pass == 0 || t < times[n]) ? t : times[n];
+    }
   }
   double o_s = 0, o_r = 0;
-  overheads(rank, buf, reps, &o_s, &o_r);
-  const double g = gap(rank, buf, reps, 5);
+  overheads(rank, buf, 20, reps, &o_s, &o_r);
+  const double g = gap(rank, buf, 20, reps);
   if (rank == 0) {
     printf("{\"ranks\": %d, \"sizes\": [", size);
     for (int i = 0; i < n; ++i) printf("%s%d", i ? ", " : "", sizes[i]);

@@ -456,9 +456,10 @@ def calibrate(np: int = 2, reps: int = 200, max_bytes: int = 1 << 20, eager_thre
     """Measures LogGP parameters of the local MPI with ping-pong runs of several sizes.
 
     Runs ``mpiexec -n np scalatrace-calibrate`` (ranks 0 and 1 measure; others idle): half
-    round trips of 1 B .. ``max_bytes`` (powers of 4), the time inside ``MPI_Send`` of a small
-    message (``o_s``), inside ``MPI_Recv`` of a message already there (``o_r``), and the
-    per-message time of back-to-back sends (``g``). ``G`` and ``L`` come from a least-squares
+    round trips of 1 B .. ``max_bytes`` (powers of 4), the time per call of back-to-back
+    ``MPI_Send`` of 8 bytes (``o_s``), of ``MPI_Recv`` of messages already there (``o_r``), and
+    the per-message time of a stream of sends (``g``); each the fastest of ``reps`` batches (so
+    that batches during which a rank was descheduled do not count). ``G`` and ``L`` come from a least-squares
     line through the half round trips of eager-sized messages:
     ``t(k) = o_s + o_r + L + (k - 1) G``.
 
@@ -467,7 +468,7 @@ def calibrate(np: int = 2, reps: int = 200, max_bytes: int = 1 << 20, eager_thre
     np : int
         Ranks to launch (at least 2; place them as the simulated ranks will be placed).
     reps : int
-        Ping-pongs per size and batch.
+        Batches per measurement (10 ping-pongs or 20 calls each).
     max_bytes : int
         Largest message size measured.
     eager_threshold : float

@@ -61,6 +61,9 @@ bool matches(const PostedRecv& r, const Message& m) {
 
 struct CommInfo {
   std::int64_t id = 0, me = 0, size = 0;
+  /// The same on every member (ids are per rank: creation order may differ between ranks);
+  /// what messages are matched by.
+  std::int64_t key = 0;
   const CommEntry* entry = nullptr;
   bool identity = false;  ///< comm rank == world rank
   std::uint64_t collective_seq = 0;
@@ -160,6 +163,7 @@ class Engine {
   std::vector<SiteTimes> site_times_;
   std::unordered_map<std::uint64_t, SimTimes> other_ops_;
   std::unordered_map<std::uint64_t, SimPair> pairs_;
+  std::unordered_map<std::string, std::int64_t> comm_keys_;  ///< members -> communicator key
 
   RankSim& rank(std::int64_t r) { return ranks_[static_cast<std::size_t>(r)]; }
 
@@ -199,7 +203,12 @@ class Engine {
     c.entry = trace_.comms.find(id, R.rank);
     if (c.entry == nullptr) {
       c.identity = id == 0;
+      c.key = id == 0 ? 0 : -(R.rank + 1);  // WORLD, or SELF (private to the rank)
     } else {
+      // Same members, same communicator (a Comm_dup of a communicator shares its key).
+      const auto [it, added] = comm_keys_.try_emplace(c.entry->members.to_string(),
+                                                      static_cast<std::int64_t>(comm_keys_.size()) + 1);
+      c.key = id == 0 ? 0 : it->second;
       const auto& ds = c.entry->members.descriptors();
       c.identity = ds.size() == 1 && ds[0].start == 0 && ds[0].dims.size() == 1 &&
                    ds[0].dims[0].second == 1;
@@ -214,6 +223,8 @@ class Engine {
     if (c.entry != nullptr) return c.entry->members.at(comm_rank);
     return c.id == 1 ? R.rank : -1;
   }
+
+  std::int64_t comm_key(RankSim& R, std::int64_t comm) { return R.comms[comm_index(R, comm)].key; }
 
   /// World rank of a relative peer field; kAnyWorld for MPI_ANY_SOURCE, -2 for MPI_PROC_NULL.
   std::int64_t peer_world(RankSim& R, std::int64_t comm, std::int64_t relative) {
@@ -592,12 +603,12 @@ class Engine {
     R.waits.clear();
     if (s.recv_from >= 0) {
       const std::int32_t q = new_request(R, Request::Kind::Recv);
-      post_recv(R, world_of(R, c, s.recv_from), c.id, tag, true, q);
+      post_recv(R, world_of(R, c, s.recv_from), c.key, tag, true, q);
       R.waits.push_back(q);
     }
     if (s.send_to >= 0) {
       const std::int32_t q = new_request(R, Request::Kind::Send);
-      post_send(R, world_of(R, c, s.send_to), c.id, tag, s.send_bytes, Op::Send, true, q);
+      post_send(R, world_of(R, c, s.send_to), c.key, tag, s.send_bytes, Op::Send, true, q);
       R.waits.push_back(q);
     }
   }
@@ -613,7 +624,7 @@ class Engine {
     if (dst == kAnyWorld) fail_event(R, "a send to MPI_ANY_SOURCE");
     if (dst < 0) return kNoRequest;
     const std::int32_t q = new_request(R, Request::Kind::Send);
-    post_send(R, dst, comm, tag, scaled_bytes(bytes), op, false, q);
+    post_send(R, dst, comm_key(R, comm), tag, scaled_bytes(bytes), op, false, q);
     return q;
   }
 
@@ -621,7 +632,7 @@ class Engine {
     const std::int64_t src = peer_world(R, comm, peer_field);
     if (src < kAnyWorld) return kNoRequest;  // MPI_PROC_NULL
     const std::int32_t q = new_request(R, Request::Kind::Recv);
-    post_recv(R, src, comm, tag, false, q);
+    post_recv(R, src, comm_key(R, comm), tag, false, q);
     return q;
   }
 
@@ -689,7 +700,7 @@ class Engine {
           end_event(R);
           return;
         }
-        R.probe = PostedRecv{src, comm, e[Field::Tag], kNoRequest, R.clock, false};
+        R.probe = PostedRecv{src, comm_key(R, comm), e[Field::Tag], kNoRequest, R.clock, false};
         R.stage = Stage::Probing;
         return;
       }
@@ -699,7 +710,7 @@ class Engine {
         Request& Q = R.reqs[static_cast<std::size_t>(q)];
         Q.persistent = true;
         Q.op = e.op;
-        Q.comm = comm;
+        Q.comm = comm_key(R, comm);
         Q.peer = peer_world(R, comm, e[Field::Peer]);
         Q.tag = e[Field::Tag];
         Q.bytes = scaled_bytes(e[Field::Bytes]);
@@ -792,8 +803,8 @@ class Engine {
           "simulation: " + std::to_string(D.unexpected.size()) + " message(s) to rank " +
           std::to_string(D.rank) + " were never received; the first: from rank " +
           std::to_string(m.src) + ", tag " + std::to_string(m.tag) + ", " +
-          std::to_string(static_cast<std::int64_t>(m.bytes)) + " bytes, communicator " +
-          std::to_string(m.comm) + (m.collective ? " (inside a collective)" : ""));
+          std::to_string(static_cast<std::int64_t>(m.bytes)) + " bytes" +
+          (m.collective ? " (inside a collective)" : ""));
     }
   }
 
