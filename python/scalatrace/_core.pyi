@@ -1,6 +1,6 @@
 """Type stubs of the compiled module scalatrace._core (see cpp/bindings/)."""
 
-from typing import Iterator, overload
+from typing import Callable, Iterator, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -189,3 +189,12 @@ def timestep_loops(trace: Trace) -> list[TimestepLoop]: ...
 def compress_recordings(recordings: list[RankRecording], window: int = 0) -> Trace: ...
 def read_raw(path: str) -> RankRecording: ...
 def read_raw_dir(dir: str) -> list[RankRecording]: ...
+
+# register_extrapolate.cpp
+def extrapolate(
+    traces: list[Trace],
+    ranks: int,
+    dims: list[int],
+    input_dims: list[list[int]],
+    timing: Callable[[list[float], list[float], float], float] | None,
+) -> Trace: ...
