@@ -1,6 +1,6 @@
 """Type stubs of the compiled module scalatrace._core (see cpp/bindings/)."""
 
-from typing import Any, Iterator, overload
+from typing import Any, Callable, Iterator, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -223,3 +223,11 @@ def generate_conceptual(trace: Trace, computation: bool = True, min_compute_ns: 
 def has_wildcards(trace: Trace) -> bool: ...
 def resolve_wildcards(trace: Trace) -> tuple[Trace, list[tuple[int, int, str, int]]]: ...
 def unaligned_collectives(trace: Trace) -> list[str]: ...
+# register_extrapolate.cpp
+def extrapolate(
+    traces: list[Trace],
+    ranks: int,
+    dims: list[int],
+    input_dims: list[list[int]],
+    timing: Callable[[list[float], list[float], float], float] | None,
+) -> Trace: ...

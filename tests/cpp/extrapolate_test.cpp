@@ -232,7 +232,7 @@ INSTANTIATE_TEST_SUITE_P(
     To4096, ExtrapolateHarness,
     ::testing::Values(HarnessCase{SyntheticPattern::Stencil1D, {6, 7, 8, 9}, 4096},
                       HarnessCase{SyntheticPattern::Stencil2D, {16, 20, 25, 30}, 4096},
-                      HarnessCase{SyntheticPattern::Stencil3D, {27, 36, 48, 64}, 4096},
+                      HarnessCase{SyntheticPattern::Stencil3D, {27, 36, 48, 64, 80}, 4096},
                       HarnessCase{SyntheticPattern::Collectives, {4, 5, 6}, 4096},
                       HarnessCase{SyntheticPattern::RowColumn, {16, 20, 25, 30}, 4096}));
 
@@ -254,7 +254,7 @@ INSTANTIATE_TEST_SUITE_P(
     Large, ExtrapolateLarge,
     ::testing::Values(HarnessCase{SyntheticPattern::Stencil1D, {6, 7, 8, 9}, 65536},
                       HarnessCase{SyntheticPattern::Stencil2D, {16, 20, 25, 30}, 65536},
-                      HarnessCase{SyntheticPattern::Stencil3D, {27, 36, 48, 64}, 65536},
+                      HarnessCase{SyntheticPattern::Stencil3D, {27, 36, 48, 64, 80}, 65536},
                       HarnessCase{SyntheticPattern::Collectives, {4, 5, 6}, 65536},
                       HarnessCase{SyntheticPattern::RowColumn, {16, 20, 25, 30}, 65536},
                       HarnessCase{SyntheticPattern::Stencil1D, {6, 7, 8, 9}, 1048576},

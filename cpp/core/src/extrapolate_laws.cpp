@@ -14,7 +14,7 @@ namespace {
 
 using i128 = __int128;
 
-enum class Feat { One, X, Y, Z, XY, YZ, XYZ, Cx, Cy, Cz, CyX, CzXY, R2, R3, J, JX, JXY };
+enum class Feat { One, X, Y, Z, XY, YZ, XYZ, Cx, Cy, Cz, CyX, CzXY, R, R2, R3, J, JX, JXY };
 
 struct FeatureDef {
   Feat feat;
@@ -28,6 +28,7 @@ std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index) {
   d.push_back({Feat::Cx, "x"});
   if (ndims >= 2) d.insert(d.end(), {{Feat::Cy, "y"}, {Feat::CyX, "y*X"}});
   if (ndims >= 3) d.insert(d.end(), {{Feat::Cz, "z"}, {Feat::CzXY, "z*X*Y"}});
+  if (ndims >= 2) d.push_back({Feat::R, "r"});  // in 1D the rank is x
   d.insert(d.end(), {{Feat::R2, "(r%2)"}, {Feat::R3, "(r%3)"}});
   if (with_index) {
     d.push_back({Feat::J, "j"});
@@ -39,7 +40,7 @@ std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index) {
 
 bool is_rank_feature(Feat f) {
   return f == Feat::Cx || f == Feat::Cy || f == Feat::Cz || f == Feat::CyX || f == Feat::CzXY ||
-         f == Feat::R2 || f == Feat::R3;
+         f == Feat::R || f == Feat::R2 || f == Feat::R3;
 }
 
 std::int64_t feature_value(Feat f, const Grid& g, const std::vector<std::int64_t>& c, std::int64_t j) {
@@ -58,6 +59,7 @@ std::int64_t feature_value(Feat f, const Grid& g, const std::vector<std::int64_t
     case Feat::Cz: return co(2);
     case Feat::CyX: return co(1) * dim(0);
     case Feat::CzXY: return co(2) * dim(0) * dim(1);
+    case Feat::R: return co(0) + dim(0) * (co(1) + dim(1) * co(2));
     case Feat::R2: return (co(0) + dim(0) * (co(1) + dim(1) * co(2))) % 2;
     case Feat::R3: return (co(0) + dim(0) * (co(1) + dim(1) * co(2))) % 3;
     case Feat::J: return j;
@@ -273,7 +275,29 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
       ++subset[i - 1];
       for (std::size_t k = i; k < size; ++k) subset[k] = subset[k - 1] + 1;
     }
-    if (fits.empty()) continue;
+    // Only laws checked on a point beyond their unknowns count (k terms: k+1 distinct points).
+    std::string unchecked;
+    std::erase_if(fits, [&](const LinearLaw& law) {
+      std::set<std::vector<std::int64_t>> distinct;
+      for (const auto& p : pts) {
+        std::vector<std::int64_t> projected;
+        for (auto t : law.terms) projected.push_back(p[t]);
+        distinct.insert(projected);
+      }
+      if (distinct.size() >= law.terms.size() + check_points) return false;
+      if (unchecked.empty())
+        unchecked = "under-determined: a " + std::to_string(law.terms.size()) +
+                    "-term law fits only " + std::to_string(distinct.size()) +
+                    " distinct input points, none left to check it; add an input size";
+      return true;
+    });
+    if (fits.empty()) {
+      if (!unchecked.empty()) {
+        if (why) *why = unchecked;
+        return std::nullopt;
+      }
+      continue;
+    }
     for (const auto& probe : probes) {
       const auto [s0, l0] = exact_sum(fits[0], probe);
       for (std::size_t f = 1; f < fits.size(); ++f) {
@@ -286,19 +310,6 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
           return std::nullopt;
         }
       }
-    }
-    std::set<std::vector<std::int64_t>> distinct;
-    for (const auto& p : pts) {
-      std::vector<std::int64_t> projected;
-      for (auto t : fits[0].terms) projected.push_back(p[t]);
-      distinct.insert(projected);
-    }
-    if (distinct.size() < fits[0].terms.size() + check_points) {
-      if (why)
-        *why = "under-determined: the " + std::to_string(fits[0].terms.size()) +
-               "-term law fits only " + std::to_string(distinct.size()) +
-               " distinct input points, none left to check it; add an input size";
-      return std::nullopt;
     }
     return fits[0];
   }

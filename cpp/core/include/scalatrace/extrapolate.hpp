@@ -93,7 +93,7 @@ RoleKey role_key(const Grid& grid, std::int64_t rank, int depth, std::int64_t mo
 
 /// The features a law may combine (values at one rank of one grid). Scalars: 1, the grid
 /// sizes X, Y, Z and their products, the rank's coordinates x, y, z, the rank terms y*X,
-/// z*X*Y and the rank's residues r%2, r%3. Sequences (communicator members, array elements)
+/// z*X*Y, the rank r (2D, 3D) and its residues r%2, r%3. Sequences (communicator members, array elements)
 /// add the element index j and j*X, j*X*Y. Names follow the thesis: X is the fastest dimension.
 struct FeatureSpace {
   std::size_t ndims = 1;
