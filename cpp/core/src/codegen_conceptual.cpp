@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -220,6 +221,8 @@ class ConceptualBackend final : public CodegenBackend {
       group_ = shared || !op_is_collective(e.op) ? &ranks : nullptr;
       std::string tasks = task_set(ranks, "t");
       std::string s = translate(e, ranks, tasks);
+      if (tasks.rfind("TASK ", 0) == 0)  // a single task binds no variable: use its number
+        s = std::regex_replace(s, std::regex("\\bt\\b"), "(" + std::to_string(ranks.at(0)) + ")");
       if (!s.empty()) {  // the computation before the call, then the call, on one line
         std::string compute;
         const double us = static_cast<double>(codegen_support::mean_compute_ns(e)) / 1000.0;
