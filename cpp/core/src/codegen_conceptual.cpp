@@ -543,9 +543,20 @@ class ConceptualBackend final : public CodegenBackend {
     const std::string group = members_set(e, ranks, "t");
     const std::string group_u = members_set(e, ranks, "u");
     auto root = [&] { return absolute(e, ranks, Field::Root, false); };
+    // a multicast has one size: the mean over the receivers where they differ (Table 4.1)
+    auto mean_bytes = [&](Field f) {
+      std::string v = bytes(e, f);
+      if (v.find('t') == std::string::npos) return v;
+      double sum = 0, n = 0;
+      for (auto r : ranks.to_vector())
+        if (const ValueSeq* seq = field(e, f).for_rank(r))
+          for (std::uint64_t k = 0; k < seq->size(); ++k, ++n) sum += static_cast<double>(seq->at(k));
+      note("MPI_" + op + " sends different sizes to different tasks: a MULTICAST of their mean (Table 4.1)");
+      return std::to_string(std::llround(n > 0 ? sum / n : 0));
+    };
     if (b == "barrier") return group + " SYNCHRONIZE";
     if (b == "bcast" || b == "scatter" || b == "scatterv")
-      return "TASK " + root() + " MULTICASTS A " + bytes(e, b == "bcast" ? Field::Bytes : Field::Bytes2) +
+      return "TASK " + root() + " MULTICASTS A " + mean_bytes(b == "bcast" ? Field::Bytes : Field::Bytes2) +
              " BYTE MESSAGE TO " + group_u;
     if (b == "reduce" || b == "gather" || b == "gatherv")
       return group + " REDUCE " + bytes(e, Field::Bytes) + " BYTES TO TASK " + root();
@@ -553,7 +564,7 @@ class ConceptualBackend final : public CodegenBackend {
       return group + " REDUCE " + bytes(e, Field::Bytes) + " BYTES TO " + group_u;
     if (b == "allgather" || b == "allgatherv")
       return group + " REDUCE " + bytes(e, Field::Bytes) + " BYTES TO TASK 0 then\n" + indent() +
-             "TASK 0 MULTICASTS A " + bytes(e, Field::Bytes2) + " BYTE MESSAGE TO " + group_u;
+             "TASK 0 MULTICASTS A " + mean_bytes(Field::Bytes2) + " BYTE MESSAGE TO " + group_u;
     if (b == "alltoall" || b == "alltoallv" || b == "alltoallw") {
       if (b != "alltoall") note("MPI_" + op + " is a MULTICAST of its mean per-peer size (Table 4.1)");
       std::string size = bytes(e, Field::Bytes);
