@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -164,6 +165,7 @@ struct LoopFrame {
   std::string var;           ///< FOR EACH variable ("" for FOR n REPETITIONS)
   std::optional<std::int64_t> trips;  ///< uniform constant trip count
   std::optional<std::string> trips_text;  ///< trip count as an expression of the task variable
+  const ElasticValue* trips_value = nullptr;
 };
 
 class ConceptualBackend final : public CodegenBackend {
@@ -176,6 +178,7 @@ class ConceptualBackend final : public CodegenBackend {
     (void)node.ranks;  // the statements inside carry their own task sets
     LoopFrame frame;
     frame.trips = codegen_support::uniform_of(loop.trips);
+    frame.trips_value = &loop.trips;
     const bool varying = needs_loop_variable(loop.body);
     std::string count = frame.trips ? std::to_string(*frame.trips) : per_task_value(loop.trips, "", "t");
     if (!frame.trips) {
@@ -208,15 +211,78 @@ class ConceptualBackend final : public CodegenBackend {
   }
 
   void event(const Node& node, const EventNode& e, int) override {
-    const RankList ranks = codegen_support::ranks_of(node, trace_->nranks);
-    std::string tasks = task_set(ranks, "t");
-    if (options_.computation) {
-      const double us = static_cast<double>(codegen_support::mean_compute_ns(e)) / 1000.0;
-      if (codegen_support::mean_compute_ns(e) >= options_.min_compute_ns && std::llround(us) > 0)
-        statement(tasks + " COMPUTE FOR " + std::to_string(std::llround(us)) + " MICROSECONDS");
+    const RankList all = codegen_support::ranks_of(node, trace_->nranks);
+    // one statement per group of ranks whose parameters share their elastic alternatives
+    // (collectives stay one statement: every member takes part in the same operation)
+    std::vector<RankList> groups = rank_groups(e, all);
+    const bool shared = groups.size() == 1;
+    if (op_is_collective(e.op)) groups = {all};
+    for (const RankList& ranks : groups) {
+      group_ = shared || !op_is_collective(e.op) ? &ranks : nullptr;
+      std::string tasks = task_set(ranks, "t");
+      std::string s = translate(e, ranks, tasks);
+      if (tasks.rfind("TASK ", 0) == 0)  // a single task binds no variable: use its number
+        s = std::regex_replace(s, std::regex("\\bt\\b"), "(" + std::to_string(ranks.at(0)) + ")");
+      if (!s.empty()) {  // the computation before the call, then the call, on one line
+        std::string compute;
+        const double us = static_cast<double>(codegen_support::mean_compute_ns(e)) / 1000.0;
+        if (options_.computation && codegen_support::mean_compute_ns(e) >= options_.min_compute_ns &&
+            std::llround(us) > 0)
+          compute = tasks + " COMPUTE FOR " + std::to_string(std::llround(us)) + " MICROSECONDS then ";
+        statement(compute + s);
+      }
+      group_ = nullptr;
     }
-    std::string s = translate(e, ranks, tasks);
-    if (!s.empty()) statement(s);
+  }
+
+  static int alternative_of(const ElasticValue& v, std::int64_t rank) {
+    if (v.alternatives.size() <= 1) return 0;
+    for (std::size_t a = 0; a < v.alternatives.size(); ++a)
+      if (v.alternatives[a].second.empty() || v.alternatives[a].second.contains(rank)) return static_cast<int>(a);
+    return -1;
+  }
+
+  std::vector<RankList> rank_groups(const EventNode& e, const RankList& ranks) const {
+    std::map<std::vector<int>, std::vector<std::int64_t>> by;
+    for (auto r : ranks.to_vector()) {
+      std::vector<int> signature;
+      for (const auto& f : e.fields) signature.push_back(alternative_of(f, r));
+      for (const auto& l : loops_)
+        if (l.trips_value) signature.push_back(alternative_of(*l.trips_value, r));
+      by[signature].push_back(r);
+    }
+    std::vector<RankList> out;
+    for (auto& [sig, members] : by) out.push_back(RankList::from_sequence(members));
+    std::sort(out.begin(), out.end(), [](const RankList& a, const RankList& b) { return a.at(0) < b.at(0); });
+    return out;
+  }
+
+  /// The group's value of a loop's trip count, if one constant.
+  std::optional<std::int64_t> group_trips(const LoopFrame& l) const {
+    if (l.trips) return l.trips;
+    if (!group_ || !l.trips_value) return std::nullopt;
+    const ValueSeq* seq = l.trips_value->for_rank(group_->at(0));
+    return seq ? constant_of(*seq) : std::nullopt;
+  }
+
+  /// A sequence that repeats the innermost loop's iterations: an expression of its variable.
+  std::optional<std::string> periodic_value(const ValueSeq& seq) const {
+    if (loops_.empty() || loops_.back().var.empty() || seq.size() > 100000) return std::nullopt;
+    auto period = group_trips(loops_.back());
+    if (!period || *period < 1 || seq.size() % static_cast<std::uint64_t>(*period) != 0) return std::nullopt;
+    const auto p = static_cast<std::uint64_t>(*period);
+    for (std::uint64_t k = p; k < seq.size(); ++k)
+      if (seq.at(k) != seq.at(k % p)) return std::nullopt;
+    const std::string& var = loops_.back().var;
+    const std::int64_t first = seq.at(0), stride = p > 1 ? seq.at(1) - seq.at(0) : 0;
+    bool linear = true;
+    for (std::uint64_t k = 0; k < p; ++k) linear &= seq.at(k) == first + stride * static_cast<std::int64_t>(k);
+    if (linear) return stride == 0 ? num(first) : "(" + num(first) + "+" + num(stride) + "*" + var + ")";
+    if (p > 8) return std::nullopt;
+    std::string out;
+    for (std::uint64_t k = 0; k + 1 < p; ++k) out += "(" + num(seq.at(k)) + " IF " + var + " = " + std::to_string(k) + " OTHERWISE ";
+    out += num(seq.at(p - 1)) + std::string(p - 1, ')');
+    return out;
   }
 
   std::string finish() override {
@@ -224,7 +290,7 @@ class ConceptualBackend final : public CodegenBackend {
     const Trace& t = *trace_;
     auto it = t.metadata.find("program");
     out << "# coNCePTuaL benchmark generated by scalatrace from a trace of " << t.nranks << " tasks"
-        << (it == t.metadata.end() ? "" : " (" + it->second + ")") << ".\n"
+        << (it == t.metadata.end() ? "" : " (" + it->second.substr(it->second.find_last_of('/') + 1) + ")") << ".\n"
         << "Require language version \"1.5\".\n"
         << "Assert that \"this benchmark reproduces a " << t.nranks << "-task run\" with num_tasks = "
         << t.nranks << ".\n";
@@ -269,8 +335,10 @@ class ConceptualBackend final : public CodegenBackend {
     if (loops_.empty()) return std::string("0");
     std::string expr;
     for (const auto& l : loops_) {
-      if (l.var.empty() || !l.trips_text) return std::nullopt;
-      expr = expr.empty() ? l.var : "(" + expr + ")*" + *l.trips_text + "+" + l.var;
+      if (l.var.empty()) return std::nullopt;
+      auto trips = group_trips(l);
+      if (!trips && !l.trips_text) return std::nullopt;
+      expr = expr.empty() ? l.var : "(" + expr + ")*" + (trips ? std::to_string(*trips) : *l.trips_text) + "+" + l.var;
     }
     return expr;
   }
@@ -311,6 +379,17 @@ class ConceptualBackend final : public CodegenBackend {
   std::string per_task_value(const ElasticValue& v, const std::string& mean_note, const std::string& var) {
     if (v.empty()) return "0";
     if (auto u = codegen_support::uniform_of(v)) return num(*u);
+    if (group_) {  // the statement's ranks share one alternative
+      const ValueSeq* seq = v.for_rank(group_->at(0));
+      if (!seq || seq->empty()) return "0";
+      if (auto c = constant_of(*seq)) return num(*c);
+      if (auto p = periodic_value(*seq)) return *p;
+      if (auto x = sequence_value(*seq, occurrence())) return *x;
+      double sum = 0;
+      for (std::uint64_t k = 0; k < seq->size(); ++k) sum += static_cast<double>(seq->at(k));
+      if (!mean_note.empty()) note(mean_note + " varies between iterations; its mean is used");
+      return num(std::llround(sum / static_cast<double>(seq->size())));
+    }
     const auto occ = occurrence();
     std::string out;
     int open = 0;
@@ -464,9 +543,20 @@ class ConceptualBackend final : public CodegenBackend {
     const std::string group = members_set(e, ranks, "t");
     const std::string group_u = members_set(e, ranks, "u");
     auto root = [&] { return absolute(e, ranks, Field::Root, false); };
+    // a multicast has one size: the mean over the receivers where they differ (Table 4.1)
+    auto mean_bytes = [&](Field f) {
+      std::string v = bytes(e, f);
+      if (v.find('t') == std::string::npos) return v;
+      double sum = 0, n = 0;
+      for (auto r : ranks.to_vector())
+        if (const ValueSeq* seq = field(e, f).for_rank(r))
+          for (std::uint64_t k = 0; k < seq->size(); ++k, ++n) sum += static_cast<double>(seq->at(k));
+      note("MPI_" + op + " sends different sizes to different tasks: a MULTICAST of their mean (Table 4.1)");
+      return std::to_string(std::llround(n > 0 ? sum / n : 0));
+    };
     if (b == "barrier") return group + " SYNCHRONIZE";
     if (b == "bcast" || b == "scatter" || b == "scatterv")
-      return "TASK " + root() + " MULTICASTS A " + bytes(e, b == "bcast" ? Field::Bytes : Field::Bytes2) +
+      return "TASK " + root() + " MULTICASTS A " + mean_bytes(b == "bcast" ? Field::Bytes : Field::Bytes2) +
              " BYTE MESSAGE TO " + group_u;
     if (b == "reduce" || b == "gather" || b == "gatherv")
       return group + " REDUCE " + bytes(e, Field::Bytes) + " BYTES TO TASK " + root();
@@ -474,7 +564,7 @@ class ConceptualBackend final : public CodegenBackend {
       return group + " REDUCE " + bytes(e, Field::Bytes) + " BYTES TO " + group_u;
     if (b == "allgather" || b == "allgatherv")
       return group + " REDUCE " + bytes(e, Field::Bytes) + " BYTES TO TASK 0 then\n" + indent() +
-             "TASK 0 MULTICASTS A " + bytes(e, Field::Bytes2) + " BYTE MESSAGE TO " + group_u;
+             "TASK 0 MULTICASTS A " + mean_bytes(Field::Bytes2) + " BYTE MESSAGE TO " + group_u;
     if (b == "alltoall" || b == "alltoallv" || b == "alltoallw") {
       if (b != "alltoall") note("MPI_" + op + " is a MULTICAST of its mean per-peer size (Table 4.1)");
       std::string size = bytes(e, Field::Bytes);
@@ -493,6 +583,7 @@ class ConceptualBackend final : public CodegenBackend {
   std::vector<std::string> notes_;
   std::vector<LoopFrame> loops_;
   std::vector<std::pair<std::string, const ElasticValue*>> limits_;
+  const RankList* group_ = nullptr;  ///< ranks of the statement being written, when per group
 };
 
 }  // namespace
