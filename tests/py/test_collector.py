@@ -30,7 +30,8 @@ def compile_program(name: str, tmp_path: Path) -> Path:
     cmd = [compiler, "-O0", "-g", str(src), "-o", str(exe)]
     if src.suffix == ".c":
         cmd += ["-Wno-stringop-overflow", "-lpthread"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # cwd: Fortran module files (.mod) go to the temporary directory, not the checkout
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     return exe
 
