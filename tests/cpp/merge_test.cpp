@@ -428,3 +428,40 @@ TEST(Merge, CornerRanksStayInTheMainLoop) {
     }
   EXPECT_EQ(loops, 1u);
 }
+
+TEST(Merge, TimingGroupsKeepRanksThatDiffer) {
+  // A pipeline's receive: ranks 1 and 2 receive right after sending (no compute before the
+  // call), rank 3 (the last stage) computes 1 ms before it. The merged node keeps rank 3's
+  // timing apart, so each rank's cursor gives back its own compute time.
+  std::vector<Trace> traces;
+  for (std::int64_t rank = 1; rank <= 3; ++rank) {
+    RankRecording r;
+    r.rank = rank;
+    r.nranks = 4;
+    const std::uint32_t m = r.sites.intern_module("/bin/pipeline");
+    const std::uint32_t recv = r.sites.intern({Frame{m, 0x10}});
+    for (int i = 0; i < 50; ++i) {
+      Event e;
+      e.op = Op::Recv;
+      e.site = recv;
+      e[Field::Peer] = -1;
+      e.compute_ns = rank == 3 ? 1'000'000 + static_cast<std::uint64_t>(i) : 2'000 + static_cast<std::uint64_t>(i);
+      e.duration_ns = 500;
+      r.events.push_back(e);
+    }
+    traces.push_back(to_rank_trace(r));
+  }
+  Trace merged = std::move(traces[0]);
+  merge_into(merged, std::move(traces[1]));
+  merge_into(merged, std::move(traces[2]));
+  const Node* recv = &merged.nodes.front();
+  while (recv->loop) recv = &recv->loop->body.front();
+  ASSERT_TRUE(recv->event);
+  EXPECT_EQ(recv->event->timing_groups.size(), 2u);
+  const auto round_trip = decode_trace(encode_trace(merged));
+  for (const Trace* t : std::vector<const Trace*>{&merged, &round_trip}) {
+    EXPECT_NEAR(static_cast<double>(expand(*t, 1).front().compute_ns), 2024.5, 1.0);
+    EXPECT_NEAR(static_cast<double>(expand(*t, 2).front().compute_ns), 2024.5, 1.0);
+    EXPECT_NEAR(static_cast<double>(expand(*t, 3).front().compute_ns), 1'000'024.5, 1.0);
+  }
+}
