@@ -138,6 +138,7 @@ void clear_timing(std::vector<Node>& nodes) {
     if (n.event) {
       n.event->compute = Histogram(n.event->compute.sub_bins());
       n.event->duration = Histogram(n.event->duration.sub_bins());
+      n.event->timing_groups.clear();
     }
   }
 }

@@ -414,3 +414,15 @@ TEST(LoopEnds, MultigridMainLoopIsReported) {
   EXPECT_EQ(steps[0].max_iterations, 8);
   EXPECT_EQ(steps[0].path.size(), 1u);
 }
+
+TEST(LoopEnds, CallEveryOtherStepIsReportedWithEveryStep) {
+  // for step < 10: halo exchange; if step is odd: Allreduce -> 10 iterations, not 5 x 2.
+  std::vector<Event> s{ev(Op::Init, 9)};
+  for (int step = 0; step < 10; ++step) halo_step(s, 3, step % 2 == 1);
+  s.push_back(ev(Op::Finalize, 10));
+  const Trace t = compress(s);
+  expect_round_trip(s, t);
+  const auto steps = timestep_loops(t);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].max_iterations, 10);
+}

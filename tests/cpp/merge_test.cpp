@@ -368,3 +368,100 @@ TEST(Merge, CommSelfIsImplicitSoTheCommTableDoesNotGrow) {
     EXPECT_EQ(merged.comms.find(1, 3), nullptr);
   }
 }
+
+TEST(Merge, CornerRanksStayInTheMainLoop) {
+  // A 3x3x3 proxy app with one call site per direction (26 Irecv sites, 26 Isend sites, as
+  // hand-written halo code has): corner ranks call 7 of each, interior ones all 26. Every rank
+  // must end up in the one main loop (issue 9: a corner rank was left in a loop of its own).
+  constexpr std::int64_t kRanks = 27, kSteps = 6;
+  auto rec = [](std::int64_t rank) {
+    RankRecording r;
+    r.rank = rank;
+    r.nranks = kRanks;
+    const std::uint32_t m = r.sites.intern_module("/bin/hydro");
+    std::vector<std::uint32_t> recv_site(27), send_site(27);
+    for (int d = 0; d < 27; ++d) {
+      recv_site[static_cast<std::size_t>(d)] = r.sites.intern({Frame{m, 0x1000u + 16u * static_cast<unsigned>(d)}});
+      send_site[static_cast<std::size_t>(d)] = r.sites.intern({Frame{m, 0x2000u + 16u * static_cast<unsigned>(d)}});
+    }
+    const std::uint32_t wait = r.sites.intern({Frame{m, 0x3000}});
+    const std::uint32_t reduce = r.sites.intern({Frame{m, 0x3010}});
+    auto ev = [&](Op op, std::uint32_t site, std::int64_t peer, std::int64_t bytes) {
+      Event e;
+      e.op = op;
+      e.site = site;
+      e[Field::Peer] = peer;
+      e[Field::Bytes] = bytes;
+      r.events.push_back(e);
+    };
+    const std::int64_t x = rank / 9, y = (rank / 3) % 3, z = rank % 3;
+    for (std::int64_t step = 0; step < kSteps; ++step) {
+      for (int pass = 0; pass < 2; ++pass)
+        for (int d = 0; d < 27; ++d) {
+          const std::int64_t dx = d / 9 - 1, dy = (d / 3) % 3 - 1, dz = d % 3 - 1;
+          if (dx == 0 && dy == 0 && dz == 0) continue;
+          const std::int64_t nx = x + dx, ny = y + dy, nz = z + dz;
+          if (nx < 0 || nx > 2 || ny < 0 || ny > 2 || nz < 0 || nz > 2) continue;
+          const std::int64_t peer = (nx * 3 + ny) * 3 + nz - rank;
+          const std::int64_t bytes = 8 << (2 * ((dx == 0) + (dy == 0) + (dz == 0)));
+          const auto k = static_cast<std::size_t>(d);
+          ev(pass == 0 ? Op::Irecv : Op::Isend, pass == 0 ? recv_site[k] : send_site[k], peer, bytes);
+        }
+      ev(Op::Waitall, wait, 0, 0);
+      ev(Op::Allreduce, reduce, 0, 8);
+    }
+    return r;
+  };
+  std::vector<RankRecording> recs;
+  TreeMerger merger;
+  for (std::int64_t r = 0; r < kRanks; ++r) {
+    recs.push_back(rec(r));
+    merger.push(to_rank_trace(recs.back()));
+  }
+  Trace merged = merger.finish();
+  for (const auto& r : recs) expect_rank_equal(merged, r);
+  std::size_t loops = 0;
+  for (const auto& n : merged.nodes)
+    if (n.is_loop()) {
+      ++loops;
+      EXPECT_EQ(n.ranks.size(), kRanks) << n.ranks.to_string() << " body " << n.loop->body.size();
+    }
+  EXPECT_EQ(loops, 1u);
+}
+
+TEST(Merge, TimingGroupsKeepRanksThatDiffer) {
+  // A pipeline's receive: ranks 1 and 2 receive right after sending (no compute before the
+  // call), rank 3 (the last stage) computes 1 ms before it. The merged node keeps rank 3's
+  // timing apart, so each rank's cursor gives back its own compute time.
+  std::vector<Trace> traces;
+  for (std::int64_t rank = 1; rank <= 3; ++rank) {
+    RankRecording r;
+    r.rank = rank;
+    r.nranks = 4;
+    const std::uint32_t m = r.sites.intern_module("/bin/pipeline");
+    const std::uint32_t recv = r.sites.intern({Frame{m, 0x10}});
+    for (int i = 0; i < 50; ++i) {
+      Event e;
+      e.op = Op::Recv;
+      e.site = recv;
+      e[Field::Peer] = -1;
+      e.compute_ns = rank == 3 ? 1'000'000 + static_cast<std::uint64_t>(i) : 2'000 + static_cast<std::uint64_t>(i);
+      e.duration_ns = 500;
+      r.events.push_back(e);
+    }
+    traces.push_back(to_rank_trace(r));
+  }
+  Trace merged = std::move(traces[0]);
+  merge_into(merged, std::move(traces[1]));
+  merge_into(merged, std::move(traces[2]));
+  const Node* recv = &merged.nodes.front();
+  while (recv->loop) recv = &recv->loop->body.front();
+  ASSERT_TRUE(recv->event);
+  EXPECT_EQ(recv->event->timing_groups.size(), 2u);
+  const auto round_trip = decode_trace(encode_trace(merged));
+  for (const Trace* t : std::vector<const Trace*>{&merged, &round_trip}) {
+    EXPECT_NEAR(static_cast<double>(expand(*t, 1).front().compute_ns), 2024.5, 1.0);
+    EXPECT_NEAR(static_cast<double>(expand(*t, 2).front().compute_ns), 2024.5, 1.0);
+    EXPECT_NEAR(static_cast<double>(expand(*t, 3).front().compute_ns), 1'000'024.5, 1.0);
+  }
+}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -146,23 +147,21 @@ void put_array_seq(Writer& w, const ArraySeq& seq) {
   }
 }
 
-/// Histogram (format version 2): sums are not stored, each bin stores its mean (rounded to a
-/// nanosecond) instead, so the encoded size does not grow with the number of recorded values.
+/// Histogram (format version 2): one layout number, then the bins; count, min, max and sum
+/// are derived from the bins, and each bin stores its mean (rounded to a nanosecond) instead of
+/// its sum, so the encoded size does not grow with the number of recorded values except for
+/// the bins' counts.
 void put_hist(Writer& w, const Histogram& h) {
-  w.uv(h.sub_bins());
-  w.uv(h.coarsening());
-  w.uv(h.count());
-  if (h.count() == 0) return;
-  w.uv(h.min());
-  w.uv(h.max() - h.min());
+  w.uv(static_cast<std::uint64_t>(std::countr_zero(h.sub_bins())) + 5u * h.coarsening());
   w.uv(h.bins().size());
-  std::uint64_t next_index = 0;
+  std::uint64_t next_index = 0, previous_max = 0;
   for (const auto& b : h.bins()) {
     w.uv(b.index - next_index);
     next_index = std::uint64_t{b.index} + 1;
     w.uv(b.count);
-    w.uv(b.min - h.min());
+    w.uv(b.min - previous_max);
     w.uv(b.max - b.min);
+    previous_max = b.max;
     const double mean = std::round(b.sum / static_cast<double>(b.count));
     const auto mean_ns = static_cast<std::uint64_t>(
         std::clamp(mean, static_cast<double>(b.min), static_cast<double>(b.max)));
@@ -437,27 +436,21 @@ ArraySeq get_array_seq(Reader& r) {
 }
 
 Histogram get_hist(Reader& r) {
-  std::uint64_t sub = r.uv();
-  if (sub != 1 && sub != 2 && sub != 4 && sub != 8 && sub != 16)
-    r.fail("histogram with " + std::to_string(sub) + " bins per octave");
-  std::uint64_t coarsening = r.uv();
+  const std::uint64_t layout = r.uv();
+  const std::uint64_t log_sub = layout % 5, coarsening = layout / 5;
   if (coarsening > Histogram::kMaxCoarsening)
-    r.fail("histogram coarsening " + std::to_string(coarsening) + " above " +
+    r.fail("histogram layout " + std::to_string(layout) + ": coarsening above " +
            std::to_string(Histogram::kMaxCoarsening));
+  const auto sub = static_cast<std::uint32_t>(1u << log_sub);
   const auto shift = static_cast<std::uint32_t>(coarsening);
-  std::uint64_t count = r.uv();
-  if (count == 0) return Histogram::from_parts(static_cast<std::uint32_t>(sub), 0, 0, 0, 0, {}, shift);
-  std::uint64_t mn = r.uv(), range = r.uv();
-  if (range > ~std::uint64_t{0} - mn) r.fail("histogram max overflows");
-  std::uint64_t mx = mn + range;
   std::size_t nb = r.count("histogram bin", 5);
-  if (nb == 0) r.fail("histogram without bins");
   if (nb > Histogram::kMaxBins)
     r.fail("histogram with " + std::to_string(nb) + " bins (at most " +
            std::to_string(Histogram::kMaxBins) + ")");
+  if (nb == 0) return Histogram::from_parts(sub, 0, 0, 0, 0, {}, shift);
   std::vector<HistogramBin> bins;
   bins.reserve(nb);
-  std::uint64_t in_bins = 0, next_index = 0;
+  std::uint64_t count = 0, next_index = 0, previous_max = 0;
   double sum = 0;
   const std::uint64_t max_index = (std::uint64_t{1024} >> shift);
   for (std::size_t i = 0; i < nb; ++i) {
@@ -467,23 +460,24 @@ Histogram get_hist(Reader& r) {
     b.index = static_cast<std::uint32_t>(next_index + idx);
     next_index = std::uint64_t{b.index} + 1;
     b.count = r.uv();
-    std::uint64_t offset = r.uv();
-    if (offset > range) r.fail("histogram bin outside the histogram's range");
-    b.min = mn + offset;
-    std::uint64_t brange = r.uv();
-    if (brange > mx - b.min) r.fail("histogram bin outside the histogram's range");
-    b.max = b.min + brange;
-    std::uint64_t mean_offset = r.uv();
-    if (mean_offset > brange) r.fail("histogram bin mean outside the bin");
     if (b.count == 0) r.fail("empty histogram bin");
-    if (b.count > count - in_bins) r.fail("histogram bin counts exceed the total");
+    if (b.count > ~std::uint64_t{0} - count) r.fail("histogram bin counts overflow");
+    std::uint64_t gap = r.uv();
+    if (gap > ~std::uint64_t{0} - previous_max) r.fail("histogram bin min overflows");
+    b.min = previous_max + gap;
+    std::uint64_t range = r.uv();
+    if (range > ~std::uint64_t{0} - b.min) r.fail("histogram bin max overflows");
+    b.max = b.min + range;
+    previous_max = b.max;
+    std::uint64_t mean_offset = r.uv();
+    if (mean_offset > range) r.fail("histogram bin mean outside the bin");
     b.sum = static_cast<double>(b.min + mean_offset) * static_cast<double>(b.count);
     sum += b.sum;
-    in_bins += b.count;
+    count += b.count;
     bins.push_back(b);
   }
-  if (in_bins != count) r.fail("histogram bin counts do not add up to the total");
-  return Histogram::from_parts(static_cast<std::uint32_t>(sub), count, sum, mn, mx, std::move(bins), shift);
+  const std::uint64_t mn = bins.front().min, mx = bins.back().max;
+  return Histogram::from_parts(sub, count, sum, mn, mx, std::move(bins), shift);
 }
 
 /// Everything decoded so far that later sections refer to, plus the expansion budget: tables

@@ -328,18 +328,7 @@ void canonicalize(std::vector<Node>& seq) {
 }
 
 struct Aligner {
-  std::unordered_map<const Node*, long> self_cache;
   std::unordered_map<const Node*, std::unordered_map<const Node*, long>> pair_cache;
-
-  long self_score(const Node& n) {
-    if (!n.loop) return 1;
-    auto it = self_cache.find(&n);
-    if (it != self_cache.end()) return it->second;
-    long s = 1;
-    for (const auto& c : n.loop->body) s += self_score(c);
-    self_cache[&n] = s;
-    return s;
-  }
 
   /// Score of matching a with b (0: no match).
   long score(const Node& a, const Node& b) {
@@ -348,9 +337,13 @@ struct Aligner {
       auto& row = pair_cache[&a];
       auto it = row.find(&b);
       if (it != row.end()) return it->second;
+      // Loop-agnostic (thesis §5.2.4): two loops match when their bodies share any event;
+      // the alignment maximizes the total score, so a loop matches a weakly similar one only
+      // when nothing better competes for it. (Requiring half the body to match left the
+      // corner rank of a 3x3x3 halo exchange, whose 7 directions share one with its first
+      // merge partner's 11, in a main loop of its own.)
       long w = lcs_score(a.loop->body, b.loop->body);
-      long need = std::min(self_score(a), self_score(b)) - 1;
-      long s = (w > 0 && 2 * w >= need) ? 1 + w : 0;
+      long s = w > 0 ? 1 + w : 0;
       row[&b] = s;
       return s;
     }

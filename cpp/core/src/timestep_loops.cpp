@@ -33,6 +33,32 @@ void collect_body(const std::vector<Node>& nodes, std::vector<std::uint32_t>& si
   }
 }
 
+std::uint64_t event_nodes(const std::vector<Node>& nodes) {
+  std::uint64_t n = 0;
+  for (const auto& c : nodes) n += c.loop ? event_nodes(c.loop->body) : (c.event ? 1 : 0);
+  return n;
+}
+
+/// k if `loop`'s body is a loop running a constant k >= 2 trips (the steps) followed only by a
+/// few event nodes (fewer than the steps have: the every-k-th-step calls); else 1.
+std::int64_t periodic_extra_factor(const LoopNode& loop) {
+  if (loop.body.size() < 2) return 1;
+  const Node& steps = loop.body.front();
+  if (!steps.loop || !steps.presence.empty() || steps.loop->trips.alternatives.empty()) return 1;
+  std::int64_t k = 0;
+  for (const auto& [seq, who] : steps.loop->trips.alternatives) {
+    if (seq.empty() || !seq.is_constant()) return 1;
+    if (k != 0 && seq.at(0) != k) return 1;
+    k = seq.at(0);
+  }
+  std::uint64_t extra = 0;
+  for (std::size_t i = 1; i < loop.body.size(); ++i) {
+    if (!loop.body[i].event) return 1;
+    ++extra;
+  }
+  return (k >= 2 && extra < event_nodes(steps.loop->body)) ? k : 1;
+}
+
 void find_timesteps(const std::vector<Node>& nodes, std::vector<std::size_t>& path,
                     const RankList& parent_ranks, std::vector<TimestepLoop>& out) {
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -46,6 +72,10 @@ void find_timesteps(const std::vector<Node>& nodes, std::vector<std::size_t>& pa
     while (counted->body.size() == 1 && counted->body.front().loop &&
            counted->body.front().presence.empty())
       counted = counted->body.front().loop.get();
+    // Likewise a timestep loop with a call every k-th step (an Allreduce every 2 steps) is
+    // folded as Loop(n/k){Loop(k){step} Allreduce}: it is reported with n iterations.
+    const std::int64_t every = periodic_extra_factor(*counted);
+    if (every > 1) counted = counted->body.front().loop.get();
     std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
     std::uint64_t visits = 0;
     for (const auto& [seq, who] : counted->trips.alternatives) {

@@ -119,7 +119,9 @@ struct Summary {
 };
 Summary summary(const Trace& trace);
 
-/// An outermost loop with repeated communication (ScalaTrace §5.3).
+/// An outermost loop with repeated communication (ScalaTrace §5.3). Iterations are counted as
+/// the program wrote the loop: a loop the compressor folded as Loop(3){Loop(2){step}} or as
+/// Loop(3){Loop(2){step} Allreduce} (a call every 2nd step) has 6.
 struct TimestepLoop {
   std::vector<std::size_t> path;   ///< indices from the top-level node list down to the loop
   RankList ranks;                  ///< participating ranks ("all" if empty)
