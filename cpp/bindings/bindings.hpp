@@ -15,6 +15,7 @@ void register_trace(py::module_& m);
 void register_events(py::module_& m);
 void register_analysis(py::module_& m);
 void register_raw(py::module_& m);
+void register_clustering(py::module_& m);
 
 /// A Python list of references to the elements of `items`, kept alive by `parent`.
 template <class T>

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_core, m) {
   register_events(m);
   register_analysis(m);
   register_raw(m);
+  register_clustering(m);
 }

@@ -436,6 +436,35 @@ class Trace:
             f"{len(self._core.sites)} call sites<table>{meta}</table><pre>{tree}</pre>"
         )
 
+    # --- clustering (scalatrace.clustering) ------------------------------------------------
+    def clusters(
+        self,
+        k: int | None = None,
+        method: Literal["kfarthest", "hierarchical"] = "kfarthest",
+        features: Any = None,
+        threshold: float | None = None,
+    ) -> Any:
+        """Ranks grouped by behaviour (ACURDION K-farthest or PHANTOM hierarchical); see
+        :func:`scalatrace.clustering.clusters`. Returns a :class:`~scalatrace.clustering.Clusters`."""
+        from .clustering import clusters
+
+        return clusters(self, k=k, method=method, features=features, threshold=threshold)
+
+    def rank_groups(self, with_values: bool = False) -> list[np.ndarray]:
+        """The exact groups of ranks the merged trace holds (same event nodes; with
+        ``with_values`` also the same parameter values); see :func:`scalatrace.clustering.rank_groups`."""
+        from .clustering import rank_groups
+
+        return rank_groups(self, with_values=with_values)
+
+    @property
+    def cluster_map(self) -> list[tuple[int, _core.RankList]]:
+        """``(representative, members)`` of a trace recorded with ``SCALATRACE_CLUSTERS``
+        (other ranks read their representative's events: lossy); ``[]`` for a full trace."""
+        from .clustering import cluster_map
+
+        return cluster_map(self)
+
 
 def load(path: str | os.PathLike[str]) -> Trace:
     """Reads a ``.sct`` trace file.

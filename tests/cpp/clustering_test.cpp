@@ -70,6 +70,20 @@ TEST(Signature, SameFromPerRankAndMergedTrace) {
     EXPECT_EQ(compute_signature(rank_trace(spec, r), r), compute_signature(all, r)) << "rank " << r;
 }
 
+TEST(Signature, TraceSignaturesEqualOneCursorWalkPerRank) {
+  SyntheticSpec irregular;
+  irregular.pattern = SyntheticPattern::Irregular;
+  irregular.nranks = 12;
+  irregular.timesteps = 6;
+  for (const auto& spec : {stencil2d_3x3(), irregular}) {
+    const Trace t = merged(spec);
+    const auto all = trace_signatures(t);
+    ASSERT_EQ(all.size(), static_cast<std::size_t>(spec.nranks));
+    for (std::int64_t r = 0; r < spec.nranks; ++r)
+      EXPECT_EQ(all[static_cast<std::size_t>(r)], compute_signature(t, r)) << "rank " << r;
+  }
+}
+
 TEST(Signature, CallPathDependsOnOrderNotOnlyOnTheSetOfCalls) {
   Trace t;
   t.nranks = 1;

@@ -130,6 +130,7 @@ class GroupKeys {
         if (n.event) {
           for (const auto& f : n.event->fields) add_elastic(f, id);
           for (const auto& a : n.event->arrays) add_elastic(a, id);
+          add_elastic(n.event->site_ids, id);
         }
       }
       if (n.loop) walk(n.loop->body);
@@ -155,7 +156,8 @@ class GroupKeys {
   }
   template <class Seq>
   void add_elastic(const Elastic<Seq>& v, std::uint64_t id) {
-    if (v.alternatives.size() < 2) return;  // one alternative: no rank differs from another
+    // One alternative for everybody (empty ranklist) tells no rank from another.
+    if (v.alternatives.size() == 1 && v.alternatives[0].second.empty()) return;
     for (std::size_t a = 0; a < v.alternatives.size(); ++a)
       add(v.alternatives[a].second, mix(id, a + 1));
   }
@@ -337,6 +339,18 @@ std::vector<RankCluster> to_rank_clusters(const std::vector<SignatureCluster>& c
   for (const auto& c : clusters) out.push_back({c.head.rank, c.members});
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return a.representative < b.representative; });
+  return out;
+}
+
+std::vector<RankCluster> to_rank_clusters(const ClusterAssignment& assignment,
+                                          const std::vector<RankSignature>& signatures) {
+  std::vector<RankCluster> out;
+  for (std::int64_t rep : assignment.representatives) out.push_back({rep, {}});
+  std::vector<std::pair<std::int64_t, std::size_t>> by_rank;  // (rank, cluster), ascending rank
+  for (std::size_t i = 0; i < signatures.size(); ++i)
+    by_rank.emplace_back(signatures[i].rank, static_cast<std::size_t>(assignment.labels.at(i)));
+  std::sort(by_rank.begin(), by_rank.end());
+  for (const auto& [rank, cluster] : by_rank) out.at(cluster).members.push_back(rank);
   return out;
 }
 

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <optional>
 
+#include "scalatrace/clustering.hpp"
 #include "scalatrace/cursor.hpp"
 #include "scalatrace/errors.hpp"
 
@@ -170,9 +172,18 @@ RankSignature compute_signature(const Trace& trace, std::int64_t rank) {
 }
 
 std::vector<RankSignature> trace_signatures(const Trace& trace) {
+  // Ranks of one exact group (same nodes, same elastic alternative of every parameter) have the
+  // same events, relative peers and histogram means: one Cursor walk per group suffices.
+  const std::vector<std::int64_t> groups = rank_groups(trace, true);
+  std::vector<std::optional<RankSignature>> per_group(groups.size());
   std::vector<RankSignature> out;
-  out.reserve(static_cast<std::size_t>(std::max<std::int64_t>(trace.nranks, 0)));
-  for (std::int64_t r = 0; r < trace.nranks; ++r) out.push_back(compute_signature(trace, r));
+  out.reserve(groups.size());
+  for (std::int64_t r = 0; r < trace.nranks; ++r) {
+    auto& known = per_group[static_cast<std::size_t>(groups[static_cast<std::size_t>(r)])];
+    if (!known) known = compute_signature(trace, r);
+    out.push_back(*known);
+    out.back().rank = r;
+  }
   return out;
 }
 

@@ -75,6 +75,9 @@ std::vector<SignatureCluster> decode_clusters(std::string_view bytes, std::int64
 
 /// The trace's record of the clustering: one RankCluster per cluster, ascending representative.
 std::vector<RankCluster> to_rank_clusters(const std::vector<SignatureCluster>& clusters);
+/// The same from an in-process clustering (members gathered from the labels).
+std::vector<RankCluster> to_rank_clusters(const ClusterAssignment& assignment,
+                                          const std::vector<RankSignature>& signatures);
 /// Checks that clusters partition [0, nranks) and each representative is one of its members;
 /// throws FormatError naming the problem.
 void validate_rank_clusters(const std::vector<RankCluster>& clusters, std::int64_t nranks);

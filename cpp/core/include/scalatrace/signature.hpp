@@ -60,7 +60,8 @@ struct RankSignature {
 /// The signature of `rank`: walks its events with a Cursor (timing = histogram means) and its
 /// loops' trip counts. Works on per-rank traces (make_rank_trace) and merged traces alike.
 RankSignature compute_signature(const Trace& trace, std::int64_t rank);
-/// Signatures of every rank 0..nranks-1 (one Cursor at a time).
+/// Signatures of every rank 0..nranks-1: one Cursor walk per exact rank group (rank_groups
+/// with values), whose ranks have identical events, so regular codes cost a few walks.
 std::vector<RankSignature> trace_signatures(const Trace& trace);
 
 /// Features in which a and b differ (Adaptive Signature Building compares along the tree).
