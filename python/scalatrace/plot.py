@@ -183,7 +183,8 @@ def dendrogram(
     ax = _axes(ax)
     z = result.linkage
     kk = result.k
-    cut = float(z[-kk, 2]) if 1 < kk <= len(z) else None
+    # The cut lies between the merge that leaves kk clusters and the one that leaves kk - 1.
+    cut = float(z[-kk, 2] + z[-kk + 1, 2]) / 2 if 1 < kk <= len(z) else None
     scipy_dendrogram(z, ax=ax, labels=[str(r) for r in range(len(result.labels))], color_threshold=cut)
     if cut is not None:
         ax.axhline(cut, color="grey", ls="--", lw=0.8)

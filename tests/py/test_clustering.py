@@ -181,10 +181,10 @@ def test_collector_clusters_merge_representatives_and_map_the_others(tmp_path):
     full = scalatrace.load(t.path)  # the same file, to be sure it reads back
     cmap = full.cluster_map
     assert len(cmap) == 3
-    groups = {frozenset(members.to_list() if hasattr(members, "to_list") else list(members)) for _, members in cmap}
+    groups = {frozenset(list(members)) for _, members in cmap}
     assert groups == {frozenset({0, 2, 6, 8}), frozenset({1, 3, 5, 7}), frozenset({4})}
     assert t.metadata["clusters.count"] == "3" and "clusters.lossy" in t.metadata
-    assert t.settings.get("SCALATRACE_CLUSTERS", t.metadata.get("setting.SCALATRACE_CLUSTERS")) == "3"
+    assert t.metadata["setting.SCALATRACE_CLUSTERS"] == "3"
 
     tsites = t._core.sites
     tframes = lambda s: frames_of(tsites.sites, tsites.modules, s)  # noqa: E731

@@ -199,21 +199,22 @@ std::vector<SignatureCluster> kfarthest_step(std::vector<SignatureCluster> candi
   if (k == 0) throw UsageError("K-farthest clustering needs k >= 1");
   const std::size_t n = candidates.size();
   if (n <= 1) return candidates;
-  std::vector<double> dist(n * n, 0.0);
+  // Distances compare lexicographically by importance group (ACURDION's group shifting).
+  std::vector<GroupedDistance> dist(n * n);
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = i + 1; j < n; ++j)
-      dist[i * n + j] = dist[j * n + i] = signature_distance(candidates[i].head, candidates[j].head, mask);
+      dist[i * n + j] = dist[j * n + i] =
+          grouped_signature_distance(candidates[i].head, candidates[j].head, mask);
   // Farthest-first: the next selected candidate maximizes its distance to the nearest selected.
   std::vector<std::size_t> selected{0};
-  std::vector<double> nearest(n);
-  for (std::size_t i = 0; i < n; ++i) nearest[i] = dist[i];
+  std::vector<GroupedDistance> nearest(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(n));
   std::vector<bool> chosen(n, false);
   chosen[0] = true;
   while (selected.size() < k) {
     std::size_t best = n;
     for (std::size_t i = 0; i < n; ++i)
       if (!chosen[i] && (best == n || nearest[i] > nearest[best])) best = i;
-    if (best == n || nearest[best] <= 0.0) break;  // the rest repeat a selected signature
+    if (best == n || nearest[best].zero()) break;  // the rest repeat a selected signature
     chosen[best] = true;
     selected.push_back(best);
     for (std::size_t i = 0; i < n; ++i) nearest[i] = std::min(nearest[i], dist[best * n + i]);

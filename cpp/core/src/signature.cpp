@@ -201,36 +201,38 @@ FeatureMask signature_difference(const RankSignature& a, const RankSignature& b)
   return m;
 }
 
-double signature_distance(const RankSignature& a, const RankSignature& b, FeatureMask mask) {
-  constexpr double kGroup3 = 64, kGroup2 = 8, kGroup1 = 1;
+GroupedDistance grouped_signature_distance(const RankSignature& a, const RankSignature& b,
+                                           FeatureMask mask) {
+  GroupedDistance d;
   const FeatureMask differ = signature_difference(a, b) & mask;
-  if (!differ) return 0.0;
-  double d = 0;
+  if (!differ) return d;
   for (std::size_t i = 0; i < kSignatureFeatureCount; ++i) {
     const auto f = static_cast<SignatureFeature>(i);
     if (!(differ & feature_bit(f))) continue;
     switch (f) {
       case SignatureFeature::CallPath:
-      case SignatureFeature::Types: d += kGroup3; break;
+      case SignatureFeature::Types: d.call += 1; break;
       case SignatureFeature::Loop: {
         double levels = 0;
         for (unsigned s = 0; s < 64; s += 16)
           levels += relative_difference(static_cast<double>((a.loop >> s) & 0xffff),
                                         static_cast<double>((b.loop >> s) & 0xffff));
-        d += kGroup2 * std::min(levels, 1.0);
+        d.params += std::min(levels, 1.0);
         break;
       }
       case SignatureFeature::Src:
       case SignatureFeature::Dest:
       case SignatureFeature::Tag:
       case SignatureFeature::Key:
-      case SignatureFeature::Color:
-        d += kGroup2 * relative_difference(a.value(f), b.value(f));
-        break;
-      default: d += kGroup1 * relative_difference(a.value(f), b.value(f)); break;
+      case SignatureFeature::Color: d.params += relative_difference(a.value(f), b.value(f)); break;
+      default: d.timing += relative_difference(a.value(f), b.value(f)); break;
     }
   }
   return d;
+}
+
+double signature_distance(const RankSignature& a, const RankSignature& b, FeatureMask mask) {
+  return grouped_signature_distance(a, b, mask).total();
 }
 
 std::vector<double> computation_vector(const Trace& trace, std::int64_t rank) {

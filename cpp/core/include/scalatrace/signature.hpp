@@ -66,6 +66,20 @@ std::vector<RankSignature> trace_signatures(const Trace& trace);
 
 /// Features in which a and b differ (Adaptive Signature Building compares along the tree).
 FeatureMask signature_difference(const RankSignature& a, const RankSignature& b);
+/// A signature distance split by ACURDION's importance groups; compared lexicographically (a
+/// call-path difference beats any parameter difference, which beats any timing difference).
+struct GroupedDistance {
+  double call = 0;    ///< group 3: number of differing CallPath / Types features
+  double params = 0;  ///< group 2: sum of relative differences of Src, Dest, Tag, Key, Color, Loop
+  double timing = 0;  ///< group 1: sum of relative differences of Count, Comp, Comm
+  auto operator<=>(const GroupedDistance&) const = default;
+  bool zero() const { return call == 0 && params == 0 && timing == 0; }
+  /// The same as one number: 64 call + 8 params + timing (see signature_distance).
+  double total() const { return 64 * call + 8 * params + timing; }
+};
+GroupedDistance grouped_signature_distance(const RankSignature& a, const RankSignature& b,
+                                           FeatureMask mask = kAllFeatures);
+
 /// ACURDION's normalized, importance-ordered Manhattan distance over the features in `mask`:
 /// group 3 (CallPath, Types: 0 or 1 each, weight 64) dominates group 2 (Src, Dest, Key, Color,
 /// Tag, Loop: relative difference |a-b|/(|a|+|b|) each, weight 8), which dominates group 1
