@@ -14,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
   register_simulator(m);
   register_extrapolate(m);
   register_codegen(m);
+  register_clustering(m);
 }

@@ -15,6 +15,7 @@
 #include <string>
 
 #if SCALATRACE_HAVE_TREE_MERGE
+#include "cluster_merge.hpp"
 #include "scalatrace/merge.hpp"
 #include "tree_merge.hpp"
 #endif
@@ -138,6 +139,9 @@ void Recorder::begin(bool at_init) {
   PMPI_Comm_size(MPI_COMM_WORLD, &nranks);
   const std::string program = program_path();
   settings = Settings::from_environment(std::filesystem::path(program).filename().string());
+#if SCALATRACE_HAVE_TREE_MERGE
+  settings.clusters = effective_cluster_count(settings.clusters, nranks, rank);
+#endif
   comms.start();
   if (at_init) PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm_);
   calibrate_clock();
@@ -318,6 +322,9 @@ void Recorder::write_compressed(const char* why, bool ranks_in_step) {
 #if SCALATRACE_HAVE_TREE_MERGE
   Trace local = make_rank_trace(rank, nranks, compressor->finish(), sites, comms.table(), names_);
   local.metadata = metadata(why);
+  if (settings.clusters > 0)
+    if (const std::string e = cluster_before_merge(local, settings.clusters); !e.empty())
+      warn("SCALATRACE_CLUSTERS: " + e + "; merging every rank's trace");
   const TreeMergeResult result = merge_over_tree_and_write(std::move(local), settings.out);
   // Errors about the file itself start with its path; others get it prepended.
   const std::string& out = settings.out;

@@ -73,6 +73,7 @@ Settings Settings::from_environment(const std::string& program) {
                  env("SCALATRACE_HIST_BINS"));
     s.hist_sub_bins = 4;
   }
+  read_number("SCALATRACE_CLUSTERS", s.clusters, 1, 1u << 30, "a cluster count");
   read_number("SCALATRACE_EXIT_WAIT", s.exit_wait_s, 0, 3600, "a number of seconds");
   if (const char* v = env("SCALATRACE_QUIET")) {
     const std::string q = v;
@@ -93,6 +94,7 @@ std::map<std::string, std::string> Settings::as_metadata() const {
       {"setting.SCALATRACE_MEMORY", std::to_string(memory_budget)},
       {"setting.SCALATRACE_HIST_BINS", std::to_string(hist_sub_bins)},
       {"setting.SCALATRACE_EXIT_WAIT", std::to_string(exit_wait_s)},
+      {"setting.SCALATRACE_CLUSTERS", std::to_string(clusters)},
   };
 }
 

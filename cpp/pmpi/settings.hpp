@@ -17,6 +17,7 @@ struct Settings {
   std::size_t memory_budget = 256u << 20;    ///< SCALATRACE_MEMORY (compressor), bytes
   std::uint32_t hist_sub_bins = 4;           ///< SCALATRACE_HIST_BINS (compressor)
   bool quiet = false;         ///< SCALATRACE_QUIET: 1 = no informational messages
+  std::uint64_t clusters = 0;  ///< SCALATRACE_CLUSTERS: K of K-farthest clustering (0 = off)
   std::uint64_t exit_wait_s = 30;  ///< SCALATRACE_EXIT_WAIT: seconds ranks wait for each
                                    ///< other at exit without MPI_Finalize (0 = no wait)
 

@@ -6,6 +6,8 @@
 //       generates each rank's event stream (synthetic.hpp), compresses it with the
 //       IntraCompressor, merges bottom-up over the radix tree (streaming: at most log2(N)+1
 //       partial traces are held), writes OUT.sct (if -o) and prints JSON statistics.
+//       --clusters K: as SCALATRACE_CLUSTERS=K (signatures, K-farthest, only representatives'
+//       events merged; see docs/clustering.md).
 //   scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W]
 //       merges the raw streams of a real run (RAWDIR/rank-*.straw) offline, as the collector
 //       would have at MPI_Finalize.
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "scalatrace/clustering.hpp"
 #include "scalatrace/compressor.hpp"
 #include "scalatrace/errors.hpp"
 #include "scalatrace/format.hpp"
@@ -117,18 +120,22 @@ struct Stats {
   double generate_compress_seconds = 0, merge_seconds = 0, critical_path_seconds = 0, total_seconds = 0;
   std::size_t trace_bytes = 0, structure_bytes = 0, nodes = 0, intra_bytes_total = 0;
   std::uint64_t events_total = 0;
+  std::int64_t clusters = 0;  ///< --clusters K: clusters found (0 = full merge)
+  double cluster_signature_seconds = 0, cluster_kfarthest_seconds = 0;
 
   void print() const {
     std::printf(
         "{\"command\":\"%s\",\"pattern\":\"%s\",\"ranks\":%lld,\"timesteps\":%lld,\"wrap\":%s,"
         "\"events\":%llu,\"generate_compress_seconds\":%.6f,\"merge_seconds\":%.6f,"
         "\"merge_critical_path_seconds\":%.6f,\"total_seconds\":%.6f,\"peak_rss_bytes\":%zu,\"intra_bytes_total\":%zu,"
-        "\"trace_bytes\":%zu,\"structure_bytes\":%zu,\"nodes\":%zu,\"output\":\"%s\"}\n",
+        "\"trace_bytes\":%zu,\"structure_bytes\":%zu,\"nodes\":%zu,\"output\":\"%s\",\"clusters\":%lld,"
+        "\"cluster_signature_seconds\":%.6f,\"cluster_kfarthest_seconds\":%.6f}\n",
         command.c_str(), json_escape(pattern).c_str(), static_cast<long long>(ranks),
         static_cast<long long>(timesteps), wrap ? "true" : "false",
         static_cast<unsigned long long>(events_total), generate_compress_seconds, merge_seconds,
         critical_path_seconds, total_seconds, peak_rss_bytes(), intra_bytes_total, trace_bytes, structure_bytes, nodes,
-        json_escape(output).c_str());
+        json_escape(output).c_str(), static_cast<long long>(clusters), cluster_signature_seconds,
+        cluster_kfarthest_seconds);
   }
 };
 
@@ -169,6 +176,7 @@ int run_synthetic(const std::vector<std::string>& args) {
   spec.wrap = false;
   CompressorConfig config;
   bool intra_sizes = false;
+  std::int64_t clusters_k = 0;
   Stats st;
   st.command = "synthetic";
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -203,6 +211,9 @@ int run_synthetic(const std::vector<std::string>& args) {
         if (x == std::string::npos) break;
         start = x + 1;
       }
+    } else if (a == "--clusters") {
+      clusters_k = parse_int(a, value());  // SCALATRACE_CLUSTERS=K, simulated (clustering.hpp)
+      if (clusters_k < 1) throw UsageError("--clusters must be at least 1");
     } else if (a == "--intra-sizes") {
       intra_sizes = true;  // also encode every per-rank trace (raw vs intra vs merged tables)
     } else if (a == "-o" || a == "--output") {
@@ -219,6 +230,29 @@ int run_synthetic(const std::vector<std::string>& args) {
   st.wrap = spec.wrap;
 
   const auto t0 = Clock::now();
+  std::vector<RankCluster> clusters;
+  FeatureMask cluster_format = 0;
+  if (clusters_k > 0) {
+    // What every rank computes at MPI_Finalize, then K-farthest over the same radix tree.
+    std::vector<RankSignature> signatures;
+    for (std::int64_t r = 0; r < spec.nranks; ++r) {
+      CallSiteTable sites;
+      CommTable comms;
+      IntraCompressor comp(config);
+      comp.set_sites(&sites);
+      generate(spec, r, [&](const Event& e) { comp.push(e); }, sites, comms);
+      const Trace t = make_rank_trace(r, spec.nranks, comp.finish(), std::move(sites), std::move(comms), {});
+      const auto ts = Clock::now();
+      signatures.push_back(compute_signature(t, r));
+      st.cluster_signature_seconds += seconds_since(ts);
+    }
+    const auto tk = Clock::now();
+    const ClusterAssignment assignment = kfarthest_clusters(signatures, static_cast<std::size_t>(clusters_k));
+    clusters = to_rank_clusters(assignment, signatures);
+    cluster_format = assignment.format;
+    st.cluster_kfarthest_seconds = seconds_since(tk);
+    st.clusters = static_cast<std::int64_t>(clusters.size());
+  }
   TimedTreeMerger merger;
   for (std::int64_t r = 0; r < spec.nranks; ++r) {
     const auto tg = Clock::now();
@@ -232,6 +266,7 @@ int run_synthetic(const std::vector<std::string>& args) {
     }, sites, comms);
     Trace t = make_rank_trace(r, spec.nranks, comp.finish(), std::move(sites), std::move(comms), {});
     if (intra_sizes) st.intra_bytes_total += encode_trace(t).size();
+    if (!clusters.empty()) prepare_clustered_rank_trace(t, r, clusters, cluster_format);
     st.generate_compress_seconds += seconds_since(tg);
     merger.push(std::move(t));
   }
@@ -299,7 +334,7 @@ void usage(std::FILE* out) {
       "usage:\n"
       "  scalatrace-harness [--pattern stencil1d|stencil2d|stencil3d|collectives|rowcol|irregular]\n"
       "                     [--ranks N] [--timesteps T] [--wrap] [--bytes B] [--seed S]\n"
-      "                     [--dims AxBxC] [--window W] [--intra-sizes] [-o OUT.sct]\n"
+      "                     [--dims AxBxC] [--window W] [--intra-sizes] [--clusters K] [-o OUT.sct]\n"
       "  scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W]\n"
       "Prints JSON statistics (times in seconds, peak resident memory, trace bytes).\n",
       out);

@@ -604,7 +604,6 @@ class Trace:
 
         return to_simgrid_ti(self, directory, timing=timing)
 
-
     # --- benchmark generation (scalatrace.codegen) ----------------------------------------
     def to_c(self, resolve_wildcards: bool = False) -> str:
         """A standalone C+MPI benchmark issuing the recorded calls (see :func:`scalatrace.codegen.to_c`)."""
@@ -617,6 +616,35 @@ class Trace:
         from .codegen import to_conceptual
 
         return to_conceptual(self)
+
+    # --- clustering (scalatrace.clustering) ------------------------------------------------
+    def clusters(
+        self,
+        k: int | None = None,
+        method: Literal["kfarthest", "hierarchical"] = "kfarthest",
+        features: Any = None,
+        threshold: float | None = None,
+    ) -> Any:
+        """Ranks grouped by behaviour (ACURDION K-farthest or PHANTOM hierarchical); see
+        :func:`scalatrace.clustering.clusters`. Returns a :class:`~scalatrace.clustering.Clusters`."""
+        from .clustering import clusters
+
+        return clusters(self, k=k, method=method, features=features, threshold=threshold)
+
+    def rank_groups(self, with_values: bool = False) -> list[np.ndarray]:
+        """The exact groups of ranks the merged trace holds (same event nodes; with
+        ``with_values`` also the same parameter values); see :func:`scalatrace.clustering.rank_groups`."""
+        from .clustering import rank_groups
+
+        return rank_groups(self, with_values=with_values)
+
+    @property
+    def cluster_map(self) -> list[tuple[int, _core.RankList]]:
+        """``(representative, members)`` of a trace recorded with ``SCALATRACE_CLUSTERS``
+        (other ranks read their representative's events: lossy); ``[]`` for a full trace."""
+        from .clustering import cluster_map
+
+        return cluster_map(self)
 
 
 def load(path: str | os.PathLike[str]) -> Trace:

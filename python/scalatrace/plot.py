@@ -64,6 +64,7 @@ def comm_heatmap(
     ax: Axes | None = None,
     cmap: str = "viridis",
     colorbar: bool = True,
+    order: Any = None,
 ) -> Axes:
     """Heatmap of the communication matrix (sender rows, receiver columns).
 
@@ -73,6 +74,10 @@ def comm_heatmap(
         A trace (its ``comm_matrix(metric, kind)`` is drawn) or a square matrix.
     log : bool
         Logarithmic colour scale (zero cells stay blank).
+    order : array of int or Clusters, optional
+        Cluster label per rank (``Trace.clusters().labels``, or the Clusters itself): rows and
+        columns are grouped by cluster (stable within a cluster), rank numbers on the ticks and
+        lines between clusters.
     """
     from matplotlib.colors import LogNorm
 
@@ -80,12 +85,17 @@ def comm_heatmap(
     check_choice("kind", kind, ("p2p", "collective", "all"))
     ax = _axes(ax)
     m = _matrix(trace_or_matrix, metric, kind)
+    permutation = _cluster_order(order, m.shape[0]) if order is not None else None
+    if permutation is not None:
+        m = m[np.ix_(permutation, permutation)]
     shown = np.ma.masked_equal(m, 0) if log else m
     norm = LogNorm(vmin=max(float(m[m > 0].min()), 1e-12), vmax=float(m.max())) if log and (m > 0).any() else None
     im = ax.imshow(shown, cmap=cmap, norm=norm, interpolation="nearest", origin="upper")
     ax.set_xlabel("receiver rank")
     ax.set_ylabel("sender rank")
     ax.set_title(f"{kind} {metric}")
+    if permutation is not None:
+        _mark_clusters(ax, order, permutation)
     if colorbar:
         ax.figure.colorbar(im, ax=ax, label=metric)
     return ax
@@ -237,7 +247,7 @@ def timeline(result: Any, ranks: Any = None, ax: Any = None, max_events: int = 2
 
     tl = result.timeline
     if len(tl["rank"]) == 0:
-        raise ValueError("the result has no timeline: simulate with timeline=True")
+        raise UsageError("the result has no timeline: simulate with timeline=True")
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 4))
     shown = list(range(min(result.nranks, 64))) if ranks is None else [int(r) for r in ranks]
@@ -261,4 +271,71 @@ def timeline(result: Any, ranks: Any = None, ax: Any = None, max_events: int = 2
     ax.set_ylabel("rank")
     ax.set_title(f"simulated timeline ({result.total_time:.3g} s)")
     ax.legend(loc="upper right", fontsize=7, ncol=2)
+    return ax
+
+
+def _labels_of(order: Any) -> np.ndarray:
+    return np.asarray(getattr(order, "labels", order))
+
+
+def _cluster_order(order: Any, n: int) -> np.ndarray:
+    labels = _labels_of(order)
+    if labels.shape != (n,):
+        raise UsageError(f"order must hold one cluster label per rank ({n}), not shape {labels.shape}")
+    return np.argsort(labels, kind="stable")
+
+
+def _mark_clusters(ax: Axes, order: Any, permutation: np.ndarray) -> None:
+    labels = _labels_of(order)[permutation]
+    for edge in np.flatnonzero(np.diff(labels)) + 0.5:
+        ax.axhline(edge, color="white", lw=0.8)
+        ax.axvline(edge, color="white", lw=0.8)
+    if len(permutation) <= 64:
+        ax.set_xticks(range(len(permutation)))
+        ax.set_xticklabels([str(r) for r in permutation], fontsize=7)
+        ax.set_yticks(range(len(permutation)))
+        ax.set_yticklabels([str(r) for r in permutation], fontsize=7)
+    ax.set_xlabel("receiver rank (grouped by cluster)")
+    ax.set_ylabel("sender rank (grouped by cluster)")
+
+
+def dendrogram(
+    trace_or_clusters: Trace | Any,
+    ax: Axes | None = None,
+    features: Any = None,
+    k: int | None = None,
+) -> Axes:
+    """PHANTOM-style dendrogram of complete-linkage hierarchical clustering of the ranks.
+
+    Parameters
+    ----------
+    trace_or_clusters : Trace or Clusters
+        A trace (clustered with ``method="hierarchical"`` and the given ``features``/``k``) or
+        the result of ``Trace.clusters(method="hierarchical")``.
+    features, k
+        Passed to ``Trace.clusters`` when a trace is given.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Leaves are rank numbers; branches below the cut that gives the clusters share a colour.
+    """
+    from scipy.cluster.hierarchy import dendrogram as scipy_dendrogram
+
+    result = trace_or_clusters
+    if not hasattr(result, "linkage"):
+        result = trace_or_clusters.clusters(k=k, method="hierarchical", features=features)
+    if result.linkage is None:
+        raise UsageError("a dendrogram needs hierarchical clustering of at least two ranks")
+    ax = _axes(ax)
+    z = result.linkage
+    kk = result.k
+    # The cut lies between the merge that leaves kk clusters and the one that leaves kk - 1.
+    cut = float(z[-kk, 2] + z[-kk + 1, 2]) / 2 if 1 < kk <= len(z) else None
+    scipy_dendrogram(z, ax=ax, labels=[str(r) for r in range(len(result.labels))], color_threshold=cut)
+    if cut is not None:
+        ax.axhline(cut, color="grey", ls="--", lw=0.8)
+    ax.set_xlabel("rank")
+    ax.set_ylabel("complete-linkage distance (" + ", ".join(result.features) + ")")
+    ax.set_title(f"{kk} clusters")
     return ax

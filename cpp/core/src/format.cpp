@@ -11,6 +11,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "scalatrace/clustering.hpp"
 #include "scalatrace/errors.hpp"
 #include "scalatrace/safe_file.hpp"
 #include "scalatrace/trace_validation.hpp"
@@ -38,6 +39,7 @@ enum Section : std::uint64_t {
   kComms = 9,
   kNodes = 10,
   kLastKnownSection = kNodes,
+  kRankClusters = 11,  ///< optional (clustered traces only; readers before it skip it)
 };
 
 const char* section_name(std::uint64_t id) {
@@ -52,6 +54,7 @@ const char* section_name(std::uint64_t id) {
     case kArrayElastics: return "elastic-array table";
     case kComms: return "communicator table";
     case kNodes: return "node tree";
+    case kRankClusters: return "rank clusters";
     default: return "unknown section";
   }
 }
@@ -705,6 +708,15 @@ std::string encode_trace(const Trace& trace) {
   put_table(payload, kArrayElastics, tw.array_elastics);
   put_section(payload, kComms, std::move(comms));
   put_section(payload, kNodes, std::move(nodes));
+  if (!trace.clusters.empty()) {
+    Writer s;
+    s.uv(trace.clusters.size());
+    for (const auto& c : trace.clusters) {
+      s.sv(c.representative);
+      put_ranks(s, c.members);
+    }
+    put_section(payload, kRankClusters, std::move(s));
+  }
 
   Writer out;
   out.raw(std::string_view(kTraceMagic, 8));
@@ -762,6 +774,23 @@ Trace decode_trace(std::string_view bytes) {
     std::string_view body = outer.bytes(len);
     if (id <= last_id) outer.fail("section " + std::to_string(id) + " out of order");
     last_id = id;
+    if (id == kRankClusters) {
+      for (std::uint64_t before = kMetadata; before <= kLastKnownSection; ++before)
+        if (!seen[before]) outer.fail(std::string("missing section: ") + section_name(before));
+      Reader r(body, base);
+      r.set_section(section_name(id));
+      std::size_t n = r.count("rank cluster", 2);
+      if (n == 0) r.fail("empty rank-cluster list");
+      for (std::size_t i = 0; i < n; ++i) {
+        RankCluster c;
+        c.representative = r.sv();
+        c.members = get_ranks(r, t.nranks);
+        t.clusters.push_back(std::move(c));
+      }
+      if (!r.done()) r.fail("unexpected bytes at the end of the section");
+      validate_rank_clusters(t.clusters, t.nranks);
+      continue;
+    }
     if (id > kLastKnownSection) continue;  // later optional sections are skipped
     for (std::uint64_t before = kMetadata; before < id; ++before)
       if (!seen[before]) outer.fail(std::string("missing section: ") + section_name(before));

@@ -24,6 +24,7 @@ Trace Trace::clone() const {
   t.sites = sites;
   t.comms = comms;
   t.names = names;
+  t.clusters = clusters;
   t.nodes.reserve(nodes.size());
   for (const auto& n : nodes) t.nodes.push_back(n.clone());
   return t;

@@ -73,6 +73,14 @@ struct Node {
   Node clone() const;  ///< deep copy
 };
 
+/// A cluster of ranks in a clustered trace (SCALATRACE_CLUSTERS, docs/clustering.md): only the
+/// representative's events were recorded into the trace; every member reads them (lossy).
+struct RankCluster {
+  std::int64_t representative = 0;
+  RankList members;  ///< a set, includes the representative
+  bool operator==(const RankCluster&) const = default;
+};
+
 struct Trace {
   std::map<std::string, std::string> metadata;  ///< program, command line, date, host, settings...
   std::int64_t nranks = 0;
@@ -80,6 +88,9 @@ struct Trace {
   CommTable comms;
   std::vector<std::string> names;  ///< Op::Other function names (Field::NameId)
   std::vector<Node> nodes;
+  /// Empty: every rank's own events are in the trace (lossless). Otherwise the rank clusters
+  /// whose representatives' events stand for their members (format section 11).
+  std::vector<RankCluster> clusters;
 
   Trace() = default;
   Trace(Trace&&) noexcept = default;

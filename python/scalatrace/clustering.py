@@ -1,0 +1,279 @@
+"""Clustering ranks by behaviour: ACURDION signatures with K-farthest clustering, PHANTOM
+computation vectors with complete-linkage hierarchical clustering, and the exact rank groups a
+merged trace already holds. See ``docs/clustering.md``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Sequence, Union
+
+import numpy as np
+
+from . import _core
+
+if TYPE_CHECKING:
+    from ._trace import Trace
+
+SIGNATURE_FEATURES: tuple[str, ...] = tuple(_core.signature_feature_names())
+"""ACURDION signature features, in the order of their bits."""
+
+DEFAULT_K = 9
+"""ACURDION's K: nine clusters captured the behaviour of every benchmark in the paper."""
+
+MAX_HIERARCHICAL_RANKS = 4096
+"""Hierarchical clustering holds an n x n distance matrix; beyond this use K-farthest."""
+
+Method = Literal["kfarthest", "hierarchical"]
+Features = Union[Literal["signature", "computation"], Sequence[str], None]
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """Ranks grouped by behaviour.
+
+    Attributes
+    ----------
+    labels : numpy.ndarray
+        Cluster index of every rank (int64, length ``nranks``); clusters are numbered by their
+        lowest rank.
+    representatives : numpy.ndarray
+        The representative rank of each cluster (K-farthest: the cluster head; hierarchical: the
+        member closest to the cluster centre).
+    method : str
+        ``"kfarthest"`` or ``"hierarchical"``.
+    features : tuple of str
+        The features the distances used (``("computation",)`` for PHANTOM's vectors).
+    linkage : numpy.ndarray or None
+        SciPy linkage matrix (hierarchical only), for :func:`scalatrace.plot.dendrogram`.
+    """
+
+    labels: np.ndarray
+    representatives: np.ndarray
+    method: str
+    features: tuple[str, ...]
+    linkage: np.ndarray | None = None
+
+    @property
+    def k(self) -> int:
+        """Number of clusters."""
+        return int(len(self.representatives))
+
+    def groups(self) -> list[np.ndarray]:
+        """The ranks of each cluster (ascending), in cluster order."""
+        return [np.flatnonzero(self.labels == c) for c in range(self.k)]
+
+    def __repr__(self) -> str:
+        sizes = np.bincount(self.labels, minlength=self.k).tolist()
+        return (
+            f"Clusters(method={self.method!r}, k={self.k}, sizes={sizes}, "
+            f"representatives={self.representatives.tolist()})"
+        )
+
+
+def signatures(trace: Trace) -> dict[str, np.ndarray]:
+    """ACURDION signature of every rank, as column arrays.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``rank``, ``events``, ``call_path``, ``types``, ``loop`` (uint64 bit patterns) and the
+        averaged ``count``, ``src``, ``dest``, ``tag``, ``key``, ``color``, ``comp``, ``comm``.
+    """
+    return _signatures(trace).to_dict()
+
+
+def computation_vectors(trace: Trace) -> list[np.ndarray]:
+    """PHANTOM's sequential computation vector of every rank: compute time (ns) before each event."""
+    return [_core.computation_vector(trace._core, r) for r in range(trace.nranks)]
+
+
+def rank_groups(trace: Trace, with_values: bool = False) -> list[np.ndarray]:
+    """The exact behaviour groups the merged trace holds.
+
+    Ranks that take part in exactly the same event and loop nodes (node ranklists) form one
+    group; with ``with_values=True`` they must also share every parameter's elastic-value
+    alternative (then a group's ranks have identical events, peers relative).
+
+    Returns
+    -------
+    list of numpy.ndarray
+        The ranks of each group, groups ordered by their lowest rank.
+    """
+    labels = _core.rank_groups(trace._core, bool(with_values))
+    return [np.flatnonzero(labels == g) for g in range(int(labels.max()) + 1 if len(labels) else 0)]
+
+
+def cluster_map(trace: Trace) -> list[tuple[int, _core.RankList]]:
+    """The clusters a clustered trace (``SCALATRACE_CLUSTERS``) records: ``(representative,
+    members)`` pairs; ``[]`` for a full (lossless) trace."""
+    return [(int(rep), members) for rep, members in _core.rank_clusters(trace._core)]
+
+
+def clusters(
+    trace: Trace,
+    k: int | None = None,
+    method: Method = "kfarthest",
+    features: Features = None,
+    threshold: float | None = None,
+) -> Clusters:
+    """Groups the ranks of a trace by behaviour.
+
+    Parameters
+    ----------
+    trace : Trace
+        A merged trace.
+    k : int, optional
+        Number of clusters. Default: ``min(9, nranks)`` (ACURDION's K), or for hierarchical
+        clustering with ``threshold`` given, whatever the cut produces. A ``k`` above the rank
+        count is lowered to it (with a warning).
+    method : {"kfarthest", "hierarchical"}
+        ``"kfarthest"``: ACURDION's K-farthest clustering of signatures over a radix tree (the
+        same algorithm the collector runs for ``SCALATRACE_CLUSTERS``), scales to millions of
+        ranks. ``"hierarchical"``: PHANTOM's complete-linkage clustering (SciPy ``linkage`` /
+        ``fcluster``), up to ``MAX_HIERARCHICAL_RANKS`` ranks.
+    features : "signature", "computation" or sequence of str, optional
+        ``"signature"`` (all of :data:`SIGNATURE_FEATURES`) or a subset of their names, compared
+        by ACURDION's normalized Manhattan distance; ``"computation"``: PHANTOM's computation
+        vectors compared by Manhattan distance (vectors of different length are as far apart as
+        possible), hierarchical only. Default: signature for K-farthest, computation for
+        hierarchical.
+    threshold : float, optional
+        Hierarchical only, instead of ``k``: cut the dendrogram at this distance.
+
+    Returns
+    -------
+    Clusters
+
+    Raises
+    ------
+    ValueError
+        For a bad ``k``, ``method``, feature name or combination.
+    """
+    n = trace.nranks
+    if method not in ("kfarthest", "hierarchical"):
+        raise ValueError(f"method must be 'kfarthest' or 'hierarchical', not {method!r}")
+    if n < 1:
+        raise ValueError("the trace has no ranks to cluster")
+    if threshold is not None and method != "hierarchical":
+        raise ValueError("threshold= applies to method='hierarchical' only")
+    k = _checked_k(k, n, threshold is None)
+    names = _feature_names(features, method)
+    if method == "kfarthest":
+        labels, reps, _used = _core.kfarthest_clusters(_signatures(trace), k or DEFAULT_K, list(names))
+        return Clusters(np.asarray(labels), np.asarray(reps), "kfarthest", names)
+    return _hierarchical(trace, k, threshold, names)
+
+
+def _checked_k(k: int | None, n: int, need_default: bool) -> int | None:
+    if k is None:
+        return min(DEFAULT_K, n) if need_default else None
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ValueError(f"k must be a positive integer, not {k!r}")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, not {k}")
+    if k > n:
+        warnings.warn(f"k={k} is more than the {n} ranks; using k={n}", stacklevel=3)
+        return n
+    return int(k)
+
+
+def _feature_names(features: Features, method: str) -> tuple[str, ...]:
+    if features is None:
+        features = "signature" if method == "kfarthest" else "computation"
+    if isinstance(features, str):
+        if features == "signature":
+            return SIGNATURE_FEATURES
+        if features == "computation":
+            if method != "hierarchical":
+                raise ValueError("features='computation' (PHANTOM) needs method='hierarchical'")
+            return ("computation",)
+        features = (features,)
+    names = tuple(features)
+    if not names:
+        raise ValueError("features: give at least one feature")
+    for f in names:
+        if f not in SIGNATURE_FEATURES:
+            raise ValueError(f"unknown feature {f!r}; valid: 'signature', 'computation' or any of {SIGNATURE_FEATURES}")
+    return names
+
+
+def _signatures(trace: Trace) -> _core.RankSignatures:
+    cached = getattr(trace, "_signature_cache", None)
+    if cached is None:
+        cached = _core.signatures(trace._core)
+        trace._signature_cache = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _hierarchical(trace: Trace, k: int | None, threshold: float | None, names: tuple[str, ...]) -> Clusters:
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    n = trace.nranks
+    if n > MAX_HIERARCHICAL_RANKS:
+        raise ValueError(
+            f"hierarchical clustering of {n} ranks needs an n x n distance matrix; "
+            f"use method='kfarthest' above {MAX_HIERARCHICAL_RANKS} ranks"
+        )
+    vectors = computation_vectors(trace) if names == ("computation",) else None
+    if vectors is not None:
+        square = _manhattan_matrix(vectors)
+    else:
+        square = squareform(_core.signature_distances(_signatures(trace), list(names)))
+    if n == 1:
+        return Clusters(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), "hierarchical", names, None)
+    z = linkage(squareform(square, checks=False), method="complete")
+    if threshold is not None:
+        raw = fcluster(z, t=float(threshold), criterion="distance")
+    else:
+        raw = fcluster(z, t=int(k or 1), criterion="maxclust")
+    labels = _renumber(raw)
+    reps = np.array(
+        [_closest_to_centre(np.flatnonzero(labels == c), square, vectors) for c in range(int(labels.max()) + 1)],
+        dtype=np.int64,
+    )
+    return Clusters(labels, reps, "hierarchical", names, z)
+
+
+def _manhattan_matrix(vectors: list[np.ndarray]) -> np.ndarray:
+    """Manhattan distances; vectors of different lengths get a distance above every other one
+    (PHANTOM: infinite) so that they join only when nothing else is left."""
+    from scipy.spatial.distance import cdist
+
+    n = len(vectors)
+    square = np.full((n, n), np.inf)
+    lengths = np.array([len(v) for v in vectors])
+    for length in np.unique(lengths):
+        idx = np.flatnonzero(lengths == length)
+        block = np.vstack([vectors[i] for i in idx]) if length else np.zeros((len(idx), 1))
+        square[np.ix_(idx, idx)] = cdist(block, block, metric="cityblock")
+    finite = square[np.isfinite(square)]
+    square[~np.isfinite(square)] = 2.0 * (float(finite.max()) if finite.size else 0.0) + 1.0
+    np.fill_diagonal(square, 0.0)
+    return square
+
+
+def _renumber(raw: np.ndarray) -> np.ndarray:
+    """Cluster ids 0, 1, ... in order of each cluster's lowest rank."""
+    order: dict[int, int] = {}
+    for x in raw.tolist():
+        order.setdefault(x, len(order))
+    return np.array([order[x] for x in raw.tolist()], dtype=np.int64)
+
+
+def _closest_to_centre(members: np.ndarray, square: np.ndarray, vectors: list[np.ndarray] | None) -> int:
+    """PHANTOM's representative: the member closest (Manhattan) to the cluster's centre. For
+    computation vectors the centre is the mean vector of the members of the most common length;
+    for signatures (no meaningful mean of call-path hashes) the member with the least total
+    distance to the others."""
+    if vectors is not None:
+        lengths = np.array([len(vectors[i]) for i in members])
+        common = np.bincount(lengths).argmax()
+        same = members[lengths == common]
+        block = np.vstack([vectors[i] for i in same]) if common else np.zeros((len(same), 1))
+        centre = block.mean(axis=0)
+        return int(same[np.argmin(np.abs(block - centre).sum(axis=1))])
+    within = square[np.ix_(members, members)].sum(axis=1)
+    return int(members[np.argmin(within)])
