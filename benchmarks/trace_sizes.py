@@ -41,7 +41,7 @@ def measure(name: str, ranks: int, timesteps: int, workdir: Path) -> tuple[int, 
     helpers.run_mpi(ranks, [helpers.example_path(name), "-i", str(timesteps), *FAST],
                     env=helpers.collector_env(out=out, quiet=1), timeout=1800)
     seconds = time.perf_counter() - start
-    return out.stat().st_size, scalatrace.load(out).node_count(), seconds
+    return out.stat().st_size, scalatrace.load(out).node_count, seconds
 
 
 def main() -> None:
