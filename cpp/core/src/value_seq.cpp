@@ -61,7 +61,7 @@ ValueSeq ValueSeq::constant(std::int64_t value, std::uint64_t count) {
 // into their runs; if the block before them has exactly those runs, its repeat grows; if the
 // k blocks before them flatten to the same runs, the 2k blocks become one block repeated twice.
 constexpr std::size_t kMaxFlatRuns = 2 * kMaxPeriod;
-constexpr std::size_t kMaxNestedBlocks = 3;
+constexpr std::size_t kMaxNestedBlocks = 8;
 
 static bool flatten_blocks(const std::vector<ValueBlock>& blocks, std::size_t from, std::size_t to,
                            std::vector<ValueRun>& out) {
