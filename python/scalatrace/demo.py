@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"   {t!r}")
     print("   " + t.dump(max_nodes=30).replace("\n", "\n   "))
     print("\n== summary (from the compressed trace)")
-    print("   " + repr(t.summary()).replace("\n", "\n   "))
+    print("   " + t.summary().to_string(index=False).replace("\n", "\n   "))
     for loop in t.timestep_loops():
         print(f"\n   timestep loop: {loop!r}")
 
