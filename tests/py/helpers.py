@@ -234,3 +234,34 @@ def resolve_requests(events: Sequence[Mapping]) -> list[list[int | None]]:
         if ev["op"] in REQUEST_CREATING_OPS:
             created.append(pos)
     return resolved
+
+
+# Event comparison shared by the replay and benchmark-generation fixed-point tests.
+OUTCOME_OPS = {"Test", "Testall", "Testany", "Testsome", "Waitany", "Waitsome", "Iprobe"}
+OUTCOME_KEYS = {"flag", "index", "count", "indices"}
+TIMING_AND_SITE = {"site", "compute_ns", "duration_ns"}
+
+
+def normalized_event(event: dict, relaxed: bool) -> dict:
+    """A raw-dump event without call site and timing; relaxed: also without completion
+    outcomes, and request references reduced to their number."""
+    out = {k: v for k, v in event.items() if k not in TIMING_AND_SITE}
+    if relaxed:
+        if event["op"] in OUTCOME_OPS:
+            for k in OUTCOME_KEYS:
+                out.pop(k, None)
+        out["requests"] = len(out.get("requests") or [])
+    return out
+
+
+def cursor_events(trace, rank: int, relaxed: bool) -> list[dict]:
+    """`rank`'s events from a compressed trace's cursor, normalized like the raw dump's
+    (``Other`` calls left out)."""
+    out = []
+    for e in trace.events(rank, timing="none"):
+        if e.op == "Other":
+            continue
+        fields = {k.lower(): v for k, v in dict(e.fields).items() if k != "NameId"}
+        arrays = {k.lower(): list(v) for k, v in dict(e.arrays).items()}
+        out.append(normalized_event({"op": e.op, **fields, **arrays}, relaxed))
+    return out

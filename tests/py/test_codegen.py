@@ -46,9 +46,6 @@ GOLDEN = HERE / "data" / "codegen"
 PROGRAMS = HERE / "programs"
 CASES = helpers.EXAMPLE_RUNS
 ITERATIONS = "3"
-OUTCOME_OPS = {"Test", "Testall", "Testany", "Testsome", "Waitany", "Waitsome", "Iprobe"}
-OUTCOME_KEYS = {"flag", "index", "count", "indices"}
-TIMING_AND_SITE = {"site", "compute_ns", "duration_ns"}
 
 
 def _case_id(case):
@@ -63,16 +60,6 @@ def _mpicc() -> str:
     return cc
 
 
-def _normalized(event: dict, relaxed: bool) -> dict:
-    out = {k: v for k, v in event.items() if k not in TIMING_AND_SITE}
-    if relaxed:
-        if event["op"] in OUTCOME_OPS:
-            for k in OUTCOME_KEYS:
-                out.pop(k, None)
-        out["requests"] = len(out.get("requests") or [])
-    return out
-
-
 def _mismatch_ranks(stderr: str) -> set[int]:
     return {int(m.group(1)) for m in re.finditer(r"rank (\d+): outcome_mismatches (\d+)", stderr)}
 
@@ -85,8 +72,8 @@ def compare_recordings(original: dict, generated: dict, relaxed_ranks: set[int],
     for rec, gen in zip(original["ranks"], generated["ranks"], strict=True):
         rank = rec["rank"]
         relaxed = rank in relaxed_ranks
-        want = [_normalized(e, relaxed) for e in rec["events"] if e["op"] != "Other"]
-        got = [_normalized(e, relaxed) for e in gen["events"] if e["op"] != "Other"]
+        want = [helpers.normalized_event(e, relaxed) for e in rec["events"] if e["op"] != "Other"]
+        got = [helpers.normalized_event(e, relaxed) for e in gen["events"] if e["op"] != "Other"]
         if len(want) != len(got):
             problems.append(f"rank {rank}: {len(got)} events generated, {len(want)} recorded: "
                             f"missing {dict(Counter(e['op'] for e in want) - Counter(e['op'] for e in got))}, "
@@ -106,17 +93,6 @@ def compare_recordings(original: dict, generated: dict, relaxed_ranks: set[int],
         if comms_rec != comms_gen:
             problems.append(f"rank {rank}: communicator tables differ: {sorted(comms_rec ^ comms_gen)}")
     return problems
-
-
-def _cursor_events(trace, rank: int, relaxed: bool) -> list[dict]:
-    out = []
-    for e in trace.events(rank, timing="none"):
-        if e.op == "Other":
-            continue
-        fields = {k.lower(): v for k, v in dict(e.fields).items() if k != "NameId"}
-        arrays = {k.lower(): list(v) for k, v in dict(e.arrays).items()}
-        out.append(_normalized({"op": e.op, **fields, **arrays}, relaxed))
-    return out
 
 
 class Generated:
@@ -180,7 +156,7 @@ def test_generated_c_is_closed_under_tracing(case, generated, example):
     assert new.nranks == original.nranks
     for rank in range(original.nranks):
         r = rank in relaxed
-        assert _cursor_events(new, rank, r) == _cursor_events(original, rank, r), f"rank {rank}"
+        assert helpers.cursor_events(new, rank, r) == helpers.cursor_events(original, rank, r), f"rank {rank}"
     for kind in ("p2p", "collective"):
         for metric in ("bytes", "messages"):
             numpy.testing.assert_array_equal(new.comm_matrix(metric=metric, kind=kind),

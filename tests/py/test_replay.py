@@ -37,26 +37,10 @@ CASES = helpers.EXAMPLE_RUNS
 ITERATIONS = "3"
 RING = CASES[4]
 
-OUTCOME_OPS = {"Test", "Testall", "Testany", "Testsome", "Waitany", "Waitsome", "Iprobe"}
-OUTCOME_KEYS = {"flag", "index", "count", "indices"}
-TIMING_AND_SITE = {"site", "compute_ns", "duration_ns"}
-
 
 def _case_id(case):
     name, n, extra = case
     return f"{name}-n{n}" + ("-" + "".join(extra).replace("-", "") if extra else "")
-
-
-def _normalized(event: dict, relaxed: bool) -> dict:
-    """A raw-dump event without call site and timing; relaxed: also without completion
-    outcomes, and request references reduced to their number."""
-    out = {k: v for k, v in event.items() if k not in TIMING_AND_SITE}
-    if relaxed:
-        if event["op"] in OUTCOME_OPS:
-            for k in OUTCOME_KEYS:
-                out.pop(k, None)
-        out["requests"] = len(out.get("requests") or [])
-    return out
 
 
 def compare_recordings(original: dict, replayed: dict, mismatches) -> list[str]:
@@ -68,8 +52,8 @@ def compare_recordings(original: dict, replayed: dict, mismatches) -> list[str]:
     for rec, rep in zip(original["ranks"], replayed["ranks"]):
         rank = rec["rank"]
         relaxed = bool(mismatches[rank])
-        want = [_normalized(e, relaxed) for e in rec["events"] if e["op"] != "Other"]
-        got = [_normalized(e, relaxed) for e in rep["events"] if e["op"] != "Other"]
+        want = [helpers.normalized_event(e, relaxed) for e in rec["events"] if e["op"] != "Other"]
+        got = [helpers.normalized_event(e, relaxed) for e in rep["events"] if e["op"] != "Other"]
         if len(want) != len(got):
             problems.append(f"rank {rank}: {len(got)} events replayed, {len(want)} recorded: "
                             f"missing {dict(Counter(e['op'] for e in want) - Counter(e['op'] for e in got))}, "
@@ -85,17 +69,6 @@ def compare_recordings(original: dict, replayed: dict, mismatches) -> list[str]:
         if comms_rec != comms_rep:
             problems.append(f"rank {rank}: communicator tables differ: {sorted(comms_rec ^ comms_rep)}")
     return problems
-
-
-def _trace_events(trace, rank: int, relaxed: bool) -> list[dict]:
-    out = []
-    for e in trace.events(rank, timing="none"):
-        if e.op == "Other":
-            continue
-        fields = {k.lower(): v for k, v in dict(e.fields).items() if k != "NameId"}
-        arrays = {k.lower(): list(v) for k, v in dict(e.arrays).items()}
-        out.append(_normalized({"op": e.op, **fields, **arrays}, relaxed))
-    return out
 
 
 class Run:
@@ -142,7 +115,7 @@ def test_replay_reaches_fixed_point(case, runs, example):
     assert replayed.nranks == original.nranks == case[1]
     for rank in range(original.nranks):
         relaxed = bool(mismatches[rank])
-        assert _trace_events(replayed, rank, relaxed) == _trace_events(original, rank, relaxed), \
+        assert helpers.cursor_events(replayed, rank, relaxed) == helpers.cursor_events(original, rank, relaxed), \
             f"compressed traces differ on rank {rank}"
     for kind in ("p2p", "collective", "all"):
         for metric in ("bytes", "messages"):
