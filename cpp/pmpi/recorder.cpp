@@ -210,6 +210,13 @@ void Recorder::append(Event& e, std::uint64_t start_ns, std::uint64_t end_ns) {
   e.duration_ns = end_ns > start_ns ? end_ns - start_ns : 0;
   if (end_ns > last_end_ns_) last_end_ns_ = end_ns;
   ++events_;
+  // Threads that call MPI (the lock is held): a replay of a multi-threaded rank's interleaving
+  // needs to know (docs/replay.md, "Multi-threaded recordings").
+  static thread_local bool t_counted __attribute__((tls_model("initial-exec"))) = false;
+  if (!t_counted) {
+    t_counted = true;
+    ++threads_calling_mpi_;
+  }
   if (raw_.is_open()) {
     try {
       raw_.append(e);
@@ -233,6 +240,7 @@ std::map<std::string, std::string> Recorder::metadata(const char* why) const {
   auto m = start_metadata_;
   m["finished_by"] = why;
   m["events"] = std::to_string(events_);
+  if (threads_calling_mpi_ > 1) m["mpi_threads"] = std::to_string(threads_calling_mpi_);
   return m;
 }
 

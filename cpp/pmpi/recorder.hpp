@@ -70,6 +70,7 @@ class Recorder {
   std::string raw_path_;
   bool raw_failed_ = false;  ///< this rank's raw stream could not be (completely) written
   std::uint64_t events_ = 0;
+  unsigned threads_calling_mpi_ = 0;  ///< distinct threads that made a recorded MPI call
   std::uint64_t last_end_ns_ = 0;
   std::map<std::string, std::string> start_metadata_;
   // Compressed mode (SCALATRACE_OUT): the rank's online loop compressor, fed in append();

@@ -36,6 +36,7 @@ from .errors import ReplayError, ScalatraceError, TraceFormatError, UsageError, 
 __all__ = ["replay", "ReplayResult", "trace_info", "TIMING_MODES"]
 
 TIMING_MODES = ("mean", "sample", "none")
+DEFER_WAITS_MODES = ("auto", "on", "off")
 STUCK_EXIT_CODE = 3  # scalatrace-replay's watchdog exit status
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -179,6 +180,7 @@ def replay(
     raw: Optional[PathLike] = None,
     env: Optional[Mapping[str, str]] = None,
     mpiexec_args: Sequence[str] = (),
+    defer_waits: str = "auto",
 ) -> ReplayResult:
     """Replays a trace with ``scalatrace-replay`` under ``mpiexec``.
 
@@ -211,6 +213,12 @@ def replay(
         Extra environment variables for the run.
     mpiexec_args : sequence of str
         Extra arguments for ``mpiexec`` (before ``-n``).
+    defer_waits : {"auto", "on", "off"}
+        Whether an ``MPI_Wait``/``MPI_Waitall`` that cannot complete yet may wait while the
+        rank issues its next nonblocking sends and receives. A multi-threaded recording holds
+        one interleaving of each rank's threads, and a strictly serial replay of it can deadlock
+        where the threaded original did not. ``"auto"`` (default) defers when the trace says
+        several threads per rank called MPI (``metadata["mpi_threads"]``).
 
     Returns
     -------
@@ -226,6 +234,7 @@ def replay(
         Bad arguments (a ``ValueError``), or a rank count other than the trace's.
     """
     check_choice("timing", timing, TIMING_MODES)
+    check_choice("defer_waits", defer_waits, DEFER_WAITS_MODES)
     if compute_scale < 0 or size_scale < 0:
         raise UsageError("compute_scale and size_scale must be >= 0")
     if timeout < 0:
@@ -270,7 +279,7 @@ def replay(
                 run_env["SCALATRACE_RAW"] = str(raw_out)
         command = [*launcher, "-n", str(np), str(_tool()), str(path),
                    "--compute-scale", repr(float(compute_scale)), "--size-scale", repr(float(size_scale)),
-                   "--timing", timing, "--seed", str(int(seed)), "--timeout", repr(float(timeout)),
+                   "--timing", timing, "--defer-waits", defer_waits, "--seed", str(int(seed)), "--timeout", repr(float(timeout)),
                    "--report", str(report_path)]
         proc = subprocess.run(command, capture_output=True, text=True, env=run_env)
         if proc.returncode != 0 or not report_path.is_file():

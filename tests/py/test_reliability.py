@@ -191,6 +191,10 @@ def test_thread_multiple_trace_equals_raw_and_replays(threaded_run):
         from_raw = [(e["op"], e.get("tag", 0), list(e.get("requests", []) or []))
                     for e in rank["events"]]
         assert from_trace == from_raw
+    # Three threads per rank called MPI (main: Init, Barrier, Finalize; two exchange threads):
+    # the trace says so, and the replay defers waits for it (a serial replay of some recorded
+    # interleavings deadlocks; see test_replay.py).
+    assert trace.metadata["mpi_threads"] == "3"
     result = replay(threaded_run / "t.sct", compute_scale=0.0, timeout=30)  # no deadlock
     assert result.total_counts()["Waitall"] == 2 * 2 * THREAD_ITERS
 

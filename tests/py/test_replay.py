@@ -179,6 +179,23 @@ def test_watchdog_names_the_stuck_receive(tmp_path):
     assert "selftest_receive_without_send" in text  # the call site
 
 
+def test_multithreaded_interleaving_replays_with_deferred_waits(tmp_path):
+    """Two threads per rank, each Irecv+Isend+Waitall with its partner thread; rank 0 recorded
+    thread 0 first, rank 1 thread 1 first. A strictly serial replay deadlocks on that order;
+    the deferred-waits replay (chosen by the trace's mpi_threads metadata) completes it."""
+    crafted = tmp_path / "interleaved.sct"
+    tool = scalatrace._paths.tool("scalatrace-replay")
+    subprocess.run([str(tool), "--selftest-write-interleaved", str(crafted)], check=True)
+    assert scalatrace.load(crafted).metadata["mpi_threads"] == "2"
+    result = replay(crafted, compute_scale=0.0, timeout=20)
+    counts = result.total_counts()
+    assert counts["Waitall"] == counts["Irecv"] == counts["Isend"] == 2 * 6
+    assert counts["Barrier"] == 2
+    with pytest.raises(ReplayError) as info:
+        replay(crafted, compute_scale=0.0, timeout=2, defer_waits="off")
+    assert "no progress for" in str(info.value) and "MPI_Waitall" in str(info.value)
+
+
 def test_watchdog_on_a_recording_with_a_missing_send(runs, example, tmp_path):
     """Rank 1's stream comes from a run with one iteration less: rank 2 waits for a message
     rank 1 never sends in the replay."""

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "broken_trace.hpp"
+#include "selftest_traces.hpp"
 #include "options.hpp"
 #include "replayer.hpp"
 #include "report.hpp"
@@ -76,15 +76,20 @@ int main(int argc, char** argv) {
     std::cout << usage();
     return 0;
   }
-  if (!options.write_broken_path.empty()) {
+  // Self-test traces: written without MPI, then exit.
+  const auto write_selftest = [](void (*writer)(const std::string&), const std::string& path) {
     try {
-      write_broken_trace(options.write_broken_path);
+      writer(path);
     } catch (const std::exception& e) {
       std::cerr << "scalatrace-replay: " << e.what() << std::endl;
       return kErrorExit;
     }
     return 0;
-  }
+  };
+  if (!options.write_broken_path.empty())
+    return write_selftest(write_broken_trace, options.write_broken_path);
+  if (!options.write_interleaved_path.empty())
+    return write_selftest(write_interleaved_trace, options.write_interleaved_path);
 
   if (options.info) {
     try {

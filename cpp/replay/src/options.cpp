@@ -52,10 +52,16 @@ std::string usage() {
          "  --report FILE       write a JSON report (times, per-rank per-op counts and bytes)\n"
          "  --timeout S         fail if one MPI call blocks longer than S seconds (default 60; 0 = off)\n"
          "  --bsend-buffer B    bytes attached for buffered sends (default 16777216)\n"
+         "  --defer-waits MODE  auto (default: when the recording had several threads per rank calling\n"
+         "                      MPI) | on | off: an MPI_Wait/MPI_Waitall that cannot complete yet waits\n"
+         "                      while the next nonblocking sends/receives are issued (see docs/replay.md)\n"
          "  --info              print the trace's rank count and size as JSON and exit (no MPI)\n"
          "  --selftest-write-broken FILE\n"
          "                      write a 2-rank trace whose receive has no matching send, then exit\n"
-         "                      (no MPI; used to test the watchdog)\n";
+         "                      (no MPI; used to test the watchdog)\n"
+         "  --selftest-write-interleaved FILE\n"
+         "                      write a 2-rank trace of two threads per rank whose recorded order\n"
+         "                      deadlocks a strictly serial replay, then exit (no MPI)\n";
 }
 
 Options parse_options(const std::vector<std::string>& args) {
@@ -88,8 +94,16 @@ Options parse_options(const std::vector<std::string>& args) {
       o.bsend_buffer = parse_uint(a, value());
     } else if (a == "--info") {
       o.info = true;
+    } else if (a == "--defer-waits") {
+      const std::string& v = value();
+      if (v == "auto") o.defer_waits = Options::DeferWaits::Auto;
+      else if (v == "on") o.defer_waits = Options::DeferWaits::On;
+      else if (v == "off") o.defer_waits = Options::DeferWaits::Off;
+      else throw UsageError("--defer-waits expects auto, on or off, got '" + v + "'");
     } else if (a == "--selftest-write-broken") {
       o.write_broken_path = value();
+    } else if (a == "--selftest-write-interleaved") {
+      o.write_interleaved_path = value();
     } else if (a.starts_with("-")) {
       throw UsageError("unknown option '" + a + "'");
     } else if (o.trace_path.empty()) {
@@ -98,7 +112,7 @@ Options parse_options(const std::vector<std::string>& args) {
       throw UsageError("unexpected argument '" + a + "' (only one trace file)");
     }
   }
-  if (!o.help && o.write_broken_path.empty() && o.trace_path.empty())
+  if (!o.help && o.write_broken_path.empty() && o.write_interleaved_path.empty() && o.trace_path.empty())
     throw UsageError("missing TRACE argument");
   return o;
 }

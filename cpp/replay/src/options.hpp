@@ -18,6 +18,11 @@ struct Options {
   double timeout_s = 60.0;      ///< --timeout: seconds one MPI call may block (0: no watchdog)
   std::size_t bsend_buffer = 16u << 20;  ///< --bsend-buffer: bytes attached for Bsend/Ibsend
   std::string write_broken_path;  ///< --selftest-write-broken: write a deadlocking trace, exit
+  /// --selftest-write-interleaved: write a 2-thread interleaving that a serial replay deadlocks on
+  std::string write_interleaved_path;
+  /// --defer-waits: let Wait/Waitall wait while later nonblocking posts are issued. Auto: when
+  /// the trace says more than one thread per rank called MPI (metadata "mpi_threads").
+  enum class DeferWaits { Auto, On, Off } defer_waits = DeferWaits::Auto;
   bool info = false;             ///< --info: print the trace's rank count etc. as JSON, no MPI
   bool help = false;
 };

@@ -22,6 +22,32 @@ void spin_until(std::int64_t deadline_ns) {
   }
 }
 
+// Posts that may be issued while earlier Waits/Waitalls wait (--defer-waits).
+bool is_nonblocking_post(Op op) {
+  auto kind = op_kind(op);
+  return kind == OpKind::NonblockingSend || kind == OpKind::NonblockingRecv;
+}
+
+bool is_deferrable_completion(Op op) { return op == Op::Wait || op == Op::Waitall; }
+
+bool all_complete(const std::vector<RequestSlot*>& slots) {
+  for (const RequestSlot* s : slots) {
+    if (!s || s->handle == MPI_REQUEST_NULL) continue;
+    int flag = 0;
+    PMPI_Request_get_status(s->handle, &flag, MPI_STATUS_IGNORE);
+    if (!flag) return false;
+  }
+  return true;
+}
+
+// More pending completions than this: the rank first waits for the oldest ones.
+constexpr std::size_t kMaxPendingCompletions = 4096;
+
+bool threads_recorded(const Trace& trace) {
+  auto it = trace.metadata.find("mpi_threads");
+  return it != trace.metadata.end() && it->second != "1" && it->second != "0";
+}
+
 std::string event_text(const Event& e, std::int64_t index, int rank) {
   return "rank " + std::to_string(rank) + ", event #" + std::to_string(index) + " (MPI_" +
          std::string(op_name(e.op)) + ", call site " + std::to_string(e.site) + ")";
@@ -31,7 +57,10 @@ std::string event_text(const Event& e, std::int64_t index, int rank) {
 
 Replayer::Replayer(const Trace& trace, const Options& options, int world_rank, Progress& progress)
     : trace_(trace), options_(options), world_rank_(world_rank), progress_(progress),
-      comms_(trace.comms, world_rank), types_(options.size_scale) {}
+      comms_(trace.comms, world_rank), types_(options.size_scale) {
+  defer_waits_ = options.defer_waits == Options::DeferWaits::On ||
+                 (options.defer_waits == Options::DeferWaits::Auto && threads_recorded(trace));
+}
 
 RankStats Replayer::run() {
   // Each rank draws its own sample stream (--timing sample) from the seed.
@@ -71,7 +100,10 @@ RankStats Replayer::run() {
     if (!skip) {
       publish(e);
       try {
-        issue(e);
+        if (defer_waits_)
+          issue_deferring_waits(e);
+        else
+          issue(e);
       } catch (const Error& err) {
         throw Error(event_text(e, index_, world_rank_) + ": " + err.what());
       }
@@ -82,6 +114,11 @@ RankStats Replayer::run() {
       last_end = steady_now_ns();
     }
     ++index_;
+  }
+  try {
+    drain_pending_completions();
+  } catch (const Error& err) {
+    throw Error("rank " + std::to_string(world_rank_) + ", at the end: " + err.what());
   }
   stats_.time_s = static_cast<double>(steady_now_ns() - start) * 1e-9;
   stats_.compute_s = compute_ns_total * 1e-9;
@@ -184,7 +221,7 @@ void Replayer::issue(const Event& e) {
       persistent_start(e);
       return;
     case OpKind::Completion:
-      completion(e);
+      completion(e, slots_of(e));
       return;
     case OpKind::Collective:
       collective(e, nullptr);
@@ -310,8 +347,7 @@ void Replayer::persistent_start(const Event& e) {
 // returns. So timing differences never make the replay hang or pair requests differently;
 // only requests that completed earlier in the replay than in the original can change an
 // outcome (counted in outcome_mismatches).
-void Replayer::completion(const Event& e) {
-  std::vector<RequestSlot*> slots = slots_of(e);
+void Replayer::completion(const Event& e, const std::vector<RequestSlot*>& slots) {
   std::vector<MPI_Request> handles;
   for (RequestSlot* s : slots) handles.push_back(s ? s->handle : MPI_REQUEST_NULL);
   const int n = static_cast<int>(handles.size());
@@ -397,6 +433,68 @@ void Replayer::completion(const Event& e) {
       throw FormatError("not a completion op");
   }
   write_back();
+}
+
+// A rank of a multi-threaded program records one interleaving of its threads' calls. Replayed
+// serially, a Waitall of thread A blocks the calls of thread B recorded after it, which the
+// partner rank may need first (its own recorded order differs): a deadlock the original could
+// not have. With --defer-waits a Wait/Waitall whose requests are not complete yet waits in
+// pending_ while the rank goes on issuing nonblocking sends and receives (in recorded order, so
+// message matching is unchanged); pending completions are issued as soon as their requests are
+// complete. Any other call first waits for all pending completions, as do the end of the trace
+// and a full queue.
+void Replayer::issue_deferring_waits(const Event& e) {
+  if (!pending_.empty()) retire_ready_completions();
+  if (is_deferrable_completion(e.op)) {
+    std::vector<RequestSlot*> slots = slots_of(e);  // offsets count from here: resolve now
+    if (all_complete(slots)) {
+      completion(e, slots);
+      return;
+    }
+    if (pending_.size() >= kMaxPendingCompletions) drain_pending_completions();
+    pending_.push_back({e, std::move(slots), index_});
+    return;
+  }
+  if (!is_nonblocking_post(e.op)) drain_pending_completions();
+  issue(e);
+}
+
+bool Replayer::retire_ready_completions() {
+  bool any = false;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (!all_complete(it->slots)) {
+      ++it;
+      continue;
+    }
+    try {
+      completion(it->event, it->slots);
+    } catch (const Error& err) {
+      throw Error(event_text(it->event, it->index, world_rank_) + ": " + err.what());
+    }
+    it = pending_.erase(it);
+    any = true;
+  }
+  return any;
+}
+
+void Replayer::drain_pending_completions() {
+  if (pending_.empty()) return;
+  if (progress_.call_start_ns.load() == 0) progress_.call_start_ns.store(steady_now_ns());
+  while (!pending_.empty()) {
+    // For the watchdog: name what the oldest pending completion waits for.
+    const PendingCompletion& oldest = pending_.front();
+    for (const RequestSlot* s : oldest.slots) {
+      if (!s || s->handle == MPI_REQUEST_NULL) continue;
+      progress_.origin_op.store(static_cast<std::uint16_t>(s->op));
+      progress_.origin_peer.store(s->peer);
+      progress_.origin_abs_peer.store(s->abs_peer);
+      progress_.origin_tag.store(s->tag);
+      progress_.origin_index.store(s->event);
+      break;
+    }
+    retire_ready_completions();
+  }
+  progress_.origin_index.store(-1);
 }
 
 void Replayer::release() {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "buffer_pool.hpp"
@@ -44,7 +45,13 @@ class Replayer {
  private:
   void issue(const Event& e);
   void point_to_point(const Event& e);
-  void completion(const Event& e);
+  void completion(const Event& e, const std::vector<RequestSlot*>& slots);
+  /// --defer-waits: issue e, letting a Wait/Waitall that cannot complete yet wait in pending_.
+  void issue_deferring_waits(const Event& e);
+  /// Issues the pending completions whose requests are all complete now; true if any was.
+  bool retire_ready_completions();
+  /// Polls until every pending completion was issued.
+  void drain_pending_completions();
   void collective(const Event& e, MPI_Request* request);
   void persistent_start(const Event& e);
   int peer_of(const CommInfo& comm, std::int64_t relative) const;
@@ -67,6 +74,14 @@ class Replayer {
   BufferPool recv_pool_{0};
   std::vector<unsigned char> bsend_buffer_;
   std::int64_t index_ = 0;  ///< index of the current event in this rank's sequence
+  /// A Wait/Waitall deferred by --defer-waits, with its requests resolved at its own position.
+  struct PendingCompletion {
+    Event event;
+    std::vector<RequestSlot*> slots;
+    std::int64_t index = 0;
+  };
+  bool defer_waits_ = false;
+  std::deque<PendingCompletion> pending_;
   RankStats stats_;
 };
 
