@@ -36,7 +36,7 @@ std::vector<std::string> feature_names(FeatureMask mask) {
 py::dict signatures_to_dict(const RankSignatures& s) {
   const std::size_t n = s.items.size();
   std::vector<std::int64_t> rank(n);
-  std::vector<std::uint64_t> events(n), call_path(n), types(n), loop(n);
+  std::vector<std::uint64_t> events(n), call_path(n), types(n), loop(n), peers(n);
   std::vector<std::vector<double>> means(8, std::vector<double>(n));
   for (std::size_t i = 0; i < n; ++i) {
     const auto& g = s.items[i];
@@ -45,6 +45,7 @@ py::dict signatures_to_dict(const RankSignatures& s) {
     call_path[i] = g.call_path;
     types[i] = g.types;
     loop[i] = g.loop;
+    peers[i] = g.peers;
     for (std::size_t m = 0; m < 8; ++m) means[m][i] = g.means[m];
   }
   py::dict d;
@@ -53,6 +54,7 @@ py::dict signatures_to_dict(const RankSignatures& s) {
   d["call_path"] = to_numpy(std::move(call_path));
   d["types"] = to_numpy(std::move(types));
   d["loop"] = to_numpy(std::move(loop));
+  d["peers"] = to_numpy(std::move(peers));
   const char* names[8] = {"count", "src", "dest", "tag", "key", "color", "comp", "comm"};
   for (std::size_t m = 0; m < 8; ++m) d[names[m]] = to_numpy(std::move(means[m]));
   return d;

@@ -78,7 +78,7 @@ def signatures(trace: Trace) -> dict[str, np.ndarray]:
     Returns
     -------
     dict of str to numpy.ndarray
-        ``rank``, ``events``, ``call_path``, ``types``, ``loop`` (uint64 bit patterns) and the
+        ``rank``, ``events``, ``call_path``, ``types``, ``loop``, ``peers`` (uint64 bit patterns) and the
         averaged ``count``, ``src``, ``dest``, ``tag``, ``key``, ``color``, ``comp``, ``comm``.
     """
     return _signatures(trace).to_dict()

@@ -34,15 +34,18 @@ Trace merged(const SyntheticSpec& spec) {
   return merger.finish();
 }
 
-SyntheticSpec stencil2d_3x3() {
+SyntheticSpec stencil2d_grid(std::int64_t px, std::int64_t py) {
   SyntheticSpec spec;
   spec.pattern = SyntheticPattern::Stencil2D;
-  spec.nranks = 9;
+  spec.nranks = px * py;
+  spec.dims = {px, py};
   spec.timesteps = 4;
   spec.wrap = false;
   spec.timing_jitter = false;
   return spec;
 }
+
+SyntheticSpec stencil2d_3x3() { return stencil2d_grid(3, 3); }
 
 /// Clusters as sets of ranks (label numbering aside).
 std::set<std::set<std::int64_t>> partition(const std::vector<std::int64_t>& labels) {
@@ -122,10 +125,12 @@ TEST(Signature, CallPathDifferenceOutweighsAnyParameterDifference) {
   EXPECT_EQ(signature_distance(a, b, kAllFeatures & ~feature_bit(SignatureFeature::CallPath)), 0.0);
 }
 
-TEST(Clustering, StencilCornersEdgesInteriorAreThreeClusters) {
+constexpr FeatureMask kWithoutPeers = kAllFeatures & ~feature_bit(SignatureFeature::Peers);
+
+TEST(Clustering, StencilCornersEdgesInteriorAreThreeClustersWithoutPeers) {
   const Trace t = merged(stencil2d_3x3());
   const auto sigs = trace_signatures(t);
-  const ClusterAssignment c = kfarthest_clusters(sigs, 3);
+  const ClusterAssignment c = kfarthest_clusters(sigs, 3, kWithoutPeers);
   const std::set<std::set<std::int64_t>> expected = {{0, 2, 6, 8}, {1, 3, 5, 7}, {4}};
   EXPECT_EQ(partition(c.labels), expected);
   ASSERT_EQ(c.representatives.size(), 3u);
@@ -133,7 +138,36 @@ TEST(Clustering, StencilCornersEdgesInteriorAreThreeClusters) {
     EXPECT_EQ(c.labels[static_cast<std::size_t>(c.representatives[k])], static_cast<std::int64_t>(k));
   EXPECT_TRUE(c.format & feature_bit(SignatureFeature::CallPath));
   // With K = 9 every rank of the 3x3 grid is its own cluster (corners differ in directions).
-  EXPECT_EQ(partition(kfarthest_clusters(sigs, 9).labels).size(), 9u);
+  EXPECT_EQ(partition(kfarthest_clusters(sigs, 9, kWithoutPeers).labels).size(), 9u);
+  // With the peer sets (the default), dynamic K keeps the 9 neighbour sets apart even for K = 3.
+  EXPECT_EQ(partition(kfarthest_clusters(sigs, 3).labels).size(), 9u);
+}
+
+TEST(Clustering, DynamicKGivesEveryRankARepresentativeWithItsOwnPeersAndCalls) {
+  const SyntheticSpec spec = stencil2d_grid(5, 5);
+  const Trace full = merged(spec);
+  // 5 x 5 grid: 4 corners, 4 edge orientations (3 ranks each), 9 interior ranks = 9 classes.
+  const ClusterAssignment c = kfarthest_clusters(trace_signatures(full), 3);
+  EXPECT_EQ(c.representatives.size(), 9u);
+  for (std::int64_t r = 0; r < spec.nranks; ++r) {
+    const std::int64_t rep = c.representatives[static_cast<std::size_t>(c.labels[static_cast<std::size_t>(r)])];
+    EXPECT_TRUE(same_calls(expand(full, rep), expand(full, r))) << "rank " << r << " represented by " << rep;
+  }
+  // Dynamic K is bounded: 3 x 3 x 3 has 27 neighbour sets, all kept (27 <= 64) ...
+  SyntheticSpec cube = stencil2d_grid(3, 9);
+  cube.pattern = SyntheticPattern::Stencil3D;
+  cube.dims = {3, 3, 3};
+  EXPECT_EQ(kfarthest_clusters(trace_signatures(merged(cube)), 9).representatives.size(), 27u);
+  // ... but never beyond max(k, kMaxCallPathClusters), however many classes there are.
+  std::vector<RankSignature> distinct;
+  for (std::int64_t r = 0; r < 200; ++r) {
+    RankSignature s;
+    s.rank = r;
+    s.peers = static_cast<std::uint64_t>(r) * 7919u;
+    distinct.push_back(s);
+  }
+  EXPECT_EQ(kfarthest_clusters(distinct, 9).representatives.size(), kMaxCallPathClusters);
+  EXPECT_EQ(kfarthest_clusters(distinct, 100).representatives.size(), 100u);
 }
 
 TEST(Clustering, RowColumnCommunicatorsGroupByColor) {
@@ -153,10 +187,7 @@ TEST(Clustering, RowColumnCommunicatorsGroupByColor) {
 }
 
 TEST(Clustering, OneRankIsOneClusterAndBadKIsAnError) {
-  SyntheticSpec spec = stencil2d_3x3();
-  spec.nranks = 1;
-  spec.dims = {1, 1};
-  const Trace t = merged(spec);
+  const Trace t = merged(stencil2d_grid(1, 1));
   const ClusterAssignment c = kfarthest_clusters(trace_signatures(t), 9);
   EXPECT_EQ(c.labels, std::vector<std::int64_t>{0});
   EXPECT_EQ(c.representatives, std::vector<std::int64_t>{0});
@@ -209,7 +240,8 @@ TEST(ClusteredMerge, RepresentativesLosslessOthersGetTheirRepresentativesEvents)
   const Trace full = merged(spec);
   std::vector<RankSignature> sigs;
   for (std::int64_t r = 0; r < spec.nranks; ++r) sigs.push_back(compute_signature(rank_trace(spec, r), r));
-  const ClusterAssignment a = kfarthest_clusters(sigs, 3);
+  // Without the peer sets, so that corners (and edges) share a representative: the lossy case.
+  const ClusterAssignment a = kfarthest_clusters(sigs, 3, kWithoutPeers);
   std::vector<RankCluster> clusters;
   for (std::size_t k = 0; k < a.representatives.size(); ++k) {
     RankCluster c{a.representatives[k], {}};

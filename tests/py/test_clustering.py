@@ -64,12 +64,15 @@ def test_call_path_clusters_are_the_known_behaviour_classes(traces, name, method
         assert c.labels[rep] == cluster
 
 
-def test_stencil_k3_with_every_feature_gives_corners_edges_interior(traces):
-    c = traces["stencil2d"].clusters(k=3)
+def test_stencil_k3_without_peer_sets_gives_corners_edges_interior(traces):
+    no_peers = [f for f in scalatrace.clustering.SIGNATURE_FEATURES if f != "peers"]
+    c = traces["stencil2d"].clusters(k=3, features=no_peers)
     assert partition(c.labels) == {frozenset({0, 2, 6, 8}), frozenset({1, 3, 5, 7}), frozenset({4})}
-    assert c.features == scalatrace.clustering.SIGNATURE_FEATURES
-    # Default K (9) on 9 ranks: corners differ in their neighbours' directions, so all split.
-    assert traces["stencil2d"].clusters().k == 9
+    assert c.features == tuple(no_peers)
+    # With every feature, dynamic K keeps the 9 neighbour sets of the 3 x 3 grid apart, even
+    # for k=3: a corner's events read with another corner's rank would name ranks off the grid.
+    c = traces["stencil2d"].clusters(k=3)
+    assert c.features == scalatrace.clustering.SIGNATURE_FEATURES and c.k == 9
 
 
 def test_comm_split_colors_tell_every_rank_apart(traces):
@@ -176,20 +179,25 @@ def concrete(events, frames) -> list[tuple]:
 
 
 def test_collector_clusters_merge_representatives_and_map_the_others(tmp_path):
-    t, _ = trace_example("stencil2d", 9, tmp_path, raw=True, clusters=3)
+    # 4 x 4 grid, K = 3: dynamic K keeps the 9 neighbour sets (4 corners, 4 edge orientations
+    # of 2 ranks, 4 interior ranks) as 9 clusters; members read their representative's events.
+    nranks = 16
+    t, _ = trace_example("stencil2d", nranks, tmp_path, raw=True, clusters=3)
     raw = scalatrace.read_raw(tmp_path / "raw")
     full = scalatrace.load(t.path)  # the same file, to be sure it reads back
     cmap = full.cluster_map
-    assert len(cmap) == 3
+    assert len(cmap) == 9
     groups = {frozenset(list(members)) for _, members in cmap}
-    assert groups == {frozenset({0, 2, 6, 8}), frozenset({1, 3, 5, 7}), frozenset({4})}
-    assert t.metadata["clusters.count"] == "3" and "clusters.lossy" in t.metadata
+    assert groups == {frozenset({0}), frozenset({3}), frozenset({12}), frozenset({15}),
+                      frozenset({1, 2}), frozenset({13, 14}), frozenset({4, 8}), frozenset({7, 11}),
+                      frozenset({5, 6, 9, 10})}
+    assert t.metadata["clusters.count"] == "9" and "clusters.lossy" in t.metadata
     assert t.metadata["setting.SCALATRACE_CLUSTERS"] == "3"
 
     tsites = t._core.sites
     tframes = lambda s: frames_of(tsites.sites, tsites.modules, s)  # noqa: E731
     rep_of = {r: rep for rep, members in cmap for r in members}
-    for r in range(9):
+    for r in range(nranks):
         rec = raw[r]
         rframes = lambda s, rec=rec: frames_of(rec.sites.sites, rec.sites.modules, s)  # noqa: E731
         got = concrete(t.events(r, timing="none"), tframes)
@@ -203,7 +211,7 @@ def test_collector_clusters_merge_representatives_and_map_the_others(tmp_path):
         valid = (mine["peer"] >= 0) & (theirs["peer"] >= 0)
         assert np.array_equal(mine["peer"][valid] - r, theirs["peer"][valid] - rep)
     # No call site of any rank is lost.
-    all_sites = {frames_of(raw[r].sites.sites, raw[r].sites.modules, s) for r in range(9)
+    all_sites = {frames_of(raw[r].sites.sites, raw[r].sites.modules, s) for r in range(nranks)
                  for s in range(len(raw[r].sites.sites))}
     assert all_sites <= {tframes(s) for s in range(len(tsites.sites))}
 

@@ -92,6 +92,7 @@ void put_signature(ByteWriter& w, const RankSignature& s) {
   w.u64(s.call_path);
   w.u64(s.types);
   w.u64(s.loop);
+  w.u64(s.peers);
   for (double m : s.means) w.f64(m);
 }
 
@@ -103,6 +104,7 @@ RankSignature get_signature(ByteReader& r, std::int64_t nranks) {
   s.call_path = r.u64();
   s.types = r.u64();
   s.loop = r.u64();
+  s.peers = r.u64();
   for (double& m : s.means) m = r.f64();
   return s;
 }
@@ -210,11 +212,17 @@ std::vector<SignatureCluster> kfarthest_step(std::vector<SignatureCluster> candi
   std::vector<GroupedDistance> nearest(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(n));
   std::vector<bool> chosen(n, false);
   chosen[0] = true;
-  while (selected.size() < k) {
+  while (true) {
     std::size_t best = n;
     for (std::size_t i = 0; i < n; ++i)
       if (!chosen[i] && (best == n || nearest[i] > nearest[best])) best = i;
     if (best == n || nearest[best].zero()) break;  // the rest repeat a selected signature
+    // Dynamic K (ACURDION §V): past k, a candidate is still selected while its call path, types
+    // or peer set differ from every selected one, so no rank is represented by one with other
+    // calls or other relative peers (whose events would not fit the ranks it stands for).
+    // Bounded (kMaxCallPathClusters) so that a program whose every rank calls differently
+    // cannot make the step quadratic in the rank count.
+    if (selected.size() >= k && (nearest[best].call == 0 || selected.size() >= kMaxCallPathClusters)) break;
     chosen[best] = true;
     selected.push_back(best);
     for (std::size_t i = 0; i < n; ++i) nearest[i] = std::min(nearest[i], dist[best * n + i]);

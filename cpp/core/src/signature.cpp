@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <optional>
+#include <set>
 
 #include "scalatrace/clustering.hpp"
 #include "scalatrace/cursor.hpp"
@@ -14,7 +15,7 @@ namespace scalatrace {
 namespace {
 
 constexpr std::array<std::string_view, kSignatureFeatureCount> kFeatureNames = {
-    "call_path", "types", "count", "src", "dest", "tag", "key", "color", "loop", "comp", "comm"};
+    "call_path", "types", "count", "src", "dest", "tag", "key", "color", "loop", "comp", "comm", "peers"};
 
 /// Index into RankSignature::means of an averaged feature, or -1.
 int mean_slot(SignatureFeature f) {
@@ -65,6 +66,8 @@ class SignatureBuilder {
     if (receives && is_peer(e[Field::Peer])) src_.add(static_cast<double>(e[Field::Peer]));
     if (kind == OpKind::SendRecv && is_peer(e[Field::Peer2]))
       src_.add(static_cast<double>(e[Field::Peer2]));
+    if ((sends || receives) && is_peer(e[Field::Peer])) peers_.insert({e[Field::Comm], e[Field::Peer]});
+    if (kind == OpKind::SendRecv && is_peer(e[Field::Peer2])) peers_.insert({e[Field::Comm], e[Field::Peer2]});
     if ((sends || receives) && e[Field::Tag] != kAnyTag) tag_.add(static_cast<double>(e[Field::Tag]));
     if (sends || receives || op_is_collective(e.op)) {
       count_.add(static_cast<double>(e[Field::Bytes]));
@@ -90,6 +93,13 @@ class SignatureBuilder {
     s.call_path = call_path_ ^ (index_ * 0xff51afd7ed558ccdull);
     s.types = types_;
     s.loop = loop;
+    // Order-free: the set is sorted. (communicator, relative peer) pairs.
+    std::uint64_t h = 0x84222325cbf29ce4ull ^ peers_.size();
+    for (const auto& [comm, peer] : peers_) {
+      h = (h ^ static_cast<std::uint64_t>(comm)) * 0x100000001b3ull;
+      h = (h ^ static_cast<std::uint64_t>(peer)) * 0x100000001b3ull;
+    }
+    s.peers = h;
     s.means = {count_.mean(), src_.mean(), dest_.mean(), tag_.mean(),
                key_.mean(),   color_.mean(), comp_.mean(), comm_.mean()};
     return s;
@@ -101,6 +111,7 @@ class SignatureBuilder {
   const Trace& trace_;
   std::uint64_t index_ = 0, call_path_ = 0, types_ = 0, splits_ = 0;
   Average count_, src_, dest_, tag_, key_, color_, comp_, comm_;
+  std::set<std::pair<std::int64_t, std::int64_t>> peers_;  ///< (communicator, relative peer)
 };
 
 /// Mean trip count per nesting depth (0 = outermost) of the loops `rank` takes part in.
@@ -157,6 +168,7 @@ double RankSignature::value(SignatureFeature f) const {
     case SignatureFeature::CallPath: return static_cast<double>(call_path);
     case SignatureFeature::Types: return static_cast<double>(types);
     case SignatureFeature::Loop: return static_cast<double>(loop);
+    case SignatureFeature::Peers: return static_cast<double>(peers);
     default: {
       const int slot = mean_slot(f);
       return slot >= 0 ? means[static_cast<std::size_t>(slot)] : 0.0;
@@ -192,6 +204,7 @@ FeatureMask signature_difference(const RankSignature& a, const RankSignature& b)
   if (a.call_path != b.call_path || a.events != b.events) m |= feature_bit(SignatureFeature::CallPath);
   if (a.types != b.types) m |= feature_bit(SignatureFeature::Types);
   if (a.loop != b.loop) m |= feature_bit(SignatureFeature::Loop);
+  if (a.peers != b.peers) m |= feature_bit(SignatureFeature::Peers);
   for (std::size_t i = 0; i < kSignatureFeatureCount; ++i) {
     const auto f = static_cast<SignatureFeature>(i);
     const int slot = mean_slot(f);
@@ -211,7 +224,8 @@ GroupedDistance grouped_signature_distance(const RankSignature& a, const RankSig
     if (!(differ & feature_bit(f))) continue;
     switch (f) {
       case SignatureFeature::CallPath:
-      case SignatureFeature::Types: d.call += 1; break;
+      case SignatureFeature::Types:
+      case SignatureFeature::Peers: d.call += 1; break;
       case SignatureFeature::Loop: {
         double levels = 0;
         for (unsigned s = 0; s < 64; s += 16)

@@ -20,12 +20,18 @@ struct SignatureCluster {
   RankList members;
 };
 
-/// One radix-tree node of ACURDION Alg. 2: selects at most k candidates farthest-first
-/// (starting from the first candidate, then always the one farthest from the selected ones;
-/// selection stops early when every remaining candidate has the signature of a selected one, so
-/// identical behaviour never costs a cluster) and assigns every other candidate, with its
-/// members, to the nearest selected one. Distances: signature_distance over `mask`. Order of
-/// the result: selection order.
+/// Dynamic K stops here: beyond k clusters, one per distinct call-path pattern, at most this many.
+inline constexpr std::size_t kMaxCallPathClusters = 64;
+
+/// One radix-tree node of ACURDION Alg. 2: selects k candidates farthest-first (starting from
+/// the first candidate, then always the one farthest from the selected ones; selection stops
+/// early when every remaining candidate has the signature of a selected one, so identical
+/// behaviour never costs a cluster) and assigns every other candidate, with its members, to the
+/// nearest selected one. Dynamic K (ACURDION §V): selection goes on past k while a remaining
+/// candidate's call path, types or peer set differ from every selected one (up to
+/// max(k, kMaxCallPathClusters) clusters), so every cluster's members share their
+/// representative's calls and relative peers (when those features are in `mask`). Distances: grouped_signature_distance over `mask`. Order of the
+/// result: selection order.
 std::vector<SignatureCluster> kfarthest_step(std::vector<SignatureCluster> candidates,
                                              std::size_t k, FeatureMask mask);
 

@@ -27,6 +27,7 @@ enum class SignatureFeature : std::uint8_t {
   Loop,      ///< mean loop trip counts by nesting depth (innermost 16 bits ... depth >= 3)
   Comp,      ///< mean compute time before a call, ns
   Comm,      ///< mean time inside a call, ns
+  Peers,     ///< the set of distinct relative peers (sources and destinations), hashed
   kCount
 };
 inline constexpr std::size_t kSignatureFeatureCount =
@@ -40,7 +41,7 @@ constexpr FeatureMask feature_bit(SignatureFeature f) {
 }
 std::string_view signature_feature_name(SignatureFeature f);
 /// Inverse of signature_feature_name ("call_path", "types", "count", "src", "dest", "tag", "key",
-/// "color", "loop", "comp", "comm"); throws UsageError naming the valid names otherwise.
+/// "color", "loop", "comp", "comm", "peers"); throws UsageError naming the valid names otherwise.
 SignatureFeature signature_feature_from_name(std::string_view name);
 
 struct RankSignature {
@@ -49,6 +50,7 @@ struct RankSignature {
   std::uint64_t call_path = 0;   ///< SignatureFeature::CallPath
   std::uint64_t types = 0;       ///< SignatureFeature::Types
   std::uint64_t loop = 0;        ///< SignatureFeature::Loop, four 16-bit sections
+  std::uint64_t peers = 0;       ///< SignatureFeature::Peers (order-free hash of the peer set)
   /// Count, Src, Dest, Tag, Key, Color, Comp, Comm (averages; 0 when nothing to average).
   std::array<double, 8> means{};
 
@@ -69,7 +71,7 @@ FeatureMask signature_difference(const RankSignature& a, const RankSignature& b)
 /// A signature distance split by ACURDION's importance groups; compared lexicographically (a
 /// call-path difference beats any parameter difference, which beats any timing difference).
 struct GroupedDistance {
-  double call = 0;    ///< group 3: number of differing CallPath / Types features
+  double call = 0;    ///< group 3: number of differing CallPath / Types / Peers features
   double params = 0;  ///< group 2: sum of relative differences of Src, Dest, Tag, Key, Color, Loop
   double timing = 0;  ///< group 1: sum of relative differences of Count, Comp, Comm
   auto operator<=>(const GroupedDistance&) const = default;
@@ -81,7 +83,7 @@ GroupedDistance grouped_signature_distance(const RankSignature& a, const RankSig
                                            FeatureMask mask = kAllFeatures);
 
 /// ACURDION's normalized, importance-ordered Manhattan distance over the features in `mask`:
-/// group 3 (CallPath, Types: 0 or 1 each, weight 64) dominates group 2 (Src, Dest, Key, Color,
+/// group 3 (CallPath, Types, Peers: 0 or 1 each, weight 64) dominates group 2 (Src, Dest, Key, Color,
 /// Tag, Loop: relative difference |a-b|/(|a|+|b|) each, weight 8), which dominates group 1
 /// (Count, Comp, Comm: relative difference, weight 1). A call-path difference therefore always
 /// outweighs any parameter difference, and a parameter difference any timing difference.
