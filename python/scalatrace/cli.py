@@ -144,6 +144,35 @@ def _add_network_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--G", type=float, default=1e-10, help="gap per byte, seconds (1/bandwidth)")
 
 
+def _cmd_clusters(args: argparse.Namespace) -> int:
+    from ._trace import load
+
+    t = load(args.trace)
+    features = args.features.split(",") if args.features else None
+    c = t.clusters(k=args.k, method=args.method, features=features)
+    print(f"{c.k} clusters ({c.method}; features: {', '.join(c.features)})")
+    for label, rep in enumerate(c.representatives):
+        members = [r for r, lab in enumerate(c.labels) if lab == label]
+        print(f"  cluster {label}: representative {rep}, {len(members)} ranks: {_rank_ranges(members)}")
+    return 0
+
+
+def _rank_ranges(ranks: Sequence[int]) -> str:
+    """1,2,3,7 -> '1-3,7'."""
+    out: list[str] = []
+    start = prev = None
+    for r in ranks:
+        if prev is not None and r == prev + 1:
+            prev = r
+            continue
+        if start is not None:
+            out.append(f"{start}-{prev}" if prev != start else f"{start}")
+        start = prev = r
+    if start is not None:
+        out.append(f"{start}-{prev}" if prev != start else f"{start}")
+    return ",".join(out)
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from ._trace import load
     from .codegen import write_benchmark
@@ -242,6 +271,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--resolve-wildcards", action="store_true",
                    help="C only: replace MPI_ANY_SOURCE by the matched senders (coNCePTuaL always does)")
     g.set_defaults(func=_cmd_generate)
+
+    cl = sub.add_parser("clusters", help="group ranks by behaviour (ACURDION K-farthest or PHANTOM hierarchical)")
+    cl.add_argument("trace")
+    cl.add_argument("-k", type=int, default=None, help="number of clusters (default 9; dynamic K may keep more)")
+    cl.add_argument("--method", choices=["kfarthest", "hierarchical"], default="kfarthest")
+    cl.add_argument("--features", default=None,
+                    help="comma-separated signature features, or 'signature' / 'computation'")
+    cl.set_defaults(func=_cmd_clusters)
 
     # Handled before parsing (its arguments belong to scalatrace.replay); listed for --help.
     sub.add_parser("replay", help="replay a trace with scalatrace-replay (scalatrace replay -h)")

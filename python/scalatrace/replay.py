@@ -314,6 +314,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-out", default=None,
                         help="run under the collector and write the replay's own trace here")
     parser.add_argument("--report", default=None, help="also write the JSON report to this file")
+    parser.add_argument("--defer-waits", choices=DEFER_WAITS_MODES, default="auto",
+                        help="let Wait/Waitall wait while later nonblocking calls are issued "
+                             "(auto: when the recording had several threads per rank calling MPI)")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -333,7 +336,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     """Runs ``scalatrace replay`` from parsed arguments; prints a summary; returns 0."""
     result = replay(args.trace, compute_scale=args.compute_scale, size_scale=args.size_scale,
                     timing=args.timing, np=args.np, seed=args.seed, timeout=args.timeout,
-                    out=args.trace_out)
+                    out=args.trace_out, defer_waits=args.defer_waits)
     print(f"replayed {int(result.events.sum())} events on {result.nranks} ranks in "
           f"{result.total_time:.6f} s")
     for op, counts in sorted(result.counts.items()):

@@ -12,6 +12,8 @@ Known classes (from the examples' sources):
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -234,3 +236,15 @@ def test_collector_k_equal_to_ranks_is_lossless_and_not_marked_lossy(tmp_path):
     t, _ = trace_example("rank_divergent", 4, tmp_path, clusters=4)
     assert len(t.cluster_map) == 4
     assert "clusters.lossy" not in t.metadata
+
+
+def test_cli_clusters_lists_every_rank_once(traces, tmp_path):
+    path = tmp_path / "stencil2d.sct"
+    traces["stencil2d"].save(path)
+    cmd = [sys.executable, "-m", "scalatrace.cli", "clusters", str(path), "-k", "3",
+           "--features", "call_path,src,dest"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[0] == "3 clusters (kfarthest; features: call_path, src, dest)"
+    assert "ranks: 0,2,6,8" in out and "ranks: 1,3,5,7" in out and "ranks: 4" in out
+    bad = subprocess.run([*cmd[:5], "-k", "0"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "k" in bad.stderr
