@@ -1,6 +1,9 @@
 // Clustering ranks by behaviour: signatures (ACURDION), computation vectors (PHANTOM),
 // K-farthest clustering, exact rank groups, and a clustered trace's rank clusters.
 #include "bindings.hpp"
+
+#include <optional>
+
 #include "scalatrace/clustering.hpp"
 #include "scalatrace/errors.hpp"
 #include "scalatrace/signature.hpp"
@@ -95,21 +98,34 @@ void register_clustering(py::module_& m) {
       py::arg("signatures"), py::arg("k"), py::arg("features"));
   m.def(
       "signature_distances",
-      [](const RankSignatures& s, const std::vector<std::string>& features) {
+      [](const RankSignatures& s, const std::vector<std::string>& features,
+         std::optional<std::vector<std::int64_t>> positions) {
         const FeatureMask mask = parse_features(features);
-        const std::size_t n = s.items.size();
+        std::vector<const RankSignature*> chosen;
+        if (positions) {
+          for (std::int64_t p : *positions) {
+            if (p < 0 || static_cast<std::size_t>(p) >= s.items.size())
+              throw py::index_error("signature position " + std::to_string(p) + " outside 0.." +
+                                    std::to_string(s.items.size()));
+            chosen.push_back(&s.items[static_cast<std::size_t>(p)]);
+          }
+        } else {
+          for (const auto& item : s.items) chosen.push_back(&item);
+        }
+        const std::size_t n = chosen.size();
         std::vector<double> condensed;
         {
           py::gil_scoped_release release;
           condensed.reserve(n * (n - (n > 0)) / 2);
           for (std::size_t i = 0; i < n; ++i)
             for (std::size_t j = i + 1; j < n; ++j)
-              condensed.push_back(signature_distance(s.items[i], s.items[j], mask));
+              condensed.push_back(signature_distance(*chosen[i], *chosen[j], mask));
         }
         return to_numpy(std::move(condensed));
       },
-      py::arg("signatures"), py::arg("features"),
-      "Condensed (SciPy pdist order) matrix of ACURDION signature distances.");
+      py::arg("signatures"), py::arg("features"), py::arg("positions") = py::none(),
+      "Condensed (SciPy pdist order) matrix of ACURDION signature distances (of the signatures at "
+      "`positions` only, when given).");
   m.def(
       "computation_vector",
       [](const Trace& t, std::int64_t rank) {

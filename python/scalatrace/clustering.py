@@ -23,7 +23,8 @@ DEFAULT_K = 9
 """ACURDION's K: nine clusters captured the behaviour of every benchmark in the paper."""
 
 MAX_HIERARCHICAL_RANKS = 4096
-"""Hierarchical clustering holds an n x n distance matrix; beyond this use K-farthest."""
+"""Hierarchical clustering holds an n x n distance matrix over the distinct behaviours (ranks
+with identical events are one point); beyond this many distinct behaviours use K-farthest."""
 
 Method = Literal["kfarthest", "hierarchical"]
 Features = Union[Literal["signature", "computation"], Sequence[str], None]
@@ -46,7 +47,12 @@ class Clusters:
     features : tuple of str
         The features the distances used (``("computation",)`` for PHANTOM's vectors).
     linkage : numpy.ndarray or None
-        SciPy linkage matrix (hierarchical only), for :func:`scalatrace.plot.dendrogram`.
+        SciPy linkage matrix (hierarchical only), for :func:`scalatrace.plot.dendrogram`. Its
+        leaves are the distinct behaviours: ranks with identical events are one leaf.
+    leaves : numpy.ndarray or None
+        Hierarchical only: the lowest rank of each leaf's behaviour group (linkage order).
+    leaf_sizes : numpy.ndarray or None
+        Hierarchical only: how many ranks each leaf stands for.
     """
 
     labels: np.ndarray
@@ -54,6 +60,8 @@ class Clusters:
     method: str
     features: tuple[str, ...]
     linkage: np.ndarray | None = None
+    leaves: np.ndarray | None = None
+    leaf_sizes: np.ndarray | None = None
 
     @property
     def k(self) -> int:
@@ -208,33 +216,57 @@ def _signatures(trace: Trace) -> _core.RankSignatures:
 
 
 def _hierarchical(trace: Trace, k: int | None, threshold: float | None, names: tuple[str, ...]) -> Clusters:
+    """PHANTOM's complete linkage over the distinct behaviours: ranks of one exact group (same
+    events, relative peers and timing: ``rank_groups(with_values=True)``) have identical
+    signatures and computation vectors, so each group is one point (complete linkage of
+    identical points is that of one point), weighted by its size where a centre is taken."""
     from scipy.cluster.hierarchy import fcluster, linkage
-    from scipy.spatial.distance import squareform
 
     n = trace.nranks
-    if n > MAX_HIERARCHICAL_RANKS:
+    group_of = np.asarray(_core.rank_groups(trace._core, True), dtype=np.int64)
+    leaves, sizes = np.unique(group_of, return_index=True)[1], np.bincount(group_of)
+    # rank_groups numbers groups by their lowest rank, so leaves[g] is group g's lowest rank.
+    m = len(leaves)
+    if m > MAX_HIERARCHICAL_RANKS:
         raise ValueError(
-            f"hierarchical clustering of {n} ranks needs an n x n distance matrix; "
-            f"use method='kfarthest' above {MAX_HIERARCHICAL_RANKS} ranks"
+            f"hierarchical clustering of {m} distinct behaviours ({n} ranks) needs an m x m distance "
+            f"matrix; use method='kfarthest' above {MAX_HIERARCHICAL_RANKS}"
         )
-    vectors = computation_vectors(trace) if names == ("computation",) else None
-    if vectors is not None:
-        square = _manhattan_matrix(vectors)
+    if names == ("computation",):
+        vectors: list[np.ndarray] | None = [_core.computation_vector(trace._core, int(r)) for r in leaves]
+        condensed = _condensed(_manhattan_matrix(vectors))
     else:
-        square = squareform(_core.signature_distances(_signatures(trace), list(names)))
-    if n == 1:
-        return Clusters(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), "hierarchical", names, None)
-    z = linkage(squareform(square, checks=False), method="complete")
+        vectors = None
+        condensed = np.asarray(_core.signature_distances(_signatures(trace), list(names), leaves.tolist()))
+    if m == 1:
+        return Clusters(np.zeros(n, dtype=np.int64), np.zeros(1, dtype=np.int64), "hierarchical", names, None,
+                        leaves, sizes)
+    z = linkage(condensed, method="complete")
     if threshold is not None:
         raw = fcluster(z, t=float(threshold), criterion="distance")
     else:
         raw = fcluster(z, t=int(k or 1), criterion="maxclust")
-    labels = _renumber(raw)
+    labels = _renumber(raw[group_of])
+    leaf_labels = labels[leaves]
+    square = _square(condensed, m)
     reps = np.array(
-        [_closest_to_centre(np.flatnonzero(labels == c), square, vectors) for c in range(int(labels.max()) + 1)],
+        [leaves[_closest_to_centre(np.flatnonzero(leaf_labels == c), square, vectors, sizes)]
+         for c in range(int(labels.max()) + 1)],
         dtype=np.int64,
     )
-    return Clusters(labels, reps, "hierarchical", names, z)
+    return Clusters(labels, reps, "hierarchical", names, z, leaves, sizes)
+
+
+def _condensed(square: np.ndarray) -> np.ndarray:
+    from scipy.spatial.distance import squareform
+
+    return squareform(square, checks=False)
+
+
+def _square(condensed: np.ndarray, m: int) -> np.ndarray:
+    from scipy.spatial.distance import squareform
+
+    return squareform(condensed) if m > 1 else np.zeros((1, 1))
 
 
 def _manhattan_matrix(vectors: list[np.ndarray]) -> np.ndarray:
@@ -263,17 +295,21 @@ def _renumber(raw: np.ndarray) -> np.ndarray:
     return np.array([order[x] for x in raw.tolist()], dtype=np.int64)
 
 
-def _closest_to_centre(members: np.ndarray, square: np.ndarray, vectors: list[np.ndarray] | None) -> int:
-    """PHANTOM's representative: the member closest (Manhattan) to the cluster's centre. For
-    computation vectors the centre is the mean vector of the members of the most common length;
-    for signatures (no meaningful mean of call-path hashes) the member with the least total
-    distance to the others."""
+def _closest_to_centre(members: np.ndarray, square: np.ndarray, vectors: list[np.ndarray] | None,
+                       weights: np.ndarray) -> int:
+    """PHANTOM's representative among the leaves `members`: the one closest (Manhattan) to the
+    cluster's centre, each leaf weighted by the ranks it stands for. For computation vectors the
+    centre is the weighted mean vector of the leaves of the most common length; for signatures
+    (no meaningful mean of call-path hashes) the leaf with the least weighted total distance to
+    the others. Returns the leaf's position."""
+    w = weights[members].astype(float)
     if vectors is not None:
         lengths = np.array([len(vectors[i]) for i in members])
-        common = np.bincount(lengths).argmax()
-        same = members[lengths == common]
+        common = np.bincount(lengths, weights=w).argmax()
+        keep = lengths == common
+        same, w_same = members[keep], w[keep]
         block = np.vstack([vectors[i] for i in same]) if common else np.zeros((len(same), 1))
-        centre = block.mean(axis=0)
+        centre = (block * w_same[:, None]).sum(axis=0) / w_same.sum()
         return int(same[np.argmin(np.abs(block - centre).sum(axis=1))])
-    within = square[np.ix_(members, members)].sum(axis=1)
+    within = (square[np.ix_(members, members)] * w[None, :]).sum(axis=1)
     return int(members[np.argmin(within)])

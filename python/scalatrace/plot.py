@@ -318,7 +318,8 @@ def dendrogram(
     Returns
     -------
     matplotlib.axes.Axes
-        Leaves are rank numbers; branches below the cut that gives the clusters share a colour.
+        Leaves are behaviours, named by their lowest rank ("4 (x9)": 9 ranks with identical
+        events); branches below the cut that gives the clusters share a colour.
     """
     from scipy.cluster.hierarchy import dendrogram as scipy_dendrogram
 
@@ -332,10 +333,13 @@ def dendrogram(
     kk = result.k
     # The cut lies between the merge that leaves kk clusters and the one that leaves kk - 1.
     cut = float(z[-kk, 2] + z[-kk + 1, 2]) / 2 if 1 < kk <= len(z) else None
-    scipy_dendrogram(z, ax=ax, labels=[str(r) for r in range(len(result.labels))], color_threshold=cut)
+    leaves = result.leaves if result.leaves is not None else np.arange(len(result.labels))
+    sizes = result.leaf_sizes if result.leaf_sizes is not None else np.ones(len(leaves), dtype=np.int64)
+    names = [f"{r}" if c == 1 else f"{r} (x{c})" for r, c in zip(leaves.tolist(), sizes.tolist())]
+    scipy_dendrogram(z, ax=ax, labels=names, color_threshold=cut)
     if cut is not None:
         ax.axhline(cut, color="grey", ls="--", lw=0.8)
-    ax.set_xlabel("rank")
+    ax.set_xlabel("rank (x n: n ranks with identical events)")
     ax.set_ylabel("complete-linkage distance (" + ", ".join(result.features) + ")")
     ax.set_title(f"{kk} clusters")
     return ax

@@ -248,3 +248,24 @@ def test_cli_clusters_lists_every_rank_once(traces, tmp_path):
     assert "ranks: 0,2,6,8" in out and "ranks: 1,3,5,7" in out and "ranks: 4" in out
     bad = subprocess.run([*cmd[:5], "-k", "0"], capture_output=True, text=True)
     assert bad.returncode != 0 and "k" in bad.stderr
+
+
+def test_hierarchical_scales_with_distinct_behaviours_not_ranks(tmp_path):
+    """16,384 ranks (4x the old n x n limit): ranks with identical events are one leaf, so a
+    2D stencil is 9 points however many ranks it has."""
+    out = tmp_path / "big.sct"
+    harness = helpers.tool_path("scalatrace-harness")
+    subprocess.run([str(harness), "--pattern", "stencil2d", "--ranks", "16384", "--timesteps", "2",
+                    "-o", str(out)], check=True, capture_output=True)
+    t = scalatrace.load(out)
+    for features in ("computation", ["call_path", "src", "dest"]):
+        c = t.clusters(k=3, method="hierarchical", features=features)
+        assert len(c.labels) == t.nranks and c.k == 3
+        assert c.leaf_sizes.sum() == t.nranks and len(c.leaves) <= 9
+        groups = t.rank_groups(with_values=True)
+        for g in groups:  # a behaviour group is never split
+            assert len(set(c.labels[g].tolist())) == 1
+        for cluster, rep in enumerate(c.representatives):
+            assert c.labels[rep] == cluster
+    big = scalatrace.clustering.MAX_HIERARCHICAL_RANKS
+    assert t.nranks > big
