@@ -57,15 +57,18 @@ def timed_clusters(t: scalatrace.Trace, k: int) -> tuple[float, int]:
     return time.perf_counter() - t0, c.k
 
 
-def real_row(name: str, n: int, k: int, work: Path, iterations: int) -> dict:
+def real_row(name: str, n: int, k: int, work: Path, iterations: int, compute_us: int | None = None,
+             repeat: int = 0) -> dict:
     """Two real runs: one fully traced (size, merge time), one with SCALATRACE_CLUSTERS=k that
     also writes the raw recording. Accuracy compares that run's clustered trace with the full
     trace compressed from the same run's raw streams, so the recorded compute times are the
     same on both sides and only the clustering differs (two separate runs differ by much more
     when the ranks are oversubscribed)."""
-    d = work / f"real_{name}_{n}"
+    d = work / f"real_{name}_{n}" / f"c{compute_us}_r{repeat}"
     d.mkdir(parents=True, exist_ok=True)
     args = [helpers.example_path(name), "-i", str(iterations)]
+    if compute_us is not None:
+        args += ["-c", str(compute_us)]
     full_out, k_out, raw = d / "full.sct", d / "k.sct", d / "raw"
     helpers.run_mpi(n, args, env=helpers.collector_env(out=full_out, quiet=1), timeout=300, cwd=d)
     helpers.run_mpi(n, args, env=helpers.collector_env(out=k_out, raw=raw, quiet=1, clusters=k), timeout=300, cwd=d)
@@ -76,7 +79,8 @@ def real_row(name: str, n: int, k: int, work: Path, iterations: int) -> dict:
     sim_median_error = simulated_time_error(same_run_full, clustered, "median")[2]
     return {
         "sim_median_error": sim_median_error,
-        "case": f"{name} (real, {n} ranks)",
+        "case": f"{name} (real, {n} ranks{'' if compute_us is None else f', -c {compute_us}'}"
+                f"{f', run {repeat + 1}' if repeat else ''})",
         "sim_full": sim_full, "sim_k": sim_k, "sim_error": sim_error,
         "clusters": len(clustered.cluster_map),
         "matrix_error": matrix_error(same_run_full, clustered),
@@ -163,14 +167,23 @@ def main() -> None:
     ap.add_argument("--skip-real", action="store_true")
     ap.add_argument("--real-iterations", type=int, default=20,
                     help="timesteps of the real runs (-i); more average out oversubscription noise")
+    ap.add_argument("--real-cases", nargs="+", metavar="NAME:RANKS", default=None,
+                    help="real runs to make (default: the standard set)")
+    ap.add_argument("--real-compute-us", type=int, nargs="+", default=[None],
+                    help="-c of the real runs (default: the examples' own)")
+    ap.add_argument("--repeats", type=int, default=1, help="real runs per case and compute")
+    ap.add_argument("--skip-harness", action="store_true")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     rows = []
+    cases = REAL if args.real_cases is None else [(c.split(":")[0], int(c.split(":")[1])) for c in args.real_cases]
     if not args.skip_real:
-        for name, n in REAL:
-            rows.append(real_row(name, n, args.k, args.work, args.real_iterations))
-            print(rows[-1], flush=True)
-    for pattern, n in HARNESS:
+        for name, n in cases:
+            for compute in args.real_compute_us:
+                for repeat in range(args.repeats):
+                    rows.append(real_row(name, n, args.k, args.work, args.real_iterations, compute, repeat))
+                    print(rows[-1], flush=True)
+    for pattern, n in ([] if args.skip_harness else HARNESS):
         rows.append(harness_row(pattern, n, args.k, args.harness_timesteps, args.work))
         print(rows[-1], flush=True)
     command = "python benchmarks/clustering_bench.py " + " ".join(sys.argv[1:])
