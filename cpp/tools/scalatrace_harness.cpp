@@ -236,12 +236,7 @@ int run_synthetic(const std::vector<std::string>& args) {
     // What every rank computes at MPI_Finalize, then K-farthest over the same radix tree.
     std::vector<RankSignature> signatures;
     for (std::int64_t r = 0; r < spec.nranks; ++r) {
-      CallSiteTable sites;
-      CommTable comms;
-      IntraCompressor comp(config);
-      comp.set_sites(&sites);
-      generate(spec, r, [&](const Event& e) { comp.push(e); }, sites, comms);
-      const Trace t = make_rank_trace(r, spec.nranks, comp.finish(), std::move(sites), std::move(comms), {});
+      const Trace t = synthetic_rank_trace(spec, r, config);
       const auto ts = Clock::now();
       signatures.push_back(compute_signature(t, r));
       st.cluster_signature_seconds += seconds_since(ts);
@@ -256,15 +251,7 @@ int run_synthetic(const std::vector<std::string>& args) {
   TimedTreeMerger merger;
   for (std::int64_t r = 0; r < spec.nranks; ++r) {
     const auto tg = Clock::now();
-    CallSiteTable sites;
-    CommTable comms;
-    IntraCompressor comp(config);
-    comp.set_sites(&sites);
-    generate(spec, r, [&](const Event& e) {
-      comp.push(e);
-      ++st.events_total;
-    }, sites, comms);
-    Trace t = make_rank_trace(r, spec.nranks, comp.finish(), std::move(sites), std::move(comms), {});
+    Trace t = synthetic_rank_trace(spec, r, config, &st.events_total);
     if (intra_sizes) st.intra_bytes_total += encode_trace(t).size();
     if (!clusters.empty()) prepare_clustered_rank_trace(t, r, clusters, cluster_format);
     st.generate_compress_seconds += seconds_since(tg);

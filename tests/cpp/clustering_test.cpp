@@ -19,21 +19,6 @@ using namespace scalatrace;
 
 namespace {
 
-Trace rank_trace(const SyntheticSpec& spec, std::int64_t r) {
-  CallSiteTable sites;
-  CommTable comms;
-  IntraCompressor comp;
-  comp.set_sites(&sites);
-  generate(spec, r, [&](const Event& e) { comp.push(e); }, sites, comms);
-  return make_rank_trace(r, spec.nranks, comp.finish(), std::move(sites), std::move(comms), {});
-}
-
-Trace merged(const SyntheticSpec& spec) {
-  TreeMerger merger;
-  for (std::int64_t r = 0; r < spec.nranks; ++r) merger.push(rank_trace(spec, r));
-  return merger.finish();
-}
-
 SyntheticSpec stencil2d_grid(std::int64_t px, std::int64_t py) {
   SyntheticSpec spec;
   spec.pattern = SyntheticPattern::Stencil2D;
@@ -68,9 +53,9 @@ bool same_calls(const std::vector<Event>& a, const std::vector<Event>& b) {
 
 TEST(Signature, SameFromPerRankAndMergedTrace) {
   const auto spec = stencil2d_3x3();
-  const Trace all = merged(spec);
+  const Trace all = synthetic_merged_trace(spec);
   for (std::int64_t r = 0; r < spec.nranks; ++r)
-    EXPECT_EQ(compute_signature(rank_trace(spec, r), r), compute_signature(all, r)) << "rank " << r;
+    EXPECT_EQ(compute_signature(synthetic_rank_trace(spec, r), r), compute_signature(all, r)) << "rank " << r;
 }
 
 TEST(Signature, TraceSignaturesEqualOneCursorWalkPerRank) {
@@ -79,7 +64,7 @@ TEST(Signature, TraceSignaturesEqualOneCursorWalkPerRank) {
   irregular.nranks = 12;
   irregular.timesteps = 6;
   for (const auto& spec : {stencil2d_3x3(), irregular}) {
-    const Trace t = merged(spec);
+    const Trace t = synthetic_merged_trace(spec);
     const auto all = trace_signatures(t);
     ASSERT_EQ(all.size(), static_cast<std::size_t>(spec.nranks));
     for (std::int64_t r = 0; r < spec.nranks; ++r)
@@ -128,7 +113,7 @@ TEST(Signature, CallPathDifferenceOutweighsAnyParameterDifference) {
 constexpr FeatureMask kWithoutPeers = kAllFeatures & ~feature_bit(SignatureFeature::Peers);
 
 TEST(Clustering, StencilCornersEdgesInteriorAreThreeClustersWithoutPeers) {
-  const Trace t = merged(stencil2d_3x3());
+  const Trace t = synthetic_merged_trace(stencil2d_3x3());
   const auto sigs = trace_signatures(t);
   const ClusterAssignment c = kfarthest_clusters(sigs, 3, kWithoutPeers);
   const std::set<std::set<std::int64_t>> expected = {{0, 2, 6, 8}, {1, 3, 5, 7}, {4}};
@@ -145,7 +130,7 @@ TEST(Clustering, StencilCornersEdgesInteriorAreThreeClustersWithoutPeers) {
 
 TEST(Clustering, DynamicKGivesEveryRankARepresentativeWithItsOwnPeersAndCalls) {
   const SyntheticSpec spec = stencil2d_grid(5, 5);
-  const Trace full = merged(spec);
+  const Trace full = synthetic_merged_trace(spec);
   // 5 x 5 grid: 4 corners, 4 edge orientations (3 ranks each), 9 interior ranks = 9 classes.
   const ClusterAssignment c = kfarthest_clusters(trace_signatures(full), 3);
   EXPECT_EQ(c.representatives.size(), 9u);
@@ -157,7 +142,7 @@ TEST(Clustering, DynamicKGivesEveryRankARepresentativeWithItsOwnPeersAndCalls) {
   SyntheticSpec cube = stencil2d_grid(3, 9);
   cube.pattern = SyntheticPattern::Stencil3D;
   cube.dims = {3, 3, 3};
-  EXPECT_EQ(kfarthest_clusters(trace_signatures(merged(cube)), 9).representatives.size(), 27u);
+  EXPECT_EQ(kfarthest_clusters(trace_signatures(synthetic_merged_trace(cube)), 9).representatives.size(), 27u);
   // ... but never beyond max(k, kMaxCallPathClusters), however many classes there are.
   std::vector<RankSignature> distinct;
   for (std::int64_t r = 0; r < 200; ++r) {
@@ -177,7 +162,7 @@ TEST(Clustering, RowColumnCommunicatorsGroupByColor) {
   spec.dims = {3, 2};
   spec.timesteps = 2;
   spec.timing_jitter = false;
-  const Trace t = merged(spec);
+  const Trace t = synthetic_merged_trace(spec);
   const auto sigs = trace_signatures(t);
   // Only the split colors/keys (and the communicator members they imply) tell ranks apart.
   const ClusterAssignment c = kfarthest_clusters(sigs, 6);
@@ -187,7 +172,7 @@ TEST(Clustering, RowColumnCommunicatorsGroupByColor) {
 }
 
 TEST(Clustering, OneRankIsOneClusterAndBadKIsAnError) {
-  const Trace t = merged(stencil2d_grid(1, 1));
+  const Trace t = synthetic_merged_trace(stencil2d_grid(1, 1));
   const ClusterAssignment c = kfarthest_clusters(trace_signatures(t), 9);
   EXPECT_EQ(c.labels, std::vector<std::int64_t>{0});
   EXPECT_EQ(c.representatives, std::vector<std::int64_t>{0});
@@ -217,7 +202,7 @@ TEST(Clustering, KFarthestStepKeepsKAndLosesNoRank) {
 
 TEST(RankGroups, RanksInOneGroupHaveTheSameEvents) {
   const auto spec = stencil2d_3x3();
-  const Trace t = merged(spec);
+  const Trace t = synthetic_merged_trace(spec);
   for (bool with_values : {false, true}) {
     const auto labels = rank_groups(t, with_values);
     ASSERT_EQ(labels.size(), 9u);
@@ -237,9 +222,9 @@ TEST(RankGroups, RanksInOneGroupHaveTheSameEvents) {
 
 TEST(ClusteredMerge, RepresentativesLosslessOthersGetTheirRepresentativesEvents) {
   const auto spec = stencil2d_3x3();
-  const Trace full = merged(spec);
+  const Trace full = synthetic_merged_trace(spec);
   std::vector<RankSignature> sigs;
-  for (std::int64_t r = 0; r < spec.nranks; ++r) sigs.push_back(compute_signature(rank_trace(spec, r), r));
+  for (std::int64_t r = 0; r < spec.nranks; ++r) sigs.push_back(compute_signature(synthetic_rank_trace(spec, r), r));
   // Without the peer sets, so that corners (and edges) share a representative: the lossy case.
   const ClusterAssignment a = kfarthest_clusters(sigs, 3, kWithoutPeers);
   std::vector<RankCluster> clusters;
@@ -251,7 +236,7 @@ TEST(ClusteredMerge, RepresentativesLosslessOthersGetTheirRepresentativesEvents)
   }
   TreeMerger merger;
   for (std::int64_t r = 0; r < spec.nranks; ++r) {
-    Trace local = rank_trace(spec, r);
+    Trace local = synthetic_rank_trace(spec, r);
     prepare_clustered_rank_trace(local, r, clusters, a.format);
     merger.push(std::move(local));
   }
@@ -292,7 +277,7 @@ TEST(ClusterList, RoundTripsAndRejectsBadBytes) {
 }
 
 TEST(ClusterSection, ReaderRejectsClustersThatDoNotPartitionTheRanks) {
-  Trace t = merged(stencil2d_3x3());
+  Trace t = synthetic_merged_trace(stencil2d_3x3());
   t.clusters = {{0, RankList::range(0, 5)}, {4, RankList::range(4, 5)}};  // rank 4 twice
   EXPECT_THROW(decode_trace(encode_trace(t)), FormatError);
   t.clusters = {{0, RankList::range(0, 8)}};  // rank 8 missing

@@ -25,16 +25,7 @@ Trace harness(SyntheticPattern pattern, std::int64_t nranks, std::int64_t timest
   spec.timesteps = timesteps;
   spec.wrap = false;
   spec.dims = std::move(dims);
-  TreeMerger merger;
-  for (std::int64_t r = 0; r < nranks; ++r) {
-    CallSiteTable sites;
-    CommTable comms;
-    IntraCompressor comp;
-    comp.set_sites(&sites);
-    generate(spec, r, [&](const Event& e) { comp.push(e); }, sites, comms);
-    merger.push(make_rank_trace(r, nranks, comp.finish(), std::move(sites), std::move(comms), {}));
-  }
-  Trace t = merger.finish();
+  Trace t = synthetic_merged_trace(spec);
   t.metadata["program"] = "synthetic:" + std::string(synthetic_pattern_name(pattern));
   return t;
 }

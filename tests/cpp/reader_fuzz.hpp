@@ -71,14 +71,7 @@ inline Trace synthetic_merged(SyntheticPattern pattern, std::int64_t nranks, std
   spec.nranks = nranks;
   spec.timesteps = steps;
   spec.wrap = false;
-  std::vector<Trace> ranks;
-  for (std::int64_t r = 0; r < nranks; ++r) {
-    RankRecording rec = record_synthetic(spec, r);
-    Trace t = compress_recording(rec);
-    ranks.push_back(make_rank_trace(r, nranks, std::move(t.nodes), std::move(t.sites),
-                                    std::move(t.comms), std::move(t.names)));
-  }
-  return merge_tree(std::move(ranks));
+  return synthetic_merged_trace(spec);
 }
 
 /// Valid inputs: merged traces of four patterns (with text in metadata and call sites) and raw
@@ -201,19 +194,23 @@ inline bool all_text_valid(const std::map<std::string, std::string>& metadata,
 
 constexpr std::uint64_t kAnalysisMemory = std::uint64_t{64} << 20;
 
-inline Outcome use_trace(const Trace& t, std::string& message) {
+/// Loads with `load` and uses what it loaded with `use`, and says how that went (see the
+/// outcomes above). A use that finds something the reader should have refused throws
+/// FormatError (a late rejection).
+template <class Load, class Use>
+Outcome classify(Load&& load, Use&& use, std::string& message) {
+  decltype(load()) loaded;
   try {
-    if (!all_text_valid(t.metadata, t.sites, t.names)) {
-      message = "text that is not UTF-8 passed the reader";
-      return Outcome::Late;
-    }
-    for (std::int64_t r = 0; r < t.nranks && r < 32; ++r) {
-      Cursor c(t, r, TimingMode::Mean);
-      for (int n = 0; n < 20000 && c.next(); ++n) {
-      }
-    }
-    summary(t);
-    comm_matrix_sparse(t, Metric::Bytes, CommKind::All, kAnalysisMemory);
+    loaded = load();
+  } catch (const FormatError& e) {
+    message = e.what();
+    return Outcome::Rejected;
+  } catch (const std::exception& e) {
+    message = std::string("at load: ") + e.what();
+    return Outcome::Other;
+  }
+  try {
+    use(loaded);
     return Outcome::Accepted;
   } catch (const UsageError& e) {
     message = e.what();
@@ -227,53 +224,38 @@ inline Outcome use_trace(const Trace& t, std::string& message) {
   }
 }
 
-inline Outcome try_trace(const std::string& bytes, std::string& message) {
-  Trace t;
-  try {
-    t = decode_trace_checked(bytes);
-  } catch (const FormatError& e) {
-    message = e.what();
-    return Outcome::Rejected;
-  } catch (const std::exception& e) {
-    message = std::string("at load: ") + e.what();
-    return Outcome::Other;
+inline void require_valid_text(const std::map<std::string, std::string>& metadata,
+                               const CallSiteTable& sites, const std::vector<std::string>& names) {
+  if (!all_text_valid(metadata, sites, names)) throw FormatError("text that is not UTF-8 passed the reader");
+}
+
+/// Every use a user makes of a loaded trace.
+inline void use_trace(const Trace& t) {
+  require_valid_text(t.metadata, t.sites, t.names);
+  for (std::int64_t r = 0; r < t.nranks && r < 32; ++r) {
+    Cursor c(t, r, TimingMode::Mean);
+    for (int n = 0; n < 20000 && c.next(); ++n) {
+    }
   }
-  return use_trace(t, message);
+  summary(t);
+  comm_matrix_sparse(t, Metric::Bytes, CommKind::All, kAnalysisMemory);
+}
+
+inline Outcome try_trace(const std::string& bytes, std::string& message) {
+  return classify([&] { return decode_trace_checked(bytes); }, use_trace, message);
 }
 
 inline Outcome try_raw(const std::string& bytes, std::string& message) {
-  RankRecording rec;
-  try {
-    rec = decode_raw(bytes, "mutant.straw");
-  } catch (const FormatError& e) {
-    message = e.what();
-    return Outcome::Rejected;
-  } catch (const std::exception& e) {
-    message = std::string("at load: ") + e.what();
-    return Outcome::Other;
-  }
-  try {
-    if (!all_text_valid(rec.metadata, rec.sites, rec.names)) {
-      message = "text that is not UTF-8 passed the reader";
-      return Outcome::Late;
-    }
+  const auto use = [](const RankRecording& rec) {
+    require_valid_text(rec.metadata, rec.sites, rec.names);
     for (const Event& e : rec.events) validate_event_values(e);
     Trace t = compress_recording(rec);
     Cursor c(t, rec.rank, TimingMode::None);
     while (c.next()) {
     }
     comm_matrix_of_recordings({rec}, Metric::Bytes, CommKind::All);
-    return Outcome::Accepted;
-  } catch (const UsageError& e) {
-    message = e.what();
-    return Outcome::Refused;
-  } catch (const FormatError& e) {
-    message = e.what();
-    return Outcome::Late;
-  } catch (const std::exception& e) {
-    message = e.what();
-    return Outcome::Other;
-  }
+  };
+  return classify([&] { return decode_raw(bytes, "mutant.straw"); }, use, message);
 }
 
 /// Runs `mutants` mutants, alternating .sct and .straw inputs.

@@ -49,17 +49,8 @@ Trace build(SyntheticPattern pattern, std::int64_t nranks, std::int64_t timestep
   spec.nranks = nranks;
   spec.timesteps = timesteps;
   spec.wrap = false;
-  TreeMerger merger;
-  for (std::int64_t r = 0; r < nranks; ++r) {
-    CallSiteTable sites;
-    CommTable comms;
-    IntraCompressor comp;
-    comp.set_sites(&sites);
-    generate(spec, r, [&](const Event& e) { comp.push(e); }, sites, comms);
-    merger.push(make_rank_trace(r, nranks, comp.finish(), std::move(sites), std::move(comms), {}));
-    EXPECT_LE(merger.held(), 16u);  // streaming: O(log n) partial traces
-  }
-  return merger.finish();
+  // Streaming: the merger holds O(log n) partial traces.
+  return synthetic_merged_trace(spec, [](const TreeMerger& merger) { EXPECT_LE(merger.held(), 16u); });
 }
 
 Shape shape_of(const Trace& t) {

@@ -379,4 +379,26 @@ RankRecording record_synthetic(const SyntheticSpec& spec, std::int64_t rank) {
   return rec;
 }
 
+Trace synthetic_rank_trace(const SyntheticSpec& spec, std::int64_t rank, const CompressorConfig& config,
+                           std::uint64_t* events) {
+  CallSiteTable sites;
+  CommTable comms;
+  IntraCompressor compressor(config);
+  compressor.set_sites(&sites);
+  generate(spec, rank, [&](const Event& e) {
+    compressor.push(e);
+    if (events) ++*events;
+  }, sites, comms);
+  return make_rank_trace(rank, spec.nranks, compressor.finish(), std::move(sites), std::move(comms), {});
+}
+
+Trace synthetic_merged_trace(const SyntheticSpec& spec, const std::function<void(const TreeMerger&)>& after_push) {
+  TreeMerger merger;
+  for (std::int64_t r = 0; r < spec.nranks; ++r) {
+    merger.push(synthetic_rank_trace(spec, r));
+    if (after_push) after_push(merger);
+  }
+  return merger.finish();
+}
+
 }  // namespace scalatrace

@@ -38,7 +38,9 @@
 
 #include "scalatrace/callsite.hpp"
 #include "scalatrace/comm_table.hpp"
+#include "scalatrace/compressor.hpp"
 #include "scalatrace/event.hpp"
+#include "scalatrace/merge.hpp"
 #include "scalatrace/raw.hpp"
 
 namespace scalatrace {
@@ -77,5 +79,16 @@ void generate(const SyntheticSpec& spec, std::int64_t rank,
 
 /// Convenience: the whole stream of one rank as a RankRecording (small specs only).
 RankRecording record_synthetic(const SyntheticSpec& spec, std::int64_t rank);
+
+/// Rank `rank`'s stream compressed online by the collector's IntraCompressor, as the per-rank
+/// trace the collector hands to the merge (make_rank_trace). `events`, if given, counts the
+/// events generated.
+Trace synthetic_rank_trace(const SyntheticSpec& spec, std::int64_t rank, const CompressorConfig& config = {},
+                           std::uint64_t* events = nullptr);
+
+/// Every rank's synthetic_rank_trace merged over the radix tree (TreeMerger, streaming, one
+/// rank in memory at a time). `after_push`, if given, sees the merger after each rank.
+Trace synthetic_merged_trace(const SyntheticSpec& spec,
+                             const std::function<void(const TreeMerger&)>& after_push = {});
 
 }  // namespace scalatrace
