@@ -94,6 +94,39 @@ TEST(Compressor, Figure51IterationSpecificBehaviour) {
   expect_round_trip(s, t);
 }
 
+TEST(Compressor, PollingLoopWithOccasionalChangesIsLossless) {
+  // A one-event loop (the speculation fast path, deferred field and array appends) whose
+  // fields, arrays and call site change now and then, interleaved with runs of other loops.
+  std::vector<Event> s;
+  std::uint64_t compute_total = 0;
+  for (int i = 0; i < 3000; ++i) {
+    Event e = ev(Op::Probe, i % 997 == 5 ? 9 : 1, i % 250 < 3 ? 2 : 1, 0);
+    if (i % 400 == 7) e[ArrayField::Requests] = {1, i % 3};
+    if (i % 1000 == 500)
+      for (int k = 0; k < 4; ++k) s.push_back(ev(Op::Isend, 2, k, 64));
+    e.compute_ns = static_cast<std::uint64_t>(50 + i % 17);
+    s.push_back(e);
+  }
+  for (const auto& e : s) compute_total += e.compute_ns;
+  const auto t = compress(s);
+  expect_round_trip(s, t);
+  std::uint64_t histogram_total = 0, count = 0;
+  std::vector<const Node*> stack;
+  for (const auto& n : t.nodes) stack.push_back(&n);
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (n->event) {
+      histogram_total += static_cast<std::uint64_t>(n->event->compute.sum());
+      count += n->event->compute.count();
+    } else {
+      for (const auto& c : n->loop->body) stack.push_back(&c);
+    }
+  }
+  EXPECT_EQ(count, s.size());
+  EXPECT_EQ(histogram_total, compute_total);
+}
+
 TEST(Compressor, Figure52TrailingIterations) {
   // for i < m: Bcast; for j < n(i): Isend Irecv Waitall
   const std::vector<int> n{3, 2, 4, 1, 5, 5, 2, 1, 1, 6};

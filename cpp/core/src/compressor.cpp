@@ -515,32 +515,90 @@ struct IntraCompressor::Impl {
   /// of `last[i]` still to be appended to the node's field i. Flushed (and cleared) before the
   /// general path touches any node, so only speculation ever sees deferred values.
   struct FieldCache {
+    EventNode* node = nullptr;
     std::array<std::int64_t, kFieldCount> last{};
     std::array<std::uint64_t, kFieldCount> pending{};
+    /// Pushes in which every field repeated its `last` value: counted once here instead of
+    /// per field (each field's deferred count is pending[i] + repeats).
+    std::uint64_t repeats = 0;
+    /// Pushes with every array empty, not yet appended to the node's array sequences.
+    std::uint64_t empty_arrays = 0;
   };
-  std::unordered_map<EventNode*, FieldCache> field_cache;
+  /// Nodes with deferred values, in the order they were first deferred. A loop's iterations
+  /// visit their nodes in the same order every time, so the entry after the last one used is
+  /// tried first (`field_cache_next`); the index finds the others.
+  std::vector<FieldCache> field_cache;
+  std::unordered_map<EventNode*, std::size_t> field_cache_index;
+  std::size_t field_cache_next = 0;
 
   static void flush_fields(EventNode& a, FieldCache& c) {
     for (std::size_t i = 0; i < kFieldCount; ++i)
-      if (c.pending[i] != 0) {
-        single(a.fields[i]).append_repeat(c.last[i], c.pending[i]);
+      if (const std::uint64_t n = c.pending[i] + c.repeats; n != 0) {
+        single(a.fields[i]).append_repeat(c.last[i], n);
         c.pending[i] = 0;
       }
+    c.repeats = 0;
+    flush_arrays(a, c);
+  }
+  static void flush_arrays(EventNode& a, FieldCache& c) {
+    if (c.empty_arrays == 0) return;
+    const ArraySeq empties = ArraySeq::from_runs({ArraySeq::Run{{}, c.empty_arrays}});
+    for (auto& array : a.arrays) single(array).append(empties);
+    c.empty_arrays = 0;
   }
   void flush_field_cache() {
     if (field_cache.empty()) return;
-    for (auto& [node, c] : field_cache) flush_fields(*node, c);
+    for (auto& c : field_cache) flush_fields(*c.node, c);
     field_cache.clear();
+    field_cache_index.clear();
+    field_cache_next = 0;
+  }
+  /// The deferred values of node `a`, or nullptr.
+  FieldCache* find_field_cache(EventNode* a) {
+    if (field_cache_next >= field_cache.size()) field_cache_next = 0;
+    if (field_cache_next < field_cache.size() && field_cache[field_cache_next].node == a)
+      return &field_cache[field_cache_next++];
+    const auto it = field_cache_index.find(a);
+    if (it == field_cache_index.end()) return nullptr;
+    field_cache_next = it->second + 1;
+    return &field_cache[it->second];
   }
   void cached_append(EventNode& a, const Event& e) {
     if (e.site != a.site || !a.site_ids.empty()) {
       // Call-site bookkeeping counts occurrences from the field sequences: no deferral.
-      auto it = field_cache.find(&a);
-      if (it != field_cache.end()) flush_fields(a, it->second);
+      if (FieldCache* c = find_field_cache(&a)) flush_fields(a, *c);
       append_event(a, e);
       return;
     }
-    FieldCache& c = field_cache[&a];
+    FieldCache* found = find_field_cache(&a);
+    if (found == nullptr) {
+      field_cache_index.emplace(&a, field_cache.size());
+      found = &field_cache.emplace_back();
+      found->node = &a;
+      field_cache_next = field_cache.size();
+    }
+    FieldCache& c = *found;
+    std::int64_t differs = 0;  // branch-free comparison of all fields
+    for (std::size_t i = 0; i < kFieldCount; ++i) differs |= e.fields[i] ^ c.last[i];
+    if (differs == 0) {
+      ++c.repeats;  // every field repeats (the steady state)
+    } else {
+      deferred_append_fields(a, c, e);
+    }
+    bool arrays_empty = true;
+    for (const auto& array : e.arrays) arrays_empty = arrays_empty && array.empty();
+    if (arrays_empty) {
+      ++c.empty_arrays;
+    } else {
+      flush_arrays(a, c);
+      for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(e.arrays[i]);
+    }
+    a.compute.add(e.compute_ns);
+    a.duration.add(e.duration_ns);
+  }
+  static void deferred_append_fields(EventNode& a, FieldCache& c, const Event& e) {
+    for (std::size_t i = 0; i < kFieldCount; ++i) c.pending[i] += c.repeats;
+    c.repeats = 0;
     for (std::size_t i = 0; i < kFieldCount; ++i) {
       const std::int64_t v = e.fields[i];
       if (c.pending[i] != 0 && v == c.last[i]) {
@@ -551,9 +609,6 @@ struct IntraCompressor::Impl {
       c.last[i] = v;
       c.pending[i] = 1;
     }
-    for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(e.arrays[i]);
-    a.compute.add(e.compute_ns);
-    a.duration.add(e.duration_ns);
   }
 
   std::vector<SpecFrame> spec_stack;
@@ -636,10 +691,25 @@ struct IntraCompressor::Impl {
     for (std::size_t i = 0; i < n; ++i) normal_push(spec_events[i]);
   }
 
+  /// Fast path of speculation for a loop whose body is one event (a polling loop): the
+  /// iteration is complete with this event, so it is appended at once (what spec_step and
+  /// spec_commit would do, without buffering).
+  bool extends_one_event_loop(Node& loop, const Event& e) {
+    auto& body = loop.loop->body;
+    if (body.size() != 1 || !body.front().event || !body.front().presence.empty()) return false;
+    EventNode& only = *body.front().event;
+    if (!key_match(Key{only.op, only.site}, Key{e.op, e.site})) return false;
+    cached_append(only, e);
+    ValueSeq& trips = single(loop.loop->trips);
+    trips.set_back(trips.back() + 1);
+    return true;
+  }
+
   void push(const Event& e) {
     if (++pushes_since_check >= check_interval) check_memory();
     if (spec_stack.empty() && !q.empty() && q.size() - 1 >= frozen && !q.back().raw &&
         q.back().node.loop) {
+      if (extends_one_event_loop(q.back().node, e)) return;
       spec_stack.push_back(SpecFrame{&q.back().node, 0, 1});
     }
     if (!spec_stack.empty()) {

@@ -10,7 +10,9 @@ namespace scalatrace {
 
 void ArraySeq::append(const std::vector<std::int64_t>& values) {
   ++size_;
-  if (!runs_.empty() && runs_.back().values == values) {
+  // Most arrays of most events are empty: compare sizes before contents.
+  if (!runs_.empty() && runs_.back().values.size() == values.size() &&
+      (values.empty() || runs_.back().values == values)) {
     ++runs_.back().count;
     return;
   }
