@@ -59,6 +59,18 @@ Trace merged(std::vector<Prog>& progs) {
   return merge_tree(std::move(per_rank));
 }
 
+/// The merged trace of a synthetic program (every rank recorded and compressed, then merged).
+Trace synthetic_trace(const SyntheticSpec& spec) {
+  std::vector<Trace> per_rank;
+  for (std::int64_t r = 0; r < spec.nranks; ++r) {
+    RankRecording rec = record_synthetic(spec, r);
+    IntraCompressor c;
+    for (const auto& e : rec.events) c.push(e);
+    per_rank.push_back(make_rank_trace(r, spec.nranks, c.finish(), rec.sites, rec.comms, rec.names));
+  }
+  return merge_tree(std::move(per_rank));
+}
+
 std::vector<Prog> programs(std::int64_t n) {
   std::vector<Prog> v;
   for (std::int64_t r = 0; r < n; ++r) v.emplace_back(r, n);
@@ -352,14 +364,7 @@ TEST(Simulator, SyntheticProgramsEndAndMatchTheCommMatrix) {
       spec.nranks = pat == SyntheticPattern::Stencil3D ? 27 : 12;
       spec.timesteps = 6;
       spec.wrap = wrap;
-      std::vector<Trace> per_rank;
-      for (std::int64_t r = 0; r < spec.nranks; ++r) {
-        RankRecording rec = record_synthetic(spec, r);
-        IntraCompressor c;
-        for (const auto& e : rec.events) c.push(e);
-        per_rank.push_back(make_rank_trace(r, spec.nranks, c.finish(), rec.sites, rec.comms, rec.names));
-      }
-      const Trace t = merge_tree(std::move(per_rank));
+      const Trace t = synthetic_trace(spec);
       SimOptions opt = options();
       opt.pair_counts = true;
       for (TimingMode mode : {TimingMode::Mean, TimingMode::Median, TimingMode::Sample}) {
@@ -392,5 +397,55 @@ TEST(Simulator, SyntheticProgramsEndAndMatchTheCommMatrix) {
         EXPECT_EQ(calls, r.events) << what;
       }
     }
+  }
+}
+
+TEST(Simulator, CursorIntoOneEventEqualsTheExpandedRank) {
+  // The simulator reuses one Event per rank (Cursor::next(Event&)): every field and array of
+  // the previous event must be overwritten, so each rank's walk equals expand(), timing included.
+  for (SyntheticPattern pat : {SyntheticPattern::Stencil2D, SyntheticPattern::Collectives,
+                               SyntheticPattern::Irregular}) {
+    SyntheticSpec spec;
+    spec.pattern = pat;
+    spec.nranks = 9;
+    spec.timesteps = 4;
+    spec.wrap = true;
+    const Trace t = synthetic_trace(spec);
+    for (std::int64_t r = 0; r < spec.nranks; ++r) {
+      const std::vector<Event> expected = expand(t, r);
+      Cursor cursor(t, r);
+      Event e;
+      std::size_t i = 0;
+      for (; cursor.next(e); ++i) {
+        ASSERT_LT(i, expected.size());
+        EXPECT_TRUE(e.same_call(expected[i])) << describe(e) << " vs " << describe(expected[i]);
+        EXPECT_EQ(e.compute_ns, expected[i].compute_ns);
+        EXPECT_EQ(e.duration_ns, expected[i].duration_ns);
+      }
+      EXPECT_EQ(i, expected.size()) << synthetic_pattern_name(pat) << " rank " << r;
+    }
+  }
+}
+
+TEST(Simulator, CursorNamesTheFieldThatRunsOut) {
+  // A constant field (Bytes: one value) shorter than the loop around it: the cursor stops at
+  // the first occurrence without a value and names the field.
+  auto p = programs(1);
+  for (int i = 0; i < 4; ++i) p[0].p2p(Op::Send, 1, 0, 8, 1);
+  Trace t = merged(p);
+  ASSERT_EQ(t.nodes.size(), 1u);
+  ASSERT_TRUE(t.nodes[0].loop);
+  auto& bytes = t.nodes[0].loop->body[0].event->fields[static_cast<std::size_t>(Field::Bytes)];
+  bytes.alternatives[0].first = ValueSeq::constant(8, 3);
+  Cursor c(t, 0);
+  Event e;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.next(e));
+  try {
+    c.next(e);
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& err) {
+    EXPECT_NE(std::string(err.what()).find("field Bytes of a Send ran out of values at occurrence 3"),
+              std::string::npos)
+        << err.what();
   }
 }

@@ -7,9 +7,12 @@
 // elastic sequences.
 #include "scalatrace/cursor.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
-#include <unordered_map>
+#include <memory>
+#include <vector>
 
 #include "scalatrace/errors.hpp"
 
@@ -32,19 +35,48 @@ struct ArrayReader {
   }
 };
 
+/// One stored scalar field of an event node whose values vary, and its reader.
+struct FieldReader {
+  std::uint8_t field = 0;
+  ValueSeq::Reader reader;
+};
+
+/// A stored field with one value throughout (most fields of a regular program).
+struct ConstantField {
+  std::uint8_t field = 0;
+  std::int64_t value = 0;
+};
+
+/// One stored array field of an event node and its reader.
+struct ArrayFieldReader {
+  std::uint8_t field = 0;
+  ArrayReader reader;
+};
+
 struct NodeState {
   bool has_presence = false;
+  bool has_sites = false;
   ValueSeq::Reader presence;
   ValueSeq::Reader trips;
-  bool has_sites = false;
   ValueSeq::Reader site_ids;
-  std::array<ValueSeq::Reader, kFieldCount> fields;
-  std::array<bool, kFieldCount> field_unused{};
-  std::array<ArrayReader, kArrayFieldCount> arrays;
+  std::vector<FieldReader> fields;        ///< stored varying fields, in field order
+  std::vector<ConstantField> constants;   ///< stored constant non-zero fields
+  /// Occurrences every constant field has values for (the smallest of their sizes).
+  std::uint64_t constant_limit = UINT64_MAX;
+  std::vector<ArrayFieldReader> arrays;   ///< stored arrays only, in field order
   std::uint64_t occurrence = 0;
   const Histogram* compute = nullptr;   ///< the rank's timing group (or the node's)
   const Histogram* duration = nullptr;
+  /// Timing modes other than Sample: the (fixed) values, computed on first visit.
+  std::uint64_t compute_ns = 0, duration_ns = 0;
+  /// Loops: the states of the body's nodes by position, created on first visit
+  /// (kNotMember: a node of other ranks only).
+  std::vector<NodeState*> body;
 };
+
+/// Marks a node the cursor's rank does not take part in (membership decided once).
+NodeState not_member_marker;
+NodeState* const kNotMember = &not_member_marker;
 
 /// Median estimate: the mean of the bin holding the middle value (exact for one-value bins).
 std::uint64_t histogram_median(const Histogram& h) {
@@ -60,6 +92,7 @@ std::uint64_t histogram_median(const Histogram& h) {
 
 struct WalkFrame {
   const std::vector<Node>* body;
+  std::vector<NodeState*>* states;  ///< per position of `body`
   std::size_t pos;
   std::uint64_t trips_left;  ///< iterations still to run after the current one
 };
@@ -70,15 +103,19 @@ struct Cursor::Impl {
   const Trace& trace;
   std::int64_t rank;
   TimingMode timing;
-  std::mt19937_64 rng;
+  /// TimingMode::Sample only (2.5 KB of state: not kept by cursors that do not draw).
+  std::unique_ptr<std::mt19937_64> rng;
   std::vector<WalkFrame> stack;
-  std::unordered_map<const Node*, NodeState> states;
+  std::vector<NodeState*> top_states;  ///< per position of trace.nodes
+  std::vector<std::unique_ptr<NodeState>> owned;  ///< every NodeState created
   std::uint64_t events = 0;
   const Node* last = nullptr;
 
   Impl(const Trace& t, std::int64_t r, TimingMode m, std::uint64_t seed)
-      : trace(t), rank(r), timing(m), rng(seed) {
-    stack.push_back(WalkFrame{&trace.nodes, 0, 0});
+      : trace(t), rank(r), timing(m) {
+    if (timing == TimingMode::Sample) rng = std::make_unique<std::mt19937_64>(seed);
+    top_states.resize(trace.nodes.size());
+    stack.push_back(WalkFrame{&trace.nodes, &top_states, 0, 0});
   }
 
   [[noreturn]] void fail(const std::string& what) const {
@@ -92,10 +129,16 @@ struct Cursor::Impl {
     return s;
   }
 
-  NodeState& state(const Node& n) {
-    auto [it, inserted] = states.try_emplace(&n);
-    NodeState& s = it->second;
-    if (!inserted) return s;
+  /// The rank's state of node `n` (whose entry in its body's states is `slot`), created on
+  /// first visit; nullptr if the rank does not take part in the node.
+  NodeState* state(const Node& n, NodeState*& slot) {
+    if (slot != nullptr) return slot == kNotMember ? nullptr : slot;
+    if (!n.ranks.empty() && !n.ranks.contains(rank)) {
+      slot = kNotMember;
+      return nullptr;
+    }
+    owned.push_back(std::make_unique<NodeState>());
+    NodeState& s = *owned.back();
     if (!n.presence.empty()) {
       // A merged node may carry presence for only some of its ranks: the others are present
       // at every visit.
@@ -107,78 +150,107 @@ struct Cursor::Impl {
     }
     if (n.loop) {
       s.trips = ValueSeq::Reader(seq_for(n.loop->trips, "loop trip count"));
+      s.body.assign(n.loop->body.size(), nullptr);
     } else if (n.event) {
       const EventNode& e = *n.event;
       s.compute = &e.compute_for(rank);
       s.duration = &e.duration_for(rank);
+      if (timing != TimingMode::Sample) {
+        s.compute_ns = timing_value(*s.compute);
+        s.duration_ns = timing_value(*s.duration);
+      }
       if (!e.site_ids.empty()) {
         s.has_sites = true;
         s.site_ids = ValueSeq::Reader(seq_for(e.site_ids, "call-site sequence"));
       }
       for (std::size_t i = 0; i < kFieldCount; ++i) {
-        if (e.fields[i].empty()) {
-          s.field_unused[i] = true;  // field not stored: 0 everywhere
-          continue;
+        if (e.fields[i].empty()) continue;  // field not stored: 0 everywhere
+        const ValueSeq* seq =
+            seq_for(e.fields[i], std::string(field_name(static_cast<Field>(i))).c_str());
+        const auto field = static_cast<std::uint8_t>(i);
+        if (!seq->empty() && seq->is_constant()) {
+          s.constant_limit = std::min(s.constant_limit, seq->size());
+          if (seq->back() != 0) s.constants.push_back(ConstantField{field, seq->back()});
+        } else {
+          s.fields.push_back(FieldReader{field, ValueSeq::Reader(seq)});
         }
-        s.fields[i] = ValueSeq::Reader(
-            seq_for(e.fields[i], std::string(field_name(static_cast<Field>(i))).c_str()));
       }
+      s.fields.shrink_to_fit();
+      s.constants.shrink_to_fit();
       for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
         if (e.arrays[i].empty()) continue;
         const ArraySeq* a = e.arrays[i].for_rank(rank);
         if (a == nullptr)
           fail(std::string("array ") + std::string(array_field_name(static_cast<ArrayField>(i))) +
                " has no value sequence for this rank");
-        s.arrays[i].seq = a;
+        s.arrays.push_back(ArrayFieldReader{static_cast<std::uint8_t>(i), ArrayReader{a}});
       }
     } else {
       fail("node with neither event nor loop");
     }
-    return s;
+    slot = &s;
+    return slot;
   }
 
   std::uint64_t timing_value(const Histogram& h) {
     switch (timing) {
       case TimingMode::Mean: return static_cast<std::uint64_t>(std::llround(h.mean()));
-      case TimingMode::Sample: return h.sample(rng);
+      case TimingMode::Sample: return h.sample(*rng);
       case TimingMode::None: return 0;
       case TimingMode::Median: return histogram_median(h);
     }
     return 0;
   }
 
-  Event make_event(const EventNode& en, NodeState& s) {
-    Event e;
+  /// Names the first field (in field order) that has no value for this occurrence.
+  [[noreturn]] void fail_field_ran_out(const EventNode& en, const NodeState& s) const {
+    for (std::size_t i = 0; i < kFieldCount; ++i) {
+      if (en.fields[i].empty()) continue;
+      const ValueSeq* seq = en.fields[i].for_rank(rank);
+      if (seq != nullptr && seq->size() > s.occurrence) continue;
+      fail("field " + std::string(field_name(static_cast<Field>(i))) + " of a " +
+           std::string(op_name(en.op)) + " ran out of values at occurrence " +
+           std::to_string(s.occurrence));
+    }
+    fail("a field of a " + std::string(op_name(en.op)) + " ran out of values");
+  }
+
+  /// Fills `e` with the node's next occurrence (every field and array overwritten; array
+  /// storage reused).
+  void make_event(const EventNode& en, NodeState& s, Event& e) {
     e.op = en.op;
     e.site = en.site;
     if (s.has_sites) {
       if (s.site_ids.done()) fail("call-site sequence of a " + std::string(op_name(en.op)) + " ran out");
       e.site = static_cast<std::uint32_t>(s.site_ids.next());
     }
-    for (std::size_t i = 0; i < kFieldCount; ++i) {
-      if (s.field_unused[i]) continue;
-      if (s.fields[i].done())
-        fail("field " + std::string(field_name(static_cast<Field>(i))) + " of a " +
-             std::string(op_name(en.op)) + " ran out of values at occurrence " +
-             std::to_string(s.occurrence));
-      e.fields[i] = s.fields[i].next();
+    e.fields.fill(0);
+    if (s.occurrence >= s.constant_limit) fail_field_ran_out(en, s);
+    for (FieldReader& f : s.fields) {
+      if (f.reader.done()) fail_field_ran_out(en, s);
+      e.fields[f.field] = f.reader.next();
     }
-    for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
-      ArrayReader& r = s.arrays[i];
-      if (r.seq == nullptr) continue;
-      if (r.done())
-        fail("array " + std::string(array_field_name(static_cast<ArrayField>(i))) + " of a " +
+    for (const ConstantField& c : s.constants) e.fields[c.field] = c.value;
+    for (auto& a : e.arrays) a.clear();
+    for (ArrayFieldReader& a : s.arrays) {
+      if (a.reader.done())
+        fail("array " + std::string(array_field_name(static_cast<ArrayField>(a.field))) + " of a " +
              std::string(op_name(en.op)) + " ran out of values at occurrence " +
              std::to_string(s.occurrence));
-      e.arrays[i] = r.next();
+      const std::vector<std::int64_t>& values = a.reader.next();
+      e.arrays[a.field].assign(values.begin(), values.end());
     }
     ++s.occurrence;
-    e.compute_ns = timing_value(s.compute ? *s.compute : en.compute);
-    e.duration_ns = timing_value(s.duration ? *s.duration : en.duration);
-    return e;
+    if (timing == TimingMode::Sample) {
+      e.compute_ns = timing_value(*s.compute);
+      e.duration_ns = timing_value(*s.duration);
+    } else {
+      e.compute_ns = s.compute_ns;
+      e.duration_ns = s.duration_ns;
+    }
   }
 
-  std::optional<Event> next() {
+  bool next(Event& out) {
     while (!stack.empty()) {
       WalkFrame& f = stack.back();
       if (f.pos == f.body->size()) {
@@ -190,9 +262,11 @@ struct Cursor::Impl {
         }
         continue;
       }
-      const Node& n = (*f.body)[f.pos++];
-      if (!n.ranks.empty() && !n.ranks.contains(rank)) continue;
-      NodeState& s = state(n);
+      const std::size_t pos = f.pos++;
+      const Node& n = (*f.body)[pos];
+      NodeState* state_of_node = state(n, (*f.states)[pos]);
+      if (state_of_node == nullptr) continue;
+      NodeState& s = *state_of_node;
       if (s.has_presence) {
         if (s.presence.done()) fail("presence sequence ran out");
         const std::int64_t p = s.presence.next();
@@ -204,14 +278,15 @@ struct Cursor::Impl {
         const std::int64_t trips = s.trips.next();
         if (trips < 0) fail("negative loop trip count " + std::to_string(trips));
         if (trips == 0 || n.loop->body.empty()) continue;
-        stack.push_back(WalkFrame{&n.loop->body, 0, static_cast<std::uint64_t>(trips - 1)});
+        stack.push_back(WalkFrame{&n.loop->body, &s.body, 0, static_cast<std::uint64_t>(trips - 1)});
         continue;
       }
       ++events;
       last = &n;
-      return make_event(*n.event, s);
+      make_event(*n.event, s, out);
+      return true;
     }
-    return std::nullopt;
+    return false;
   }
 };
 
@@ -224,7 +299,12 @@ Cursor::Cursor(const Trace& trace, std::int64_t rank, TimingMode timing, std::ui
 Cursor::~Cursor() = default;
 Cursor::Cursor(Cursor&&) noexcept = default;
 
-std::optional<Event> Cursor::next() { return impl_->next(); }
+std::optional<Event> Cursor::next() {
+  Event e;
+  if (!impl_->next(e)) return std::nullopt;
+  return e;
+}
+bool Cursor::next(Event& out) { return impl_->next(out); }
 const Node* Cursor::last_node() const { return impl_->last; }
 
 std::vector<Event> expand(const Trace& trace, std::int64_t rank) {

@@ -29,14 +29,14 @@ struct Request {
   bool active = false;      ///< posted and not yet completed by a Wait/Test
   bool rendezvous = false;  ///< send: waits for the receiver (late-receiver time)
   bool orphaned = false;    ///< freed while active: never reused
+  Op op = Op::Other;        ///< persistent requests: what Start posts (with peer ... bytes)
   double done = 0;          ///< completion time (send: buffer free; recv: data arrived)
   double o_r = 0;           ///< receive overhead charged when the receive completes
   std::int64_t slot = -1;   ///< handle-buffer slot index, -1 for internal requests
-  // Persistent requests: what Start posts.
-  Op op = Op::Other;
   std::int64_t peer = 0, comm = 0, tag = 0;
   double bytes = 0;
 };
+static_assert(sizeof(Request) <= 64, "a request fits one cache line");
 
 struct Message {
   std::int64_t src = 0, comm = 0, tag = 0;
@@ -85,9 +85,11 @@ struct RankSim {
   // Requests: pool + handle buffer (slots, oldest trimmed when released).
   std::vector<Request> reqs;
   std::vector<std::int32_t> free_reqs;
-  std::deque<std::int32_t> slots;
+  std::vector<std::int32_t> slots;  ///< slots[slot_front + i]: handle slot slot_base + i
+  std::size_t slot_front = 0;
   std::uint64_t slot_base = 0, slot_count = 0;
   std::vector<std::int32_t> waits;  ///< requests the current step waits for
+  std::size_t waits_known = 0;      ///< waits[0, waits_known) are known to complete (checked)
   // Collective in progress.
   std::vector<CollStep> steps;
   std::size_t step_pos = 0;
@@ -98,7 +100,9 @@ struct RankSim {
   // Receiver side.
   std::vector<Message> unexpected;  ///< arrived (or announced), not yet matched; in arrival order per source
   std::vector<PostedRecv> posted;   ///< posted receives in post order
+  std::size_t wildcards_posted = 0;  ///< entries of `posted` with src == kAnyWorld
   std::vector<CommInfo> comms;
+  std::size_t last_comm = 0;         ///< index into comms that comm_index found last
   // Results.
   std::uint64_t sent = 0, received = 0;
   double sent_bytes = 0, recv_bytes = 0;
@@ -190,8 +194,12 @@ class Engine {
   // ---------------------------------------------------------------- communicators
 
   std::size_t comm_index(RankSim& R, std::int64_t id) {
+    if (R.last_comm < R.comms.size() && R.comms[R.last_comm].id == id) return R.last_comm;
     for (std::size_t i = 0; i < R.comms.size(); ++i)
-      if (R.comms[i].id == id) return i;
+      if (R.comms[i].id == id) {
+        R.last_comm = i;
+        return i;
+      }
     CommInfo c;
     c.id = id;
     const auto [me, size] = comm_rank_and_size(trace_.comms, id, R.rank, n_);
@@ -264,17 +272,24 @@ class Engine {
     if (offset <= 0 || static_cast<std::uint64_t>(offset) > R.slot_count) return kNoRequest;
     const std::uint64_t index = R.slot_count - static_cast<std::uint64_t>(offset);
     if (index < R.slot_base) return kNoRequest;
-    return R.slots[index - R.slot_base];
+    return R.slots[R.slot_front + (index - R.slot_base)];
   }
 
   /// Drops a request: its slot no longer refers to it; the pool reuses it unless orphaned.
   void release(RankSim& R, std::int32_t q) {
     Request& Q = R.reqs[static_cast<std::size_t>(q)];
     if (Q.slot >= 0) {
-      R.slots[static_cast<std::size_t>(static_cast<std::uint64_t>(Q.slot) - R.slot_base)] = kNoRequest;
-      while (!R.slots.empty() && R.slots.front() == kNoRequest) {
-        R.slots.pop_front();
+      R.slots[R.slot_front + (static_cast<std::uint64_t>(Q.slot) - R.slot_base)] = kNoRequest;
+      while (R.slot_front < R.slots.size() && R.slots[R.slot_front] == kNoRequest) {
+        ++R.slot_front;
         ++R.slot_base;
+      }
+      if (R.slot_front == R.slots.size()) {
+        R.slots.clear();
+        R.slot_front = 0;
+      } else if (R.slot_front >= 64 && 2 * R.slot_front >= R.slots.size()) {
+        R.slots.erase(R.slots.begin(), R.slots.begin() + static_cast<std::ptrdiff_t>(R.slot_front));
+        R.slot_front = 0;
       }
       Q.slot = -1;
     }
@@ -325,6 +340,7 @@ class Engine {
     PostedRecv pr{src, comm, tag, q, R.clock, collective};
     if (src == kAnyWorld) {
       R.posted.push_back(pr);
+      ++R.wildcards_posted;
       for (const Message& m : R.unexpected)
         if (matches(pr, m)) {
           mark_wild(R.rank);
@@ -334,9 +350,10 @@ class Engine {
     }
     for (std::size_t i = 0; i < R.unexpected.size(); ++i) {
       if (!matches(pr, R.unexpected[i])) continue;
-      const bool held = std::any_of(R.posted.begin(), R.posted.end(), [&](const PostedRecv& w) {
-        return w.src == kAnyWorld && matches(w, R.unexpected[i]);
-      });
+      const bool held = R.wildcards_posted > 0 &&
+                        std::any_of(R.posted.begin(), R.posted.end(), [&](const PostedRecv& w) {
+                          return w.src == kAnyWorld && matches(w, R.unexpected[i]);
+                        });
       if (held) break;
       Message m = std::move(R.unexpected[i]);
       R.unexpected.erase(R.unexpected.begin() + static_cast<std::ptrdiff_t>(i));
@@ -437,6 +454,7 @@ class Engine {
     const PostedRecv pr = D.posted[best->posted];
     Message m = std::move(D.unexpected[best->message]);
     D.posted.erase(D.posted.begin() + static_cast<std::ptrdiff_t>(best->posted));
+    --D.wildcards_posted;
     D.unexpected.erase(D.unexpected.begin() + static_cast<std::ptrdiff_t>(best->message));
     match(best->rank, pr, m);
     // Receives held behind the wildcard may match now.
@@ -448,11 +466,17 @@ class Engine {
 
   // ---------------------------------------------------------------- waiting
 
+  static void clear_waits(RankSim& R) {
+    R.waits.clear();
+    R.waits_known = 0;
+  }
+
   /// Completes every request in R.waits if all completion times are known: the rank idles
   /// until each one is done (in order of completion) and pays o_r per receive.
   bool complete_waits(RankSim& R) {
-    for (const std::int32_t q : R.waits)
-      if (!R.reqs[static_cast<std::size_t>(q)].known) return false;
+    // A request's completion time, once known, stays known: resume where the last check stopped.
+    for (; R.waits_known < R.waits.size(); ++R.waits_known)
+      if (!R.reqs[static_cast<std::size_t>(R.waits[R.waits_known])].known) return false;
     std::sort(R.waits.begin(), R.waits.end(), [&](std::int32_t a, std::int32_t b) {
       return R.reqs[static_cast<std::size_t>(a)].done < R.reqs[static_cast<std::size_t>(b)].done;
     });
@@ -471,7 +495,7 @@ class Engine {
       if (!Q.persistent) release(R, q);
     }
     R.clock = t;
-    R.waits.clear();
+    clear_waits(R);
     return true;
   }
 
@@ -568,12 +592,10 @@ class Engine {
           }
           continue;
         case Stage::Next: {
-          auto e = R.cursor.next();
-          if (!e) {
+          if (!R.cursor.next(R.ev)) {
             R.finished = true;
             return;
           }
-          R.ev = std::move(*e);
           begin_event(R);
           dispatch(R);
           continue;
@@ -600,7 +622,7 @@ class Engine {
     const CollStep& s = R.steps[R.step_pos++];
     const CommInfo& c = R.comms[R.coll_comm];
     const auto tag = static_cast<std::int64_t>(R.coll_tag);
-    R.waits.clear();
+    clear_waits(R);
     if (s.recv_from >= 0) {
       const std::int32_t q = new_request(R, Request::Kind::Recv);
       post_recv(R, world_of(R, c, s.recv_from), c.key, tag, true, q);
@@ -637,7 +659,7 @@ class Engine {
   }
 
   void wait_for(RankSim& R, std::initializer_list<std::int32_t> qs) {
-    R.waits.clear();
+    clear_waits(R);
     for (const std::int32_t q : qs)
       if (q != kNoRequest) R.waits.push_back(q);
     R.stage = Stage::Waiting;
@@ -740,7 +762,7 @@ class Engine {
         return;
       case OpKind::Completion: {
         const auto& offs = e[ArrayField::Requests];
-        R.waits.clear();
+        clear_waits(R);
         const bool flag = e[Field::Flag] != 0;
         switch (e.op) {
           case Op::Wait:

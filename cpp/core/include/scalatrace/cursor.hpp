@@ -25,6 +25,9 @@ class Cursor {
   /// Next event of the rank (compute_ns / duration_ns from the node's histograms), or
   /// nullopt at the end. Throws FormatError if the trace is inconsistent for this rank.
   std::optional<Event> next();
+  /// The same, written into `out` (its array storage reused: no allocation per event once
+  /// warm). False at the end (`out` then unchanged).
+  bool next(Event& out);
   /// The event node the last event returned by next() came from (nullptr before the first).
   const Node* last_node() const;
 
