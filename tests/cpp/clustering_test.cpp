@@ -220,6 +220,33 @@ TEST(RankGroups, RanksInOneGroupHaveTheSameEvents) {
   EXPECT_NE(labels[0], labels[4]);
 }
 
+TEST(RankGroups, RanksOfDifferentTimingGroupsAreDifferentGroupsWithValues) {
+  // Two ranks with the same calls; rank 1 computes 1000 x longer between them, so the merge
+  // keeps a timing group per rank and their signatures' compute means differ.
+  std::vector<Trace> ranks;
+  for (std::int64_t r = 0; r < 2; ++r) {
+    CallSiteTable sites;
+    const std::uint32_t site = sites.intern({Frame{sites.intern_module("app"), 0x40}});
+    IntraCompressor compressor;
+    compressor.set_sites(&sites);
+    for (int i = 0; i < 20; ++i) {
+      Event e;
+      e.op = Op::Barrier;
+      e.site = site;
+      e.compute_ns = r == 0 ? 1'000 : 1'000'000;
+      compressor.push(e);
+    }
+    CommTable comms;
+    comms.entries.push_back({0, RankList::range(0, 2), {}});
+    ranks.push_back(make_rank_trace(r, 2, compressor.finish(), std::move(sites), std::move(comms), {}));
+  }
+  const Trace t = merge_tree(std::move(ranks));
+  EXPECT_EQ(rank_groups(t, false), (std::vector<std::int64_t>{0, 0}));
+  EXPECT_EQ(rank_groups(t, true), (std::vector<std::int64_t>{0, 1}));
+  const auto sigs = trace_signatures(t);
+  EXPECT_LT(sigs[0].value(SignatureFeature::Comp) * 100, sigs[1].value(SignatureFeature::Comp));
+}
+
 TEST(ClusteredMerge, RepresentativesLosslessOthersGetTheirRepresentativesEvents) {
   const auto spec = stencil2d_3x3();
   const Trace full = synthetic_merged_trace(spec);

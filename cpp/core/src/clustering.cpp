@@ -133,6 +133,9 @@ class GroupKeys {
           for (const auto& f : n.event->fields) add_elastic(f, id);
           for (const auto& a : n.event->arrays) add_elastic(a, id);
           add_elastic(n.event->site_ids, id);
+          // Ranks of different timing groups have different compute/duration histograms.
+          const auto& groups = n.event->timing_groups;
+          for (std::size_t g = 0; g < groups.size(); ++g) add(groups[g].ranks, mix(id, 0x7100 + g));
         }
       }
       if (n.loop) walk(n.loop->body);

@@ -55,7 +55,8 @@ ClusterAssignment kfarthest_clusters(const std::vector<RankSignature>& signature
 
 /// The exact behaviour groups a merged trace already holds: ranks that take part in exactly the
 /// same event and loop nodes (node ranklists) share a group; with `with_values`, ranks must also
-/// fall in the same elastic-value alternative of every parameter. Returns a group label per rank,
+/// fall in the same elastic-value alternative of every parameter and in the same timing group
+/// of every event node (so they have the same events, relative peers and histogram means). Returns a group label per rank,
 /// groups numbered by their lowest rank.
 std::vector<std::int64_t> rank_groups(const Trace& trace, bool with_values = false);
 
