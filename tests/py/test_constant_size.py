@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import helpers
+import scalatrace
 
 # The examples' default message sizes (512-byte faces, 64-byte edges, 8-byte corners in 3D):
 # reduced sizes (-s 64) once hid the 3D stencil's growth at its default sizes. No artificial
@@ -23,13 +24,18 @@ DEFAULT_FLAGS: list[str] = ["-c", "0"]
 TIMESTEPS = [10, 100, 1000]
 
 
-def traced_size(example: Path, ranks: int, timesteps: int, workdir: Path) -> int:
-    """Runs `example` on `ranks` ranks for `timesteps` timesteps; returns the .sct size."""
+def traced(example: Path, ranks: int, timesteps: int, workdir: Path) -> Path:
+    """Runs `example` on `ranks` ranks for `timesteps` timesteps; returns the .sct path."""
     out = workdir / f"{example.name}-{ranks}-{timesteps}.sct"
     helpers.run_mpi(ranks, [example, "-i", str(timesteps), *DEFAULT_FLAGS],
                     env=helpers.collector_env(out=out, quiet=1), timeout=600)
     assert out.is_file(), f"no trace written at {out}"
-    return out.stat().st_size
+    return out
+
+
+def traced_size(example: Path, ranks: int, timesteps: int, workdir: Path) -> int:
+    """The .sct size of `traced`."""
+    return traced(example, ranks, timesteps, workdir).stat().st_size
 
 
 def spread(sizes: dict[int, int]) -> float:
@@ -37,14 +43,21 @@ def spread(sizes: dict[int, int]) -> float:
     return (max(sizes.values()) - min(sizes.values())) / min(sizes.values())
 
 
-# The issue's goal is 5%. The 3D stencil (whose linear growth this file was written for) meets it
-# with margin. 1D and 2D measure 4-5% from 10 to 1000 timesteps (2D at 9 ranks: 3,489 / 3,531 /
-# 3,675 B), so 5% would fail at random; 10% still catches any per-timestep growth (the 3D bug
-# was +1,200%). Closing the remaining few percent is open work (issue 9).
-@pytest.mark.parametrize("name,ranks,tolerance", [("stencil1d", 8, 0.10), ("stencil2d", 9, 0.10), ("stencil3d", 8, 0.05)])
+# The issue's goal is 5%. The structure is the same at every length (same nodes, same value
+# sequences); what moves is the timing: histogram bins and their ranges depend on what the
+# ranks' clocks saw. 8 ranks on 2 cores: two runs of the same 1,000-step 3D command gave 3,791
+# and 3,912 B, and one `make test` run 4,021 B against 3,812 at 100 steps (5.5%); 1D and 2D move
+# the same way. So a single run is held to 10%, which still catches any per-timestep growth
+# (the 3D bug was +1,200%, 53 B per timestep); calm runs measure 1.1-3.4% (BENCHMARKS.md,
+# Pilgrim comparison).
+@pytest.mark.parametrize("name,ranks,tolerance", [("stencil1d", 8, 0.10), ("stencil2d", 9, 0.10), ("stencil3d", 8, 0.10)])
 def test_size_does_not_grow_with_timesteps(name, ranks, tolerance, tmp_path, example, collector_lib):
-    sizes = {t: traced_size(example(name), ranks, t, tmp_path) for t in TIMESTEPS}
+    paths = {t: traced(example(name), ranks, t, tmp_path) for t in TIMESTEPS}
+    sizes = {t: p.stat().st_size for t, p in paths.items()}
     assert spread(sizes) <= tolerance, f"{name} at {ranks} ranks: bytes by timesteps {sizes}"
+    # The structure itself does not depend on the length: the same nodes at 100 and 1,000 steps.
+    nodes = {t: scalatrace.load(paths[t]).node_count for t in (100, 1000)}
+    assert nodes[100] == nodes[1000], f"{name}: node counts by timesteps {nodes}"
 
 
 # 3x3 and 4x4 grids both hold every kind of rank of a 2D stencil (4 corners, edges, interior),
