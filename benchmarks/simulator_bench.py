@@ -34,7 +34,7 @@ from pathlib import Path
 
 import scalatrace
 from scalatrace import _paths
-from scalatrace.simulate import to_simgrid_ti
+from scalatrace.simulate import to_simgrid_ti, write_simgrid_platform
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_timing import program_time_from_raw  # noqa: E402  (same measure of the real run)
@@ -54,17 +54,10 @@ def smpi_time(trace: scalatrace.Trace, net: scalatrace.LogGP, work: Path) -> flo
         return None
     exp = to_simgrid_ti(trace, work / "ti")
     bw = 1.0 / net.G if net.G > 0 else 1e12
-    platform = work / "platform.xml"
     # Hosts of 1 Gflop/s (compute lines are nanoseconds), links with the calibrated one-way
     # small-message time (LogGP L plus both overheads) and bandwidth; SMPI's latency and
     # bandwidth correction factors set to 1 so that both simulators get the same numbers.
-    platform.write_text(
-        '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
-        '<platform version="4.1">\n'
-        f'  <cluster id="c" prefix="node-" suffix="" radical="0-{trace.nranks - 1}" speed="1Gf" '
-        f'bw="{bw:.6g}Bps" lat="{net.L + net.o_s + net.o_r:.6g}s"/>\n</platform>\n')
-    hostfile = work / "hostfile"
-    hostfile.write_text("".join(f"node-{i}\n" for i in range(trace.nranks)))
+    platform, hostfile = write_simgrid_platform(work, trace.nranks, net.L + net.o_s + net.o_r, bw)
     proc = subprocess.run(
         [smpirun, "-np", str(trace.nranks), "-platform", str(platform), "-hostfile", str(hostfile), "-replay",
          str(exp.index), "--log=replay.thresh:critical", "--log=smpi_config.thres:warning",

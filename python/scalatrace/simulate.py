@@ -717,6 +717,41 @@ class SimGridExport:
     skipped: int
 
 
+def write_simgrid_platform(directory: str | os.PathLike[str], nranks: int, latency_s: float,
+                           bandwidth_bytes_per_s: float, flops_per_ns: float = 1.0) -> tuple[Path, Path]:
+    """Writes a SimGrid platform of one cluster and its hostfile, for replaying a
+    :func:`to_simgrid_ti` export with ``smpirun -platform ... -hostfile ...``.
+
+    Parameters
+    ----------
+    directory : path
+        Where ``platform.xml`` and ``hostfile`` go (created if missing).
+    nranks : int
+        Hosts ``node-0`` .. ``node-{nranks-1}``, one rank each.
+    latency_s, bandwidth_bytes_per_s : float
+        Every link's latency (seconds) and bandwidth (bytes per second).
+    flops_per_ns : float
+        Host speed; the same value as the export's (1.0: hosts of 1 Gflop/s).
+
+    Returns
+    -------
+    (platform.xml, hostfile) paths
+    """
+    if nranks < 1 or latency_s < 0 or bandwidth_bytes_per_s <= 0 or flops_per_ns <= 0:
+        raise SimulationParameterError("nranks >= 1, latency >= 0, bandwidth > 0 and flops_per_ns > 0 needed")
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    platform = d / "platform.xml"
+    platform.write_text(
+        '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+        '<platform version="4.1">\n'
+        f'  <cluster id="c" prefix="node-" suffix="" radical="0-{nranks - 1}" speed="{flops_per_ns:g}Gf" '
+        f'bw="{bandwidth_bytes_per_s:.6g}Bps" lat="{latency_s:.6g}s"/>\n</platform>\n')
+    hostfile = d / "hostfile"
+    hostfile.write_text("".join(f"node-{i}\n" for i in range(nranks)))
+    return platform, hostfile
+
+
 def to_simgrid_ti(trace: Trace | str | os.PathLike[str], directory: str | os.PathLike[str],
                   timing: Literal["mean", "sample", "none"] = "mean", flops_per_ns: float = 1.0,
                   seed: int = 0) -> SimGridExport:

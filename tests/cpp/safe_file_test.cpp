@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "error_text.hpp"
 #include "scalatrace/errors.hpp"
 #include "scalatrace/format.hpp"
 #include "scalatrace/raw.hpp"
@@ -29,14 +30,7 @@ std::string slurp(const fs::path& p) {
 }
 void spit(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test_support::error_of;
 
 class SafeFileTest : public ::testing::Test {
  protected:

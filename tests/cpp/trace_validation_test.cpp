@@ -11,6 +11,7 @@
 
 #include "reader_fuzz.hpp"
 #include "scalatrace/analysis.hpp"
+#include "error_text.hpp"
 #include "scalatrace/errors.hpp"
 #include "scalatrace/format.hpp"
 #include "scalatrace/raw.hpp"
@@ -19,14 +20,7 @@
 namespace scalatrace {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test_support::error_of;
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() /

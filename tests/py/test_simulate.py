@@ -17,7 +17,7 @@ import pytest
 
 import helpers
 import scalatrace
-from scalatrace.simulate import SimulationParameterError, to_simgrid_ti
+from scalatrace.simulate import SimulationParameterError, to_simgrid_ti, write_simgrid_platform
 
 ITERATIONS = "3"
 
@@ -253,13 +253,4 @@ def test_smpi_replays_the_export(name, example_traces, tmp_path):
 
 def write_smpi_platform(directory: Path, nranks: int, net: scalatrace.LogGP) -> tuple[Path, Path]:
     """A SimGrid cluster of `nranks` 1 Gflop/s hosts with the LogGP latency and bandwidth."""
-    bw = 1.0 / net.G if net.G > 0 else 1e12
-    platform = directory / "platform.xml"
-    platform.write_text(
-        '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
-        '<platform version="4.1">\n'
-        f'  <cluster id="c" prefix="node-" suffix="" radical="0-{nranks - 1}" speed="1Gf" '
-        f'bw="{bw:.6g}Bps" lat="{net.L:.6g}s"/>\n</platform>\n')
-    hostfile = directory / "hostfile"
-    hostfile.write_text("".join(f"node-{i}\n" for i in range(nranks)))
-    return platform, hostfile
+    return write_simgrid_platform(directory, nranks, net.L, 1.0 / net.G if net.G > 0 else 1e12)
