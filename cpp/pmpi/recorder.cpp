@@ -16,6 +16,7 @@
 
 #if SCALATRACE_HAVE_TREE_MERGE
 #include "cluster_merge.hpp"
+#include "scalatrace/format.hpp"
 #include "scalatrace/merge.hpp"
 #include "tree_merge.hpp"
 #endif
@@ -184,6 +185,10 @@ void Recorder::begin(bool at_init) {
     config.hist_sub_bins = settings.hist_sub_bins;
     compressor_ = std::make_unique<IntraCompressor>(config);
     compressor_->set_sites(&sites);
+#if SCALATRACE_HAVE_TREE_MERGE
+    spill_ = std::make_unique<SpillFile>(settings.spill_dir, rank);
+    compressor_->set_spill([this](std::vector<Node>& nodes) { return spill_segment(nodes); });
+#endif
   }
 }
 
@@ -318,6 +323,24 @@ bool Recorder::wait_for_all_ranks() {
 // file exists. The merge is collective over MPI_COMM_WORLD, so it only runs when the ranks are
 // in step: at MPI_Finalize, or at exit without MPI_Finalize once wait_for_all_ranks() saw every
 // rank arrive. After MPI_Abort no compressed trace is written (the raw stream is).
+bool Recorder::spill_segment(std::vector<Node>& nodes) {
+#if SCALATRACE_HAVE_TREE_MERGE
+  Trace segment = make_rank_trace(rank, nranks, std::move(nodes), sites, comms.table(), names_);
+  std::string why;
+  try {
+    if (spill_->append(encode_rank_segment(rank, segment))) return true;
+    why = spill_->error();
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  warn("SCALATRACE_MEMORY: " + why + "; keeping this rank's events in memory from now on");
+  nodes = std::move(segment.nodes);
+#else
+  (void)nodes;
+#endif
+  return false;
+}
+
 void Recorder::write_compressed(const char* why, bool ranks_in_step) {
   if (!compressor_) return;
   std::unique_ptr<IntraCompressor> compressor = std::move(compressor_);
@@ -333,7 +356,8 @@ void Recorder::write_compressed(const char* why, bool ranks_in_step) {
   if (settings.clusters > 0)
     if (const std::string e = cluster_before_merge(local, settings.clusters); !e.empty())
       warn("SCALATRACE_CLUSTERS: " + e + "; merging every rank's trace");
-  const TreeMergeResult result = merge_over_tree_and_write(std::move(local), settings.out);
+  const TreeMergeResult result = merge_over_tree_and_write(
+      std::move(local), settings.out, RankSpill{spill_.get(), compressor->peak_memory_bytes()});
   // Errors about the file itself start with its path; others get it prepended.
   const std::string& out = settings.out;
   const std::string about_file =

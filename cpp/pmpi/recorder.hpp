@@ -21,6 +21,7 @@
 #include "scalatrace/event.hpp"
 #include "scalatrace/raw.hpp"
 #include "settings.hpp"
+#include "spill_file.hpp"
 
 namespace scalatrace::pmpi {
 
@@ -77,6 +78,11 @@ class Recorder {
   // merged over the radix tree in end() (write_compressed). Null when compressed output is
   // off or not available in this build.
   std::unique_ptr<IntraCompressor> compressor_;
+  /// Where the compressor's queue goes when it exceeds SCALATRACE_MEMORY (spill_file.hpp).
+  std::unique_ptr<SpillFile> spill_;
+  /// The compressor's spill sink: encodes `nodes` as a rank segment into spill_. False (the
+  /// nodes left intact, a warning printed) if the segment could not be written.
+  bool spill_segment(std::vector<Node>& nodes);
   /// Private duplicate of MPI_COMM_WORLD (MPI_COMM_NULL after a lazy start).
   MPI_Comm sync_comm_ = MPI_COMM_NULL;
   void write_compressed(const char* why, bool ranks_in_step);

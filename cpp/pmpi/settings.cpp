@@ -66,6 +66,8 @@ Settings Settings::from_environment(const std::string& program) {
   read_number("SCALATRACE_SITE_THRESHOLD", s.site_threshold, 0, 64, "a frame count");
   read_number("SCALATRACE_MEMORY", s.memory_budget, 1u << 20, std::uint64_t{1} << 40,
               "a memory budget in bytes (suffix k/M/G allowed)");
+  if (const char* v = env("TMPDIR")) s.spill_dir = v;
+  if (const char* v = env("SCALATRACE_SPILL_DIR")) s.spill_dir = v;
   read_number("SCALATRACE_HIST_BINS", s.hist_sub_bins, 1, 16, "a number of bins per octave");
   if (s.hist_sub_bins & (s.hist_sub_bins - 1)) {  // the histogram takes 1, 2, 4, 8 or 16
     std::fprintf(stderr,
@@ -93,6 +95,7 @@ std::map<std::string, std::string> Settings::as_metadata() const {
       {"setting.SCALATRACE_SITE_THRESHOLD", std::to_string(site_threshold)},
       {"setting.SCALATRACE_MEMORY", std::to_string(memory_budget)},
       {"setting.SCALATRACE_HIST_BINS", std::to_string(hist_sub_bins)},
+      {"setting.SCALATRACE_SPILL_DIR", spill_dir},
       {"setting.SCALATRACE_EXIT_WAIT", std::to_string(exit_wait_s)},
       {"setting.SCALATRACE_CLUSTERS", std::to_string(clusters)},
   };

@@ -16,6 +16,8 @@ struct Settings {
   std::size_t site_threshold = 0;            ///< SCALATRACE_SITE_THRESHOLD (compressor)
   std::size_t memory_budget = 256u << 20;    ///< SCALATRACE_MEMORY (compressor), bytes
   std::uint32_t hist_sub_bins = 4;           ///< SCALATRACE_HIST_BINS (compressor)
+  std::string spill_dir = "/tmp";  ///< SCALATRACE_SPILL_DIR (default $TMPDIR or /tmp): where a
+                                   ///< rank's queue goes when it exceeds SCALATRACE_MEMORY
   bool quiet = false;         ///< SCALATRACE_QUIET: 1 = no informational messages
   std::uint64_t clusters = 0;  ///< SCALATRACE_CLUSTERS: K of K-farthest clustering (0 = off)
   std::uint64_t exit_wait_s = 30;  ///< SCALATRACE_EXIT_WAIT: seconds ranks wait for each

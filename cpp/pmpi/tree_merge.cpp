@@ -5,6 +5,9 @@
 // subtree is the master). Message: one uint64 length (UINT64_MAX = "the sender failed"), then
 // the encode_trace bytes in chunks of at most 1 GiB. A private duplicate of MPI_COMM_WORLD keeps
 // these messages apart from the application's.
+// Then every rank takes part in a second phase: rank 0 gathers what each rank spilled under
+// SCALATRACE_MEMORY (segments, bytes, compressor peak), writes the merged trace and copies the
+// ranks' segments after it in rank order, one segment per message (docs/format.md).
 #include "tree_merge.hpp"
 
 #include <mpi.h>
@@ -15,9 +18,11 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "scalatrace/format.hpp"
 #include "scalatrace/merge.hpp"
+#include "scalatrace/safe_file.hpp"
 
 namespace scalatrace::pmpi {
 namespace {
@@ -59,9 +64,108 @@ bool recv_bytes(std::string& out, int src, MPI_Comm comm) {
   return true;
 }
 
+/// Phase 1: the radix-tree merge; rank 0 ends with the merged trace in `local`. False if a
+/// part of the tree was lost (the error says which).
+bool merge_up_the_tree(Trace& local, int rank, int size, MPI_Comm comm, std::string& error) {
+  bool ok = true;
+  for (int step = 1; step < size; step *= 2) {
+    if (rank % (2 * step) == step) {
+      std::string bytes;
+      bool encoded = false;
+      try {
+        bytes = encode_trace(local);
+        encoded = true;
+      } catch (const std::exception& e) {
+        error = std::string("encoding the trace for the merge: ") + e.what();
+      }
+      send_bytes(encoded ? &bytes : nullptr, rank - step, comm);
+      break;
+    }
+    if (rank % (2 * step) == 0 && rank + step < size) {
+      std::string bytes;
+      const int child = rank + step;
+      if (!recv_bytes(bytes, child, comm)) {
+        ok = false;
+        error = "rank " + std::to_string(child) + " could not send its trace";
+        continue;
+      }
+      try {
+        merge_into(local, decode_trace(bytes));
+      } catch (const std::exception& e) {
+        ok = false;
+        error = "merging the trace of ranks from " + std::to_string(child) + ": " + e.what();
+      }
+    }
+  }
+  return ok;
+}
+
+/// Per rank: spilled segments, spilled bytes, compressor peak (gathered at rank 0).
+struct SpillSummary {
+  std::uint64_t segments = 0, bytes = 0, peak = 0;
+};
+
+/// Phase 2 on a rank other than 0: sends its spilled segments to rank 0, one message each
+/// (a failure marker instead of a segment that cannot be read back, then nothing more).
+void send_segments(const SpillFile* spill, MPI_Comm comm) {
+  if (!spill) return;
+  for (std::size_t i = 0; i < spill->segments(); ++i) {
+    std::string bytes;
+    try {
+      bytes = spill->read(i);
+    } catch (const std::exception&) {
+      send_bytes(nullptr, 0, comm);
+      return;
+    }
+    send_bytes(&bytes, 0, comm);
+  }
+}
+
+/// Phase 2 on rank 0: writes the merged trace, then every rank's segments in rank order as
+/// they arrive (one held in memory at a time). A segment that cannot be had (or written) makes
+/// the whole file fail: a trace silently missing a rank's events must not appear. The
+/// remaining messages are still received, so no rank waits forever.
+void write_with_segments(const Trace& merged, const std::vector<SpillSummary>& spills,
+                         const SpillFile* own, MPI_Comm comm, const std::string& out_path) {
+  std::uint64_t total = 0;
+  for (const auto& s : spills) total += s.segments;
+  SafeFileWriter out(out_path);
+  out.write(encode_trace(merged, total > 0));
+  std::string failure;
+  for (std::size_t r = 0; r < spills.size(); ++r) {
+    for (std::uint64_t i = 0; i < spills[r].segments; ++i) {
+      std::string bytes;
+      bool have = false;
+      if (r == 0) {
+        try {
+          bytes = own->read(i);
+          have = true;
+        } catch (const std::exception& e) {
+          if (failure.empty()) failure = std::string("rank 0: ") + e.what();
+        }
+      } else {
+        have = recv_bytes(bytes, static_cast<int>(r), comm);
+        if (!have) {
+          if (failure.empty()) failure = "rank " + std::to_string(r) + " could not read back its spilled events";
+          break;  // that rank sends nothing more
+        }
+      }
+      if (have && failure.empty()) {
+        try {
+          out.write(bytes);
+        } catch (const std::exception& e) {
+          failure = e.what();
+        }
+      }
+    }
+  }
+  if (!failure.empty()) throw std::runtime_error(failure);
+  out.commit();
+}
+
 }  // namespace
 
-TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path) {
+TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path, RankSpill spill) {
   TreeMergeResult res;
   MPI_Comm comm = MPI_COMM_NULL;
   const double t0 = PMPI_Wtime();
@@ -70,43 +174,33 @@ TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_
     check(PMPI_Comm_dup(MPI_COMM_WORLD, &comm), "PMPI_Comm_dup");
     check(PMPI_Comm_rank(comm, &rank), "PMPI_Comm_rank");
     check(PMPI_Comm_size(comm, &size), "PMPI_Comm_size");
-    bool ok = true;  // false once this subtree lost a part (the trace is then incomplete)
-    for (int step = 1; step < size; step *= 2) {
-      if (rank % (2 * step) == step) {
-        std::string bytes;
-        bool encoded = false;
-        try {
-          bytes = encode_trace(local);
-          encoded = true;
-        } catch (const std::exception& e) {
-          res.error = std::string("encoding the trace for the merge: ") + e.what();
-        }
-        send_bytes(encoded ? &bytes : nullptr, rank - step, comm);
-        break;
-      }
-      if (rank % (2 * step) == 0 && rank + step < size) {
-        std::string bytes;
-        const int child = rank + step;
-        if (!recv_bytes(bytes, child, comm)) {
-          ok = false;
-          res.error = "rank " + std::to_string(child) + " could not send its trace";
-          continue;
-        }
-        try {
-          merge_into(local, decode_trace(bytes));
-        } catch (const std::exception& e) {
-          ok = false;
-          res.error = "merging the trace of ranks from " + std::to_string(child) + ": " + e.what();
-        }
-      }
-    }
-    if (rank == 0) {
+    const bool ok = merge_up_the_tree(local, rank, size, comm, res.error);
+    // Phase 2 (every rank, whatever phase 1 gave): who spilled what, then the segments.
+    const std::size_t own_segments = spill.file ? spill.file->segments() : 0;
+    SpillSummary mine{own_segments, spill.file ? spill.file->bytes() : 0, spill.compressor_peak_bytes};
+    std::vector<SpillSummary> all(rank == 0 ? static_cast<std::size_t>(size) : 0);
+    check(PMPI_Gather(&mine, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, 0, comm), "PMPI_Gather");
+    if (rank != 0) {
+      send_segments(spill.file, comm);
+    } else {
       res.seconds = PMPI_Wtime() - t0;
       res.peak_bytes = peak_rss();
       local.metadata["merge_seconds"] = std::to_string(res.seconds);
       local.metadata["peak_memory_bytes"] = std::to_string(res.peak_bytes);
+      std::uint64_t peak = 0, segments = 0, bytes = 0, spilling = 0;
+      for (const auto& s : all) {
+        peak = std::max(peak, s.peak);
+        segments += s.segments;
+        bytes += s.bytes;
+        spilling += s.segments > 0;
+      }
+      local.metadata["compressor_peak_bytes"] = std::to_string(peak);
+      if (segments > 0)
+        local.metadata["rank_segments"] = std::to_string(segments) + " segments, " +
+                                          std::to_string(bytes) + " bytes, from " +
+                                          std::to_string(spilling) + " ranks";
       if (!ok) local.metadata["incomplete"] = res.error;
-      write_trace_file(local, out_path);
+      write_with_segments(local, all, spill.file, comm, out_path);
       res.wrote = true;
     }
   } catch (const std::exception& e) {

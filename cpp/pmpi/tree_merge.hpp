@@ -6,6 +6,7 @@
 #include <string>
 
 #include "scalatrace/trace.hpp"
+#include "spill_file.hpp"
 
 namespace scalatrace::pmpi {
 
@@ -16,10 +17,20 @@ struct TreeMergeResult {
   std::string error;          ///< empty on success; never thrown
 };
 
+/// What a rank's compressor moved out of memory (SCALATRACE_MEMORY), and its measured peak.
+struct RankSpill {
+  const SpillFile* file = nullptr;  ///< null or empty: nothing spilled
+  std::uint64_t compressor_peak_bytes = 0;
+};
+
 /// Collective over MPI_COMM_WORLD; must be called by every rank while MPI is initialized.
-/// `local` holds this rank's trace (make_rank_trace). Rank 0 writes `out_path` with metadata
-/// merge_seconds and peak_memory_bytes. Never throws: failures are reported in `error` (a rank
-/// whose trace could not be encoded sends a failure marker, so no rank waits forever).
-TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path);
+/// `local` holds this rank's trace (make_rank_trace) without the stretches it spilled. Rank 0
+/// writes `out_path`: the merged trace with metadata merge_seconds, peak_memory_bytes,
+/// compressor_peak_bytes (the largest over the ranks) and, if any rank spilled, rank_segments,
+/// followed by every rank's spilled segments, streamed one at a time (docs/format.md, "Rank
+/// segments"). Never throws: failures are reported in `error` (a rank whose trace or segment
+/// could not be sent sends a failure marker, so no rank waits forever).
+TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path,
+                                          RankSpill spill = {});
 
 }  // namespace scalatrace::pmpi

@@ -232,6 +232,74 @@ def test_replay_of_messages_beyond_int_to_proc_null(proc_null_run, source):
     assert counts["Send"] == 2 * 2 and counts["Recv"] == 2
 
 
+# ---------------------------------------------------------------- item 6: SCALATRACE_MEMORY
+
+IRREGULAR_CALLS = 6000
+
+
+@pytest.fixture(scope="module")
+def irregular(tmp_path_factory):
+    """benchmarks/irregular_growth.c: MPI_Iprobe calls from 16 sites with random tags, so
+    nothing repeats and every event adds to the rank's queue; it prints each rank's VmHWM."""
+    tmp = tmp_path_factory.mktemp("irregular")
+    exe = tmp / "irregular_growth"
+    src = Path(__file__).resolve().parents[2] / "benchmarks" / "irregular_growth.c"
+    subprocess.run(["mpicc.mpich", "-O0", str(src), "-o", str(exe)], check=True)
+    return exe
+
+
+def _peaks_kib(stdout: str) -> dict[int, int]:
+    """rank -> VmHWM after MPI_Finalize (KiB), as irregular_growth prints it."""
+    out = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if parts[:1] == ["rank"] and "peak_final_kib" in parts:
+            out[int(parts[1])] = int(parts[parts.index("peak_final_kib") + 1])
+    return out
+
+
+def _assert_trace_equals_raw(trace_path: Path, raw_dir: Path) -> None:
+    trace = scalatrace.load(trace_path)
+    dump = helpers.dump_raw(raw_dir)
+    for rank in dump["ranks"]:
+        want = [helpers.normalized_event(e, relaxed=False) for e in rank["events"] if e["op"] != "Other"]
+        for e in want:
+            e.pop("nameid", None)
+        assert helpers.cursor_events(trace, rank["rank"], relaxed=False) == want, f"rank {rank['rank']}"
+
+
+def test_memory_budget_bounds_the_compressor_and_loses_nothing(irregular, tmp_path):
+    runs = {}
+    for name, settings in {"default": {}, "budget": {"memory": "1M"}}.items():
+        d = tmp_path / name
+        d.mkdir()
+        proc = _run([irregular, "-n", str(IRREGULAR_CALLS)], 2, d, raw=d / "raw", out=d / "t.sct",
+                    **settings)
+        _assert_trace_equals_raw(d / "t.sct", d / "raw")
+        runs[name] = (scalatrace.load(d / "t.sct").metadata, _peaks_kib(proc.stdout), proc.stderr)
+    default_md, default_peaks, _ = runs["default"]
+    budget_md, budget_peaks, _ = runs["budget"]
+    # Without a budget the queue of 6,000 unique events is far over 1 MiB; with it, every rank's
+    # compressor stays near the budget, the rest went to spill files and came back as segments.
+    assert int(default_md["compressor_peak_bytes"]) > 4 << 20
+    assert "rank_segments" not in default_md
+    assert int(budget_md["compressor_peak_bytes"]) <= (1 << 20) * 3 // 2
+    segments, _, _, _, _, ranks, _ = budget_md["rank_segments"].split()
+    assert int(segments) >= 4 and int(ranks) == 2
+    # What the process really used follows (peaks of whole processes: MPI and Python-free C).
+    for rank in (0, 1):
+        assert budget_peaks[rank] < default_peaks[rank] / 2, (budget_peaks, default_peaks)
+
+
+def test_memory_budget_without_a_usable_spill_directory_keeps_everything(irregular, tmp_path):
+    proc = _run([irregular, "-n", "3000"], 2, tmp_path, raw=tmp_path / "raw", out=tmp_path / "t.sct",
+                memory="1M", spill_dir=tmp_path / "missing")
+    assert f"cannot create a spill file in {tmp_path / 'missing'}: No such file or directory" in proc.stderr
+    assert "keeping this rank's events in memory from now on" in proc.stderr
+    _assert_trace_equals_raw(tmp_path / "t.sct", tmp_path / "raw")
+    assert "rank_segments" not in scalatrace.load(tmp_path / "t.sct").metadata
+
+
 # ---------------------------------------------------------------- items 3 and 7: readers
 
 def _rewrite_sct_payload(data: bytes, old: bytes, new: bytes) -> bytes:

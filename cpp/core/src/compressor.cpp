@@ -41,6 +41,11 @@ struct IntraCompressor::Impl {
   std::size_t frozen_bytes = 0;   ///< memory of the frozen prefix (it no longer changes)
   std::uint64_t pushes_since_check = 0;
   std::uint64_t check_interval = 4096;
+  std::size_t peak_bytes = 0;            ///< largest memory_bytes() seen at a check
+  std::size_t bytes_per_entry = 1024;    ///< of the unfrozen queue, at the last check
+  IntraCompressor::SpillSink spill;      ///< where an over-budget queue goes (optional)
+  std::vector<Node> kept;                ///< nodes a failed spill could not hand over
+  std::uint64_t spilled_chunks = 0;
   std::vector<std::uint32_t> dp;  ///< LCS table, reused
   /// Alignments that are not the same shape (LCS + pseudo-loop planning) tried per event: a
   /// bound on the work an irregular stream can cause (the simple cases are not counted).
@@ -733,21 +738,60 @@ struct IntraCompressor::Impl {
   // ---- memory budget ----
   std::size_t memory_bytes() const {
     std::size_t b = frozen_bytes + (q.capacity() - q.size()) * sizeof(Entry);
-    for (std::size_t k = frozen; k < q.size(); ++k) b += entry_bytes(q[k]);
+    for (std::size_t k = frozen; k < q.size(); ++k) b += entry_bytes(q[k], cfg.hist_sub_bins);
     return b;
   }
-  /// Over the budget: freeze the whole current queue (still output, never searched or merged
-  /// into again), so work and growth only concern what comes next. Lossless.
+  /// Over the budget: with a spill sink, the whole queue so far becomes nodes that leave
+  /// memory through the sink (docs/algorithms.md, "Memory budget"); without one (or once the
+  /// sink failed) it is frozen instead: still output, never searched or merged into again, so
+  /// work and growth only concern what comes next. Lossless either way.
   void check_memory() {
     pushes_since_check = 0;
     flush_field_cache();
-    const std::size_t bytes = memory_bytes();
+    std::size_t bytes = memory_bytes();
+    peak_bytes = std::max(peak_bytes, bytes);
     if (bytes > cfg.memory_budget && frozen < q.size()) {
       spec_flush();
-      for (std::size_t k = frozen; k < q.size(); ++k) frozen_bytes += entry_bytes(q[k]);
-      frozen = q.size();
+      if (spill && spill_queue()) {
+        bytes = memory_bytes();
+      } else {
+        for (std::size_t k = frozen; k < q.size(); ++k) frozen_bytes += entry_bytes(q[k], cfg.hist_sub_bins);
+        frozen = q.size();
+      }
     }
-    check_interval = std::max<std::uint64_t>(4096, (bytes - std::min(bytes, frozen_bytes)) / 64);
+    const std::size_t live = bytes - std::min(bytes, frozen_bytes);
+    if (q.size() > frozen) bytes_per_entry = std::max<std::size_t>(64, live / (q.size() - frozen));
+    check_interval = next_check_interval(live);
+  }
+  /// Pushes until the next check. The check walks the unfrozen queue, so large queues are
+  /// checked less often. With a spill sink the next check comes before the queue can outgrow
+  /// the budget by much (about a quarter of the budget's worth of entries at the measured
+  /// bytes per entry); without one, over the budget means freezing, which must not cut the
+  /// stream into pieces every few events.
+  std::uint64_t next_check_interval(std::size_t live) const {
+    const std::uint64_t usual = std::max<std::uint64_t>(4096, live / 64);
+    if (!spill) return usual;
+    return std::clamp<std::uint64_t>(cfg.memory_budget / 4 / bytes_per_entry, 4, usual);
+  }
+  /// Hands the queue (as finished nodes) to the spill sink. False if the sink refused them;
+  /// they are then kept and output by finish(), and spilling stops.
+  bool spill_queue() {
+    std::vector<Node> nodes;
+    nodes.reserve(q.size());
+    for (auto& e : q) nodes.push_back(to_node(std::move(e)));
+    q.clear();
+    q.shrink_to_fit();
+    frozen = 0;
+    frozen_bytes = 0;
+    loop_flatten::unpeel_leading_iterations(nodes);
+    loop_flatten::flatten_nested_loops(nodes);
+    if (spill(nodes)) {
+      ++spilled_chunks;
+      return true;
+    }
+    spill = nullptr;
+    for (auto& n : nodes) kept.push_back(std::move(n));
+    return false;
   }
 
   std::vector<Node> finish() {
@@ -759,6 +803,11 @@ struct IntraCompressor::Impl {
     for (auto& e : q) out.push_back(to_node(std::move(e)));
     loop_flatten::unpeel_leading_iterations(out);
     loop_flatten::flatten_nested_loops(out);
+    if (!kept.empty()) {  // a refused spill: its nodes come first
+      for (auto& n : out) kept.push_back(std::move(n));
+      out = std::move(kept);
+      kept.clear();
+    }
     q.clear();
     frozen = 0;
     frozen_bytes = 0;
@@ -793,6 +842,14 @@ std::size_t IntraCompressor::node_count() const {
 }
 
 std::size_t IntraCompressor::memory_bytes() const { return impl_->memory_bytes(); }
+std::size_t IntraCompressor::peak_memory_bytes() const {
+  return std::max(impl_->peak_bytes, impl_->memory_bytes());
+}
+void IntraCompressor::set_spill(SpillSink sink) {
+  impl_->spill = std::move(sink);
+  impl_->check_interval = impl_->next_check_interval(0);
+}
+std::uint64_t IntraCompressor::spilled_chunks() const { return impl_->spilled_chunks; }
 void IntraCompressor::set_sites(const CallSiteTable* sites) { impl_->sites = sites; }
 
 Trace compress_recording(const RankRecording& rec, CompressorConfig config) {

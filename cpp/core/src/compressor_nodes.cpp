@@ -106,38 +106,63 @@ Node absent_before(Node n, std::uint64_t va) {
   return n;
 }
 namespace {
+/// Heap bytes of a vector's buffer: its capacity plus the allocator's per-block overhead.
+template <class T>
+std::size_t buffer_bytes(const std::vector<T>& v) {
+  constexpr std::size_t kAllocationOverhead = 16;
+  return v.capacity() ? v.capacity() * sizeof(T) + kAllocationOverhead : 0;
+}
 std::size_t seq_bytes(const ValueSeq& s) {
-  std::size_t n = sizeof(ValueSeq) + s.blocks().size() * (sizeof(ValueBlock) + sizeof(std::uint64_t));
-  for (const auto& b : s.blocks()) n += b.runs.size() * sizeof(ValueRun);
+  std::size_t n = buffer_bytes(s.blocks());
+  for (const auto& b : s.blocks()) n += buffer_bytes(b.runs);
   return n;
 }
 std::size_t elastic_bytes(const ElasticValue& e) {
-  std::size_t n = 0;
-  for (const auto& [s, r] : e.alternatives) n += seq_bytes(s) + sizeof(RankList);
+  std::size_t n = buffer_bytes(e.alternatives);
+  for (const auto& [s, r] : e.alternatives) n += seq_bytes(s) + buffer_bytes(r.descriptors());
   return n;
 }
+std::size_t histogram_bytes(const Histogram& h) { return buffer_bytes(h.bins()); }
 }  // namespace
 
 std::size_t node_bytes(const Node& n) {
-  std::size_t b = sizeof(Node) + elastic_bytes(n.presence);
+  constexpr std::size_t kAllocationOverhead = 16;
+  std::size_t b = sizeof(Node) + elastic_bytes(n.presence) + buffer_bytes(n.ranks.descriptors());
   if (n.event) {
-    b += sizeof(EventNode) + elastic_bytes(n.event->site_ids);
-    for (const auto& f : n.event->fields) b += elastic_bytes(f);
-    for (const auto& a : n.event->arrays)
-      for (const auto& [s, r] : a.alternatives)
-        for (const auto& run : s.runs()) b += sizeof(run) + run.values.size() * sizeof(std::int64_t);
-    b += (n.event->compute.bins().size() + n.event->duration.bins().size()) * sizeof(HistogramBin);
+    const EventNode& e = *n.event;
+    b += sizeof(EventNode) + kAllocationOverhead + elastic_bytes(e.site_ids);
+    for (const auto& f : e.fields) b += elastic_bytes(f);
+    for (const auto& a : e.arrays) {
+      b += buffer_bytes(a.alternatives);
+      for (const auto& [s, r] : a.alternatives) {
+        b += buffer_bytes(s.runs()) + buffer_bytes(r.descriptors());
+        for (const auto& run : s.runs()) b += buffer_bytes(run.values);
+      }
+    }
+    b += histogram_bytes(e.compute) + histogram_bytes(e.duration) + buffer_bytes(e.timing_groups);
   }
   if (n.loop) {
-    b += sizeof(LoopNode) + elastic_bytes(n.loop->trips);
+    b += sizeof(LoopNode) + kAllocationOverhead + elastic_bytes(n.loop->trips) +
+         buffer_bytes(n.loop->body) - n.loop->body.size() * sizeof(Node);  // children below
     for (const auto& c : n.loop->body) b += node_bytes(c);
   }
   return b;
 }
-std::size_t entry_bytes(const Entry& e) {
-  if (!e.raw) return sizeof(Entry) + node_bytes(e.node);
-  std::size_t b = sizeof(Entry);
-  for (const auto& a : e.ev.arrays) b += a.size() * sizeof(std::int64_t);
+
+std::size_t entry_bytes(const Entry& e, std::uint32_t hist_sub_bins) {
+  if (!e.raw) return sizeof(Entry) + node_bytes(e.node) - sizeof(Node);
+  // A fresh event becomes a node when it joins a loop or at finish(): priced as that node, so
+  // the budget also bounds the queue's conversion at the end. The node's size does not depend
+  // on the values, only on the arrays' lengths (measured once per array shape would be exact;
+  // one measurement of an event without arrays plus the arrays' values is close).
+  static thread_local std::size_t plain_node = 0;
+  static thread_local std::uint32_t plain_bins = 0;
+  if (plain_node == 0 || plain_bins != hist_sub_bins) {
+    plain_node = node_bytes(make_event_node(Event{}, hist_sub_bins));
+    plain_bins = hist_sub_bins;
+  }
+  std::size_t b = sizeof(Entry) + plain_node;
+  for (const auto& a : e.ev.arrays) b += 2 * a.size() * sizeof(std::int64_t);
   return b;
 }
 

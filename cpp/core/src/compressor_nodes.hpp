@@ -59,8 +59,10 @@ void mark_absent(Node& a, std::uint64_t vb);
 /// Node `n` joins a body that already had `va` visits in which it did not occur.
 Node absent_before(Node n, std::uint64_t va);
 
-/// Memory accounting for the SCALATRACE_MEMORY budget (approximate, heap included).
+/// Memory accounting for the SCALATRACE_MEMORY budget: the node's own size plus its heap
+/// buffers (capacity, with the allocator's per-block overhead).
 std::size_t node_bytes(const Node& n);
-std::size_t entry_bytes(const Entry& e);
+/// An entry's bytes; a fresh event is priced as the node it becomes (make_event_node).
+std::size_t entry_bytes(const Entry& e, std::uint32_t hist_sub_bins);
 
 }  // namespace scalatrace::compressor_nodes

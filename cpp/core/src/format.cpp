@@ -2,6 +2,8 @@
 // keep the two in step.
 #include "scalatrace/format.hpp"
 
+#include "format_detail.hpp"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -17,11 +19,33 @@
 #include "scalatrace/trace_validation.hpp"
 
 namespace scalatrace {
+
+// ---------------------------------------------------------------- CRC-32 (IEEE 802.3)
 namespace {
+std::array<std::uint32_t, 256> make_crc_table() {
+  std::array<std::uint32_t, 256> t{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}
+}  // namespace
+
+std::uint32_t format_detail::crc32(std::string_view data) {
+  static const auto table = make_crc_table();
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (unsigned char b : data) c = table[(c ^ b) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+namespace {
+using format_detail::crc32;
 
 // ---------------------------------------------------------------- constants of the format
 constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 8 + 4;  // magic, version, flags, length, crc
-constexpr std::uint32_t kKnownFlags = 0;                 // no flag bits defined in versions 1 and 2
+constexpr std::uint32_t kKnownFlags = kFlagRankSegments;  // the only flag bit (docs/format.md)
 constexpr std::size_t kMaxDepth = 64;                    // loop nesting
 constexpr std::size_t kMaxDims = 16;                     // ranklist descriptor dimensions
 constexpr std::int64_t kMaxRanks = std::int64_t{1} << 40;
@@ -63,24 +87,6 @@ enum NodeFlags : std::uint8_t {
   kNodeLoop = 1,
   kNodeHasPresence = 2,
 };
-
-// ---------------------------------------------------------------- CRC-32 (IEEE 802.3)
-std::array<std::uint32_t, 256> make_crc_table() {
-  std::array<std::uint32_t, 256> t{};
-  for (std::uint32_t i = 0; i < 256; ++i) {
-    std::uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    t[i] = c;
-  }
-  return t;
-}
-
-std::uint32_t crc32(std::string_view data) {
-  static const auto table = make_crc_table();
-  std::uint32_t c = 0xFFFFFFFFu;
-  for (unsigned char b : data) c = table[(c ^ b) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
 
 // ---------------------------------------------------------------- writer
 class Writer {
@@ -654,7 +660,7 @@ struct TraceReader {
 
 }  // namespace
 
-std::string encode_trace(const Trace& trace) {
+std::string encode_trace(const Trace& trace, bool rank_segments_follow) {
   TraceWriter tw;
   // Encode the parts that fill the shared tables first; the tables precede them in the file.
   Writer comms;
@@ -721,7 +727,7 @@ std::string encode_trace(const Trace& trace) {
   Writer out;
   out.raw(std::string_view(kTraceMagic, 8));
   out.fixed(kTraceFormatVersion, 4);
-  out.fixed(0, 4);  // flags
+  out.fixed(rank_segments_follow ? kFlagRankSegments : 0, 4);
   out.fixed(payload.data().size(), 8);
   out.fixed(crc32(payload.data()), 4);
   out.raw(payload.data());
@@ -754,10 +760,11 @@ Trace decode_trace(std::string_view bytes) {
   if (length > have)
     throw FormatError("truncated: header announces " + std::to_string(length) +
                       " payload bytes, the file has " + std::to_string(have));
-  if (length < have)
+  const bool has_segments = (flags & kFlagRankSegments) != 0;
+  if (length < have && !has_segments)
     throw FormatError("trailing bytes: header announces " + std::to_string(length) +
                       " payload bytes, the file has " + std::to_string(have));
-  std::string_view payload = bytes.substr(kHeaderSize);
+  std::string_view payload = bytes.substr(kHeaderSize, length);
   if (crc32(payload) != crc) throw FormatError("checksum mismatch: the trace file is corrupt");
 
   Trace t;
@@ -890,6 +897,7 @@ Trace decode_trace(std::string_view bytes) {
   }
   for (std::uint64_t id = kMetadata; id <= kLastKnownSection; ++id)
     if (!seen[id]) throw FormatError(std::string("missing section: ") + section_name(id));
+  if (has_segments) format_detail::read_rank_segments(t, bytes.substr(kHeaderSize + length));
   return t;
 }
 

@@ -515,27 +515,37 @@ Trace make_rank_trace(std::int64_t rank, std::int64_t nranks, std::vector<Node> 
   return t;
 }
 
-void merge_into(Trace& master, Trace&& slave) {
-  master.nranks = std::max(master.nranks, slave.nranks);
+namespace {
+
+/// Brings `other`'s call sites, names and communicators into `master`'s tables and renumbers
+/// `other`'s nodes to match.
+void import_tables(Trace& master, Trace& other) {
   Remap remap;
-  remap.sites.resize(slave.sites.size());
-  for (std::uint32_t j = 0; j < slave.sites.size(); ++j) {
-    remap.sites[j] = master.sites.import(slave.sites, j);
+  remap.sites.resize(other.sites.size());
+  for (std::uint32_t j = 0; j < other.sites.size(); ++j) {
+    remap.sites[j] = master.sites.import(other.sites, j);
     remap.sites_identity = remap.sites_identity && remap.sites[j] == j;
   }
   std::unordered_map<std::string, std::int64_t> name_ids;
   for (std::size_t i = 0; i < master.names.size(); ++i)
     name_ids.emplace(master.names[i], static_cast<std::int64_t>(i));
-  remap.names.resize(slave.names.size());
-  for (std::size_t j = 0; j < slave.names.size(); ++j) {
+  remap.names.resize(other.names.size());
+  for (std::size_t j = 0; j < other.names.size(); ++j) {
     auto [it, inserted] =
-        name_ids.emplace(slave.names[j], static_cast<std::int64_t>(master.names.size()));
-    if (inserted) master.names.push_back(slave.names[j]);
+        name_ids.emplace(other.names[j], static_cast<std::int64_t>(master.names.size()));
+    if (inserted) master.names.push_back(other.names[j]);
     remap.names[j] = it->second;
     remap.names_identity = remap.names_identity && it->second == static_cast<std::int64_t>(j);
   }
-  if (!remap.sites_identity || !remap.names_identity) remap.apply(slave.nodes);
-  master.comms.merge(slave.comms);
+  if (!remap.sites_identity || !remap.names_identity) remap.apply(other.nodes);
+  master.comms.merge(other.comms);
+}
+
+}  // namespace
+
+void merge_into(Trace& master, Trace&& slave) {
+  master.nranks = std::max(master.nranks, slave.nranks);
+  import_tables(master, slave);
   for (auto& [k, v] : slave.metadata) master.metadata.emplace(k, v);
   UniteCache cache;
   UniteCache* saved = g_unite_cache;
@@ -547,6 +557,17 @@ void merge_into(Trace& master, Trace&& slave) {
     throw;
   }
   g_unite_cache = saved;
+}
+
+void prepend_rank_segments(Trace& trace, std::vector<Trace>&& segments) {
+  if (segments.empty()) return;
+  std::vector<Node> nodes;
+  for (Trace& segment : segments) {
+    import_tables(trace, segment);
+    for (Node& n : segment.nodes) nodes.push_back(std::move(n));
+  }
+  for (Node& n : trace.nodes) nodes.push_back(std::move(n));
+  trace.nodes = std::move(nodes);
 }
 
 Trace merge_tree(std::vector<Trace> traces) {

@@ -9,8 +9,17 @@ namespace scalatrace {
 
 inline constexpr char kTraceMagic[8] = {'S', 'C', 'A', 'L', 'A', 'T', 'R', 'C'};
 inline constexpr std::uint32_t kTraceFormatVersion = 2;
+/// Header flag: rank segments (encode_rank_segment) follow the payload. docs/format.md.
+inline constexpr std::uint32_t kFlagRankSegments = 1;
 
-std::string encode_trace(const Trace& trace);
+/// The file's bytes. With `rank_segments_follow` the header says that rank segments are
+/// appended after these bytes (the collector streams them from the ranks that spilled).
+std::string encode_trace(const Trace& trace, bool rank_segments_follow = false);
+/// One rank segment: a stretch of rank `rank`'s events (a one-rank trace whose nodes all
+/// belong to `rank`, from make_rank_trace) framed with its rank, length and CRC-32. A reader
+/// puts the segments, in file order, before the merged nodes (prepend_rank_segments), so the
+/// rank's events are its segments' events followed by its events in the merged trace.
+std::string encode_rank_segment(std::int64_t rank, const Trace& segment);
 /// Throws FormatError with a message naming what is wrong (truncated, bad magic, version,
 /// checksum, out-of-range ids, implausible sizes). Never allocates beyond the input's size.
 Trace decode_trace(std::string_view bytes);

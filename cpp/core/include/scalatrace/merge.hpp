@@ -16,6 +16,11 @@ Trace make_rank_trace(std::int64_t rank, std::int64_t nranks, std::vector<Node> 
 /// remapped into the master's tables.
 void merge_into(Trace& master, Trace&& slave);
 
+/// Puts the nodes of one-rank traces (rank segments, docs/format.md) before `trace`'s nodes, in
+/// the given order, after importing their call sites, names and communicators. Each rank's
+/// events become its segments' events followed by its events in `trace`.
+void prepend_rank_segments(Trace& trace, std::vector<Trace>&& segments);
+
 /// Merges traces bottom-up over a binary radix tree (index i merges with i + 2^k).
 Trace merge_tree(std::vector<Trace> traces);
 
