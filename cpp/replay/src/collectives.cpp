@@ -95,19 +95,19 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       int elem_size = 1;
       PMPI_Type_size(r.payload.type, &elem_size);
       auto& rc = args->recv.counts;
-      std::int64_t sum = 0;
+      MPI_Count sum = 0;
       for (std::size_t i = 0; i < n; ++i) {
         std::int64_t b = i < counts.size() ? types_.scaled(counts[i], Rounding::Nearest) : 0;
-        rc.push_back(to_count(elem_size > 0 ? b / elem_size : 0, "element count"));
+        rc.push_back(to_large_count(elem_size > 0 ? b / elem_size : 0, "element count"));
         sum += rc.back();
       }
       void* s = send_pool_.get(static_cast<std::size_t>(sum) * static_cast<std::size_t>(extent));
       void* d = recv_pool_.get(static_cast<std::size_t>(rc[static_cast<std::size_t>(comm.rank)]) *
                                static_cast<std::size_t>(extent));
       if (nb)
-        MPI_Ireduce_scatter(s, d, rc.data(), r.payload.type, r.op, c, req);
+        MPI_Ireduce_scatter_c(s, d, rc.data(), r.payload.type, r.op, c, req);
       else
-        MPI_Reduce_scatter(s, d, rc.data(), r.payload.type, r.op, c);
+        MPI_Reduce_scatter_c(s, d, rc.data(), r.payload.type, r.op, c);
       return;
     }
     case Op::Gather:
@@ -149,16 +149,16 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       void* d = recv_pool_.get(rv.buffer_bytes);
       switch (e.op) {
         case Op::Gatherv:
-          MPI_Gatherv(s, to_count(sp.count, "element count"), sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, root, c);
+          MPI_Gatherv_c(s, sp.count, sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, root, c);
           break;
         case Op::Igatherv:
-          MPI_Igatherv(s, to_count(sp.count, "element count"), sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, root, c, req);
+          MPI_Igatherv_c(s, sp.count, sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, root, c, req);
           break;
         case Op::Allgatherv:
-          MPI_Allgatherv(s, to_count(sp.count, "element count"), sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, c);
+          MPI_Allgatherv_c(s, sp.count, sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, c);
           break;
         default:
-          MPI_Iallgatherv(s, to_count(sp.count, "element count"), sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, c, req);
+          MPI_Iallgatherv_c(s, sp.count, sp.type, d, rv.counts.data(), rv.displs.data(), rv.type, c, req);
           break;
       }
       return;
@@ -171,9 +171,9 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       void* s = send_pool_.get(sv.buffer_bytes);
       void* d = recv_pool_.get(rp.buffer_bytes);
       if (nb)
-        MPI_Iscatterv(s, sv.counts.data(), sv.displs.data(), sv.type, d, to_count(rp.count, "element count"), rp.type, root, c, req);
+        MPI_Iscatterv_c(s, sv.counts.data(), sv.displs.data(), sv.type, d, rp.count, rp.type, root, c, req);
       else
-        MPI_Scatterv(s, sv.counts.data(), sv.displs.data(), sv.type, d, to_count(rp.count, "element count"), rp.type, root, c);
+        MPI_Scatterv_c(s, sv.counts.data(), sv.displs.data(), sv.type, d, rp.count, rp.type, root, c);
       return;
     }
     case Op::Alltoallv:
@@ -185,10 +185,10 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       void* s = send_pool_.get(sv.buffer_bytes);
       void* d = recv_pool_.get(rv.buffer_bytes);
       if (nb)
-        MPI_Ialltoallv(s, sv.counts.data(), sv.displs.data(), sv.type, d, rv.counts.data(),
+        MPI_Ialltoallv_c(s, sv.counts.data(), sv.displs.data(), sv.type, d, rv.counts.data(),
                        rv.displs.data(), rv.type, c, req);
       else
-        MPI_Alltoallv(s, sv.counts.data(), sv.displs.data(), sv.type, d, rv.counts.data(),
+        MPI_Alltoallv_c(s, sv.counts.data(), sv.displs.data(), sv.type, d, rv.counts.data(),
                       rv.displs.data(), rv.type, c);
       return;
     }
@@ -204,10 +204,10 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       void* s = send_pool_.get(sv.buffer_bytes);
       void* d = recv_pool_.get(rv.buffer_bytes);
       if (nb)
-        MPI_Ialltoallw(s, sv.counts.data(), sv.displs.data(), args->send_types.data(), d,
+        MPI_Ialltoallw_c(s, sv.counts.data(), sv.displs.data(), args->send_types.data(), d,
                        rv.counts.data(), rv.displs.data(), args->recv_types.data(), c, req);
       else
-        MPI_Alltoallw(s, sv.counts.data(), sv.displs.data(), args->send_types.data(), d,
+        MPI_Alltoallw_c(s, sv.counts.data(), sv.displs.data(), args->send_types.data(), d,
                       rv.counts.data(), rv.displs.data(), args->recv_types.data(), c);
       return;
     }

@@ -125,8 +125,8 @@ VectorPayload Datatypes::vector_payload(const std::vector<std::int64_t>& bytes,
   std::int64_t offset = 0;
   for (auto x : b) {
     std::int64_t n = exact ? x / dtsize : scaled(x, Rounding::Nearest);
-    v.counts.push_back(to_count(n, "element count"));
-    v.displs.push_back(to_count(offset, "displacement"));
+    v.counts.push_back(to_large_count(n, "element count"));
+    v.displs.push_back(static_cast<MPI_Aint>(offset));
     offset += n;
   }
   v.buffer_bytes = static_cast<std::size_t>(offset) * (exact ? static_cast<std::size_t>(dtsize) : 1);

@@ -29,8 +29,11 @@ struct Reduction {
   MPI_Op op = MPI_OP_NULL;
 };
 
+/// Per-peer counts and displacements of a v/w collective, as the MPI-4 large-count (`_c`)
+/// calls take them.
 struct VectorPayload {
-  std::vector<int> counts, displs;
+  std::vector<MPI_Count> counts;
+  std::vector<MPI_Aint> displs;
   MPI_Datatype type = MPI_BYTE;
   std::size_t buffer_bytes = 0;
 };
