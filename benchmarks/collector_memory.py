@@ -60,8 +60,11 @@ def main() -> int:
              "pseudo-random order with pseudo-random tags (nothing repeats). Peak resident memory "
              "(VmHWM, MB) per rank at the end of the calls (recording) and after `MPI_Finalize` "
              "(conversion of the compressed queue, cross-rank merge, rank 0 writes the trace).", "",
-             "| calls per rank | setting | rank 0 recording | rank 0 final | rank 1 recording | rank 1 final | wall s | .sct bytes |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|"]
+             "`compressor peak` is the trace's `compressor_peak_bytes` (the largest queue estimate "
+             "any rank measured: what `SCALATRACE_MEMORY` bounds), `segments` its `rank_segments`.", "",
+             "| calls per rank | setting | rank 0 recording | rank 0 final | rank 1 recording | rank 1 final "
+             "| compressor peak MB | segments | wall s | .sct bytes |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "irregular_growth"
         subprocess.run(["mpicc.mpich", "-O0", str(ROOT / "benchmarks" / "irregular_growth.c"), "-o", str(exe)],
@@ -71,16 +74,24 @@ def main() -> int:
                    ("`SCALATRACE_OUT=none`", {"LD_PRELOAD": str(lib), "SCALATRACE_OUT": "none"}),
                    ("default", {"LD_PRELOAD": str(lib), "SCALATRACE_OUT": str(out)}),
                    ("`SCALATRACE_MEMORY=1M`", {"LD_PRELOAD": str(lib), "SCALATRACE_OUT": str(out),
-                                               "SCALATRACE_MEMORY": "1M"})]
+                                               "SCALATRACE_MEMORY": "1M"}),
+                   ("`SCALATRACE_MEMORY=16M`", {"LD_PRELOAD": str(lib), "SCALATRACE_OUT": str(out),
+                                                "SCALATRACE_MEMORY": "16M"})]
         for calls in counts:
             for name, env in configs:
                 if out.exists():
                     out.unlink()
                 peaks, wall = run(exe, calls, {**env, "SCALATRACE_QUIET": "1"}, Path(tmp))
                 size = out.stat().st_size if out.exists() else 0
+                peak, segments = "-", "-"
+                if size:
+                    import scalatrace
+                    md = scalatrace.load(out).metadata
+                    peak = f"{int(md['compressor_peak_bytes']) / 2**20:.1f}"
+                    segments = md.get("rank_segments", "0").split()[0]
                 mb = {r: (p[0] / 1024, p[1] / 1024) for r, p in peaks.items()}
                 lines.append(f"| {calls} | {name} | {mb[0][0]:.0f} | {mb[0][1]:.0f} | {mb[1][0]:.0f} | "
-                             f"{mb[1][1]:.0f} | {wall:.1f} | {size or '-'} |")
+                             f"{mb[1][1]:.0f} | {peak} | {segments} | {wall:.1f} | {size or '-'} |")
                 print(lines[-1], flush=True)
     write_report(lines, a.out)
     return 0

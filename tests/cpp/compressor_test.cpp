@@ -1,6 +1,7 @@
 // IntraCompressor + Cursor: exact shapes of the thesis examples and lossless round trips.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -380,6 +381,41 @@ TEST(LoopEnds, TrailingIterationWithoutACallJoinsTheLoop) {
   EXPECT_EQ(loop->trips.alternatives.at(0).first.to_vector(), std::vector<std::int64_t>{12});
   EXPECT_EQ(t.nodes.back().event->op, Op::Finalize);  // what follows stays outside
   expect_round_trip(s, t);
+}
+
+TEST(LoopEnds, IterationsMissingCallsAtEitherEndStillCountAsIterations) {
+  // 15 iterations of { Isend Irecv Waitall Allreduce } in which the first or the last
+  // iterations lack calls: whatever the compressor folds first (often a loop rotated to start
+  // at the second call), the main loop covers all 15 iterations and the trace is lossless.
+  struct Case {
+    const char* name;
+    std::function<bool(int step, int call)> present;  ///< call 0..3 of iteration `step`
+  };
+  const std::vector<Case> cases{
+      {"first lacks the first call", [](int step, int call) { return step > 0 || call != 0; }},
+      {"first lacks the first two", [](int step, int call) { return step > 0 || call > 1; }},
+      {"first lacks a middle call", [](int step, int call) { return step > 0 || call != 1; }},
+      {"last lacks the first call", [](int step, int call) { return step < 14 || call != 0; }},
+      {"last lacks the last two", [](int step, int call) { return step < 14 || call < 2; }},
+      {"first and last lack calls",
+       [](int step, int call) { return (step > 0 || call != 0) && (step < 14 || call != 3); }},
+      {"Allreduce begins in the third", [](int step, int call) { return step > 1 || call != 3; }},
+  };
+  const Op ops[] = {Op::Isend, Op::Irecv, Op::Waitall, Op::Allreduce};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<Event> s{ev(Op::Init, 9)};
+    for (int step = 0; step < 15; ++step)
+      for (int call = 0; call < 4; ++call)
+        if (c.present(step, call)) s.push_back(ev(ops[call], static_cast<std::uint32_t>(call + 1), 1, 64));
+    s.push_back(ev(Op::Finalize, 10));
+    const Trace t = compress(s);
+    expect_round_trip(s, t);
+    const auto steps = timestep_loops(t);
+    ASSERT_EQ(steps.size(), 1u) << shape(t.nodes);
+    EXPECT_EQ(steps[0].max_iterations, 15) << shape(t.nodes);
+    EXPECT_EQ(t.nodes.back().event->op, Op::Finalize) << shape(t.nodes);
+  }
 }
 
 TEST(LoopEnds, NestedSplitIsReportedAsTheLoopAsWritten) {

@@ -433,14 +433,23 @@ struct IntraCompressor::Impl {
     }
   }
 
+  /// A stretch that is one iteration of a body with some of its nodes absent: in body order,
+  /// at least two nodes and at least half the body (a last iteration that stops early or skips
+  /// calls, or the end of a loop found rotated, e.g. C D A B ... C D for a body A B C D whose
+  /// first iteration lacked A B).
+  bool partial_iteration(const std::vector<View>& body, const std::vector<View>& part) {
+    if (part.size() < 2 || part.size() >= body.size() || 2 * part.size() < body.size()) return false;
+    return lcs(body, part) == part.size();
+  }
+
   /// At the end: a top-level loop followed by entries that start like its body and align with
-  /// it takes them as one more (last) iteration.
+  /// it, or that are a partial iteration of it, takes them as one more (last) iteration.
   void absorb_trailing() {
     for (std::size_t j = q.size(); j-- > frozen;) {
       if (q[j].raw || !q[j].node.loop || j + 1 >= q.size()) continue;
       LoopNode& loop = *q[j].node.loop;
       if (loop.body.size() > kMaxAlign || single(loop.trips).size() != 1) continue;
-      if (!key_match(first_key(loop.body.front()), q[j + 1].view.first)) continue;
+      const bool starts_like_body = key_match(first_key(loop.body.front()), q[j + 1].view.first);
       const std::vector<View> bv = body_views(loop.body);
       const std::size_t last = std::min(q.size() - 1, j + kMaxAlign);
       // The candidate sharing the most nodes with the body, the shortest among equals (so
@@ -448,8 +457,13 @@ struct IntraCompressor::Impl {
       std::size_t best_k = 0, best_common = 0;
       for (std::size_t k = j + 1; k <= last; ++k) {
         const std::vector<View> av = views(j + 1, k + 1);
-        if (!close_enough(bv, av)) continue;
-        const std::size_t common = same_shape(bv, av, *this) ? av.size() : lcs(bv, av);
+        std::size_t common = 0;
+        if (starts_like_body && close_enough(bv, av))
+          common = same_shape(bv, av, *this) ? av.size() : lcs(bv, av);
+        else if (partial_iteration(bv, av))
+          common = av.size();
+        else
+          continue;
         if (common > best_common) {
           best_common = common;
           best_k = k;

@@ -16,7 +16,8 @@ void flatten_nested_loops(std::vector<Node>& nodes);
 /// by the online compressor into the first iteration of the loop, as L(n){I[2k, k, ..., k]{X}
 /// A}: the inner loop I ran twice its usual trips in the first iteration. Rewritten as
 /// L(n+1){I[k, ..., k]{X} A?[0 1 ... 1]} (the calls after I absent in the first iteration): the
-/// same events in the same order, the main loop with all its iterations. Per-rank queues only.
+/// same events in the same order, the main loop with all its iterations. Likewise m·k first
+/// trips (m - 1 such iterations, m <= 4). Per-rank queues only.
 void unpeel_leading_iterations(std::vector<Node>& nodes);
 
 }  // namespace scalatrace::loop_flatten

@@ -19,6 +19,7 @@
 #include "scalatrace/merge.hpp"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <unordered_map>
 
@@ -290,6 +291,59 @@ std::uint64_t order_key(const Node& n) {
                   : UINT64_MAX;
 }
 
+/// The same order as canonicalize's graph walk, for sequences with few distinct ranklists
+/// (the common case; a merge of long non-repeating stretches has tens of thousands of nodes and
+/// a handful of ranklists): nodes with one ranklist form a chain, so only the first unplaced
+/// node of each ranklist can be ready, and it is ready when no ranklist it may share a rank
+/// with still has an earlier node unplaced. O(n k^2) for k ranklists instead of O(n^2) time
+/// and memory. False (nothing changed) if there are too many ranklists.
+bool canonicalize_by_groups(std::vector<Node>& seq) {
+  constexpr std::size_t kMaxGroups = 64;
+  const std::size_t n = seq.size();
+  std::vector<const RankList*> lists;
+  std::vector<std::vector<std::size_t>> members;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t g = 0;
+    while (g < lists.size() && !(*lists[g] == seq[i].ranks)) ++g;
+    if (g == lists.size()) {
+      if (lists.size() == kMaxGroups) return false;
+      lists.push_back(&seq[i].ranks);
+      members.emplace_back();
+    }
+    members[g].push_back(i);
+  }
+  const std::size_t k = lists.size();
+  std::vector<std::vector<std::size_t>> conflicts(k);
+  for (std::size_t g = 0; g < k; ++g) {
+    if (!may_intersect(*lists[g], *lists[g])) return false;  // not a chain: the general walk
+    for (std::size_t h = 0; h < k; ++h)
+      if (h != g && may_intersect(*lists[g], *lists[h])) conflicts[g].push_back(h);
+  }
+  std::vector<std::uint64_t> key(n);
+  for (std::size_t i = 0; i < n; ++i) key[i] = order_key(seq[i]);
+  std::vector<std::size_t> next(k, 0);
+  auto head = [&](std::size_t g) { return next[g] < members[g].size() ? members[g][next[g]] : SIZE_MAX; };
+  std::vector<Node> out;
+  out.reserve(n);
+  for (std::size_t placed = 0; placed < n; ++placed) {
+    std::size_t best = SIZE_MAX, best_group = 0;
+    for (std::size_t g = 0; g < k; ++g) {
+      const std::size_t i = head(g);
+      if (i == SIZE_MAX) continue;
+      bool ready = true;
+      for (std::size_t h : conflicts[g]) ready = ready && head(h) > i;
+      if (ready && (best == SIZE_MAX || key[i] < key[best] || (key[i] == key[best] && i < best))) {
+        best = i;
+        best_group = g;
+      }
+    }
+    out.push_back(std::move(seq[best]));
+    ++next[best_group];
+  }
+  seq = std::move(out);
+  return true;
+}
+
 /// Canonical order: priority topological sort of the rank-dependence graph (a node must stay
 /// after every earlier node that may share a rank with it).
 void canonicalize(std::vector<Node>& seq) {
@@ -297,6 +351,7 @@ void canonicalize(std::vector<Node>& seq) {
   bool uniform = true;
   for (std::size_t i = 1; i < seq.size() && uniform; ++i) uniform = seq[i].ranks == seq[0].ranks;
   if (uniform) return;
+  if (canonicalize_by_groups(seq)) return;
   const std::size_t n = seq.size();
   std::vector<std::vector<std::size_t>> succ(n);
   std::vector<std::size_t> preds(n, 0);
@@ -328,24 +383,18 @@ void canonicalize(std::vector<Node>& seq) {
 }
 
 struct Aligner {
-  std::unordered_map<const Node*, std::unordered_map<const Node*, long>> pair_cache;
-
-  /// Score of matching a with b (0: no match).
+  /// Score of matching a with b (0: no match). Every pair of a table is scored once, and the
+  /// nested scores of two loops belong to that pair only, so nothing is cached.
   long score(const Node& a, const Node& b) {
     if (a.event && b.event) return (a.event->op == b.event->op && a.event->site == b.event->site) ? 1 : 0;
     if (a.loop && b.loop) {
-      auto& row = pair_cache[&a];
-      auto it = row.find(&b);
-      if (it != row.end()) return it->second;
       // Loop-agnostic (thesis §5.2.4): two loops match when their bodies share any event;
       // the alignment maximizes the total score, so a loop matches a weakly similar one only
       // when nothing better competes for it. (Requiring half the body to match left the
       // corner rank of a 3x3x3 halo exchange, whose 7 directions share one with its first
       // merge partner's 11, in a main loop of its own.)
       long w = lcs_score(a.loop->body, b.loop->body);
-      long s = w > 0 ? 1 + w : 0;
-      row[&b] = s;
-      return s;
+      return w > 0 ? 1 + w : 0;
     }
     // Event against loop: the event as a one-trip pseudo-loop (its body is the event alone).
     const Node& ev = a.event ? a : b;
@@ -358,8 +407,17 @@ struct Aligner {
 
   long lcs_score(const std::vector<Node>& x, const std::vector<Node>& y) {
     const std::size_t n = x.size(), m = y.size();
-    std::vector<long> prev(m + 1, 0), cur(m + 1, 0);
+    constexpr std::size_t kInline = 32;  // short bodies (the common case) need no allocation
+    std::array<long, 2 * (kInline + 1)> inline_rows{};
+    std::vector<long> heap_rows;
+    long* prev = inline_rows.data();
+    if (m + 1 > kInline + 1) {
+      heap_rows.assign(2 * (m + 1), 0);
+      prev = heap_rows.data();
+    }
+    long* cur = prev + (m + 1);
     for (std::size_t i = 1; i <= n; ++i) {
+      cur[0] = 0;
       for (std::size_t j = 1; j <= m; ++j) {
         long s = score(x[i - 1], y[j - 1]);
         cur[j] = std::max({prev[j], cur[j - 1], s > 0 ? prev[j - 1] + s : 0L});
@@ -388,34 +446,76 @@ struct Aligner {
       tail.emplace_back(hx, hy);
     }
     const std::size_t rn = hx - lo, rm = hy - lo;
-    if (rn > 0 && rm > 0) {
-      std::vector<long> dp((rn + 1) * (rm + 1), 0);
-      std::vector<long> sc(rn * rm, 0);
-      auto at = [&](std::size_t i, std::size_t j) -> long& { return dp[i * (rm + 1) + j]; };
-      for (std::size_t i = 1; i <= rn; ++i)
-        for (std::size_t j = 1; j <= rm; ++j) {
-          long s = score(x[lo + i - 1], y[lo + j - 1]);
-          sc[(i - 1) * rm + (j - 1)] = s;
-          at(i, j) = std::max({at(i - 1, j), at(i, j - 1), s > 0 ? at(i - 1, j - 1) + s : 0L});
+    if (rn > 0 && rm > 0 && rn * rm <= kMaxCells) {
+      align_block(x, lo, hx, y, lo, hy, pairs);
+    } else if (rn > 0 && rm > 0) {
+      // Too long for one table (long non-repeating stretches): a block of x against a window
+      // of y a little longer, both starting after the last kept match; only the matches in
+      // the block's first half are kept (an alignment is least reliable near the window's
+      // end), so memory and time stay linear in the lengths. Any order-preserving matching
+      // merges correctly; only how much merges may be less than with one table.
+      std::size_t i = lo, j = lo;
+      std::vector<std::pair<std::size_t, std::size_t>> block;
+      while (i < hx && j < hy) {
+        const std::size_t bi = std::min(kBlock, hx - i);
+        const std::size_t bj = std::min(kBlock + kBlock / 4, hy - j);
+        const bool last_block = i + bi == hx || j + bj == hy;
+        block.clear();
+        align_block(x, i, i + bi, y, j, j + bj, block);
+        const std::size_t keep_below = last_block ? hx : i + std::max<std::size_t>(1, bi / 2);
+        bool kept = false;
+        for (const auto& p : block) {
+          if (p.first >= keep_below) break;
+          pairs.push_back(p);
+          kept = true;
         }
-      std::vector<std::pair<std::size_t, std::size_t>> mid;
-      std::size_t i = rn, j = rm;
-      while (i > 0 && j > 0) {
-        long s = sc[(i - 1) * rm + (j - 1)];
-        if (s > 0 && at(i, j) == at(i - 1, j - 1) + s) {
-          mid.emplace_back(lo + i - 1, lo + j - 1);
-          --i;
-          --j;
-        } else if (at(i, j) == at(i - 1, j)) {
-          --i;
+        if (last_block) break;
+        if (kept) {
+          i = pairs.back().first + 1;
+          j = pairs.back().second + 1;
         } else {
-          --j;
+          i = keep_below;
         }
       }
-      pairs.insert(pairs.end(), mid.rbegin(), mid.rend());
     }
     pairs.insert(pairs.end(), tail.rbegin(), tail.rend());
     return pairs;
+  }
+
+  /// Cells of the largest alignment table (16 bytes each) built in one piece.
+  static constexpr std::size_t kMaxCells = std::size_t{4} << 20;
+  /// Block length of the piecewise alignment (a block against twice as much: 2 M cells).
+  static constexpr std::size_t kBlock = 1024;
+
+  /// Appends the pairs of a maximal-score alignment of x[xlo, xhi) with y[ylo, yhi), in order.
+  void align_block(const std::vector<Node>& x, std::size_t xlo, std::size_t xhi,
+                   const std::vector<Node>& y, std::size_t ylo, std::size_t yhi,
+                   std::vector<std::pair<std::size_t, std::size_t>>& pairs) {
+    const std::size_t rn = xhi - xlo, rm = yhi - ylo;
+    std::vector<long> dp((rn + 1) * (rm + 1), 0);
+    std::vector<long> sc(rn * rm, 0);
+    auto at = [&](std::size_t i, std::size_t j) -> long& { return dp[i * (rm + 1) + j]; };
+    for (std::size_t i = 1; i <= rn; ++i)
+      for (std::size_t j = 1; j <= rm; ++j) {
+        long s = score(x[xlo + i - 1], y[ylo + j - 1]);
+        sc[(i - 1) * rm + (j - 1)] = s;
+        at(i, j) = std::max({at(i - 1, j), at(i, j - 1), s > 0 ? at(i - 1, j - 1) + s : 0L});
+      }
+    std::vector<std::pair<std::size_t, std::size_t>> mid;
+    std::size_t i = rn, j = rm;
+    while (i > 0 && j > 0) {
+      long s = sc[(i - 1) * rm + (j - 1)];
+      if (s > 0 && at(i, j) == at(i - 1, j - 1) + s) {
+        mid.emplace_back(xlo + i - 1, ylo + j - 1);
+        --i;
+        --j;
+      } else if (at(i, j) == at(i - 1, j)) {
+        --i;
+      } else {
+        --j;
+      }
+    }
+    pairs.insert(pairs.end(), mid.rbegin(), mid.rend());
   }
 };
 
