@@ -186,8 +186,13 @@ void Recorder::begin(bool at_init) {
     compressor_ = std::make_unique<IntraCompressor>(config);
     compressor_->set_sites(&sites);
 #if SCALATRACE_HAVE_TREE_MERGE
-    spill_ = std::make_unique<SpillFile>(settings.spill_dir, rank);
-    compressor_->set_spill([this](std::vector<Node>& nodes) { return spill_segment(nodes); });
+    // A clustered merge keeps only the representatives' events (assigned to their members);
+    // a member's spilled segments would mix its own events into that, so with
+    // SCALATRACE_CLUSTERS the budget freezes the queue instead of spilling it.
+    if (settings.clusters == 0) {
+      spill_ = std::make_unique<SpillFile>(settings.spill_dir, rank);
+      compressor_->set_spill([this](std::vector<Node>& nodes) { return spill_segment(nodes); });
+    }
 #endif
   }
 }
