@@ -11,6 +11,7 @@
 
 #include "scalatrace/analysis.hpp"
 #include "simulator_internal.hpp"
+#include "simulator_small_vector.hpp"
 
 namespace scalatrace {
 namespace {
@@ -71,41 +72,46 @@ struct CommInfo {
 
 enum class Stage : std::uint8_t { Next, Waiting, Collective, Probing };
 
+/// One rank's simulation state. Laid out for locality: the scalars read on every resume and
+/// delivery first, then the queues and the request pool kept inline (one contiguous block per
+/// rank: at 65,536 ranks almost every access to another rank's state is a cache miss, and
+/// neighbouring lines come cheaper than a heap pointer chased per container).
 struct RankSim {
-  std::int64_t rank = 0;
-  Cursor cursor;
-  Event ev;
   Stage stage = Stage::Next;
   bool blocked = false, finished = false;
+  std::int64_t rank = 0;
   double clock = 0;
+  std::size_t waits_known = 0;       ///< waits[0, waits_known) are known to complete (checked)
+  std::size_t wildcards_posted = 0;  ///< entries of `posted` with src == kAnyWorld
   std::uint64_t event_index = 0;
   // Accounting of the current event.
   double event_start = 0, event_compute = 0, wait_mark = 0, late_s_mark = 0, late_r_mark = 0;
   SimTimes times;
-  // Requests: pool + handle buffer (slots, oldest trimmed when released).
-  std::vector<Request> reqs;
-  std::vector<std::int32_t> free_reqs;
-  std::vector<std::int32_t> slots;  ///< slots[slot_front + i]: handle slot slot_base + i
-  std::size_t slot_front = 0;
-  std::uint64_t slot_base = 0, slot_count = 0;
-  std::vector<std::int32_t> waits;  ///< requests the current step waits for
-  std::size_t waits_known = 0;      ///< waits[0, waits_known) are known to complete (checked)
-  // Collective in progress.
-  std::vector<CollStep> steps;
-  std::size_t step_pos = 0;
-  std::size_t coll_comm = 0;  ///< index into comms
-  std::uint64_t coll_tag = 0;
-  // Blocking probe in progress.
-  PostedRecv probe;
-  // Receiver side.
-  std::vector<Message> unexpected;  ///< arrived (or announced), not yet matched; in arrival order per source
-  std::vector<PostedRecv> posted;   ///< posted receives in post order
-  std::size_t wildcards_posted = 0;  ///< entries of `posted` with src == kAnyWorld
-  std::vector<CommInfo> comms;
-  std::size_t last_comm = 0;         ///< index into comms that comm_index found last
   // Results.
   std::uint64_t sent = 0, received = 0;
   double sent_bytes = 0, recv_bytes = 0;
+  // Collective in progress.
+  std::size_t step_pos = 0;
+  std::size_t coll_comm = 0;  ///< index into comms
+  std::uint64_t coll_tag = 0;
+  std::size_t last_comm = 0;  ///< index into comms that comm_index found last
+  // Handle buffer: slots[slot_front + i] is handle slot slot_base + i (oldest trimmed when released).
+  std::size_t slot_front = 0;
+  std::uint64_t slot_base = 0, slot_count = 0;
+  sim::SmallVector<std::int32_t, 16> waits;  ///< requests the current step waits for
+  // Receiver side.
+  sim::SmallVector<PostedRecv, 8> posted;   ///< posted receives in post order
+  sim::SmallVector<Message, 8> unexpected;  ///< arrived (or announced), not yet matched; in arrival order per source
+  // Requests: pool and handle buffer.
+  sim::SmallVector<Request, 24> reqs;
+  sim::SmallVector<std::int32_t, 16> free_reqs;
+  sim::SmallVector<std::int32_t, 16> slots;
+  sim::SmallVector<CommInfo, 2> comms;
+  std::vector<CollStep> steps;
+  // Blocking probe in progress.
+  PostedRecv probe;
+  Event ev;
+  Cursor cursor;
 
   RankSim(const Trace& t, std::int64_t r, const SimOptions& o)
       : rank(r), cursor(t, r, o.timing, o.seed + static_cast<std::uint64_t>(r)) {}
@@ -458,8 +464,8 @@ class Engine {
     D.unexpected.erase(D.unexpected.begin() + static_cast<std::ptrdiff_t>(best->message));
     match(best->rank, pr, m);
     // Receives held behind the wildcard may match now.
-    std::vector<Message> pending;
-    pending.swap(D.unexpected);
+    std::vector<Message> pending(D.unexpected.begin(), D.unexpected.end());
+    D.unexpected.clear();
     for (Message& p : pending) deliver(best->rank, std::move(p));
     return true;
   }
