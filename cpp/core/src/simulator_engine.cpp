@@ -190,7 +190,7 @@ class Engine {
     const char* end = reinterpret_cast<const char*>(&R.posted);
     for (const char* p = begin; p < end; p += 64) __builtin_prefetch(p);
   }
-X
+  /// The requests R waits for (half the distance later: R's wait list is cached by then).
   static void prefetch_requests(const RankSim& R) {
     if (R.stage != Stage::Waiting) return;
     for (std::size_t i = R.waits_known; i < R.waits.size(); ++i)
