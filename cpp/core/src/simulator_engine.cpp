@@ -11,6 +11,7 @@
 
 #include "scalatrace/analysis.hpp"
 #include "simulator_internal.hpp"
+#include "simulator_rank_array.hpp"
 #include "simulator_small_vector.hpp"
 
 namespace scalatrace {
@@ -120,8 +121,8 @@ struct RankSim {
 class Engine {
  public:
   Engine(const Trace& trace, const SimOptions& options)
-      : trace_(trace), opt_(options), net_(options, trace.nranks), n_(trace.nranks) {
-    ranks_.reserve(static_cast<std::size_t>(n_));
+      : trace_(trace), opt_(options), net_(options, trace.nranks), n_(trace.nranks),
+        ranks_(static_cast<std::size_t>(trace.nranks)) {
     for (std::int64_t r = 0; r < n_; ++r) ranks_.emplace_back(trace, r, options);
     in_wild_.assign(static_cast<std::size_t>(n_), 0);
     site_times_.resize(trace.sites.size());
@@ -160,7 +161,7 @@ class Engine {
   const SimOptions& opt_;
   Network net_;
   std::int64_t n_;
-  std::vector<RankSim> ranks_;
+  sim::RankArray<RankSim> ranks_;
   std::deque<std::int64_t> ready_;
   std::vector<std::int64_t> wild_;
   std::vector<char> in_wild_;
