@@ -31,14 +31,18 @@ struct Request {
   bool active = false;      ///< posted and not yet completed by a Wait/Test
   bool rendezvous = false;  ///< send: waits for the receiver (late-receiver time)
   bool orphaned = false;    ///< freed while active: never reused
-  Op op = Op::Other;        ///< persistent requests: what Start posts (with peer ... bytes)
   double done = 0;          ///< completion time (send: buffer free; recv: data arrived)
   double o_r = 0;           ///< receive overhead charged when the receive completes
   std::int64_t slot = -1;   ///< handle-buffer slot index, -1 for internal requests
+};
+static_assert(sizeof(Request) <= 32, "two requests per cache line (a Waitall reads many)");
+
+/// What Start posts for a persistent request (kept beside the pool: only *_init sets it).
+struct PersistentArgs {
+  Op op = Op::Other;
   std::int64_t peer = 0, comm = 0, tag = 0;
   double bytes = 0;
 };
-static_assert(sizeof(Request) <= 64, "a request fits one cache line");
 
 struct Message {
   std::int64_t src = 0, comm = 0, tag = 0;
@@ -108,6 +112,7 @@ struct RankSim {
   sim::SmallVector<Message, 8> unexpected;  ///< arrived (or announced), not yet matched; in arrival order per source
   // Requests: pool (handle buffer above).
   sim::SmallVector<Request, 24> reqs;
+  std::vector<PersistentArgs> persistent_args;  ///< by request index, persistent requests only
   sim::SmallVector<CommInfo, 2> comms;
   // Blocking probe in progress.
   PostedRecv probe;
@@ -698,12 +703,13 @@ class Engine {
   }
 
   void start_persistent(RankSim& R, std::int32_t q) {
-    Request& Q = R.reqs[static_cast<std::size_t>(q)];
-    if (!Q.persistent || Q.peer < kAnyWorld) return;  // not persistent, or MPI_PROC_NULL
-    if (op_kind(Q.op) == OpKind::PersistentSend)
-      post_send(R, Q.peer, Q.comm, Q.tag, Q.bytes, Q.op, false, q);
+    if (!R.reqs[static_cast<std::size_t>(q)].persistent) return;
+    const PersistentArgs a = R.persistent_args[static_cast<std::size_t>(q)];
+    if (a.peer < kAnyWorld) return;  // MPI_PROC_NULL
+    if (op_kind(a.op) == OpKind::PersistentSend)
+      post_send(R, a.peer, a.comm, a.tag, a.bytes, a.op, false, q);
     else
-      post_recv(R, Q.peer, Q.comm, Q.tag, false, q);
+      post_recv(R, a.peer, a.comm, a.tag, false, q);
   }
 
   void add_completions(RankSim& R, const std::vector<std::int64_t>& offsets, std::int64_t index) {
@@ -756,14 +762,16 @@ class Engine {
       case OpKind::PersistentSend:
       case OpKind::PersistentRecv: {
         const std::int32_t q = new_request(R, Request::Kind::Done);
-        Request& Q = R.reqs[static_cast<std::size_t>(q)];
-        Q.persistent = true;
-        Q.op = e.op;
-        Q.comm = comm_key(R, comm);
-        Q.peer = peer_world(R, comm, e[Field::Peer]);
-        Q.tag = e[Field::Tag];
-        Q.bytes = scaled_bytes(e[Field::Bytes]);
-        if (op_kind(e.op) == OpKind::PersistentSend && Q.peer == kAnyWorld)
+        R.reqs[static_cast<std::size_t>(q)].persistent = true;
+        if (R.persistent_args.size() <= static_cast<std::size_t>(q))
+          R.persistent_args.resize(static_cast<std::size_t>(q) + 1);
+        PersistentArgs& a = R.persistent_args[static_cast<std::size_t>(q)];
+        a.op = e.op;
+        a.comm = comm_key(R, comm);
+        a.peer = peer_world(R, comm, e[Field::Peer]);
+        a.tag = e[Field::Tag];
+        a.bytes = scaled_bytes(e[Field::Bytes]);
+        if (op_kind(e.op) == OpKind::PersistentSend && a.peer == kAnyWorld)
           fail_event(R, "a persistent send to MPI_ANY_SOURCE");
         add_slot(R, q);
         end_event(R);
