@@ -8,7 +8,6 @@
 #include "scalatrace/cursor.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -42,6 +41,12 @@ struct FieldReader {
   ValueSeq::Reader reader;
 };
 
+/// A stored field with one value throughout (most fields of a regular program).
+struct ConstantField {
+  std::uint8_t field = 0;
+  std::int64_t value = 0;
+};
+
 /// One stored array field of an event node and its reader.
 struct ArrayFieldReader {
   std::uint8_t field = 0;
@@ -55,9 +60,7 @@ struct NodeState {
   ValueSeq::Reader trips;
   ValueSeq::Reader site_ids;
   std::vector<FieldReader> fields;        ///< stored varying fields, in field order
-  /// Every field's value where it is constant (most fields of a regular program: one copy
-  /// fills them), 0 where it varies or is not stored.
-  std::array<std::int64_t, kFieldCount> constants{};
+  std::vector<ConstantField> constants;   ///< stored constant non-zero fields
   /// Occurrences every constant field has values for (the smallest of their sizes).
   std::uint64_t constant_limit = UINT64_MAX;
   std::vector<ArrayFieldReader> arrays;   ///< stored arrays only, in field order
@@ -167,12 +170,13 @@ struct Cursor::Impl {
         const auto field = static_cast<std::uint8_t>(i);
         if (!seq->empty() && seq->is_constant()) {
           s.constant_limit = std::min(s.constant_limit, seq->size());
-          s.constants[i] = seq->back();
+          if (seq->back() != 0) s.constants.push_back(ConstantField{field, seq->back()});
         } else {
           s.fields.push_back(FieldReader{field, ValueSeq::Reader(seq)});
         }
       }
       s.fields.shrink_to_fit();
+      s.constants.shrink_to_fit();
       for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
         if (e.arrays[i].empty()) continue;
         const ArraySeq* a = e.arrays[i].for_rank(rank);
@@ -220,12 +224,13 @@ struct Cursor::Impl {
       if (s.site_ids.done()) fail("call-site sequence of a " + std::string(op_name(en.op)) + " ran out");
       e.site = static_cast<std::uint32_t>(s.site_ids.next());
     }
-    e.fields = s.constants;
+    e.fields.fill(0);
     if (s.occurrence >= s.constant_limit) fail_field_ran_out(en, s);
     for (FieldReader& f : s.fields) {
       if (f.reader.done()) fail_field_ran_out(en, s);
       e.fields[f.field] = f.reader.next();
     }
+    for (const ConstantField& c : s.constants) e.fields[c.field] = c.value;
     for (auto& a : e.arrays) a.clear();
     for (ArrayFieldReader& a : s.arrays) {
       if (a.reader.done())
