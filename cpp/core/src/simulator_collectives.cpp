@@ -31,7 +31,7 @@ double array_at(const Event& e, ArrayField f, std::int64_t i, double fallback) {
 
 class StepBuilder {
  public:
-  StepBuilder(std::int64_t me, std::int64_t n, double scale, std::vector<CollStep>& out)
+  StepBuilder(std::int64_t me, std::int64_t n, double scale, CollSteps& out)
       : me_(me), n_(n), scale_(scale), out_(out) {}
 
   void exchange(std::int64_t recv_from, std::int64_t send_to, double bytes) {
@@ -193,13 +193,13 @@ class StepBuilder {
  private:
   std::int64_t me_, n_;
   double scale_;
-  std::vector<CollStep>& out_;
+  CollSteps& out_;
 };
 
 }  // namespace
 
 void collective_steps(const Event& e, std::int64_t me, std::int64_t n, double size_scale,
-                      std::vector<CollStep>& out) {
+                      CollSteps& out) {
   out.clear();
   if (n <= 1) return;
   StepBuilder b(me, n, size_scale, out);

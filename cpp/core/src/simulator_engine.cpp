@@ -11,6 +11,8 @@
 
 #include "scalatrace/analysis.hpp"
 #include "simulator_internal.hpp"
+#include "simulator_rank_array.hpp"
+#include "simulator_small_vector.hpp"
 
 namespace scalatrace {
 namespace {
@@ -29,14 +31,18 @@ struct Request {
   bool active = false;      ///< posted and not yet completed by a Wait/Test
   bool rendezvous = false;  ///< send: waits for the receiver (late-receiver time)
   bool orphaned = false;    ///< freed while active: never reused
-  Op op = Op::Other;        ///< persistent requests: what Start posts (with peer ... bytes)
   double done = 0;          ///< completion time (send: buffer free; recv: data arrived)
   double o_r = 0;           ///< receive overhead charged when the receive completes
   std::int64_t slot = -1;   ///< handle-buffer slot index, -1 for internal requests
+};
+static_assert(sizeof(Request) <= 32, "two requests per cache line (a Waitall reads many)");
+
+/// What Start posts for a persistent request (kept beside the pool: only *_init sets it).
+struct PersistentArgs {
+  Op op = Op::Other;
   std::int64_t peer = 0, comm = 0, tag = 0;
   double bytes = 0;
 };
-static_assert(sizeof(Request) <= 64, "a request fits one cache line");
 
 struct Message {
   std::int64_t src = 0, comm = 0, tag = 0;
@@ -71,41 +77,47 @@ struct CommInfo {
 
 enum class Stage : std::uint8_t { Next, Waiting, Collective, Probing };
 
+/// One rank's simulation state. Laid out for locality: the scalars read on every resume and
+/// delivery first, then the queues and the request pool kept inline (one contiguous block per
+/// rank: at 65,536 ranks almost every access to another rank's state is a cache miss, and
+/// neighbouring lines come cheaper than a heap pointer chased per container).
 struct RankSim {
-  std::int64_t rank = 0;
-  Cursor cursor;
-  Event ev;
   Stage stage = Stage::Next;
   bool blocked = false, finished = false;
+  std::int64_t rank = 0;
   double clock = 0;
+  std::size_t waits_known = 0;       ///< waits[0, waits_known) are known to complete (checked)
+  std::size_t wildcards_posted = 0;  ///< entries of `posted` with src == kAnyWorld
   std::uint64_t event_index = 0;
   // Accounting of the current event.
   double event_start = 0, event_compute = 0, wait_mark = 0, late_s_mark = 0, late_r_mark = 0;
   SimTimes times;
-  // Requests: pool + handle buffer (slots, oldest trimmed when released).
-  std::vector<Request> reqs;
-  std::vector<std::int32_t> free_reqs;
-  std::vector<std::int32_t> slots;  ///< slots[slot_front + i]: handle slot slot_base + i
-  std::size_t slot_front = 0;
-  std::uint64_t slot_base = 0, slot_count = 0;
-  std::vector<std::int32_t> waits;  ///< requests the current step waits for
-  std::size_t waits_known = 0;      ///< waits[0, waits_known) are known to complete (checked)
-  // Collective in progress.
-  std::vector<CollStep> steps;
-  std::size_t step_pos = 0;
-  std::size_t coll_comm = 0;  ///< index into comms
-  std::uint64_t coll_tag = 0;
-  // Blocking probe in progress.
-  PostedRecv probe;
-  // Receiver side.
-  std::vector<Message> unexpected;  ///< arrived (or announced), not yet matched; in arrival order per source
-  std::vector<PostedRecv> posted;   ///< posted receives in post order
-  std::size_t wildcards_posted = 0;  ///< entries of `posted` with src == kAnyWorld
-  std::vector<CommInfo> comms;
-  std::size_t last_comm = 0;         ///< index into comms that comm_index found last
   // Results.
   std::uint64_t sent = 0, received = 0;
   double sent_bytes = 0, recv_bytes = 0;
+  // Collective in progress.
+  std::size_t step_pos = 0;
+  std::size_t coll_comm = 0;  ///< index into comms
+  std::uint64_t coll_tag = 0;
+  std::size_t last_comm = 0;  ///< index into comms that comm_index found last
+  // Handle buffer: slots[slot_front + i] is handle slot slot_base + i (oldest trimmed when released).
+  std::size_t slot_front = 0;
+  std::uint64_t slot_base = 0, slot_count = 0;
+  sim::SmallVector<std::int32_t, 16> waits;  ///< requests the current step waits for
+  sim::SmallVector<std::int32_t, 16> free_reqs;
+  sim::SmallVector<std::int32_t, 16> slots;
+  sim::CollSteps steps;
+  // Receiver side.
+  sim::SmallVector<PostedRecv, 8> posted;   ///< posted receives in post order
+  sim::SmallVector<Message, 8> unexpected;  ///< arrived (or announced), not yet matched; in arrival order per source
+  // Requests: pool (handle buffer above).
+  sim::SmallVector<Request, 24> reqs;
+  std::vector<PersistentArgs> persistent_args;  ///< by request index, persistent requests only
+  sim::SmallVector<CommInfo, 2> comms;
+  // Blocking probe in progress.
+  PostedRecv probe;
+  Event ev;
+  Cursor cursor;
 
   RankSim(const Trace& t, std::int64_t r, const SimOptions& o)
       : rank(r), cursor(t, r, o.timing, o.seed + static_cast<std::uint64_t>(r)) {}
@@ -114,8 +126,8 @@ struct RankSim {
 class Engine {
  public:
   Engine(const Trace& trace, const SimOptions& options)
-      : trace_(trace), opt_(options), net_(options, trace.nranks), n_(trace.nranks) {
-    ranks_.reserve(static_cast<std::size_t>(n_));
+      : trace_(trace), opt_(options), net_(options, trace.nranks), n_(trace.nranks),
+        ranks_(static_cast<std::size_t>(trace.nranks)) {
     for (std::int64_t r = 0; r < n_; ++r) ranks_.emplace_back(trace, r, options);
     in_wild_.assign(static_cast<std::size_t>(n_), 0);
     site_times_.resize(trace.sites.size());
@@ -138,6 +150,8 @@ class Engine {
       while (!ready_.empty()) {
         const std::int64_t r = ready_.front();
         ready_.pop_front();
+        if (ready_.size() > kPrefetchDistance) prefetch(rank(ready_[kPrefetchDistance]));
+        if (ready_.size() > kPrefetchDistance / 2) prefetch_requests(rank(ready_[kPrefetchDistance / 2]));
         advance(rank(r));
       }
       if (!resolve_wildcard()) break;
@@ -152,7 +166,7 @@ class Engine {
   const SimOptions& opt_;
   Network net_;
   std::int64_t n_;
-  std::vector<RankSim> ranks_;
+  sim::RankArray<RankSim> ranks_;
   std::deque<std::int64_t> ready_;
   std::vector<std::int64_t> wild_;
   std::vector<char> in_wild_;
@@ -170,6 +184,24 @@ class Engine {
   std::unordered_map<std::string, std::int64_t> comm_keys_;  ///< members -> communicator key
 
   RankSim& rank(std::int64_t r) { return ranks_[static_cast<std::size_t>(r)]; }
+
+  /// Ranks are resumed in ready-queue order; their state is fetched into the cache this many
+  /// resumptions ahead (a prefetch only: the order of work is unchanged).
+  static constexpr std::size_t kPrefetchDistance = 32;
+
+  /// Starts loading what resuming R reads first: its scalars, wait list, handle buffer and
+  /// collective steps (everything laid out before its receive queues).
+  static void prefetch(const RankSim& R) {
+    const char* begin = reinterpret_cast<const char*>(&R);
+    const char* end = reinterpret_cast<const char*>(&R.posted);
+    for (const char* p = begin; p < end; p += 64) __builtin_prefetch(p);
+  }
+  /// The requests R waits for (half the distance later: R's wait list is cached by then).
+  static void prefetch_requests(const RankSim& R) {
+    if (R.stage != Stage::Waiting) return;
+    for (std::size_t i = R.waits_known; i < R.waits.size(); ++i)
+      __builtin_prefetch(&R.reqs[static_cast<std::size_t>(R.waits[i])]);
+  }
 
   [[noreturn]] void fail_event(const RankSim& R, const std::string& what) const {
     throw SimulationError("simulation: rank " + std::to_string(R.rank) + ", event #" +
@@ -458,8 +490,8 @@ class Engine {
     D.unexpected.erase(D.unexpected.begin() + static_cast<std::ptrdiff_t>(best->message));
     match(best->rank, pr, m);
     // Receives held behind the wildcard may match now.
-    std::vector<Message> pending;
-    pending.swap(D.unexpected);
+    std::vector<Message> pending(D.unexpected.begin(), D.unexpected.end());
+    D.unexpected.clear();
     for (Message& p : pending) deliver(best->rank, std::move(p));
     return true;
   }
@@ -671,12 +703,13 @@ class Engine {
   }
 
   void start_persistent(RankSim& R, std::int32_t q) {
-    Request& Q = R.reqs[static_cast<std::size_t>(q)];
-    if (!Q.persistent || Q.peer < kAnyWorld) return;  // not persistent, or MPI_PROC_NULL
-    if (op_kind(Q.op) == OpKind::PersistentSend)
-      post_send(R, Q.peer, Q.comm, Q.tag, Q.bytes, Q.op, false, q);
+    if (!R.reqs[static_cast<std::size_t>(q)].persistent) return;
+    const PersistentArgs a = R.persistent_args[static_cast<std::size_t>(q)];
+    if (a.peer < kAnyWorld) return;  // MPI_PROC_NULL
+    if (op_kind(a.op) == OpKind::PersistentSend)
+      post_send(R, a.peer, a.comm, a.tag, a.bytes, a.op, false, q);
     else
-      post_recv(R, Q.peer, Q.comm, Q.tag, false, q);
+      post_recv(R, a.peer, a.comm, a.tag, false, q);
   }
 
   void add_completions(RankSim& R, const std::vector<std::int64_t>& offsets, std::int64_t index) {
@@ -729,14 +762,16 @@ class Engine {
       case OpKind::PersistentSend:
       case OpKind::PersistentRecv: {
         const std::int32_t q = new_request(R, Request::Kind::Done);
-        Request& Q = R.reqs[static_cast<std::size_t>(q)];
-        Q.persistent = true;
-        Q.op = e.op;
-        Q.comm = comm_key(R, comm);
-        Q.peer = peer_world(R, comm, e[Field::Peer]);
-        Q.tag = e[Field::Tag];
-        Q.bytes = scaled_bytes(e[Field::Bytes]);
-        if (op_kind(e.op) == OpKind::PersistentSend && Q.peer == kAnyWorld)
+        R.reqs[static_cast<std::size_t>(q)].persistent = true;
+        if (R.persistent_args.size() <= static_cast<std::size_t>(q))
+          R.persistent_args.resize(static_cast<std::size_t>(q) + 1);
+        PersistentArgs& a = R.persistent_args[static_cast<std::size_t>(q)];
+        a.op = e.op;
+        a.comm = comm_key(R, comm);
+        a.peer = peer_world(R, comm, e[Field::Peer]);
+        a.tag = e[Field::Tag];
+        a.bytes = scaled_bytes(e[Field::Bytes]);
+        if (op_kind(e.op) == OpKind::PersistentSend && a.peer == kAnyWorld)
           fail_event(R, "a persistent send to MPI_ANY_SOURCE");
         add_slot(R, q);
         end_event(R);

@@ -6,6 +6,7 @@
 
 #include "scalatrace/event.hpp"
 #include "scalatrace/simulator.hpp"
+#include "simulator_small_vector.hpp"
 
 namespace scalatrace::sim {
 
@@ -47,11 +48,13 @@ struct CollStep {
   std::int64_t send_to = -1;
   double send_bytes = 0;
 };
+/// A rank's steps of one collective (kept inline: log2(ranks) of them for the usual algorithms).
+using CollSteps = SmallVector<CollStep, 16>;
 
 /// The steps of communicator rank `me` (of `n`) in collective event `e`, chosen like MPICH
 /// chooses its algorithm from the message size. Bytes are multiplied by `size_scale`.
 /// Appends to `out` (cleared first).
 void collective_steps(const Event& e, std::int64_t me, std::int64_t n, double size_scale,
-                      std::vector<CollStep>& out);
+                      CollSteps& out);
 
 }  // namespace scalatrace::sim

@@ -1,0 +1,97 @@
+#pragma once
+// A vector of trivially copyable values that keeps its first N elements inside the object
+// (simulator's per-rank queues and pools): a rank's state then lies in one contiguous block,
+// so resuming one of 65,536 ranks touches neighbouring cache lines instead of chasing a heap
+// pointer per container. Past N elements it moves to the heap like std::vector.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <type_traits>
+
+namespace scalatrace::sim {
+
+template <class T, std::uint32_t N>
+class SmallVector {
+  static_assert(std::is_trivially_copyable_v<T>, "elements are moved with memcpy");
+
+ public:
+  SmallVector() = default;
+  SmallVector(const SmallVector&) = delete;
+  SmallVector& operator=(const SmallVector&) = delete;
+  SmallVector(SmallVector&& other) noexcept { take(other); }
+  SmallVector& operator=(SmallVector&& other) noexcept {
+    if (this != &other) {
+      release();
+      take(other);
+    }
+    return *this;
+  }
+  ~SmallVector() { release(); }
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T* begin() { return data(); }
+  T* end() { return data() + size_; }
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size_; }
+  T& operator[](std::size_t i) { return data()[i]; }
+  const T& operator[](std::size_t i) const { return data()[i]; }
+  T& front() { return data()[0]; }
+  const T& front() const { return data()[0]; }
+  T& back() { return data()[size_ - 1]; }
+
+  void push_back(const T& value) {
+    if (size_ == capacity_) grow();
+    std::memcpy(static_cast<void*>(data() + size_), &value, sizeof(T));
+    ++size_;
+  }
+  T& emplace_back() {
+    push_back(T{});
+    return back();
+  }
+  void pop_back() { --size_; }
+  void clear() { size_ = 0; }
+  /// Removes [first, last), keeping the order of the rest.
+  void erase(T* first, T* last) {
+    std::memmove(static_cast<void*>(first), last,
+                 static_cast<std::size_t>(end() - last) * sizeof(T));
+    size_ -= static_cast<std::uint32_t>(last - first);
+  }
+  void erase(T* pos) { erase(pos, pos + 1); }
+
+ private:
+  T* heap_ = nullptr;  ///< nullptr while the elements are inline
+  std::uint32_t size_ = 0, capacity_ = N;
+  alignas(T) unsigned char inline_[N * sizeof(T)];
+
+  T* data() { return heap_ != nullptr ? heap_ : reinterpret_cast<T*>(inline_); }
+  const T* data() const { return heap_ != nullptr ? heap_ : reinterpret_cast<const T*>(inline_); }
+
+  void grow() {
+    const std::uint32_t capacity = capacity_ * 2;
+    auto* bigger = static_cast<T*>(std::malloc(std::size_t{capacity} * sizeof(T)));
+    if (bigger == nullptr) throw std::bad_alloc();
+    std::memcpy(static_cast<void*>(bigger), data(), std::size_t{size_} * sizeof(T));
+    std::free(heap_);
+    heap_ = bigger;
+    capacity_ = capacity;
+  }
+  void release() {
+    std::free(heap_);
+    heap_ = nullptr;
+    size_ = 0;
+    capacity_ = N;
+  }
+  void take(SmallVector& other) {
+    heap_ = other.heap_;
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    if (heap_ == nullptr) std::memcpy(inline_, other.inline_, std::size_t{size_} * sizeof(T));
+    other.heap_ = nullptr;
+    other.size_ = 0;
+    other.capacity_ = N;
+  }
+};
+
+}  // namespace scalatrace::sim
