@@ -144,6 +144,7 @@ void Recorder::begin(bool at_init) {
   settings.clusters = effective_cluster_count(settings.clusters, nranks, rank);
 #endif
   comms.start();
+  walks.set_enabled(settings.stack_memo);
   if (at_init) PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm_);
   calibrate_clock();
   last_end_ns_ = g_load_ns;
@@ -209,9 +210,26 @@ void Recorder::warn(const std::string& what) {
   std::fprintf(stderr, "scalatrace: rank %d: %s\n", rank, what.c_str());
 }
 
+__attribute__((noinline)) std::uint32_t Recorder::walk_site(const void* wrapper_frame, bool learn,
+                                                            std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  RawStack stack;
+  capture_stack(stack, kMaxStackDepth);
+  WalkDescription walk;
+  if (learn) walk = describe_walk(wrapper_frame, stack);
+  lock.lock();
+  ++stack_walks_;
+  const std::uint32_t site = capture.site_id(stack, sites, settings.stack_depth);
+  if (learn) walks.remember(std::move(walk), site);
+  return site;
+}
+
 std::int64_t Recorder::name_id(const char* name) {
+  auto& recent = recent_names_[(reinterpret_cast<std::uintptr_t>(name) >> 3) % recent_names_.size()];
+  if (recent.first == name) return recent.second;
   auto [it, added] = name_ids_.try_emplace(name, static_cast<std::int64_t>(names_.size()));
   if (added) names_.emplace_back(name);
+  recent = {name, it->second};
   return it->second;
 }
 
@@ -250,6 +268,7 @@ std::map<std::string, std::string> Recorder::metadata(const char* why) const {
   auto m = start_metadata_;
   m["finished_by"] = why;
   m["events"] = std::to_string(events_);
+  m["stack_walks"] = std::to_string(stack_walks_);
   if (threads_calling_mpi_ > 1) m["mpi_threads"] = std::to_string(threads_calling_mpi_);
   return m;
 }

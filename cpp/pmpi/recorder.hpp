@@ -3,6 +3,7 @@
 // and cache, communicator registry, request tracker, names of Op::Other functions, raw writer)
 // and finishes the recording at MPI_Finalize, MPI_Abort or process exit, whichever comes first.
 // All mutable state is guarded by mu (MPI_THREAD_MULTIPLE programs call in from any thread).
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -22,6 +23,7 @@
 #include "scalatrace/raw.hpp"
 #include "settings.hpp"
 #include "spill_file.hpp"
+#include "walk_memo.hpp"
 
 namespace scalatrace::pmpi {
 
@@ -39,6 +41,10 @@ class Recorder {
 
   /// Appends one finished event (timing filled in here). Caller holds mu.
   void append(Event& e, std::uint64_t start_ns, std::uint64_t end_ns);
+  /// Call-site id of a call whose stack is not remembered (walk_memo.hpp): walks the stack
+  /// from the wrapper's frame with libunwind (outside the lock, which `lock` holds on entry
+  /// and on return), interns the call site and, if `learn`, remembers the walk.
+  std::uint32_t walk_site(const void* wrapper_frame, bool learn, std::unique_lock<std::mutex>& lock);
   /// Id of an Op::Other function name (pointer-keyed: the wrappers pass string literals).
   std::int64_t name_id(const char* name);
   /// Reports a problem of the collector itself on stderr (never throws).
@@ -50,6 +56,7 @@ class Recorder {
   int nranks = 1;
   CallSiteCapture capture;
   CallSiteTable sites;
+  WalkMemo walks;
   CommRegistry comms;
   RequestTracker requests;
 
@@ -67,10 +74,13 @@ class Recorder {
 
   std::vector<std::string> names_;
   std::unordered_map<const char*, std::int64_t> name_ids_;
+  /// Direct-mapped cache in front of name_ids_ (a wrapper's name literal -> its id).
+  std::array<std::pair<const char*, std::int64_t>, 64> recent_names_{};
   RawWriter raw_;
   std::string raw_path_;
   bool raw_failed_ = false;  ///< this rank's raw stream could not be (completely) written
   std::uint64_t events_ = 0;
+  std::uint64_t stack_walks_ = 0;  ///< calls whose stack was walked (not remembered)
   unsigned threads_calling_mpi_ = 0;  ///< distinct threads that made a recorded MPI call
   std::uint64_t last_end_ns_ = 0;
   std::map<std::string, std::string> start_metadata_;

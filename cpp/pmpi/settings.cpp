@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <string>
 
 namespace scalatrace::pmpi {
 namespace {
@@ -25,6 +26,16 @@ void read_number(const char* name, T& value, std::uint64_t lo, std::uint64_t hi,
   std::fprintf(stderr, "scalatrace: %s='%s' is not %s (%llu..%llu); using default %llu\n", name,
                text, what, static_cast<unsigned long long>(lo),
                static_cast<unsigned long long>(hi), static_cast<unsigned long long>(value));
+}
+
+void read_flag(const char* name, bool& value) {
+  const char* v = env(name);
+  if (!v) return;
+  const std::string text = v;
+  if (text == "1" || text == "yes" || text == "true") value = true;
+  else if (text == "0" || text == "no" || text == "false") value = false;
+  else std::fprintf(stderr, "scalatrace: %s='%s' is not 0 or 1; using default %d\n", name, v,
+                    value ? 1 : 0);
 }
 
 }  // namespace
@@ -77,12 +88,8 @@ Settings Settings::from_environment(const std::string& program) {
   }
   read_number("SCALATRACE_CLUSTERS", s.clusters, 1, 1u << 30, "a cluster count");
   read_number("SCALATRACE_EXIT_WAIT", s.exit_wait_s, 0, 3600, "a number of seconds");
-  if (const char* v = env("SCALATRACE_QUIET")) {
-    const std::string q = v;
-    if (q == "1" || q == "yes" || q == "true") s.quiet = true;
-    else if (q != "0" && q != "no" && q != "false")
-      std::fprintf(stderr, "scalatrace: SCALATRACE_QUIET='%s' is not 0 or 1; using default 0\n", v);
-  }
+  read_flag("SCALATRACE_QUIET", s.quiet);
+  read_flag("SCALATRACE_STACK_MEMO", s.stack_memo);
   return s;
 }
 
@@ -91,6 +98,7 @@ std::map<std::string, std::string> Settings::as_metadata() const {
       {"setting.SCALATRACE_RAW", raw_dir},
       {"setting.SCALATRACE_OUT", out},
       {"setting.SCALATRACE_STACK_DEPTH", std::to_string(stack_depth)},
+      {"setting.SCALATRACE_STACK_MEMO", stack_memo ? "1" : "0"},
       {"setting.SCALATRACE_WINDOW", std::to_string(window)},
       {"setting.SCALATRACE_SITE_THRESHOLD", std::to_string(site_threshold)},
       {"setting.SCALATRACE_MEMORY", std::to_string(memory_budget)},

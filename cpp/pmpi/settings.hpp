@@ -12,6 +12,7 @@ struct Settings {
   std::string raw_dir;        ///< SCALATRACE_RAW: directory for raw streams; "" = off
   std::string out;            ///< SCALATRACE_OUT: compressed trace path; "none" = off
   int stack_depth = 16;       ///< SCALATRACE_STACK_DEPTH: frames recorded per call site
+  bool stack_memo = true;     ///< SCALATRACE_STACK_MEMO: 0 = walk the stack at every call
   std::size_t window = 512;   ///< SCALATRACE_WINDOW (compressor)
   std::size_t site_threshold = 0;            ///< SCALATRACE_SITE_THRESHOLD (compressor)
   std::size_t memory_budget = 256u << 20;    ///< SCALATRACE_MEMORY (compressor), bytes

@@ -52,12 +52,18 @@ class Call {
     const std::uint64_t end_ns = now_ns();
     Recorder& r = *rec_.recorder;
     try {
-      RawStack stack;
-      capture_stack(stack, kMaxStackDepth);
-      std::lock_guard<std::mutex> lock(r.mu);
+      // The call site: remembered if the caller's stack is one seen before (walk_memo.hpp),
+      // otherwise walked with libunwind.
+      void* const frame = __builtin_frame_address(0);
+      const CallerKey caller = CallerKey::of(frame);
+      std::unique_lock<std::mutex> lock(r.mu);
+      std::uint32_t site = 0;
+      const WalkMemo::Lookup found = r.walks.find(caller, site);
+      if (found != WalkMemo::Lookup::Hit)
+        site = r.walk_site(frame, found == WalkMemo::Lookup::Learn, lock);
       Event& e = rec_.e;
       e.op = op_;
-      e.site = r.capture.site_id(stack, r.sites, r.settings.stack_depth);
+      e.site = site;
       if (op_ == Op::Other) e[Field::NameId] = r.name_id(name_);
       rec_.ok = rc == MPI_SUCCESS && !broken_;
       if (rec_.ok) {
