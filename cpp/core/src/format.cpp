@@ -1,6 +1,7 @@
 // The .sct single-file trace: writer and defensive reader. docs/format.md is the specification;
 // keep the two in step.
 #include "scalatrace/format.hpp"
+#include "scalatrace/rank_periods.hpp"
 
 #include "format_detail.hpp"
 
@@ -122,15 +123,30 @@ class Writer {
   std::string out_;
 };
 
+void put_descriptor(Writer& w, const RankDescriptor& d) {
+  w.sv(d.start);
+  w.uv(2 * d.dims.size());  // even: a descriptor (odd: a group, below)
+  for (auto [c, s] : d.dims) {
+    w.uv(static_cast<std::uint64_t>(c));
+    w.sv(s);
+  }
+}
+
+/// A ranklist as items: descriptors, and groups of descriptors repeated at a constant stride
+/// (rank_periods.hpp; docs/format.md, "Ranklist").
 void put_ranks(Writer& w, const RankList& rl) {
-  w.uv(rl.descriptors().size());
-  for (const auto& d : rl.descriptors()) {
-    w.sv(d.start);
-    w.uv(d.dims.size());
-    for (auto [c, s] : d.dims) {
-      w.uv(static_cast<std::uint64_t>(c));
-      w.sv(s);
+  const auto& ds = rl.descriptors();
+  const std::vector<DescriptorPeriod> items = find_descriptor_periods(ds);
+  w.uv(items.size());
+  for (const DescriptorPeriod& p : items) {
+    if (p.repeat == 1) {
+      put_descriptor(w, ds[p.first]);
+      continue;
     }
+    w.sv(p.stride);
+    w.uv(2 * p.period + 1);
+    w.uv(p.repeat);
+    for (std::size_t m = 0; m < p.period; ++m) put_descriptor(w, ds[p.first + m]);
   }
 }
 
@@ -348,41 +364,89 @@ class Reader {
   std::string section_ = "header";
 };
 
-RankList get_ranks(Reader& r, std::int64_t nranks) {
+/// Lowest and highest rank of a descriptor.
+std::pair<std::int64_t, std::int64_t> descriptor_range(const RankDescriptor& d) {
+  std::int64_t lo = d.start, hi = d.start;
+  for (auto [c, s] : d.dims) (s > 0 ? hi : lo) += (c - 1) * s;
+  return {lo, hi};
+}
+
+/// The dimensions of one descriptor (after its start and dimension count), checked: counts
+/// >= 2, non-zero strides, nested strides with two or more dims, bounded size and span.
+RankDescriptor get_descriptor_dims(Reader& r, std::int64_t start, std::size_t nd) {
+  if (nd > kMaxDims) r.fail("ranklist descriptor with " + std::to_string(nd) + " dimensions");
+  RankDescriptor d;
+  d.start = start;
+  std::int64_t size = 1, lo = start, hi = start, span = 0;
+  for (std::size_t k = 0; k < nd; ++k) {
+    std::uint64_t cu = r.uv();
+    std::int64_t s = r.sv();
+    if (cu < 2 || cu > static_cast<std::uint64_t>(kMaxRanks))
+      r.fail("ranklist dimension count " + std::to_string(cu));
+    auto c = static_cast<std::int64_t>(cu);
+    if (s == 0 || s > kMaxRanks || s < -kMaxRanks) r.fail("ranklist stride " + std::to_string(s));
+    if (nd > 1 && (s <= 0 || (k > 0 && s <= span)))
+      r.fail("ranklist descriptor dimensions not nested (stride " + std::to_string(s) + ")");
+    if (size > kMaxRanks / c) r.fail("ranklist descriptor too large");
+    size *= c;
+    span += (c - 1) * s;
+    if (s > 0) hi += (c - 1) * s;
+    else lo += (c - 1) * s;
+    if (hi > kMaxRanks || lo < -kMaxRanks) r.fail("ranklist rank out of range");
+    d.dims.emplace_back(c, s);
+  }
+  return d;
+}
+
+/// A ranklist. Version 2 files hold descriptors only (`sv start, uv ndims, dims`); version 3
+/// items are descriptors (`sv start, uv 2*ndims, dims`) or groups (`sv stride, uv 2*k+1, uv
+/// repeat, k descriptors`), expanded here. Every resulting descriptor lies in [0, nranks);
+/// descriptors made by expanding groups are charged to `budget` (bounded by the file's size).
+RankList get_ranks(Reader& r, std::int64_t nranks, std::uint32_t version, std::uint64_t& budget) {
   RankList rl;
   std::size_t n = r.count("ranklist descriptor", 2);
   if (n == 0) r.fail("empty ranklist in the ranklist table");
   auto& ds = rl.descriptors();
   ds.reserve(n);
   std::int64_t total = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    RankDescriptor d;
-    d.start = r.sv();
-    std::size_t nd = r.count("ranklist dimension", 2);
-    if (nd > kMaxDims) r.fail("ranklist descriptor with " + std::to_string(nd) + " dimensions");
-    std::int64_t size = 1, lo = d.start, hi = d.start, span = 0;
-    for (std::size_t k = 0; k < nd; ++k) {
-      std::uint64_t cu = r.uv();
-      std::int64_t s = r.sv();
-      if (cu < 2 || cu > static_cast<std::uint64_t>(kMaxRanks))
-        r.fail("ranklist dimension count " + std::to_string(cu));
-      auto c = static_cast<std::int64_t>(cu);
-      if (s == 0 || s > kMaxRanks || s < -kMaxRanks) r.fail("ranklist stride " + std::to_string(s));
-      if (nd > 1 && (s <= 0 || (k > 0 && s <= span)))
-        r.fail("ranklist descriptor dimensions not nested (stride " + std::to_string(s) + ")");
-      if (size > kMaxRanks / c) r.fail("ranklist descriptor too large");
-      size *= c;
-      span += (c - 1) * s;
-      if (s > 0) hi += (c - 1) * s;
-      else lo += (c - 1) * s;
-      if (hi > kMaxRanks || lo < -kMaxRanks) r.fail("ranklist rank out of range");
-      d.dims.emplace_back(c, s);
-    }
-    total += size;
+  auto add = [&](RankDescriptor d) {
+    const auto [lo, hi] = descriptor_range(d);
     if (lo < 0 || (nranks > 0 && hi >= nranks))
       r.fail("ranklist rank out of range [0, " + std::to_string(nranks) + ")");
+    total += d.size();
     if (total > kMaxRanks) r.fail("ranklist too large");
     ds.push_back(std::move(d));
+  };
+  auto plain = [&](std::int64_t start, std::uint64_t code) {
+    if (version >= 3 && code % 2 != 0) r.fail("ranklist group inside a group");
+    return get_descriptor_dims(r, start, static_cast<std::size_t>(version >= 3 ? code / 2 : code));
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t first = r.sv();
+    const std::uint64_t code = r.uv();
+    if (version < 3 || code % 2 == 0) {
+      add(plain(first, code));
+      continue;
+    }
+    // A group: `first` is the stride between repetitions.
+    const std::int64_t stride = first;
+    const std::uint64_t period = (code - 1) / 2;
+    if (period == 0 || period > kMaxDescriptorPeriod)
+      r.fail("ranklist group of " + std::to_string(period) + " descriptors");
+    if (stride == 0 || stride > kMaxRanks || stride < -kMaxRanks)
+      r.fail("ranklist group stride " + std::to_string(stride));
+    const std::uint64_t repeat = r.uv();
+    if (repeat < 2) r.fail("ranklist group repeated " + std::to_string(repeat) + " times");
+    if (repeat > budget / period) r.fail("implausible expansion of a ranklist group");
+    budget -= (repeat - 1) * period;
+    std::vector<RankDescriptor> once;
+    for (std::uint64_t m = 0; m < period; ++m) {
+      const std::int64_t start = r.sv();
+      once.push_back(plain(start, r.uv()));
+    }
+    std::vector<RankDescriptor> expanded;
+    expand_descriptor_period(once, static_cast<std::size_t>(repeat), stride, expanded);
+    for (auto& d : expanded) add(std::move(d));
   }
   return rl;
 }
@@ -748,9 +812,11 @@ Trace decode_trace(std::string_view bytes) {
     return v;
   };
   std::uint64_t version = fixed(4);
-  if (version != kTraceFormatVersion)
+  if (version < kOldestReadableFormatVersion || version > kTraceFormatVersion)
     throw FormatError("unsupported format version " + std::to_string(version) +
-                      " (this reader supports " + std::to_string(kTraceFormatVersion) + ")");
+                      " (this reader supports " + std::to_string(kOldestReadableFormatVersion) +
+                      " to " + std::to_string(kTraceFormatVersion) + ")");
+  const auto version32 = static_cast<std::uint32_t>(version);
   std::uint64_t flags = fixed(4);
   if (flags & ~std::uint64_t{kKnownFlags})
     throw FormatError("unknown header flags " + std::to_string(flags));
@@ -791,7 +857,7 @@ Trace decode_trace(std::string_view bytes) {
       for (std::size_t i = 0; i < n; ++i) {
         RankCluster c;
         c.representative = r.sv();
-        c.members = get_ranks(r, t.nranks);
+        c.members = get_ranks(r, t.nranks, version32, tr.budget);
         t.clusters.push_back(std::move(c));
       }
       if (!r.done()) r.fail("unexpected bytes at the end of the section");
@@ -853,7 +919,7 @@ Trace decode_trace(std::string_view bytes) {
       case kRankLists: {
         std::size_t n = r.count("ranklist", 3);
         tr.ranks.reserve(n);
-        for (std::size_t i = 0; i < n; ++i) tr.ranks.push_back(get_ranks(r, t.nranks));
+        for (std::size_t i = 0; i < n; ++i) tr.ranks.push_back(get_ranks(r, t.nranks, version32, tr.budget));
         break;
       }
       case kValueSeqs: {
