@@ -449,3 +449,103 @@ TEST(Simulator, CursorNamesTheFieldThatRunsOut) {
         << err.what();
   }
 }
+
+// ---------------------------------------------------------------- nonblocking collectives
+
+TEST(Simulator, NonblockingCollectiveThenWaitTakesTheBlockingTime) {
+  const double L = 1000, o = 250, G = 0.5;
+  const std::int64_t bytes = 513;
+  for (std::int64_t n : {2, 4, 8, 16}) {
+    for (auto [iop, op] : {std::pair{Op::Ibarrier, Op::Barrier}, std::pair{Op::Ibcast, Op::Bcast},
+                           std::pair{Op::Iallreduce, Op::Allreduce}}) {
+      auto blocking = programs(n), nonblocking = programs(n);
+      for (std::int64_t r = 0; r < n; ++r) {
+        blocking[static_cast<std::size_t>(r)].push(op, 1)[Field::Bytes] = op == Op::Barrier ? 0 : bytes;
+        nonblocking[static_cast<std::size_t>(r)].push(iop, 1)[Field::Bytes] = op == Op::Barrier ? 0 : bytes;
+        nonblocking[static_cast<std::size_t>(r)].push(Op::Wait, 2)[ArrayField::Requests] = {1};
+      }
+      const SimResult b = simulate(merged(blocking), options(L, o, G));
+      const SimResult nb = simulate(merged(nonblocking), options(L, o, G));
+      EXPECT_DOUBLE_EQ(nb.total_ns, b.total_ns) << op_name(iop) << " on " << n << " ranks";
+    }
+  }
+}
+
+TEST(Simulator, NonblockingCollectiveOverlapsCompute) {
+  // 2 ranks, Iallreduce, compute C, Wait: the collective (one exchange, `hop`) runs during C.
+  const double L = 1000, o = 250, G = 0.5;
+  const std::int64_t bytes = 1025;
+  const double hop = 2 * o + L + (bytes - 1) * G;
+  for (std::uint64_t compute : {std::uint64_t{0}, std::uint64_t{1000}, std::uint64_t{100000}}) {
+    auto nb = programs(2), b = programs(2);
+    for (std::size_t r = 0; r < 2; ++r) {
+      nb[r].push(Op::Iallreduce, 1)[Field::Bytes] = bytes;
+      nb[r].push(Op::Wait, 2, compute)[ArrayField::Requests] = {1};
+      b[r].push(Op::Allreduce, 1)[Field::Bytes] = bytes;
+      b[r].push(Op::Finalize, 3, compute);
+    }
+    const SimResult overlapped = simulate(merged(nb), options(L, o, G));
+    const SimResult serial = simulate(merged(b), options(L, o, G));
+    const double c = static_cast<double>(compute);
+    // The call costs its send overhead; the Wait ends when both the compute and the exchange have.
+    EXPECT_DOUBLE_EQ(overlapped.total_ns, std::max(o + c, hop)) << compute;
+    EXPECT_DOUBLE_EQ(overlapped.ranks[0].wait, std::max(0.0, hop - (o + c))) << compute;
+    EXPECT_DOUBLE_EQ(serial.total_ns, hop + c) << compute;
+    EXPECT_DOUBLE_EQ(overlapped.ranks[0].compute + overlapped.ranks[0].comm + overlapped.ranks[0].wait,
+                     overlapped.end_ns[0]);
+  }
+}
+
+TEST(Simulator, NonblockingCollectiveProgressesWhileTheRankBlocksElsewhere) {
+  // Rank 0 blocks in a receive that rank 1 sends only after its Ibarrier completed; the barrier's
+  // later rounds need rank 0's messages, so they must progress while rank 0 is in its Recv.
+  const double L = 1000, o = 250;
+  const std::int64_t n = 8;
+  auto p = programs(n);
+  for (std::int64_t r = 0; r < n; ++r) {
+    auto& pr = p[static_cast<std::size_t>(r)];
+    pr.push(Op::Ibarrier, 1);
+    if (r == 0) pr.p2p(Op::Recv, 2, +1, 8);
+    pr.push(Op::Wait, 3)[ArrayField::Requests] = {1};
+    if (r == 1) pr.p2p(Op::Send, 4, -1, 8);
+  }
+  const SimResult res = simulate(merged(p), options(L, o, 0.5));
+  const double barrier = 3 * (2 * o + L);  // dissemination, log2(8) rounds
+  EXPECT_DOUBLE_EQ(res.end_ns[1], barrier + o);
+  EXPECT_DOUBLE_EQ(res.end_ns[0], barrier + o + L + 7 * 0.5 + o);  // rank 1's message
+  EXPECT_EQ(res.sent_messages[1], 1u);
+}
+
+TEST(Simulator, OutstandingNonblockingCollectivesAndPointToPointInOneWaitall) {
+  const double L = 1000, o = 250, G = 0.5;
+  const std::int64_t n = 4, bytes = 4097;
+  auto p = programs(n), serial = programs(n);
+  for (std::int64_t r = 0; r < n; ++r) {
+    auto& pr = p[static_cast<std::size_t>(r)];
+    Event& b0 = pr.push(Op::Ibcast, 1);
+    b0[Field::Bytes] = bytes;
+    b0[Field::Root] = 0;
+    Event& b1 = pr.push(Op::Ibcast, 2);
+    b1[Field::Bytes] = bytes;
+    b1[Field::Root] = 1;
+    pr.p2p(Op::Irecv, 3, -1, 100, 5);
+    pr.p2p(Op::Isend, 4, +1, 100, 5);
+    pr.push(Op::Waitall, 5)[ArrayField::Requests] = {4, 3, 2, 1};
+    auto& sr = serial[static_cast<std::size_t>(r)];
+    Event& s0 = sr.push(Op::Bcast, 1);
+    s0[Field::Bytes] = bytes;
+    s0[Field::Root] = 0;
+    Event& s1 = sr.push(Op::Bcast, 2);
+    s1[Field::Bytes] = bytes;
+    s1[Field::Root] = 1;
+  }
+  // The ring of Isend/Irecv (wrapping through peers +1/-1 relative) needs its ends matched.
+  p[0].rec.events[2][Field::Peer] = n - 1;
+  p[static_cast<std::size_t>(n - 1)].rec.events[3][Field::Peer] = -(n - 1);
+  const SimResult res = simulate(merged(p), options(L, o, G));
+  const SimResult one_after_other = simulate(merged(serial), options(L, o, G));
+  for (std::int64_t r = 0; r < n; ++r) EXPECT_EQ(res.sent_messages[static_cast<std::size_t>(r)], 1u);
+  // The two broadcasts overlap: less than one after the other, more than one alone.
+  EXPECT_LT(res.total_ns, one_after_other.total_ns + 2 * o);
+  EXPECT_GT(res.total_ns, one_after_other.total_ns / 2);
+}

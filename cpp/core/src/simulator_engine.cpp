@@ -31,6 +31,7 @@ struct Request {
   bool active = false;      ///< posted and not yet completed by a Wait/Test
   bool rendezvous = false;  ///< send: waits for the receiver (late-receiver time)
   bool orphaned = false;    ///< freed while active: never reused
+  bool schedule = false;    ///< a nonblocking collective's: known (done) when its schedule ends
   double done = 0;          ///< completion time (send: buffer free; recv: data arrived)
   double o_r = 0;           ///< receive overhead charged when the receive completes
   std::int64_t slot = -1;   ///< handle-buffer slot index, -1 for internal requests
@@ -77,6 +78,19 @@ struct CommInfo {
 
 enum class Stage : std::uint8_t { Next, Waiting, Collective, Probing };
 
+/// A nonblocking collective in progress: its steps run on their own clock from the call on
+/// (asynchronous progress), each step posted when the previous one has completed; the
+/// collective's request is known to complete when the last step has.
+struct CollSchedule {
+  std::int32_t req = kNoRequest;  ///< the collective's request (the program's handle)
+  sim::CollSteps steps;
+  std::size_t pos = 0;             ///< steps[0, pos) are posted
+  std::size_t comm = 0;            ///< index into the rank's comms
+  std::uint64_t tag = 0;           ///< the collective's sequence number on its communicator
+  double clock = 0;                ///< when the schedule can go on
+  std::int32_t step_reqs[2] = {kNoRequest, kNoRequest};  ///< the current step's requests
+};
+
 /// One rank's simulation state. Laid out for locality: the scalars read on every resume and
 /// delivery first, then the queues and the request pool kept inline (one contiguous block per
 /// rank: at 65,536 ranks almost every access to another rank's state is a cache miss, and
@@ -84,6 +98,7 @@ enum class Stage : std::uint8_t { Next, Waiting, Collective, Probing };
 struct RankSim {
   Stage stage = Stage::Next;
   bool blocked = false, finished = false;
+  bool cursor_done = false;  ///< every event walked (finished once its schedules are done too)
   std::int64_t rank = 0;
   double clock = 0;
   std::size_t waits_known = 0;       ///< waits[0, waits_known) are known to complete (checked)
@@ -113,6 +128,7 @@ struct RankSim {
   // Requests: pool (handle buffer above).
   sim::SmallVector<Request, 24> reqs;
   std::vector<PersistentArgs> persistent_args;  ///< by request index, persistent requests only
+  std::vector<CollSchedule> schedules;           ///< nonblocking collectives in progress
   sim::SmallVector<CommInfo, 2> comms;
   // Blocking probe in progress.
   PostedRecv probe;
@@ -332,8 +348,14 @@ class Engine {
 
   void post_send(RankSim& R, std::int64_t dst, std::int64_t comm, std::int64_t tag, double bytes,
                  Op op, bool collective, std::int32_t q) {
+    post_send_at(R, R.clock, dst, comm, tag, bytes, op, collective, q);
+  }
+
+  /// Posts a send at `clock` (the rank's, or a nonblocking collective's), advanced by o_s.
+  void post_send_at(RankSim& R, double& clock, std::int64_t dst, std::int64_t comm, std::int64_t tag,
+                    double bytes, Op op, bool collective, std::int32_t q) {
     const LogGP& p = net_.link(R.rank, dst);
-    R.clock += p.o_s;
+    clock += p.o_s;
     Request& Q = R.reqs[static_cast<std::size_t>(q)];
     Q.kind = Request::Kind::Send;
     Q.active = true;
@@ -352,9 +374,9 @@ class Engine {
     if (m.rendezvous) {
       Q.known = false;
       Q.rendezvous = true;
-      m.arrival = R.clock + p.L;  // request-to-send
+      m.arrival = clock + p.L;  // request-to-send
     } else {
-      const auto t = net_.transfer(R.rank, dst, R.clock, bytes);
+      const auto t = net_.transfer(R.rank, dst, clock, bytes);
       Q.known = true;
       Q.done = t.start;
       m.arrival = t.arrival;
@@ -365,11 +387,17 @@ class Engine {
 
   void post_recv(RankSim& R, std::int64_t src, std::int64_t comm, std::int64_t tag,
                  bool collective, std::int32_t q) {
+    post_recv_at(R, R.clock, src, comm, tag, collective, q);
+  }
+
+  /// Posts a receive at time `when` (the rank's clock, or a nonblocking collective's).
+  void post_recv_at(RankSim& R, double when, std::int64_t src, std::int64_t comm, std::int64_t tag,
+                    bool collective, std::int32_t q) {
     Request& Q = R.reqs[static_cast<std::size_t>(q)];
     Q.kind = Request::Kind::Recv;
     Q.known = false;
     Q.active = true;
-    PostedRecv pr{src, comm, tag, q, R.clock, collective};
+    PostedRecv pr{src, comm, tag, q, when, collective};
     if (src == kAnyWorld) {
       R.posted.push_back(pr);
       ++R.wildcards_posted;
@@ -599,6 +627,7 @@ class Engine {
     for (;;) {
       switch (R.stage) {
         case Stage::Waiting:
+          if (!R.schedules.empty()) progress_schedules(R);
           if (!complete_waits(R)) {
             R.blocked = true;
             return;
@@ -607,6 +636,7 @@ class Engine {
           else end_event(R);
           continue;
         case Stage::Probing:
+          if (!R.schedules.empty()) progress_schedules(R);
           if (!try_probe(R)) {
             R.blocked = true;
             return;
@@ -624,8 +654,12 @@ class Engine {
           }
           continue;
         case Stage::Next: {
-          if (!R.cursor.next(R.ev)) {
-            R.finished = true;
+          if (R.cursor_done || !R.cursor.next(R.ev)) {
+            R.cursor_done = true;
+            // Nonblocking collectives never waited for still take part until they end.
+            if (!R.schedules.empty()) progress_schedules(R);
+            if (R.schedules.empty()) R.finished = true;
+            else R.blocked = true;
             return;
           }
           begin_event(R);
@@ -664,6 +698,91 @@ class Engine {
       const std::int32_t q = new_request(R, Request::Kind::Send);
       post_send(R, world_of(R, c, s.send_to), c.key, tag, s.send_bytes, Op::Send, true, q);
       R.waits.push_back(q);
+    }
+  }
+
+  // ------------------------------------------------------- nonblocking collectives
+
+  /// The call posts the collective's first step (its overheads are the call's cost) and
+  /// returns; later steps run on the schedule's own clock (progress_schedules).
+  void start_nonblocking_collective(RankSim& R, std::int64_t comm) {
+    const std::int32_t q = new_request(R, Request::Kind::Done);
+    Request& Q = R.reqs[static_cast<std::size_t>(q)];
+    add_slot(R, q);
+    const std::size_t ci = comm_index(R, comm);
+    CommInfo& c = R.comms[ci];
+    CollSchedule S;
+    S.req = q;
+    sim::collective_steps(R.ev, c.me, c.size, opt_.size_scale, S.steps);
+    S.comm = ci;
+    S.tag = c.collective_seq++;
+    S.clock = R.clock;
+    if (S.steps.empty()) {
+      Q.known = true;
+      Q.done = R.clock;
+      Q.active = true;
+      return;
+    }
+    Q.known = false;
+    Q.active = true;
+    Q.schedule = true;
+    post_schedule_step(R, S);
+    R.clock = S.clock;  // the first step's send overheads
+    R.schedules.push_back(std::move(S));
+    progress_schedules(R);
+  }
+
+  void post_schedule_step(RankSim& R, CollSchedule& S) {
+    const CollStep& st = S.steps[S.pos++];
+    const CommInfo& c = R.comms[S.comm];
+    const auto tag = static_cast<std::int64_t>(S.tag);
+    S.step_reqs[0] = S.step_reqs[1] = kNoRequest;
+    if (st.recv_from >= 0) {
+      S.step_reqs[0] = new_request(R, Request::Kind::Recv);
+      post_recv_at(R, S.clock, world_of(R, c, st.recv_from), c.key, tag, true, S.step_reqs[0]);
+    }
+    if (st.send_to >= 0) {
+      S.step_reqs[1] = new_request(R, Request::Kind::Send);
+      post_send_at(R, S.clock, world_of(R, c, st.send_to), c.key, tag, st.send_bytes, Op::Send, true,
+                   S.step_reqs[1]);
+    }
+  }
+
+  /// Advances every schedule whose current step has completed (its completion times known):
+  /// the next step is posted when the last request of this one completes (plus the receive
+  /// overhead); after the last step the collective's request completes.
+  void progress_schedules(RankSim& R) {
+    for (std::size_t i = 0; i < R.schedules.size();) {
+      CollSchedule& S = R.schedules[i];
+      bool ended = false;
+      for (;;) {
+        bool known = true;
+        for (const std::int32_t q : S.step_reqs)
+          if (q != kNoRequest && !R.reqs[static_cast<std::size_t>(q)].known) known = false;
+        if (!known) break;
+        for (std::int32_t& q : S.step_reqs) {
+          if (q == kNoRequest) continue;
+          Request& Q = R.reqs[static_cast<std::size_t>(q)];
+          S.clock = std::max(S.clock, Q.done + (Q.kind == Request::Kind::Recv ? Q.o_r : 0.0));
+          Q.active = false;
+          release(R, q);
+          q = kNoRequest;
+        }
+        if (S.pos < S.steps.size()) {
+          post_schedule_step(R, S);
+          continue;
+        }
+        Request& done = R.reqs[static_cast<std::size_t>(S.req)];
+        done.known = true;
+        done.done = S.clock;
+        ended = true;
+        break;
+      }
+      if (ended) {
+        R.schedules.erase(R.schedules.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
     }
   }
 
@@ -717,7 +836,7 @@ class Engine {
     const std::int32_t q = slot_request(R, offsets[static_cast<std::size_t>(index)]);
     if (q == kNoRequest) return;
     Request& Q = R.reqs[static_cast<std::size_t>(q)];
-    if (Q.kind == Request::Kind::Done && !Q.persistent) {
+    if (Q.kind == Request::Kind::Done && !Q.persistent && !Q.schedule) {
       release(R, q);
       return;
     }
@@ -821,9 +940,8 @@ class Engine {
         return;
       }
       case OpKind::NonblockingCollective:
-        // Modelled as blocking: the request is complete when the call returns.
-        add_slot(R, new_request(R, Request::Kind::Done));
-        start_collective(R, comm);
+        start_nonblocking_collective(R, comm);
+        end_event(R);
         return;
       case OpKind::Collective:
       case OpKind::CommCreate:
