@@ -520,24 +520,20 @@ TEST(Simulator, OutstandingNonblockingCollectivesAndPointToPointInOneWaitall) {
   const double L = 1000, o = 250, G = 0.5;
   const std::int64_t n = 4, bytes = 4097;
   auto p = programs(n), serial = programs(n);
+  auto bcasts = [&](Prog& prog, Op op) {  // roots 0 and 1, sites 1 and 2
+    for (std::int64_t root : {0, 1}) {
+      Event& e = prog.push(op, static_cast<std::uint32_t>(1 + root));
+      e[Field::Bytes] = bytes;
+      e[Field::Root] = root;
+    }
+  };
   for (std::int64_t r = 0; r < n; ++r) {
     auto& pr = p[static_cast<std::size_t>(r)];
-    Event& b0 = pr.push(Op::Ibcast, 1);
-    b0[Field::Bytes] = bytes;
-    b0[Field::Root] = 0;
-    Event& b1 = pr.push(Op::Ibcast, 2);
-    b1[Field::Bytes] = bytes;
-    b1[Field::Root] = 1;
+    bcasts(pr, Op::Ibcast);
     pr.p2p(Op::Irecv, 3, -1, 100, 5);
     pr.p2p(Op::Isend, 4, +1, 100, 5);
     pr.push(Op::Waitall, 5)[ArrayField::Requests] = {4, 3, 2, 1};
-    auto& sr = serial[static_cast<std::size_t>(r)];
-    Event& s0 = sr.push(Op::Bcast, 1);
-    s0[Field::Bytes] = bytes;
-    s0[Field::Root] = 0;
-    Event& s1 = sr.push(Op::Bcast, 2);
-    s1[Field::Bytes] = bytes;
-    s1[Field::Root] = 1;
+    bcasts(serial[static_cast<std::size_t>(r)], Op::Bcast);
   }
   // The ring of Isend/Irecv (wrapping through peers +1/-1 relative) needs its ends matched.
   p[0].rec.events[2][Field::Peer] = n - 1;
