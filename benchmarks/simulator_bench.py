@@ -34,7 +34,7 @@ from pathlib import Path
 
 import scalatrace
 from scalatrace import _paths
-from scalatrace.simulate import to_simgrid_ti, write_simgrid_platform
+from scalatrace.simgrid import to_simgrid_ti, write_simgrid_platform
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_timing import program_time_from_raw  # noqa: E402  (same measure of the real run)

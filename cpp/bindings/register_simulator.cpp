@@ -3,6 +3,7 @@
 #include <string>
 
 #include "bindings.hpp"
+#include "scalatrace/collective_schedule.hpp"
 #include "scalatrace/simulator.hpp"
 
 using namespace scalatrace;
@@ -121,4 +122,15 @@ void register_simulator(py::module_& m) {
       py::arg("size_scale") = 1.0, py::arg("timeline") = false,
       py::arg("timeline_limit") = 10'000'000, py::arg("pair_counts") = false,
       "Simulates the trace on a LogGP network; times in ns (see scalatrace.simulate).");
+  m.def(
+      "collective_schedule",
+      [](const Event& e, std::int64_t me, std::int64_t size) {
+        py::list steps;
+        for (const CollectiveStep& s : collective_schedule(e, me, size))
+          steps.append(py::make_tuple(s.recv_from, s.send_to, s.send_bytes, s.recv_bytes));
+        return steps;
+      },
+      py::arg("event"), py::arg("me"), py::arg("size"),
+      "Communicator rank `me`'s point-to-point steps in collective `event` on `size` ranks, as the "
+      "simulator runs them: (recv_from, send_to, send_bytes, recv_bytes) tuples, -1 for a missing half.");
 }

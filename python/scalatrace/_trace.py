@@ -599,8 +599,8 @@ class Trace:
 
     def to_simgrid_ti(self, directory: str | os.PathLike[str], timing: Literal["mean", "sample", "none"] = "mean") -> Any:
         """Writes the trace in SimGrid's SMPI time-independent replay format (one file per rank
-        plus ``index.txt``); see :func:`scalatrace.simulate.to_simgrid_ti`."""
-        from .simulate import to_simgrid_ti
+        plus ``index.txt``); see :func:`scalatrace.simgrid.to_simgrid_ti`."""
+        from .simgrid import to_simgrid_ti
 
         return to_simgrid_ti(self, directory, timing=timing)
 

@@ -17,7 +17,8 @@ import pytest
 
 import helpers
 import scalatrace
-from scalatrace.simulate import SimulationParameterError, to_simgrid_ti, write_simgrid_platform
+from scalatrace.simgrid import to_simgrid_ti, write_simgrid_platform
+from scalatrace.simulate import SimulationParameterError
 
 ITERATIONS = "3"
 
@@ -214,7 +215,49 @@ def test_simgrid_export_has_one_file_per_rank_and_the_events(example_traces, tmp
     m = t.comm_matrix(metric="messages", kind="p2p")
     assert exp.actions["isend"] == int(m.sum())
     allreduces = sum(1 for r in range(t.nranks) for e in t.events(r) if e.op == "Allreduce")
-    assert exp.actions.get("allreduce", 0) == allreduces and exp.skipped == 0
+    assert exp.actions.get("allreduce", 0) == allreduces and exp.skipped == 0 and exp.decomposed == 0
+
+
+def _decomposed_messages(exp) -> tuple[dict, dict]:
+    """(sender, receiver, tag) -> sizes in order, of the sends and of the receives that carry
+    decomposed collectives (tags from 2**28 on) in an export's rank files."""
+    sent: dict[tuple[int, int, int], list[int]] = {}
+    received: dict[tuple[int, int, int], list[int]] = {}
+    for f in exp.files:
+        for line in Path(f).read_text().splitlines():
+            rank, action, *args = line.split()
+            if action in ("send", "isend", "recv") and int(args[1]) >= 1 << 28:
+                peer, tag, nbytes = int(args[0]), int(args[1]), int(args[2])
+                if action == "recv":
+                    received.setdefault((peer, int(rank), tag), []).append(nbytes)
+                else:
+                    sent.setdefault((int(rank), peer, tag), []).append(nbytes)
+    return sent, received
+
+
+def test_simgrid_export_decomposes_sub_communicator_collectives(example_traces, tmp_path):
+    """comm_split runs collectives on row, column, split, dup and Cart communicators: SMPI's
+    replay has no communicators, so they are written as the simulator's point-to-point steps on
+    world ranks. Every such send meets a receive of the same size on its peer, and nothing is
+    left out."""
+    t = example_traces["comm_split"]
+    exp = to_simgrid_ti(t, tmp_path / "ti")
+    world = {"Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Scatter", "Allgather", "Alltoall"}
+    on_sub = sum(1 for r in range(t.nranks) for e in t.events(r)
+                 if e.op in world and not _is_world(t, r, e["Comm"]))
+    creations = sum(1 for r in range(t.nranks) for e in t.events(r)
+                    if e.op in ("Comm_split", "Comm_dup", "Comm_create", "Cart_create", "Cart_sub"))
+    assert on_sub > 0 and creations > 0
+    assert exp.decomposed == on_sub + creations and exp.skipped == 0
+    sent, received = _decomposed_messages(exp)
+    assert sent and sent == received
+
+
+def _is_world(t: scalatrace.Trace, rank: int, comm: int) -> bool:
+    if comm == 0:
+        return True
+    members = next(c.members for c in t.communicators if c.id == comm and rank in c.holders)
+    return list(members) == list(range(t.nranks))
 
 
 SMPIRUN = shutil.which("smpirun")
@@ -223,10 +266,11 @@ REPLAY_MAIN = next((p for p in (Path("/usr/lib/x86_64-linux-gnu/simgrid/smpirepl
 
 
 @pytest.mark.skipif(SMPIRUN is None or REPLAY_MAIN is None, reason="SimGrid (smpirun, smpireplaymain) not installed")
-@pytest.mark.parametrize("name", ["stencil1d", "ring", "collectives", "persistent"])
+@pytest.mark.parametrize("name", ["stencil1d", "ring", "collectives", "persistent", "comm_split", "nonblocking_coll"])
 def test_smpi_replays_the_export(name, example_traces, tmp_path):
     """SMPI's replay runs the exported trace to the end, executes every action we wrote (counted
-    per kind from its verbose log), and predicts a time close to ours."""
+    per kind from its verbose log), and predicts a time close to ours. comm_split and
+    nonblocking_coll run collectives on other communicators than MPI_COMM_WORLD (decomposed)."""
     t = example_traces[name]
     exp = to_simgrid_ti(t, tmp_path / "ti")
     platform, hostfile = write_smpi_platform(tmp_path, t.nranks, scalatrace.LogGP())
