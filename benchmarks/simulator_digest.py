@@ -52,6 +52,8 @@ HARNESS = [
     ("stencil3d", 27, 10), ("stencil3d", 512, 10),
     ("collectives", 8, 10), ("collectives", 64, 10), ("collectives", 100, 5),
     ("rowcol", 16, 10), ("rowcol", 256, 10),
+    # Past 16 MB of rank states the engine prefetches more (cursors, receivers): cover that too.
+    ("stencil2d", 4096, 5), ("collectives", 4096, 2), ("stencil3d", 4096, 3),
 ]
 EXAMPLES = ["stencil1d", "stencil2d", "stencil3d", "ring", "pipeline", "collectives", "nonblocking_coll",
             "persistent", "waitsome", "wildcard_lu", "comm_split", "alltoallv_is", "rank_divergent",

@@ -2,9 +2,10 @@
 // it. See docs/algorithms.md ("Cursor").
 //
 // The walk keeps a stack of frames (body, position, iterations left). Each node the rank visits
-// has its own readers (presence, trip counts, field values), created on first visit and keyed
-// by the node's address: the k-th occurrence of a node reads the k-th value of each of its
-// elastic sequences.
+// has its own readers (presence, trip counts, field values), created on first visit and kept
+// per body position: the k-th occurrence of a node reads the k-th value of each of its elastic
+// sequences. A cursor's node states are bump-allocated in one arena that starts inside the
+// cursor, so that a rank's whole walk state is a few contiguous cache lines.
 #include "scalatrace/cursor.hpp"
 
 #include <algorithm>
@@ -12,9 +13,13 @@
 #include <cstdint>
 #include <string>
 #include <memory>
+#include <new>
+#include <span>
+#include <type_traits>
 #include <vector>
 
 #include "scalatrace/errors.hpp"
+#include "small_vector.hpp"
 
 namespace scalatrace {
 namespace {
@@ -53,30 +58,77 @@ struct ArrayFieldReader {
   ArrayReader reader;
 };
 
+/// The rank's walk state of one node. Trivially destructible: it and everything it points to
+/// live in the cursor's StateArena.
 struct NodeState {
   bool has_presence = false;
-  bool has_sites = false;
-  ValueSeq::Reader presence;
-  ValueSeq::Reader trips;
-  ValueSeq::Reader site_ids;
-  std::vector<FieldReader> fields;        ///< stored varying fields, in field order
-  std::vector<ConstantField> constants;   ///< stored constant non-zero fields
+  std::uint8_t field_count = 0, constant_count = 0, array_count = 0;
+  std::uint64_t occurrence = 0;
   /// Occurrences every constant field has values for (the smallest of their sizes).
   std::uint64_t constant_limit = UINT64_MAX;
-  std::vector<ArrayFieldReader> arrays;   ///< stored arrays only, in field order
-  std::uint64_t occurrence = 0;
-  const Histogram* compute = nullptr;   ///< the rank's timing group (or the node's)
-  const Histogram* duration = nullptr;
   /// Timing modes other than Sample: the (fixed) values, computed on first visit.
   std::uint64_t compute_ns = 0, duration_ns = 0;
+  FieldReader* fields = nullptr;        ///< stored varying fields, in field order
+  ConstantField* constants = nullptr;   ///< stored constant non-zero fields
+  ArrayFieldReader* arrays = nullptr;   ///< stored arrays only, in field order
+  ValueSeq::Reader* presence = nullptr;  ///< has_presence only
+  ValueSeq::Reader* trips = nullptr;     ///< loops
+  ValueSeq::Reader* site_ids = nullptr;  ///< events with per-occurrence call sites
+  const Histogram* compute = nullptr;    ///< the rank's timing group (or the node's)
+  const Histogram* duration = nullptr;
   /// Loops: the states of the body's nodes by position, created on first visit
   /// (kNotMember: a node of other ranks only).
-  std::vector<NodeState*> body;
+  NodeState** body = nullptr;
 };
+static_assert(std::is_trivially_destructible_v<NodeState>);
 
 /// Marks a node the cursor's rank does not take part in (membership decided once).
 NodeState not_member_marker;
 NodeState* const kNotMember = &not_member_marker;
+
+/// Bump allocator of one cursor's node states: the first kInlineBytes inside the cursor itself,
+/// then heap chunks. A rank's states thus lie in one block that a prefetch can load ahead of
+/// its resumption (the simulator walks 65,536 cursors, each cold when its rank resumes).
+class StateArena {
+ public:
+  static constexpr std::size_t kInlineBytes = 1536;
+
+  StateArena() = default;
+  StateArena(const StateArena&) = delete;
+  StateArena& operator=(const StateArena&) = delete;
+
+  /// `count` value-initialised objects of a trivially destructible type.
+  template <class T>
+  T* make(std::size_t count = 1) {
+    static_assert(std::is_trivially_destructible_v<T>, "the arena never runs destructors");
+    T* p = static_cast<T*>(allocate(count * sizeof(T), alignof(T)));
+    for (std::size_t i = 0; i < count; ++i) new (p + i) T{};
+    return p;
+  }
+  const std::byte* inline_begin() const { return inline_; }
+
+ private:
+  alignas(64) std::byte inline_[kInlineBytes];
+  std::byte* next_ = inline_;
+  std::byte* end_ = inline_ + kInlineBytes;
+  std::vector<std::unique_ptr<std::byte[]>> chunks_;
+
+  void* allocate(std::size_t bytes, std::size_t align) {
+    auto aligned = [align](std::byte* p) {
+      const auto a = reinterpret_cast<std::uintptr_t>(p);
+      return p + ((align - a % align) % align);
+    };
+    std::byte* p = aligned(next_);
+    if (bytes > static_cast<std::size_t>(end_ - p)) {
+      const std::size_t size = std::max<std::size_t>(4096, bytes + align);
+      chunks_.push_back(std::make_unique<std::byte[]>(size));
+      p = aligned(chunks_.back().get());
+      end_ = chunks_.back().get() + size;
+    }
+    next_ = p + bytes;
+    return p;
+  }
+};
 
 /// Median estimate: the mean of the bin holding the middle value (exact for one-value bins).
 std::uint64_t histogram_median(const Histogram& h) {
@@ -91,10 +143,10 @@ std::uint64_t histogram_median(const Histogram& h) {
 }
 
 struct WalkFrame {
-  const std::vector<Node>* body;
-  std::vector<NodeState*>* states;  ///< per position of `body`
-  std::size_t pos;
-  std::uint64_t trips_left;  ///< iterations still to run after the current one
+  const std::vector<Node>* body = nullptr;
+  NodeState** states = nullptr;  ///< per position of `body`
+  std::size_t pos = 0;
+  std::uint64_t trips_left = 0;  ///< iterations still to run after the current one
 };
 
 }  // namespace
@@ -105,17 +157,23 @@ struct Cursor::Impl {
   TimingMode timing;
   /// TimingMode::Sample only (2.5 KB of state: not kept by cursors that do not draw).
   std::unique_ptr<std::mt19937_64> rng;
-  std::vector<WalkFrame> stack;
-  std::vector<NodeState*> top_states;  ///< per position of trace.nodes
-  std::vector<std::unique_ptr<NodeState>> owned;  ///< every NodeState created
   std::uint64_t events = 0;
   const Node* last = nullptr;
+  SmallVector<WalkFrame, 4> stack;  ///< loop nesting: rarely deeper than a few levels
+  StateArena arena;  ///< every NodeState and what it points to
 
   Impl(const Trace& t, std::int64_t r, TimingMode m, std::uint64_t seed)
       : trace(t), rank(r), timing(m) {
     if (timing == TimingMode::Sample) rng = std::make_unique<std::mt19937_64>(seed);
-    top_states.resize(trace.nodes.size());
-    stack.push_back(WalkFrame{&trace.nodes, &top_states, 0, 0});
+    stack.push_back(WalkFrame{&trace.nodes, arena.make<NodeState*>(trace.nodes.size()), 0, 0});
+  }
+
+  void prefetch() const {
+    // The walk's scalars and stack, then the node states in allocation (= first visit) order.
+    const char* p = reinterpret_cast<const char*>(this);
+    const char* end =
+        reinterpret_cast<const char*>(arena.inline_begin()) + StateArena::kInlineBytes;
+    for (; p < end; p += 64) __builtin_prefetch(p);
   }
 
   [[noreturn]] void fail(const std::string& what) const {
@@ -137,20 +195,21 @@ struct Cursor::Impl {
       slot = kNotMember;
       return nullptr;
     }
-    owned.push_back(std::make_unique<NodeState>());
-    NodeState& s = *owned.back();
+    NodeState& s = *arena.make<NodeState>();
     if (!n.presence.empty()) {
       // A merged node may carry presence for only some of its ranks: the others are present
       // at every visit.
       const ValueSeq* p = n.presence.for_rank(rank);
       if (p != nullptr) {
         s.has_presence = true;
-        s.presence = ValueSeq::Reader(p);
+        s.presence = arena.make<ValueSeq::Reader>();
+        *s.presence = ValueSeq::Reader(p);
       }
     }
     if (n.loop) {
-      s.trips = ValueSeq::Reader(seq_for(n.loop->trips, "loop trip count"));
-      s.body.assign(n.loop->body.size(), nullptr);
+      s.trips = arena.make<ValueSeq::Reader>();
+      *s.trips = ValueSeq::Reader(seq_for(n.loop->trips, "loop trip count"));
+      s.body = arena.make<NodeState*>(n.loop->body.size());
     } else if (n.event) {
       const EventNode& e = *n.event;
       s.compute = &e.compute_for(rank);
@@ -160,31 +219,49 @@ struct Cursor::Impl {
         s.duration_ns = timing_value(*s.duration);
       }
       if (!e.site_ids.empty()) {
-        s.has_sites = true;
-        s.site_ids = ValueSeq::Reader(seq_for(e.site_ids, "call-site sequence"));
+        s.site_ids = arena.make<ValueSeq::Reader>();
+        *s.site_ids = ValueSeq::Reader(seq_for(e.site_ids, "call-site sequence"));
       }
+      // Stored fields: constant ones (value known once) and varying ones (read per occurrence).
+      std::array<const ValueSeq*, kFieldCount> seqs{};
+      std::size_t varying = 0, constant = 0;
       for (std::size_t i = 0; i < kFieldCount; ++i) {
         if (e.fields[i].empty()) continue;  // field not stored: 0 everywhere
-        const ValueSeq* seq =
-            seq_for(e.fields[i], std::string(field_name(static_cast<Field>(i))).c_str());
-        const auto field = static_cast<std::uint8_t>(i);
-        if (!seq->empty() && seq->is_constant()) {
-          s.constant_limit = std::min(s.constant_limit, seq->size());
-          if (seq->back() != 0) s.constants.push_back(ConstantField{field, seq->back()});
+        seqs[i] = seq_for(e.fields[i], std::string(field_name(static_cast<Field>(i))).c_str());
+        if (!seqs[i]->empty() && seqs[i]->is_constant()) {
+          s.constant_limit = std::min(s.constant_limit, seqs[i]->size());
+          if (seqs[i]->back() != 0) ++constant;
         } else {
-          s.fields.push_back(FieldReader{field, ValueSeq::Reader(seq)});
+          ++varying;
         }
       }
-      s.fields.shrink_to_fit();
-      s.constants.shrink_to_fit();
+      s.fields = arena.make<FieldReader>(varying);
+      s.constants = arena.make<ConstantField>(constant);
+      for (std::size_t i = 0; i < kFieldCount; ++i) {
+        const ValueSeq* seq = seqs[i];
+        if (seq == nullptr) continue;
+        const auto field = static_cast<std::uint8_t>(i);
+        if (!seq->empty() && seq->is_constant()) {
+          if (seq->back() != 0) s.constants[s.constant_count++] = ConstantField{field, seq->back()};
+        } else {
+          s.fields[s.field_count++] = FieldReader{field, ValueSeq::Reader(seq)};
+        }
+      }
+      std::array<const ArraySeq*, kArrayFieldCount> arrays{};
+      std::size_t stored_arrays = 0;
       for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
         if (e.arrays[i].empty()) continue;
-        const ArraySeq* a = e.arrays[i].for_rank(rank);
-        if (a == nullptr)
+        arrays[i] = e.arrays[i].for_rank(rank);
+        if (arrays[i] == nullptr)
           fail(std::string("array ") + std::string(array_field_name(static_cast<ArrayField>(i))) +
                " has no value sequence for this rank");
-        s.arrays.push_back(ArrayFieldReader{static_cast<std::uint8_t>(i), ArrayReader{a}});
+        ++stored_arrays;
       }
+      s.arrays = arena.make<ArrayFieldReader>(stored_arrays);
+      for (std::size_t i = 0; i < kArrayFieldCount; ++i)
+        if (arrays[i] != nullptr)
+          s.arrays[s.array_count++] =
+              ArrayFieldReader{static_cast<std::uint8_t>(i), ArrayReader{arrays[i]}};
     } else {
       fail("node with neither event nor loop");
     }
@@ -220,19 +297,21 @@ struct Cursor::Impl {
   void make_event(const EventNode& en, NodeState& s, Event& e) {
     e.op = en.op;
     e.site = en.site;
-    if (s.has_sites) {
-      if (s.site_ids.done()) fail("call-site sequence of a " + std::string(op_name(en.op)) + " ran out");
-      e.site = static_cast<std::uint32_t>(s.site_ids.next());
+    if (s.site_ids != nullptr) {
+      if (s.site_ids->done())
+        fail("call-site sequence of a " + std::string(op_name(en.op)) + " ran out");
+      e.site = static_cast<std::uint32_t>(s.site_ids->next());
     }
     e.fields.fill(0);
     if (s.occurrence >= s.constant_limit) fail_field_ran_out(en, s);
-    for (FieldReader& f : s.fields) {
+    for (FieldReader& f : std::span(s.fields, s.field_count)) {
       if (f.reader.done()) fail_field_ran_out(en, s);
       e.fields[f.field] = f.reader.next();
     }
-    for (const ConstantField& c : s.constants) e.fields[c.field] = c.value;
+    for (const ConstantField& c : std::span(s.constants, s.constant_count))
+      e.fields[c.field] = c.value;
     for (auto& a : e.arrays) a.clear();
-    for (ArrayFieldReader& a : s.arrays) {
+    for (ArrayFieldReader& a : std::span(s.arrays, s.array_count)) {
       if (a.reader.done())
         fail("array " + std::string(array_field_name(static_cast<ArrayField>(a.field))) + " of a " +
              std::string(op_name(en.op)) + " ran out of values at occurrence " +
@@ -264,21 +343,21 @@ struct Cursor::Impl {
       }
       const std::size_t pos = f.pos++;
       const Node& n = (*f.body)[pos];
-      NodeState* state_of_node = state(n, (*f.states)[pos]);
+      NodeState* state_of_node = state(n, f.states[pos]);
       if (state_of_node == nullptr) continue;
       NodeState& s = *state_of_node;
       if (s.has_presence) {
-        if (s.presence.done()) fail("presence sequence ran out");
-        const std::int64_t p = s.presence.next();
+        if (s.presence->done()) fail("presence sequence ran out");
+        const std::int64_t p = s.presence->next();
         if (p == 0) continue;
         if (p != 1) fail("presence value " + std::to_string(p) + " is not 0 or 1");
       }
       if (n.loop) {
-        if (s.trips.done()) fail("loop trip counts ran out");
-        const std::int64_t trips = s.trips.next();
+        if (s.trips->done()) fail("loop trip counts ran out");
+        const std::int64_t trips = s.trips->next();
         if (trips < 0) fail("negative loop trip count " + std::to_string(trips));
         if (trips == 0 || n.loop->body.empty()) continue;
-        stack.push_back(WalkFrame{&n.loop->body, &s.body, 0, static_cast<std::uint64_t>(trips - 1)});
+        stack.push_back(WalkFrame{&n.loop->body, s.body, 0, static_cast<std::uint64_t>(trips - 1)});
         continue;
       }
       ++events;
@@ -305,6 +384,7 @@ std::optional<Event> Cursor::next() {
   return e;
 }
 bool Cursor::next(Event& out) { return impl_->next(out); }
+void Cursor::prefetch() const noexcept { impl_->prefetch(); }
 const Node* Cursor::last_node() const { return impl_->last; }
 
 std::vector<Event> expand(const Trace& trace, std::int64_t rank) {

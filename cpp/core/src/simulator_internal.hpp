@@ -6,7 +6,7 @@
 
 #include "scalatrace/event.hpp"
 #include "scalatrace/simulator.hpp"
-#include "simulator_small_vector.hpp"
+#include "small_vector.hpp"
 
 namespace scalatrace::sim {
 

@@ -1,15 +1,16 @@
 #pragma once
 // A vector of trivially copyable values that keeps its first N elements inside the object
-// (simulator's per-rank queues and pools): a rank's state then lies in one contiguous block,
-// so resuming one of 65,536 ranks touches neighbouring cache lines instead of chasing a heap
-// pointer per container. Past N elements it moves to the heap like std::vector.
+// (the simulator's per-rank queues and pools, a cursor's walk stack): a rank's state then lies
+// in one contiguous block, so resuming one of 65,536 ranks touches neighbouring cache lines
+// instead of chasing a heap pointer per container. Past N elements it moves to the heap like
+// std::vector.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <type_traits>
 
-namespace scalatrace::sim {
+namespace scalatrace {
 
 template <class T, std::uint32_t N>
 class SmallVector {
@@ -94,4 +95,4 @@ class SmallVector {
   }
 };
 
-}  // namespace scalatrace::sim
+}  // namespace scalatrace
