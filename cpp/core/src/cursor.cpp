@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "scalatrace/errors.hpp"
+#include "prefetch.hpp"
 #include "small_vector.hpp"
 
 namespace scalatrace {
@@ -173,7 +174,7 @@ struct Cursor::Impl {
     const char* p = reinterpret_cast<const char*>(this);
     const char* end =
         reinterpret_cast<const char*>(arena.inline_begin()) + StateArena::kInlineBytes;
-    for (; p < end; p += 64) __builtin_prefetch(p);
+    for (; p < end; p += 64) prefetch_line(p);
   }
 
   [[noreturn]] void fail(const std::string& what) const {

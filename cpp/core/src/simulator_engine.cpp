@@ -12,6 +12,7 @@
 #include "scalatrace/analysis.hpp"
 #include "simulator_internal.hpp"
 #include "simulator_rank_array.hpp"
+#include "prefetch.hpp"
 #include "small_vector.hpp"
 
 namespace scalatrace {
@@ -168,13 +169,11 @@ class Engine {
         const std::int64_t r = ready_.front();
         ready_.pop_front();
         if (ready_.size() > kPrefetchDistance) prefetch(rank(ready_[kPrefetchDistance]));
-        if (ready_.size() > kPrefetchDistance / 2) {
+        if (prefetch_more_ && ready_.size() > kPrefetchDistance / 2) {
           const RankSim& soon = rank(ready_[kPrefetchDistance / 2]);
           prefetch_requests(soon);
-          if (prefetch_more_) {
-            prefetch_next_step_receiver(soon);
-            prefetch_cursor(soon);
-          }
+          prefetch_next_step_receiver(soon);
+          prefetch_cursor(soon);
         }
         advance(rank(r));
       }
@@ -230,13 +229,13 @@ class Engine {
   static void prefetch(const RankSim& R) {
     const char* begin = reinterpret_cast<const char*>(&R);
     const char* end = reinterpret_cast<const char*>(&R.posted);
-    for (const char* p = begin; p < end; p += 64) __builtin_prefetch(p);
+    for (const char* p = begin; p < end; p += 64) prefetch_line(p);
   }
   /// The requests R waits for (half the distance later: R's wait list is cached by then).
   static void prefetch_requests(const RankSim& R) {
     if (R.stage != Stage::Waiting) return;
     for (std::size_t i = R.waits_known; i < R.waits.size(); ++i)
-      __builtin_prefetch(&R.reqs[static_cast<std::size_t>(R.waits[i])]);
+      prefetch_line(&R.reqs[static_cast<std::size_t>(R.waits[i])]);
   }
 
   /// R's walk over the trace, if R is likely to read its next event when resumed: it waits
@@ -266,13 +265,13 @@ class Engine {
   /// What delivering a message to D touches: its flags, the heads of its receive queues, and
   /// its usual requests (a matched receive's request is written).
   static void prefetch_receiver(const RankSim& D) {
-    __builtin_prefetch(&D.stage);
+    prefetch_line(&D.stage);
     const char* posted = reinterpret_cast<const char*>(&D.posted);
-    for (int line = 0; line < 2; ++line) __builtin_prefetch(posted + 64 * line);
+    for (int line = 0; line < 2; ++line) prefetch_line(posted + 64 * line);
     const char* unexpected = reinterpret_cast<const char*>(&D.unexpected);
-    for (int line = 0; line < 2; ++line) __builtin_prefetch(unexpected + 64 * line);
+    for (int line = 0; line < 2; ++line) prefetch_line(unexpected + 64 * line);
     const char* reqs = reinterpret_cast<const char*>(&D.reqs);
-    for (int line = 0; line < 4; ++line) __builtin_prefetch(reqs + 64 * line);
+    for (int line = 0; line < 4; ++line) prefetch_line(reqs + 64 * line);
   }
 
   [[noreturn]] void fail_event(const RankSim& R, const std::string& what) const {
@@ -447,17 +446,21 @@ class Engine {
   /// else that another rank's queues or the ready queue could see. A delivery then happens in
   /// the same order relative to every other effect as without the outbox: only its cache
   /// misses overlap.
+  /// Ranks whose states fit in the cache (prefetch_more_ false) deliver at once: the outbox
+  /// would only cost its copies.
   void send_message(const RankSim& R, std::int64_t dst, Message&& m) {
-    if (m.rendezvous || dst == R.rank) {
-      flush_outbox();  // a rendezvous match moves data on the network; a self-send is seen at once
-      deliver(dst, std::move(m));
+    // A rendezvous match moves data on the network; a self-send is seen at once.
+    if (prefetch_more_ && !m.rendezvous && dst != R.rank) {
+      prefetch_receiver(rank(dst));
+      outbox_.push_back(Outgoing{dst, m});
       return;
     }
-    if (prefetch_more_) prefetch_receiver(rank(dst));
-    outbox_.push_back(Outgoing{dst, m});
+    flush_outbox();
+    deliver(dst, std::move(m));
   }
 
   void flush_outbox() {
+    if (outbox_.empty()) return;
     for (Outgoing& out : outbox_) deliver(out.dst, std::move(out.message));
     outbox_.clear();
   }
