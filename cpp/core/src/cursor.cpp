@@ -92,7 +92,8 @@ NodeState* const kNotMember = &not_member_marker;
 /// its resumption (the simulator walks 65,536 cursors, each cold when its rank resumes).
 class StateArena {
  public:
-  static constexpr std::size_t kInlineBytes = 1536;
+  /// Enough for a 2D stencil's walk (2,304 bytes); bigger traces go on in chunks.
+  static constexpr std::size_t kInlineBytes = 2560;
 
   StateArena() = default;
   StateArena(const StateArena&) = delete;
@@ -113,6 +114,7 @@ class StateArena {
   std::byte* next_ = inline_;
   std::byte* end_ = inline_ + kInlineBytes;
   std::vector<std::unique_ptr<std::byte[]>> chunks_;
+  std::size_t chunk_bytes_ = 512;
 
   void* allocate(std::size_t bytes, std::size_t align) {
     auto aligned = [align](std::byte* p) {
@@ -121,7 +123,9 @@ class StateArena {
     };
     std::byte* p = aligned(next_);
     if (bytes > static_cast<std::size_t>(end_ - p)) {
-      const std::size_t size = std::max<std::size_t>(4096, bytes + align);
+      // Chunks double up to 64 KB: few of them for big traces, little waste for small ones.
+      chunk_bytes_ = std::min<std::size_t>(chunk_bytes_ * 2, std::size_t{64} << 10);
+      const std::size_t size = std::max<std::size_t>(chunk_bytes_, bytes + align);
       chunks_.push_back(std::make_unique<std::byte[]>(size));
       p = aligned(chunks_.back().get());
       end_ = chunks_.back().get() + size;
