@@ -2,7 +2,9 @@
 // corruption (with and without a repaired checksum) must give FormatError, never a crash.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "scalatrace/compressor.hpp"
@@ -232,7 +234,7 @@ TEST(Format, NamedErrors) {
   EXPECT_NE(expect_error("hello world, not a trace").find("bad magic"), std::string::npos);
   std::string v7 = bytes;
   put_u32(v7, 8, 7);
-  EXPECT_NE(expect_error(v7).find("unsupported format version 7 (this reader supports 2 to 3)"),
+  EXPECT_NE(expect_error(v7).find("unsupported format version 7 (this reader supports 2 to 4)"),
             std::string::npos);
   std::string flipped = bytes;
   flipped[bytes.size() - 3] ^= 0x10;
@@ -399,25 +401,100 @@ TEST(Format, GroupsKeepThe3DStencilsRanklistsConstantAndLossless) {
   }
 }
 
-TEST(Format, ReadsVersion2Files) {
-  // Written by the version-2 writer: scalatrace-harness --pattern stencil3d --ranks 64
-  // --timesteps 3 (no ranklist groups in that version).
-  const std::string path = std::string(SCALATRACE_TEST_DATA) + "/v2_stencil3d_64.sct";
-  const Trace old = read_trace_file(path);
+namespace {
+
+/// Reads a fixture written by an older writer (`scalatrace-harness --pattern P --ranks N
+/// --timesteps T`), checks every rank's events against the synthetic recording, and returns
+/// the number of events over all ranks.
+std::uint64_t expect_old_fixture_lossless(const Trace& old, SyntheticPattern pattern,
+                                          std::int64_t nranks, std::int64_t timesteps) {
   SyntheticSpec spec;
-  spec.pattern = SyntheticPattern::Stencil3D;
-  spec.nranks = 64;
-  spec.timesteps = 3;
+  spec.pattern = pattern;
+  spec.nranks = nranks;
+  spec.timesteps = timesteps;
   spec.wrap = false;
-  EXPECT_EQ(old.nranks, 64);
+  EXPECT_EQ(old.nranks, nranks);
+  std::uint64_t events = 0;
   for (std::int64_t r = 0; r < spec.nranks; ++r) {
     RankRecording rec = record_synthetic(spec, r);
     auto got = expand(old, r);
-    ASSERT_EQ(got.size(), rec.events.size()) << "rank " << r;
-    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i].fields, rec.events[i].fields);
+    EXPECT_EQ(got.size(), rec.events.size()) << "rank " << r;
+    if (got.size() != rec.events.size()) return events;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].op, rec.events[i].op) << "rank " << r << " event " << i;
+      EXPECT_EQ(got[i].fields, rec.events[i].fields) << "rank " << r << " event " << i;
+    }
+    events += got.size();
   }
-  // Rewritten, it is a version-3 file holding the same trace.
+  // Rewritten, it is a file of the current version holding the same trace.
   const std::string rewritten = encode_trace(old);
   EXPECT_EQ(static_cast<unsigned char>(rewritten[8]), kTraceFormatVersion);
   expect_same_trace(old, decode_trace(rewritten));
+  return events;
+}
+
+}  // namespace
+
+TEST(Format, ReadsVersion2Files) {
+  // Written by the version-2 writer (no ranklist groups in that version).
+  const Trace old = read_trace_file(std::string(SCALATRACE_TEST_DATA) + "/v2_stencil3d_64.sct");
+  expect_old_fixture_lossless(old, SyntheticPattern::Stencil3D, 64, 3);
+}
+
+namespace {
+
+/// The handmade trace whose Isend computes for `count` values of 100 ns each, in one bin.
+Trace with_compute_count(std::uint64_t count) {
+  Trace t = handmade();
+  EventNode& isend = *t.nodes[0].loop->body[0].event;
+  const double sum = 100.0 * static_cast<double>(count);
+  isend.compute = Histogram::from_parts(
+      4, count, sum, 100, 100, {HistogramBin{Histogram::bin_index(100, 4), count, 100, 100, sum}});
+  return t;
+}
+
+}  // namespace
+
+TEST(Format, BinCountsTakeTwoBytesWhateverTheirSize) {
+  // Version 4: a histogram does not grow with the number of values it holds (ranks x
+  // timesteps). Exact below 2^15, then within 2^-11 of the count.
+  const std::size_t size_of_one = encode_trace(with_compute_count(1)).size();
+  for (std::uint64_t count :
+       {std::uint64_t{1}, std::uint64_t{127}, std::uint64_t{128}, std::uint64_t{16384},
+        std::uint64_t{32767}, std::uint64_t{32768}, std::uint64_t{32784}, std::uint64_t{65535},
+        std::uint64_t{1'000'000}, std::uint64_t{1'048'576} * 100, std::uint64_t{999'999'999'999},
+        std::uint64_t{1} << 46}) {
+    const std::string bytes = encode_trace(with_compute_count(count));
+    EXPECT_EQ(bytes.size(), size_of_one) << count;
+    const Trace back = decode_trace(bytes);
+    const Histogram& h = back.nodes[0].loop->body[0].event->compute;
+    ASSERT_EQ(h.bins().size(), 1u);
+    const auto got = static_cast<double>(h.count()), want = static_cast<double>(count);
+    if (count < 32768)
+      EXPECT_EQ(h.count(), count);
+    else
+      EXPECT_LE(std::abs(got - want), want / 2048) << count << " came back as " << h.count();
+    EXPECT_EQ(h.min(), 100u);
+    EXPECT_NEAR(h.mean(), 100.0, 1e-9);
+  }
+  // Beyond the largest code (2047 << 36): the largest code, still a valid file.
+  const Trace huge = decode_trace(encode_trace(with_compute_count(std::uint64_t{1} << 60)));
+  EXPECT_EQ(huge.nodes[0].loop->body[0].event->compute.count(), std::uint64_t{2047} << 36);
+}
+
+TEST(Format, ReadsVersion3Files) {
+  // Written by the version-3 writer (bin counts as uv).
+  const Trace old = read_trace_file(std::string(SCALATRACE_TEST_DATA) + "/v3_stencil2d_64.sct");
+  const std::uint64_t events = expect_old_fixture_lossless(old, SyntheticPattern::Stencil2D, 64, 10);
+  // Every event was timed once: the counts read as uv come back whole (and are exact again
+  // in version 4, all being below 2^15).
+  std::uint64_t counted = 0;
+  std::function<void(const std::vector<Node>&)> add = [&](const std::vector<Node>& nodes) {
+    for (const Node& n : nodes) {
+      if (n.loop) add(n.loop->body);
+      if (n.event) counted += n.event->duration.count();
+    }
+  };
+  add(old.nodes);
+  EXPECT_EQ(counted, events);
 }

@@ -2,7 +2,8 @@
 // 1D/2D/3D stencils of near-constant size): the same nodes, the same number of elastic
 // alternatives and ranklist descriptors at 64, 1024 and 16384 ranks (3D: 64, 1000, 4096);
 // bytes differ only by the
-// width of the numbers (LEB128 grows with the grid size). 1M ranks: benchmarks/merge_bench.py.
+// width of the numbers (LEB128 grows with the grid size); the timing histograms take the same
+// bytes at every size. 1M ranks: benchmarks/merge_bench.py.
 #include <gtest/gtest.h>
 
 #include "scalatrace/compressor.hpp"
@@ -19,7 +20,19 @@ namespace {
 struct Shape {
   /// descriptors: in memory; items: as written (groups of repeated descriptors count once).
   std::size_t nodes = 0, alternatives = 0, descriptors = 0, items = 0, bytes = 0;
+  /// Bytes of the timing histograms (the file minus the same file without timing).
+  std::size_t timing_bytes = 0;
 };
+
+void clear_timing(std::vector<Node>& nodes) {
+  for (auto& n : nodes) {
+    if (n.loop) clear_timing(n.loop->body);
+    if (!n.event) continue;
+    n.event->compute = Histogram(n.event->compute.sub_bins());
+    n.event->duration = Histogram(n.event->duration.sub_bins());
+    n.event->timing_groups.clear();
+  }
+}
 
 void count(const RankList& rl, Shape& s) {
   s.descriptors += rl.descriptors().size();
@@ -62,6 +75,9 @@ Shape shape_of(const Trace& t) {
   Shape s;
   count(t.nodes, s);
   s.bytes = encode_trace(t).size();
+  Trace untimed = t.clone();
+  clear_timing(untimed.nodes);
+  s.timing_bytes = s.bytes - encode_trace(untimed).size();
   return s;
 }
 
@@ -71,7 +87,7 @@ class StencilScale : public ::testing::TestWithParam<SyntheticPattern> {};
 
 TEST_P(StencilScale, ConstantStructureFrom64To16384Ranks) {
   const SyntheticPattern pattern = GetParam();
-  Shape base;
+  Shape base, large;  // 64 ranks; the first larger size
   for (std::int64_t n : {64, 1024, 16384}) {
     if (pattern == SyntheticPattern::Stencil3D && n == 1024) n = 1000;  // 10^3 grid
     if (pattern == SyntheticPattern::Stencil3D && n == 16384) n = 4096;  // 16^3
@@ -79,9 +95,11 @@ TEST_P(StencilScale, ConstantStructureFrom64To16384Ranks) {
     Shape s = shape_of(t);
     RecordProperty(std::string(synthetic_pattern_name(pattern)) + "_bytes_" + std::to_string(n),
                    static_cast<int>(s.bytes));
-    std::printf("%s %lld ranks: %zu bytes, %zu nodes, %zu alternatives, %zu descriptors, %zu items\n",
-                std::string(synthetic_pattern_name(pattern)).c_str(), static_cast<long long>(n),
-                s.bytes, s.nodes, s.alternatives, s.descriptors, s.items);
+    std::printf(
+        "%s %lld ranks: %zu bytes (%zu of timing), %zu nodes, %zu alternatives, %zu descriptors, "
+        "%zu items\n",
+        std::string(synthetic_pattern_name(pattern)).c_str(), static_cast<long long>(n), s.bytes,
+        s.timing_bytes, s.nodes, s.alternatives, s.descriptors, s.items);
     if (n == 64) {
       base = s;
       // Spot-check losslessness at this size (the merge tests cover it thoroughly).
@@ -100,6 +118,13 @@ TEST_P(StencilScale, ConstantStructureFrom64To16384Ranks) {
     }
     EXPECT_EQ(s.nodes, base.nodes);
     EXPECT_EQ(s.alternatives, base.alternatives);
+    // Timing stays the same size: at most 8 bins per histogram, counts of a fixed width (format
+    // version 4, Format.BinCountsTakeTwoBytesWhateverTheirSize). The synthetic times are random
+    // draws: 64 ranks x 2 steps leave a few bins empty, and a bin's min and max move by a few
+    // nanoseconds from size to size, which may change a number's width by a byte.
+    if (large.timing_bytes == 0) large = s;
+    EXPECT_LE(s.timing_bytes, base.timing_bytes + base.timing_bytes / 20);
+    EXPECT_NEAR(static_cast<double>(s.timing_bytes), static_cast<double>(large.timing_bytes), 4.0);
     if (pattern != SyntheticPattern::Stencil3D) {
       EXPECT_EQ(s.descriptors, base.descriptors);
       // Only number widths may grow: a few bytes per stored rank or offset.

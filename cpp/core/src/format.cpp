@@ -172,10 +172,34 @@ void put_array_seq(Writer& w, const ArraySeq& seq) {
   }
 }
 
+/// A bin count in two bytes (format version 4), so that a histogram's size does not depend on
+/// how many values it holds: below 2^15 the count itself; above, a float of 5 exponent and 10
+/// mantissa bits, (1024 + m) << (e + 5), rounded to nearest (relative error at most 2^-11).
+/// Counts beyond the largest code (2047 << 36, about 1.4e14) are stored as that code.
+std::uint16_t bin_count_code(std::uint64_t count) {
+  if (count < 0x8000) return static_cast<std::uint16_t>(count);
+  std::uint32_t e = 0;
+  while (e < 32 && (count >> (e + 5)) >= 2048) ++e;
+  // Round the mantissa to nearest; a carry to 2048 moves to the next exponent.
+  std::uint64_t m = (count + (std::uint64_t{1} << (e + 4))) >> (e + 5);
+  if (m == 2048) {
+    m = 1024;
+    ++e;
+  }
+  if (e > 31) return 0xFFFF;
+  return static_cast<std::uint16_t>(0x8000 | (e << 10) | (m - 1024));
+}
+
+std::uint64_t bin_count_from_code(std::uint16_t code) {
+  if (code < 0x8000) return code;
+  const std::uint32_t e = (code >> 10) & 0x1F;
+  return (std::uint64_t{1024} + (code & 0x3FF)) << (e + 5);
+}
+
 /// Histogram (format version 2): one layout number, then the bins; count, min, max and sum
 /// are derived from the bins, and each bin stores its mean (rounded to a nanosecond) instead of
-/// its sum, so the encoded size does not grow with the number of recorded values except for
-/// the bins' counts.
+/// its sum. From version 4 a bin's count has a fixed width (bin_count_code), so the encoded size
+/// does not grow with the number of recorded values at all.
 void put_hist(Writer& w, const Histogram& h) {
   w.uv(static_cast<std::uint64_t>(std::countr_zero(h.sub_bins())) + 5u * h.coarsening());
   w.uv(h.bins().size());
@@ -183,7 +207,7 @@ void put_hist(Writer& w, const Histogram& h) {
   for (const auto& b : h.bins()) {
     w.uv(b.index - next_index);
     next_index = std::uint64_t{b.index} + 1;
-    w.uv(b.count);
+    w.fixed(bin_count_code(b.count), 2);
     w.uv(b.min - previous_max);
     w.uv(b.max - b.min);
     previous_max = b.max;
@@ -324,6 +348,15 @@ class Reader {
   std::int64_t sv() {
     std::uint64_t u = uv();
     return static_cast<std::int64_t>((u >> 1) ^ (~(u & 1) + 1));
+  }
+  /// `bytes` bytes, little-endian unsigned.
+  std::uint64_t fixed(int bytes) {
+    if (remaining() < static_cast<std::size_t>(bytes)) fail("truncated");
+    std::uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i)
+      v |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(data_[pos_ + i])) << (8 * i);
+    pos_ += static_cast<std::size_t>(bytes);
+    return v;
   }
   double f64() {
     if (remaining() < 8) fail("truncated");
@@ -508,7 +541,7 @@ ArraySeq get_array_seq(Reader& r) {
   }
 }
 
-Histogram get_hist(Reader& r) {
+Histogram get_hist(Reader& r, std::uint32_t version) {
   const std::uint64_t layout = r.uv();
   const std::uint64_t log_sub = layout % 5, coarsening = layout / 5;
   if (coarsening > Histogram::kMaxCoarsening)
@@ -532,7 +565,7 @@ Histogram get_hist(Reader& r) {
     if (idx >= max_index || next_index + idx >= max_index) r.fail("histogram bin index out of range");
     b.index = static_cast<std::uint32_t>(next_index + idx);
     next_index = std::uint64_t{b.index} + 1;
-    b.count = r.uv();
+    b.count = version >= 4 ? bin_count_from_code(static_cast<std::uint16_t>(r.fixed(2))) : r.uv();
     if (b.count == 0) r.fail("empty histogram bin");
     if (b.count > ~std::uint64_t{0} - count) r.fail("histogram bin counts overflow");
     std::uint64_t gap = r.uv();
@@ -557,6 +590,7 @@ Histogram get_hist(Reader& r) {
 /// let one byte refer to a large entry, so copies are charged against a budget proportional
 /// to the input size ("never allocates beyond the input's size" up to a constant factor).
 struct TraceReader {
+  std::uint32_t version = kTraceFormatVersion;
   std::int64_t nranks = 0;
   std::size_t nsites = 0;
   std::size_t nnames = 0;
@@ -696,16 +730,16 @@ struct TraceReader {
       r.fail("event with " + std::to_string(ngroups) + " timing groups (0 or 2.." +
              std::to_string(EventNode::kMaxTimingGroups) + ")");
     if (ngroups == 0) {
-      e.compute = get_hist(r);
-      e.duration = get_hist(r);
+      e.compute = get_hist(r, version);
+      e.duration = get_hist(r, version);
       return n;
     }
     for (std::uint64_t g = 0; g < ngroups; ++g) {
       TimingGroup group;
       group.ranks = rank_ref(r);
       if (group.ranks.empty()) r.fail("timing group without ranks");
-      group.compute = get_hist(r);
-      group.duration = get_hist(r);
+      group.compute = get_hist(r, version);
+      group.duration = get_hist(r, version);
       if (g == 0) {
         e.compute = group.compute;
         e.duration = group.duration;
@@ -835,6 +869,7 @@ Trace decode_trace(std::string_view bytes) {
 
   Trace t;
   TraceReader tr;
+  tr.version = version32;
   tr.budget = 64 * static_cast<std::uint64_t>(bytes.size()) + (std::uint64_t{1} << 20);
   Reader outer(payload, kHeaderSize);
   outer.set_section("section list");

@@ -8,8 +8,9 @@
 namespace scalatrace {
 
 inline constexpr char kTraceMagic[8] = {'S', 'C', 'A', 'L', 'A', 'T', 'R', 'C'};
-/// Version written. 3: ranklists may hold groups of descriptors (docs/format.md, "Ranklist").
-inline constexpr std::uint32_t kTraceFormatVersion = 3;
+/// Version written. 3: ranklists may hold groups of descriptors (docs/format.md, "Ranklist");
+/// 4: histogram bin counts have a fixed width (docs/format.md, "Histogram").
+inline constexpr std::uint32_t kTraceFormatVersion = 4;
 /// Oldest version read (2: bounded histograms and timing groups; its ranklists have no groups).
 inline constexpr std::uint32_t kOldestReadableFormatVersion = 2;
 /// Header flag: rank segments (encode_rank_segment) follow the payload. docs/format.md.
