@@ -323,11 +323,11 @@ Trace with_grouped_ranklist() {
 /// The bytes of that group as written: sv stride 4, uv 2*2+1, uv repeat 2, then <0> and <2 3>.
 const std::string kGroupBytes("\x08\x05\x02\x00\x00\x04\x02\x02\x02", 9);
 
-/// Replaces every occurrence of kGroupBytes by `bytes` and repairs length and checksum.
-std::string with_group_bytes(std::string file, const std::string& bytes) {
+/// Replaces every occurrence of `from` by `bytes` and repairs length and checksum.
+std::string with_replaced_bytes(std::string file, const std::string& from, const std::string& bytes) {
   std::size_t at = 0, replaced = 0;
-  while ((at = file.find(kGroupBytes, at)) != std::string::npos) {
-    file.replace(at, kGroupBytes.size(), bytes);
+  while ((at = file.find(from, at)) != std::string::npos) {
+    file.replace(at, from.size(), bytes);
     at += bytes.size();
     ++replaced;
   }
@@ -336,6 +336,10 @@ std::string with_group_bytes(std::string file, const std::string& bytes) {
   for (int i = 0; i < 8; ++i) file[16 + static_cast<std::size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xFF);
   put_u32(file, 24, reference_crc(std::string_view(file).substr(28)));
   return file;
+}
+
+std::string with_group_bytes(const std::string& file, const std::string& bytes) {
+  return with_replaced_bytes(file, kGroupBytes, bytes);
 }
 
 }  // namespace
@@ -497,4 +501,29 @@ TEST(Format, ReadsVersion3Files) {
   };
   add(old.nodes);
   EXPECT_EQ(counted, events);
+}
+
+TEST(Format, MetadataKeysAreFrontCoded) {
+  Trace t = handmade();
+  t.metadata["setting.SCALATRACE_A"] = "1";
+  t.metadata["setting.SCALATRACE_B"] = "22";
+  t.metadata["\xC3\xA9t\xC3\xA9"] = "summer";  // "été", then "être": they share half an "é"
+  t.metadata["\xC3\xAAtre"] = "be";
+  const std::string bytes = encode_trace(t);
+  EXPECT_EQ(decode_trace(bytes).metadata, t.metadata);
+  // The second setting's key is written as the 19 bytes it shares and "B".
+  EXPECT_NE(bytes.find("setting.SCALATRACE_A"), std::string::npos);
+  EXPECT_EQ(bytes.find("setting.SCALATRACE_B"), std::string::npos);
+  const std::string second_setting("\x13\x01" "B\x02" "22", 6);
+  ASSERT_NE(bytes.find(second_setting), std::string::npos);
+  // "être" shares no bytes with "été": a shared "\xC3" would leave "\xAAtre", not UTF-8.
+  const std::string etre("\x00\x05\xC3\xAAtre\x02" "be", 10);
+  ASSERT_NE(bytes.find(etre), std::string::npos);
+
+  EXPECT_NE(expect_error(with_replaced_bytes(bytes, second_setting, std::string("\x7F\x01" "B\x02" "22", 6)))
+                .find("metadata key shares 127 bytes with a previous key of 20"),
+            std::string::npos);
+  EXPECT_NE(expect_error(with_replaced_bytes(bytes, etre, std::string("\x01\x04\xAAtre\x02" "be", 9)))
+                .find("metadata key is not valid UTF-8"),
+            std::string::npos);
 }

@@ -776,10 +776,23 @@ std::string encode_trace(const Trace& trace, bool rank_segments_follow) {
   {
     Writer s;
     s.uv(static_cast<std::uint64_t>(trace.nranks));
+    // Keys front-coded (version 4): the bytes shared with the previous key, then the rest.
+    // Keys come sorted, so the settings' common "setting.SCALATRACE_" is written once.
     s.uv(trace.metadata.size());
+    std::string previous;
     for (const auto& [k, v] : trace.metadata) {
-      s.str(k);
+      std::string key = to_valid_utf8(k);
+      std::size_t shared = 0;
+      while (shared < key.size() && shared < previous.size() && key[shared] == previous[shared])
+        ++shared;
+      // Never split a character: the rest must be well-formed UTF-8 on its own.
+      while (shared > 0 && shared < key.size() &&
+             (static_cast<unsigned char>(key[shared]) & 0xC0) == 0x80)
+        --shared;
+      s.uv(shared);
+      s.str(key.substr(shared));
       s.str(v);
+      previous = std::move(key);
     }
     put_section(payload, kMetadata, std::move(s));
   }
@@ -912,9 +925,22 @@ Trace decode_trace(std::string_view bytes) {
         t.nranks = static_cast<std::int64_t>(n);
         tr.nranks = t.nranks;
         std::size_t m = r.count("metadata entry", 2);
+        std::string previous;
         for (std::size_t i = 0; i < m; ++i) {
-          std::string k = r.str("metadata key");
+          std::string k;
+          if (version32 >= 4) {
+            const std::uint64_t shared = r.uv();
+            if (shared > previous.size())
+              r.fail("metadata key shares " + std::to_string(shared) +
+                     " bytes with a previous key of " + std::to_string(previous.size()));
+            tr.charge(r, shared);  // a shared prefix is a copy: bounded like table entries
+            k = previous.substr(0, static_cast<std::size_t>(shared)) + r.str("metadata key");
+            if (!is_valid_utf8(k)) r.fail("metadata key is not valid UTF-8");
+          } else {
+            k = r.str("metadata key");
+          }
           t.metadata[k] = r.str("metadata value");
+          previous = std::move(k);
         }
         break;
       }

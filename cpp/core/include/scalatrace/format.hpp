@@ -9,7 +9,8 @@ namespace scalatrace {
 
 inline constexpr char kTraceMagic[8] = {'S', 'C', 'A', 'L', 'A', 'T', 'R', 'C'};
 /// Version written. 3: ranklists may hold groups of descriptors (docs/format.md, "Ranklist");
-/// 4: histogram bin counts have a fixed width (docs/format.md, "Histogram").
+/// 4: histogram bin counts have a fixed width (docs/format.md, "Histogram"), metadata keys are
+/// front-coded.
 inline constexpr std::uint32_t kTraceFormatVersion = 4;
 /// Oldest version read (2: bounded histograms and timing groups; its ranklists have no groups).
 inline constexpr std::uint32_t kOldestReadableFormatVersion = 2;
