@@ -118,7 +118,7 @@ struct Stats {
   std::int64_t ranks = 0, timesteps = 0;
   bool wrap = false;
   double generate_compress_seconds = 0, merge_seconds = 0, critical_path_seconds = 0, total_seconds = 0;
-  std::size_t trace_bytes = 0, structure_bytes = 0, nodes = 0, intra_bytes_total = 0;
+  std::size_t trace_bytes = 0, structure_bytes = 0, timing_bytes = 0, nodes = 0, intra_bytes_total = 0;
   std::uint64_t events_total = 0;
   std::int64_t clusters = 0;  ///< --clusters K: clusters found (0 = full merge)
   double cluster_signature_seconds = 0, cluster_kfarthest_seconds = 0;
@@ -128,12 +128,12 @@ struct Stats {
         "{\"command\":\"%s\",\"pattern\":\"%s\",\"ranks\":%lld,\"timesteps\":%lld,\"wrap\":%s,"
         "\"events\":%llu,\"generate_compress_seconds\":%.6f,\"merge_seconds\":%.6f,"
         "\"merge_critical_path_seconds\":%.6f,\"total_seconds\":%.6f,\"peak_rss_bytes\":%zu,\"intra_bytes_total\":%zu,"
-        "\"trace_bytes\":%zu,\"structure_bytes\":%zu,\"nodes\":%zu,\"output\":\"%s\",\"clusters\":%lld,"
+        "\"trace_bytes\":%zu,\"structure_bytes\":%zu,\"timing_bytes\":%zu,\"nodes\":%zu,\"output\":\"%s\",\"clusters\":%lld,"
         "\"cluster_signature_seconds\":%.6f,\"cluster_kfarthest_seconds\":%.6f}\n",
         command.c_str(), json_escape(pattern).c_str(), static_cast<long long>(ranks),
         static_cast<long long>(timesteps), wrap ? "true" : "false",
         static_cast<unsigned long long>(events_total), generate_compress_seconds, merge_seconds,
-        critical_path_seconds, total_seconds, peak_rss_bytes(), intra_bytes_total, trace_bytes, structure_bytes, nodes,
+        critical_path_seconds, total_seconds, peak_rss_bytes(), intra_bytes_total, trace_bytes, structure_bytes, timing_bytes, nodes,
         json_escape(output).c_str(), static_cast<long long>(clusters), cluster_signature_seconds,
         cluster_kfarthest_seconds);
   }
@@ -151,16 +151,19 @@ void clear_timing(std::vector<Node>& nodes) {
 }
 
 /// Bytes of the node tree and its tables, without metadata and timing histograms: the part
-/// that depends only on the communication structure (comparable across runs and rank counts).
-std::size_t structure_bytes(const Trace& t) {
+/// that depends only on the communication structure (comparable across runs and rank counts);
+/// and the bytes the timing histograms add to it.
+void measure_structure(const Trace& t, Stats& st) {
   Trace copy = t.clone();
   copy.metadata.clear();
+  const std::size_t without_metadata = encode_trace(copy).size();
   clear_timing(copy.nodes);
-  return encode_trace(copy).size();
+  st.structure_bytes = encode_trace(copy).size();
+  st.timing_bytes = without_metadata - st.structure_bytes;
 }
 
 void finish_trace(Trace& merged, Stats& st, double merge_seconds) {
-  st.structure_bytes = structure_bytes(merged);
+  measure_structure(merged, st);
   merged.metadata["merge_seconds"] = std::to_string(merge_seconds);
   merged.metadata["peak_memory_bytes"] = std::to_string(peak_rss_bytes());
   std::string bytes = encode_trace(merged);
