@@ -3,8 +3,8 @@
 // Step k = 1, 2, 4, ...: a rank r with r % 2k == k sends its partial trace to r - k and is done;
 // a rank with r % 2k == 0 receives from r + k (if it exists) and merges it (merge_into: r's
 // subtree is the master). Message: one uint64 length (UINT64_MAX = "the sender failed"), then
-// the encode_trace bytes in chunks of at most 1 GiB. A private duplicate of MPI_COMM_WORLD keeps
-// these messages apart from the application's.
+// the encode_trace_for_transfer bytes (exact bin counts) in chunks of at most 1 GiB. A private
+// duplicate of MPI_COMM_WORLD keeps these messages apart from the application's.
 // Then every rank takes part in a second phase: rank 0 gathers what each rank spilled under
 // SCALATRACE_MEMORY (segments, bytes, compressor peak), writes the merged trace and copies the
 // ranks' segments after it in rank order, one segment per message (docs/format.md).
@@ -73,7 +73,7 @@ bool merge_up_the_tree(Trace& local, int rank, int size, MPI_Comm comm, std::str
       std::string bytes;
       bool encoded = false;
       try {
-        bytes = encode_trace(local);
+        bytes = encode_trace_for_transfer(local);  // exact counts: rounded once, in the file
         encoded = true;
       } catch (const std::exception& e) {
         error = std::string("encoding the trace for the merge: ") + e.what();

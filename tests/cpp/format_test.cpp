@@ -481,6 +481,17 @@ TEST(Format, BinCountsTakeTwoBytesWhateverTheirSize) {
     EXPECT_EQ(h.min(), 100u);
     EXPECT_NEAR(h.mean(), 100.0, 1e-9);
   }
+  // Between the collector's processes, counts stay exact (header flag bit 1).
+  for (std::uint64_t count : {std::uint64_t{32769}, std::uint64_t{999'999'999'999}}) {
+    const std::string bytes = encode_trace_for_transfer(with_compute_count(count));
+    EXPECT_EQ(static_cast<unsigned char>(bytes[12]), kFlagExactCounts);
+    EXPECT_EQ(decode_trace(bytes).nodes[0].loop->body[0].event->compute.count(), count);
+    std::string as_v3 = bytes;
+    put_u32(as_v3, 8, 3);
+    put_u32(as_v3, 24, reference_crc(std::string_view(as_v3).substr(28)));
+    EXPECT_NE(expect_error(as_v3).find("header flag 2 (exact bin counts) in a version 3 file"),
+              std::string::npos);
+  }
   // Beyond the largest code (2047 << 36): the largest code, still a valid file.
   const Trace huge = decode_trace(encode_trace(with_compute_count(std::uint64_t{1} << 60)));
   EXPECT_EQ(huge.nodes[0].loop->body[0].event->compute.count(), std::uint64_t{2047} << 36);

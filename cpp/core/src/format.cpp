@@ -46,7 +46,7 @@ using format_detail::crc32;
 
 // ---------------------------------------------------------------- constants of the format
 constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 8 + 4;  // magic, version, flags, length, crc
-constexpr std::uint32_t kKnownFlags = kFlagRankSegments;  // the only flag bit (docs/format.md)
+constexpr std::uint32_t kKnownFlags = kFlagRankSegments | kFlagExactCounts;  // docs/format.md
 constexpr std::size_t kMaxDepth = 64;                    // loop nesting
 constexpr std::size_t kMaxDims = 16;                     // ranklist descriptor dimensions
 constexpr std::int64_t kMaxRanks = std::int64_t{1} << 40;
@@ -199,15 +199,19 @@ std::uint64_t bin_count_from_code(std::uint16_t code) {
 /// Histogram (format version 2): one layout number, then the bins; count, min, max and sum
 /// are derived from the bins, and each bin stores its mean (rounded to a nanosecond) instead of
 /// its sum. From version 4 a bin's count has a fixed width (bin_count_code), so the encoded size
-/// does not grow with the number of recorded values at all.
-void put_hist(Writer& w, const Histogram& h) {
+/// does not grow with the number of recorded values at all. With `exact_counts` (header flag
+/// bit 1, for traces passed between processes) counts are written as `uv`, as in version 3.
+void put_hist(Writer& w, const Histogram& h, bool exact_counts) {
   w.uv(static_cast<std::uint64_t>(std::countr_zero(h.sub_bins())) + 5u * h.coarsening());
   w.uv(h.bins().size());
   std::uint64_t next_index = 0, previous_max = 0;
   for (const auto& b : h.bins()) {
     w.uv(b.index - next_index);
     next_index = std::uint64_t{b.index} + 1;
-    w.fixed(bin_count_code(b.count), 2);
+    if (exact_counts)
+      w.uv(b.count);
+    else
+      w.fixed(bin_count_code(b.count), 2);
     w.uv(b.min - previous_max);
     w.uv(b.max - b.min);
     previous_max = b.max;
@@ -234,6 +238,7 @@ struct Table {
 };
 
 struct TraceWriter {
+  bool exact_counts = false;  ///< bin counts as uv (header flag bit 1)
   Table ranks, seqs, arrays, elastics, array_elastics;
 
   std::uint64_t rank_id(const RankList& rl) {
@@ -293,13 +298,13 @@ struct TraceWriter {
     // (the node-wide histograms are their merge).
     w.uv(e.timing_groups.size());
     if (e.timing_groups.empty()) {
-      put_hist(w, e.compute);
-      put_hist(w, e.duration);
+      put_hist(w, e.compute, exact_counts);
+      put_hist(w, e.duration, exact_counts);
     }
     for (const auto& g : e.timing_groups) {
       w.uv(rank_id(g.ranks));
-      put_hist(w, g.compute);
-      put_hist(w, g.duration);
+      put_hist(w, g.compute, exact_counts);
+      put_hist(w, g.duration, exact_counts);
     }
   }
 };
@@ -541,7 +546,7 @@ ArraySeq get_array_seq(Reader& r) {
   }
 }
 
-Histogram get_hist(Reader& r, std::uint32_t version) {
+Histogram get_hist(Reader& r, bool fixed_width_counts) {
   const std::uint64_t layout = r.uv();
   const std::uint64_t log_sub = layout % 5, coarsening = layout / 5;
   if (coarsening > Histogram::kMaxCoarsening)
@@ -565,7 +570,7 @@ Histogram get_hist(Reader& r, std::uint32_t version) {
     if (idx >= max_index || next_index + idx >= max_index) r.fail("histogram bin index out of range");
     b.index = static_cast<std::uint32_t>(next_index + idx);
     next_index = std::uint64_t{b.index} + 1;
-    b.count = version >= 4 ? bin_count_from_code(static_cast<std::uint16_t>(r.fixed(2))) : r.uv();
+    b.count = fixed_width_counts ? bin_count_from_code(static_cast<std::uint16_t>(r.fixed(2))) : r.uv();
     if (b.count == 0) r.fail("empty histogram bin");
     if (b.count > ~std::uint64_t{0} - count) r.fail("histogram bin counts overflow");
     std::uint64_t gap = r.uv();
@@ -591,6 +596,7 @@ Histogram get_hist(Reader& r, std::uint32_t version) {
 /// to the input size ("never allocates beyond the input's size" up to a constant factor).
 struct TraceReader {
   std::uint32_t version = kTraceFormatVersion;
+  bool exact_counts = false;  ///< header flag bit 1: bin counts as uv
   std::int64_t nranks = 0;
   std::size_t nsites = 0;
   std::size_t nnames = 0;
@@ -730,16 +736,16 @@ struct TraceReader {
       r.fail("event with " + std::to_string(ngroups) + " timing groups (0 or 2.." +
              std::to_string(EventNode::kMaxTimingGroups) + ")");
     if (ngroups == 0) {
-      e.compute = get_hist(r, version);
-      e.duration = get_hist(r, version);
+      e.compute = get_hist(r, version >= 4 && !exact_counts);
+      e.duration = get_hist(r, version >= 4 && !exact_counts);
       return n;
     }
     for (std::uint64_t g = 0; g < ngroups; ++g) {
       TimingGroup group;
       group.ranks = rank_ref(r);
       if (group.ranks.empty()) r.fail("timing group without ranks");
-      group.compute = get_hist(r, version);
-      group.duration = get_hist(r, version);
+      group.compute = get_hist(r, version >= 4 && !exact_counts);
+      group.duration = get_hist(r, version >= 4 && !exact_counts);
       if (g == 0) {
         e.compute = group.compute;
         e.duration = group.duration;
@@ -758,8 +764,11 @@ struct TraceReader {
 
 }  // namespace
 
-std::string encode_trace(const Trace& trace, bool rank_segments_follow) {
+namespace {
+
+std::string encode(const Trace& trace, std::uint32_t flags) {
   TraceWriter tw;
+  tw.exact_counts = (flags & kFlagExactCounts) != 0;
   // Encode the parts that fill the shared tables first; the tables precede them in the file.
   Writer comms;
   comms.uv(trace.comms.entries.size());
@@ -838,11 +847,21 @@ std::string encode_trace(const Trace& trace, bool rank_segments_follow) {
   Writer out;
   out.raw(std::string_view(kTraceMagic, 8));
   out.fixed(kTraceFormatVersion, 4);
-  out.fixed(rank_segments_follow ? kFlagRankSegments : 0, 4);
+  out.fixed(flags, 4);
   out.fixed(payload.data().size(), 8);
   out.fixed(crc32(payload.data()), 4);
   out.raw(payload.data());
   return std::move(out.data());
+}
+
+}  // namespace
+
+std::string encode_trace(const Trace& trace, bool rank_segments_follow) {
+  return encode(trace, rank_segments_follow ? kFlagRankSegments : 0);
+}
+
+std::string encode_trace_for_transfer(const Trace& trace) {
+  return encode(trace, kFlagExactCounts);
 }
 
 Trace decode_trace(std::string_view bytes) {
@@ -874,6 +893,9 @@ Trace decode_trace(std::string_view bytes) {
     throw FormatError("truncated: header announces " + std::to_string(length) +
                       " payload bytes, the file has " + std::to_string(have));
   const bool has_segments = (flags & kFlagRankSegments) != 0;
+  if ((flags & kFlagExactCounts) && version32 < 4)
+    throw FormatError("header flag 2 (exact bin counts) in a version " + std::to_string(version32) +
+                      " file");
   if (length < have && !has_segments)
     throw FormatError("trailing bytes: header announces " + std::to_string(length) +
                       " payload bytes, the file has " + std::to_string(have));
@@ -883,6 +905,7 @@ Trace decode_trace(std::string_view bytes) {
   Trace t;
   TraceReader tr;
   tr.version = version32;
+  tr.exact_counts = (flags & kFlagExactCounts) != 0;
   tr.budget = 64 * static_cast<std::uint64_t>(bytes.size()) + (std::uint64_t{1} << 20);
   Reader outer(payload, kHeaderSize);
   outer.set_section("section list");

@@ -16,10 +16,17 @@ inline constexpr std::uint32_t kTraceFormatVersion = 4;
 inline constexpr std::uint32_t kOldestReadableFormatVersion = 2;
 /// Header flag: rank segments (encode_rank_segment) follow the payload. docs/format.md.
 inline constexpr std::uint32_t kFlagRankSegments = 1;
+/// Header flag: histogram bin counts are exact `uv` numbers, not two-byte codes (traces passed
+/// between the collector's processes, so that counts are rounded once, in the file).
+inline constexpr std::uint32_t kFlagExactCounts = 2;
 
 /// The file's bytes. With `rank_segments_follow` the header says that rank segments are
 /// appended after these bytes (the collector streams them from the ranks that spilled).
 std::string encode_trace(const Trace& trace, bool rank_segments_follow = false);
+/// The bytes of a trace passed between processes (the collector's radix-tree merge): as
+/// encode_trace, but with header flag kFlagExactCounts, so bin counts are exact whatever their
+/// size. decode_trace reads both.
+std::string encode_trace_for_transfer(const Trace& trace);
 /// One rank segment: a stretch of rank `rank`'s events (a one-rank trace whose nodes all
 /// belong to `rank`, from make_rank_trace) framed with its rank, length and CRC-32. A reader
 /// puts the segments, in file order, before the merged nodes (prepend_rank_segments), so the
