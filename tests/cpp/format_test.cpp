@@ -493,8 +493,13 @@ TEST(Format, BinCountsTakeTwoBytesWhateverTheirSize) {
               std::string::npos);
   }
   // Beyond the largest code (2047 << 36): the largest code, still a valid file.
-  const Trace huge = decode_trace(encode_trace(with_compute_count(std::uint64_t{1} << 60)));
-  EXPECT_EQ(huge.nodes[0].loop->body[0].event->compute.count(), std::uint64_t{2047} << 36);
+  for (std::uint64_t count : {std::uint64_t{1} << 60, ~std::uint64_t{0}}) {
+    const Trace huge = decode_trace(encode_trace(with_compute_count(count)));
+    EXPECT_EQ(huge.nodes[0].loop->body[0].event->compute.count(), std::uint64_t{2047} << 36);
+  }
+  // Rounding to nearest carries into the next exponent: 2047.5 x 32 rounds up to 2048 x 32.
+  const Trace carried = decode_trace(encode_trace(with_compute_count(2047 * 32 + 16)));
+  EXPECT_EQ(carried.nodes[0].loop->body[0].event->compute.count(), std::uint64_t{2048} * 32);
 }
 
 TEST(Format, ReadsVersion3Files) {

@@ -180,8 +180,10 @@ std::uint16_t bin_count_code(std::uint64_t count) {
   if (count < 0x8000) return static_cast<std::uint16_t>(count);
   std::uint32_t e = 0;
   while (e < 32 && (count >> (e + 5)) >= 2048) ++e;
-  // Round the mantissa to nearest; a carry to 2048 moves to the next exponent.
-  std::uint64_t m = (count + (std::uint64_t{1} << (e + 4))) >> (e + 5);
+  if (e > 31) return 0xFFFF;
+  // Round the mantissa to nearest (half up, without an addition that could overflow); a carry
+  // to 2048 moves to the next exponent.
+  std::uint64_t m = (count >> (e + 5)) + ((count >> (e + 4)) & 1);
   if (m == 2048) {
     m = 1024;
     ++e;
