@@ -139,17 +139,6 @@ struct Stats {
   }
 };
 
-void clear_timing(std::vector<Node>& nodes) {
-  for (auto& n : nodes) {
-    if (n.loop) clear_timing(n.loop->body);
-    if (n.event) {
-      n.event->compute = Histogram(n.event->compute.sub_bins());
-      n.event->duration = Histogram(n.event->duration.sub_bins());
-      n.event->timing_groups.clear();
-    }
-  }
-}
-
 /// Bytes of the node tree and its tables, without metadata and timing histograms: the part
 /// that depends only on the communication structure (comparable across runs and rank counts);
 /// and the bytes the timing histograms add to it.
@@ -157,7 +146,7 @@ void measure_structure(const Trace& t, Stats& st) {
   Trace copy = t.clone();
   copy.metadata.clear();
   const std::size_t without_metadata = encode_trace(copy).size();
-  clear_timing(copy.nodes);
+  copy.clear_timing();
   st.structure_bytes = encode_trace(copy).size();
   st.timing_bytes = without_metadata - st.structure_bytes;
 }

@@ -24,16 +24,6 @@ struct Shape {
   std::size_t timing_bytes = 0;
 };
 
-void clear_timing(std::vector<Node>& nodes) {
-  for (auto& n : nodes) {
-    if (n.loop) clear_timing(n.loop->body);
-    if (!n.event) continue;
-    n.event->compute = Histogram(n.event->compute.sub_bins());
-    n.event->duration = Histogram(n.event->duration.sub_bins());
-    n.event->timing_groups.clear();
-  }
-}
-
 void count(const RankList& rl, Shape& s) {
   s.descriptors += rl.descriptors().size();
   s.items += find_descriptor_periods(rl.descriptors()).size();
@@ -76,7 +66,7 @@ Shape shape_of(const Trace& t) {
   count(t.nodes, s);
   s.bytes = encode_trace(t).size();
   Trace untimed = t.clone();
-  clear_timing(untimed.nodes);
+  untimed.clear_timing();
   s.timing_bytes = s.bytes - encode_trace(untimed).size();
   return s;
 }

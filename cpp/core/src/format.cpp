@@ -180,7 +180,6 @@ std::uint16_t bin_count_code(std::uint64_t count) {
   if (count < 0x8000) return static_cast<std::uint16_t>(count);
   std::uint32_t e = 0;
   while (e < 32 && (count >> (e + 5)) >= 2048) ++e;
-  if (e > 31) return 0xFFFF;
   // Round the mantissa to nearest (half up, without an addition that could overflow); a carry
   // to 2048 moves to the next exponent.
   std::uint64_t m = (count >> (e + 5)) + ((count >> (e + 4)) & 1);
@@ -366,11 +365,7 @@ class Reader {
     return v;
   }
   double f64() {
-    if (remaining() < 8) fail("truncated");
-    std::uint64_t bits = 0;
-    for (int i = 0; i < 8; ++i)
-      bits |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(data_[pos_ + i])) << (8 * i);
-    pos_ += 8;
+    const std::uint64_t bits = fixed(8);
     double d;
     std::memcpy(&d, &bits, 8);
     return d;
@@ -597,8 +592,8 @@ Histogram get_hist(Reader& r, bool fixed_width_counts) {
 /// let one byte refer to a large entry, so copies are charged against a budget proportional
 /// to the input size ("never allocates beyond the input's size" up to a constant factor).
 struct TraceReader {
-  std::uint32_t version = kTraceFormatVersion;
-  bool exact_counts = false;  ///< header flag bit 1: bin counts as uv
+  /// Bin counts as two-byte codes: version 4 and later, unless header flag bit 1 (exact `uv`).
+  bool fixed_width_counts = true;
   std::int64_t nranks = 0;
   std::size_t nsites = 0;
   std::size_t nnames = 0;
@@ -738,16 +733,16 @@ struct TraceReader {
       r.fail("event with " + std::to_string(ngroups) + " timing groups (0 or 2.." +
              std::to_string(EventNode::kMaxTimingGroups) + ")");
     if (ngroups == 0) {
-      e.compute = get_hist(r, version >= 4 && !exact_counts);
-      e.duration = get_hist(r, version >= 4 && !exact_counts);
+      e.compute = get_hist(r, fixed_width_counts);
+      e.duration = get_hist(r, fixed_width_counts);
       return n;
     }
     for (std::uint64_t g = 0; g < ngroups; ++g) {
       TimingGroup group;
       group.ranks = rank_ref(r);
       if (group.ranks.empty()) r.fail("timing group without ranks");
-      group.compute = get_hist(r, version >= 4 && !exact_counts);
-      group.duration = get_hist(r, version >= 4 && !exact_counts);
+      group.compute = get_hist(r, fixed_width_counts);
+      group.duration = get_hist(r, fixed_width_counts);
       if (g == 0) {
         e.compute = group.compute;
         e.duration = group.duration;
@@ -906,8 +901,7 @@ Trace decode_trace(std::string_view bytes) {
 
   Trace t;
   TraceReader tr;
-  tr.version = version32;
-  tr.exact_counts = (flags & kFlagExactCounts) != 0;
+  tr.fixed_width_counts = version32 >= 4 && (flags & kFlagExactCounts) == 0;
   tr.budget = 64 * static_cast<std::uint64_t>(bytes.size()) + (std::uint64_t{1} << 20);
   Reader outer(payload, kHeaderSize);
   outer.set_section("section list");

@@ -39,4 +39,16 @@ static std::size_t count_nodes(const std::vector<Node>& nodes) {
 
 std::size_t Trace::node_count() const { return count_nodes(nodes); }
 
+static void clear_timing_of(std::vector<Node>& nodes) {
+  for (auto& n : nodes) {
+    if (n.loop) clear_timing_of(n.loop->body);
+    if (!n.event) continue;
+    n.event->compute = Histogram(n.event->compute.sub_bins());
+    n.event->duration = Histogram(n.event->duration.sub_bins());
+    n.event->timing_groups.clear();
+  }
+}
+
+void Trace::clear_timing() { clear_timing_of(nodes); }
+
 }  // namespace scalatrace

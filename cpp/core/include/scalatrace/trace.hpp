@@ -98,6 +98,9 @@ struct Trace {
   Trace clone() const;
   /// Total nodes (events and loops) in the tree.
   std::size_t node_count() const;
+  /// Empties every event's timing histograms (keeping their bin layout) and timing groups:
+  /// what is left depends only on the communication structure.
+  void clear_timing();
 };
 
 }  // namespace scalatrace
