@@ -154,9 +154,33 @@ Trace to_rank_trace(const RankRecording& rec) {
                          std::move(t.comms), std::move(t.names));
 }
 
+/// The cursor's views of a rank's events (what the simulator reads: arrays referring to the
+/// trace) equal its copies, timing included, and stay valid after the walk went on.
+void expect_views_equal_copies(const Trace& t, std::int64_t rank) {
+  Cursor copies(t, rank), views(t, rank);
+  std::vector<Event> events;
+  std::vector<EventView> seen;
+  Event e;
+  EventView v;
+  while (copies.next(e)) {
+    events.push_back(e);
+    ASSERT_TRUE(views.next(v)) << "rank " << rank << ": views end after " << seen.size();
+    seen.push_back(v);
+  }
+  ASSERT_FALSE(views.next(v)) << "rank " << rank << ": views go on after " << seen.size();
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const Event back = seen[i].to_event();
+    ASSERT_TRUE(back.same_call(events[i])) << "rank " << rank << " event " << i << ": "
+                                           << describe(back) << " vs " << describe(events[i]);
+    ASSERT_EQ(back.compute_ns, events[i].compute_ns);
+    ASSERT_EQ(back.duration_ns, events[i].duration_ns);
+  }
+}
+
 /// Compares one rank's events from the merged trace with its recording (sites by frames and
 /// modules, names by text, everything but timing).
 void expect_rank_equal(const Trace& merged, const RankRecording& rec) {
+  expect_views_equal_copies(merged, rec.rank);
   std::vector<Event> got = expand(merged, rec.rank);
   ASSERT_EQ(got.size(), rec.events.size()) << "rank " << rec.rank;
   for (std::size_t i = 0; i < got.size(); ++i) {

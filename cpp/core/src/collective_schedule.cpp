@@ -51,7 +51,8 @@ std::int64_t received_bytes(const Event& e, std::int64_t me, std::int64_t from, 
     default: break;
   }
   sim::CollSteps steps;
-  sim::collective_steps(as_recorded_by(e, me), from, size, 1.0, steps);
+  const Event sender = as_recorded_by(e, me);
+  sim::collective_steps(EventView::of(sender), from, size, 1.0, steps);
   for (const sim::CollStep& s : steps)
     if (s.send_to == me && nth-- == 0) return whole_bytes(s.send_bytes);
   throw FormatError("collective_schedule: rank " + std::to_string(from) + " of " + std::to_string(size) +
@@ -65,7 +66,7 @@ std::vector<CollectiveStep> collective_schedule(const Event& e, std::int64_t me,
     throw UsageError("collective_schedule: rank " + std::to_string(me) + " is not in a communicator of " +
                      std::to_string(size) + " ranks");
   sim::CollSteps steps;
-  sim::collective_steps(e, me, size, 1.0, steps);
+  sim::collective_steps(EventView::of(e), me, size, 1.0, steps);
   std::vector<CollectiveStep> out;
   out.reserve(steps.size());
   for (const sim::CollStep& s : steps) {

@@ -47,11 +47,9 @@ struct FieldReader {
   ValueSeq::Reader reader;
 };
 
-/// A stored field with one value throughout (most fields of a regular program).
-struct ConstantField {
-  std::uint8_t field = 0;
-  std::int64_t value = 0;
-};
+/// Every scalar field of an event: the ones with one value throughout (most fields of a
+/// regular program) set once per node, the others overwritten per occurrence.
+using FieldValues = std::array<std::int64_t, kFieldCount>;
 
 /// One stored array field of an event node and its reader.
 struct ArrayFieldReader {
@@ -63,14 +61,14 @@ struct ArrayFieldReader {
 /// live in the cursor's StateArena.
 struct NodeState {
   bool has_presence = false;
-  std::uint8_t field_count = 0, constant_count = 0, array_count = 0;
+  std::uint8_t field_count = 0, array_count = 0;
   std::uint64_t occurrence = 0;
   /// Occurrences every constant field has values for (the smallest of their sizes).
   std::uint64_t constant_limit = UINT64_MAX;
   /// Timing modes other than Sample: the (fixed) values, computed on first visit.
   std::uint64_t compute_ns = 0, duration_ns = 0;
   FieldReader* fields = nullptr;        ///< stored varying fields, in field order
-  ConstantField* constants = nullptr;   ///< stored constant non-zero fields
+  FieldValues* base = nullptr;          ///< constant fields set, varying ones 0
   ArrayFieldReader* arrays = nullptr;   ///< stored arrays only, in field order
   ValueSeq::Reader* presence = nullptr;  ///< has_presence only
   ValueSeq::Reader* trips = nullptr;     ///< loops
@@ -195,7 +193,13 @@ struct Cursor::Impl {
   /// The rank's state of node `n` (whose entry in its body's states is `slot`), created on
   /// first visit; nullptr if the rank does not take part in the node.
   NodeState* state(const Node& n, NodeState*& slot) {
-    if (slot != nullptr) return slot == kNotMember ? nullptr : slot;
+    if (slot != nullptr) [[likely]]
+      return slot == kNotMember ? nullptr : slot;
+    return first_visit(n, slot);
+  }
+
+  /// state() on the rank's first visit of node `n`: decides membership, creates the readers.
+  [[gnu::noinline]] NodeState* first_visit(const Node& n, NodeState*& slot) {
     if (!n.ranks.empty() && !n.ranks.contains(rank)) {
       slot = kNotMember;
       return nullptr;
@@ -229,25 +233,24 @@ struct Cursor::Impl {
       }
       // Stored fields: constant ones (value known once) and varying ones (read per occurrence).
       std::array<const ValueSeq*, kFieldCount> seqs{};
-      std::size_t varying = 0, constant = 0;
+      std::size_t varying = 0;
       for (std::size_t i = 0; i < kFieldCount; ++i) {
         if (e.fields[i].empty()) continue;  // field not stored: 0 everywhere
         seqs[i] = seq_for(e.fields[i], std::string(field_name(static_cast<Field>(i))).c_str());
         if (!seqs[i]->empty() && seqs[i]->is_constant()) {
           s.constant_limit = std::min(s.constant_limit, seqs[i]->size());
-          if (seqs[i]->back() != 0) ++constant;
         } else {
           ++varying;
         }
       }
       s.fields = arena.make<FieldReader>(varying);
-      s.constants = arena.make<ConstantField>(constant);
+      s.base = arena.make<FieldValues>();
       for (std::size_t i = 0; i < kFieldCount; ++i) {
         const ValueSeq* seq = seqs[i];
         if (seq == nullptr) continue;
         const auto field = static_cast<std::uint8_t>(i);
         if (!seq->empty() && seq->is_constant()) {
-          if (seq->back() != 0) s.constants[s.constant_count++] = ConstantField{field, seq->back()};
+          (*s.base)[i] = seq->back();
         } else {
           s.fields[s.field_count++] = FieldReader{field, ValueSeq::Reader(seq)};
         }
@@ -297,9 +300,11 @@ struct Cursor::Impl {
     fail("a field of a " + std::string(op_name(en.op)) + " ran out of values");
   }
 
-  /// Fills `e` with the node's next occurrence (every field and array overwritten; array
-  /// storage reused).
-  void make_event(const EventNode& en, NodeState& s, Event& e) {
+  /// Fills `e` (an Event or an EventView) with the node's next occurrence: every field and
+  /// array overwritten (an Event's array storage reused; an EventView's arrays refer to the
+  /// trace's value sequences).
+  template <class E>
+  void make_event(const EventNode& en, NodeState& s, E& e) {
     e.op = en.op;
     e.site = en.site;
     if (s.site_ids != nullptr) {
@@ -307,22 +312,26 @@ struct Cursor::Impl {
         fail("call-site sequence of a " + std::string(op_name(en.op)) + " ran out");
       e.site = static_cast<std::uint32_t>(s.site_ids->next());
     }
-    e.fields.fill(0);
+    e.fields = *s.base;
     if (s.occurrence >= s.constant_limit) fail_field_ran_out(en, s);
     for (FieldReader& f : std::span(s.fields, s.field_count)) {
       if (f.reader.done()) fail_field_ran_out(en, s);
       e.fields[f.field] = f.reader.next();
     }
-    for (const ConstantField& c : std::span(s.constants, s.constant_count))
-      e.fields[c.field] = c.value;
-    for (auto& a : e.arrays) a.clear();
+    if constexpr (std::is_same_v<E, EventView>)
+      e.arrays = {};
+    else
+      for (auto& a : e.arrays) a.clear();
     for (ArrayFieldReader& a : std::span(s.arrays, s.array_count)) {
       if (a.reader.done())
         fail("array " + std::string(array_field_name(static_cast<ArrayField>(a.field))) + " of a " +
              std::string(op_name(en.op)) + " ran out of values at occurrence " +
              std::to_string(s.occurrence));
       const std::vector<std::int64_t>& values = a.reader.next();
-      e.arrays[a.field].assign(values.begin(), values.end());
+      if constexpr (std::is_same_v<E, EventView>)
+        e.arrays[a.field] = values;
+      else
+        e.arrays[a.field].assign(values.begin(), values.end());
     }
     ++s.occurrence;
     if (timing == TimingMode::Sample) {
@@ -334,7 +343,8 @@ struct Cursor::Impl {
     }
   }
 
-  bool next(Event& out) {
+  template <class E>
+  bool next(E& out) {
     while (!stack.empty()) {
       WalkFrame& f = stack.back();
       if (f.pos == f.body->size()) {
@@ -389,6 +399,7 @@ std::optional<Event> Cursor::next() {
   return e;
 }
 bool Cursor::next(Event& out) { return impl_->next(out); }
+bool Cursor::next(EventView& out) { return impl_->next(out); }
 void Cursor::prefetch() const noexcept { impl_->prefetch(); }
 const Node* Cursor::last_node() const { return impl_->last; }
 

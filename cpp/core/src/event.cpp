@@ -59,4 +59,28 @@ std::string describe(const Event& e) {
   return out;
 }
 
+std::string describe(const EventView& e) { return describe(e.to_event()); }
+
+EventView EventView::of(const Event& e) {
+  EventView v;
+  v.op = e.op;
+  v.site = e.site;
+  v.fields = e.fields;
+  for (std::size_t i = 0; i < kArrayFieldCount; ++i) v.arrays[i] = e.arrays[i];
+  v.compute_ns = e.compute_ns;
+  v.duration_ns = e.duration_ns;
+  return v;
+}
+
+Event EventView::to_event() const {
+  Event e;
+  e.op = op;
+  e.site = site;
+  e.fields = fields;
+  for (std::size_t i = 0; i < kArrayFieldCount; ++i) e.arrays[i].assign(arrays[i].begin(), arrays[i].end());
+  e.compute_ns = compute_ns;
+  e.duration_ns = duration_ns;
+  return e;
+}
+
 }  // namespace scalatrace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <span>
 
 #include "simulator_internal.hpp"
 
@@ -23,8 +24,8 @@ std::int64_t largest_pow2_le(std::int64_t n) {
 }
 bool is_pow2(std::int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
-double array_at(const Event& e, ArrayField f, std::int64_t i, double fallback) {
-  const auto& a = e[f];
+double array_at(const EventView& e, ArrayField f, std::int64_t i, double fallback) {
+  const std::span<const std::int64_t> a = e[f];
   if (i >= 0 && static_cast<std::size_t>(i) < a.size()) return static_cast<double>(a[static_cast<std::size_t>(i)]);
   return fallback;
 }
@@ -198,7 +199,7 @@ class StepBuilder {
 
 }  // namespace
 
-void collective_steps(const Event& e, std::int64_t me, std::int64_t n, double size_scale,
+void collective_steps(const EventView& e, std::int64_t me, std::int64_t n, double size_scale,
                       CollSteps& out) {
   out.clear();
   if (n <= 1) return;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <deque>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 
@@ -33,6 +34,7 @@ struct Request {
   bool rendezvous = false;  ///< send: waits for the receiver (late-receiver time)
   bool orphaned = false;    ///< freed while active: never reused
   bool schedule = false;    ///< a nonblocking collective's: known (done) when its schedule ends
+  bool waited = false;      ///< in the rank's current wait list (a completion call lists it once)
   double done = 0;          ///< completion time (send: buffer free; recv: data arrived)
   double o_r = 0;           ///< receive overhead charged when the receive completes
   std::int64_t slot = -1;   ///< handle-buffer slot index, -1 for internal requests
@@ -135,7 +137,7 @@ struct RankSim {
   SmallVector<CommInfo, 2> comms;
   // Blocking probe in progress.
   PostedRecv probe;
-  Event ev;
+  EventView ev;  ///< the current event (arrays refer to the trace)
 
   RankSim(const Trace& t, std::int64_t r, const SimOptions& o)
       : rank(r), cursor(t, r, o.timing, o.seed + static_cast<std::uint64_t>(r)) {}
@@ -341,7 +343,13 @@ class Engine {
   std::int64_t peer_world(RankSim& R, std::int64_t comm, std::int64_t relative) {
     if (relative == kAnySource) return kAnyWorld;
     if (relative == kProcNull) return -2;
-    const CommInfo& c = R.comms[comm_index(R, comm)];
+    return member_world(R, comm_index(R, comm), comm, relative);
+  }
+
+  /// World rank of a relative peer (neither MPI_ANY_SOURCE nor MPI_PROC_NULL) in communicator
+  /// `comm`, whose index in the rank's comms is `ci`.
+  std::int64_t member_world(const RankSim& R, std::size_t ci, std::int64_t comm, std::int64_t relative) const {
+    const CommInfo& c = R.comms[ci];
     const std::int64_t w = world_of(R, c, c.me + relative);
     if (w < 0)
       fail_event(R, "peer " + std::to_string(c.me + relative) + " is outside communicator " +
@@ -607,6 +615,7 @@ class Engine {
   // ---------------------------------------------------------------- waiting
 
   static void clear_waits(RankSim& R) {
+    for (const std::int32_t q : R.waits) R.reqs[static_cast<std::size_t>(q)].waited = false;
     R.waits.clear();
     R.waits_known = 0;
   }
@@ -632,10 +641,12 @@ class Engine {
       }
       if (Q.kind == Request::Kind::Recv) t += Q.o_r;
       Q.active = false;
+      Q.waited = false;
       if (!Q.persistent) release(R, q);
     }
     R.clock = t;
-    clear_waits(R);
+    R.waits.clear();
+    R.waits_known = 0;
     return true;
   }
 
@@ -887,19 +898,22 @@ class Engine {
   /// Posts the send half of a user point-to-point call; kNoRequest for MPI_PROC_NULL.
   std::int32_t user_send(RankSim& R, Op op, std::int64_t comm, std::int64_t peer_field,
                          std::int64_t tag, std::int64_t bytes) {
-    const std::int64_t dst = peer_world(R, comm, peer_field);
-    if (dst == kAnyWorld) fail_event(R, "a send to MPI_ANY_SOURCE");
-    if (dst < 0) return kNoRequest;
+    if (peer_field == kAnySource) fail_event(R, "a send to MPI_ANY_SOURCE");
+    if (peer_field == kProcNull) return kNoRequest;
+    const std::size_t ci = comm_index(R, comm);
+    const std::int64_t dst = member_world(R, ci, comm, peer_field);
     const std::int32_t q = new_request(R, Request::Kind::Send);
-    post_send(R, dst, comm_key(R, comm), tag, scaled_bytes(bytes), op, false, q);
+    post_send(R, dst, R.comms[ci].key, tag, scaled_bytes(bytes), op, false, q);
     return q;
   }
 
   std::int32_t user_recv(RankSim& R, std::int64_t comm, std::int64_t peer_field, std::int64_t tag) {
-    const std::int64_t src = peer_world(R, comm, peer_field);
-    if (src < kAnyWorld) return kNoRequest;  // MPI_PROC_NULL
+    if (peer_field == kProcNull) return kNoRequest;
+    const std::size_t ci = comm_index(R, comm);
+    const std::int64_t src =
+        peer_field == kAnySource ? kAnyWorld : member_world(R, ci, comm, peer_field);
     const std::int32_t q = new_request(R, Request::Kind::Recv);
-    post_recv(R, src, comm_key(R, comm), tag, false, q);
+    post_recv(R, src, R.comms[ci].key, tag, false, q);
     return q;
   }
 
@@ -925,7 +939,7 @@ class Engine {
       post_recv(R, a.peer, a.comm, a.tag, false, q);
   }
 
-  void add_completions(RankSim& R, const std::vector<std::int64_t>& offsets, std::int64_t index) {
+  void add_completions(RankSim& R, std::span<const std::int64_t> offsets, std::int64_t index) {
     if (index < 0 || static_cast<std::size_t>(index) >= offsets.size()) return;
     const std::int32_t q = slot_request(R, offsets[static_cast<std::size_t>(index)]);
     if (q == kNoRequest) return;
@@ -934,12 +948,14 @@ class Engine {
       release(R, q);
       return;
     }
-    if (Q.active && std::find(R.waits.begin(), R.waits.end(), q) == R.waits.end())
+    if (Q.active && !Q.waited) {
+      Q.waited = true;
       R.waits.push_back(q);
+    }
   }
 
   void dispatch(RankSim& R) {
-    const Event& e = R.ev;
+    const EventView& e = R.ev;
     const std::int64_t comm = e[Field::Comm];
     switch (op_kind(e.op)) {
       case OpKind::BlockingSend:
@@ -1009,7 +1025,7 @@ class Engine {
         end_event(R);
         return;
       case OpKind::Completion: {
-        const auto& offs = e[ArrayField::Requests];
+        const std::span<const std::int64_t> offs = e[ArrayField::Requests];
         clear_waits(R);
         const bool flag = e[Field::Flag] != 0;
         switch (e.op) {

@@ -17,6 +17,8 @@ class Network {
   Network(const SimOptions& options, std::int64_t nranks);
 
   bool same_node(std::int64_t a, std::int64_t b) const {
+    // Ranks are non-negative: a shift is the division by a power of two, without its latency.
+    if (node_shift_ >= 0) return (a >> node_shift_) == (b >> node_shift_);
     return a / ranks_per_node_ == b / ranks_per_node_;
   }
   const LogGP& link(std::int64_t a, std::int64_t b) const {
@@ -36,6 +38,7 @@ class Network {
  private:
   LogGP inter_, intra_;
   std::int64_t ranks_per_node_;
+  int node_shift_ = -1;  ///< log2(ranks_per_node) when that is a power of two (1 included)
   bool contention_;
   std::vector<double> nic_free_;               ///< per rank: earliest next message start
   std::vector<double> node_tx_free_, node_rx_free_;  ///< per node (contention only)
@@ -54,7 +57,7 @@ using CollSteps = SmallVector<CollStep, 16>;
 /// The steps of communicator rank `me` (of `n`) in collective event `e`, chosen like MPICH
 /// chooses its algorithm from the message size. Bytes are multiplied by `size_scale`.
 /// Appends to `out` (cleared first).
-void collective_steps(const Event& e, std::int64_t me, std::int64_t n, double size_scale,
+void collective_steps(const EventView& e, std::int64_t me, std::int64_t n, double size_scale,
                       CollSteps& out);
 
 }  // namespace scalatrace::sim

@@ -1,6 +1,7 @@
 // LogGP network model of the simulator: transfer timing, sender gap, optional link contention;
 // and validation of the simulator's options. See docs/simulator.md ("Network model").
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
 
@@ -48,6 +49,8 @@ Network::Network(const SimOptions& options, std::int64_t nranks)
       ranks_per_node_(options.ranks_per_node),
       contention_(options.contention),
       nic_free_(static_cast<std::size_t>(nranks), 0.0) {
+  if (ranks_per_node_ > 0 && (ranks_per_node_ & (ranks_per_node_ - 1)) == 0)
+    node_shift_ = std::countr_zero(static_cast<std::uint64_t>(ranks_per_node_));
   if (contention_) {
     const auto nodes = static_cast<std::size_t>((nranks + ranks_per_node_ - 1) / ranks_per_node_);
     node_tx_free_.assign(nodes, 0.0);

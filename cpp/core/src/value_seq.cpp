@@ -358,7 +358,6 @@ std::string ValueSeq::to_string() const {
   return os.str();
 }
 
-bool ValueSeq::Reader::done() const { return seq_ == nullptr || block_ >= seq_->blocks_.size(); }
 
 std::int64_t ValueSeq::Reader::next() {
   const ValueBlock& b = seq_->blocks_[block_];

@@ -28,6 +28,9 @@ class Cursor {
   /// The same, written into `out` (its array storage reused: no allocation per event once
   /// warm). False at the end (`out` then unchanged).
   bool next(Event& out);
+  /// The same without copying arrays: `out`'s arrays refer to the trace's value sequences
+  /// (valid while the trace lives). What the simulator reads.
+  bool next(EventView& out);
   /// A hint only: starts loading into the cache what the next call to next() reads (the
   /// walk's state and the rank's node states), for a caller that walks many cursors in turn.
   void prefetch() const noexcept;

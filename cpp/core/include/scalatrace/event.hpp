@@ -2,6 +2,7 @@
 // One MPI call as recorded by the collector: the unit of every scalatrace algorithm.
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -87,9 +88,30 @@ struct Event {
   }
 };
 
+/// An event whose arrays are views into storage that outlives it (a trace's value sequences,
+/// or an Event): what the simulator reads, without copying arrays per event.
+struct EventView {
+  Op op = Op::Other;
+  std::uint32_t site = 0;
+  std::array<std::int64_t, kFieldCount> fields{};
+  std::array<std::span<const std::int64_t>, kArrayFieldCount> arrays{};
+  std::uint64_t compute_ns = 0;
+  std::uint64_t duration_ns = 0;
+
+  std::int64_t operator[](Field f) const { return fields[static_cast<std::size_t>(f)]; }
+  std::span<const std::int64_t> operator[](ArrayField f) const {
+    return arrays[static_cast<std::size_t>(f)];
+  }
+  /// A view of `e` (valid while `e` lives and its arrays are not changed).
+  static EventView of(const Event& e);
+  /// A copy that owns its arrays.
+  Event to_event() const;
+};
+
 std::string_view field_name(Field f);
 std::string_view array_field_name(ArrayField f);
 /// One-line human-readable description (for dumps and test failure messages).
 std::string describe(const Event& e);
+std::string describe(const EventView& e);
 
 }  // namespace scalatrace

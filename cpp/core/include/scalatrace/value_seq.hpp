@@ -55,7 +55,7 @@ class ValueSeq {
   class Reader {
    public:
     explicit Reader(const ValueSeq* seq = nullptr) : seq_(seq) {}
-    bool done() const;
+    bool done() const { return seq_ == nullptr || block_ >= seq_->blocks_.size(); }
     std::int64_t next();  ///< precondition: !done()
    private:
     const ValueSeq* seq_;
