@@ -146,7 +146,8 @@ std::uint64_t histogram_median(const Histogram& h) {
 }
 
 struct WalkFrame {
-  const std::vector<Node>* body = nullptr;
+  const Node* body = nullptr;    ///< the body's nodes (a trace's top level or a loop's body)
+  std::size_t size = 0;          ///< how many
   NodeState** states = nullptr;  ///< per position of `body`
   std::size_t pos = 0;
   std::uint64_t trips_left = 0;  ///< iterations still to run after the current one
@@ -168,7 +169,8 @@ struct Cursor::Impl {
   Impl(const Trace& t, std::int64_t r, TimingMode m, std::uint64_t seed)
       : trace(t), rank(r), timing(m) {
     if (timing == TimingMode::Sample) rng = std::make_unique<std::mt19937_64>(seed);
-    stack.push_back(WalkFrame{&trace.nodes, arena.make<NodeState*>(trace.nodes.size()), 0, 0});
+    stack.push_back(WalkFrame{trace.nodes.data(), trace.nodes.size(),
+                              arena.make<NodeState*>(trace.nodes.size()), 0, 0});
   }
 
   void prefetch() const {
@@ -263,6 +265,14 @@ struct Cursor::Impl {
         if (arrays[i] == nullptr)
           fail(std::string("array ") + std::string(array_field_name(static_cast<ArrayField>(i))) +
                " has no value sequence for this rank");
+        // An array empty at every occurrence (the usual case: an op that has none) reads like
+        // one not stored; only its length still bounds the occurrences.
+        const auto& runs = arrays[i]->runs();
+        if (std::all_of(runs.begin(), runs.end(), [](const ArraySeq::Run& r) { return r.values.empty(); })) {
+          s.constant_limit = std::min(s.constant_limit, arrays[i]->size());
+          arrays[i] = nullptr;
+          continue;
+        }
         ++stored_arrays;
       }
       s.arrays = arena.make<ArrayFieldReader>(stored_arrays);
@@ -287,8 +297,9 @@ struct Cursor::Impl {
     return 0;
   }
 
-  /// Names the first field (in field order) that has no value for this occurrence.
-  [[noreturn]] void fail_field_ran_out(const EventNode& en, const NodeState& s) const {
+  /// Names the first field (in field order), else the first array, that has no value for this
+  /// occurrence.
+  [[noreturn]] void fail_ran_out(const EventNode& en, const NodeState& s) const {
     for (std::size_t i = 0; i < kFieldCount; ++i) {
       if (en.fields[i].empty()) continue;
       const ValueSeq* seq = en.fields[i].for_rank(rank);
@@ -297,7 +308,18 @@ struct Cursor::Impl {
            std::string(op_name(en.op)) + " ran out of values at occurrence " +
            std::to_string(s.occurrence));
     }
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
+      if (en.arrays[i].empty()) continue;
+      const ArraySeq* seq = en.arrays[i].for_rank(rank);
+      if (seq != nullptr && seq->size() > s.occurrence) continue;
+      fail_array_ran_out(en, static_cast<ArrayField>(i), s);
+    }
     fail("a field of a " + std::string(op_name(en.op)) + " ran out of values");
+  }
+
+  [[noreturn]] void fail_array_ran_out(const EventNode& en, ArrayField a, const NodeState& s) const {
+    fail("array " + std::string(array_field_name(a)) + " of a " + std::string(op_name(en.op)) +
+         " ran out of values at occurrence " + std::to_string(s.occurrence));
   }
 
   /// Fills `e` (an Event or an EventView) with the node's next occurrence: every field and
@@ -313,20 +335,19 @@ struct Cursor::Impl {
       e.site = static_cast<std::uint32_t>(s.site_ids->next());
     }
     e.fields = *s.base;
-    if (s.occurrence >= s.constant_limit) fail_field_ran_out(en, s);
+    if (s.occurrence >= s.constant_limit) fail_ran_out(en, s);
     for (FieldReader& f : std::span(s.fields, s.field_count)) {
-      if (f.reader.done()) fail_field_ran_out(en, s);
+      if (f.reader.done()) fail_ran_out(en, s);
       e.fields[f.field] = f.reader.next();
     }
     if constexpr (std::is_same_v<E, EventView>)
-      e.arrays = {};
+      for (auto& a : e.arrays) {
+        if (!a.empty()) a = {};
+      }
     else
       for (auto& a : e.arrays) a.clear();
     for (ArrayFieldReader& a : std::span(s.arrays, s.array_count)) {
-      if (a.reader.done())
-        fail("array " + std::string(array_field_name(static_cast<ArrayField>(a.field))) + " of a " +
-             std::string(op_name(en.op)) + " ran out of values at occurrence " +
-             std::to_string(s.occurrence));
+      if (a.reader.done()) fail_array_ran_out(en, static_cast<ArrayField>(a.field), s);
       const std::vector<std::int64_t>& values = a.reader.next();
       if constexpr (std::is_same_v<E, EventView>)
         e.arrays[a.field] = values;
@@ -347,7 +368,7 @@ struct Cursor::Impl {
   bool next(E& out) {
     while (!stack.empty()) {
       WalkFrame& f = stack.back();
-      if (f.pos == f.body->size()) {
+      if (f.pos == f.size) {
         if (f.trips_left > 0) {
           --f.trips_left;
           f.pos = 0;
@@ -357,7 +378,7 @@ struct Cursor::Impl {
         continue;
       }
       const std::size_t pos = f.pos++;
-      const Node& n = (*f.body)[pos];
+      const Node& n = f.body[pos];
       NodeState* state_of_node = state(n, f.states[pos]);
       if (state_of_node == nullptr) continue;
       NodeState& s = *state_of_node;
@@ -372,7 +393,8 @@ struct Cursor::Impl {
         const std::int64_t trips = s.trips->next();
         if (trips < 0) fail("negative loop trip count " + std::to_string(trips));
         if (trips == 0 || n.loop->body.empty()) continue;
-        stack.push_back(WalkFrame{&n.loop->body, s.body, 0, static_cast<std::uint64_t>(trips - 1)});
+        stack.push_back(WalkFrame{n.loop->body.data(), n.loop->body.size(), s.body, 0,
+                                  static_cast<std::uint64_t>(trips - 1)});
         continue;
       }
       ++events;

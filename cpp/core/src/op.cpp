@@ -5,13 +5,9 @@
 namespace scalatrace {
 namespace {
 
-struct OpInfo {
-  std::string_view name;
-  OpKind kind;
-};
-
-constexpr std::array<OpInfo, kOpCount> kOps = {{
-#define SCALATRACE_OP(name, kind) {#name, OpKind::kind},
+/// Each op's name, by op (kinds: kOpKinds in op.hpp).
+constexpr std::array<std::string_view, kOpCount> kOpNames = {{
+#define SCALATRACE_OP(name, kind) #name,
 #include "scalatrace/ops.def"
 #undef SCALATRACE_OP
 }};
@@ -20,19 +16,14 @@ constexpr std::array<OpInfo, kOpCount> kOps = {{
 
 std::string_view op_name(Op op) {
   auto i = static_cast<std::size_t>(op);
-  return i < kOpCount ? kOps[i].name : std::string_view{"<invalid op>"};
+  return i < kOpCount ? kOpNames[i] : std::string_view{"<invalid op>"};
 }
 
 std::optional<Op> op_from_name(std::string_view name) {
   if (name.starts_with("MPI_")) name.remove_prefix(4);
   for (std::size_t i = 0; i < kOpCount; ++i)
-    if (kOps[i].name == name) return static_cast<Op>(i);
+    if (kOpNames[i] == name) return static_cast<Op>(i);
   return std::nullopt;
-}
-
-OpKind op_kind(Op op) {
-  auto i = static_cast<std::size_t>(op);
-  return i < kOpCount ? kOps[i].kind : OpKind::Other;
 }
 
 std::string_view op_kind_name(OpKind kind) {

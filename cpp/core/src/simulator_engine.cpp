@@ -299,7 +299,13 @@ class Engine {
   // ---------------------------------------------------------------- communicators
 
   std::size_t comm_index(RankSim& R, std::int64_t id) {
-    if (R.last_comm < R.comms.size() && R.comms[R.last_comm].id == id) return R.last_comm;
+    if (R.last_comm < R.comms.size() && R.comms[R.last_comm].id == id) [[likely]]
+      return R.last_comm;
+    return find_comm(R, id);
+  }
+
+  /// comm_index() past the communicator used last: found among the rank's, or added.
+  [[gnu::noinline]] std::size_t find_comm(RankSim& R, std::int64_t id) {
     for (std::size_t i = 0; i < R.comms.size(); ++i)
       if (R.comms[i].id == id) {
         R.last_comm = i;
@@ -350,9 +356,18 @@ class Engine {
   /// `comm`, whose index in the rank's comms is `ci`.
   std::int64_t member_world(const RankSim& R, std::size_t ci, std::int64_t comm, std::int64_t relative) const {
     const CommInfo& c = R.comms[ci];
-    const std::int64_t w = world_of(R, c, c.me + relative);
+    const std::int64_t r = c.me + relative;
+    if (c.identity && r >= 0 && r < c.size) [[likely]]
+      return r;
+    return member_world_mapped(R, c, comm, r);
+  }
+
+  /// member_world() in a communicator whose ranks are not the world's (or out of range).
+  [[gnu::noinline]] std::int64_t member_world_mapped(const RankSim& R, const CommInfo& c, std::int64_t comm,
+                                                     std::int64_t comm_rank) const {
+    const std::int64_t w = world_of(R, c, comm_rank);
     if (w < 0)
-      fail_event(R, "peer " + std::to_string(c.me + relative) + " is outside communicator " +
+      fail_event(R, "peer " + std::to_string(comm_rank) + " is outside communicator " +
                         std::to_string(comm) + " of size " + std::to_string(c.size));
     return w;
   }

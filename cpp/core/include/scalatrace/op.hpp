@@ -1,6 +1,7 @@
 #pragma once
 // MPI operations as scalatrace names them, generated from ops.def.
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string_view>
 
@@ -40,7 +41,18 @@ inline constexpr std::size_t kOpCount = static_cast<std::size_t>(Op::kCount);
 std::string_view op_name(Op op);
 /// Inverse of op_name; accepts an optional "MPI_" prefix.
 std::optional<Op> op_from_name(std::string_view name);
-OpKind op_kind(Op op);
+/// Each op's kind, by op (the table every per-event dispatch reads: kept inline).
+inline constexpr OpKind kOpKinds[] = {
+#define SCALATRACE_OP(name, kind) OpKind::kind,
+#include "scalatrace/ops.def"
+#undef SCALATRACE_OP
+};
+static_assert(std::size(kOpKinds) == kOpCount);
+
+inline OpKind op_kind(Op op) {
+  const auto i = static_cast<std::size_t>(op);
+  return i < kOpCount ? kOpKinds[i] : OpKind::Other;
+}
 std::string_view op_kind_name(OpKind kind);
 
 /// True for ops whose call creates exactly one request in the handle buffer.
