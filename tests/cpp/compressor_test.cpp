@@ -292,6 +292,47 @@ TEST(Cursor, TimingModesAndErrors) {
   }
 }
 
+TEST(Cursor, ArraysEmptyAtEveryOccurrenceStillBoundTheWalk) {
+  std::vector<Event> s;
+  for (int i = 0; i < 10; ++i) s.push_back(ev(Op::Isend, 1, 1, 64));
+  const Trace t = compress(s);
+  ASSERT_TRUE(t.nodes[0].loop);
+  auto with_empty_requests = [&](std::uint64_t occurrences) {
+    Trace u = t.clone();
+    ArraySeq empty;
+    for (std::uint64_t i = 0; i < occurrences; ++i) empty.append(std::vector<std::int64_t>{});
+    auto& requests = u.nodes[0].loop->body[0].event->arrays[static_cast<std::size_t>(ArrayField::Requests)];
+    requests.alternatives.clear();
+    requests.alternatives.emplace_back(std::move(empty), RankList{});
+    return u;
+  };
+  // Long enough: read like no array at all, by copies and by views.
+  const Trace enough = with_empty_requests(10);
+  Cursor copies(enough, 0), views(enough, 0);
+  Event e;
+  EventView v;
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(copies.next(e));
+    ASSERT_TRUE(views.next(v));
+    EXPECT_TRUE(e[ArrayField::Requests].empty());
+    EXPECT_TRUE(v[ArrayField::Requests].empty());
+    EXPECT_TRUE(v.to_event().same_call(e));
+  }
+  EXPECT_FALSE(views.next(v));
+  // Too short: the walk stops at the sixth occurrence and names the array.
+  const Trace short_one = with_empty_requests(5);
+  Cursor c(short_one, 0);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(c.next(v));
+  try {
+    c.next(v);
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& err) {
+    EXPECT_NE(std::string(err.what()).find("array Requests of a Isend ran out of values at occurrence 5"),
+              std::string::npos)
+        << err.what();
+  }
+}
+
 TEST(Cursor, MergedTraceRanksAndAlternatives) {
   // Hand-built merged trace: a loop for ranks {0,1}, an event only rank 1 runs.
   Trace t;
