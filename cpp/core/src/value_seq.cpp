@@ -359,21 +359,43 @@ std::string ValueSeq::to_string() const {
 }
 
 
-std::int64_t ValueSeq::Reader::next() {
+void ValueSeq::Reader::advance() {
   const ValueBlock& b = seq_->blocks_[block_];
-  const ValueRun& r = b.runs[run_];
-  const std::int64_t v = run_value(r, pos_);
-  if (++pos_ == r.count) {
-    pos_ = 0;
+  if (++run_ == b.runs.size()) {
+    run_ = 0;
+    if (++rep_ >= b.repeat) {
+      rep_ = 0;
+      ++block_;
+    }
+  }
+  settle();
+}
+
+void ValueSeq::Reader::settle() {
+  left_ = 0;
+  if (seq_ == nullptr) return;
+  while (block_ < seq_->blocks_.size()) {
+    const ValueBlock& b = seq_->blocks_[block_];
+    if (b.repeat == 0 || b.runs.empty()) {  // holds no values
+      ++block_;
+      run_ = rep_ = 0;
+      continue;
+    }
+    const ValueRun& r = b.runs[run_];
+    if (r.count > 0) {
+      value_ = static_cast<std::uint64_t>(r.first);
+      stride_ = static_cast<std::uint64_t>(r.stride);
+      left_ = r.count;
+      return;
+    }
     if (++run_ == b.runs.size()) {
       run_ = 0;
-      if (++rep_ == b.repeat) {
+      if (++rep_ >= b.repeat) {
         rep_ = 0;
         ++block_;
       }
     }
   }
-  return v;
 }
 
 }  // namespace scalatrace

@@ -51,16 +51,27 @@ class ValueSeq {
   std::string to_string() const;
   bool operator==(const ValueSeq& o) const { return blocks_ == o.blocks_; }
 
-  /// Sequential reader: O(1) amortized per value.
+  /// Sequential reader: O(1) amortized per value. Within a run a value is the previous one
+  /// plus the stride (wrapping like ValueRun's first + i * stride), so next() reads no run.
   class Reader {
    public:
-    explicit Reader(const ValueSeq* seq = nullptr) : seq_(seq) {}
-    bool done() const { return seq_ == nullptr || block_ >= seq_->blocks_.size(); }
-    std::int64_t next();  ///< precondition: !done()
+    explicit Reader(const ValueSeq* seq = nullptr) : seq_(seq) { settle(); }
+    bool done() const { return left_ == 0; }
+    std::int64_t next() {  ///< precondition: !done()
+      const auto v = static_cast<std::int64_t>(value_);
+      value_ += stride_;
+      if (--left_ == 0) advance();
+      return v;
+    }
+
    private:
     const ValueSeq* seq_;
-    std::size_t block_ = 0, run_ = 0;
-    std::uint64_t rep_ = 0, pos_ = 0;
+    std::size_t block_ = 0, run_ = 0;  ///< the current run: blocks_[block_].runs[run_]
+    std::uint64_t rep_ = 0;            ///< repetition of the current block
+    std::uint64_t value_ = 0, stride_ = 0;  ///< the next value and the run's stride (as unsigned)
+    std::uint64_t left_ = 0;                ///< values left in the current run (0: done)
+    void advance();  ///< past the current run, to the next one with values
+    void settle();   ///< from the current position to the first run with values
   };
 
  private:
