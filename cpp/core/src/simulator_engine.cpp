@@ -502,7 +502,7 @@ class Engine {
     Q.active = true;
     PostedRecv pr{src, comm, tag, q, when, collective};
     if (src == kAnyWorld) {
-      R.posted.push_back(pr);
+      add_posted(R, src, comm, tag, q, when, collective);
       ++R.wildcards_posted;
       for (const Message& m : R.unexpected)
         if (matches(pr, m)) {
@@ -523,7 +523,18 @@ class Engine {
       match(R.rank, pr, m);
       return;
     }
-    R.posted.push_back(pr);
+    add_posted(R, src, comm, tag, q, when, collective);
+  }
+
+  static void add_posted(RankSim& R, std::int64_t src, std::int64_t comm, std::int64_t tag,
+                         std::int32_t q, double when, bool collective) {
+    PostedRecv& p = R.posted.push_uninitialized();
+    p.src = src;
+    p.comm = comm;
+    p.tag = tag;
+    p.req = q;
+    p.post_time = when;
+    p.collective = collective;
   }
 
   /// A message reaches its destination's queues: the first posted receive that matches takes
@@ -541,7 +552,7 @@ class Engine {
       match(d, pr, m);
       return;
     }
-    D.unexpected.push_back(std::move(m));
+    D.unexpected.push_back(m);
     if (D.stage == Stage::Probing) wake(d);
   }
 

@@ -51,6 +51,12 @@ class SmallVector {
     push_back(T{});
     return back();
   }
+  /// Appends an element whose bytes the caller then sets field by field (in place: no copy of
+  /// a temporary).
+  T& push_uninitialized() {
+    if (size_ == capacity_) grow();
+    return data()[size_++];
+  }
   void pop_back() { --size_; }
   void clear() { size_ = 0; }
   /// Removes [first, last), keeping the order of the rest.
@@ -62,34 +68,41 @@ class SmallVector {
   void erase(T* pos) { erase(pos, pos + 1); }
 
  private:
-  T* heap_ = nullptr;  ///< nullptr while the elements are inline
+  /// The elements: inline_ or a heap block (one load per access, no test of which).
+  T* data_ = inline_data();
   std::uint32_t size_ = 0, capacity_ = N;
   alignas(T) unsigned char inline_[N * sizeof(T)];
 
-  T* data() { return heap_ != nullptr ? heap_ : reinterpret_cast<T*>(inline_); }
-  const T* data() const { return heap_ != nullptr ? heap_ : reinterpret_cast<const T*>(inline_); }
+  T* inline_data() { return reinterpret_cast<T*>(inline_); }
+  bool is_inline() const { return data_ == reinterpret_cast<const T*>(inline_); }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
 
   void grow() {
     const std::uint32_t capacity = capacity_ * 2;
     auto* bigger = static_cast<T*>(std::malloc(std::size_t{capacity} * sizeof(T)));
     if (bigger == nullptr) throw std::bad_alloc();
-    std::memcpy(static_cast<void*>(bigger), data(), std::size_t{size_} * sizeof(T));
-    std::free(heap_);
-    heap_ = bigger;
+    std::memcpy(static_cast<void*>(bigger), data_, std::size_t{size_} * sizeof(T));
+    if (!is_inline()) std::free(data_);
+    data_ = bigger;
     capacity_ = capacity;
   }
   void release() {
-    std::free(heap_);
-    heap_ = nullptr;
+    if (!is_inline()) std::free(data_);
+    data_ = inline_data();
     size_ = 0;
     capacity_ = N;
   }
   void take(SmallVector& other) {
-    heap_ = other.heap_;
     size_ = other.size_;
     capacity_ = other.capacity_;
-    if (heap_ == nullptr) std::memcpy(inline_, other.inline_, std::size_t{size_} * sizeof(T));
-    other.heap_ = nullptr;
+    if (other.is_inline()) {
+      data_ = inline_data();
+      std::memcpy(inline_, other.inline_, std::size_t{size_} * sizeof(T));
+    } else {
+      data_ = other.data_;
+    }
+    other.data_ = other.inline_data();
     other.size_ = 0;
     other.capacity_ = N;
   }
