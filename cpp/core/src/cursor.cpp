@@ -340,11 +340,11 @@ struct Cursor::Impl {
       if (f.reader.done()) fail_ran_out(en, s);
       e.fields[f.field] = f.reader.next();
     }
-    if constexpr (std::is_same_v<E, EventView>)
-      for (auto& a : e.arrays) {
-        if (!a.empty()) a = {};
-      }
-    else
+    if constexpr (std::is_same_v<E, EventView>) {
+      if ((e.arrays[0].size() | e.arrays[1].size() | e.arrays[2].size() | e.arrays[3].size()) != 0)
+        e.arrays = {};
+      static_assert(kArrayFieldCount == 4);
+    } else
       for (auto& a : e.arrays) a.clear();
     for (ArrayFieldReader& a : std::span(s.arrays, s.array_count)) {
       if (a.reader.done()) fail_array_ran_out(en, static_cast<ArrayField>(a.field), s);

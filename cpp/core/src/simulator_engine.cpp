@@ -170,7 +170,8 @@ class Engine {
       while (!ready_.empty()) {
         const std::int64_t r = ready_.front();
         ready_.pop_front();
-        if (ready_.size() > kPrefetchDistance) prefetch(rank(ready_[kPrefetchDistance]));
+        if (prefetch_states_ && ready_.size() > kPrefetchDistance)
+          prefetch(rank(ready_[kPrefetchDistance]));
         if (prefetch_more_ && ready_.size() > kPrefetchDistance / 2) {
           const RankSim& soon = rank(ready_[kPrefetchDistance / 2]);
           prefetch_requests(soon);
@@ -225,6 +226,9 @@ class Engine {
   static constexpr std::size_t kCachedStateBytes = std::size_t{16} << 20;
   const bool prefetch_more_ =
       static_cast<std::size_t>(n_) * (sizeof(RankSim) + 2048) > kCachedStateBytes;
+  /// Rank states beyond a core's second-level cache: the ranks about to resume are prefetched.
+  static constexpr std::size_t kL2Bytes = std::size_t{512} << 10;
+  const bool prefetch_states_ = static_cast<std::size_t>(n_) * (sizeof(RankSim) + 2048) > kL2Bytes;
 
   /// Starts loading what resuming R reads first: its scalars, wait list, handle buffer and
   /// collective steps (everything laid out before its receive queues).
@@ -374,7 +378,7 @@ class Engine {
 
   // ---------------------------------------------------------------- requests
 
-  std::int32_t new_request(RankSim& R, Request::Kind kind) {
+  [[gnu::always_inline]] std::int32_t new_request(RankSim& R, Request::Kind kind) {
     std::int32_t q;
     if (!R.free_reqs.empty()) {
       q = R.free_reqs.back();
@@ -402,7 +406,7 @@ class Engine {
   }
 
   /// Drops a request: its slot no longer refers to it; the pool reuses it unless orphaned.
-  void release(RankSim& R, std::int32_t q) {
+  [[gnu::always_inline]] void release(RankSim& R, std::int32_t q) {
     Request& Q = R.reqs[static_cast<std::size_t>(q)];
     if (Q.slot >= 0) {
       R.slots[R.slot_front + (static_cast<std::uint64_t>(Q.slot) - R.slot_base)] = kNoRequest;
@@ -652,9 +656,7 @@ class Engine {
     // A request's completion time, once known, stays known: resume where the last check stopped.
     for (; R.waits_known < R.waits.size(); ++R.waits_known)
       if (!R.reqs[static_cast<std::size_t>(R.waits[R.waits_known])].known) return false;
-    std::sort(R.waits.begin(), R.waits.end(), [&](std::int32_t a, std::int32_t b) {
-      return R.reqs[static_cast<std::size_t>(a)].done < R.reqs[static_cast<std::size_t>(b)].done;
-    });
+    sort_by_completion(R);
     double t = R.clock;
     for (const std::int32_t q : R.waits) {
       Request& Q = R.reqs[static_cast<std::size_t>(q)];
@@ -674,6 +676,34 @@ class Engine {
     R.waits.clear();
     R.waits_known = 0;
     return true;
+  }
+
+  /// Orders R.waits by completion time. Up to 16 requests (a Waitall of a stencil, a collective
+  /// step) by a stable insertion sort, the order libstdc++'s std::sort gives such short ranges,
+  /// on the times copied beside the requests; longer lists by std::sort. Requests completing at
+  /// the same time keep that order: it decides whether an idle wait counts as late sender or
+  /// late receiver.
+  static void sort_by_completion(RankSim& R) {
+    const std::size_t n = R.waits.size();
+    if (n > 16) {
+      std::sort(R.waits.begin(), R.waits.end(), [&](std::int32_t a, std::int32_t b) {
+        return R.reqs[static_cast<std::size_t>(a)].done < R.reqs[static_cast<std::size_t>(b)].done;
+      });
+      return;
+    }
+    double done[16];
+    std::int32_t* q = R.waits.begin();
+    for (std::size_t i = 0; i < n; ++i) {
+      const double d = R.reqs[static_cast<std::size_t>(q[i])].done;
+      const std::int32_t qi = q[i];
+      std::size_t j = i;
+      for (; j > 0 && d < done[j - 1]; --j) {
+        done[j] = done[j - 1];
+        q[j] = q[j - 1];
+      }
+      done[j] = d;
+      q[j] = qi;
+    }
   }
 
   bool try_probe(RankSim& R) {
@@ -965,7 +995,7 @@ class Engine {
       post_recv(R, a.peer, a.comm, a.tag, false, q);
   }
 
-  void add_completions(RankSim& R, std::span<const std::int64_t> offsets, std::int64_t index) {
+  [[gnu::always_inline]] void add_completions(RankSim& R, std::span<const std::int64_t> offsets, std::int64_t index) {
     if (index < 0 || static_cast<std::size_t>(index) >= offsets.size()) return;
     const std::int32_t q = slot_request(R, offsets[static_cast<std::size_t>(index)]);
     if (q == kNoRequest) return;
