@@ -745,7 +745,15 @@ class Engine {
     R.late_r_mark = R.times.late_receiver;
   }
 
-  void end_event(RankSim& R) {
+  [[gnu::noinline]] void add_timeline_row(const RankSim& R) {
+    if (res_.timeline.size() >= opt_.timeline_limit)
+      throw UsageError("the simulated timeline would exceed " + std::to_string(opt_.timeline_limit) +
+                       " rows; simulate without a timeline or raise the limit");
+    res_.timeline.push_back(
+        SimTimelineRow{R.rank, R.event_index, R.ev.op, R.ev.site, R.event_start, R.clock});
+  }
+
+  [[gnu::always_inline]] void end_event(RankSim& R) {
     const double wait = R.times.wait - R.wait_mark;
     const double comm = (R.clock - R.event_start) - wait;
     R.times.comm += comm;
@@ -757,14 +765,7 @@ class Engine {
     s.late_sender += R.times.late_sender - R.late_s_mark;
     s.late_receiver += R.times.late_receiver - R.late_r_mark;
     ++s.calls;
-    if (opt_.timeline) {
-      if (res_.timeline.size() >= opt_.timeline_limit)
-        throw UsageError("the simulated timeline would exceed " +
-                         std::to_string(opt_.timeline_limit) +
-                         " rows; simulate without a timeline or raise the limit");
-      res_.timeline.push_back(SimTimelineRow{R.rank, R.event_index, R.ev.op, R.ev.site,
-                                             R.event_start, R.clock});
-    }
+    if (opt_.timeline) add_timeline_row(R);
     ++R.event_index;
     ++res_.events;
     R.stage = Stage::Next;
