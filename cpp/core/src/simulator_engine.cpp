@@ -4,9 +4,10 @@
 // those receives are matched only when no rank can make progress any more, to the message that
 // arrived first in simulated time. See docs/simulator.md ("Event engine").
 #include <algorithm>
-#include <deque>
+#include <bit>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 
@@ -80,6 +81,29 @@ struct CommInfo {
 };
 
 enum class Stage : std::uint8_t { Next, Waiting, Collective, Probing };
+
+/// First-in first-out queue of ranks ready to run: a ring over a power-of-two array. A rank is
+/// queued at most once at a time (only a blocked rank is woken), so `ranks` slots suffice.
+class ReadyQueue {
+ public:
+  explicit ReadyQueue(std::int64_t ranks)
+      : slots_(std::bit_ceil(static_cast<std::uint64_t>(std::max<std::int64_t>(ranks, 1)))),
+        mask_(slots_.size() - 1) {}
+  bool empty() const { return head_ == tail_; }
+  std::size_t size() const { return tail_ - head_; }
+  void push_back(std::int64_t r) {
+    if (size() == slots_.size()) throw std::logic_error("simulator ready queue overflow");
+    slots_[tail_++ & mask_] = r;
+  }
+  std::int64_t pop_front() { return slots_[head_++ & mask_]; }
+  /// The i-th rank after the front (i < size()).
+  std::int64_t operator[](std::size_t i) const { return slots_[(head_ + i) & mask_]; }
+
+ private:
+  std::vector<std::int64_t> slots_;
+  std::size_t mask_;
+  std::size_t head_ = 0, tail_ = 0;  ///< ever-growing positions, taken modulo the size
+};
 
 /// A nonblocking collective in progress: its steps run on their own clock from the call on
 /// (asynchronous progress), each step posted when the previous one has completed; the
@@ -168,8 +192,7 @@ class Engine {
     for (std::int64_t r = 0; r < n_; ++r) ready_.push_back(r);
     for (;;) {
       while (!ready_.empty()) {
-        const std::int64_t r = ready_.front();
-        ready_.pop_front();
+        const std::int64_t r = ready_.pop_front();
         if (prefetch_states_ && ready_.size() > kPrefetchDistance)
           prefetch(rank(ready_[kPrefetchDistance]));
         if (prefetch_more_ && ready_.size() > kPrefetchDistance / 2) {
@@ -193,7 +216,7 @@ class Engine {
   Network net_;
   std::int64_t n_;
   sim::RankArray<RankSim> ranks_;
-  std::deque<std::int64_t> ready_;
+  ReadyQueue ready_{n_};
   /// Eager messages posted by the running rank, not yet delivered (send_message).
   struct Outgoing {
     std::int64_t dst;

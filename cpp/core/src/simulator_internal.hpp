@@ -1,6 +1,7 @@
 #pragma once
 // Pieces of the simulator shared by its source files (not a public header): the LogGP network
 // model and the decomposition of collectives into point-to-point steps.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -32,8 +33,26 @@ class Network {
     double end = 0;      ///< last byte has left the sender (start + (k-1)G)
     double arrival = 0;  ///< last byte has arrived (end + L, later under contention)
   };
-  /// Moves `bytes` from src to dst, starting no earlier than `ready`.
-  Transfer transfer(std::int64_t src, std::int64_t dst, double ready, double bytes);
+  /// Moves `bytes` from src to dst, starting no earlier than `ready` (inline: once per message).
+  Transfer transfer(std::int64_t src, std::int64_t dst, double ready, double bytes) {
+    const LogGP& p = link(src, dst);
+    const double body = bytes > 1 ? (bytes - 1) * p.G : 0.0;
+    double& nic = nic_free_[static_cast<std::size_t>(src)];
+    Transfer t;
+    t.start = std::max(ready, nic);
+    const bool shared = contention_ && !same_node(src, dst);
+    if (shared) t.start = std::max(t.start, node_tx_free_[static_cast<std::size_t>(src / ranks_per_node_)]);
+    t.end = t.start + body;
+    t.arrival = t.end + p.L;
+    nic = std::max(nic, t.start + std::max(p.g, body));
+    if (shared) {
+      node_tx_free_[static_cast<std::size_t>(src / ranks_per_node_)] = t.end;
+      double& rx = node_rx_free_[static_cast<std::size_t>(dst / ranks_per_node_)];
+      t.arrival = std::max(t.arrival, rx + body);
+      rx = t.arrival;
+    }
+    return t;
+  }
 
  private:
   LogGP inter_, intra_;

@@ -60,26 +60,5 @@ Network::Network(const SimOptions& options, std::int64_t nranks)
 
 double Network::min_latency() const { return std::min(inter_.L, intra_.L); }
 
-Network::Transfer Network::transfer(std::int64_t src, std::int64_t dst, double ready,
-                                    double bytes) {
-  const LogGP& p = link(src, dst);
-  const double body = bytes > 1 ? (bytes - 1) * p.G : 0.0;
-  double& nic = nic_free_[static_cast<std::size_t>(src)];
-  Transfer t;
-  t.start = std::max(ready, nic);
-  const bool shared = contention_ && !same_node(src, dst);
-  if (shared) t.start = std::max(t.start, node_tx_free_[static_cast<std::size_t>(src / ranks_per_node_)]);
-  t.end = t.start + body;
-  t.arrival = t.end + p.L;
-  nic = std::max(nic, t.start + std::max(p.g, body));
-  if (shared) {
-    node_tx_free_[static_cast<std::size_t>(src / ranks_per_node_)] = t.end;
-    double& rx = node_rx_free_[static_cast<std::size_t>(dst / ranks_per_node_)];
-    t.arrival = std::max(t.arrival, rx + body);
-    rx = t.arrival;
-  }
-  return t;
-}
-
 }  // namespace sim
 }  // namespace scalatrace
