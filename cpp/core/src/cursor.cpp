@@ -185,6 +185,11 @@ struct Cursor::Impl {
     throw FormatError("trace is inconsistent for rank " + std::to_string(rank) + " (after " +
                       std::to_string(events) + " events): " + what);
   }
+  /// fail() with a message and a number (out of line: the walk builds no string).
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_with(const char* what, std::int64_t value) const {
+    fail(what + std::to_string(value));
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_with(const char* what) const { fail(what); }
 
   const ValueSeq* seq_for(const ElasticValue& e, const char* what) const {
     const ValueSeq* s = e.for_rank(rank);
@@ -299,7 +304,11 @@ struct Cursor::Impl {
 
   /// Names the first field (in field order), else the first array, that has no value for this
   /// occurrence.
-  [[noreturn]] void fail_ran_out(const EventNode& en, const NodeState& s) const {
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_sites_ran_out(const EventNode& en) const {
+    fail("call-site sequence of a " + std::string(op_name(en.op)) + " ran out");
+  }
+
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_ran_out(const EventNode& en, const NodeState& s) const {
     for (std::size_t i = 0; i < kFieldCount; ++i) {
       if (en.fields[i].empty()) continue;
       const ValueSeq* seq = en.fields[i].for_rank(rank);
@@ -317,7 +326,8 @@ struct Cursor::Impl {
     fail("a field of a " + std::string(op_name(en.op)) + " ran out of values");
   }
 
-  [[noreturn]] void fail_array_ran_out(const EventNode& en, ArrayField a, const NodeState& s) const {
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_array_ran_out(const EventNode& en, ArrayField a,
+                                                                const NodeState& s) const {
     fail("array " + std::string(array_field_name(a)) + " of a " + std::string(op_name(en.op)) +
          " ran out of values at occurrence " + std::to_string(s.occurrence));
   }
@@ -330,8 +340,7 @@ struct Cursor::Impl {
     e.op = en.op;
     e.site = en.site;
     if (s.site_ids != nullptr) {
-      if (s.site_ids->done())
-        fail("call-site sequence of a " + std::string(op_name(en.op)) + " ran out");
+      if (s.site_ids->done()) fail_sites_ran_out(en);
       e.site = static_cast<std::uint32_t>(s.site_ids->next());
     }
     e.fields = *s.base;
@@ -366,14 +375,18 @@ struct Cursor::Impl {
 
   template <class E>
   bool next(E& out) {
-    while (!stack.empty()) {
-      WalkFrame& f = stack.back();
+    if (stack.empty()) return false;
+    WalkFrame* top = &stack.back();  // the innermost frame, re-read only on a push or pop
+    for (;;) {
+      WalkFrame& f = *top;
       if (f.pos == f.size) {
         if (f.trips_left > 0) {
           --f.trips_left;
           f.pos = 0;
         } else {
           stack.pop_back();
+          if (stack.empty()) return false;
+          top = &stack.back();
         }
         continue;
       }
@@ -383,18 +396,19 @@ struct Cursor::Impl {
       if (state_of_node == nullptr) continue;
       NodeState& s = *state_of_node;
       if (s.has_presence) {
-        if (s.presence->done()) fail("presence sequence ran out");
+        if (s.presence->done()) fail_with("presence sequence ran out");
         const std::int64_t p = s.presence->next();
         if (p == 0) continue;
-        if (p != 1) fail("presence value " + std::to_string(p) + " is not 0 or 1");
+        if (p != 1) fail_with("presence value is not 0 or 1: ", p);
       }
       if (n.loop) {
-        if (s.trips->done()) fail("loop trip counts ran out");
+        if (s.trips->done()) fail_with("loop trip counts ran out");
         const std::int64_t trips = s.trips->next();
-        if (trips < 0) fail("negative loop trip count " + std::to_string(trips));
+        if (trips < 0) fail_with("negative loop trip count ", trips);
         if (trips == 0 || n.loop->body.empty()) continue;
         stack.push_back(WalkFrame{n.loop->body.data(), n.loop->body.size(), s.body, 0,
                                   static_cast<std::uint64_t>(trips - 1)});
+        top = &stack.back();
         continue;
       }
       ++events;
@@ -402,7 +416,6 @@ struct Cursor::Impl {
       make_event(*n.event, s, out);
       return true;
     }
-    return false;
   }
 };
 

@@ -481,7 +481,7 @@ class Engine {
       Q.rendezvous = true;
       m.arrival = clock + p.L;  // request-to-send
     } else {
-      const auto t = net_.transfer(R.rank, dst, clock, bytes);
+      const auto t = net_.transfer(R.rank, dst, p, clock, bytes);
       Q.known = true;
       Q.done = t.start;
       m.arrival = t.arrival;
@@ -592,7 +592,7 @@ class Engine {
       Q.done = m.arrival;
     } else {
       const double matched = std::max(m.arrival, pr.post_time);
-      const auto t = net_.transfer(m.src, d, matched + p.L, m.bytes);  // clear-to-send, data
+      const auto t = net_.transfer(m.src, d, p, matched + p.L, m.bytes);  // clear-to-send, data
       RankSim& S = rank(m.src);
       Request& SQ = S.reqs[static_cast<std::size_t>(m.send_req)];
       SQ.known = true;

@@ -33,9 +33,9 @@ class Network {
     double end = 0;      ///< last byte has left the sender (start + (k-1)G)
     double arrival = 0;  ///< last byte has arrived (end + L, later under contention)
   };
-  /// Moves `bytes` from src to dst, starting no earlier than `ready` (inline: once per message).
-  Transfer transfer(std::int64_t src, std::int64_t dst, double ready, double bytes) {
-    const LogGP& p = link(src, dst);
+  /// Moves `bytes` from src to dst over their link `p` (= link(src, dst)), starting no earlier
+  /// than `ready` (inline: once per message).
+  Transfer transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready, double bytes) {
     const double body = bytes > 1 ? (bytes - 1) * p.G : 0.0;
     double& nic = nic_free_[static_cast<std::size_t>(src)];
     Transfer t;
