@@ -679,8 +679,23 @@ class Engine {
     // A request's completion time, once known, stays known: resume where the last check stopped.
     for (; R.waits_known < R.waits.size(); ++R.waits_known)
       if (!R.reqs[static_cast<std::size_t>(R.waits[R.waits_known])].known) return false;
-    sort_by_completion(R);
     double t = R.clock;
+    // Sends already complete when the rank starts waiting (eager sends, mostly) change neither
+    // the clock nor the idle times wherever they come in the order: done first, and only the
+    // rest is sorted.
+    std::size_t kept = 0;
+    for (const std::int32_t q : R.waits) {
+      Request& Q = R.reqs[static_cast<std::size_t>(q)];
+      if (Q.kind != Request::Kind::Recv && Q.done <= t) {
+        Q.active = false;
+        Q.waited = false;
+        if (!Q.persistent) release(R, q);
+      } else {
+        R.waits[kept++] = q;
+      }
+    }
+    R.waits.truncate(kept);
+    sort_by_completion(R);
     for (const std::int32_t q : R.waits) {
       Request& Q = R.reqs[static_cast<std::size_t>(q)];
       if (Q.done > t) {

@@ -59,6 +59,8 @@ class SmallVector {
   }
   void pop_back() { --size_; }
   void clear() { size_ = 0; }
+  /// Keeps the first n elements (n <= size()).
+  void truncate(std::size_t n) { size_ = static_cast<std::uint32_t>(n); }
   /// Removes [first, last), keeping the order of the rest.
   void erase(T* first, T* last) {
     std::memmove(static_cast<void*>(first), last,
