@@ -175,10 +175,14 @@ class Engine {
     for (std::int64_t r = 0; r < n_; ++r) ranks_.emplace_back(trace, r, options);
     in_wild_.assign(static_cast<std::size_t>(n_), 0);
     site_times_.resize(trace.sites.size());
+    site_count_ = site_times_.size();
   }
 
   SimTimes& site_times(std::uint32_t site, Op op) {
-    if (site >= site_times_.size()) site_times_.resize(site + 1);
+    if (site >= site_count_) {  // a site beyond the trace's table: counted all the same
+      site_times_.resize(site + 1);
+      site_count_ = site_times_.size();
+    }
     SiteTimes& s = site_times_[site];
     if (!s.used) {
       s.used = true;
@@ -234,6 +238,7 @@ class Engine {
     SimTimes times;
   };
   std::vector<SiteTimes> site_times_;
+  std::size_t site_count_ = 0;  ///< site_times_.size(), kept beside it (read per event)
   std::unordered_map<std::uint64_t, SimTimes> other_ops_;
   std::unordered_map<std::uint64_t, SimPair> pairs_;
   std::unordered_map<std::string, std::int64_t> comm_keys_;  ///< members -> communicator key

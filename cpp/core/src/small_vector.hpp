@@ -80,7 +80,7 @@ class SmallVector {
   T* data() { return data_; }
   const T* data() const { return data_; }
 
-  void grow() {
+  [[gnu::noinline]] void grow() {
     const std::uint32_t capacity = capacity_ * 2;
     auto* bigger = static_cast<T*>(std::malloc(std::size_t{capacity} * sizeof(T)));
     if (bigger == nullptr) throw std::bad_alloc();
