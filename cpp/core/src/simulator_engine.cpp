@@ -126,6 +126,8 @@ struct RankSim {
   Stage stage = Stage::Next;
   bool blocked = false, finished = false;
   bool cursor_done = false;  ///< every event walked (finished once its schedules are done too)
+  Op op = Op::Other;          ///< the current event's op and call site (what ending it needs;
+  std::uint32_t site = 0;     ///< the whole event is read again for messages: describe_current)
   std::int64_t rank = 0;
   double clock = 0;
   std::size_t waits_known = 0;       ///< waits[0, waits_known) are known to complete (checked)
@@ -161,7 +163,6 @@ struct RankSim {
   SmallVector<CommInfo, 2> comms;
   // Blocking probe in progress.
   PostedRecv probe;
-  EventView ev;  ///< the current event (arrays refer to the trace)
 
   RankSim(const Trace& t, std::int64_t r, const SimOptions& o)
       : rank(r), cursor(t, r, o.timing, o.seed + static_cast<std::uint64_t>(r)) {}
@@ -237,6 +238,9 @@ class Engine {
     Op op = Op::Other;
     SimTimes times;
   };
+  /// The event the running rank is starting (the cursor writes it, dispatch reads it): one for
+  /// all ranks, so starting an event writes no line of the rank's own state.
+  EventView ev_;
   std::vector<SiteTimes> site_times_;
   std::size_t site_count_ = 0;  ///< site_times_.size(), kept beside it (read per event)
   std::unordered_map<std::uint64_t, SimTimes> other_ops_;
@@ -308,9 +312,19 @@ class Engine {
     for (int line = 0; line < 4; ++line) prefetch_line(reqs + 64 * line);
   }
 
+  /// The rank's current event (#event_index, or its last if its trace has ended), read again
+  /// from the trace for a message: only the running rank's event is kept whole (ev_).
+  std::string describe_current(const RankSim& R) const {
+    Cursor again(trace_, R.rank, opt_.timing, opt_.seed + static_cast<std::uint64_t>(R.rank));
+    EventView e;
+    for (std::uint64_t i = 0; i <= R.event_index && again.next(e); ++i) {
+    }
+    return describe(e);
+  }
+
   [[noreturn]] void fail_event(const RankSim& R, const std::string& what) const {
     throw SimulationError("simulation: rank " + std::to_string(R.rank) + ", event #" +
-                          std::to_string(R.event_index) + " (" + describe(R.ev) + "): " + what);
+                          std::to_string(R.event_index) + " (" + describe_current(R) + "): " + what);
   }
 
   void wake(std::int64_t r) {
@@ -772,11 +786,13 @@ class Engine {
   // ---------------------------------------------------------------- events
 
   void begin_event(RankSim& R) {
+    R.op = ev_.op;
+    R.site = ev_.site;
     // The run starts at MPI_Init: what came before it (process start-up) is not simulated.
-    const bool start = R.ev.op == Op::Init || R.ev.op == Op::Init_thread;
-    double compute = start ? 0.0 : static_cast<double>(R.ev.compute_ns) * opt_.compute_scale;
+    const bool start = ev_.op == Op::Init || ev_.op == Op::Init_thread;
+    double compute = start ? 0.0 : static_cast<double>(ev_.compute_ns) * opt_.compute_scale;
     if (!opt_.site_compute_scale.empty()) {
-      const auto it = opt_.site_compute_scale.find(R.ev.site);
+      const auto it = opt_.site_compute_scale.find(ev_.site);
       if (it != opt_.site_compute_scale.end()) compute *= it->second;
     }
     R.clock += compute;
@@ -793,7 +809,7 @@ class Engine {
       throw UsageError("the simulated timeline would exceed " + std::to_string(opt_.timeline_limit) +
                        " rows; simulate without a timeline or raise the limit");
     res_.timeline.push_back(
-        SimTimelineRow{R.rank, R.event_index, R.ev.op, R.ev.site, R.event_start, R.clock});
+        SimTimelineRow{R.rank, R.event_index, R.op, R.site, R.event_start, R.clock});
   }
 
   [[gnu::always_inline]] void end_event(RankSim& R) {
@@ -801,7 +817,7 @@ class Engine {
     const double comm = (R.clock - R.event_start) - wait;
     R.times.comm += comm;
     ++R.times.calls;
-    SimTimes& s = site_times(R.ev.site, R.ev.op);
+    SimTimes& s = site_times(R.site, R.op);
     s.compute += R.event_compute;
     s.comm += comm;
     s.wait += wait;
@@ -846,7 +862,7 @@ class Engine {
           }
           continue;
         case Stage::Next: {
-          if (R.cursor_done || !R.cursor.next(R.ev)) {
+          if (R.cursor_done || !R.cursor.next(ev_)) {
             flush_outbox();
             R.cursor_done = true;
             // Nonblocking collectives never waited for still take part until they end.
@@ -858,7 +874,7 @@ class Engine {
           begin_event(R);
           // Consecutive sends leave their eager messages in the outbox; anything else first
           // delivers them (send_message).
-          if (const OpKind kind = op_kind(R.ev.op);
+          if (const OpKind kind = op_kind(ev_.op);
               kind != OpKind::NonblockingSend && kind != OpKind::BlockingSend)
             flush_outbox();
           dispatch(R);
@@ -871,7 +887,7 @@ class Engine {
   void start_collective(RankSim& R, std::int64_t comm) {
     const std::size_t ci = comm_index(R, comm);
     CommInfo& c = R.comms[ci];
-    sim::collective_steps(R.ev, c.me, c.size, opt_.size_scale, R.steps);
+    sim::collective_steps(ev_, c.me, c.size, opt_.size_scale, R.steps);
     R.coll_comm = ci;
     R.coll_tag = c.collective_seq++;
     R.step_pos = 0;
@@ -918,7 +934,7 @@ class Engine {
     CommInfo& c = R.comms[ci];
     CollSchedule S;
     S.req = q;
-    sim::collective_steps(R.ev, c.me, c.size, opt_.size_scale, S.steps);
+    sim::collective_steps(ev_, c.me, c.size, opt_.size_scale, S.steps);
     S.comm = ci;
     S.tag = c.collective_seq++;
     S.clock = R.clock;
@@ -1055,7 +1071,7 @@ class Engine {
   }
 
   void dispatch(RankSim& R) {
-    const EventView& e = R.ev;
+    const EventView& e = ev_;
     const std::int64_t comm = e[Field::Comm];
     switch (op_kind(e.op)) {
       case OpKind::BlockingSend:
@@ -1172,7 +1188,7 @@ class Engine {
       if (R.finished) continue;
       if (++count <= 4)
         blocked += "\n  rank " + std::to_string(R.rank) + " at event #" +
-                   std::to_string(R.event_index) + ": " + describe(R.ev);
+                   std::to_string(R.event_index) + ": " + describe_current(R);
     }
     if (count == 0) return;
     throw SimulationError("simulated deadlock: " + std::to_string(count) +
