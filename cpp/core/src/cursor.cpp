@@ -302,12 +302,12 @@ struct Cursor::Impl {
     return 0;
   }
 
-  /// Names the first field (in field order), else the first array, that has no value for this
-  /// occurrence.
   [[noreturn, gnu::noinline, gnu::cold]] void fail_sites_ran_out(const EventNode& en) const {
     fail("call-site sequence of a " + std::string(op_name(en.op)) + " ran out");
   }
 
+  /// Names the first field (in field order), else the first array, that has no value for this
+  /// occurrence.
   [[noreturn, gnu::noinline, gnu::cold]] void fail_ran_out(const EventNode& en, const NodeState& s) const {
     for (std::size_t i = 0; i < kFieldCount; ++i) {
       if (en.fields[i].empty()) continue;

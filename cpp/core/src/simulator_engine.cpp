@@ -735,15 +735,14 @@ class Engine {
     return true;
   }
 
-  /// Orders R.waits by completion time. Up to 16 requests (a Waitall of a stencil, a collective
-  /// step) by a stable insertion sort, the order libstdc++'s std::sort gives such short ranges,
-  /// on the times copied beside the requests; longer lists by std::sort. Requests completing at
-  /// the same time keep that order: it decides whether an idle wait counts as late sender or
-  /// late receiver.
+  /// Orders R.waits by completion time, stably: requests completing at the same time keep the
+  /// call's order, which decides whether an idle wait counts as late sender or late receiver.
+  /// Up to 16 requests (a Waitall of a stencil, a collective step) by an insertion sort on the
+  /// times copied beside the requests; longer lists by std::stable_sort.
   static void sort_by_completion(RankSim& R) {
     const std::size_t n = R.waits.size();
     if (n > 16) {
-      std::sort(R.waits.begin(), R.waits.end(), [&](std::int32_t a, std::int32_t b) {
+      std::stable_sort(R.waits.begin(), R.waits.end(), [&](std::int32_t a, std::int32_t b) {
         return R.reqs[static_cast<std::size_t>(a)].done < R.reqs[static_cast<std::size_t>(b)].done;
       });
       return;
