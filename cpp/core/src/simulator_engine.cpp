@@ -256,11 +256,12 @@ class Engine {
   /// then the cursors and the receivers of messages are prefetched too (below it, those
   /// prefetches only cost instructions: 6 % at 1,024 ranks).
   static constexpr std::size_t kCachedStateBytes = std::size_t{16} << 20;
-  const bool prefetch_more_ =
-      static_cast<std::size_t>(n_) * (sizeof(RankSim) + 2048) > kCachedStateBytes;
+  /// All ranks' states with their cursors, roughly: what decides which prefetches pay.
+  const std::size_t state_bytes_ = static_cast<std::size_t>(n_) * (sizeof(RankSim) + 2048);
+  const bool prefetch_more_ = state_bytes_ > kCachedStateBytes;
   /// Rank states beyond a core's second-level cache: the ranks about to resume are prefetched.
   static constexpr std::size_t kL2Bytes = std::size_t{512} << 10;
-  const bool prefetch_states_ = static_cast<std::size_t>(n_) * (sizeof(RankSim) + 2048) > kL2Bytes;
+  const bool prefetch_states_ = state_bytes_ > kL2Bytes;
 
   /// Starts loading what resuming R reads first: its scalars, wait list, handle buffer and
   /// collective steps (everything laid out before its receive queues).
@@ -548,7 +549,7 @@ class Engine {
     Q.active = true;
     PostedRecv pr{src, comm, tag, q, when, collective};
     if (src == kAnyWorld) {
-      add_posted(R, src, comm, tag, q, when, collective);
+      R.posted.push_back(pr);
       ++R.wildcards_posted;
       for (const Message& m : R.unexpected)
         if (matches(pr, m)) {
@@ -569,18 +570,7 @@ class Engine {
       match(R.rank, pr, m);
       return;
     }
-    add_posted(R, src, comm, tag, q, when, collective);
-  }
-
-  static void add_posted(RankSim& R, std::int64_t src, std::int64_t comm, std::int64_t tag,
-                         std::int32_t q, double when, bool collective) {
-    PostedRecv& p = R.posted.push_uninitialized();
-    p.src = src;
-    p.comm = comm;
-    p.tag = tag;
-    p.req = q;
-    p.post_time = when;
-    p.collective = collective;
+    R.posted.push_back(pr);
   }
 
   /// A message reaches its destination's queues: the first posted receive that matches takes

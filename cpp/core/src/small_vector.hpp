@@ -51,12 +51,6 @@ class SmallVector {
     push_back(T{});
     return back();
   }
-  /// Appends an element whose bytes the caller then sets field by field (in place: no copy of
-  /// a temporary).
-  T& push_uninitialized() {
-    if (size_ == capacity_) grow();
-    return data()[size_++];
-  }
   void pop_back() { --size_; }
   void clear() { size_ = 0; }
   /// Keeps the first n elements (n <= size()).

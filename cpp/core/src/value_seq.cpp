@@ -359,15 +359,23 @@ std::string ValueSeq::to_string() const {
 }
 
 
-void ValueSeq::Reader::advance() {
-  const ValueBlock& b = seq_->blocks_[block_];
-  if (++run_ == b.runs.size()) {
-    run_ = 0;
-    if (++rep_ >= b.repeat) {
-      rep_ = 0;
-      ++block_;
+namespace {
+
+/// Moves a reader's position (block, run, repetition) past run `run` of block `b`.
+void step_past_run(const ValueBlock& b, std::size_t& block, std::size_t& run, std::uint64_t& rep) {
+  if (++run == b.runs.size()) {
+    run = 0;
+    if (++rep >= b.repeat) {
+      rep = 0;
+      ++block;
     }
   }
+}
+
+}  // namespace
+
+void ValueSeq::Reader::advance() {
+  step_past_run(seq_->blocks_[block_], block_, run_, rep_);
   settle();
 }
 
@@ -388,13 +396,7 @@ void ValueSeq::Reader::settle() {
       left_ = r.count;
       return;
     }
-    if (++run_ == b.runs.size()) {
-      run_ = 0;
-      if (++rep_ >= b.repeat) {
-        rep_ = 0;
-        ++block_;
-      }
-    }
+    step_past_run(b, block_, run_, rep_);
   }
 }
 
