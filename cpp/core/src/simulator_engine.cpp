@@ -153,14 +153,15 @@ struct RankSim {
   SmallVector<std::int32_t, 16> free_reqs;
   SmallVector<std::int32_t, 16> slots;
   sim::CollSteps steps;
+  // Laid out before `posted`: prefetched with the scalars (every resumption reads them).
+  SmallVector<CommInfo, 2> comms;                ///< communicators this rank has used
+  std::vector<CollSchedule> schedules;           ///< nonblocking collectives in progress
+  std::vector<PersistentArgs> persistent_args;  ///< by request index, persistent requests only
   // Receiver side.
   SmallVector<PostedRecv, 8> posted;   ///< posted receives in post order
   SmallVector<Message, 8> unexpected;  ///< arrived (or announced), not yet matched; in arrival order per source
   // Requests: pool (handle buffer above).
   SmallVector<Request, 24> reqs;
-  std::vector<PersistentArgs> persistent_args;  ///< by request index, persistent requests only
-  std::vector<CollSchedule> schedules;           ///< nonblocking collectives in progress
-  SmallVector<CommInfo, 2> comms;
   // Blocking probe in progress.
   PostedRecv probe;
 
@@ -198,8 +199,11 @@ class Engine {
     for (;;) {
       while (!ready_.empty()) {
         const std::int64_t r = ready_.pop_front();
-        if (prefetch_states_ && ready_.size() > kPrefetchDistance)
-          prefetch(rank(ready_[kPrefetchDistance]));
+        if (prefetch_states_ && ready_.size() > kPrefetchDistance) {
+          const std::int64_t later = ready_[kPrefetchDistance];
+          prefetch(rank(later));
+          net_.prefetch_sender(later);
+        }
         if (prefetch_more_ && ready_.size() > kPrefetchDistance / 2) {
           const RankSim& soon = rank(ready_[kPrefetchDistance / 2]);
           prefetch_requests(soon);
@@ -263,12 +267,22 @@ class Engine {
   static constexpr std::size_t kL2Bytes = std::size_t{512} << 10;
   const bool prefetch_states_ = state_bytes_ > kL2Bytes;
 
-  /// Starts loading what resuming R reads first: its scalars, wait list, handle buffer and
-  /// collective steps (everything laid out before its receive queues).
+  /// Starts loading what resuming R reads first: its scalars, wait list, handle buffer,
+  /// collective steps and communicators (everything laid out before its receive queues), and
+  /// where its requests are (what prefetch_requests reads half the distance later).
   static void prefetch(const RankSim& R) {
     const char* begin = reinterpret_cast<const char*>(&R);
     const char* end = reinterpret_cast<const char*>(&R.posted);
     for (const char* p = begin; p < end; p += 64) prefetch_line(p);
+    prefetch_queue_heads(R);
+    prefetch_line(&R.reqs);
+  }
+  /// The heads of R's receive queues: what posting a receive or delivering a message reads.
+  static void prefetch_queue_heads(const RankSim& R) {
+    const char* posted = reinterpret_cast<const char*>(&R.posted);
+    for (int line = 0; line < 2; ++line) prefetch_line(posted + 64 * line);
+    const char* unexpected = reinterpret_cast<const char*>(&R.unexpected);
+    for (int line = 0; line < 2; ++line) prefetch_line(unexpected + 64 * line);
   }
   /// The requests R waits for (half the distance later: R's wait list is cached by then).
   static void prefetch_requests(const RankSim& R) {
@@ -305,10 +319,7 @@ class Engine {
   /// its usual requests (a matched receive's request is written).
   static void prefetch_receiver(const RankSim& D) {
     prefetch_line(&D.stage);
-    const char* posted = reinterpret_cast<const char*>(&D.posted);
-    for (int line = 0; line < 2; ++line) prefetch_line(posted + 64 * line);
-    const char* unexpected = reinterpret_cast<const char*>(&D.unexpected);
-    for (int line = 0; line < 2; ++line) prefetch_line(unexpected + 64 * line);
+    prefetch_queue_heads(D);
     const char* reqs = reinterpret_cast<const char*>(&D.reqs);
     for (int line = 0; line < 4; ++line) prefetch_line(reqs + 64 * line);
   }
@@ -507,6 +518,12 @@ class Engine {
       m.arrival = t.arrival;
     }
     ++res_.messages;
+    // Counted when sent (every message is received, or the run fails: check_unmatched), so a
+    // match never writes its sender's state.
+    if (m.user && dst != R.rank) {
+      ++R.sent;
+      R.sent_bytes += bytes;
+    }
     send_message(R, dst, std::move(m));
   }
 
@@ -611,9 +628,6 @@ class Engine {
     }
     Q.known = true;
     if (m.user && m.src != d) {
-      RankSim& S = rank(m.src);
-      ++S.sent;
-      S.sent_bytes += m.bytes;
       ++D.received;
       D.recv_bytes += m.bytes;
       if (opt_.pair_counts) {

@@ -7,6 +7,7 @@
 
 #include "scalatrace/event.hpp"
 #include "scalatrace/simulator.hpp"
+#include "prefetch.hpp"
 #include "small_vector.hpp"
 
 namespace scalatrace::sim {
@@ -27,6 +28,8 @@ class Network {
   }
   /// The smallest latency of any link (lower bound of any future arrival).
   double min_latency() const;
+  /// Starts loading the sender state of `rank`'s NIC (what its next message reads first).
+  void prefetch_sender(std::int64_t rank) const { prefetch_line(&nic_free_[static_cast<std::size_t>(rank)]); }
 
   struct Transfer {
     double start = 0;    ///< first byte leaves the sender
