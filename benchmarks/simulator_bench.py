@@ -16,7 +16,11 @@ Usage::
 
     python benchmarks/simulator_bench.py [--repeats 3] [--compute-us 2000] [--iterations 30]
         [--examples stencil1d ring ...] [--speed-ranks 1024] [--big-ranks 65536] [--speed-repeats 5]
-        [--skip-accuracy] [--skip-speed] [--out benchmarks/results/simulator.md]
+        [--skip-accuracy] [--skip-speed] [--out FILE]
+
+The tables are printed; ``--out FILE`` also writes them to FILE. The curated
+``benchmarks/results/simulator.md`` (hand-written notes and the history of earlier runs beside
+the tables) is never written by default: copy a run's tables into it.
 """
 
 from __future__ import annotations
@@ -138,7 +142,8 @@ def main() -> int:
                         "with the median CPU time (the machine is shared: single runs vary by 30%%)")
     p.add_argument("--skip-accuracy", action="store_true")
     p.add_argument("--skip-speed", action="store_true")
-    p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "simulator.md")
+    p.add_argument("--out", type=Path, default=None,
+                   help="also write the tables to this file (default: print only)")
     args = p.parse_args()
 
     lines = ["## Simulator", "",

@@ -221,6 +221,63 @@ TEST(Format, PerRankAndMergedRoundTrip) {
   }
 }
 
+/// Every value sequence of `nodes` (fields, presence, trip counts, call-site ids).
+static void for_each_seq(const std::vector<Node>& nodes, const std::function<void(const ValueSeq&)>& f) {
+  const auto each = [&](const ElasticValue& v) {
+    for (const auto& alternative : v.alternatives) f(alternative.first);
+  };
+  for (const Node& n : nodes) {
+    each(n.presence);
+    if (n.is_loop()) {
+      each(n.loop->trips);
+      for_each_seq(n.loop->body, f);
+      continue;
+    }
+    for (const ElasticValue& v : n.event->fields) each(v);
+    each(n.event->site_ids);
+  }
+}
+
+TEST(Format, StoresValueSequencesSealed) {
+  // A wrap-around 3D stencil: each rank's 26 relative peers per timestep are a block of runs;
+  // the file holds it as one block x timesteps, not x(timesteps-1) plus an open copy.
+  SyntheticSpec spec;
+  spec.pattern = SyntheticPattern::Stencil3D;
+  spec.nranks = 64;
+  spec.timesteps = 30;
+  spec.wrap = true;
+  const Trace merged = merged_trace(spec);
+  std::size_t unsealed = 0, runs_in_memory = 0;
+  for_each_seq(merged.nodes, [&](const ValueSeq& s) {
+    unsealed += s.sealed() ? 0 : 1;
+    for (const auto& b : s.blocks()) runs_in_memory += b.runs.size();
+  });
+  ASSERT_GT(unsealed, 0u) << "the test needs open sequences to seal";
+  const std::string bytes = encode_trace(merged);
+  const Trace back = decode_trace(bytes);
+  std::size_t runs_in_file = 0;
+  for_each_seq(back.nodes, [&](const ValueSeq& s) {
+    EXPECT_TRUE(s.sealed()) << s.to_string();
+    for (const auto& b : s.blocks()) runs_in_file += b.runs.size();
+  });
+  EXPECT_LT(runs_in_file, runs_in_memory);
+  expect_same_trace(merged, back);  // sealed or not, the same trace
+  EXPECT_EQ(encode_trace(back), bytes);
+  for (std::int64_t rank : {0, 21, 42, 63}) {
+    Cursor a(merged, rank, TimingMode::None), b(back, rank, TimingMode::None);
+    std::size_t events = 0;
+    for (;;) {
+      auto x = a.next();
+      auto y = b.next();
+      ASSERT_EQ(x.has_value(), y.has_value()) << "rank " << rank << " event " << events;
+      if (!x) break;
+      ASSERT_TRUE(x->same_call(*y)) << "rank " << rank << " event " << events;
+      ++events;
+    }
+    EXPECT_GT(events, 30u * 26u);
+  }
+}
+
 TEST(Format, FileRoundTripAndErrors) {
   Trace t = handmade();
   std::string path = ::testing::TempDir() + "format_test.sct";

@@ -114,6 +114,59 @@ TEST(ValueSeq, RandomSequencesRoundTrip) {
   }
 }
 
+TEST(ValueSeq, SealFoldsTheLastPeriodIntoItsBlock) {
+  // The relative peers of a wrap-around 3D stencil corner, per timestep: the last timestep's
+  // runs stay an open block until a value after them arrives; sealing folds them.
+  const std::vector<std::int64_t> period{4095, 4080, 4081, -145, 3840, 3841, 3871, 3856, -14, 1};
+  std::vector<std::int64_t> v;
+  for (int rep = 0; rep < 100; ++rep) v.insert(v.end(), period.begin(), period.end());
+  ValueSeq s = from(v);
+  ASSERT_FALSE(s.sealed()) << s.to_string();
+  const ValueSeq open = s;
+  s.seal();
+  EXPECT_TRUE(s.sealed());
+  expect_same(s, v);
+  ASSERT_EQ(s.blocks().size(), 1u) << s.to_string();
+  EXPECT_EQ(s.blocks()[0].repeat, 100u);
+  EXPECT_LT(runs_in(s), runs_in(open));
+  // Equal sealed or not, both ways; a different sequence stays different.
+  EXPECT_TRUE(s == open);
+  EXPECT_TRUE(open == s);
+  std::vector<std::int64_t> w = v;
+  w.back() += 1;
+  ValueSeq other = from(w);
+  other.seal();
+  EXPECT_FALSE(other == open);
+  EXPECT_FALSE(open == other);
+  // Appending goes on after a seal, values intact.
+  for (auto x : period) {
+    v.push_back(x);
+    s.append(x);
+  }
+  expect_same(s, v);
+}
+
+TEST(ValueSeq, SealKeepsEveryValue) {
+  std::mt19937_64 rng(7);
+  for (int iter = 0; iter < 500; ++iter) {
+    SCOPED_TRACE("iteration " + std::to_string(iter));
+    std::vector<std::int64_t> period(1 + rng() % 6);
+    for (auto& x : period) x = static_cast<std::int64_t>(rng() % 4) - 1;
+    std::vector<std::int64_t> v;
+    const int reps = 1 + static_cast<int>(rng() % 40);
+    for (int r = 0; r < reps; ++r) v.insert(v.end(), period.begin(), period.end());
+    for (std::size_t k = rng() % 3; k > 0; --k) v.push_back(static_cast<std::int64_t>(rng() % 4));
+    const ValueSeq open = from(v);
+    ValueSeq s = open;
+    s.seal();
+    expect_same(s, v);
+    EXPECT_TRUE(s == open);
+    ValueSeq twice = s;
+    twice.seal();
+    EXPECT_EQ(twice.blocks(), s.blocks());  // idempotent
+  }
+}
+
 TEST(ValueSeq, AppendSequenceAndSetBack) {
   std::mt19937_64 rng(7);
   for (int iter = 0; iter < 300; ++iter) {

@@ -150,7 +150,14 @@ void put_ranks(Writer& w, const RankList& rl) {
   }
 }
 
-void put_seq(Writer& w, const ValueSeq& seq) {
+void put_seq(Writer& w, const ValueSeq& unsealed) {
+  // Stored sealed: a sequence's last period folds into its block (ValueSeq::seal).
+  ValueSeq copy;
+  if (!unsealed.sealed()) {
+    copy = unsealed;
+    copy.seal();
+  }
+  const ValueSeq& seq = unsealed.sealed() ? unsealed : copy;
   w.uv(seq.blocks().size());
   for (const auto& b : seq.blocks()) {
     w.uv(b.repeat);

@@ -294,6 +294,15 @@ void ValueSeq::set_back(std::int64_t value) {
   append(value);
 }
 
+void ValueSeq::seal() { fold_tail(blocks_, block_ends_); }
+
+bool ValueSeq::equal_sealed(const ValueSeq& o) const {
+  if (size_ != o.size_) return false;
+  ValueSeq copy = sealed() ? o : *this;
+  copy.seal();
+  return copy.blocks_ == (sealed() ? blocks_ : o.blocks_);
+}
+
 bool ValueSeq::is_constant() const {
   if (size_ <= 1) return true;
   const std::int64_t v = blocks_.front().runs.front().first;

@@ -45,11 +45,26 @@ class ValueSeq {
   /// count in place. Amortized O(runs of the last block).
   void set_back(std::int64_t value);
   std::vector<std::int64_t> to_vector() const;
+  /// Folds the open (last) block as a following value would: a sequence that ends with one
+  /// more period of its last repeated block, "(A)x99 A", becomes "(A)x100". The values are
+  /// unchanged; appending may go on. The writer stores sequences sealed.
+  void seal();
+  /// True if seal() has nothing to fold: no open last block (one of repeat 1), or the
+  /// sequence is a single run.
+  bool sealed() const {
+    return blocks_.empty() || blocks_.back().repeat != 1 ||
+           (blocks_.size() == 1 && blocks_.back().runs.size() < 2);
+  }
   const std::vector<ValueBlock>& blocks() const { return blocks_; }
   /// Rebuilds from blocks (reader); validates counts.
   static ValueSeq from_blocks(std::vector<ValueBlock> blocks);
   std::string to_string() const;
-  bool operator==(const ValueSeq& o) const { return blocks_ == o.blocks_; }
+  /// Equal values in the same blocks, sealed or not: "(A)x99 A" equals "(A)x100" (a trace
+  /// read back from a file, whose sequences are sealed, equals the one that was written).
+  bool operator==(const ValueSeq& o) const {
+    if (sealed() == o.sealed()) return blocks_ == o.blocks_;
+    return equal_sealed(o);
+  }
 
   /// Sequential reader: O(1) amortized per value. Within a run a value is the previous one
   /// plus the stride (wrapping like ValueRun's first + i * stride), so next() reads no run.
@@ -75,6 +90,7 @@ class ValueSeq {
   };
 
  private:
+  bool equal_sealed(const ValueSeq& o) const;  ///< one of the two sealed, the other not
   std::vector<ValueBlock> blocks_;
   std::vector<std::uint64_t> block_ends_;  ///< cumulative sizes, for at()
   std::uint64_t size_ = 0;
