@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <random>
 
 #include "scalatrace/compressor.hpp"
@@ -371,6 +372,52 @@ TEST(Merge, StencilStaysConstantSize) {
   }
   EXPECT_EQ(nodes[0], nodes[1]);
   EXPECT_LE(sizes[1], sizes[0] + sizes[0] / 10);
+}
+
+// At MPI_Finalize a parent merges its own trace, built in memory, with its children's, decoded
+// from their transfers, whose value sequences are sealed (ValueSeq::seal). Equal sequences must
+// still merge into one alternative, also where merging indexes them by hash (many alternatives):
+// here the upper half of the ranks comes decoded, and both halves hold the interior z planes.
+TEST(Merge, SealedAndUnsealedSequencesMergeAlike) {
+  SyntheticSpec spec;
+  spec.pattern = SyntheticPattern::Stencil3D;
+  spec.nranks = 64;
+  spec.timesteps = 12;
+  spec.wrap = true;
+  std::vector<Trace> in_memory, mixed;
+  for (std::int64_t r = 0; r < spec.nranks; ++r) {
+    in_memory.push_back(to_rank_trace(record_synthetic(spec, r)));
+    Trace t = to_rank_trace(record_synthetic(spec, r));
+    mixed.push_back(r >= spec.nranks / 2 ? decode_trace(encode_trace_for_transfer(t)) : std::move(t));
+  }
+  const Trace a = merge_tree(std::move(in_memory));
+  const Trace b = merge_tree(std::move(mixed));
+  // The same tree with the same alternatives (timing aside: a transfer rounds histogram sums).
+  std::size_t most_alternatives = 0;
+  std::function<void(const std::vector<Node>&, const std::vector<Node>&)> compare =
+      [&](const std::vector<Node>& x, const std::vector<Node>& y) {
+        ASSERT_EQ(x.size(), y.size());
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          EXPECT_EQ(x[i].ranks, y[i].ranks);
+          EXPECT_TRUE(x[i].presence == y[i].presence);
+          ASSERT_EQ(x[i].is_loop(), y[i].is_loop());
+          if (x[i].is_loop()) {
+            EXPECT_TRUE(x[i].loop->trips == y[i].loop->trips);
+            compare(x[i].loop->body, y[i].loop->body);
+            continue;
+          }
+          for (std::size_t f = 0; f < kFieldCount; ++f) {
+            const ElasticValue& u = x[i].event->fields[f];
+            const ElasticValue& v = y[i].event->fields[f];
+            EXPECT_EQ(u.alternatives.size(), v.alternatives.size()) << "node " << i << " field " << f;
+            EXPECT_TRUE(u == v) << "node " << i << " field " << f;
+            most_alternatives = std::max(most_alternatives, u.alternatives.size());
+          }
+          EXPECT_TRUE(x[i].event->arrays == y[i].event->arrays);
+        }
+      };
+  compare(a.nodes, b.nodes);
+  EXPECT_GT(most_alternatives, 8u) << "the test needs the hashed merge path";
 }
 
 // MPI_COMM_SELF (id 1) is implicit in merged traces: one entry per rank would make the

@@ -150,14 +150,10 @@ void put_ranks(Writer& w, const RankList& rl) {
   }
 }
 
-void put_seq(Writer& w, const ValueSeq& unsealed) {
+void put_seq(Writer& w, const ValueSeq& value_seq) {
   // Stored sealed: a sequence's last period folds into its block (ValueSeq::seal).
-  ValueSeq copy;
-  if (!unsealed.sealed()) {
-    copy = unsealed;
-    copy.seal();
-  }
-  const ValueSeq& seq = unsealed.sealed() ? unsealed : copy;
+  ValueSeq scratch;
+  const ValueSeq& seq = value_seq.sealed_form(scratch);
   w.uv(seq.blocks().size());
   for (const auto& b : seq.blocks()) {
     w.uv(b.repeat);

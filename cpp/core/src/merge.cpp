@@ -115,7 +115,11 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   return h;
 }
 
-std::uint64_t seq_hash(const ValueSeq& s) {
+/// Hash of the sealed form (ValueSeq::seal): a sequence decoded from a child's transfer is
+/// sealed, the same sequence built in memory may not be, and they are equal (operator==).
+std::uint64_t seq_hash(const ValueSeq& seq) {
+  ValueSeq scratch;
+  const ValueSeq& s = seq.sealed_form(scratch);
   std::uint64_t h = s.size();
   for (const auto& b : s.blocks()) {
     h = mix(h, b.repeat);

@@ -298,9 +298,8 @@ void ValueSeq::seal() { fold_tail(blocks_, block_ends_); }
 
 bool ValueSeq::equal_sealed(const ValueSeq& o) const {
   if (size_ != o.size_) return false;
-  ValueSeq copy = sealed() ? o : *this;
-  copy.seal();
-  return copy.blocks_ == (sealed() ? blocks_ : o.blocks_);
+  ValueSeq scratch_a, scratch_b;
+  return sealed_form(scratch_a).blocks_ == o.sealed_form(scratch_b).blocks_;
 }
 
 bool ValueSeq::is_constant() const {

@@ -49,6 +49,14 @@ class ValueSeq {
   /// more period of its last repeated block, "(A)x99 A", becomes "(A)x100". The values are
   /// unchanged; appending may go on. The writer stores sequences sealed.
   void seal();
+  /// This sequence if sealed(), else a sealed copy of it made in `scratch` (what the writer
+  /// stores and what merging hashes).
+  const ValueSeq& sealed_form(ValueSeq& scratch) const {
+    if (sealed()) return *this;
+    scratch = *this;
+    scratch.seal();
+    return scratch;
+  }
   /// True if seal() has nothing to fold: no open last block (one of repeat 1), or the
   /// sequence is a single run.
   bool sealed() const {
