@@ -11,8 +11,10 @@
 #include "scalatrace/format.hpp"
 #include "scalatrace/merge.hpp"
 #include "scalatrace/synthetic.hpp"
+#include "trace_difference.hpp"
 
 using namespace scalatrace;
+using test_support::trace_difference;
 
 namespace {
 
@@ -28,49 +30,6 @@ Trace harness(SyntheticPattern pattern, std::int64_t nranks, std::int64_t timest
   Trace t = synthetic_merged_trace(spec);
   t.metadata["program"] = "synthetic:" + std::string(synthetic_pattern_name(pattern));
   return t;
-}
-
-/// Structural equality of two traces, timing histograms aside; describes the first difference.
-void expect_same_nodes(const std::vector<Node>& a, const std::vector<Node>& b, const std::string& path,
-                       std::string& diff) {
-  if (!diff.empty()) return;
-  if (a.size() != b.size()) {
-    diff = path + ": " + std::to_string(a.size()) + " vs " + std::to_string(b.size()) + " nodes";
-    return;
-  }
-  for (std::size_t i = 0; i < a.size() && diff.empty(); ++i) {
-    const auto here = path + "/" + std::to_string(i);
-    const Node &x = a[i], &y = b[i];
-    if (!(x.ranks == y.ranks)) diff = here + ": ranks " + x.ranks.to_string() + " vs " + y.ranks.to_string();
-    else if (!(x.presence == y.presence)) diff = here + ": presence";
-    else if (x.is_loop() != y.is_loop()) diff = here + ": loop vs event";
-    else if (x.is_loop()) {
-      if (!(x.loop->trips == y.loop->trips)) diff = here + ": trip counts";
-      else expect_same_nodes(x.loop->body, y.loop->body, here, diff);
-    } else {
-      const auto &e = *x.event, &f = *y.event;
-      if (e.op != f.op || e.site != f.site) diff = here + ": op/site";
-      for (std::size_t k = 0; k < kFieldCount && diff.empty(); ++k)
-        if (!(e.fields[k] == f.fields[k])) diff = here + ": field " + std::string(field_name(static_cast<Field>(k)));
-      for (std::size_t k = 0; k < kArrayFieldCount && diff.empty(); ++k)
-        if (!(e.arrays[k] == f.arrays[k])) diff = here + ": array " + std::string(array_field_name(static_cast<ArrayField>(k)));
-    }
-  }
-}
-
-std::string trace_difference(const Trace& a, const Trace& b) {
-  if (a.nranks != b.nranks) return "nranks " + std::to_string(a.nranks) + " vs " + std::to_string(b.nranks);
-  std::string diff;
-  expect_same_nodes(a.nodes, b.nodes, "", diff);
-  if (!diff.empty()) return diff;
-  if (a.comms.entries.size() != b.comms.entries.size()) return "communicator table sizes";
-  for (std::size_t i = 0; i < a.comms.entries.size(); ++i) {
-    const auto &x = a.comms.entries[i], &y = b.comms.entries[i];
-    if (x.id != y.id || !(x.members == y.members) || !(x.holders == y.holders))
-      return "communicator entry " + std::to_string(i) + ": " + x.members.to_string() + " held by " +
-             x.holders.to_string() + " vs " + y.members.to_string() + " held by " + y.holders.to_string();
-  }
-  return "";
 }
 
 ExtrapolationResult extrapolate_harness(SyntheticPattern p, const std::vector<std::int64_t>& sizes,

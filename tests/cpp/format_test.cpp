@@ -13,6 +13,7 @@
 #include "scalatrace/format.hpp"
 #include "scalatrace/merge.hpp"
 #include "scalatrace/synthetic.hpp"
+#include "trace_difference.hpp"
 
 using namespace scalatrace;
 
@@ -223,19 +224,9 @@ TEST(Format, PerRankAndMergedRoundTrip) {
 
 /// Every value sequence of `nodes` (fields, presence, trip counts, call-site ids).
 static void for_each_seq(const std::vector<Node>& nodes, const std::function<void(const ValueSeq&)>& f) {
-  const auto each = [&](const ElasticValue& v) {
+  test_support::for_each_elastic(nodes, [&](const ElasticValue& v) {
     for (const auto& alternative : v.alternatives) f(alternative.first);
-  };
-  for (const Node& n : nodes) {
-    each(n.presence);
-    if (n.is_loop()) {
-      each(n.loop->trips);
-      for_each_seq(n.loop->body, f);
-      continue;
-    }
-    for (const ElasticValue& v : n.event->fields) each(v);
-    each(n.event->site_ids);
-  }
+  });
 }
 
 TEST(Format, StoresValueSequencesSealed) {
@@ -264,17 +255,10 @@ TEST(Format, StoresValueSequencesSealed) {
   expect_same_trace(merged, back);  // sealed or not, the same trace
   EXPECT_EQ(encode_trace(back), bytes);
   for (std::int64_t rank : {0, 21, 42, 63}) {
-    Cursor a(merged, rank, TimingMode::None), b(back, rank, TimingMode::None);
-    std::size_t events = 0;
-    for (;;) {
-      auto x = a.next();
-      auto y = b.next();
-      ASSERT_EQ(x.has_value(), y.has_value()) << "rank " << rank << " event " << events;
-      if (!x) break;
-      ASSERT_TRUE(x->same_call(*y)) << "rank " << rank << " event " << events;
-      ++events;
-    }
-    EXPECT_GT(events, 30u * 26u);
+    const auto x = expand(merged, rank), y = expand(back, rank);
+    ASSERT_EQ(x.size(), y.size()) << "rank " << rank;
+    EXPECT_GT(x.size(), 30u * 26u);
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_TRUE(x[i].same_call(y[i])) << "rank " << rank << " event " << i;
   }
 }
 
