@@ -275,7 +275,7 @@ TEST(Format, NamedErrors) {
   EXPECT_NE(expect_error("hello world, not a trace").find("bad magic"), std::string::npos);
   std::string v7 = bytes;
   put_u32(v7, 8, 7);
-  EXPECT_NE(expect_error(v7).find("unsupported format version 7 (this reader supports 2 to 4)"),
+  EXPECT_NE(expect_error(v7).find("unsupported format version 7 (this reader supports 2 to 5)"),
             std::string::npos);
   std::string flipped = bytes;
   flipped[bytes.size() - 3] ^= 0x10;
@@ -361,8 +361,11 @@ Trace with_grouped_ranklist() {
   return t;
 }
 
-/// The bytes of that group as written: sv stride 4, uv 2*2+1, uv repeat 2, then <0> and <2 3>.
-const std::string kGroupBytes("\x08\x05\x02\x00\x00\x04\x02\x02\x02", 9);
+/// The bytes of that group as written (version 5: rank numbers and counts are scaled numbers
+/// against the basis {8}; these are small, so each is its zigzag code shifted left by one): stride
+/// 4 (0x10), uv 2*2+1, repeat 2 (0x08), then <0> (start 0x00, no dims) and <2 3> (start 2 =
+/// 0x08, one dim: stride 1 = 0x04, count 2 = 0x08).
+const std::string kGroupBytes("\x10\x05\x08\x00\x00\x08\x02\x04\x08", 9);
 
 /// Replaces every occurrence of `from` by `bytes` and repairs length and checksum.
 std::string with_replaced_bytes(std::string file, const std::string& from, const std::string& bytes) {
@@ -396,17 +399,26 @@ TEST(Format, RanklistGroupsRoundTripAndAreCheckedOnRead) {
     std::string bytes, message;
   };
   const std::vector<Case> cases = {
-      {std::string("\x08\x05\x01\x00\x00\x04\x02\x02\x02", 9), "ranklist group repeated 1 times"},
-      {std::string("\x08\x05\x00\x00\x00\x04\x02\x02\x02", 9), "ranklist group repeated 0 times"},
-      {std::string("\x08\x01\x02\x00\x00\x04\x02\x02\x02", 9), "ranklist group of 0 descriptors"},
-      {std::string("\x08\x13\x02\x00\x00\x04\x02\x02\x02", 9), "ranklist group of 9 descriptors"},
-      {std::string("\x00\x05\x02\x00\x00\x04\x02\x02\x02", 9), "ranklist group stride 0"},
-      {std::string("\x08\x05\x02\x00\x03\x04\x02\x02\x02", 9), "ranklist group inside a group"},
+      {std::string("\x10\x05\x04\x00\x00\x08\x02\x04\x08", 9), "ranklist group repeated 1 times"},
+      {std::string("\x10\x05\x00\x00\x00\x08\x02\x04\x08", 9), "ranklist group repeated 0 times"},
+      {std::string("\x10\x01\x08\x00\x00\x08\x02\x04\x08", 9), "ranklist group of 0 descriptors"},
+      {std::string("\x10\x13\x08\x00\x00\x08\x02\x04\x08", 9), "ranklist group of 9 descriptors"},
+      {std::string("\x00\x05\x08\x00\x00\x08\x02\x04\x08", 9), "ranklist group stride 0"},
+      {std::string("\x10\x05\x08\x00\x03\x08\x02\x04\x08", 9), "ranklist group inside a group"},
       // repeated 3 times, the third copy reaches ranks 8 and 10-11 of an 8-rank trace
-      {std::string("\x08\x05\x03\x00\x00\x04\x02\x02\x02", 9), "ranklist rank out of range [0, 8)"},
+      {std::string("\x10\x05\x0c\x00\x00\x08\x02\x04\x08", 9), "ranklist rank out of range [0, 8)"},
       // repeated 2^40 times: refused before anything is allocated
-      {std::string("\x08\x05\x80\x80\x80\x80\x80\x20\x00\x00\x04\x02\x02\x02", 14),
+      {std::string("\x10\x05\x80\x80\x80\x80\x80\x80\x01\x00\x00\x08\x02\x04\x08", 15),
        "implausible expansion of a ranklist group"},
+      // stride 4 as 1 x 8 - 4 with the coefficient 1 written out (code 3): not the canonical form
+      {std::string("\x3f\x02\x05\x08\x00\x00\x08\x02\x04\x08", 10),
+       "malformed scaled number (coefficient 1 written out)"},
+      // flagged as having coefficients, with none
+      {std::string("\x01\x05\x08\x00\x00\x08\x02\x04\x08", 9),
+       "malformed scaled number (flagged, without coefficients)"},
+      // stride 2^62 x 8: beyond 64 bits
+      {std::string("\x07\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01\x05\x08\x00\x00\x08\x02\x04\x08", 19),
+       "scaled number out of range"},
   };
   for (const Case& c : cases) {
     const std::string message = expect_error(with_group_bytes(bytes, c.bytes));
@@ -558,6 +570,12 @@ TEST(Format, ReadsVersion3Files) {
   };
   add(old.nodes);
   EXPECT_EQ(counted, events);
+}
+
+TEST(Format, ReadsVersion4Files) {
+  // Written by the version-4 writer (rank numbers as plain sv/uv; no scale basis).
+  const Trace old = read_trace_file(std::string(SCALATRACE_TEST_DATA) + "/v4_stencil3d_64.sct");
+  expect_old_fixture_lossless(old, SyntheticPattern::Stencil3D, 64, 3);
 }
 
 TEST(Format, MetadataKeysAreFrontCoded) {

@@ -4,6 +4,7 @@
 #include "scalatrace/rank_periods.hpp"
 
 #include "format_detail.hpp"
+#include "scale_basis.hpp"
 
 #include <algorithm>
 #include <array>
@@ -12,7 +13,9 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "scalatrace/clustering.hpp"
 #include "scalatrace/errors.hpp"
@@ -51,6 +54,12 @@ constexpr std::size_t kMaxDepth = 64;                    // loop nesting
 constexpr std::size_t kMaxDims = 16;                     // ranklist descriptor dimensions
 constexpr std::int64_t kMaxRanks = std::int64_t{1} << 40;
 constexpr std::uint64_t kMaxSeqSize = std::uint64_t{1} << 62;
+/// Scaled numbers (version 5) are written for magnitudes below this; a value sequence with a
+/// larger run value is written plain.
+constexpr std::int64_t kScaledLimit = std::int64_t{1} << 56;
+/// Bytes of each scale-basis number (version 5, section 1): a fixed width, so that the basis
+/// takes the same bytes at every rank count.
+constexpr int kBasisNumberBytes = 4;
 
 enum Section : std::uint64_t {
   kMetadata = 1,
@@ -123,44 +132,92 @@ class Writer {
   std::string out_;
 };
 
-void put_descriptor(Writer& w, const RankDescriptor& d) {
-  w.sv(d.start);
+/// A scaled number (version 5, docs/format.md "Scaled numbers"): one `uv` whose bit 0 says
+/// whether the number has basis coefficients. Without: the value's zigzag code above it. With:
+/// two bits per basis number above it (coefficient 0, +1, -1, or 3: it follows as `sv`), the
+/// remainder's zigzag code above those, then the coefficients that follow.
+void put_scaled(Writer& w, std::int64_t v, std::span<const std::int64_t> basis) {
+  if (v >= kScaledLimit || v <= -kScaledLimit)
+    throw Error("encode_trace: rank number " + std::to_string(v) + " out of range");
+  std::array<std::int64_t, scale_basis::kMaxBasis> coeffs{};
+  const std::int64_t rest = scale_basis::decompose(v, basis, coeffs);
+  std::uint64_t codes = 0;
+  for (std::size_t i = 0; i < basis.size(); ++i) {
+    const std::uint64_t code = coeffs[i] == 0 ? 0 : coeffs[i] == 1 ? 1 : coeffs[i] == -1 ? 2 : 3;
+    codes |= code << (2 * i);
+  }
+  const auto zigzag = (static_cast<std::uint64_t>(rest) << 1) ^ static_cast<std::uint64_t>(rest >> 63);
+  if (codes == 0) {
+    w.uv(zigzag << 1);
+    return;
+  }
+  w.uv((((zigzag << (2 * basis.size())) | codes) << 1) | 1);
+  for (std::size_t i = 0; i < basis.size(); ++i)
+    if (((codes >> (2 * i)) & 3) == 3) w.sv(coeffs[i]);
+}
+
+/// A ranklist count, scaled against its dimension's extent (scale_basis::count_basis).
+void put_count(Writer& w, std::int64_t count, std::int64_t stride, std::span<const std::int64_t> basis) {
+  std::array<std::int64_t, 2> extents{};
+  put_scaled(w, count, scale_basis::count_basis(stride, basis, extents));
+}
+
+void put_descriptor(Writer& w, const RankDescriptor& d, std::span<const std::int64_t> basis) {
+  put_scaled(w, d.start, basis);
   w.uv(2 * d.dims.size());  // even: a descriptor (odd: a group, below)
   for (auto [c, s] : d.dims) {
-    w.uv(static_cast<std::uint64_t>(c));
-    w.sv(s);
+    put_scaled(w, s, basis);
+    put_count(w, c, s, basis);
   }
 }
 
 /// A ranklist as items: descriptors, and groups of descriptors repeated at a constant stride
-/// (rank_periods.hpp; docs/format.md, "Ranklist").
-void put_ranks(Writer& w, const RankList& rl) {
+/// (rank_periods.hpp; docs/format.md, "Ranklist"); rank numbers scaled against `basis`.
+void put_ranks(Writer& w, const RankList& rl, std::span<const std::int64_t> basis) {
   const auto& ds = rl.descriptors();
   const std::vector<DescriptorPeriod> items = find_descriptor_periods(ds);
   w.uv(items.size());
   for (const DescriptorPeriod& p : items) {
     if (p.repeat == 1) {
-      put_descriptor(w, ds[p.first]);
+      put_descriptor(w, ds[p.first], basis);
       continue;
     }
-    w.sv(p.stride);
+    put_scaled(w, p.stride, basis);
     w.uv(2 * p.period + 1);
-    w.uv(p.repeat);
-    for (std::size_t m = 0; m < p.period; ++m) put_descriptor(w, ds[p.first + m]);
+    put_count(w, static_cast<std::int64_t>(p.repeat), p.stride, basis);
+    for (std::size_t m = 0; m < p.period; ++m) put_descriptor(w, ds[p.first + m], basis);
   }
 }
 
-void put_seq(Writer& w, const ValueSeq& value_seq) {
+/// Whether every run of `seq` can be written scaled (its first value and stride in range).
+bool fits_scaled(const ValueSeq& seq) {
+  for (const auto& b : seq.blocks())
+    for (const auto& r : b.runs)
+      if (r.first >= kScaledLimit || r.first <= -kScaledLimit || r.stride >= kScaledLimit ||
+          r.stride <= -kScaledLimit)
+        return false;
+  return true;
+}
+
+/// A value sequence; with `rank_valued` (peers, roots, split colors and keys) its run values
+/// and strides are scaled numbers where they fit (bit 0 of the block count says so).
+void put_seq(Writer& w, const ValueSeq& value_seq, bool rank_valued, std::span<const std::int64_t> basis) {
   // Stored sealed: a sequence's last period folds into its block (ValueSeq::seal).
   ValueSeq scratch;
   const ValueSeq& seq = value_seq.sealed_form(scratch);
-  w.uv(seq.blocks().size());
+  const bool scaled = rank_valued && fits_scaled(seq);
+  w.uv(2 * seq.blocks().size() + (scaled ? 1 : 0));
   for (const auto& b : seq.blocks()) {
     w.uv(b.repeat);
     w.uv(b.runs.size());
     for (const auto& r : b.runs) {
-      w.sv(r.first);
-      w.sv(r.stride);
+      if (scaled) {
+        put_scaled(w, r.first, basis);
+        put_scaled(w, r.stride, basis);
+      } else {
+        w.sv(r.first);
+        w.sv(r.stride);
+      }
       w.uv(r.count);
     }
   }
@@ -241,14 +298,47 @@ struct Table {
   }
 };
 
+/// Fields whose values are ranks (or derived from ranks): written as scaled numbers.
+bool is_rank_valued(std::size_t field) {
+  switch (static_cast<Field>(field)) {
+    case Field::Peer:
+    case Field::Peer2:
+    case Field::Root:
+    case Field::Color:
+    case Field::Key:
+      return true;
+    default:
+      return false;
+  }
+}
+
 struct TraceWriter {
   bool exact_counts = false;  ///< bin counts as uv (header flag bit 1)
+  std::vector<std::int64_t> basis;  ///< the scale basis (section 1)
   Table ranks, seqs, arrays, elastics, array_elastics;
+  /// Plain encodings of the sequences that some rank-valued field holds: those are written
+  /// scaled, wherever they are used (one table entry for equal values, whatever the field).
+  std::unordered_set<std::string> rank_valued_seqs;
+
+  void note_rank_valued(const std::vector<Node>& nodes) {
+    for (const Node& n : nodes) {
+      if (n.loop) note_rank_valued(n.loop->body);
+      if (!n.event) continue;
+      for (std::size_t f = 0; f < kFieldCount; ++f) {
+        if (!is_rank_valued(f)) continue;
+        for (const auto& alternative : n.event->fields[f].alternatives) {
+          Writer plain;
+          put_seq(plain, alternative.first, false, basis);
+          rank_valued_seqs.insert(std::move(plain.data()));
+        }
+      }
+    }
+  }
 
   std::uint64_t rank_id(const RankList& rl) {
     if (rl.empty()) return 0;
     Writer w;
-    put_ranks(w, rl);
+    put_ranks(w, rl, basis);
     return ranks.add(std::move(w));
   }
   std::uint64_t elastic_id(const ElasticValue& e) {
@@ -257,7 +347,11 @@ struct TraceWriter {
     w.uv(e.alternatives.size());
     for (const auto& [seq, rl] : e.alternatives) {
       Writer sw;
-      put_seq(sw, seq);
+      put_seq(sw, seq, false, basis);
+      if (rank_valued_seqs.contains(sw.data())) {
+        sw = Writer{};
+        put_seq(sw, seq, true, basis);
+      }
       w.uv(seqs.add(std::move(sw)) - 1);
       w.uv(rank_id(rl));
     }
@@ -409,19 +503,69 @@ std::pair<std::int64_t, std::int64_t> descriptor_range(const RankDescriptor& d) 
   return {lo, hi};
 }
 
+/// A scaled number (version 5; put_scaled).
+std::int64_t get_scaled(Reader& r, std::span<const std::int64_t> basis) {
+  const std::uint64_t header = r.uv();
+  auto unzigzag = [](std::uint64_t z) { return static_cast<std::int64_t>((z >> 1) ^ (~(z & 1) + 1)); };
+  if ((header & 1) == 0) return unzigzag(header >> 1);
+  const std::size_t k = basis.size();
+  const std::uint64_t codes = (header >> 1) & ((std::uint64_t{1} << (2 * k)) - 1);
+  if (codes == 0) r.fail("malformed scaled number (flagged, without coefficients)");
+  __int128 v = unzigzag(header >> (1 + 2 * k));
+  for (std::size_t i = 0; i < k; ++i) {
+    const std::uint64_t code = (codes >> (2 * i)) & 3;
+    if (code == 0) continue;
+    std::int64_t c = code == 1 ? 1 : -1;
+    if (code == 3) {
+      c = r.sv();
+      if (c >= -1 && c <= 1) r.fail("malformed scaled number (coefficient " + std::to_string(c) + " written out)");
+    }
+    if (basis[i] < 2) r.fail("malformed scaled number (a multiple of basis number " + std::to_string(basis[i]) + ")");
+    v += static_cast<__int128>(c) * basis[i];
+  }
+  if (v > std::numeric_limits<std::int64_t>::max() || v < std::numeric_limits<std::int64_t>::min())
+    r.fail("scaled number out of range");
+  return static_cast<std::int64_t>(v);
+}
+
+/// A ranklist count: `uv` before version 5, then scaled against its dimension's extent.
+std::int64_t get_count(Reader& r, std::int64_t stride, std::uint32_t version,
+                       std::span<const std::int64_t> basis, const char* what) {
+  if (version < 5) {
+    const std::uint64_t c = r.uv();
+    if (c > static_cast<std::uint64_t>(kMaxRanks)) r.fail(std::string(what) + " " + std::to_string(c));
+    return static_cast<std::int64_t>(c);
+  }
+  std::array<std::int64_t, 2> extents{};
+  const std::int64_t c = get_scaled(r, scale_basis::count_basis(stride, basis, extents));
+  if (c < 0 || c > kMaxRanks) r.fail(std::string(what) + " " + std::to_string(c));
+  return c;
+}
+
+/// A rank number: `sv` before version 5, then scaled against the basis.
+std::int64_t get_rank_number(Reader& r, std::uint32_t version, std::span<const std::int64_t> basis) {
+  return version < 5 ? r.sv() : get_scaled(r, basis);
+}
+
 /// The dimensions of one descriptor (after its start and dimension count), checked: counts
-/// >= 2, non-zero strides, nested strides with two or more dims, bounded size and span.
-RankDescriptor get_descriptor_dims(Reader& r, std::int64_t start, std::size_t nd) {
+/// >= 2, non-zero strides, nested strides with two or more dims, bounded size and span. Each
+/// dimension is `uv count, sv stride` before version 5, then a scaled stride and count.
+RankDescriptor get_descriptor_dims(Reader& r, std::int64_t start, std::size_t nd, std::uint32_t version,
+                                   std::span<const std::int64_t> basis) {
   if (nd > kMaxDims) r.fail("ranklist descriptor with " + std::to_string(nd) + " dimensions");
   RankDescriptor d;
   d.start = start;
   std::int64_t size = 1, lo = start, hi = start, span = 0;
   for (std::size_t k = 0; k < nd; ++k) {
-    std::uint64_t cu = r.uv();
-    std::int64_t s = r.sv();
-    if (cu < 2 || cu > static_cast<std::uint64_t>(kMaxRanks))
-      r.fail("ranklist dimension count " + std::to_string(cu));
-    auto c = static_cast<std::int64_t>(cu);
+    std::int64_t c = 0, s = 0;
+    if (version < 5) {
+      c = get_count(r, 0, version, basis, "ranklist dimension count");
+      s = r.sv();
+    } else {
+      s = get_scaled(r, basis);
+      c = get_count(r, s, version, basis, "ranklist dimension count");
+    }
+    if (c < 2) r.fail("ranklist dimension count " + std::to_string(c));
     if (s == 0 || s > kMaxRanks || s < -kMaxRanks) r.fail("ranklist stride " + std::to_string(s));
     if (nd > 1 && (s <= 0 || (k > 0 && s <= span)))
       r.fail("ranklist descriptor dimensions not nested (stride " + std::to_string(s) + ")");
@@ -438,9 +582,11 @@ RankDescriptor get_descriptor_dims(Reader& r, std::int64_t start, std::size_t nd
 
 /// A ranklist. Version 2 files hold descriptors only (`sv start, uv ndims, dims`); version 3
 /// items are descriptors (`sv start, uv 2*ndims, dims`) or groups (`sv stride, uv 2*k+1, uv
-/// repeat, k descriptors`), expanded here. Every resulting descriptor lies in [0, nranks);
-/// descriptors made by expanding groups are charged to `budget` (bounded by the file's size).
-RankList get_ranks(Reader& r, std::int64_t nranks, std::uint32_t version, std::uint64_t& budget) {
+/// repeat, k descriptors`), expanded here; version 5 writes the rank numbers and counts
+/// scaled against `basis`. Every resulting descriptor lies in [0, nranks); descriptors made by
+/// expanding groups are charged to `budget` (bounded by the file's size).
+RankList get_ranks(Reader& r, std::int64_t nranks, std::uint32_t version, std::uint64_t& budget,
+                   std::span<const std::int64_t> basis) {
   RankList rl;
   std::size_t n = r.count("ranklist descriptor", 2);
   if (n == 0) r.fail("empty ranklist in the ranklist table");
@@ -457,10 +603,11 @@ RankList get_ranks(Reader& r, std::int64_t nranks, std::uint32_t version, std::u
   };
   auto plain = [&](std::int64_t start, std::uint64_t code) {
     if (version >= 3 && code % 2 != 0) r.fail("ranklist group inside a group");
-    return get_descriptor_dims(r, start, static_cast<std::size_t>(version >= 3 ? code / 2 : code));
+    return get_descriptor_dims(r, start, static_cast<std::size_t>(version >= 3 ? code / 2 : code),
+                               version, basis);
   };
   for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t first = r.sv();
+    const std::int64_t first = get_rank_number(r, version, basis);
     const std::uint64_t code = r.uv();
     if (version < 3 || code % 2 == 0) {
       add(plain(first, code));
@@ -473,13 +620,14 @@ RankList get_ranks(Reader& r, std::int64_t nranks, std::uint32_t version, std::u
       r.fail("ranklist group of " + std::to_string(period) + " descriptors");
     if (stride == 0 || stride > kMaxRanks || stride < -kMaxRanks)
       r.fail("ranklist group stride " + std::to_string(stride));
-    const std::uint64_t repeat = r.uv();
+    const auto repeat =
+        static_cast<std::uint64_t>(get_count(r, stride, version, basis, "ranklist group repeat count"));
     if (repeat < 2) r.fail("ranklist group repeated " + std::to_string(repeat) + " times");
     if (repeat > budget / period) r.fail("implausible expansion of a ranklist group");
     budget -= (repeat - 1) * period;
     std::vector<RankDescriptor> once;
     for (std::uint64_t m = 0; m < period; ++m) {
-      const std::int64_t start = r.sv();
+      const std::int64_t start = get_rank_number(r, version, basis);
       once.push_back(plain(start, r.uv()));
     }
     std::vector<RankDescriptor> expanded;
@@ -489,8 +637,21 @@ RankList get_ranks(Reader& r, std::int64_t nranks, std::uint32_t version, std::u
   return rl;
 }
 
-ValueSeq get_seq(Reader& r) {
-  std::size_t nb = r.count("value block", 2);
+/// A value sequence. From version 5, bit 0 of the block count says whether its run values and
+/// strides are scaled numbers.
+ValueSeq get_seq(Reader& r, std::uint32_t version, std::span<const std::int64_t> basis) {
+  bool scaled = false;
+  std::size_t nb = 0;
+  if (version >= 5) {
+    const std::uint64_t code = r.uv();
+    scaled = (code & 1) != 0;
+    if (code / 2 > r.remaining() / 2)
+      r.fail("implausible value block count " + std::to_string(code / 2) + " (only " +
+             std::to_string(r.remaining()) + " bytes left)");
+    nb = static_cast<std::size_t>(code / 2);
+  } else {
+    nb = r.count("value block", 2);
+  }
   std::vector<ValueBlock> blocks;
   blocks.reserve(nb);
   std::uint64_t total = 0;
@@ -504,8 +665,8 @@ ValueSeq get_seq(Reader& r) {
     std::uint64_t block_size = 0;
     for (std::size_t k = 0; k < nr; ++k) {
       ValueRun run;
-      run.first = r.sv();
-      run.stride = r.sv();
+      run.first = scaled ? get_scaled(r, basis) : r.sv();
+      run.stride = scaled ? get_scaled(r, basis) : r.sv();
       run.count = r.uv();
       if (run.count == 0) r.fail("value run of 0 values");
       if (run.count > kMaxSeqSize - block_size) r.fail("value sequence too long");
@@ -597,6 +758,8 @@ Histogram get_hist(Reader& r, bool fixed_width_counts) {
 struct TraceReader {
   /// Bin counts as two-byte codes: version 4 and later, unless header flag bit 1 (exact `uv`).
   bool fixed_width_counts = true;
+  /// The scale basis (version 5, section 1): what scaled numbers are multiples of.
+  std::vector<std::int64_t> basis;
   std::int64_t nranks = 0;
   std::size_t nsites = 0;
   std::size_t nnames = 0;
@@ -769,6 +932,11 @@ namespace {
 std::string encode(const Trace& trace, std::uint32_t flags) {
   TraceWriter tw;
   tw.exact_counts = (flags & kFlagExactCounts) != 0;
+  if (trace.nranks < 0 || trace.nranks >= std::int64_t{1} << (8 * kBasisNumberBytes))
+    throw Error("encode_trace: rank count " + std::to_string(trace.nranks) +
+                " out of range (a trace holds fewer than 2^32 ranks)");
+  tw.basis = scale_basis::find_basis(trace);
+  tw.note_rank_valued(trace.nodes);
   // Encode the parts that fill the shared tables first; the tables precede them in the file.
   Writer comms;
   comms.uv(trace.comms.entries.size());
@@ -784,7 +952,9 @@ std::string encode(const Trace& trace, std::uint32_t flags) {
   Writer payload;
   {
     Writer s;
-    s.uv(static_cast<std::uint64_t>(trace.nranks));
+    // The scale basis, its first number the rank count, each in a fixed width.
+    s.u8(static_cast<std::uint8_t>(tw.basis.size()));
+    for (const std::int64_t b : tw.basis) s.fixed(static_cast<std::uint64_t>(b), kBasisNumberBytes);
     // Keys front-coded (version 4): the bytes shared with the previous key, then the rest.
     // Keys come sorted, so the settings' common "setting.SCALATRACE_" is written once.
     s.uv(trace.metadata.size());
@@ -838,8 +1008,8 @@ std::string encode(const Trace& trace, std::uint32_t flags) {
     Writer s;
     s.uv(trace.clusters.size());
     for (const auto& c : trace.clusters) {
-      s.sv(c.representative);
-      put_ranks(s, c.members);
+      put_scaled(s, c.representative, tw.basis);
+      put_ranks(s, c.members, tw.basis);
     }
     put_section(payload, kRankClusters, std::move(s));
   }
@@ -926,8 +1096,8 @@ Trace decode_trace(std::string_view bytes) {
       if (n == 0) r.fail("empty rank-cluster list");
       for (std::size_t i = 0; i < n; ++i) {
         RankCluster c;
-        c.representative = r.sv();
-        c.members = get_ranks(r, t.nranks, version32, tr.budget);
+        c.representative = get_rank_number(r, version32, tr.basis);
+        c.members = get_ranks(r, t.nranks, version32, tr.budget, tr.basis);
         t.clusters.push_back(std::move(c));
       }
       if (!r.done()) r.fail("unexpected bytes at the end of the section");
@@ -942,7 +1112,21 @@ Trace decode_trace(std::string_view bytes) {
     r.set_section(section_name(id));
     switch (id) {
       case kMetadata: {
-        std::uint64_t n = r.uv();
+        std::uint64_t n = 0;
+        if (version32 >= 5) {
+          // The scale basis: the rank count, then up to three grid strides, decreasing.
+          const std::size_t k = r.u8();
+          if (k == 0 || k > scale_basis::kMaxBasis) r.fail("scale basis of " + std::to_string(k) + " numbers");
+          for (std::size_t i = 0; i < k; ++i) {
+            const auto b = static_cast<std::int64_t>(r.fixed(kBasisNumberBytes));
+            if (i > 0 && (b < 2 || b >= tr.basis.back()))
+              r.fail("scale basis number " + std::to_string(b) + " (must decrease, from the rank count, and be at least 2)");
+            tr.basis.push_back(b);
+          }
+          n = static_cast<std::uint64_t>(tr.basis.front());
+        } else {
+          n = r.uv();
+        }
         if (n > static_cast<std::uint64_t>(kMaxRanks)) r.fail("rank count " + std::to_string(n));
         t.nranks = static_cast<std::int64_t>(n);
         tr.nranks = t.nranks;
@@ -1002,13 +1186,13 @@ Trace decode_trace(std::string_view bytes) {
       case kRankLists: {
         std::size_t n = r.count("ranklist", 3);
         tr.ranks.reserve(n);
-        for (std::size_t i = 0; i < n; ++i) tr.ranks.push_back(get_ranks(r, t.nranks, version32, tr.budget));
+        for (std::size_t i = 0; i < n; ++i) tr.ranks.push_back(get_ranks(r, t.nranks, version32, tr.budget, tr.basis));
         break;
       }
       case kValueSeqs: {
         std::size_t n = r.count("value sequence");
         tr.seqs.reserve(n);
-        for (std::size_t i = 0; i < n; ++i) tr.seqs.push_back(get_seq(r));
+        for (std::size_t i = 0; i < n; ++i) tr.seqs.push_back(get_seq(r, version32, tr.basis));
         break;
       }
       case kArraySeqs: {

@@ -10,8 +10,10 @@ namespace scalatrace {
 inline constexpr char kTraceMagic[8] = {'S', 'C', 'A', 'L', 'A', 'T', 'R', 'C'};
 /// Version written. 3: ranklists may hold groups of descriptors (docs/format.md, "Ranklist");
 /// 4: histogram bin counts have a fixed width (docs/format.md, "Histogram"), metadata keys are
-/// front-coded.
-inline constexpr std::uint32_t kTraceFormatVersion = 4;
+/// front-coded; 5: rank numbers are written scaled against the trace's scale basis (its rank
+/// count and grid strides), so a trace's size does not depend on its rank count
+/// (docs/format.md, "Scaled numbers").
+inline constexpr std::uint32_t kTraceFormatVersion = 5;
 /// Oldest version read (2: bounded histograms and timing groups; its ranklists have no groups).
 inline constexpr std::uint32_t kOldestReadableFormatVersion = 2;
 /// Header flag: rank segments (encode_rank_segment) follow the payload. docs/format.md.
