@@ -25,6 +25,11 @@ using sim::Network;
 
 constexpr std::int64_t kAnyWorld = -1;  ///< "any source" in world-rank terms
 constexpr std::int32_t kNoRequest = -1;
+/// The receive and the send of the current step of a rank's blocking collective: kept beside the
+/// rank's scalars (RankSim::step_reqs), not in its request pool, and named by these in the
+/// receive it posts and the message it sends.
+constexpr std::int32_t kStepRecv = -2;
+constexpr std::int32_t kStepSend = -3;
 
 struct Request {
   enum class Kind : std::uint8_t { Send, Recv, Done };
@@ -80,7 +85,10 @@ struct CommInfo {
   std::uint64_t collective_seq = 0;
 };
 
-enum class Stage : std::uint8_t { Next, Waiting, Collective, Probing };
+/// Where a rank is: about to read its next event; waiting for the requests of a completion call
+/// (R.waits) or for the current step of a blocking collective (R.step_reqs); about to post the
+/// collective's next step; in a blocking probe.
+enum class Stage : std::uint8_t { Next, Waiting, StepWaiting, Collective, Probing };
 
 /// First-in first-out queue of ranks ready to run: a ring over a power-of-two array. A rank is
 /// queued at most once at a time (only a blocked rank is woken), so `ranks` slots suffice.
@@ -145,6 +153,9 @@ struct RankSim {
   std::size_t step_pos = 0;
   std::size_t coll_comm = 0;  ///< index into comms
   std::uint64_t coll_tag = 0;
+  /// The current step's receive and send (kStepRecv, kStepSend), if it has them.
+  bool step_recv = false, step_send = false;
+  Request step_reqs[2];
   std::size_t last_comm = 0;  ///< index into comms that comm_index found last
   // Handle buffer: slots[slot_front + i] is handle slot slot_base + i (oldest trimmed when released).
   std::size_t slot_front = 0;
@@ -294,7 +305,8 @@ class Engine {
   /// R's walk over the trace, if R is likely to read its next event when resumed: it waits
   /// for the end of an event (a Waitall, or the last step of a collective).
   static void prefetch_cursor(const RankSim& R) {
-    if (R.stage == Stage::Next || (R.stage == Stage::Waiting && R.step_pos >= R.steps.size()))
+    if (R.stage == Stage::Next || R.stage == Stage::Waiting ||
+        (R.stage == Stage::StepWaiting && R.step_pos >= R.steps.size()))
       R.cursor.prefetch();
   }
 
@@ -302,7 +314,7 @@ class Engine {
   /// that message reads first (at 65,536 ranks a partner 2^k ranks away was last touched a
   /// whole round of the collective ago).
   void prefetch_next_step_receiver(const RankSim& R) const {
-    if (R.stage != Stage::Waiting) return;
+    if (R.stage != Stage::StepWaiting) return;
     prefetch_step_receiver(R, R.step_pos);
   }
   /// The same for step `pos` of R's collective (if any).
@@ -446,6 +458,13 @@ class Engine {
     return q;
   }
 
+  /// Request q of R: from its pool, or the current collective step's (kStepRecv, kStepSend).
+  [[gnu::always_inline]] static Request& request(RankSim& R, std::int32_t q) {
+    if (q >= 0) [[likely]]
+      return R.reqs[static_cast<std::size_t>(q)];
+    return R.step_reqs[q == kStepRecv ? 0 : 1];
+  }
+
   void add_slot(RankSim& R, std::int32_t q) {
     R.reqs[static_cast<std::size_t>(q)].slot = static_cast<std::int64_t>(R.slot_count);
     R.slots.push_back(q);
@@ -492,7 +511,7 @@ class Engine {
                     double bytes, Op op, bool collective, std::int32_t q) {
     const LogGP& p = net_.link(R.rank, dst);
     clock += p.o_s;
-    Request& Q = R.reqs[static_cast<std::size_t>(q)];
+    Request& Q = request(R, q);
     Q.kind = Request::Kind::Send;
     Q.active = true;
     Message m;
@@ -560,7 +579,7 @@ class Engine {
   /// Posts a receive at time `when` (the rank's clock, or a nonblocking collective's).
   void post_recv_at(RankSim& R, double when, std::int64_t src, std::int64_t comm, std::int64_t tag,
                     bool collective, std::int32_t q) {
-    Request& Q = R.reqs[static_cast<std::size_t>(q)];
+    Request& Q = request(R, q);
     Q.kind = Request::Kind::Recv;
     Q.known = false;
     Q.active = true;
@@ -611,7 +630,7 @@ class Engine {
 
   void match(std::int64_t d, const PostedRecv& pr, const Message& m) {
     RankSim& D = rank(d);
-    Request& Q = D.reqs[static_cast<std::size_t>(pr.req)];
+    Request& Q = request(D, pr.req);
     const LogGP& p = net_.link(m.src, d);
     Q.o_r = p.o_r;
     if (!m.rendezvous) {
@@ -620,7 +639,7 @@ class Engine {
       const double matched = std::max(m.arrival, pr.post_time);
       const auto t = net_.transfer(m.src, d, p, matched + p.L, m.bytes);  // clear-to-send, data
       RankSim& S = rank(m.src);
-      Request& SQ = S.reqs[static_cast<std::size_t>(m.send_req)];
+      Request& SQ = request(S, m.send_req);
       SQ.known = true;
       SQ.done = t.end;
       wake(m.src);
@@ -843,8 +862,7 @@ class Engine {
             R.blocked = true;
             return;
           }
-          if (!R.steps.empty()) R.stage = Stage::Collective;
-          else end_event(R);
+          end_event(R);
           continue;
         case Stage::Probing:
           if (!R.schedules.empty()) progress_schedules(R);
@@ -854,10 +872,18 @@ class Engine {
           }
           end_event(R);
           continue;
+        case Stage::StepWaiting:
+          if (!R.schedules.empty()) progress_schedules(R);
+          if (!complete_step(R)) {
+            R.blocked = true;
+            return;
+          }
+          R.stage = Stage::Collective;
+          continue;
         case Stage::Collective:
           if (R.step_pos < R.steps.size()) {
             post_step(R);
-            R.stage = Stage::Waiting;
+            R.stage = Stage::StepWaiting;
           } else {
             R.steps.clear();
             R.step_pos = 0;
@@ -912,17 +938,54 @@ class Engine {
     const CollStep& s = R.steps[R.step_pos++];
     const CommInfo& c = R.comms[R.coll_comm];
     const auto tag = static_cast<std::int64_t>(R.coll_tag);
-    clear_waits(R);
-    if (s.recv_from >= 0) {
-      const std::int32_t q = new_request(R, Request::Kind::Recv);
-      post_recv(R, world_of(R, c, s.recv_from), c.key, tag, true, q);
-      R.waits.push_back(q);
+    R.step_recv = s.recv_from >= 0;
+    R.step_send = s.send_to >= 0;
+    if (R.step_recv) {
+      R.step_reqs[0] = Request{};
+      post_recv(R, world_of(R, c, s.recv_from), c.key, tag, true, kStepRecv);
     }
-    if (s.send_to >= 0) {
-      const std::int32_t q = new_request(R, Request::Kind::Send);
-      post_send(R, world_of(R, c, s.send_to), c.key, tag, s.send_bytes, Op::Send, true, q);
-      R.waits.push_back(q);
+    if (R.step_send) {
+      R.step_reqs[1] = Request{};
+      post_send(R, world_of(R, c, s.send_to), c.key, tag, s.send_bytes, Op::Send, true, kStepSend);
     }
+  }
+
+  /// complete_waits() for the current step of R's collective, whose requests are its receive
+  /// and then its send: the same times, in the same order of operations, without the request
+  /// pool and the wait list.
+  bool complete_step(RankSim& R) {
+    Request& recv = R.step_reqs[0];
+    Request& send = R.step_reqs[1];
+    if ((R.step_recv && !recv.known) || (R.step_send && !send.known)) return false;
+    double t = R.clock;
+    // A send done when the wait starts changes nothing; the rest in order of completion, the
+    // receive first on a tie (the wait list's order).
+    Request* order[2];
+    std::size_t n = 0;
+    if (R.step_recv) order[n++] = &recv;
+    if (R.step_send && send.done > t) {
+      if (n == 1 && send.done < recv.done) {
+        order[1] = order[0];
+        order[0] = &send;
+      } else {
+        order[n] = &send;
+      }
+      ++n;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const Request& Q = *order[i];
+      if (Q.done > t) {
+        const double idle = Q.done - t;
+        R.times.wait += idle;
+        if (Q.kind == Request::Kind::Recv) R.times.late_sender += idle;
+        else if (Q.rendezvous) R.times.late_receiver += idle;
+        t = Q.done;
+      }
+      if (Q.kind == Request::Kind::Recv) t += Q.o_r;
+    }
+    R.clock = t;
+    R.step_recv = R.step_send = false;
+    return true;
   }
 
   // ------------------------------------------------------- nonblocking collectives
