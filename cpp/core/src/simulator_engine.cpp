@@ -715,6 +715,20 @@ class Engine {
     R.waits_known = 0;
   }
 
+  /// A waiting rank at time `t` reaches request Q's completion: the time it idles (counted as
+  /// late sender for a receive, late receiver for a rendezvous send) and, for a receive, the
+  /// receive overhead.
+  [[gnu::always_inline]] static void wait_until_done(RankSim& R, const Request& Q, double& t) {
+    if (Q.done > t) {
+      const double idle = Q.done - t;
+      R.times.wait += idle;
+      if (Q.kind == Request::Kind::Recv) R.times.late_sender += idle;
+      else if (Q.rendezvous) R.times.late_receiver += idle;
+      t = Q.done;
+    }
+    if (Q.kind == Request::Kind::Recv) t += Q.o_r;
+  }
+
   /// Completes every request in R.waits if all completion times are known: the rank idles
   /// until each one is done (in order of completion) and pays o_r per receive.
   bool complete_waits(RankSim& R) {
@@ -740,14 +754,7 @@ class Engine {
     sort_by_completion(R);
     for (const std::int32_t q : R.waits) {
       Request& Q = R.reqs[static_cast<std::size_t>(q)];
-      if (Q.done > t) {
-        const double idle = Q.done - t;
-        R.times.wait += idle;
-        if (Q.kind == Request::Kind::Recv) R.times.late_sender += idle;
-        else if (Q.rendezvous) R.times.late_receiver += idle;
-        t = Q.done;
-      }
-      if (Q.kind == Request::Kind::Recv) t += Q.o_r;
+      wait_until_done(R, Q, t);
       Q.active = false;
       Q.waited = false;
       if (!Q.persistent) release(R, q);
@@ -972,17 +979,7 @@ class Engine {
       }
       ++n;
     }
-    for (std::size_t i = 0; i < n; ++i) {
-      const Request& Q = *order[i];
-      if (Q.done > t) {
-        const double idle = Q.done - t;
-        R.times.wait += idle;
-        if (Q.kind == Request::Kind::Recv) R.times.late_sender += idle;
-        else if (Q.rendezvous) R.times.late_receiver += idle;
-        t = Q.done;
-      }
-      if (Q.kind == Request::Kind::Recv) t += Q.o_r;
-    }
+    for (std::size_t i = 0; i < n; ++i) wait_until_done(R, *order[i], t);
     R.clock = t;
     R.step_recv = R.step_send = false;
     return true;
