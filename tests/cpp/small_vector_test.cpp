@@ -79,6 +79,9 @@ TEST(SmallVector, EraseAndTruncate) {
   EXPECT_EQ(values(v), (std::vector<std::int64_t>{0, 2, 3, 4, 5}));
   v.erase(v.begin(), v.begin() + 2);
   EXPECT_EQ(values(v), (std::vector<std::int64_t>{3, 4, 5}));
+  v.erase(v.end() - 1);  // the last element: nothing moves
+  EXPECT_EQ(values(v), (std::vector<std::int64_t>{3, 4}));
+  v.push_back(Item{5, 0});
   v.truncate(1);
   EXPECT_EQ(values(v), std::vector<std::int64_t>{3});
   for (std::int64_t i = 0; i < 10; ++i) v.push_back(Item{100 + i, 0});

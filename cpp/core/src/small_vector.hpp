@@ -61,7 +61,15 @@ class SmallVector {
                  static_cast<std::size_t>(end() - last) * sizeof(T));
     size_ -= static_cast<std::uint32_t>(last - first);
   }
-  void erase(T* pos) { erase(pos, pos + 1); }
+  /// Removes one element, keeping the order of the rest (the last one: no move at all, the
+  /// usual case of a receive queue holding one entry).
+  void erase(T* pos) {
+    if (pos + 1 == end()) {
+      --size_;
+      return;
+    }
+    erase(pos, pos + 1);
+  }
 
  private:
   /// The elements: inline_ or a heap block (one load per access, no test of which).
