@@ -92,12 +92,21 @@ def accuracy_case(name: str, args: argparse.Namespace, net: scalatrace.LogGP, wo
         s = smpi_time(t, net, case)
         if s is not None:
             smpi.append(s)
+    sim_errs = [100 * (s - r) / r for s, r in zip(sim, real)]
     out = {"example": name, "real": statistics.median(real), "sim": statistics.median(sim),
-           "sim_err": statistics.median(100 * (s - r) / r for s, r in zip(sim, real))}
-    if smpi:
+           "sim_err": statistics.median(sim_errs), "sim_errs": sim_errs}
+    if smpi and len(smpi) == len(real):
+        smpi_errs = [100 * (s - r) / r for s, r in zip(smpi, real)]
         out["smpi"] = statistics.median(smpi)
-        out["smpi_err"] = statistics.median(100 * (s - r) / r for s, r in zip(smpi, real))
+        out["smpi_err"] = statistics.median(smpi_errs)
+        out["smpi_errs"] = smpi_errs
+        # Paired: both predict the same run from the same trace.
+        out["as_close"] = sum(abs(a) <= abs(b) for a, b in zip(sim_errs, smpi_errs))
     return out
+
+
+def error_range(errors: list[float]) -> str:
+    return f"{min(errors):+.1f} .. {max(errors):+.1f}%"
 
 
 def harness_trace(pattern: str, ranks: int, steps: int, path: Path) -> dict:
@@ -163,13 +172,19 @@ def main() -> int:
                       f"raw recording of the traced run; medians of {args.repeats} runs. SMPI: the SimGrid export "
                       "of the same trace replayed by `smpirun -replay` (1 Gflop/s hosts, calibrated latency "
                       "and bandwidth).", "",
-                      "| example | real (s) | scalatrace (s) | error | SMPI (s) | SMPI error |",
-                      "|---|---|---|---|---|---|"]
+                      "Errors are medians over the runs, with their range; the last column counts the "
+                      "runs in which scalatrace's prediction is at least as close to that run's real time "
+                      "as SMPI's (both predict the same run from the same trace).", "",
+                      "| example | real (s) | scalatrace (s) | error | range | SMPI (s) | SMPI error | SMPI range "
+                      "| scalatrace as close (runs) |",
+                      "|---|---|---|---|---|---|---|---|---|"]
             for name in args.examples:
                 r = accuracy_case(name, args, net, work)
                 print(r, flush=True)
-                smpi = f"{r['smpi']:.4f} | {r['smpi_err']:+.1f}%" if "smpi" in r else "n/a | n/a"
-                lines.append(f"| {name} | {r['real']:.4f} | {r['sim']:.4f} | {r['sim_err']:+.1f}% | {smpi} |")
+                smpi = (f"{r['smpi']:.4f} | {r['smpi_err']:+.1f}% | {error_range(r['smpi_errs'])} | "
+                        f"{r['as_close']} of {len(r['sim_errs'])}") if "smpi" in r else "n/a | n/a | n/a | n/a"
+                lines.append(f"| {name} | {r['real']:.4f} | {r['sim']:.4f} | {r['sim_err']:+.1f}% | "
+                             f"{error_range(r['sim_errs'])} | {smpi} |")
             lines.append("")
         if not args.skip_speed:
             lines += ["### Speed (one core, harness 2D stencil traces, wrap-around)", "",
