@@ -151,6 +151,8 @@ void put_scaled(Writer& w, std::int64_t v, std::span<const std::int64_t> basis) 
     w.uv(zigzag << 1);
     return;
   }
+  // With a coefficient, the remainder is at most half a basis number (below 2^31), so the
+  // shifts stay far inside 64 bits.
   w.uv((((zigzag << (2 * basis.size())) | codes) << 1) | 1);
   for (std::size_t i = 0; i < basis.size(); ++i)
     if (((codes >> (2 * i)) & 3) == 3) w.sv(coeffs[i]);
