@@ -13,6 +13,7 @@
 #include "scalatrace/format.hpp"
 #include "scalatrace/merge.hpp"
 #include "scalatrace/synthetic.hpp"
+#include "synthetic_support.hpp"
 #include "trace_difference.hpp"
 
 using namespace scalatrace;
@@ -232,11 +233,7 @@ static void for_each_seq(const std::vector<Node>& nodes, const std::function<voi
 TEST(Format, StoresValueSequencesSealed) {
   // A wrap-around 3D stencil: each rank's 26 relative peers per timestep are a block of runs;
   // the file holds it as one block x timesteps, not x(timesteps-1) plus an open copy.
-  SyntheticSpec spec;
-  spec.pattern = SyntheticPattern::Stencil3D;
-  spec.nranks = 64;
-  spec.timesteps = 30;
-  spec.wrap = true;
+  const SyntheticSpec spec = test_support::synthetic_spec(SyntheticPattern::Stencil3D, 64, 30, true);
   const Trace merged = merged_trace(spec);
   std::size_t unsealed = 0, runs_in_memory = 0;
   for_each_seq(merged.nodes, [&](const ValueSeq& s) {
@@ -310,11 +307,7 @@ TEST(Format, TruncatedPayloadWithRepairedHeaderNamesTheSection) {
 }
 
 TEST(Format, RandomCorruptionNeverCrashes) {
-  SyntheticSpec spec;
-  spec.pattern = SyntheticPattern::Stencil2D;
-  spec.nranks = 9;
-  spec.timesteps = 4;
-  spec.wrap = false;
+  const SyntheticSpec spec = test_support::synthetic_spec(SyntheticPattern::Stencil2D, 9, 4);
   const std::string inputs[] = {encode_trace(handmade()), encode_trace(merged_trace(spec))};
   std::mt19937_64 rng(2024);
   int decoded = 0, rejected = 0;

@@ -12,6 +12,7 @@
 #include "scalatrace/format.hpp"
 #include "scalatrace/merge.hpp"
 #include "scalatrace/synthetic.hpp"
+#include "synthetic_support.hpp"
 #include "trace_difference.hpp"
 
 using namespace scalatrace;
@@ -379,11 +380,7 @@ TEST(Merge, StencilStaysConstantSize) {
 // still merge into one alternative, also where merging indexes them by hash (many alternatives):
 // here the upper half of the ranks comes decoded, and both halves hold the interior z planes.
 TEST(Merge, SealedAndUnsealedSequencesMergeAlike) {
-  SyntheticSpec spec;
-  spec.pattern = SyntheticPattern::Stencil3D;
-  spec.nranks = 64;
-  spec.timesteps = 12;
-  spec.wrap = true;
+  const SyntheticSpec spec = test_support::synthetic_spec(SyntheticPattern::Stencil3D, 64, 12, true);
   std::vector<Trace> in_memory, mixed;
   for (std::int64_t r = 0; r < spec.nranks; ++r) {
     in_memory.push_back(to_rank_trace(record_synthetic(spec, r)));

@@ -28,6 +28,7 @@
 #include "scalatrace/format.hpp"
 #include "scalatrace/merge.hpp"
 #include "scalatrace/raw.hpp"
+#include "synthetic_support.hpp"
 #include "scalatrace/synthetic.hpp"
 #include "scalatrace/trace_validation.hpp"
 
@@ -65,14 +66,7 @@ struct Corpus {
   std::vector<std::string> raws;    ///< .straw files
 };
 
-inline Trace synthetic_merged(SyntheticPattern pattern, std::int64_t nranks, std::int64_t steps) {
-  SyntheticSpec spec;
-  spec.pattern = pattern;
-  spec.nranks = nranks;
-  spec.timesteps = steps;
-  spec.wrap = false;
-  return synthetic_merged_trace(spec);
-}
+using test_support::synthetic_merged;
 
 /// Valid inputs: merged traces of four patterns (with text in metadata and call sites) and raw
 /// streams of two patterns. `scratch`: a directory for writing the raw streams once.

@@ -10,20 +10,14 @@
 #include "scalatrace/cursor.hpp"
 #include "scalatrace/format.hpp"
 #include "scalatrace/synthetic.hpp"
+#include "synthetic_support.hpp"
 #include "trace_difference.hpp"
 
 using namespace scalatrace;
+using test_support::synthetic_merged;
+using test_support::synthetic_spec;
 
 namespace {
-
-Trace stencil(SyntheticPattern pattern, std::int64_t nranks, std::int64_t timesteps) {
-  SyntheticSpec spec;
-  spec.pattern = pattern;
-  spec.nranks = nranks;
-  spec.timesteps = timesteps;
-  spec.wrap = false;
-  return synthetic_merged_trace(spec);
-}
 
 /// The bytes a trace's structure takes: encoded without metadata and timing.
 std::size_t structure_bytes(const Trace& t) {
@@ -37,10 +31,10 @@ std::size_t structure_bytes(const Trace& t) {
 
 TEST(ScaleBasis, FindsTheRankCountAndTheGridStrides) {
   using V = std::vector<std::int64_t>;
-  EXPECT_EQ(scale_basis::find_basis(stencil(SyntheticPattern::Stencil1D, 64, 2)), V({64}));
-  EXPECT_EQ(scale_basis::find_basis(stencil(SyntheticPattern::Stencil2D, 1024, 2)), V({1024, 32}));
+  EXPECT_EQ(scale_basis::find_basis(synthetic_merged(SyntheticPattern::Stencil1D, 64, 2)), V({64}));
+  EXPECT_EQ(scale_basis::find_basis(synthetic_merged(SyntheticPattern::Stencil2D, 1024, 2)), V({1024, 32}));
   // 16 x 8 x 8 (x fastest): rows of 16, planes of 128.
-  EXPECT_EQ(scale_basis::find_basis(stencil(SyntheticPattern::Stencil3D, 1024, 2)), V({1024, 128, 16}));
+  EXPECT_EQ(scale_basis::find_basis(synthetic_merged(SyntheticPattern::Stencil3D, 1024, 2)), V({1024, 128, 16}));
   // Rows two apart (a descriptor of a few ranks per row) are not a grid stride.
   Trace t;
   t.nranks = 64;
@@ -142,17 +136,13 @@ TEST(ScaleBasis, StencilTracesTakeTheSameBytesAtEveryRankCount) {
                         Case{SyntheticPattern::Stencil3D, {1024, 4096}}}) {
     std::size_t first = 0;
     for (const std::int64_t n : c.ranks) {
-      const Trace t = stencil(c.pattern, n, 3);
+      const SyntheticSpec spec = synthetic_spec(c.pattern, n, 3);
+      const Trace t = synthetic_merged_trace(spec);
       const std::size_t bytes = structure_bytes(t);
       if (first == 0) first = bytes;
       EXPECT_EQ(bytes, first) << "pattern " << static_cast<int>(c.pattern) << ", " << n << " ranks";
       const Trace back = decode_trace(encode_trace(t));
       EXPECT_EQ(test_support::trace_difference(t, back), "");
-      SyntheticSpec spec;
-      spec.pattern = c.pattern;
-      spec.nranks = n;
-      spec.timesteps = 3;
-      spec.wrap = false;
       for (const std::int64_t r : {std::int64_t{0}, n / 2 + 1, n - 1}) {
         const RankRecording rec = record_synthetic(spec, r);
         const auto got = expand(back, r);

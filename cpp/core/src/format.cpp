@@ -470,8 +470,9 @@ class Reader {
     return d;
   }
   /// A count of items that each take at least min_bytes: bounded by the remaining input.
-  std::size_t count(const char* what, std::size_t min_bytes = 1) {
-    std::uint64_t n = uv();
+  std::size_t count(const char* what, std::size_t min_bytes = 1) { return bounded_count(uv(), what, min_bytes); }
+  /// `n` items that each take at least min_bytes, checked against the remaining input.
+  std::size_t bounded_count(std::uint64_t n, const char* what, std::size_t min_bytes) {
     if (n > remaining() / min_bytes)
       fail(std::string("implausible ") + what + " count " + std::to_string(n) + " (only " +
            std::to_string(remaining()) + " bytes left)");
@@ -647,10 +648,7 @@ ValueSeq get_seq(Reader& r, std::uint32_t version, std::span<const std::int64_t>
   if (version >= 5) {
     const std::uint64_t code = r.uv();
     scaled = (code & 1) != 0;
-    if (code / 2 > r.remaining() / 2)
-      r.fail("implausible value block count " + std::to_string(code / 2) + " (only " +
-             std::to_string(r.remaining()) + " bytes left)");
-    nb = static_cast<std::size_t>(code / 2);
+    nb = r.bounded_count(code / 2, "value block", 2);
   } else {
     nb = r.count("value block", 2);
   }
