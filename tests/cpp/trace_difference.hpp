@@ -53,16 +53,18 @@ inline std::string trace_difference(const Trace& a, const Trace& b) {
   return "";
 }
 
-/// Calls `f` on every elastic value of `nodes`: presence, trip counts, fields and call-site ids.
-inline void for_each_elastic(const std::vector<Node>& nodes, const std::function<void(const ElasticValue&)>& f) {
-  for (const Node& n : nodes) {
+/// Calls `f` on every elastic value of `nodes`: presence, trip counts, fields and call-site ids
+/// (`nodes` const or not; `f` takes the elastic value as `nodes` gives it).
+template <class Nodes, class F>
+void for_each_elastic(Nodes& nodes, F&& f) {
+  for (auto& n : nodes) {
     f(n.presence);
     if (n.is_loop()) {
       f(n.loop->trips);
       for_each_elastic(n.loop->body, f);
       continue;
     }
-    for (const ElasticValue& v : n.event->fields) f(v);
+    for (auto& v : n.event->fields) f(v);
     f(n.event->site_ids);
   }
 }

@@ -1,11 +1,14 @@
-// ValueSeq / ArraySeq: values round-trip, periodic patterns stay constant size.
+// ValueSeq / ArraySeq: values round-trip, periodic patterns stay constant size, canonical forms.
 #include <gtest/gtest.h>
 
 #include <random>
 
+#include "scalatrace/compressor.hpp"
 #include "scalatrace/elastic.hpp"
 #include "scalatrace/errors.hpp"
+#include "scalatrace/synthetic.hpp"
 #include "scalatrace/value_seq.hpp"
+#include "trace_difference.hpp"
 
 using namespace scalatrace;
 
@@ -263,4 +266,151 @@ TEST(ArraySeq, RunLengthRoundTrip) {
   EXPECT_EQ(b.at(150), v[50]);
   EXPECT_EQ(ArraySeq::from_runs(a.runs()), a);
   EXPECT_THROW(ArraySeq::from_runs({ArraySeq::Run{{1}, 0}}), FormatError);
+}
+
+namespace {
+
+/// The same values built the way loop folding builds them: chunks of random length appended
+/// as whole sequences, runs of equal values appended with append_repeat.
+ValueSeq appended_in_chunks(const std::vector<std::int64_t>& v, std::mt19937_64& rng) {
+  ValueSeq s;
+  std::size_t i = 0;
+  while (i < v.size()) {
+    std::size_t j = i + 1;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    if (j - i > 1 && rng() % 2) {
+      s.append_repeat(v[i], j - i);
+      i = j;
+      continue;
+    }
+    const std::size_t len = std::min<std::size_t>(v.size() - i, 1 + rng() % 9);
+    ValueSeq chunk;
+    for (std::size_t k = i; k < i + len; ++k) chunk.append(v[k]);
+    s.append(chunk);
+    i += len;
+  }
+  return s;
+}
+
+/// Periodic values with an irregular head and tail, or random values, or a progression.
+std::vector<std::int64_t> random_values(std::mt19937_64& rng) {
+  std::vector<std::int64_t> v;
+  auto small = [&] { return static_cast<std::int64_t>(rng() % 5) - 2; };
+  switch (rng() % 4) {
+    case 0: {  // arithmetic
+      const std::int64_t first = small(), stride = small();
+      for (std::size_t k = 1 + rng() % 50; k > 0; --k) v.push_back(first + stride * static_cast<std::int64_t>(v.size()));
+      break;
+    }
+    case 1:  // random
+      for (std::size_t k = 1 + rng() % 60; k > 0; --k) v.push_back(small());
+      break;
+    default: {  // head, periods, tail
+      for (std::size_t k = rng() % 4; k > 0; --k) v.push_back(small());
+      std::vector<std::int64_t> period(1 + rng() % 8);
+      for (auto& x : period) x = small() * 100 + small();
+      for (std::size_t r = 2 + rng() % 40; r > 0; --r) v.insert(v.end(), period.begin(), period.end());
+      for (std::size_t k = rng() % 5; k > 0; --k) v.push_back(small());
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+// ValueSeq::canonical: the same values, in a form that depends on the values only.
+
+TEST(Canonical, KeepsEveryValueAndIsAFixedPoint) {
+  std::mt19937_64 rng(11);
+  for (int iter = 0; iter < 2000; ++iter) {
+    const auto v = random_values(rng);
+    SCOPED_TRACE("iteration " + std::to_string(iter));
+    const ValueSeq c = from(v).canonical();
+    EXPECT_EQ(c.to_vector(), v);
+    ValueSeq sealed = c;
+    sealed.seal();
+    EXPECT_EQ(sealed.blocks(), c.blocks()) << c.to_string();  // what the writer stores
+    EXPECT_EQ(c.canonical().blocks(), c.blocks()) << c.to_string();
+  }
+}
+
+TEST(Canonical, DependsOnTheValuesOnly) {
+  std::mt19937_64 rng(12);
+  for (int iter = 0; iter < 2000; ++iter) {
+    const auto v = random_values(rng);
+    SCOPED_TRACE("iteration " + std::to_string(iter));
+    const ValueSeq a = from(v), b = appended_in_chunks(v, rng);
+    ASSERT_EQ(b.to_vector(), v);
+    EXPECT_EQ(a.canonical().blocks(), b.canonical().blocks()) << a.to_string() << " / " << b.to_string();
+  }
+}
+
+TEST(Canonical, APeriodIsOneBlockWhateverPhaseTheRunsWereBuiltIn) {
+  // A 2D stencil corner's peers per timestep, 1 3 4: appended one by one, the run "4 1" takes
+  // the start of the next period and the sequence doubles its period; canonical: one block.
+  std::vector<std::int64_t> v;
+  for (int t = 0; t < 100; ++t) v.insert(v.end(), {1, 3, 4});
+  const ValueSeq c = from(v).canonical();
+  const std::vector<ValueBlock> expected{ValueBlock{{ValueRun{1, 2, 2}, ValueRun{4, 0, 1}}, 100}};
+  EXPECT_EQ(c.blocks(), expected) << c.to_string();
+  // A first timestep that differs, then the period: the head stays in front of the block.
+  std::vector<std::int64_t> w{7};
+  w.insert(w.end(), v.begin(), v.end());
+  const ValueSeq d = from(w).canonical();
+  ASSERT_EQ(d.blocks().size(), 2u) << d.to_string();
+  EXPECT_EQ(d.blocks()[1], expected[0]) << d.to_string();
+  EXPECT_EQ(d.to_vector(), w);
+}
+
+TEST(Canonical, LongSequencesTakeTheFormOfShortOnes) {
+  // Beyond 2^18 values the period comes from the first 2^18 values and is checked on the rest:
+  // the same block as a short sequence of the same period, with its own repeat and tail.
+  const std::vector<std::int64_t> period{64, 8, 64, 8, 64, 8, 8};
+  ValueSeq one;
+  for (auto x : period) one.append(x);
+  for (std::uint64_t reps : {30u, 70'000u}) {
+    SCOPED_TRACE("periods " + std::to_string(reps));
+    ValueSeq s;
+    for (std::uint64_t r = 0; r < reps; ++r) s.append(one);
+    s.append(64);
+    s.append(8);
+    const ValueSeq c = s.canonical();
+    ASSERT_EQ(c.size(), s.size());
+    ASSERT_EQ(c.blocks().size(), 2u) << c.to_string();
+    EXPECT_EQ(c.blocks()[0].repeat, reps);
+    EXPECT_EQ(c.blocks()[0].runs.size(), 4u) << c.to_string();  // 64:-56:2 x3, 8
+    ValueSeq::Reader a(&c), b(&s);
+    while (!b.done()) ASSERT_EQ(a.next(), b.next());
+  }
+  // A long progression is one run; a long sequence that is not periodic keeps its values.
+  ValueSeq progression;
+  for (std::int64_t i = 0; i < 300'000; ++i) progression.append(i % 2 ? 3 * i : 3 * i);
+  EXPECT_EQ(progression.canonical().blocks().size(), 1u);
+  EXPECT_EQ(progression.canonical().blocks()[0].runs.size(), 1u);
+  ValueSeq irregular;
+  std::mt19937_64 rng(5);
+  std::vector<std::int64_t> values(300'000);
+  for (auto& x : values) x = static_cast<std::int64_t>(rng() % 3);
+  for (auto x : values) irregular.append(x);
+  EXPECT_EQ(irregular.canonical().to_vector(), values);
+}
+
+TEST(Canonical, CompressedRanksHoldCanonicalSequences) {
+  // Every sequence a rank's compression leaves is its own canonical form, so ranks whose
+  // values agree hold equal sequences and merge.
+  for (auto pattern : {SyntheticPattern::Stencil2D, SyntheticPattern::Stencil3D}) {
+    SyntheticSpec spec;
+    spec.pattern = pattern;
+    spec.nranks = 64;
+    spec.timesteps = 40;
+    spec.wrap = false;
+    for (std::int64_t rank : {0, 5, 21, 63}) {
+      const Trace t = compress_recording(record_synthetic(spec, rank));
+      test_support::for_each_elastic(t.nodes, [&](const ElasticValue& e) {
+        for (const auto& alternative : e.alternatives)
+          EXPECT_EQ(alternative.first.canonical().blocks(), alternative.first.blocks())
+              << "rank " << rank << ": " << alternative.first.to_string();
+      });
+    }
+  }
 }

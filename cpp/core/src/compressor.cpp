@@ -27,6 +27,7 @@
 
 #include "compressor_nodes.hpp"
 #include "loop_flatten.hpp"
+#include "value_canonical.hpp"
 #include "scalatrace/errors.hpp"
 
 namespace scalatrace {
@@ -799,6 +800,7 @@ struct IntraCompressor::Impl {
     frozen_bytes = 0;
     loop_flatten::unpeel_leading_iterations(nodes);
     loop_flatten::flatten_nested_loops(nodes);
+    canonicalize_values(nodes);
     if (spill(nodes)) {
       ++spilled_chunks;
       return true;
@@ -817,6 +819,7 @@ struct IntraCompressor::Impl {
     for (auto& e : q) out.push_back(to_node(std::move(e)));
     loop_flatten::unpeel_leading_iterations(out);
     loop_flatten::flatten_nested_loops(out);
+    canonicalize_values(out);
     if (!kept.empty()) {  // a refused spill: its nodes come first
       for (auto& n : out) kept.push_back(std::move(n));
       out = std::move(kept);

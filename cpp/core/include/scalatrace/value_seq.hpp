@@ -63,6 +63,11 @@ class ValueSeq {
     return blocks_.empty() || blocks_.back().repeat != 1 ||
            (blocks_.size() == 1 && blocks_.back().runs.size() < 2);
   }
+  /// The same values in canonical form (docs/algorithms.md, "Canonical value sequences"): a
+  /// sealed form that depends on the values only (one run for a progression, one repeated
+  /// block for a periodic sequence, else the shortest of a few candidate forms). Sequences of
+  /// more than 2^18 values get the first two forms or stay as they are, sealed.
+  ValueSeq canonical() const;
   const std::vector<ValueBlock>& blocks() const { return blocks_; }
   /// Rebuilds from blocks (reader); validates counts.
   static ValueSeq from_blocks(std::vector<ValueBlock> blocks);
