@@ -82,6 +82,25 @@ TEST(Histogram, SampleStaysInsideBinsAndFollowsCounts) {
   EXPECT_EQ(copy, h);
 }
 
+TEST(Histogram, SamplesKeepEachBinsMean) {
+  // 99 values of 2100 ns and one of 2500 share the bin [2048, 2560): draws stay around the
+  // bin's mean (2104), not spread over [2100, 2500] (mean 2300), so a simulation drawing compute
+  // times predicts the recorded total, not one inflated by the bin's outlier.
+  Histogram h(4);
+  for (int i = 0; i < 99; ++i) h.add(2100);
+  h.add(2500);
+  ASSERT_EQ(h.bins().size(), 1u);
+  std::mt19937_64 rng(9);
+  double sum = 0;
+  for (int i = 0; i < 10000; ++i) {
+    const auto v = h.sample(rng);
+    ASSERT_GE(v, 2100u);
+    ASSERT_LE(v, 2108u);
+    sum += static_cast<double>(v);
+  }
+  EXPECT_NEAR(sum / 10000, h.mean(), 0.5);
+}
+
 TEST(Histogram, BinsStayBoundedWhateverTheOutliers) {
   // 20 µs compute with preempted outliers at every power of two up to 1 s: at most kMaxBins
   // bins, the same however the values arrive, and every value still inside its bin.

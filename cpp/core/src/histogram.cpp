@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 #include "scalatrace/errors.hpp"
 
@@ -152,8 +153,15 @@ std::uint64_t Histogram::sample(std::mt19937_64& rng) const {
   std::uint64_t k = std::uniform_int_distribution<std::uint64_t>(0, count_ - 1)(rng);
   for (const auto& b : bins_) {
     if (k < b.count) {
-      if (b.max <= b.min) return b.min;
-      return std::uniform_int_distribution<std::uint64_t>(b.min, b.max)(rng);
+      // Uniform around the bin's mean, as wide as [min, max] allows on both sides: draws keep
+      // the bin's mean (a bin of values near its min and one outlier near its max has a mean
+      // near the min, and so do its draws) and stay inside the range seen in the bin.
+      if (b.max <= b.min || b.count == 0) return b.min;
+      const double mean = std::clamp(b.sum / static_cast<double>(b.count), static_cast<double>(b.min),
+                                     static_cast<double>(b.max));
+      const double half = std::min(mean - static_cast<double>(b.min), static_cast<double>(b.max) - mean);
+      const double v = mean + half * std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
+      return std::clamp(static_cast<std::uint64_t>(std::llround(v)), b.min, b.max);
     }
     k -= b.count;
   }
