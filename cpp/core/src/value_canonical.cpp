@@ -79,6 +79,15 @@ std::vector<ValueRun> maximal_runs(Values v) {
   return runs;
 }
 
+/// True if the values are one arithmetic progression (one run).
+bool is_progression(Values v) {
+  if (v.size() <= 2) return true;
+  const std::int64_t stride = wrap_sub(v[1], v[0]);
+  for (std::size_t i = 2; i < v.size(); ++i)
+    if (wrap_add(v[i - 1], stride) != v[i]) return false;
+  return true;
+}
+
 /// Appends `more` to `out`; two adjacent unrepeated blocks become one.
 void append_blocks(Blocks& out, Blocks&& more) {
   for (auto& b : more) {
@@ -139,8 +148,7 @@ Blocks periodic_form(Values period, std::size_t p, std::uint64_t n) {
 Blocks encode(Values v, int depth) {
   const std::size_t n = v.size();
   if (n == 0) return {};
-  const auto runs = maximal_runs(v);
-  if (runs.size() == 1) return Blocks{ValueBlock{runs, 1}};
+  if (is_progression(v)) return Blocks{ValueBlock{maximal_runs(v), 1}};
 
   const auto pi = prefix_function(v);
   const std::size_t p = n - pi[n - 1];
@@ -190,7 +198,7 @@ ValueSeq canonical_long(const ValueSeq& seq) {
   const auto pi = prefix_function(first);
   const std::size_t p = first.size() - pi.back();
   const std::int64_t stride = wrap_sub(first[1], first[0]);
-  bool arithmetic = maximal_runs(first).size() == 1, periodic = 2 * p <= first.size();
+  bool arithmetic = is_progression(first), periodic = 2 * p <= first.size();
   std::int64_t last = first.back();
   for (std::uint64_t i = first.size(); !reader.done() && (arithmetic || periodic); ++i) {
     const std::int64_t x = reader.next();
@@ -235,7 +243,7 @@ bool canonical_periodic(const ValueSeq& seq) {
   const std::size_t p = period.size() - pi.back();
   if (p < period.size() && period.size() % p == 0) return false;  // not primitive
   period.push_back(period.front());
-  if (maximal_runs(period).size() == 1) return false;
+  if (is_progression(period)) return false;
   period.pop_back();
   ValueSeq built = ValueSeq::from_blocks(periodic_form(period, period.size(), seq.size()));
   built.seal();
