@@ -23,7 +23,8 @@
 namespace scalatrace {
 namespace {
 
-/// Sequences longer than this keep their online form (the rebuild holds the values in memory).
+/// Sequences longer than this are not held in memory: only their first kCanonicalLimit values,
+/// to find a progression or a period that one pass over the rest confirms (canonical_long).
 constexpr std::uint64_t kCanonicalLimit = std::uint64_t{1} << 18;
 /// Levels of "periodic prefix or suffix, then the rest".
 constexpr int kMaxDepth = 3;
