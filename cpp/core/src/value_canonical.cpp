@@ -183,8 +183,19 @@ Blocks encode(Values v, int depth) {
   return best;
 }
 
+bool is_single_run(const ValueSeq& seq) {
+  const auto& blocks = seq.blocks();
+  return blocks.size() == 1 && blocks.front().repeat == 1 && blocks.front().runs.size() == 1;
+}
+
+bool canonical_periodic(const ValueSeq& seq);
+
 void canonicalize(ElasticValue& e) {
-  for (auto& alternative : e.alternatives) alternative.first = alternative.first.canonical();
+  for (auto& alternative : e.alternatives) {
+    ValueSeq& seq = alternative.first;
+    if (seq.empty() || is_single_run(seq) || canonical_periodic(seq)) continue;  // no copy
+    seq = seq.canonical();
+  }
 }
 
 /// The canonical form of a sequence longer than kCanonicalLimit, from its first kCanonicalLimit
@@ -254,8 +265,7 @@ bool canonical_periodic(const ValueSeq& seq) {
 }  // namespace
 
 ValueSeq ValueSeq::canonical() const {
-  if (blocks_.size() == 1 && blocks_.front().repeat == 1 && blocks_.front().runs.size() == 1) return *this;
-  if (canonical_periodic(*this)) return *this;
+  if (empty() || is_single_run(*this) || canonical_periodic(*this)) return *this;
   if (size_ > kCanonicalLimit) return canonical_long(*this);
   const std::vector<std::int64_t> values = to_vector();
   ValueSeq out = from_blocks(encode(values, 0));
