@@ -18,6 +18,7 @@
 #include <span>
 
 #include "scalatrace/value_seq.hpp"
+#include "value_arith.hpp"
 #include "value_canonical.hpp"
 
 namespace scalatrace {
@@ -32,12 +33,9 @@ constexpr int kMaxDepth = 3;
 using Values = std::span<const std::int64_t>;
 using Blocks = std::vector<ValueBlock>;
 
-std::int64_t wrap_sub(std::int64_t a, std::int64_t b) {
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
-}
-std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
-}
+using value_arith::run_value;
+using value_arith::wrap_add;
+using value_arith::wrap_sub;
 
 std::size_t uv_bytes(std::uint64_t v) {
   std::size_t n = 1;
@@ -188,15 +186,6 @@ bool is_single_run(const ValueSeq& seq) {
   return blocks.size() == 1 && blocks.front().repeat == 1 && blocks.front().runs.size() == 1;
 }
 
-bool canonical_periodic(const ValueSeq& seq);
-
-void canonicalize(ElasticValue& e) {
-  for (auto& alternative : e.alternatives) {
-    ValueSeq& seq = alternative.first;
-    if (seq.empty() || is_single_run(seq) || canonical_periodic(seq)) continue;  // no copy
-    seq = seq.canonical();
-  }
-}
 
 /// The canonical form of a sequence longer than kCanonicalLimit, from its first kCanonicalLimit
 /// values and one pass over the rest: an arithmetic progression or a periodic sequence gets the
@@ -230,8 +219,7 @@ ValueSeq canonical_long(const ValueSeq& seq) {
 bool expand_runs(const std::vector<ValueRun>& runs, std::size_t limit, std::vector<std::int64_t>& out) {
   for (const auto& r : runs) {
     if (r.count > limit - std::min(limit, out.size())) return false;
-    for (std::uint64_t i = 0; i < r.count; ++i)
-      out.push_back(wrap_add(r.first, static_cast<std::int64_t>(static_cast<std::uint64_t>(r.stride) * i)));
+    for (std::uint64_t i = 0; i < r.count; ++i) out.push_back(run_value(r, i));
   }
   return true;
 }
@@ -262,16 +250,28 @@ bool canonical_periodic(const ValueSeq& seq) {
   return built.blocks() == blocks;
 }
 
-}  // namespace
+/// True if `seq` is its own canonical form by its shape alone (checked without its values).
+bool already_canonical(const ValueSeq& seq) {
+  return seq.empty() || is_single_run(seq) || canonical_periodic(seq);
+}
 
-ValueSeq ValueSeq::canonical() const {
-  if (empty() || is_single_run(*this) || canonical_periodic(*this)) return *this;
-  if (size_ > kCanonicalLimit) return canonical_long(*this);
-  const std::vector<std::int64_t> values = to_vector();
-  ValueSeq out = from_blocks(encode(values, 0));
+/// The canonical form of a sequence that is not already_canonical().
+ValueSeq rebuilt(const ValueSeq& seq) {
+  if (seq.size() > kCanonicalLimit) return canonical_long(seq);
+  const std::vector<std::int64_t> values = seq.to_vector();
+  ValueSeq out = ValueSeq::from_blocks(encode(values, 0));
   out.seal();
   return out;
 }
+
+void canonicalize(ElasticValue& e) {
+  for (auto& alternative : e.alternatives)
+    if (!already_canonical(alternative.first)) alternative.first = rebuilt(alternative.first);
+}
+
+}  // namespace
+
+ValueSeq ValueSeq::canonical() const { return already_canonical(*this) ? *this : rebuilt(*this); }
 
 void canonicalize_values(std::vector<Node>& nodes) {
   for (auto& node : nodes) {

@@ -17,25 +17,15 @@
 #include <sstream>
 
 #include "scalatrace/errors.hpp"
+#include "value_arith.hpp"
 
 namespace scalatrace {
 namespace {
 
 constexpr std::size_t kMaxPeriod = 32;  // longest period (in runs) detected on the fly
 
-// Wrap-around arithmetic: values are opaque 64-bit integers; overflow must not be UB.
-inline std::int64_t wrap_add(std::int64_t a, std::int64_t b) {
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
-}
-inline std::int64_t wrap_sub(std::int64_t a, std::int64_t b) {
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
-}
-inline std::int64_t wrap_mul(std::int64_t a, std::uint64_t b) {
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * b);
-}
-inline std::int64_t run_value(const ValueRun& r, std::uint64_t i) {
-  return wrap_add(r.first, wrap_mul(r.stride, i));
-}
+using value_arith::run_value;
+using value_arith::wrap_sub;
 std::uint64_t block_size(const ValueBlock& b) {
   std::uint64_t n = 0;
   for (const auto& r : b.runs) n += r.count;
