@@ -279,9 +279,9 @@ TEST(Format, FileRoundTripAndErrors) {
 TEST(Format, NamedErrors) {
   std::string bytes = encode_trace(handmade());
   EXPECT_NE(expect_error("hello world, not a trace").find("bad magic"), std::string::npos);
-  std::string v7 = bytes;
-  put_u32(v7, 8, 7);
-  EXPECT_NE(expect_error(v7).find("unsupported format version 7 (this reader supports 2 to 5)"),
+  std::string v8 = bytes;
+  put_u32(v8, 8, 8);
+  EXPECT_NE(expect_error(v8).find("unsupported format version 8 (this reader supports 2 to 6)"),
             std::string::npos);
   std::string flipped = bytes;
   flipped[bytes.size() - 3] ^= 0x10;
@@ -578,6 +578,12 @@ TEST(Format, ReadsVersion4Files) {
   // Written by the version-4 writer (rank numbers as plain sv/uv; no scale basis).
   const Trace old = read_trace_file(std::string(SCALATRACE_TEST_DATA) + "/v4_stencil3d_64.sct");
   expect_old_fixture_lossless(old, SyntheticPattern::Stencil3D, 64, 3);
+}
+
+TEST(Format, ReadsVersion5Files) {
+  // Written by the version-5 writer (no neighbour grids; array values one by one).
+  const Trace old = read_trace_file(std::string(SCALATRACE_TEST_DATA) + "/v5_stencil2d_64.sct");
+  expect_old_fixture_lossless(old, SyntheticPattern::Stencil2D, 64, 3);
 }
 
 TEST(Format, MetadataKeysAreFrontCoded) {

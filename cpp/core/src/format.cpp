@@ -4,7 +4,10 @@
 #include "scalatrace/rank_periods.hpp"
 
 #include "format_detail.hpp"
+#include "neighbour_grid.hpp"
 #include "scale_basis.hpp"
+#include "value_arith.hpp"
+#include "value_canonical.hpp"
 
 #include <algorithm>
 #include <array>
@@ -14,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <span>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -225,12 +229,36 @@ void put_seq(Writer& w, const ValueSeq& value_seq, bool rank_valued, std::span<c
   }
 }
 
+/// One array value (version 6): `uv 2 * nvalues + progressions`, then either the values
+/// (`sv` each) or, if that is shorter, their maximal arithmetic progressions (`uv nparts`,
+/// nparts x (`sv first`, `sv stride`, `uv count`)): a request array 52, 51, ..., 1 is 4 bytes.
+void put_array_values(Writer& w, const std::vector<std::int64_t>& values) {
+  Writer plain, parts;
+  for (const auto v : values) plain.sv(v);
+  std::vector<std::array<std::int64_t, 3>> runs;  // first, stride, count
+  for (std::size_t i = 0; i < values.size();) {
+    std::size_t j = i + 1;
+    const std::int64_t stride = j < values.size() ? value_arith::wrap_sub(values[j], values[i]) : 0;
+    while (j < values.size() && value_arith::wrap_sub(values[j], values[j - 1]) == stride) ++j;
+    runs.push_back({values[i], j - i > 1 ? stride : 0, static_cast<std::int64_t>(j - i)});
+    i = j;
+  }
+  parts.uv(runs.size());
+  for (const auto& [first, stride, count] : runs) {
+    parts.sv(first);
+    parts.sv(stride);
+    parts.uv(static_cast<std::uint64_t>(count));
+  }
+  const bool progressions = parts.data().size() < plain.data().size();
+  w.uv(2 * values.size() + (progressions ? 1 : 0));
+  w.raw(progressions ? parts.data() : plain.data());
+}
+
 void put_array_seq(Writer& w, const ArraySeq& seq) {
   w.uv(seq.runs().size());
   for (const auto& r : seq.runs()) {
     w.uv(r.count);
-    w.uv(r.values.size());
-    for (auto v : r.values) w.sv(v);
+    put_array_values(w, r.values);
   }
 }
 
@@ -318,6 +346,8 @@ struct TraceWriter {
   bool exact_counts = false;  ///< bin counts as uv (header flag bit 1)
   std::vector<std::int64_t> basis;  ///< the scale basis (section 1)
   Table ranks, seqs, arrays, elastics, array_elastics;
+  /// Neighbour grids and the elastic values written over them (final files only).
+  neighbour_grid::TraceGrids grids;
   /// Plain encodings of the sequences that some rank-valued field holds: those are written
   /// scaled, wherever they are used (one table entry for equal values, whatever the field).
   std::unordered_set<std::string> rank_valued_seqs;
@@ -328,6 +358,11 @@ struct TraceWriter {
       if (!n.event) continue;
       for (std::size_t f = 0; f < kFieldCount; ++f) {
         if (!is_rank_valued(f)) continue;
+        if (const auto it = grids.values.find(&n.event->fields[f]); it != grids.values.end()) {
+          Writer plain;
+          put_seq(plain, grid_template(it->second), false, basis);
+          rank_valued_seqs.insert(std::move(plain.data()));
+        }
         for (const auto& alternative : n.event->fields[f].alternatives) {
           Writer plain;
           put_seq(plain, alternative.first, false, basis);
@@ -343,25 +378,71 @@ struct TraceWriter {
     put_ranks(w, rl, basis);
     return ranks.add(std::move(w));
   }
+  /// A value sequence's table index, written scaled if a rank-valued field holds its values.
+  std::uint64_t seq_id(const ValueSeq& seq) {
+    Writer sw;
+    put_seq(sw, seq, false, basis);
+    if (rank_valued_seqs.contains(sw.data())) {
+      sw = Writer{};
+      put_seq(sw, seq, true, basis);
+    }
+    return seqs.add(std::move(sw)) - 1;
+  }
+  static ValueSeq grid_template(const neighbour_grid::GridValue& v) {
+    return canonical_repeated(v.values, 1);
+  }
   std::uint64_t elastic_id(const ElasticValue& e) {
     if (e.empty()) return 0;
     Writer w;
+    if (const auto it = grids.values.find(&e); it != grids.values.end()) {
+      // Stated over a neighbour grid (version 6): 0 alternatives, then the grid form.
+      const neighbour_grid::GridValue& v = it->second;
+      w.uv(0);
+      w.uv(v.grid);
+      w.uv(static_cast<std::uint64_t>(v.form));
+      if (v.form == neighbour_grid::Form::Filtered) w.uv(seq_id(grid_template(v)));
+      w.uv(v.repeat);
+      return elastics.add(std::move(w));
+    }
     w.uv(e.alternatives.size());
     for (const auto& [seq, rl] : e.alternatives) {
-      Writer sw;
-      put_seq(sw, seq, false, basis);
-      if (rank_valued_seqs.contains(sw.data())) {
-        sw = Writer{};
-        put_seq(sw, seq, true, basis);
-      }
-      w.uv(seqs.add(std::move(sw)) - 1);
+      w.uv(seq_id(seq));
       w.uv(rank_id(rl));
     }
     return elastics.add(std::move(w));
   }
+  /// The neighbour grids (section 7, before the elastic values): `uv ndims`, the strides of
+  /// all dimensions but the innermost (scaled, outermost first), `uv reach`, `uv ndirections`,
+  /// each direction's code.
+  void put_grids(Writer& w) const {
+    w.uv(grids.grids.size());
+    for (const auto& g : grids.grids) {
+      w.uv(g.dims.size());
+      const auto strides = g.strides();
+      for (std::size_t k = 0; k + 1 < strides.size(); ++k) put_scaled(w, strides[k], basis);
+      const int reach = g.reach();
+      w.uv(static_cast<std::uint64_t>(reach));
+      w.uv(g.directions.size());
+      for (const auto& d : g.directions) w.uv(neighbour_grid::direction_code(d, g.dims.size(), reach));
+    }
+  }
   std::uint64_t array_elastic_id(const ElasticArray& e) {
     if (e.empty()) return 0;
     Writer w;
+    if (const auto it = grids.arrays.find(&e); it != grids.arrays.end()) {
+      // Stated over a neighbour grid (version 6): 0 alternatives, then the progression.
+      const neighbour_grid::GridArray& v = it->second;
+      w.uv(0);
+      w.uv(v.grid);
+      w.sv(v.first_per_direction);
+      w.sv(v.first_base);
+      w.sv(v.stride);
+      w.sv(v.length_per_direction);
+      w.sv(v.length_base);
+      w.sv(v.repeat_per_direction);
+      w.sv(v.repeat_base);
+      return array_elastics.add(std::move(w));
+    }
     w.uv(e.alternatives.size());
     for (const auto& [seq, rl] : e.alternatives) {
       Writer sw;
@@ -684,7 +765,41 @@ ValueSeq get_seq(Reader& r, std::uint32_t version, std::span<const std::int64_t>
   }
 }
 
-ArraySeq get_array_seq(Reader& r) {
+/// One array value: version 6 (put_array_values) or before (`uv nvalues`, the values). Values
+/// written as progressions are charged to the expansion budget.
+std::vector<std::int64_t> get_array_values(Reader& r, std::uint32_t version, std::uint64_t& budget) {
+  std::vector<std::int64_t> values;
+  if (version < 6) {
+    std::size_t nv = r.count("array value");
+    values.reserve(nv);
+    for (std::size_t k = 0; k < nv; ++k) values.push_back(r.sv());
+    return values;
+  }
+  const std::uint64_t code = r.uv();
+  const std::uint64_t n = code / 2;
+  if ((code & 1) == 0) {
+    r.bounded_count(n, "array value", 1);
+    values.reserve(static_cast<std::size_t>(n));
+    for (std::uint64_t k = 0; k < n; ++k) values.push_back(r.sv());
+    return values;
+  }
+  if (n > budget) r.fail("implausible expansion of an array value (" + std::to_string(n) + " values)");
+  budget -= n;
+  values.reserve(static_cast<std::size_t>(n));
+  const std::size_t parts = r.count("array progression", 3);
+  for (std::size_t p = 0; p < parts; ++p) {
+    const std::int64_t first = r.sv(), stride = r.sv();
+    const std::uint64_t count = r.uv();
+    if (count == 0 || count > n - values.size())
+      r.fail("array progression of " + std::to_string(count) + " values in an array of " + std::to_string(n));
+    for (std::uint64_t i = 0; i < count; ++i)
+      values.push_back(value_arith::wrap_add(first, value_arith::wrap_mul(stride, i)));
+  }
+  if (values.size() != n) r.fail("array progressions hold " + std::to_string(values.size()) + " of " + std::to_string(n) + " values");
+  return values;
+}
+
+ArraySeq get_array_seq(Reader& r, std::uint32_t version, std::uint64_t& budget) {
   std::size_t n = r.count("array run", 2);
   std::vector<ArraySeq::Run> runs;
   runs.reserve(n);
@@ -695,9 +810,7 @@ ArraySeq get_array_seq(Reader& r) {
     if (run.count == 0 || run.count > kMaxSeqSize - total)
       r.fail("array run of " + std::to_string(run.count) + " values");
     total += run.count;
-    std::size_t nv = r.count("array value");
-    run.values.reserve(nv);
-    for (std::size_t k = 0; k < nv; ++k) run.values.push_back(r.sv());
+    run.values = get_array_values(r, version, budget);
     runs.push_back(std::move(run));
   }
   try {
@@ -768,6 +881,8 @@ struct TraceReader {
   std::vector<ArraySeq> arrays;
   std::vector<ElasticValue> elastics;
   std::vector<std::uint64_t> elastic_cost;
+  /// Neighbour grids (version 6, section 7), each with its ranks' classes.
+  std::vector<neighbour_grid::GridClasses> grids;
   std::vector<ElasticArray> array_elastics;
   std::vector<std::uint64_t> array_elastic_cost;
   std::uint64_t budget = 0;
@@ -789,16 +904,122 @@ struct TraceReader {
     charge(r, ranks[i - 1].descriptors().size() + 1);
     return ranks[i - 1];
   }
+  /// The neighbour grids before the elastic values (version 6; TraceWriter::put_grids).
+  void read_grids(Reader& r, std::int64_t nranks) {
+    namespace ng = neighbour_grid;
+    const std::size_t n = r.count("neighbour grid", 4);
+    if (n > ng::kMaxGrids) r.fail("more than " + std::to_string(ng::kMaxGrids) + " neighbour grids");
+    for (std::size_t i = 0; i < n; ++i) {
+      if (nranks < 2 || nranks > ng::kMaxRanks)
+        r.fail("neighbour grid over " + std::to_string(nranks) + " ranks (2 to " + std::to_string(ng::kMaxRanks) +
+               " allowed)");
+      const std::uint64_t ndims = r.uv();
+      if (ndims < 1 || ndims > ng::kMaxDims) r.fail("neighbour grid with " + std::to_string(ndims) + " dimensions");
+      ng::Grid g;
+      std::int64_t outer = nranks;
+      for (std::uint64_t k = 0; k + 1 < ndims; ++k) {
+        const std::int64_t stride = get_scaled(r, basis);
+        if (stride < 1 || stride >= outer || outer % stride != 0 || outer / stride < 2)
+          r.fail("neighbour grid stride " + std::to_string(stride) + " does not divide " + std::to_string(outer));
+        g.dims.push_back(outer / stride);
+        outer = stride;
+      }
+      if (outer < 2) r.fail("neighbour grid with an innermost dimension below 2");
+      g.dims.push_back(outer);
+      const std::uint64_t reach = r.uv();
+      if (reach < 1 || reach > static_cast<std::uint64_t>(ng::kMaxReach))
+        r.fail("neighbour grid reach " + std::to_string(reach) + " (1 to " + std::to_string(ng::kMaxReach) + ")");
+      const std::uint64_t ndirs = r.uv();
+      if (ndirs < 1 || ndirs > ng::kMaxDirections)
+        r.fail("neighbour grid with " + std::to_string(ndirs) + " directions (1 to " +
+               std::to_string(ng::kMaxDirections) + ")");
+      std::uint64_t codes = 1;
+      for (std::uint64_t k = 0; k < ndims; ++k) codes *= 2 * reach + 1;
+      for (std::uint64_t k = 0; k < ndirs; ++k) {
+        const std::uint64_t code = r.uv();
+        if (code >= codes) r.fail("neighbour grid direction code " + std::to_string(code) + " out of range");
+        const ng::Direction d = ng::direction_from_code(code, g.dims.size(), static_cast<int>(reach));
+        if (std::find(g.directions.begin(), g.directions.end(), d) != g.directions.end())
+          r.fail("neighbour grid direction repeated");
+        g.directions.push_back(d);
+      }
+      grids.emplace_back(std::move(g));
+    }
+  }
+  /// An elastic value stated over a neighbour grid (after its 0 alternatives; version 6).
+  ElasticValue read_grid_value(Reader& r, std::uint64_t& cost) {
+    namespace ng = neighbour_grid;
+    ng::GridValue v;
+    v.grid = static_cast<std::size_t>(r.uv());
+    if (v.grid >= grids.size()) r.fail("neighbour grid index " + std::to_string(v.grid) + " out of range");
+    const ng::GridClasses& classes = grids[v.grid];
+    const std::uint64_t form = r.uv();
+    if (form >= ng::kFormCount) r.fail("unknown neighbour grid form " + std::to_string(form));
+    v.form = static_cast<ng::Form>(form);
+    const std::size_t ndirs = classes.grid().directions.size();
+    if (v.form == ng::Form::Filtered) {
+      const std::uint64_t s = r.uv();
+      if (s >= seqs.size())
+        r.fail("sequence index " + std::to_string(s) + " out of range (table has " + std::to_string(seqs.size()) + ")");
+      if (seqs[s].size() != ndirs)
+        r.fail("neighbour grid template of " + std::to_string(seqs[s].size()) + " values for " +
+               std::to_string(ndirs) + " directions");
+      v.values = seqs[s].to_vector();
+    }
+    v.repeat = r.uv();
+    if (v.repeat < 1 || v.repeat > (std::uint64_t{1} << 56))
+      r.fail("neighbour grid repeat count " + std::to_string(v.repeat) + " out of range");
+    ElasticValue e = ng::expand(v, classes);
+    for (const auto& [seq, rl] : e.alternatives) {
+      if (seq.empty()) r.fail("neighbour grid value gives rank " + std::to_string(rl.at(0)) + " no values");
+      const std::uint64_t c = seq_cost(seq) + rl.descriptors().size() + 1;
+      charge(r, c);
+      cost += c;
+    }
+    return e;
+  }
+  /// An elastic array stated over a neighbour grid (after its 0 alternatives; version 6).
+  ElasticArray read_grid_array(Reader& r, std::uint64_t& cost) {
+    namespace ng = neighbour_grid;
+    ng::GridArray v;
+    v.grid = static_cast<std::size_t>(r.uv());
+    if (v.grid >= grids.size()) r.fail("neighbour grid index " + std::to_string(v.grid) + " out of range");
+    v.first_per_direction = r.sv();
+    v.first_base = r.sv();
+    v.stride = r.sv();
+    v.length_per_direction = r.sv();
+    v.length_base = r.sv();
+    v.repeat_per_direction = r.sv();
+    v.repeat_base = r.sv();
+    const auto max_length = static_cast<std::int64_t>(std::min<std::uint64_t>(budget, std::uint64_t{1} << 24));
+    auto e = ng::expand_array(v, grids[v.grid], max_length);
+    if (!e)
+      r.fail("neighbour grid array: a rank's length below 0 or above " + std::to_string(max_length) +
+             ", or its repeat count below 1");
+    for (const auto& [seq, rl] : e->alternatives) {
+      const std::uint64_t c = seq_cost(seq) + rl.descriptors().size() + 1;
+      charge(r, c);
+      cost += c;
+    }
+    return std::move(*e);
+  }
   template <class Seq>
   void read_elastic_table(Reader& r, const std::vector<Seq>& pool, std::vector<Elastic<Seq>>& out,
-                          std::vector<std::uint64_t>& costs, const char* what) {
+                          std::vector<std::uint64_t>& costs, const char* what, bool grid_forms) {
     std::size_t n = r.count(what, 3);
     out.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       Elastic<Seq> e;
       std::size_t na = r.count("elastic alternative", 2);
-      if (na == 0) r.fail("elastic value without alternatives");
       std::uint64_t cost = 1;
+      if (na == 0 && grid_forms) {
+        if constexpr (std::is_same_v<Seq, ValueSeq>) e = read_grid_value(r, cost);
+        else e = read_grid_array(r, cost);
+        out.push_back(std::move(e));
+        costs.push_back(cost);
+        continue;
+      }
+      if (na == 0) r.fail("elastic value without alternatives");
       for (std::size_t k = 0; k < na; ++k) {
         std::uint64_t s = r.uv();
         if (s >= pool.size())
@@ -936,6 +1157,8 @@ std::string encode(const Trace& trace, std::uint32_t flags) {
     throw Error("encode_trace: rank count " + std::to_string(trace.nranks) +
                 " out of range (a trace holds fewer than 2^32 ranks)");
   tw.basis = scale_basis::find_basis(trace);
+  // Traces passed between the collector's processes hold some of the ranks only: no grids.
+  if ((flags & kFlagExactCounts) == 0) tw.grids = neighbour_grid::find_trace_grids(trace.nodes, trace.nranks);
   tw.note_rank_valued(trace.nodes);
   // Encode the parts that fill the shared tables first; the tables precede them in the file.
   Writer comms;
@@ -1000,7 +1223,13 @@ std::string encode(const Trace& trace, std::uint32_t flags) {
   put_table(payload, kRankLists, tw.ranks);
   put_table(payload, kValueSeqs, tw.seqs);
   put_table(payload, kArraySeqs, tw.arrays);
-  put_table(payload, kValueElastics, tw.elastics);
+  {
+    Writer s;
+    tw.put_grids(s);
+    s.uv(tw.elastics.count);
+    s.raw(tw.elastics.out.data());
+    put_section(payload, kValueElastics, std::move(s));
+  }
   put_table(payload, kArrayElastics, tw.array_elastics);
   put_section(payload, kComms, std::move(comms));
   put_section(payload, kNodes, std::move(nodes));
@@ -1198,14 +1427,15 @@ Trace decode_trace(std::string_view bytes) {
       case kArraySeqs: {
         std::size_t n = r.count("array sequence");
         tr.arrays.reserve(n);
-        for (std::size_t i = 0; i < n; ++i) tr.arrays.push_back(get_array_seq(r));
+        for (std::size_t i = 0; i < n; ++i) tr.arrays.push_back(get_array_seq(r, version32, tr.budget));
         break;
       }
       case kValueElastics:
-        tr.read_elastic_table(r, tr.seqs, tr.elastics, tr.elastic_cost, "elastic value");
+        if (version32 >= 6) tr.read_grids(r, t.nranks);
+        tr.read_elastic_table(r, tr.seqs, tr.elastics, tr.elastic_cost, "elastic value", version32 >= 6);
         break;
       case kArrayElastics:
-        tr.read_elastic_table(r, tr.arrays, tr.array_elastics, tr.array_elastic_cost, "elastic array");
+        tr.read_elastic_table(r, tr.arrays, tr.array_elastics, tr.array_elastic_cost, "elastic array", version32 >= 6);
         break;
       case kComms: {
         std::size_t n = r.count("communicator", 3);

@@ -287,4 +287,27 @@ void canonicalize_values(std::vector<Node>& nodes) {
   }
 }
 
+ValueSeq canonical_repeated(std::span<const std::int64_t> block, std::uint64_t repeat) {
+  if (block.empty() || repeat == 0) return {};
+  const std::uint64_t k = block.size();
+  if (repeat <= kCanonicalLimit / k) {  // as short as rebuilt() takes it: from the values
+    std::vector<std::int64_t> values;
+    values.reserve(static_cast<std::size_t>(k * repeat));
+    for (std::uint64_t r = 0; r < repeat; ++r) values.insert(values.end(), block.begin(), block.end());
+    ValueSeq out = ValueSeq::from_blocks(encode(values, 0));
+    out.seal();
+    return out;
+  }
+  // Longer than kCanonicalLimit (so repeat >= 2): what canonical_long finds. The smallest period
+  // of the whole is the block's primitive period, which divides the block, so no tail.
+  const auto pi = prefix_function(block);
+  std::size_t p = block.size() - pi.back();
+  if (block.size() % p != 0) p = block.size();
+  const std::uint64_t n = k * repeat;
+  ValueSeq out = p == 1 ? ValueSeq::from_blocks({ValueBlock{{ValueRun{block[0], 0, n}}, 1}})
+                        : ValueSeq::from_blocks(periodic_form(block, p, n));
+  if (!out.sealed()) out.seal();
+  return out;
+}
+
 }  // namespace scalatrace
