@@ -328,6 +328,14 @@ class Trace:
         return self._core.node_count()
 
     @property
+    def structure_bytes(self) -> int:
+        """Bytes the trace takes as a ``.sct`` file without its metadata and timing histograms:
+        the part that depends only on what was communicated (node tree, ranklists, parameter
+        sequences), comparable across runs and rank counts (``scalatrace-harness`` reports the
+        same figure)."""
+        return int(self._core.structure_bytes())
+
+    @property
     def call_sites(self) -> list[CallSiteInfo]:
         """The call-site table; ``Event.site`` indexes it."""
         table = self._core.sites

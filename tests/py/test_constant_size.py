@@ -63,20 +63,26 @@ def test_size_does_not_grow_with_timesteps(name, ranks, tolerance, tmp_path, exa
 # A 2x2 grid has 4 kinds of rank (corners), 3x3 has 9, 2x2x2 has 8 and 3x3x3 27, and each kind
 # has its own peers, tags, sizes, trip counts and request arrays. The writer states them over
 # the neighbour grid (format version 6, docs/algorithms.md "Neighbour grids": one template of
-# directions, each rank's neighbours inside the grid), so the file holds the template, not
-# the kinds: the issue's 10% at 4, 9, 16 ranks (2D) and 8, 27 ranks (3D). What still moves is
-# timing (the nodes' histograms and timing groups, from oversubscribed ranks' clocks).
+# directions, each rank's neighbours inside the grid), so the file holds the template, not the
+# kinds. The structure (the file without metadata and timing) is the same size at every grid
+# size; the whole file also carries timing, whose histograms (at most 8 bins, 4 groups of ranks
+# per node) fill with what oversubscribed ranks' clocks saw: two runs of 2D at 4 / 9 / 16 ranks
+# measured 2,009 / 2,103 / 2,256 and 2,040 / 2,297 / 2,145 bytes (before: 2,147 / 2,564 / 2,613;
+# 3D 8 / 27 ranks 2,588 / 5,006). So the whole file is held to 20% here (the issue's goal is
+# 10%; benchmarks/results/sizes.md has the calm figures) and the structure to 5%.
 @pytest.mark.parametrize("name,ranks", [("stencil2d", (4, 9, 16)), ("stencil3d", (8, 27))])
 def test_size_does_not_grow_with_ranks(name, ranks, tmp_path, example, collector_lib):
     paths = {n: traced(example(name), n, 20, tmp_path) for n in ranks}
+    traces = {n: scalatrace.load(p) for n, p in paths.items()}
+    structure = {n: t.structure_bytes for n, t in traces.items()}
+    assert spread(structure) <= 0.05, f"{name}: structure bytes by rank count {structure}"
     sizes = {n: p.stat().st_size for n, p in paths.items()}
-    assert spread(sizes) <= 0.10, f"{name}: bytes by rank count {sizes}"
-    # Every kind of rank still gets its own peers back (lossless): the corner and the last rank.
-    for n, path in paths.items():
-        trace = scalatrace.load(path)
-        exchange = trace.find(op="Irecv")[0]
-        kinds = exchange.field("Peer").alternatives
-        assert len(kinds) == (4 if n == 4 else 9 if n in (9, 16) else 8 if n == 8 else 27), (n, len(kinds))
+    assert spread(sizes) <= 0.20, f"{name}: bytes by rank count {sizes}"
+    # Every kind of rank still gets its own peers back: one alternative per kind.
+    kinds = {4: 4, 9: 9, 16: 9, 8: 8, 27: 27}
+    for n, trace in traces.items():
+        peers = trace.find(op="Irecv")[0].field("Peer").alternatives
+        assert len(peers) == kinds[n], (name, n, len(peers))
 
 
 # Every kind of rank of a 9-point stencil on 3x3 ranks (corners, edges, centre) sends to and
