@@ -100,6 +100,7 @@ std::optional<std::vector<Direction>> directions_from(std::int64_t rank, std::sp
   const Coords c = coords_of(rank, dims);
   std::vector<Direction> out;
   for (const std::int64_t o : offsets) {
+    if (o <= -n || o >= n) return std::nullopt;  // (also keeps rank + o from overflowing)
     const std::int64_t peer = rank + o;
     if (peer < 0 || peer >= n) return std::nullopt;
     const Coords p = coords_of(peer, dims);
@@ -158,13 +159,16 @@ std::vector<std::int64_t> filtered(std::span<const std::int64_t> values, std::ui
   return out;
 }
 
-/// Classes of the ranks of each alternative of an elastic value or array (each class once).
+/// Classes of the ranks of each alternative of an elastic value or array (each class once), or
+/// nullopt if a rank lies outside the grid.
 template <class E>
-std::vector<std::vector<std::size_t>> classes_per_alternative(const E& e, const GridClasses& classes) {
+std::optional<std::vector<std::vector<std::size_t>>> classes_per_alternative(const E& e, const GridClasses& classes) {
   std::vector<std::vector<std::size_t>> out(e.alternatives.size());
   std::vector<std::size_t> seen(classes.size(), e.alternatives.size());
+  const std::int64_t n = classes.grid().ranks();
   for (std::size_t a = 0; a < e.alternatives.size(); ++a)
     for (const std::int64_t r : e.alternatives[a].second.to_vector()) {
+      if (r < 0 || r >= n) return std::nullopt;
       const std::size_t c = classes.class_of(r);
       if (seen[c] != a) {
         seen[c] = a;
@@ -198,7 +202,9 @@ std::optional<Grid> try_dims(const ElasticValue& peers, const std::vector<std::v
   Grid grid{dims, std::move(*order)};
   GridClasses classes(grid);
   const std::vector<std::int64_t> offsets = offsets_of(grid);
-  const auto per_alternative = classes_per_alternative(peers, classes);
+  const auto found = classes_per_alternative(peers, classes);
+  if (!found) return std::nullopt;
+  const auto& per_alternative = *found;
   for (std::size_t a = 0; a < blocks.size(); ++a)
     for (const std::size_t c : per_alternative[a])
       if (filtered(offsets, classes.mask(c)) != blocks[a]) return std::nullopt;
@@ -360,7 +366,9 @@ std::optional<GridValue> fit(const ElasticValue& e, const GridClasses& classes, 
   if (e.alternatives.size() < 2 || !covers(e, classes.grid().ranks())) return std::nullopt;
   for (const auto& alternative : e.alternatives)
     if (alternative.first.size() > kMaxSequence) return std::nullopt;
-  const auto per_alternative = classes_per_alternative(e, classes);
+  const auto found = classes_per_alternative(e, classes);
+  if (!found) return std::nullopt;
+  const auto& per_alternative = *found;
 
   // Count: every rank holds the number of its directions, once per visit.
   {
@@ -467,7 +475,9 @@ std::optional<GridArray> fit_array(const ElasticArray& e, const GridClasses& cla
     total += ranks.size();
   }
   if (total != classes.grid().ranks()) return std::nullopt;
-  const auto per_alternative = classes_per_alternative(e, classes);
+  const auto found = classes_per_alternative(e, classes);
+  if (!found) return std::nullopt;
+  const auto& per_alternative = *found;
   GridArray v{grid_index};
   std::optional<std::int64_t> stride;
   std::vector<std::pair<std::int64_t, std::int64_t>> firsts, lengths, repeats;
