@@ -358,7 +358,8 @@ struct TraceWriter {
       if (!n.event) continue;
       for (std::size_t f = 0; f < kFieldCount; ++f) {
         if (!is_rank_valued(f)) continue;
-        if (const auto it = grids.values.find(&n.event->fields[f]); it != grids.values.end()) {
+        if (const auto it = grids.values.find(&n.event->fields[f]);
+            it != grids.values.end() && it->second.form == neighbour_grid::Form::Filtered) {
           Writer plain;
           put_seq(plain, grid_template(it->second), false, basis);
           rank_valued_seqs.insert(std::move(plain.data()));
