@@ -49,7 +49,8 @@ std::uint64_t mask_at(const Coords& c, const Grid& g) {
 
 /// Sum of the ranklists' sizes equals `n` and every alternative has ranks: together they are
 /// ranks 0..n-1 (ranklists of one elastic value are disjoint and inside the trace).
-bool covers(const ElasticValue& e, std::int64_t n) {
+template <class E>
+bool covers(const E& e, std::int64_t n) {
   std::int64_t total = 0;
   for (const auto& [seq, ranks] : e.alternatives) {
     if (ranks.empty() || seq.empty()) return false;
@@ -315,14 +316,26 @@ RankList GridClasses::ranks(const std::vector<bool>& in_group) const {
   return RankList::from_sequence(out);
 }
 
-/// Sets each alternative's ranks to those of its classes (alternative_of: per class).
-template <class E>
-void assign_ranks(E& e, const std::vector<std::size_t>& alternative_of, const GridClasses& classes) {
-  for (std::size_t a = 0; a < e.alternatives.size(); ++a) {
+/// The elastic whose alternatives are the distinct sequences `sequence_of(class)` gives (nullopt:
+/// no elastic), in class order, each with the ranks of its classes.
+template <class Seq, class F>
+std::optional<Elastic<Seq>> by_class(const GridClasses& classes, F&& sequence_of) {
+  Elastic<Seq> out;
+  std::vector<std::size_t> alternative_of;  // per class
+  for (std::size_t c = 0; c < classes.size(); ++c) {
+    std::optional<Seq> seq = sequence_of(c);
+    if (!seq) return std::nullopt;
+    std::size_t a = 0;
+    while (a < out.alternatives.size() && !(out.alternatives[a].first == *seq)) ++a;
+    if (a == out.alternatives.size()) out.alternatives.emplace_back(std::move(*seq), RankList{});
+    alternative_of.push_back(a);
+  }
+  for (std::size_t a = 0; a < out.alternatives.size(); ++a) {
     std::vector<bool> in_group(classes.size(), false);
     for (std::size_t c = 0; c < classes.size(); ++c) in_group[c] = alternative_of[c] == a;
-    e.alternatives[a].second = classes.ranks(in_group);
+    out.alternatives[a].second = classes.ranks(in_group);
   }
+  return out;
 }
 
 std::optional<Grid> find_grid(const ElasticValue& peers, std::int64_t nranks) {
@@ -421,25 +434,15 @@ std::optional<GridValue> fit(const ElasticValue& e, const GridClasses& classes, 
 }
 
 ElasticValue expand(const GridValue& v, const GridClasses& classes) {
-  ElasticValue out;
   const std::vector<std::int64_t> offsets = offsets_of(classes.grid());
-  std::vector<std::size_t> alternative_of;  // per class
-  for (std::size_t c = 0; c < classes.size(); ++c) {
+  return *by_class<ValueSeq>(classes, [&](std::size_t c) -> std::optional<ValueSeq> {
     const std::uint64_t mask = classes.mask(c);
-    ValueSeq seq;
     if (v.form == Form::Count) {
       const std::int64_t width = std::popcount(mask);
-      seq = canonical_repeated(std::span<const std::int64_t>(&width, 1), v.repeat);
-    } else {
-      seq = canonical_repeated(filtered(v.form == Form::Offsets ? offsets : v.values, mask), v.repeat);
+      return canonical_repeated(std::span<const std::int64_t>(&width, 1), v.repeat);
     }
-    std::size_t a = 0;
-    while (a < out.alternatives.size() && out.alternatives[a].first != seq) ++a;
-    if (a == out.alternatives.size()) out.alternatives.emplace_back(std::move(seq), RankList{});
-    alternative_of.push_back(a);
-  }
-  assign_ranks(out, alternative_of, classes);
-  return out;
+    return canonical_repeated(filtered(v.form == Form::Offsets ? offsets : v.values, mask), v.repeat);
+  });
 }
 
 namespace {
@@ -468,13 +471,9 @@ std::optional<std::pair<std::int64_t, std::int64_t>> line_through(const std::vec
 }  // namespace
 
 std::optional<GridArray> fit_array(const ElasticArray& e, const GridClasses& classes, std::size_t grid_index) {
-  if (e.alternatives.size() < 2) return std::nullopt;
-  std::int64_t total = 0;
-  for (const auto& [seq, ranks] : e.alternatives) {
-    if (ranks.empty() || seq.runs().size() != 1) return std::nullopt;
-    total += ranks.size();
-  }
-  if (total != classes.grid().ranks()) return std::nullopt;
+  if (e.alternatives.size() < 2 || !covers(e, classes.grid().ranks())) return std::nullopt;
+  for (const auto& alternative : e.alternatives)
+    if (alternative.first.runs().size() != 1) return std::nullopt;
   const auto found = classes_per_alternative(e, classes);
   if (!found) return std::nullopt;
   const auto& per_alternative = *found;
@@ -506,9 +505,7 @@ std::optional<GridArray> fit_array(const ElasticArray& e, const GridClasses& cla
 }
 
 std::optional<ElasticArray> expand_array(const GridArray& v, const GridClasses& classes, std::int64_t max_length) {
-  ElasticArray out;
-  std::vector<std::size_t> alternative_of;  // per class
-  for (std::size_t c = 0; c < classes.size(); ++c) {
+  return by_class<ArraySeq>(classes, [&](std::size_t c) -> std::optional<ArraySeq> {
     const __int128 k = std::popcount(classes.mask(c));
     const __int128 length = static_cast<__int128>(v.length_per_direction) * k + v.length_base;
     const __int128 first = static_cast<__int128>(v.first_per_direction) * k + v.first_base;
@@ -517,14 +514,8 @@ std::optional<ElasticArray> expand_array(const GridArray& v, const GridClasses& 
     std::vector<std::int64_t> values;
     for (__int128 i = 0; i < length; ++i)
       values.push_back(static_cast<std::int64_t>(static_cast<std::uint64_t>(first + i * v.stride)));
-    const ArraySeq seq = ArraySeq::from_runs({ArraySeq::Run{std::move(values), static_cast<std::uint64_t>(repeat)}});
-    std::size_t a = 0;
-    while (a < out.alternatives.size() && !(out.alternatives[a].first == seq)) ++a;
-    if (a == out.alternatives.size()) out.alternatives.emplace_back(seq, RankList{});
-    alternative_of.push_back(a);
-  }
-  assign_ranks(out, alternative_of, classes);
-  return out;
+    return ArraySeq::from_runs({ArraySeq::Run{std::move(values), static_cast<std::uint64_t>(repeat)}});
+  });
 }
 
 namespace {
@@ -551,19 +542,15 @@ void for_each_elastic(const std::vector<Node>& nodes, F&& f) {
 /// Equal sequences, in the same order, for the same sets of ranks (a ranklist's descriptors may
 /// differ: the merge can cut a set into less regular pieces than RankList::from_sequence).
 template <class E>
-bool same_alternatives(const std::optional<E>& got, const E& want) {
-  if (!got || got->alternatives.size() != want.alternatives.size()) return false;
+bool same_alternatives(const E& got, const E& want) {
+  if (got.alternatives.size() != want.alternatives.size()) return false;
   for (std::size_t a = 0; a < want.alternatives.size(); ++a) {
-    const auto& [seq, ranks] = got->alternatives[a];
+    const auto& [seq, ranks] = got.alternatives[a];
     if (!(seq == want.alternatives[a].first)) return false;
     if (!(ranks == want.alternatives[a].second) && ranks.to_vector() != want.alternatives[a].second.to_vector())
       return false;
   }
   return true;
-}
-template <class E>
-bool same_alternatives(const E& got, const E& want) {
-  return same_alternatives(std::optional<E>(got), want);
 }
 
 void for_each_array(const std::vector<Node>& nodes, const std::function<void(const ElasticArray&)>& f) {
@@ -601,9 +588,12 @@ TraceGrids find_trace_grids(const std::vector<Node>& nodes, std::int64_t nranks)
   });
   for_each_array(nodes, [&](const ElasticArray& e) {
     for (std::size_t g = 0; g < classes.size(); ++g)
-      if (auto v = fit_array(e, classes[g], g); v && same_alternatives(expand_array(*v, classes[g], kMaxSequence), e)) {
-        out.arrays.emplace(&e, *v);
-        return;
+      if (auto v = fit_array(e, classes[g], g)) {
+        const auto back = expand_array(*v, classes[g], kMaxSequence);
+        if (back && same_alternatives(*back, e)) {
+          out.arrays.emplace(&e, *v);
+          return;
+        }
       }
   });
   return out;
