@@ -89,6 +89,9 @@ void register_trace(py::module_& m) {
           })
       .def_readonly("compute", &EventNode::compute)
       .def_readonly("duration", &EventNode::duration)
+      .def_readonly("first_compute", &EventNode::first_compute,
+                    "Compute time before each rank's first occurrence of the node (one value per rank, "
+                    "also in `compute`); empty when not recorded or like the others.")
       .def_property_readonly(
           "timing_groups",
           [](py::object self) {
@@ -103,7 +106,10 @@ void register_trace(py::module_& m) {
           "whose compute times differ; empty when every rank shares `compute` / `duration`.")
       .def(
           "compute_for", [](const EventNode& e, std::int64_t rank) { return e.compute_for(rank); },
-          py::arg("rank"), "The compute-time histogram that applies to `rank`.");
+          py::arg("rank"), "The compute-time histogram that applies to `rank`.")
+      .def(
+          "first_compute_for", [](const EventNode& e, std::int64_t rank) { return e.first_compute_for(rank); },
+          py::arg("rank"), "The first-occurrence compute-time histogram that applies to `rank`.");
 
   py::class_<LoopNode>(m, "LoopNode")
       .def_readonly("trips", &LoopNode::trips)

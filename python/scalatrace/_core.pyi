@@ -96,9 +96,11 @@ class EventNode:
     arrays: dict[str, ElasticArray]
     compute: Histogram
     duration: Histogram
+    first_compute: Histogram
     timing_groups: list[tuple[RankList, Histogram, Histogram]]
     def field(self, name: str) -> ElasticValue: ...
     def compute_for(self, rank: int) -> Histogram: ...
+    def first_compute_for(self, rank: int) -> Histogram: ...
 
 class LoopNode:
     trips: ElasticValue

@@ -155,6 +155,16 @@ class Event:
         """Histogram of the time inside the call (ns)."""
         return self._ev.duration
 
+    @property
+    def first_compute(self) -> _core.Histogram:
+        """Histogram of the compute time before each rank's first occurrence of the call (ns).
+
+        One value per rank, also counted in :attr:`compute`. Kept where it differs from the
+        other occurrences (a first iteration's warm-up); empty otherwise. Replay, simulation and
+        :meth:`Trace.events` give it to each rank's first occurrence only.
+        """
+        return self._ev.first_compute
+
     def describe(self) -> str:
         """One line: op, call site, ranks and the parameters that were recorded."""
         parts = [self.op, f"site={self.site}"]

@@ -9,6 +9,7 @@
 #include "scalatrace/compressor.hpp"
 #include "scalatrace/cursor.hpp"
 #include "scalatrace/errors.hpp"
+#include "scalatrace/format.hpp"
 #include "scalatrace/synthetic.hpp"
 
 using namespace scalatrace;
@@ -32,6 +33,14 @@ Trace compress(const std::vector<Event>& events, CompressorConfig cfg = {}) {
   Trace t;
   t.nranks = 1;
   t.nodes = c.finish();
+  return t;
+}
+
+/// compress(), with call sites 0..3 interned, so that the trace can be written to a file.
+Trace compress_with_sites(const std::vector<Event>& events) {
+  Trace t = compress(events);
+  const auto module = t.sites.intern_module("/bin/compressor_test");
+  for (std::uint32_t site = 0; site < 4; ++site) t.sites.intern({Frame{module, 0x100 + site}});
   return t;
 }
 
@@ -290,6 +299,71 @@ TEST(Cursor, TimingModesAndErrors) {
   } catch (const FormatError& err) {
     EXPECT_NE(std::string(err.what()).find("ran out"), std::string::npos) << err.what();
   }
+}
+
+TEST(Cursor, FirstOccurrenceKeepsItsWarmUp) {
+  // A timestep loop around an inner loop: each node's first occurrence (timestep 0, inner
+  // iteration 0) took 50 us of warm-up, every later one about 1 us. The node keeps the first
+  // apart, and every timing mode gives it to occurrence 0 only, also after a file.
+  std::vector<Event> s;
+  for (int step = 0; step < 6; ++step) {
+    for (int i = 0; i < 4; ++i) {
+      Event e = ev(Op::Send, 1, 1, 64);
+      e.compute_ns = step == 0 && i == 0 ? 50'000 : 1'000 + 10 * static_cast<std::uint64_t>(i);
+      s.push_back(e);
+    }
+    Event b = ev(Op::Barrier, 2);
+    b.compute_ns = step == 0 ? 80'000 : 2'000;
+    s.push_back(b);
+  }
+  const Trace t = compress_with_sites(s);
+  const Trace read = decode_trace(encode_trace(t));
+  for (const Trace* trace : {&t, &read}) {
+    Cursor mean(*trace, 0, TimingMode::Mean);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      auto e = mean.next();
+      ASSERT_TRUE(e);
+      if (i == 0) EXPECT_EQ(e->compute_ns, 50'000u);
+      else if (i == 4) EXPECT_EQ(e->compute_ns, 80'000u);
+      else if (s[i].op == Op::Barrier) EXPECT_EQ(e->compute_ns, 2'000u);
+      else EXPECT_NEAR(static_cast<double>(e->compute_ns), 23'360.0 / 23, 1.0) << i;  // the 23 later sends
+    }
+    Cursor sample(*trace, 0, TimingMode::Sample, 11);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      auto e = sample.next();
+      ASSERT_TRUE(e);
+      if (i == 0 || i == 4) EXPECT_EQ(e->compute_ns, s[i].compute_ns);
+      else EXPECT_LE(e->compute_ns, 2'100u) << i;  // never the warm-up again
+    }
+    Cursor median(*trace, 0, TimingMode::Median);
+    EXPECT_EQ(median.next()->compute_ns, 50'000u);
+    EXPECT_LE(median.next()->compute_ns, 1'100u);
+  }
+  // Totals are kept: the first occurrences are also in `compute`.
+  const Node* send = &t.nodes.front();
+  while (send->loop) send = &send->loop->body.front();
+  EXPECT_EQ(send->event->compute.count(), 24u);
+  EXPECT_EQ(send->event->first_compute.count(), 1u);
+  EXPECT_EQ(send->event->first_compute.min(), 50'000u);
+}
+
+TEST(Cursor, FirstOccurrenceLikeTheOthersIsNotStored) {
+  // Every occurrence alike: the first adds nothing, the file does not hold it, and the cursor
+  // gives every occurrence the mean in memory as after the file.
+  std::vector<Event> s;
+  for (int i = 0; i < 20; ++i) {
+    Event e = ev(Op::Barrier, 1);
+    e.compute_ns = 1'000 + static_cast<std::uint64_t>(i);
+    s.push_back(e);
+  }
+  const Trace t = compress_with_sites(s);
+  const Trace read = decode_trace(encode_trace(t));
+  EXPECT_EQ(t.nodes.front().loop->body.front().event->first_compute.count(), 1u);
+  EXPECT_EQ(read.nodes.front().loop->body.front().event->first_compute.count(), 0u);
+  Trace without = t.clone();
+  without.nodes.front().loop->body.front().event->first_compute = Histogram(4);
+  EXPECT_EQ(encode_trace(t).size(), encode_trace(without).size());
+  for (const Trace* trace : {&t, &read}) EXPECT_EQ(Cursor(*trace, 0).next()->compute_ns, 1'010u);
 }
 
 TEST(Cursor, ArraysEmptyAtEveryOccurrenceStillBoundTheWalk) {

@@ -281,7 +281,7 @@ TEST(Format, NamedErrors) {
   EXPECT_NE(expect_error("hello world, not a trace").find("bad magic"), std::string::npos);
   std::string v8 = bytes;
   put_u32(v8, 8, 8);
-  EXPECT_NE(expect_error(v8).find("unsupported format version 8 (this reader supports 2 to 6)"),
+  EXPECT_NE(expect_error(v8).find("unsupported format version 8 (this reader supports 2 to 7)"),
             std::string::npos);
   std::string flipped = bytes;
   flipped[bytes.size() - 3] ^= 0x10;
@@ -293,6 +293,37 @@ TEST(Format, NamedErrors) {
                                        static_cast<unsigned char>(bytes[25]) << 8 |
                                        static_cast<unsigned char>(bytes[26]) << 16 |
                                        static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[27])) << 24));
+}
+
+TEST(Format, FirstOccurrenceHistogramsAreChecked) {
+  // Version 7 writes an event's first-occurrence compute times where they differ from the
+  // others; a file holding more first occurrences than compute times, or another bin layout,
+  // is corrupt and says so.
+  auto first_event = [](Trace& t) -> EventNode& {
+    Node* n = &t.nodes.front();
+    while (n->loop) n = &n->loop->body.front();
+    return *n->event;
+  };
+  Trace t = handmade();
+  const EventNode& e = first_event(t);
+  ASSERT_GT(e.compute.count(), 0u);
+  ASSERT_TRUE(e.timing_groups.empty());
+  auto with_first = [&](Histogram first) {
+    Trace copy = t.clone();
+    first_event(copy).first_compute = std::move(first);
+    return encode_trace(copy);
+  };
+  Histogram warm_up(e.compute.sub_bins());
+  warm_up.add(e.compute.max() + 5'000'000);
+  Trace read = decode_trace(with_first(warm_up));
+  EXPECT_EQ(first_event(read).first_compute, warm_up);
+  Histogram too_many = warm_up;
+  for (std::uint64_t i = 0; i < e.compute.count(); ++i) too_many.add(e.compute.max() + 5'000'000);
+  EXPECT_NE(expect_error(with_first(too_many)).find("first-occurrence compute histogram with more values"),
+            std::string::npos);
+  Histogram other_layout(e.compute.sub_bins() * 2);
+  other_layout.add(e.compute.max() + 5'000'000);
+  EXPECT_NE(expect_error(with_first(other_layout)).find("other bins per octave"), std::string::npos);
 }
 
 TEST(Format, TruncationAtEveryByte) {
@@ -584,6 +615,12 @@ TEST(Format, ReadsVersion5Files) {
   // Written by the version-5 writer (no neighbour grids; array values one by one).
   const Trace old = read_trace_file(std::string(SCALATRACE_TEST_DATA) + "/v5_stencil2d_64.sct");
   expect_old_fixture_lossless(old, SyntheticPattern::Stencil2D, 64, 3);
+}
+
+TEST(Format, ReadsVersion6Files) {
+  // Written by the version-6 writer (neighbour grids; no first-occurrence histograms).
+  const Trace old = read_trace_file(std::string(SCALATRACE_TEST_DATA) + "/v6_stencil3d_64.sct");
+  expect_old_fixture_lossless(old, SyntheticPattern::Stencil3D, 64, 3);
 }
 
 TEST(Format, MetadataKeysAreFrontCoded) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <random>
 
 #include "scalatrace/compressor.hpp"
@@ -478,10 +479,12 @@ TEST(Merge, CornerRanksStayInTheMainLoop) {
   EXPECT_EQ(loops, 1u);
 }
 
-TEST(Merge, TimingGroupsKeepRanksThatDiffer) {
-  // A pipeline's receive: ranks 1 and 2 receive right after sending (no compute before the
-  // call), rank 3 (the last stage) computes 1 ms before it. The merged node keeps rank 3's
-  // timing apart, so each rank's cursor gives back its own compute time.
+namespace {
+
+/// A pipeline's receive on ranks 1..3 of 4, `calls` times, with compute_ns(rank, call) before
+/// each; the three ranks' traces merged. Also returns the merged receive node.
+std::pair<Trace, const EventNode*> merged_pipeline_receives(
+    int calls, const std::function<std::uint64_t(std::int64_t, int)>& compute_ns) {
   std::vector<Trace> traces;
   for (std::int64_t rank = 1; rank <= 3; ++rank) {
     RankRecording r;
@@ -489,12 +492,12 @@ TEST(Merge, TimingGroupsKeepRanksThatDiffer) {
     r.nranks = 4;
     const std::uint32_t m = r.sites.intern_module("/bin/pipeline");
     const std::uint32_t recv = r.sites.intern({Frame{m, 0x10}});
-    for (int i = 0; i < 50; ++i) {
+    for (int i = 0; i < calls; ++i) {
       Event e;
       e.op = Op::Recv;
       e.site = recv;
       e[Field::Peer] = -1;
-      e.compute_ns = rank == 3 ? 1'000'000 + static_cast<std::uint64_t>(i) : 2'000 + static_cast<std::uint64_t>(i);
+      e.compute_ns = compute_ns(rank, i);
       e.duration_ns = 500;
       r.events.push_back(e);
     }
@@ -505,13 +508,52 @@ TEST(Merge, TimingGroupsKeepRanksThatDiffer) {
   merge_into(merged, std::move(traces[2]));
   const Node* recv = &merged.nodes.front();
   while (recv->loop) recv = &recv->loop->body.front();
-  ASSERT_TRUE(recv->event);
-  EXPECT_EQ(recv->event->timing_groups.size(), 2u);
+  return {std::move(merged), recv->event.get()};
+}
+
+}  // namespace
+
+TEST(Merge, TimingGroupsKeepRanksThatDiffer) {
+  // A pipeline's receive: ranks 1 and 2 receive right after sending (no compute before the
+  // call), rank 3 (the last stage) computes 1 ms before it. The merged node keeps rank 3's
+  // timing apart, so each rank's cursor gives back its own compute time.
+  const auto [merged, recv] = merged_pipeline_receives(50, [](std::int64_t rank, int i) {
+    return (rank == 3 ? 1'000'000 : 2'000) + static_cast<std::uint64_t>(i);
+  });
+  ASSERT_NE(recv, nullptr);
+  EXPECT_EQ(recv->timing_groups.size(), 2u);
   const auto round_trip = decode_trace(encode_trace(merged));
   for (const Trace* t : std::vector<const Trace*>{&merged, &round_trip}) {
     EXPECT_NEAR(static_cast<double>(expand(*t, 1).front().compute_ns), 2024.5, 1.0);
     EXPECT_NEAR(static_cast<double>(expand(*t, 2).front().compute_ns), 2024.5, 1.0);
     EXPECT_NEAR(static_cast<double>(expand(*t, 3).front().compute_ns), 1'000'024.5, 1.0);
+  }
+}
+
+TEST(Merge, FirstOccurrencesMergePerTimingGroup) {
+  // Every rank's first receive took a warm-up: ranks 1 and 2 about 500 us before later calls
+  // of 2 us; rank 3 (its own timing group, 1 ms per call) 3 ms. The merged node keeps the
+  // first occurrences per group, and each rank's cursor gives its group's warm-up to its first
+  // receive only, in memory and after a file.
+  const auto [merged, recv] = merged_pipeline_receives(40, [](std::int64_t rank, int i) -> std::uint64_t {
+    if (i == 0) return rank == 3 ? 3'000'000 : 480'000 + 20'000 * static_cast<std::uint64_t>(rank);
+    return rank == 3 ? 1'000'000 : 2'000;
+  });
+  ASSERT_NE(recv, nullptr);
+  ASSERT_EQ(recv->timing_groups.size(), 2u);
+  EXPECT_EQ(recv->first_compute.count(), 3u);
+  EXPECT_EQ(recv->first_compute_for(1).count(), 2u);
+  EXPECT_EQ(recv->first_compute_for(3).count(), 1u);
+  const auto round_trip = decode_trace(encode_trace(merged));
+  for (const Trace* t : std::vector<const Trace*>{&merged, &round_trip}) {
+    for (std::int64_t rank : {1, 2}) {
+      const auto events = expand(*t, rank);
+      EXPECT_NEAR(static_cast<double>(events.front().compute_ns), 510'000, 1.0) << rank;
+      EXPECT_NEAR(static_cast<double>(events.back().compute_ns), 2'000, 1.0) << rank;
+    }
+    const auto last = expand(*t, 3);
+    EXPECT_NEAR(static_cast<double>(last.front().compute_ns), 3'000'000, 1.0);
+    EXPECT_NEAR(static_cast<double>(last.back().compute_ns), 1'000'000, 1.0);
   }
 }
 

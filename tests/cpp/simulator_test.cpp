@@ -144,6 +144,32 @@ TEST(Simulator, SizeAndComputeScaleMoveTimeByTheModel) {
   EXPECT_DOUBLE_EQ(simulate(t, opt).total_ns, n * (2 * o + L + (bytes - 1) * G));
 }
 
+TEST(Simulator, WarmUpIsPaidOnceWhenEveryRankStallsInTheSameIteration) {
+  // Two ranks exchange a message per iteration; both computed 200 us before their first send
+  // (a first iteration's warm-up) and 5 us before every later one. The real run pays the
+  // warm-up once. So does the simulation, in every timing mode and for every seed: the first
+  // occurrence takes the first-occurrence time, the later ones never draw it.
+  const double L = 1000, o = 250, G = 0.5;
+  const std::int64_t bytes = 1025;
+  const std::uint64_t warm_up = 200'000, compute = 5'000;
+  const int n = 30;
+  auto p = programs(2);
+  for (int i = 0; i < n; ++i)
+    for (std::int64_t r = 0; r < 2; ++r) {
+      p[static_cast<std::size_t>(r)].p2p(Op::Send, 1, 1 - 2 * r, bytes, 0, i == 0 ? warm_up : compute);
+      p[static_cast<std::size_t>(r)].p2p(Op::Recv, 2, 1 - 2 * r, bytes);
+    }
+  const Trace t = merged(p);
+  const double expected = warm_up + (n - 1) * static_cast<double>(compute) + n * (2 * o + L + (bytes - 1) * G);
+  SimOptions opt = options(L, o, G);
+  EXPECT_DOUBLE_EQ(simulate(t, opt).total_ns, expected);
+  opt.timing = TimingMode::Sample;
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    opt.seed = seed;
+    EXPECT_DOUBLE_EQ(simulate(t, opt).total_ns, expected) << "seed " << seed;
+  }
+}
+
 TEST(Simulator, SenderGapSpacesMessages) {
   const double L = 1000, o = 100, g = 700;
   auto p = programs(2);

@@ -48,7 +48,7 @@ def section_sizes(path: Path) -> dict[int, int]:
     data = path.read_bytes()
     assert data[:8] == b"SCALATRC"
     version, flags, length = struct.unpack_from("<IIQ", data, 8)
-    assert version == 6 and flags == 0 and length == len(data) - 28
+    assert version == 7 and flags == 0 and length == len(data) - 28
 
     def uv(pos: int) -> tuple[int, int]:
         value = shift = 0

@@ -117,6 +117,33 @@ def test_sampled_timing_is_seeded(example_traces):
     assert a.total_time == b.total_time
 
 
+def _events_with_ranks(nodes, inherited: int):
+    """(event, number of ranks that take part) for every event node, depth first."""
+    for node in nodes:
+        ranks = len(node.ranks) or inherited
+        if isinstance(node, scalatrace.Loop):
+            yield from _events_with_ranks(node.body, ranks)
+        else:
+            yield node, ranks, len(node.presence.alternatives) > 0
+
+
+def test_first_occurrences_hold_one_value_per_rank(example_traces):
+    """Each rank's first call of a node is kept apart where it ran longer (a first iteration's
+    warm-up): one value per rank that takes part, all of them also in the node's compute times.
+    The real runs have such warm-ups (the first call after MPI_Init waits for start-up)."""
+    stored = 0
+    for name, t in example_traces.items():
+        for ev, ranks, has_presence in _events_with_ranks(t.nodes, t.nranks):
+            first = ev.first_compute
+            if first.count == 0:
+                continue
+            stored += 1
+            assert first.count <= ev.compute.count, (name, ev)
+            if not has_presence:
+                assert first.count == ranks, (name, ev)
+    assert stored > 0
+
+
 def test_bad_parameters_raise_clear_errors(example_traces):
     t = example_traces["ring"]
     with pytest.raises(SimulationParameterError, match="LogGP.L"):

@@ -108,6 +108,7 @@ void align_siblings(std::vector<Node>& body, std::int64_t nranks) {
             }
           ea.compute.merge(eb.compute);
           ea.duration.merge(eb.duration);
+          ea.first_compute.merge(eb.first_compute);
           a.ranks = ranks(a).unite(rb);
           body.erase(body.begin() + static_cast<std::ptrdiff_t>(j));
           --j;

@@ -48,10 +48,12 @@ Node make_event_node(const Event& e, std::uint32_t hist_sub_bins) {
   en.site = e.site;
   en.compute = Histogram(hist_sub_bins);
   en.duration = Histogram(hist_sub_bins);
+  en.first_compute = Histogram(hist_sub_bins);
   for (std::size_t i = 0; i < kFieldCount; ++i) single(en.fields[i]).append(e.fields[i]);
   for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(en.arrays[i]).append(e.arrays[i]);
   en.compute.add(e.compute_ns);
   en.duration.add(e.duration_ns);
+  en.first_compute.add(e.compute_ns);  // a new node: the rank's first occurrence of it
   return n;
 }
 
@@ -78,6 +80,7 @@ void merge_event(EventNode& a, EventNode&& b) {
   for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(single(b.arrays[i]));
   a.compute.merge(b.compute);
   a.duration.merge(b.duration);
+  // `b` holds later occurrences of `a`'s node (a later loop iteration): `a` keeps its first.
 }
 
 void merge_presence(Node& a, std::uint64_t va, const ElasticValue& b_presence, std::uint64_t vb) {
@@ -139,7 +142,8 @@ std::size_t node_bytes(const Node& n) {
         for (const auto& run : s.runs()) b += buffer_bytes(run.values);
       }
     }
-    b += histogram_bytes(e.compute) + histogram_bytes(e.duration) + buffer_bytes(e.timing_groups);
+    b += histogram_bytes(e.compute) + histogram_bytes(e.duration) + histogram_bytes(e.first_compute) +
+         buffer_bytes(e.timing_groups);
   }
   if (n.loop) {
     b += sizeof(LoopNode) + kAllocationOverhead + elastic_bytes(n.loop->trips) +

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "scalatrace/errors.hpp"
+#include "scalatrace/timing_groups.hpp"
 #include "prefetch.hpp"
 #include "small_vector.hpp"
 
@@ -75,6 +76,9 @@ struct NodeState {
   ValueSeq::Reader* site_ids = nullptr;  ///< events with per-occurrence call sites
   const Histogram* compute = nullptr;    ///< the rank's timing group (or the node's)
   const Histogram* duration = nullptr;
+  /// The group's first-occurrence compute times (EventNode::first_compute); nullptr when not
+  /// recorded or similar to `compute`, and every occurrence then draws from `compute`.
+  const Histogram* first_compute = nullptr;
   /// Loops: the states of the body's nodes by position, created on first visit
   /// (kNotMember: a node of other ranks only).
   NodeState** body = nullptr;
@@ -230,8 +234,12 @@ struct Cursor::Impl {
       const EventNode& e = *n.event;
       s.compute = &e.compute_for(rank);
       s.duration = &e.duration_for(rank);
+      // First occurrences like the others (the same rule the writer uses to drop them) add
+      // nothing: then every occurrence draws from `compute`, in memory as after a file.
+      const Histogram& first = e.first_compute_for(rank);
+      if (first.count() > 0 && !similar_timing(first, *s.compute)) s.first_compute = &first;
       if (timing != TimingMode::Sample) {
-        s.compute_ns = timing_value(*s.compute);
+        s.compute_ns = later_compute_value(s);
         s.duration_ns = timing_value(*s.duration);
       }
       if (!e.site_ids.empty()) {
@@ -290,6 +298,21 @@ struct Cursor::Impl {
     }
     slot = &s;
     return slot;
+  }
+
+  /// The compute time of an occurrence after the first: from the compute times without the
+  /// first occurrences' when those were recorded (Median: the median of all, which a few first
+  /// occurrences hardly move).
+  std::uint64_t later_compute_value(const NodeState& s) {
+    if (s.first_compute == nullptr) return timing_value(*s.compute);
+    switch (timing) {
+      case TimingMode::Mean:
+        return static_cast<std::uint64_t>(std::llround(s.compute->mean_excluding(*s.first_compute)));
+      case TimingMode::Sample: return s.compute->sample_excluding(*s.first_compute, *rng);
+      case TimingMode::None:
+      case TimingMode::Median: return timing_value(*s.compute);
+    }
+    return 0;
   }
 
   std::uint64_t timing_value(const Histogram& h) {
@@ -363,14 +386,12 @@ struct Cursor::Impl {
       else
         e.arrays[a.field].assign(values.begin(), values.end());
     }
-    ++s.occurrence;
-    if (timing == TimingMode::Sample) {
-      e.compute_ns = timing_value(*s.compute);
-      e.duration_ns = timing_value(*s.duration);
-    } else {
-      e.compute_ns = s.compute_ns;
-      e.duration_ns = s.duration_ns;
-    }
+    const bool sample = timing == TimingMode::Sample;
+    if (s.occurrence++ == 0 && s.first_compute != nullptr) [[unlikely]]
+      e.compute_ns = timing_value(*s.first_compute);
+    else
+      e.compute_ns = sample ? later_compute_value(s) : s.compute_ns;
+    e.duration_ns = sample ? timing_value(*s.duration) : s.duration_ns;
   }
 
   template <class E>

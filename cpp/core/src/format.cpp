@@ -24,6 +24,7 @@
 #include "scalatrace/clustering.hpp"
 #include "scalatrace/errors.hpp"
 #include "scalatrace/safe_file.hpp"
+#include "scalatrace/timing_groups.hpp"
 #include "scalatrace/trace_validation.hpp"
 
 namespace scalatrace {
@@ -477,17 +478,34 @@ struct TraceWriter {
     w.uv(kArrayFieldCount);
     for (std::size_t f = 0; f < kArrayFieldCount; ++f) w.uv(array_elastic_id(e.arrays[f]));
     // Timing: 0 groups = the node-wide histograms for every rank; otherwise the groups
-    // (the node-wide histograms are their merge).
-    w.uv(e.timing_groups.size());
+    // (the node-wide histograms are their merge). Bit 0 of the count (version 7): each
+    // histogram pair is followed by its first-occurrence histogram.
+    const bool firsts = keeps_first_compute(e);
+    w.uv(2 * e.timing_groups.size() + (firsts ? 1 : 0));
     if (e.timing_groups.empty()) {
       put_hist(w, e.compute, exact_counts);
       put_hist(w, e.duration, exact_counts);
+      if (firsts) put_hist(w, e.first_compute, exact_counts);
     }
     for (const auto& g : e.timing_groups) {
       w.uv(rank_id(g.ranks));
       put_hist(w, g.compute, exact_counts);
       put_hist(w, g.duration, exact_counts);
+      if (firsts) put_hist(w, g.first_compute, exact_counts);
     }
+  }
+
+  /// Whether a node's first-occurrence compute times are written: always in traces passed
+  /// between processes (exact counts, nothing dropped); in final files only where they differ
+  /// from the node's compute times (similar_timing), since a first occurrence like the others
+  /// tells a replay or simulation nothing new.
+  bool keeps_first_compute(const EventNode& e) const {
+    if (e.first_compute.count() == 0) return false;
+    if (exact_counts) return true;
+    if (!similar_timing(e.first_compute, e.compute)) return true;
+    return std::any_of(e.timing_groups.begin(), e.timing_groups.end(), [](const TimingGroup& g) {
+      return !similar_timing(g.first_compute, g.compute);
+    });
   }
 };
 
@@ -872,6 +890,7 @@ Histogram get_hist(Reader& r, bool fixed_width_counts) {
 struct TraceReader {
   /// Bin counts as two-byte codes: version 4 and later, unless header flag bit 1 (exact `uv`).
   bool fixed_width_counts = true;
+  std::uint32_t version = kTraceFormatVersion;  ///< of the file being read
   /// The scale basis (version 5, section 1): what scaled numbers are multiples of.
   std::vector<std::int64_t> basis;
   std::int64_t nranks = 0;
@@ -1117,12 +1136,18 @@ struct TraceReader {
              std::to_string(kArrayFieldCount) + ")");
     for (std::size_t f = 0; f < na; ++f) e.arrays[f] = array_elastic_ref(r);
     std::uint64_t ngroups = r.uv();
+    bool firsts = false;
+    if (version >= 7) {
+      firsts = (ngroups & 1) != 0;
+      ngroups >>= 1;
+    }
     if (ngroups > EventNode::kMaxTimingGroups || ngroups == 1)
       r.fail("event with " + std::to_string(ngroups) + " timing groups (0 or 2.." +
              std::to_string(EventNode::kMaxTimingGroups) + ")");
     if (ngroups == 0) {
       e.compute = get_hist(r, fixed_width_counts);
       e.duration = get_hist(r, fixed_width_counts);
+      e.first_compute = firsts ? get_first_compute(r, e.compute) : Histogram(e.compute.sub_bins());
       return n;
     }
     for (std::uint64_t g = 0; g < ngroups; ++g) {
@@ -1131,19 +1156,35 @@ struct TraceReader {
       if (group.ranks.empty()) r.fail("timing group without ranks");
       group.compute = get_hist(r, fixed_width_counts);
       group.duration = get_hist(r, fixed_width_counts);
+      group.first_compute = firsts ? get_first_compute(r, group.compute) : Histogram(group.compute.sub_bins());
       if (g == 0) {
         e.compute = group.compute;
         e.duration = group.duration;
+        e.first_compute = group.first_compute;
       } else {
         if (group.compute.sub_bins() != e.compute.sub_bins() ||
             group.duration.sub_bins() != e.duration.sub_bins())
           r.fail("timing groups with different bins per octave");
         e.compute.merge(group.compute);
         e.duration.merge(group.duration);
+        e.first_compute.merge(group.first_compute);
       }
       e.timing_groups.push_back(std::move(group));
     }
     return n;
+  }
+
+  /// A first-occurrence histogram (version 7): one value per rank, so never more values than
+  /// the compute histogram it belongs to (up to the rounding of two-byte bin counts, at most
+  /// 2^-11 of each), and in the same layout.
+  Histogram get_first_compute(Reader& r, const Histogram& compute) {
+    Histogram first = get_hist(r, fixed_width_counts);
+    if (first.sub_bins() != compute.sub_bins())
+      r.fail("first-occurrence compute histogram with other bins per octave than its compute times");
+    if (first.count() > compute.count() + compute.count() / 1024)
+      r.fail("first-occurrence compute histogram with more values (" + std::to_string(first.count()) +
+             ") than its compute times (" + std::to_string(compute.count()) + ")");
+    return first;
   }
 };
 
@@ -1305,6 +1346,7 @@ Trace decode_trace(std::string_view bytes) {
   Trace t;
   TraceReader tr;
   tr.fixed_width_counts = version32 >= 4 && (flags & kFlagExactCounts) == 0;
+  tr.version = version32;
   tr.budget = 64 * static_cast<std::uint64_t>(bytes.size()) + (std::uint64_t{1} << 20);
   Reader outer(payload, kHeaderSize);
   outer.set_section("section list");

@@ -12,6 +12,7 @@
 #include "scalatrace/histogram.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 
@@ -148,24 +149,85 @@ void Histogram::merge(const Histogram& other) {
   if (bins_.size() > kMaxBins) coarsen();
 }
 
+namespace {
+/// A draw from one bin: uniform around the bin's mean, as wide as [min, max] allows on both
+/// sides. Draws keep the bin's mean (a bin of values near its min and one outlier near its max
+/// has a mean near the min, and so do its draws) and stay inside the range seen in the bin.
+std::uint64_t draw_in_bin(std::uint64_t count, double sum, std::uint64_t min, std::uint64_t max,
+                          std::mt19937_64& rng) {
+  if (max <= min || count == 0) return min;
+  const double mean = std::clamp(sum / static_cast<double>(count), static_cast<double>(min),
+                                 static_cast<double>(max));
+  const double half = std::min(mean - static_cast<double>(min), static_cast<double>(max) - mean);
+  const double v = mean + half * std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
+  return std::clamp(static_cast<std::uint64_t>(std::llround(v)), min, max);
+}
+
+/// Counts and sums per bin of `all` once `part`'s values are taken out (no allocation: a
+/// histogram has at most kMaxBins bins). `valid` is false when `part` does not fit `all`'s
+/// layout or nothing would be left.
+struct RemainingBins {
+  bool valid = false;
+  std::uint64_t count = 0;
+  double sum = 0;
+  std::array<std::uint64_t, Histogram::kMaxBins> counts{};
+  std::array<double, Histogram::kMaxBins> sums{};
+};
+
+RemainingBins remaining_bins(const Histogram& all, const Histogram& part) {
+  RemainingBins r;
+  const auto& bins = all.bins();
+  if (part.count() == 0 || part.count() >= all.count() || part.sub_bins() != all.sub_bins() ||
+      part.coarsening() > all.coarsening() || bins.size() > Histogram::kMaxBins)
+    return r;
+  for (std::size_t i = 0; i < bins.size(); ++i) {
+    r.counts[i] = bins[i].count;
+    r.sums[i] = bins[i].sum;
+  }
+  const std::uint32_t shift = all.coarsening() - part.coarsening();
+  for (const auto& p : part.bins()) {
+    const std::uint32_t index = p.index >> shift;
+    auto it = std::lower_bound(bins.begin(), bins.end(), index,
+                               [](const HistogramBin& b, std::uint32_t i) { return b.index < i; });
+    if (it == bins.end() || it->index != index) return r;  // `part` is no subset of `all`
+    const auto i = static_cast<std::size_t>(it - bins.begin());
+    const std::uint64_t taken = std::min(p.count, r.counts[i]);
+    r.counts[i] -= taken;
+    r.sums[i] = r.counts[i] == 0 ? 0.0 : std::max(0.0, r.sums[i] - p.sum);
+  }
+  for (std::size_t i = 0; i < bins.size(); ++i) {
+    r.count += r.counts[i];
+    r.sum += r.sums[i];
+  }
+  r.valid = r.count > 0;
+  return r;
+}
+}  // namespace
+
 std::uint64_t Histogram::sample(std::mt19937_64& rng) const {
   if (count_ == 0) return 0;
   std::uint64_t k = std::uniform_int_distribution<std::uint64_t>(0, count_ - 1)(rng);
   for (const auto& b : bins_) {
-    if (k < b.count) {
-      // Uniform around the bin's mean, as wide as [min, max] allows on both sides: draws keep
-      // the bin's mean (a bin of values near its min and one outlier near its max has a mean
-      // near the min, and so do its draws) and stay inside the range seen in the bin.
-      if (b.max <= b.min || b.count == 0) return b.min;
-      const double mean = std::clamp(b.sum / static_cast<double>(b.count), static_cast<double>(b.min),
-                                     static_cast<double>(b.max));
-      const double half = std::min(mean - static_cast<double>(b.min), static_cast<double>(b.max) - mean);
-      const double v = mean + half * std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
-      return std::clamp(static_cast<std::uint64_t>(std::llround(v)), b.min, b.max);
-    }
+    if (k < b.count) return draw_in_bin(b.count, b.sum, b.min, b.max, rng);
     k -= b.count;
   }
   return max_;  // bins inconsistent with count_: fall back to a plausible value
+}
+
+double Histogram::mean_excluding(const Histogram& part) const {
+  const RemainingBins left = remaining_bins(*this, part);
+  return left.valid ? left.sum / static_cast<double>(left.count) : mean();
+}
+
+std::uint64_t Histogram::sample_excluding(const Histogram& part, std::mt19937_64& rng) const {
+  const RemainingBins left = remaining_bins(*this, part);
+  if (!left.valid) return sample(rng);
+  std::uint64_t k = std::uniform_int_distribution<std::uint64_t>(0, left.count - 1)(rng);
+  for (std::size_t i = 0; i < bins_.size(); ++i) {
+    if (k < left.counts[i]) return draw_in_bin(left.counts[i], left.sums[i], bins_[i].min, bins_[i].max, rng);
+    k -= left.counts[i];
+  }
+  return max_;
 }
 
 Histogram Histogram::from_parts(std::uint32_t sub_bins, std::uint64_t count, double sum,

@@ -20,12 +20,13 @@ void absorb(TimingGroup& into, TimingGroup&& from) {
   into.ranks = into.ranks.unite(from.ranks);
   into.compute.merge(from.compute);
   into.duration.merge(from.duration);
+  into.first_compute.merge(from.first_compute);
 }
 
 std::vector<TimingGroup> groups_of(EventNode& e, const RankList& ranks) {
   if (!e.timing_groups.empty()) return std::move(e.timing_groups);
   std::vector<TimingGroup> out;
-  out.push_back(TimingGroup{ranks, e.compute, e.duration});
+  out.push_back(TimingGroup{ranks, e.compute, e.duration, e.first_compute});
   return out;
 }
 
@@ -50,11 +51,18 @@ const Histogram& EventNode::duration_for(std::int64_t rank) const {
   return duration;
 }
 
+const Histogram& EventNode::first_compute_for(std::int64_t rank) const {
+  for (const auto& g : timing_groups)
+    if (g.ranks.contains(rank)) return g.first_compute;
+  return first_compute;
+}
+
 void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const RankList& b_ranks) {
   std::vector<TimingGroup> groups = groups_of(a, a_ranks);
   std::vector<TimingGroup> incoming = groups_of(b, b_ranks);
   a.compute.merge(b.compute);
   a.duration.merge(b.duration);
+  a.first_compute.merge(b.first_compute);
   for (auto& g : incoming) {
     auto same = std::find_if(groups.begin(), groups.end(), [&](const TimingGroup& h) {
       return similar_timing(h.compute, g.compute);

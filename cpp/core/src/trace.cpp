@@ -45,6 +45,7 @@ static void clear_timing_of(std::vector<Node>& nodes) {
     if (!n.event) continue;
     n.event->compute = Histogram(n.event->compute.sub_bins());
     n.event->duration = Histogram(n.event->duration.sub_bins());
+    n.event->first_compute = Histogram(n.event->compute.sub_bins());
     n.event->timing_groups.clear();
   }
 }

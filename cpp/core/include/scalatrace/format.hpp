@@ -13,8 +13,9 @@ inline constexpr char kTraceMagic[8] = {'S', 'C', 'A', 'L', 'A', 'T', 'R', 'C'};
 /// front-coded; 5: rank numbers are written scaled against the trace's scale basis (its rank
 /// count and grid strides), so a trace's size does not depend on its rank count
 /// (docs/format.md, "Scaled numbers"); 6: elastic values may be stated over a neighbour grid
-/// (docs/format.md, "Neighbour grid"), so a halo exchange's kinds of rank take no room of their own.
-inline constexpr std::uint32_t kTraceFormatVersion = 6;
+/// (docs/format.md, "Neighbour grid"), so a halo exchange's kinds of rank take no room of their own;
+/// 7: an event's timing may hold each rank's first-occurrence compute time (docs/format.md, "Event node").
+inline constexpr std::uint32_t kTraceFormatVersion = 7;
 /// Oldest version read (2: bounded histograms and timing groups; its ranklists have no groups).
 inline constexpr std::uint32_t kOldestReadableFormatVersion = 2;
 /// Header flag: rank segments (encode_rank_segment) follow the payload. docs/format.md.

@@ -38,6 +38,13 @@ class Histogram {
   double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
   /// Draws a value: a bin by its count, then uniformly within the bin's [min, max].
   std::uint64_t sample(std::mt19937_64& rng) const;
+  /// The mean and a draw of the values left when `part`'s values are taken out of this
+  /// histogram's (`part` must hold a subset of them, e.g. each rank's first occurrence: see
+  /// EventNode::first_compute). Bin by bin, `part`'s counts and sums are subtracted; the bins'
+  /// [min, max] stay as bounds. Falls back to mean() / sample() when nothing would be left or
+  /// `part` does not fit this histogram's layout (other bins per octave, or finer bins).
+  double mean_excluding(const Histogram& part) const;
+  std::uint64_t sample_excluding(const Histogram& part, std::mt19937_64& rng) const;
   std::uint32_t sub_bins() const { return sub_bins_; }
   /// Each bin covers 2^coarsening() bins of the finest layout.
   std::uint32_t coarsening() const { return shift_; }

@@ -26,6 +26,7 @@ struct TimingGroup {
   RankList ranks;
   Histogram compute;
   Histogram duration;
+  Histogram first_compute;  ///< see EventNode::first_compute
   bool operator==(const TimingGroup&) const = default;
 };
 
@@ -40,6 +41,13 @@ struct EventNode {
   ElasticValue site_ids;
   Histogram compute;   ///< compute time before the call, ns (all ranks)
   Histogram duration;  ///< time inside the call, ns (all ranks)
+  /// Compute time before each rank's first occurrence of the node, ns: one value per rank,
+  /// also counted in `compute`. A first iteration often runs long (connection set-up, cold
+  /// caches, page faults) and every rank pays it in the same iteration; the cursor gives the
+  /// first occurrence this time and the later ones `compute` without it (docs/algorithms.md,
+  /// "First occurrences"). Empty: not recorded (files before version 7, or stored as similar
+  /// to `compute`), and every occurrence uses `compute`.
+  Histogram first_compute;
   /// Per rank group timing, at most kMaxTimingGroups groups whose ranklists partition the
   /// node's ranks. Empty: every rank has `compute` / `duration`.
   std::vector<TimingGroup> timing_groups;
@@ -47,6 +55,7 @@ struct EventNode {
   /// The compute / duration histograms that apply to `rank` (its group's, else the node's).
   const Histogram& compute_for(std::int64_t rank) const;
   const Histogram& duration_for(std::int64_t rank) const;
+  const Histogram& first_compute_for(std::int64_t rank) const;
 };
 
 /// A loop (RSD / PRSD): body executed `trips` times per visit. Trip counts are elastic:
