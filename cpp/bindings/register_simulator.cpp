@@ -93,7 +93,7 @@ void register_simulator(py::module_& m) {
          std::int64_t ranks_per_node, double eager_threshold, bool contention,
          const std::string& timing, std::uint64_t seed, double compute_scale,
          const std::unordered_map<std::uint32_t, double>& site_compute_scale, double size_scale,
-         bool timeline, std::uint64_t timeline_limit, bool pair_counts) {
+         bool timeline, std::uint64_t timeline_limit, bool pair_counts, bool recorded_local_calls) {
         SimOptions o;
         o.inter_node = loggp_from(inter, "network");
         o.intra_node = loggp_from(intra, "intra_node");
@@ -108,6 +108,7 @@ void register_simulator(py::module_& m) {
         o.timeline = timeline;
         o.timeline_limit = timeline_limit;
         o.pair_counts = pair_counts;
+        o.recorded_local_calls = recorded_local_calls;
         SimResult r;
         {
           py::gil_scoped_release release;
@@ -121,6 +122,7 @@ void register_simulator(py::module_& m) {
       py::arg("site_compute_scale") = std::unordered_map<std::uint32_t, double>{},
       py::arg("size_scale") = 1.0, py::arg("timeline") = false,
       py::arg("timeline_limit") = 10'000'000, py::arg("pair_counts") = false,
+      py::arg("recorded_local_calls") = true,
       "Simulates the trace on a LogGP network; times in ns (see scalatrace.simulate).");
   m.def(
       "collective_schedule",

@@ -218,6 +218,7 @@ def simulate(
     timeline: bool = False,
     timeline_limit: int = 10000000,
     pair_counts: bool = False,
+    recorded_local_calls: bool = True,
 ) -> dict[str, Any]: ...
 # --- benchmark generation (register_codegen.cpp) ---
 def generate_c(trace: Trace, resolve_wildcards: bool = False, computation: bool = True,

@@ -106,7 +106,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G)
     r = simulate(args.trace, network=net, ranks_per_node=args.ranks_per_node, compute_scale=args.compute_scale,
                  size_scale=args.size_scale, timing=args.timing, seed=args.seed,
-                 eager_threshold=args.eager_threshold, contention=args.contention)
+                 eager_threshold=args.eager_threshold, contention=args.contention,
+                 recorded_local_calls=not args.model_local_calls)
     if args.json:
         json.dump({"trace": str(args.trace), **r.summary(), "events": r.events, "messages": r.messages,
                    "nranks": r.nranks}, sys.stdout, indent=2)
@@ -125,7 +126,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         name, _, values = item.partition("=")
         if not values:
             raise ValueError(f"--param wants NAME=V1,V2,..., got {item!r}")
-        grid[name] = [v if name == "timing" else float(v) for v in values.split(",")]
+        grid[name] = [_grid_value(name, v) for v in values.split(",")]
     net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G)
     df = sweep(args.trace, grid, processes=args.processes, progress=not args.quiet, network=net)
     if args.output:
@@ -134,6 +135,23 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     else:
         print(df.to_string(index=False))
     return 0 if df["error"].isna().all() else 1
+
+
+_BOOLEAN_GRID_KEYS = {"contention", "recorded_local_calls"}
+
+
+def _grid_value(name: str, text: str) -> object:
+    """One value of a ``--param`` axis: a word for ``timing``, true/false for switches, else a number."""
+    if name == "timing":
+        return text
+    if name in _BOOLEAN_GRID_KEYS:
+        word = text.strip().lower()
+        if word in ("1", "true", "yes", "on"):
+            return True
+        if word in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"--param {name} wants true or false, got {text!r}")
+    return float(text)
 
 
 def _add_network_arguments(p: argparse.ArgumentParser) -> None:
@@ -251,6 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--eager-threshold", type=float, default=65536)
     sim.add_argument("--contention", action="store_true", help="inter-node messages share their node's link")
+    sim.add_argument("--model-local-calls", action="store_true",
+                     help="calls that never wait take the model's overheads only, not their recorded duration")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
     sim.set_defaults(func=_cmd_simulate)
 

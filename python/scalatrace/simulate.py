@@ -213,6 +213,7 @@ def simulate(
     seed: int = 0,
     eager_threshold: float = 65536,
     contention: bool = False,
+    recorded_local_calls: bool = True,
     timeline: bool = False,
     pair_counts: bool = False,
 ) -> SimResult:
@@ -240,6 +241,12 @@ def simulate(
         Messages larger than this many bytes use the rendezvous protocol.
     contention : bool
         Inter-node messages share their node's link (one at a time per direction).
+    recorded_local_calls : bool
+        Calls that never wait for another rank (nonblocking and persistent initiations,
+        ``Start``, the ``Test`` family, ``Request_free``, functions recorded as ``Other``) take
+        at least their recorded duration (from the duration histograms, by ``timing``): the MPI
+        library's own time per call, which LogGP's overheads leave out. It is not scaled by
+        any what-if parameter. ``False``: only the model's overheads (as SimGrid's replay).
     timeline : bool
         Record start/end of every event (``SimResult.to_pandas("timeline")``, ``plot.timeline``).
     pair_counts : bool
@@ -266,13 +273,16 @@ def simulate(
         raise SimulationParameterError(f"ranks_per_node must be an integer, got {ranks_per_node!r}")
     params = {"network": net, "intra_node": intra, "ranks_per_node": int(ranks_per_node),
               "compute_scale": compute_scale, "size_scale": size_scale, "timing": timing, "seed": seed,
-              "eager_threshold": eager_threshold, "contention": contention}
+              "eager_threshold": eager_threshold, "contention": contention,
+              "recorded_local_calls": recorded_local_calls}
+    if not isinstance(recorded_local_calls, (bool, np.bool_)):
+        raise SimulationParameterError(f"recorded_local_calls must be True or False, got {recorded_local_calls!r}")
     try:
         raw = _core.simulate(
             t._core, net._ns(), intra._ns(), int(ranks_per_node), float(eager_threshold), bool(contention),
             str(timing), int(seed), float(compute_scale),
             {int(k): float(v) for k, v in (site_compute_scale or {}).items()}, float(size_scale),
-            bool(timeline), 10_000_000, bool(pair_counts))
+            bool(timeline), 10_000_000, bool(pair_counts), bool(recorded_local_calls))
     except ValueError as e:
         raise SimulationParameterError(str(e)) from None
     except ScalatraceError as e:
@@ -284,7 +294,8 @@ def simulate(
 
 # --------------------------------------------------------------------------------------- sweep
 
-_SCALAR_KEYS = {"compute_scale", "size_scale", "ranks_per_node", "timing", "seed", "eager_threshold", "contention"}
+_SCALAR_KEYS = {"compute_scale", "size_scale", "ranks_per_node", "timing", "seed", "eager_threshold", "contention",
+                "recorded_local_calls"}
 _NETWORK_KEYS = {"L", "o_s", "o_r", "g", "G"}
 _FACTOR_KEYS = {"bandwidth_scale", "latency_scale", "overhead_scale"}
 _OBJECT_KEYS = {"network", "intra_node"}
@@ -380,7 +391,7 @@ def sweep(
     grid : dict
         Parameter -> list of values; the grid is their Cartesian product. Parameters: any
         :func:`simulate` keyword among ``compute_scale``, ``size_scale``, ``ranks_per_node``,
-        ``timing``, ``seed``, ``eager_threshold``, ``contention``, ``network``,
+        ``timing``, ``seed``, ``eager_threshold``, ``contention``, ``recorded_local_calls``, ``network``,
         ``intra_node``; one LogGP field ``L``, ``o_s``, ``o_r``, ``g``, ``G`` (set on both
         networks); or ``latency_scale`` / ``bandwidth_scale`` / ``overhead_scale`` (factors
         applied through :meth:`LogGP.scaled`).

@@ -170,6 +170,33 @@ TEST(Simulator, WarmUpIsPaidOnceWhenEveryRankStallsInTheSameIteration) {
   }
 }
 
+TEST(Simulator, CallsThatNeverWaitTakeTheirRecordedTime) {
+  // An Isend recorded as taking 3 us and an Irecv as 2 us (the MPI library's own time: LogGP's
+  // overheads are 250 ns here). Each takes its recorded time, less the overheads the model
+  // already charges; the Waits and the message are the model's.
+  const double L = 1000, o = 250, G = 0.5;
+  const std::int64_t bytes = 1025;
+  auto p = programs(2);
+  p[0].p2p(Op::Isend, 1, +1, bytes).duration_ns = 3'000;
+  p[0].push(Op::Wait, 2)[ArrayField::Requests] = {1};
+  p[1].p2p(Op::Irecv, 3, -1, bytes).duration_ns = 2'000;
+  p[1].push(Op::Wait, 4).duration_ns = 70'000;  // waited for the message: not taken
+  p[1].rec.events.back()[ArrayField::Requests] = {1};
+  const Trace t = merged(p);
+  SimOptions opt = options(L, o, G);
+  const SimResult r = simulate(t, opt);
+  EXPECT_DOUBLE_EQ(r.end_ns[0], 3'000);               // Isend: its recorded 3 us (o_s included)
+  EXPECT_DOUBLE_EQ(r.end_ns[1], 2'000 + o);           // the message arrived during the Irecv's 2 us
+  EXPECT_DOUBLE_EQ(r.ranks[1].comm, 2'000 + o);
+  opt.recorded_local_calls = false;                   // the model alone: one eager message
+  const SimResult model = simulate(t, opt);
+  EXPECT_DOUBLE_EQ(model.end_ns[0], o);
+  EXPECT_DOUBLE_EQ(model.end_ns[1], 2 * o + L + (bytes - 1) * G);
+  opt.recorded_local_calls = true;
+  opt.timing = TimingMode::None;                      // no recorded times at all
+  EXPECT_DOUBLE_EQ(simulate(t, opt).total_ns, model.total_ns);
+}
+
 TEST(Simulator, SenderGapSpacesMessages) {
   const double L = 1000, o = 100, g = 700;
   auto p = programs(2);

@@ -144,6 +144,46 @@ def test_first_occurrences_hold_one_value_per_rank(example_traces):
     assert stored > 0
 
 
+@pytest.mark.parametrize("name", ["persistent", "nonblocking_coll", "stencil1d"])
+def test_calls_that_never_wait_take_their_recorded_time(name, example_traces, tmp_path):
+    """Start/Startall, initiations and Tests of a real run took microseconds inside MPI (the
+    library's own time), which LogGP's overheads leave out: by default every such call takes
+    at least its recorded duration, and only the model's overheads with
+    ``recorded_local_calls=False`` (also ``scalatrace simulate --model-local-calls`` and a
+    sweep axis)."""
+    t = example_traces[name]
+    net = scalatrace.LogGP(L=0.3e-6, o_s=0.05e-6, o_r=0.05e-6, g=0.1e-6, G=0.25e-9)
+    recorded = scalatrace.simulate(t, net)
+    model = scalatrace.simulate(t, net, recorded_local_calls=False)
+    local = {"Isend", "Irecv", "Start", "Startall", "Test", "Testall", "Ibarrier", "Ibcast", "Iallreduce",
+             "Ialltoall", "Ireduce", "Iallgather", "Igather", "Iscan", "Request_free", "Send_init",
+             "Recv_init"}
+    sites = recorded.to_pandas("sites")
+    base = model.to_pandas("sites")
+    is_local = sites["op"].isin(local)
+    assert is_local.any()
+    # Local calls take more CPU time inside MPI; the others' accounts do not shrink.
+    assert sites.loc[is_local, "comm"].sum() > base.loc[is_local, "comm"].sum()
+    assert (sites["comm"] >= base["comm"] - 1e-12).all()
+    assert recorded.total_time > model.total_time
+    assert recorded.events == model.events and recorded.messages == model.messages
+    with pytest.raises(SimulationParameterError, match="recorded_local_calls"):
+        scalatrace.simulate(t, recorded_local_calls="yes")
+    df = scalatrace.sweep(t, {"recorded_local_calls": [True, False]}, processes=1, progress=False, network=net)
+    assert df["total_time"].tolist() == pytest.approx([recorded.total_time, model.total_time])
+    path = tmp_path / f"{name}.sct"
+    t.save(path)
+    exe = [sys.executable, "-m", "scalatrace.cli"]
+    proc = subprocess.run([*exe, "simulate", str(path), "--json", "--model-local-calls"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["total_time"] == pytest.approx(
+        scalatrace.simulate(t, recorded_local_calls=False).total_time)
+    proc = subprocess.run([*exe, "sweep", str(path), "--param", "recorded_local_calls=true,false", "-j", "1", "-q"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_bad_parameters_raise_clear_errors(example_traces):
     t = example_traces["ring"]
     with pytest.raises(SimulationParameterError, match="LogGP.L"):

@@ -162,7 +162,8 @@ struct WalkFrame {
 struct Cursor::Impl {
   const Trace& trace;
   std::int64_t rank;
-  TimingMode timing;
+  TimingMode timing;           ///< compute times
+  TimingMode duration_timing;  ///< durations (the simulator takes their median)
   /// TimingMode::Sample only (2.5 KB of state: not kept by cursors that do not draw).
   std::unique_ptr<std::mt19937_64> rng;
   std::uint64_t events = 0;
@@ -170,9 +171,9 @@ struct Cursor::Impl {
   SmallVector<WalkFrame, 4> stack;  ///< loop nesting: rarely deeper than a few levels
   StateArena arena;  ///< every NodeState and what it points to
 
-  Impl(const Trace& t, std::int64_t r, TimingMode m, std::uint64_t seed)
-      : trace(t), rank(r), timing(m) {
-    if (timing == TimingMode::Sample) rng = std::make_unique<std::mt19937_64>(seed);
+  Impl(const Trace& t, std::int64_t r, TimingMode m, std::uint64_t seed, TimingMode d)
+      : trace(t), rank(r), timing(m), duration_timing(d) {
+    if (timing == TimingMode::Sample || duration_timing == TimingMode::Sample) rng = std::make_unique<std::mt19937_64>(seed);
     stack.push_back(WalkFrame{trace.nodes.data(), trace.nodes.size(),
                               arena.make<NodeState*>(trace.nodes.size()), 0, 0});
   }
@@ -238,10 +239,8 @@ struct Cursor::Impl {
       // nothing: then every occurrence draws from `compute`, in memory as after a file.
       const Histogram& first = e.first_compute_for(rank);
       if (first.count() > 0 && !similar_timing(first, *s.compute)) s.first_compute = &first;
-      if (timing != TimingMode::Sample) {
-        s.compute_ns = later_compute_value(s);
-        s.duration_ns = timing_value(*s.duration);
-      }
+      if (timing != TimingMode::Sample) s.compute_ns = later_compute_value(s);
+      if (duration_timing != TimingMode::Sample) s.duration_ns = value_of(*s.duration, duration_timing);
       if (!e.site_ids.empty()) {
         s.site_ids = arena.make<ValueSeq::Reader>();
         *s.site_ids = ValueSeq::Reader(seq_for(e.site_ids, "call-site sequence"));
@@ -315,8 +314,10 @@ struct Cursor::Impl {
     return 0;
   }
 
-  std::uint64_t timing_value(const Histogram& h) {
-    switch (timing) {
+  std::uint64_t timing_value(const Histogram& h) { return value_of(h, timing); }
+
+  std::uint64_t value_of(const Histogram& h, TimingMode mode) {
+    switch (mode) {
       case TimingMode::Mean: return static_cast<std::uint64_t>(std::llround(h.mean()));
       case TimingMode::Sample: return h.sample(*rng);
       case TimingMode::None: return 0;
@@ -386,12 +387,11 @@ struct Cursor::Impl {
       else
         e.arrays[a.field].assign(values.begin(), values.end());
     }
-    const bool sample = timing == TimingMode::Sample;
     if (s.occurrence++ == 0 && s.first_compute != nullptr) [[unlikely]]
       e.compute_ns = timing_value(*s.first_compute);
     else
-      e.compute_ns = sample ? later_compute_value(s) : s.compute_ns;
-    e.duration_ns = sample ? timing_value(*s.duration) : s.duration_ns;
+      e.compute_ns = timing == TimingMode::Sample ? later_compute_value(s) : s.compute_ns;
+    e.duration_ns = duration_timing == TimingMode::Sample ? value_of(*s.duration, TimingMode::Sample) : s.duration_ns;
   }
 
   template <class E>
@@ -440,11 +440,12 @@ struct Cursor::Impl {
   }
 };
 
-Cursor::Cursor(const Trace& trace, std::int64_t rank, TimingMode timing, std::uint64_t seed) {
+Cursor::Cursor(const Trace& trace, std::int64_t rank, TimingMode timing, std::uint64_t seed,
+               std::optional<TimingMode> duration_timing) {
   if (rank < 0 || rank >= trace.nranks)
     throw UsageError("rank " + std::to_string(rank) + " is out of range: the trace has " +
                      std::to_string(trace.nranks) + " ranks");
-  impl_ = std::make_unique<Impl>(trace, rank, timing, seed);
+  impl_ = std::make_unique<Impl>(trace, rank, timing, seed, duration_timing.value_or(timing));
 }
 Cursor::~Cursor() = default;
 Cursor::Cursor(Cursor&&) noexcept = default;

@@ -59,5 +59,9 @@ std::string_view op_kind_name(OpKind kind);
 bool op_creates_request(Op op);
 bool op_is_collective(Op op);   ///< blocking or nonblocking collective
 bool op_is_point_to_point(Op op);  ///< sends, receives, sendrecv, persistent inits
+/// True for calls that return without waiting for another rank: nonblocking and persistent
+/// initiations (point-to-point and collective), Start(all), the Test family, Iprobe,
+/// Request_free, Comm_free and functions recorded as Other (Comm_rank, Type_commit, ...).
+bool op_never_waits(Op op);
 
 }  // namespace scalatrace

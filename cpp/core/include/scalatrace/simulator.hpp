@@ -44,6 +44,12 @@ struct SimOptions {
   bool timeline = false;                 ///< record start/end of every event (SimResult::timeline)
   std::uint64_t timeline_limit = 10'000'000;  ///< more timeline rows than this: UsageError
   bool pair_counts = false;              ///< fill SimResult::pairs (user point-to-point only)
+  /// Calls that never wait for another rank (op_never_waits: initiations, Start, the Test
+  /// family, Request_free, unmodelled functions) take at least their recorded duration (the
+  /// median of their duration histogram; none with TimingMode::None): the MPI library's own
+  /// time per call, which the LogGP overheads leave out. Not scaled by any what-if knob.
+  /// False: only the model's time.
+  bool recorded_local_calls = true;
 
   /// Throws UsageError naming the first negative / non-finite / out-of-range parameter.
   void validate() const;
