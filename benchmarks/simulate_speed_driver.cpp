@@ -1,0 +1,50 @@
+// Simulator speed driver: simulates one trace file several times in one process and prints
+// the median and best wall time. Used to compare two builds of the core library on the same
+// files (benchmarks/results/simulator.md, "fourth run"): built here as
+// build/py/benchmarks/simulate_speed_driver, or by hand against another build's library:
+//   g++ -std=c++20 -O3 -I cpp/core/include benchmarks/simulate_speed_driver.cpp
+//       BUILD/cpp/core/libscalatrace_core.a -o driver   (one command line)
+// Usage: simulate_speed_driver TRACE.sct CALLS [mean|sample] [WARMUP_CALLS (default 3)]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "scalatrace/format.hpp"
+#include "scalatrace/simulator.hpp"
+
+int main(int argc, char** argv) {
+  using namespace scalatrace;
+  if (argc < 3 || std::atoi(argv[2]) < 1) {
+    std::fprintf(stderr, "usage: %s TRACE.sct CALLS [mean|sample] [WARMUP_CALLS]\n", argv[0]);
+    return 2;
+  }
+  try {
+    const Trace trace = read_trace_file(argv[1]);
+    const int calls = std::atoi(argv[2]);
+    const int warm_up = argc > 4 ? std::max(0, std::atoi(argv[4])) : 3;
+    SimOptions options;
+    options.timing = argc > 3 && std::string(argv[3]) == "sample" ? TimingMode::Sample : TimingMode::Mean;
+    std::vector<double> ms;
+    std::uint64_t events = 0;
+    for (int i = 0; i < calls + warm_up; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      const SimResult result = simulate(trace, options);
+      const auto end = std::chrono::steady_clock::now();
+      events = result.events;
+      if (i >= warm_up) ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2];
+    std::printf("%s events=%llu median=%.3f ms best=%.3f ms %.2f M events/s (median)\n", argv[1],
+                static_cast<unsigned long long>(events), median, ms.front(),
+                static_cast<double>(events) / median / 1e3);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    return 1;
+  }
+  return 0;
+}
