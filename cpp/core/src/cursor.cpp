@@ -173,7 +173,8 @@ struct Cursor::Impl {
 
   Impl(const Trace& t, std::int64_t r, TimingMode m, std::uint64_t seed, TimingMode d)
       : trace(t), rank(r), timing(m), duration_timing(d) {
-    if (timing == TimingMode::Sample || duration_timing == TimingMode::Sample) rng = std::make_unique<std::mt19937_64>(seed);
+    if (timing == TimingMode::Sample || duration_timing == TimingMode::Sample)
+      rng = std::make_unique<std::mt19937_64>(seed);
     stack.push_back(WalkFrame{trace.nodes.data(), trace.nodes.size(),
                               arena.make<NodeState*>(trace.nodes.size()), 0, 0});
   }
@@ -391,7 +392,8 @@ struct Cursor::Impl {
       e.compute_ns = timing_value(*s.first_compute);
     else
       e.compute_ns = timing == TimingMode::Sample ? later_compute_value(s) : s.compute_ns;
-    e.duration_ns = duration_timing == TimingMode::Sample ? value_of(*s.duration, TimingMode::Sample) : s.duration_ns;
+    e.duration_ns =
+        duration_timing == TimingMode::Sample ? value_of(*s.duration, TimingMode::Sample) : s.duration_ns;
   }
 
   template <class E>

@@ -839,7 +839,8 @@ class Engine {
     R.clock += compute;
     R.times.compute += compute;
     R.event_compute = compute;
-    R.event_floor = takes_recorded_time_[static_cast<std::size_t>(ev_.op)] ? static_cast<double>(ev_.duration_ns) : 0.0;
+    R.event_floor =
+        takes_recorded_time_[static_cast<std::size_t>(ev_.op)] ? static_cast<double>(ev_.duration_ns) : 0.0;
     R.event_start = R.clock;
     R.wait_mark = R.times.wait;
     R.late_s_mark = R.times.late_sender;
@@ -855,7 +856,7 @@ class Engine {
   }
 
   [[gnu::always_inline]] void end_event(RankSim& R) {
-    if (R.event_floor > 0) [[unlikely]] {
+    if (R.event_floor > 0) {
       // A call that never waits: the MPI library's own time, as recorded, where it exceeds
       // the modelled overheads.
       const double busy = (R.clock - R.event_start) - (R.times.wait - R.wait_mark);
