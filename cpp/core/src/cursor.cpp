@@ -234,11 +234,12 @@ struct Cursor::Impl {
       s.body = arena.make<NodeState*>(n.loop->body.size());
     } else if (n.event) {
       const EventNode& e = *n.event;
-      s.compute = &e.compute_for(rank);
-      s.duration = &e.duration_for(rank);
+      const TimingGroup* group = e.timing_group_for(rank);  // one lookup for the three
+      s.compute = group != nullptr ? &group->compute : &e.compute;
+      s.duration = group != nullptr ? &group->duration : &e.duration;
       // First occurrences like the others (the same rule the writer uses to drop them) add
       // nothing: then every occurrence draws from `compute`, in memory as after a file.
-      const Histogram& first = e.first_compute_for(rank);
+      const Histogram& first = group != nullptr ? group->first_compute : e.first_compute;
       if (first.count() > 0 && !similar_timing(first, *s.compute)) s.first_compute = &first;
       if (timing != TimingMode::Sample) s.compute_ns = later_compute_value(s);
       if (duration_timing != TimingMode::Sample) s.duration_ns = value_of(*s.duration, duration_timing);

@@ -39,22 +39,25 @@ bool similar_timing(const Histogram& a, const Histogram& b) {
   return diff <= kAbsoluteToleranceNs || diff <= kRelativeTolerance * std::max(ta, tb);
 }
 
-const Histogram& EventNode::compute_for(std::int64_t rank) const {
+const TimingGroup* EventNode::timing_group_for(std::int64_t rank) const {
   for (const auto& g : timing_groups)
-    if (g.ranks.contains(rank)) return g.compute;
-  return compute;
+    if (g.ranks.contains(rank)) return &g;
+  return nullptr;
+}
+
+const Histogram& EventNode::compute_for(std::int64_t rank) const {
+  const TimingGroup* g = timing_group_for(rank);
+  return g != nullptr ? g->compute : compute;
 }
 
 const Histogram& EventNode::duration_for(std::int64_t rank) const {
-  for (const auto& g : timing_groups)
-    if (g.ranks.contains(rank)) return g.duration;
-  return duration;
+  const TimingGroup* g = timing_group_for(rank);
+  return g != nullptr ? g->duration : duration;
 }
 
 const Histogram& EventNode::first_compute_for(std::int64_t rank) const {
-  for (const auto& g : timing_groups)
-    if (g.ranks.contains(rank)) return g.first_compute;
-  return first_compute;
+  const TimingGroup* g = timing_group_for(rank);
+  return g != nullptr ? g->first_compute : first_compute;
 }
 
 void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const RankList& b_ranks) {

@@ -52,6 +52,8 @@ struct EventNode {
   /// node's ranks. Empty: every rank has `compute` / `duration`.
   std::vector<TimingGroup> timing_groups;
   static constexpr std::size_t kMaxTimingGroups = 4;
+  /// The timing group `rank` belongs to; nullptr when the node-wide histograms apply.
+  const TimingGroup* timing_group_for(std::int64_t rank) const;
   /// The compute / duration histograms that apply to `rank` (its group's, else the node's).
   const Histogram& compute_for(std::int64_t rank) const;
   const Histogram& duration_for(std::int64_t rank) const;
