@@ -146,13 +146,7 @@ void register_trace(py::module_& m) {
                              })
       .def("node_count", &Trace::node_count)
       .def("encode", [](const Trace& t) { return py::bytes(encode_trace(t)); })
-      .def("structure_bytes",
-           [](const Trace& t) {
-             Trace copy = t.clone();
-             copy.metadata.clear();
-             copy.clear_timing();
-             return encode_trace(copy).size();
-           })
+      .def("structure_bytes", [](const Trace& t) { return structure_bytes(t); })
       .def("write", &write_trace_file, py::arg("path"));
 
   m.def("read_trace_file", &read_trace_file, py::arg("path"),

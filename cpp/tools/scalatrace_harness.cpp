@@ -143,12 +143,10 @@ struct Stats {
 /// that depends only on the communication structure (comparable across runs and rank counts);
 /// and the bytes the timing histograms add to it.
 void measure_structure(const Trace& t, Stats& st) {
-  Trace copy = t.clone();
-  copy.metadata.clear();
-  const std::size_t without_metadata = encode_trace(copy).size();
-  copy.clear_timing();
-  st.structure_bytes = encode_trace(copy).size();
-  st.timing_bytes = without_metadata - st.structure_bytes;
+  Trace without_metadata = t.clone();
+  without_metadata.metadata.clear();
+  st.structure_bytes = scalatrace::structure_bytes(t);
+  st.timing_bytes = encode_trace(without_metadata).size() - st.structure_bytes;
 }
 
 void finish_trace(Trace& merged, Stats& st, double merge_seconds) {

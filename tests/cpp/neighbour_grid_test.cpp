@@ -263,10 +263,7 @@ TEST(NeighbourGrid, StencilTracesTakeTheSameBytesWhateverTheGridsSize) {
       const SyntheticSpec spec = test_support::synthetic_spec(pattern, n, 4);
       const Trace t = synthetic_merged_trace(spec);
       const std::string encoded = encode_trace(t);
-      Trace structure = t.clone();  // what the communication structure takes (as the harness)
-      structure.metadata.clear();
-      structure.clear_timing();
-      bytes.push_back(encode_trace(structure).size());
+      bytes.push_back(structure_bytes(t));  // what the communication structure takes (as the harness)
       EXPECT_FALSE(ng::find_trace_grids(t.nodes, n).grids.empty()) << n << " ranks";
       const Trace back = decode_trace(encoded);
       for (std::int64_t r = 0; r < n; ++r) {

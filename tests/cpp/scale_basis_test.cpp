@@ -17,18 +17,6 @@ using namespace scalatrace;
 using test_support::synthetic_merged;
 using test_support::synthetic_spec;
 
-namespace {
-
-/// The bytes a trace's structure takes: encoded without metadata and timing.
-std::size_t structure_bytes(const Trace& t) {
-  Trace copy = t.clone();
-  copy.metadata.clear();
-  copy.clear_timing();
-  return encode_trace(copy).size();
-}
-
-}  // namespace
-
 TEST(ScaleBasis, FindsTheRankCountAndTheGridStrides) {
   using V = std::vector<std::int64_t>;
   EXPECT_EQ(scale_basis::find_basis(synthetic_merged(SyntheticPattern::Stencil1D, 64, 2)), V({64}));

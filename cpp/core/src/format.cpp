@@ -1305,6 +1305,13 @@ std::string encode_trace_for_transfer(const Trace& trace) {
   return encode(trace, kFlagExactCounts);
 }
 
+std::size_t structure_bytes(const Trace& trace) {
+  Trace copy = trace.clone();
+  copy.metadata.clear();
+  copy.clear_timing();
+  return encode_trace(copy).size();
+}
+
 Trace decode_trace(std::string_view bytes) {
   if (bytes.size() < 8 || std::memcmp(bytes.data(), kTraceMagic, 8) != 0)
     throw FormatError("bad magic: not a scalatrace trace (.sct)");

@@ -31,6 +31,10 @@ std::string encode_trace(const Trace& trace, bool rank_segments_follow = false);
 /// encode_trace, but with header flag kFlagExactCounts, so bin counts are exact whatever their
 /// size. decode_trace reads both.
 std::string encode_trace_for_transfer(const Trace& trace);
+/// Bytes of the trace encoded without its metadata and timing histograms: the part that
+/// depends only on the communication structure (node tree, ranklists, parameter sequences),
+/// comparable across runs and rank counts.
+std::size_t structure_bytes(const Trace& trace);
 /// One rank segment: a stretch of rank `rank`'s events (a one-rank trace whose nodes all
 /// belong to `rank`, from make_rank_trace) framed with its rank, length and CRC-32. A reader
 /// puts the segments, in file order, before the merged nodes (prepend_rank_segments), so the
