@@ -9,9 +9,9 @@
 #include <ctime>
 #include <vector>
 
-#include "scalatrace/compressor.hpp"
-#include "scalatrace/cursor.hpp"
-#include "scalatrace/synthetic.hpp"
+#include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/synthetic/synthetic.hpp"
 
 using namespace scalatrace;
 

@@ -13,7 +13,7 @@ that venv's interpreter through its Python API on the same numbers; if it is not
 column says so.
 
 Extrapolation cost: wall time of the gtest cases that extrapolate harness traces to 4,096 ranks
-and compare them with the harness's own trace (`tests/cpp/extrapolate_test.cpp`).
+and compare them with the harness's own trace (`tests/cpp/extrapolate/extrapolate_test.cpp`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 // Reader fuzzing at scale: N mutants of valid .sct traces and .straw raw streams (see
-// tests/cpp/reader_fuzz.hpp for the mutations and outcomes). Prints a Markdown table; exits 1
+// tests/cpp/common/reader_fuzz.hpp for the mutations and outcomes). Prints a Markdown table; exits 1
 // if any mutant ended other than "rejected at load" or "accepted".
 //   fuzz_reader [MUTANTS=100000] [SEED=1]
 #include <unistd.h>

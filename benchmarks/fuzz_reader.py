@@ -37,7 +37,7 @@ def main() -> int:
         "`read_raw` do and, if it loads, used: every rank's events, `summary()`, the communication "
         "matrix, every text field. Clean outcomes are a `FormatError` at load or a file that then "
         "works in every use; anything else (a later failure, another exception) is counted as not "
-        "clean. See `tests/cpp/reader_fuzz.hpp`; `make test` runs 4,000 mutants "
+        "clean. See `tests/cpp/common/reader_fuzz.hpp`; `make test` runs 4,000 mutants "
         "(`reader_fuzz_test`).\n\n" + proc.stdout
     )
     args.out.write_text(text)

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "scalatrace/format.hpp"
-#include "scalatrace/simulator.hpp"
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/simulate/simulator.hpp"
 
 int main(int argc, char** argv) {
   using namespace scalatrace;

@@ -43,8 +43,8 @@ py::array_t<T> to_numpy(std::vector<T>&& v) {
                         owner);
 }
 
-#include "scalatrace/comm_table.hpp"
-#include "scalatrace/event.hpp"
+#include "scalatrace/model/comm_table.hpp"
+#include "scalatrace/model/event.hpp"
 
 /// One row of a rank table (NumPy structured array built in C++).
 struct RankTableRow {
@@ -78,8 +78,8 @@ class RankTableBuilder {
   std::vector<RankTableRow> rows_;
 };
 
-#include "scalatrace/cursor.hpp"
-#include "scalatrace/trace.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/model/trace.hpp"
 
 /// "mean" / "sample" / "none" -> TimingMode (UsageError otherwise).
 scalatrace::TimingMode parse_timing_mode(const std::string& timing);

@@ -1,7 +1,7 @@
 // Analyses: communication matrices (dense / sparse), summaries, timestep loops.
 #include "bindings.hpp"
-#include "scalatrace/errors.hpp"
-#include "scalatrace/analysis.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/analysis/analysis.hpp"
 
 using namespace scalatrace;
 

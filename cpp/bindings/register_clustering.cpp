@@ -4,9 +4,9 @@
 
 #include <optional>
 
-#include "scalatrace/clustering.hpp"
-#include "scalatrace/errors.hpp"
-#include "scalatrace/signature.hpp"
+#include "scalatrace/cluster/clustering.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/cluster/signature.hpp"
 
 using namespace scalatrace;
 

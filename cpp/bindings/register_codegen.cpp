@@ -1,6 +1,6 @@
 // Benchmark generation (coNCePTuaL and C+MPI back ends, wildcard resolution, Alg. 2 check).
 #include "bindings.hpp"
-#include "scalatrace/codegen.hpp"
+#include "scalatrace/codegen/codegen.hpp"
 
 using namespace scalatrace;
 

@@ -1,6 +1,6 @@
 // Core exceptions -> scalatrace.errors classes (looked up when raised: no import cycle).
 #include "bindings.hpp"
-#include "scalatrace/errors.hpp"
+#include "scalatrace/support/errors.hpp"
 
 void throw_unknown_name(const std::string& message) {
   auto cls = py::module_::import("scalatrace.errors").attr("UnknownNameError");

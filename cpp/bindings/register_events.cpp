@@ -1,8 +1,8 @@
 // Concrete events: one rank's calls via Cursor, and rank tables as NumPy structured arrays.
 #include "bindings.hpp"
-#include "scalatrace/errors.hpp"
-#include "scalatrace/analysis.hpp"
-#include "scalatrace/cursor.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/analysis/analysis.hpp"
+#include "scalatrace/read/cursor.hpp"
 
 using namespace scalatrace;
 

@@ -2,7 +2,7 @@
 #include <pybind11/functional.h>
 
 #include "bindings.hpp"
-#include "scalatrace/extrapolate.hpp"
+#include "scalatrace/extrapolate/extrapolate.hpp"
 
 using namespace scalatrace;
 

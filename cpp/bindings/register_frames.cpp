@@ -4,9 +4,9 @@
 #include <string>
 
 #include "bindings.hpp"
-#include "scalatrace/cursor.hpp"
-#include "scalatrace/errors.hpp"
-#include "scalatrace/raw.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/format/raw.hpp"
 
 using namespace scalatrace;
 

@@ -2,7 +2,7 @@
 #include <sstream>
 
 #include "bindings.hpp"
-#include "scalatrace/rank_list.hpp"
+#include "scalatrace/model/rank_list.hpp"
 
 using scalatrace::RankDescriptor;
 using scalatrace::RankList;

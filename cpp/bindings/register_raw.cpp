@@ -1,10 +1,10 @@
 // Raw recordings (ground truth, one uncompressed stream per rank).
 #include "bindings.hpp"
-#include "scalatrace/compressor.hpp"
-#include "scalatrace/merge.hpp"
-#include "scalatrace/raw.hpp"
+#include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/merge/merge.hpp"
+#include "scalatrace/format/raw.hpp"
 
-#include "scalatrace/errors.hpp"
+#include "scalatrace/support/errors.hpp"
 
 using namespace scalatrace;
 

@@ -3,8 +3,8 @@
 #include <string>
 
 #include "bindings.hpp"
-#include "scalatrace/collective_schedule.hpp"
-#include "scalatrace/simulator.hpp"
+#include "scalatrace/simulate/collective_schedule.hpp"
+#include "scalatrace/simulate/simulator.hpp"
 
 using namespace scalatrace;
 

@@ -1,7 +1,7 @@
 // The compressed trace model: Trace, Node (loop or event), call sites, communicators.
 #include "bindings.hpp"
-#include "scalatrace/format.hpp"
-#include "scalatrace/trace.hpp"
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/model/trace.hpp"
 
 using namespace scalatrace;
 

@@ -1,9 +1,9 @@
 // Elastic values (ValueSeq / ArraySeq + ranklists) and timing histograms.
 #include "bindings.hpp"
-#include "scalatrace/errors.hpp"
-#include "scalatrace/elastic.hpp"
-#include "scalatrace/histogram.hpp"
-#include "scalatrace/value_seq.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/model/elastic.hpp"
+#include "scalatrace/model/histogram.hpp"
+#include "scalatrace/model/value_seq.hpp"
 
 using namespace scalatrace;
 

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "scalatrace/callsite.hpp"
+#include "scalatrace/model/callsite.hpp"
 
 namespace scalatrace::pmpi {
 

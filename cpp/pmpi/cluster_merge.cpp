@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "scalatrace/clustering.hpp"
-#include "scalatrace/signature.hpp"
+#include "scalatrace/cluster/clustering.hpp"
+#include "scalatrace/cluster/signature.hpp"
 
 namespace scalatrace::pmpi {
 namespace {

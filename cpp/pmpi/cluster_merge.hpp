@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "scalatrace/trace.hpp"
+#include "scalatrace/model/trace.hpp"
 
 namespace scalatrace::pmpi {
 

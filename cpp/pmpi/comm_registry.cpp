@@ -1,6 +1,6 @@
 #include "comm_registry.hpp"
 
-#include "scalatrace/event.hpp"
+#include "scalatrace/model/event.hpp"
 
 namespace scalatrace::pmpi {
 

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "scalatrace/comm_table.hpp"
+#include "scalatrace/model/comm_table.hpp"
 
 namespace scalatrace::pmpi {
 

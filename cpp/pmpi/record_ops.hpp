@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "recorder.hpp"
-#include "scalatrace/event.hpp"
+#include "scalatrace/model/event.hpp"
 
 namespace scalatrace::pmpi {
 

@@ -16,8 +16,8 @@
 
 #if SCALATRACE_HAVE_TREE_MERGE
 #include "cluster_merge.hpp"
-#include "scalatrace/format.hpp"
-#include "scalatrace/merge.hpp"
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/merge/merge.hpp"
 #include "tree_merge.hpp"
 #endif
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "scalatrace/event.hpp"
+#include "scalatrace/model/event.hpp"
 
 namespace scalatrace::pmpi {
 

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "scalatrace/format.hpp"
-#include "scalatrace/merge.hpp"
-#include "scalatrace/safe_file.hpp"
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/merge/merge.hpp"
+#include "scalatrace/support/safe_file.hpp"
 
 namespace scalatrace::pmpi {
 namespace {

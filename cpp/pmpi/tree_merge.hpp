@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-#include "scalatrace/trace.hpp"
+#include "scalatrace/model/trace.hpp"
 #include "spill_file.hpp"
 
 namespace scalatrace::pmpi {

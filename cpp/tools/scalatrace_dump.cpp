@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "json_writer.hpp"
-#include "scalatrace/compressor.hpp"
-#include "scalatrace/cursor.hpp"
-#include "scalatrace/errors.hpp"
-#include "scalatrace/format.hpp"
-#include "scalatrace/raw.hpp"
+#include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/format/raw.hpp"
 
 namespace scalatrace::tools {
 namespace {

@@ -22,13 +22,13 @@
 #include <string>
 #include <vector>
 
-#include "scalatrace/clustering.hpp"
-#include "scalatrace/compressor.hpp"
-#include "scalatrace/errors.hpp"
-#include "scalatrace/format.hpp"
-#include "scalatrace/merge.hpp"
-#include "scalatrace/raw.hpp"
-#include "scalatrace/synthetic.hpp"
+#include "scalatrace/cluster/clustering.hpp"
+#include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/merge/merge.hpp"
+#include "scalatrace/format/raw.hpp"
+#include "scalatrace/synthetic/synthetic.hpp"
 
 namespace {
 

@@ -35,7 +35,7 @@ from typing import Mapping, Sequence
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-# Sentinels of cpp/core/include/scalatrace/event.hpp
+# Sentinels of cpp/core/include/scalatrace/model/event.hpp
 K_ANY_SOURCE = -(1 << 40)
 K_PROC_NULL = K_ANY_SOURCE - 1
 K_ANY_TAG = -(1 << 40)

@@ -389,7 +389,7 @@ def test_example_truth_is_consistent(case, tmp_path, example):
 # ---------------------------------------------------------------------------- the checker
 # compare_with_truth must accept a recording that follows the contract exactly and must reject
 # one that is wrong in any checked respect. The exact recording is synthesised from the truth
-# of real runs (no collector involved), following cpp/core/include/scalatrace/event.hpp.
+# of real runs (no collector involved), following cpp/core/include/scalatrace/model/event.hpp.
 
 def recording_from_truth(truth: list[list[dict]], module: str = "/bin/example") -> dict:
     nranks = len(truth)

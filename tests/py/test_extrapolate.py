@@ -4,7 +4,7 @@ Real MPI: each example traced at 3 small sizes and extrapolated to larger sizes 
 here; the extrapolated trace must equal the real trace of that size on every rank (events,
 peers, sizes, arrays, communicators) and in its communication matrix, call sites and timing
 aside. Larger scales (65,536 and 1,048,576 ranks) are proved against the harness in
-tests/cpp/extrapolate_test.cpp.
+tests/cpp/extrapolate/extrapolate_test.cpp.
 """
 
 from __future__ import annotations

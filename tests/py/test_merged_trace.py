@@ -133,6 +133,6 @@ def test_stencil_structure_bytes_do_not_grow(name, sizes, tmp_path, example, col
     else:
         # A 3x3 grid has one interior rank (a single-rank ranklist), 3x4 two (a run): ranklist
         # shapes differ by a few bytes at these tiny grids. From 8x8 on the structure is the
-        # same at every size and only number widths grow (tests/cpp/scale_test.cpp).
+        # same at every size and only number widths grow (tests/cpp/compress/scale_test.cpp).
         sizes_only = [b for b, _ in measured.values()]
         assert max(sizes_only) - min(sizes_only) <= max(sizes_only) // 100, measured

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "replayer.hpp"
-#include "scalatrace/errors.hpp"
+#include "scalatrace/support/errors.hpp"
 
 namespace scalatrace::replay {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "scalatrace/errors.hpp"
+#include "scalatrace/support/errors.hpp"
 
 namespace scalatrace::replay {
 namespace {

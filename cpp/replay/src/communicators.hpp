@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <map>
 
-#include "scalatrace/comm_table.hpp"
-#include "scalatrace/event.hpp"
+#include "scalatrace/model/comm_table.hpp"
+#include "scalatrace/model/event.hpp"
 
 namespace scalatrace::replay {
 

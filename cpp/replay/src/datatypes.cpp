@@ -4,8 +4,8 @@
 #include <cmath>
 #include <string>
 
-#include "scalatrace/errors.hpp"
-#include "scalatrace/event.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/model/event.hpp"
 
 namespace scalatrace::replay {
 namespace {

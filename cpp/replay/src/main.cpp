@@ -16,10 +16,10 @@
 #include "options.hpp"
 #include "replayer.hpp"
 #include "report.hpp"
-#include "scalatrace/errors.hpp"
-#include "scalatrace/compressor.hpp"
-#include "scalatrace/format.hpp"
-#include "scalatrace/raw.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/format/raw.hpp"
 #include "watchdog.hpp"
 
 using namespace scalatrace;

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "scalatrace/errors.hpp"
+#include "scalatrace/support/errors.hpp"
 
 namespace scalatrace::replay {
 namespace {

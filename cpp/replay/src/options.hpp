@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "scalatrace/cursor.hpp"
+#include "scalatrace/read/cursor.hpp"
 
 namespace scalatrace::replay {
 

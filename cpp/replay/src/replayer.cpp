@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "scalatrace/cursor.hpp"
-#include "scalatrace/errors.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/support/errors.hpp"
 
 namespace scalatrace::replay {
 namespace {

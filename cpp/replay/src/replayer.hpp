@@ -13,8 +13,8 @@
 #include "datatypes.hpp"
 #include "options.hpp"
 #include "request_buffer.hpp"
-#include "scalatrace/event.hpp"
-#include "scalatrace/trace.hpp"
+#include "scalatrace/model/event.hpp"
+#include "scalatrace/model/trace.hpp"
 #include "watchdog.hpp"
 
 namespace scalatrace::replay {

@@ -5,7 +5,7 @@
 
 #include "options.hpp"
 #include "replayer.hpp"
-#include "scalatrace/trace.hpp"
+#include "scalatrace/model/trace.hpp"
 
 namespace scalatrace::replay {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <deque>
 
-#include "scalatrace/errors.hpp"
-#include "scalatrace/event.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/model/event.hpp"
 
 namespace scalatrace::replay {
 

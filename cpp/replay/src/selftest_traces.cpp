@@ -3,9 +3,9 @@
 #include <utility>
 #include <vector>
 
-#include "scalatrace/compressor.hpp"
-#include "scalatrace/format.hpp"
-#include "scalatrace/merge.hpp"
+#include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/merge/merge.hpp"
 
 namespace scalatrace::replay {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "scalatrace/op.hpp"
+#include "scalatrace/model/op.hpp"
 
 namespace scalatrace::replay {
 

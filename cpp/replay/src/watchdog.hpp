@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "scalatrace/event.hpp"
+#include "scalatrace/model/event.hpp"
 
 namespace scalatrace::replay {
 

@@ -1,0 +1,60 @@
+#pragma once
+// Online intra-rank loop compression (ScalaTrace RSD/PRSD + ScalaTrace 2 elastic values,
+// LCS approximate loop matching, pending iterations). See docs/algorithms.md.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "scalatrace/model/event.hpp"
+#include "scalatrace/model/recording.hpp"
+#include "scalatrace/model/trace.hpp"
+
+namespace scalatrace {
+
+struct CompressorConfig {
+  std::size_t window = 512;            ///< SCALATRACE_WINDOW: max nodes searched back for a loop
+  std::size_t site_threshold = 0;      ///< SCALATRACE_SITE_THRESHOLD: differing frames tolerated
+  /// SCALATRACE_MEMORY: bound on the queue's estimated bytes. Over it the queue so far is
+  /// handed to the spill sink (if set) or frozen (no longer searched).
+  std::size_t memory_budget = 256u << 20;
+  std::uint32_t hist_sub_bins = 4;     ///< SCALATRACE_HIST_BINS: histogram bins per octave
+};
+
+class IntraCompressor {
+ public:
+  explicit IntraCompressor(CompressorConfig config = {});
+  ~IntraCompressor();
+  IntraCompressor(IntraCompressor&&) noexcept;
+  IntraCompressor& operator=(IntraCompressor&&) noexcept;
+
+  /// Appends one event (call sites already interned into `sites` by the caller).
+  void push(const Event& e);
+  /// Closes pending iterations and returns the compressed queue (per-rank: ranks empty).
+  std::vector<Node> finish();
+  std::size_t node_count() const;
+  std::size_t memory_bytes() const;
+  /// The largest memory_bytes() measured (the queue is measured every few events).
+  std::size_t peak_memory_bytes() const;
+
+  /// Receives the queue so far, as finished nodes of this rank (in order, before everything
+  /// finish() will return), when it exceeds the memory budget. Returns false if it could not
+  /// take them: the compressor then keeps them, returns them first from finish() and stops
+  /// spilling (lossless either way).
+  using SpillSink = std::function<bool(std::vector<Node>& nodes)>;
+  void set_spill(SpillSink sink);
+  /// How many times the queue went to the spill sink.
+  std::uint64_t spilled_chunks() const;
+  /// For approximate call-site matching: the table the sites come from (optional).
+  void set_sites(const CallSiteTable* sites);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Convenience: compress a whole recording into a one-rank Trace.
+Trace compress_recording(const RankRecording& rec, CompressorConfig config = {});
+
+}  // namespace scalatrace

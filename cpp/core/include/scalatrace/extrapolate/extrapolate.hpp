@@ -1,0 +1,177 @@
+#pragma once
+// Trace extrapolation (ScalaExtrap, thesis ch. 3): the merged trace of a large run from the
+// merged traces of a few small runs of the same SPMD program. See docs/extrapolation.md.
+//
+// Pipeline (one file each):
+//   extrapolate_topology.cpp  process grids, topology identification from the communication
+//                             pattern (§3.2.1), boundary classes of ranks;
+//   extrapolate_laws.cpp      linear laws in the grid sizes and coordinates, solved by Gaussian
+//                             elimination and checked exactly on every input (§3.2.3);
+//   extrapolate_match.cpp     roles (communication groups aligned across the inputs by their
+//                             position in the grid, §3.2.2) and event matching inside a role;
+//   extrapolate.cpp           the target trace: every target rank's events from the laws,
+//                             compressed and merged like the collector does, plus the laws as
+//                             formulas (metadata) and timing from per-node models (§3.2.5).
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/model/trace.hpp"
+
+namespace scalatrace {
+
+/// Inputs that cannot be extrapolated (different programs, repeated sizes, too few sizes,
+/// parameters without a linear law). The message names what and where.
+struct ExtrapolationError : Error {
+  using Error::Error;
+};
+
+/// A row-major process grid, fastest-varying dimension first: rank = x + X*(y + Y*z).
+struct Grid {
+  std::vector<std::int64_t> dims;
+  std::int64_t size() const;
+  std::vector<std::int64_t> coords(std::int64_t rank) const;
+  /// "4x3" (fastest dimension first).
+  std::string to_string() const;
+  bool operator==(const Grid&) const = default;
+};
+
+/// How a program lays its ranks on a grid of a given rank count: the balanced factorization of
+/// MPI_Dims_create with the smallest factor varying fastest (C programs that use
+/// `rank / dims[1]`), or with the largest varying fastest (scalatrace's synthetic patterns).
+enum class GridOrder { FastestSmallest, FastestLargest };
+
+/// Balanced factorization of n into ndims factors (MPI_Dims_create), in the given order.
+Grid balanced_grid(std::int64_t n, std::size_t ndims, GridOrder order);
+
+/// Result of topology identification.
+struct Topology {
+  std::size_t ndims = 1;
+  GridOrder order = GridOrder::FastestSmallest;
+  /// True when the inputs cannot tell the two orders apart (all their grids are the same
+  /// either way); a target rank count then needs explicit dims if the orders differ there.
+  bool order_ambiguous = false;
+  /// Boundary depth: how many layers of ranks next to each grid boundary communicate
+  /// differently (1 for a nearest-neighbour stencil, 2 for distance-2 neighbours, 0: none).
+  int depth = 0;
+  std::vector<Grid> grids;  ///< one per input, in input order
+  std::string explanation;  ///< how it was found (for the report)
+};
+
+/// Topology identification (thesis §3.2.1): ranks are grouped by their communication
+/// end points (communicator, relative peer); the grid is the balanced factorization (1, 2 or 3
+/// dimensions, either order) under which every group is a union of boundary classes with the
+/// smallest boundary depth and the fewest classes. `given` (optional) fixes the input grids.
+Topology identify_topology(const std::vector<const Trace*>& inputs,
+                           const std::vector<Grid>& given = {});
+/// Every candidate topology, best first: those that explain the end-point groups (by depth,
+/// then classes), then the others (codes that talk only through collectives or derived
+/// communicators do not reveal their grid in end points; extrapolation then keeps the first
+/// candidate under which every parameter has a law).
+std::vector<Topology> topology_candidates(const std::vector<const Trace*>& inputs,
+                                          const std::vector<Grid>& given = {});
+
+/// Boundary class of a rank: per dimension (distance to the low boundary, distance to the high
+/// boundary), each capped at `depth`, plus rank mod `modulus`. Ranks of one class form one
+/// communication group ("role") at every size.
+struct RoleKey {
+  std::vector<std::pair<std::int64_t, std::int64_t>> per_dim;
+  std::int64_t residue = 0;
+  int depth = 0;
+  std::int64_t modulus = 1;
+  bool operator==(const RoleKey&) const = default;
+  auto operator<=>(const RoleKey&) const = default;
+  /// "x:lo0 y:mid r%2=1" style.
+  std::string to_string() const;
+};
+RoleKey role_key(const Grid& grid, std::int64_t rank, int depth, std::int64_t modulus);
+
+// ---- linear laws ------------------------------------------------------------------------
+
+/// The features a law may combine (values at one rank of one grid). Scalars: 1, the grid
+/// sizes X, Y, Z and their products, the rank's coordinates x, y, z, the rank terms y*X,
+/// z*X*Y, the rank r (2D, 3D) and its residues r%2, r%3. Sequences (communicator members, array elements)
+/// add the element index j and j*X, j*X*Y. Names follow the thesis: X is the fastest dimension.
+struct FeatureSpace {
+  std::size_t ndims = 1;
+  bool with_index = false;
+  std::vector<std::string> names;
+  static FeatureSpace make(std::size_t ndims, bool with_index);
+  /// Feature values for a rank (coords) of a grid, element index j.
+  std::vector<std::int64_t> values(const Grid& grid, const std::vector<std::int64_t>& coords,
+                                   std::int64_t j = 0) const;
+  /// Indices of features that depend on the rank (coordinates).
+  bool rank_dependent(std::size_t feature) const;
+};
+
+/// value = sum_k (num[k] / den[k]) * feature[terms[k]], exact on every input point.
+struct LinearLaw {
+  std::vector<std::size_t> terms;
+  std::vector<std::int64_t> num, den;
+  /// Exact evaluation; throws ExtrapolationError if the result is not an integer.
+  std::int64_t eval(const std::vector<std::int64_t>& features) const;
+  /// "-X - 1", "8", "y*X + j".
+  std::string formula(const FeatureSpace& space) const;
+  bool uses_rank(const FeatureSpace& space) const;
+};
+
+/// Finds the law with the fewest terms that reproduces every (features, value) point exactly
+/// (Gaussian elimination on linearly independent points, then exact integer verification).
+/// `probes` are feature vectors where the law will be used: if two laws with the same number of
+/// terms fit the data but disagree on a probe, the inputs do not determine the value and
+/// nullopt is returned with the reason in `why`. At most `max_terms` terms. A law with k terms
+/// must be checked on `check_points` more distinct points than k (the thesis solves n+1
+/// unknowns from n+1 traces exactly: check_points = 0); constants need no check.
+std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int64_t>>& points,
+                                          const std::vector<std::int64_t>& values,
+                                          const std::vector<std::vector<std::int64_t>>& probes,
+                                          std::string* why, std::size_t max_terms = 4,
+                                          std::size_t check_points = 1);
+
+// ---- extrapolation ----------------------------------------------------------------------
+
+/// Fits the mean time of one event node over the input sizes and predicts it at the target:
+/// (rank counts, mean ns per input, target rank count) -> predicted mean ns. Python passes
+/// scalatrace.fit_scaling here.
+using TimingModel =
+    std::function<double(const std::vector<double>& sizes, const std::vector<double>& means,
+                         double target)>;
+
+struct ExtrapolationOptions {
+  std::int64_t target_ranks = 0;  ///< target rank count (with the inputs' grid rule) or 0
+  Grid target_grid;               ///< explicit target grid (overrides target_ranks)
+  std::vector<Grid> input_grids;  ///< explicit input grids (skip identification), optional
+  /// Per event node timing model; empty: the largest input's timing is kept unchanged and
+  /// the metadata says so.
+  TimingModel timing;
+  std::uint64_t seed = 1;  ///< timing samples drawn from the largest input's histograms
+};
+
+/// One extrapolated parameter as reported (metadata key `extrapolation_laws`).
+struct ParameterLaw {
+  std::string role;      ///< the role (communication group) it applies to
+  std::string where;     ///< "Isend@site 3", "communicator 2", ...
+  std::string field;     ///< "Peer", "members", "SendCounts"...
+  std::string formula;   ///< distinct formulas over the occurrences, comma separated
+};
+
+struct ExtrapolationResult {
+  Trace trace;
+  Topology topology;
+  Grid target;
+  int depth = 0;
+  std::int64_t modulus = 1;
+  std::vector<ParameterLaw> laws;
+  std::vector<std::string> roles;  ///< role descriptions with their target ranklists
+};
+
+/// Extrapolates merged traces of one program at several sizes to the target size. Throws
+/// ExtrapolationError naming the problem: different programs, the same size twice, too few
+/// sizes, a role the inputs never show, parameters without a linear law (listed one per line).
+ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs,
+                                const ExtrapolationOptions& options);
+
+}  // namespace scalatrace

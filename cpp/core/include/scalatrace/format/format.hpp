@@ -1,0 +1,55 @@
+#pragma once
+// The single-file binary trace (.sct), specified in docs/format.md.
+#include <string>
+#include <string_view>
+
+#include "scalatrace/model/trace.hpp"
+
+namespace scalatrace {
+
+inline constexpr char kTraceMagic[8] = {'S', 'C', 'A', 'L', 'A', 'T', 'R', 'C'};
+/// Version written. 3: ranklists may hold groups of descriptors (docs/format.md, "Ranklist");
+/// 4: histogram bin counts have a fixed width (docs/format.md, "Histogram"), metadata keys are
+/// front-coded; 5: rank numbers are written scaled against the trace's scale basis (its rank
+/// count and grid strides), so a trace's size does not depend on its rank count
+/// (docs/format.md, "Scaled numbers"); 6: elastic values may be stated over a neighbour grid
+/// (docs/format.md, "Neighbour grid"), so a halo exchange's kinds of rank take no room of their own;
+/// 7: an event's timing may hold each rank's first-occurrence compute time (docs/format.md, "Event node").
+inline constexpr std::uint32_t kTraceFormatVersion = 7;
+/// Oldest version read (2: bounded histograms and timing groups; its ranklists have no groups).
+inline constexpr std::uint32_t kOldestReadableFormatVersion = 2;
+/// Header flag: rank segments (encode_rank_segment) follow the payload. docs/format.md.
+inline constexpr std::uint32_t kFlagRankSegments = 1;
+/// Header flag: histogram bin counts are exact `uv` numbers, not two-byte codes (traces passed
+/// between the collector's processes, so that counts are rounded once, in the file).
+inline constexpr std::uint32_t kFlagExactCounts = 2;
+
+/// The file's bytes. With `rank_segments_follow` the header says that rank segments are
+/// appended after these bytes (the collector streams them from the ranks that spilled).
+std::string encode_trace(const Trace& trace, bool rank_segments_follow = false);
+/// The bytes of a trace passed between processes (the collector's radix-tree merge): as
+/// encode_trace, but with header flag kFlagExactCounts, so bin counts are exact whatever their
+/// size. decode_trace reads both.
+std::string encode_trace_for_transfer(const Trace& trace);
+/// Bytes of the trace encoded without its metadata and timing histograms: the part that
+/// depends only on the communication structure (node tree, ranklists, parameter sequences),
+/// comparable across runs and rank counts.
+std::size_t structure_bytes(const Trace& trace);
+/// One rank segment: a stretch of rank `rank`'s events (a one-rank trace whose nodes all
+/// belong to `rank`, from make_rank_trace) framed with its rank, length and CRC-32. A reader
+/// puts the segments, in file order, before the merged nodes (prepend_rank_segments), so the
+/// rank's events are its segments' events followed by its events in the merged trace.
+std::string encode_rank_segment(std::int64_t rank, const Trace& segment);
+/// Throws FormatError with a message naming what is wrong (truncated, bad magic, version,
+/// checksum, out-of-range ids, implausible sizes). Never allocates beyond the input's size.
+Trace decode_trace(std::string_view bytes);
+/// decode_trace, then validate_trace (trace_validation.hpp) within the default walk budget:
+/// what read_trace_file does after reading the file. Throws FormatError.
+Trace decode_trace_checked(std::string_view bytes);
+/// Writes through a SafeFileWriter (safe_file.hpp): unique temporary file, fsync, rename;
+/// refuses to replace anything that is not a regular file. Throws Error with the reason.
+void write_trace_file(const Trace& trace, const std::string& path);
+/// Reads, decodes and validates; FormatError messages start with the path (once).
+Trace read_trace_file(const std::string& path);
+
+}  // namespace scalatrace

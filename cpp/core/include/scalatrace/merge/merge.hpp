@@ -1,0 +1,40 @@
+#pragma once
+// Cross-rank merge (ScalaTrace §3, ScalaTrace 2 §5.2.4): merges two compressed traces of
+// disjoint rank sets into one, keeping every rank's event order, with ranklists and elastic
+// values. See docs/algorithms.md.
+#include <vector>
+
+#include "scalatrace/model/trace.hpp"
+
+namespace scalatrace {
+
+/// Turns one rank's compressed queue into a Trace whose ranklists say {rank}.
+Trace make_rank_trace(std::int64_t rank, std::int64_t nranks, std::vector<Node> nodes,
+                      CallSiteTable sites, CommTable comms, std::vector<std::string> names);
+
+/// master absorbs slave (ranks must be disjoint). Call-site and name ids of the slave are
+/// remapped into the master's tables.
+void merge_into(Trace& master, Trace&& slave);
+
+/// Puts the nodes of one-rank traces (rank segments, docs/format.md) before `trace`'s nodes, in
+/// the given order, after importing their call sites, names and communicators. Each rank's
+/// events become its segments' events followed by its events in `trace`.
+void prepend_rank_segments(Trace& trace, std::vector<Trace>&& segments);
+
+/// Merges traces bottom-up over a binary radix tree (index i merges with i + 2^k).
+Trace merge_tree(std::vector<Trace> traces);
+
+/// The same radix-tree merge, fed one trace at a time in rank order (0, 1, 2, ...): partial
+/// results are kept like the digits of a binary counter, so at most log2(n) + 1 traces are
+/// held at once. finish() returns what merge_tree would return for the same inputs.
+class TreeMerger {
+ public:
+  void push(Trace&& trace);
+  Trace finish();
+  std::size_t held() const { return stack_.size(); }
+
+ private:
+  std::vector<std::pair<std::size_t, Trace>> stack_;  ///< (subtree size, partial result)
+};
+
+}  // namespace scalatrace

@@ -1,0 +1,50 @@
+#pragma once
+// Cursor: walks a (per-rank or merged) compressed trace and yields one rank's concrete events,
+// without expanding the trace.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+
+#include "scalatrace/model/event.hpp"
+#include "scalatrace/model/trace.hpp"
+
+namespace scalatrace {
+
+/// How a cursor turns a timing histogram into one value: its mean, a seeded random draw, no
+/// time at all, or its median (estimated from the bins: the middle bin's mean).
+enum class TimingMode { Mean, Sample, None, Median };
+
+class Cursor {
+ public:
+  /// The trace must outlive the cursor. Throws UsageError if rank is out of range.
+  /// `timing` turns compute histograms into values, `duration_timing` (default: the same)
+  /// duration histograms.
+  Cursor(const Trace& trace, std::int64_t rank, TimingMode timing = TimingMode::Mean,
+         std::uint64_t seed = 0, std::optional<TimingMode> duration_timing = std::nullopt);
+  ~Cursor();
+  Cursor(Cursor&&) noexcept;
+  /// Next event of the rank (compute_ns / duration_ns from the node's histograms), or
+  /// nullopt at the end. Throws FormatError if the trace is inconsistent for this rank.
+  std::optional<Event> next();
+  /// The same, written into `out` (its array storage reused: no allocation per event once
+  /// warm). False at the end (`out` then unchanged).
+  bool next(Event& out);
+  /// The same without copying arrays: `out`'s arrays refer to the trace's value sequences
+  /// (valid while the trace lives). What the simulator reads.
+  bool next(EventView& out);
+  /// A hint only: starts loading into the cache what the next call to next() reads (the
+  /// walk's state and the rank's node states), for a caller that walks many cursors in turn.
+  void prefetch() const noexcept;
+  /// The event node the last event returned by next() came from (nullptr before the first).
+  const Node* last_node() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// All events of one rank (tests and small traces).
+std::vector<Event> expand(const Trace& trace, std::int64_t rank);
+
+}  // namespace scalatrace

@@ -1,0 +1,115 @@
+#pragma once
+// Trace-driven discrete-event simulator (PHANTOM's SIM-MPI in spirit): predicts the run time of
+// a traced program on a LogGP network without running MPI. Every rank walks its own Cursor over
+// the compressed trace (the trace is never expanded); point-to-point messages are matched by
+// communicator, source and tag; collectives are decomposed into the point-to-point algorithms
+// MPICH uses. Model and algorithms: docs/simulator.md.
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/model/trace.hpp"
+
+namespace scalatrace {
+
+/// LogGP parameters of one kind of link. Times in nanoseconds, G in nanoseconds per byte.
+/// A k-byte message costs the sender o_s, travels L + (k-1)*G, costs the receiver o_r; a
+/// sender starts consecutive messages at least max(g, (k-1)*G) apart.
+struct LogGP {
+  double L = 1000.0;   ///< latency
+  double o_s = 500.0;  ///< send overhead (CPU busy)
+  double o_r = 500.0;  ///< receive overhead (CPU busy)
+  double g = 0.0;      ///< gap between consecutive message starts of one sender
+  double G = 0.1;      ///< gap per byte (inverse bandwidth)
+};
+
+struct SimOptions {
+  LogGP inter_node;             ///< between ranks on different nodes
+  LogGP intra_node;             ///< between ranks on one node (node = rank / ranks_per_node)
+  std::int64_t ranks_per_node = 1;
+  /// Messages of more bytes than this use the rendezvous protocol (RTS, CTS, data); others are
+  /// sent eagerly. Ssend is always rendezvous, Bsend always eager.
+  double eager_threshold = 65536;
+  /// Link contention: inter-node messages share their node's injection and ejection link
+  /// (one message at a time per direction). Off: only each sender's own gap applies.
+  bool contention = false;
+  TimingMode timing = TimingMode::Mean;  ///< compute time between calls from the histograms
+  std::uint64_t seed = 0;                ///< TimingMode::Sample: seed (rank r uses seed + r)
+  double compute_scale = 1.0;            ///< multiplies every compute time
+  std::unordered_map<std::uint32_t, double> site_compute_scale;  ///< per call site, on top
+  double size_scale = 1.0;               ///< multiplies every message size
+  bool timeline = false;                 ///< record start/end of every event (SimResult::timeline)
+  std::uint64_t timeline_limit = 10'000'000;  ///< more timeline rows than this: UsageError
+  bool pair_counts = false;              ///< fill SimResult::pairs (user point-to-point only)
+  /// Calls that never wait for another rank (op_never_waits: initiations, Start, the Test
+  /// family, Request_free, unmodelled functions) take at least their recorded duration (the
+  /// median of their duration histogram; none with TimingMode::None): the MPI library's own
+  /// time per call, which the LogGP overheads leave out. Not scaled by any what-if knob.
+  /// False: only the model's time.
+  bool recorded_local_calls = true;
+
+  /// Throws UsageError naming the first negative / non-finite / out-of-range parameter.
+  void validate() const;
+};
+
+/// Time accounts of one rank or one call site (nanoseconds).
+struct SimTimes {
+  double compute = 0;        ///< compute between calls (scaled)
+  double comm = 0;           ///< CPU busy inside MPI calls (overheads)
+  double wait = 0;           ///< idle inside MPI calls (waiting for messages or partners)
+  double late_sender = 0;    ///< part of wait spent in receives whose message was late
+  double late_receiver = 0;  ///< part of wait spent in sends whose receiver was late (rendezvous)
+  std::uint64_t calls = 0;   ///< MPI calls (events) counted
+};
+
+struct SimSiteRow {
+  std::uint32_t site = 0;
+  Op op = Op::Other;
+  SimTimes times;
+};
+
+struct SimTimelineRow {
+  std::int64_t rank = 0;
+  std::uint64_t index = 0;  ///< event index within the rank
+  Op op = Op::Other;
+  std::uint32_t site = 0;
+  double start = 0;  ///< after the compute before the call
+  double end = 0;
+};
+
+/// Matched user point-to-point traffic between one (sender, receiver) pair.
+struct SimPair {
+  std::int64_t src = 0, dst = 0;
+  std::uint64_t messages = 0;
+  double bytes = 0;
+};
+
+struct SimResult {
+  double total_ns = 0;  ///< max over ranks of the end time
+  std::vector<double> end_ns;  ///< per rank: time of its last event
+  std::vector<SimTimes> ranks;
+  std::vector<SimSiteRow> sites;  ///< per (call site, op), sorted
+  /// Per rank: user point-to-point messages sent / received and bytes (after size_scale),
+  /// self-messages and MPI_PROC_NULL excluded (the comm_matrix model).
+  std::vector<std::uint64_t> sent_messages, recv_messages;
+  std::vector<double> sent_bytes, recv_bytes;
+  std::vector<SimPair> pairs;               ///< SimOptions::pair_counts only, sorted
+  std::vector<SimTimelineRow> timeline;     ///< SimOptions::timeline only, by rank then index
+  std::uint64_t events = 0;                 ///< trace events simulated (all ranks)
+  std::uint64_t messages = 0;               ///< point-to-point messages incl. collectives' own
+};
+
+/// The trace is inconsistent as a program: it deadlocks in simulation, or sends messages that
+/// are never received. The message names ranks and events.
+struct SimulationError : Error {
+  using Error::Error;
+};
+
+/// Simulates the whole trace. Throws UsageError for bad options, SimulationError for a
+/// deadlock or unmatched messages, FormatError for a trace the cursor cannot walk.
+SimResult simulate(const Trace& trace, const SimOptions& options);
+
+}  // namespace scalatrace

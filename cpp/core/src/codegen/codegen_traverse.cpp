@@ -1,0 +1,103 @@
+// The generator framework's traversal (thesis §4.4.1) and the helpers the back ends share.
+#include <cmath>
+#include <limits>
+
+#include "codegen/codegen_support.hpp"
+#include "scalatrace/codegen/codegen.hpp"
+
+namespace scalatrace {
+namespace {
+
+void walk(const std::vector<Node>& body, CodegenBackend& backend, int depth) {
+  for (const Node& node : body) {
+    if (node.loop) {
+      backend.enter_loop(node, *node.loop, depth);
+      walk(node.loop->body, backend, depth + 1);
+      backend.leave_loop(node, *node.loop, depth);
+    } else if (node.event) {
+      backend.event(node, *node.event, depth);
+    }
+  }
+}
+
+bool wildcard_in(const ElasticValue& value) {
+  for (const auto& [seq, ranks] : value.alternatives)
+    for (const auto& block : seq.blocks())
+      for (const auto& run : block.runs)
+        if (run.count > 0 &&
+            (run.first == kAnySource ||
+             (run.stride != 0 && run.count > 1 &&
+              ((kAnySource - run.first) % run.stride == 0) &&
+              (kAnySource - run.first) / run.stride >= 0 &&
+              static_cast<std::uint64_t>((kAnySource - run.first) / run.stride) < run.count)))
+          return true;
+  return false;
+}
+
+bool nodes_have_wildcards(const std::vector<Node>& body) {
+  for (const Node& node : body) {
+    if (node.loop) {
+      if (nodes_have_wildcards(node.loop->body)) return true;
+      continue;
+    }
+    const EventNode& e = *node.event;
+    const OpKind kind = op_kind(e.op);
+    const bool receives = kind == OpKind::BlockingRecv || kind == OpKind::NonblockingRecv ||
+                          kind == OpKind::PersistentRecv || kind == OpKind::Probe;
+    if (receives && wildcard_in(e.fields[static_cast<std::size_t>(Field::Peer)])) return true;
+    if (kind == OpKind::SendRecv && wildcard_in(e.fields[static_cast<std::size_t>(Field::Peer2)]))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void traverse(const Trace& trace, CodegenBackend& backend) {
+  backend.begin(trace);
+  walk(trace.nodes, backend, 0);
+}
+
+bool has_wildcards(const Trace& trace) { return nodes_have_wildcards(trace.nodes); }
+
+namespace codegen_support {
+
+std::optional<std::int64_t> constant_of(const ValueSeq& seq) {
+  if (seq.empty() || !seq.is_constant()) return std::nullopt;
+  return seq.at(0);
+}
+
+std::optional<std::int64_t> uniform_of(const ElasticValue& value) {
+  std::optional<std::int64_t> out;
+  for (const auto& [seq, ranks] : value.alternatives) {
+    if (seq.empty()) continue;
+    auto c = constant_of(seq);
+    if (!c || (out && *out != *c)) return std::nullopt;
+    out = c;
+  }
+  return out;
+}
+
+bool is_everyone(const RankList& ranks, std::int64_t nranks) {
+  if (ranks.empty()) return true;
+  if (ranks.size() != nranks) return false;
+  for (const auto& d : ranks.descriptors())
+    if (d.start < 0 || d.start >= nranks) return false;
+  return ranks.contains(0) && ranks.contains(nranks - 1);
+}
+
+RankList ranks_of(const Node& node, std::int64_t nranks) {
+  return node.ranks.empty() ? RankList::range(0, nranks) : node.ranks;
+}
+
+std::uint64_t mean_compute_ns(const EventNode& event) {
+  return static_cast<std::uint64_t>(std::llround(event.compute.mean()));
+}
+
+std::string literal(std::int64_t v) {
+  if (v == std::numeric_limits<std::int64_t>::min()) return "(-9223372036854775807L - 1)";
+  return std::to_string(v) + (v > 2147483647 || v < -2147483647 ? "L" : "");
+}
+
+}  // namespace codegen_support
+}  // namespace scalatrace

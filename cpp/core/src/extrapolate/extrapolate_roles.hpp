@@ -1,0 +1,98 @@
+#pragma once
+// Internal to extrapolation: inputs expanded per rank, roles (communication groups aligned
+// across the inputs) and the per-role plans that generate a target rank's events.
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scalatrace/extrapolate/extrapolate.hpp"
+
+namespace scalatrace::extrap {
+
+/// One communicator a rank holds: id and members (world ranks in communicator order).
+struct HeldComm {
+  std::int64_t id = 0;
+  std::vector<std::int64_t> members;
+};
+
+/// One input trace expanded: every rank's events (call sites and function-name ids mapped to
+/// the canonical tables, mean timing) and communicators.
+struct ExpandedInput {
+  const Trace* trace = nullptr;
+  Grid grid;
+  std::vector<std::vector<Event>> events;
+  std::vector<std::vector<HeldComm>> comms;
+};
+
+/// Call-site and name tables of the output (the largest input's), with each input's ids mapped.
+struct CanonicalTables {
+  CallSiteTable sites;
+  std::vector<std::string> names;
+};
+
+/// Expands every rank of every input (inputs sorted by size; the last one is canonical).
+std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs,
+                                         const std::vector<Grid>& grids, CanonicalTables& tables);
+
+/// A parameter value at a target rank: a constant or a law over FeatureSpace features.
+struct ValuePlan {
+  bool constant = true;
+  std::int64_t value = 0;
+  std::shared_ptr<const LinearLaw> law;  ///< when !constant
+};
+
+/// An array parameter: constant, element by element (fixed length), or a length law plus
+/// element laws by residue class of the element index (j mod modulus).
+struct ArrayPlan {
+  enum class Kind { Constant, Elementwise, Sequence } kind = Kind::Constant;
+  std::vector<std::int64_t> constant;
+  std::vector<ValuePlan> elements;               ///< Elementwise
+  ValuePlan length;                              ///< Sequence
+  std::int64_t modulus = 1;                      ///< Sequence: residue classes of j
+  std::vector<ValuePlan> by_residue;             ///< Sequence: element law per class
+};
+
+struct EventPlan {
+  Op op = Op::Other;
+  std::uint32_t site = 0;
+  std::array<ValuePlan, kFieldCount> fields;
+  std::array<ArrayPlan, kArrayFieldCount> arrays;
+  std::size_t timing_group = 0;  ///< index into RolePlan::timing_scale
+  std::uint64_t sample_compute = 0, sample_duration = 0;  ///< representative's timing
+};
+
+struct CommPlan {
+  std::int64_t id = 0;
+  ValuePlan length;   ///< scalar features
+  ValuePlan member;   ///< index features: member j
+};
+
+/// Everything needed to generate any target rank of one role.
+struct RolePlan {
+  RoleKey key;
+  std::vector<std::pair<std::size_t, std::int64_t>> members;  ///< (input, rank)
+  std::vector<EventPlan> events;
+  std::vector<CommPlan> comms;
+  /// Per (op, site) of the role: the input means of compute / duration time and the factor
+  /// applied to the representative's samples at the target.
+  std::vector<std::pair<Op, std::uint32_t>> timing_keys;
+  std::vector<std::vector<double>> compute_means, duration_means;  ///< [group][input]
+  std::vector<double> compute_scale, duration_scale;
+  bool rank_dependent = false;  ///< some law uses the rank's coordinates
+};
+
+/// Builds every role plan for one (depth, modulus). Problems (shapes that differ inside a role,
+/// parameters without a law) are appended to `failures`, one line each; laws to `laws`.
+/// Only roles in `needed` (the target's) are planned.
+std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
+                                       const Grid& target, std::size_t ndims, int depth,
+                                       std::int64_t modulus, const std::set<RoleKey>& needed,
+                                       std::vector<std::string>& failures,
+                                       std::vector<ParameterLaw>& laws);
+
+/// Corners of the coordinate box a role covers at the target grid (probe points for laws).
+std::vector<std::vector<std::int64_t>> role_corners(const RoleKey& key, const Grid& target);
+
+}  // namespace scalatrace::extrap

@@ -1,0 +1,473 @@
+// Cursor: one rank's events from a compressed (per-rank or merged) trace, without expanding
+// it. See docs/algorithms.md ("Cursor").
+//
+// The walk keeps a stack of frames (body, position, iterations left). Each node the rank visits
+// has its own readers (presence, trip counts, field values), created on first visit and kept
+// per body position: the k-th occurrence of a node reads the k-th value of each of its elastic
+// sequences. A cursor's node states are bump-allocated in one arena that starts inside the
+// cursor, so that a rank's whole walk state is a few contiguous cache lines.
+#include "scalatrace/read/cursor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <memory>
+#include <new>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/merge/timing_groups.hpp"
+#include "support/prefetch.hpp"
+#include "support/small_vector.hpp"
+
+namespace scalatrace {
+namespace {
+
+/// Sequential reader over the ArraySeq that applies to a rank.
+struct ArrayReader {
+  const ArraySeq* seq = nullptr;
+  std::size_t run = 0;
+  std::uint64_t pos = 0;
+  bool done() const { return seq == nullptr || run >= seq->runs().size(); }
+  const std::vector<std::int64_t>& next() {
+    const auto& r = seq->runs()[run];
+    if (++pos >= r.count) {
+      pos = 0;
+      ++run;
+    }
+    return r.values;
+  }
+};
+
+/// One stored scalar field of an event node whose values vary, and its reader.
+struct FieldReader {
+  std::uint8_t field = 0;
+  ValueSeq::Reader reader;
+};
+
+/// Every scalar field of an event: the ones with one value throughout (most fields of a
+/// regular program) set once per node, the others overwritten per occurrence.
+using FieldValues = std::array<std::int64_t, kFieldCount>;
+
+/// One stored array field of an event node and its reader.
+struct ArrayFieldReader {
+  std::uint8_t field = 0;
+  ArrayReader reader;
+};
+
+/// The rank's walk state of one node. Trivially destructible: it and everything it points to
+/// live in the cursor's StateArena.
+struct NodeState {
+  bool has_presence = false;
+  std::uint8_t field_count = 0, array_count = 0;
+  std::uint64_t occurrence = 0;
+  /// Occurrences every constant field has values for (the smallest of their sizes).
+  std::uint64_t constant_limit = UINT64_MAX;
+  /// Timing modes other than Sample: the (fixed) values, computed on first visit.
+  std::uint64_t compute_ns = 0, duration_ns = 0;
+  FieldReader* fields = nullptr;        ///< stored varying fields, in field order
+  FieldValues* base = nullptr;          ///< constant fields set, varying ones 0
+  ArrayFieldReader* arrays = nullptr;   ///< stored arrays only, in field order
+  ValueSeq::Reader* presence = nullptr;  ///< has_presence only
+  ValueSeq::Reader* trips = nullptr;     ///< loops
+  ValueSeq::Reader* site_ids = nullptr;  ///< events with per-occurrence call sites
+  const Histogram* compute = nullptr;    ///< the rank's timing group (or the node's)
+  const Histogram* duration = nullptr;
+  /// The group's first-occurrence compute times (EventNode::first_compute); nullptr when not
+  /// recorded or similar to `compute`, and every occurrence then draws from `compute`.
+  const Histogram* first_compute = nullptr;
+  /// Loops: the states of the body's nodes by position, created on first visit
+  /// (kNotMember: a node of other ranks only).
+  NodeState** body = nullptr;
+};
+static_assert(std::is_trivially_destructible_v<NodeState>);
+
+/// Marks a node the cursor's rank does not take part in (membership decided once).
+NodeState not_member_marker;
+NodeState* const kNotMember = &not_member_marker;
+
+/// Bump allocator of one cursor's node states: the first kInlineBytes inside the cursor itself,
+/// then heap chunks. A rank's states thus lie in one block that a prefetch can load ahead of
+/// its resumption (the simulator walks 65,536 cursors, each cold when its rank resumes).
+class StateArena {
+ public:
+  /// Enough for a 2D stencil's walk (2,304 bytes); bigger traces go on in chunks.
+  static constexpr std::size_t kInlineBytes = 2560;
+
+  StateArena() = default;
+  StateArena(const StateArena&) = delete;
+  StateArena& operator=(const StateArena&) = delete;
+
+  /// `count` value-initialised objects of a trivially destructible type.
+  template <class T>
+  T* make(std::size_t count = 1) {
+    static_assert(std::is_trivially_destructible_v<T>, "the arena never runs destructors");
+    T* p = static_cast<T*>(allocate(count * sizeof(T), alignof(T)));
+    for (std::size_t i = 0; i < count; ++i) new (p + i) T{};
+    return p;
+  }
+  const std::byte* inline_begin() const { return inline_; }
+
+ private:
+  alignas(64) std::byte inline_[kInlineBytes];
+  std::byte* next_ = inline_;
+  std::byte* end_ = inline_ + kInlineBytes;
+  std::vector<std::unique_ptr<std::byte[]>> chunks_;
+  std::size_t chunk_bytes_ = 512;
+
+  void* allocate(std::size_t bytes, std::size_t align) {
+    auto aligned = [align](std::byte* p) {
+      const auto a = reinterpret_cast<std::uintptr_t>(p);
+      return p + ((align - a % align) % align);
+    };
+    std::byte* p = aligned(next_);
+    if (bytes > static_cast<std::size_t>(end_ - p)) {
+      // Chunks double up to 64 KB: few of them for big traces, little waste for small ones.
+      chunk_bytes_ = std::min<std::size_t>(chunk_bytes_ * 2, std::size_t{64} << 10);
+      const std::size_t size = std::max<std::size_t>(chunk_bytes_, bytes + align);
+      chunks_.push_back(std::make_unique<std::byte[]>(size));
+      p = aligned(chunks_.back().get());
+      end_ = chunks_.back().get() + size;
+    }
+    next_ = p + bytes;
+    return p;
+  }
+};
+
+/// Median estimate: the mean of the bin holding the middle value (exact for one-value bins).
+std::uint64_t histogram_median(const Histogram& h) {
+  if (h.count() == 0) return 0;
+  std::uint64_t k = (h.count() - 1) / 2;
+  for (const auto& b : h.bins()) {
+    if (k < b.count)
+      return static_cast<std::uint64_t>(std::llround(b.sum / static_cast<double>(b.count)));
+    k -= b.count;
+  }
+  return static_cast<std::uint64_t>(std::llround(h.mean()));
+}
+
+struct WalkFrame {
+  const Node* body = nullptr;    ///< the body's nodes (a trace's top level or a loop's body)
+  std::size_t size = 0;          ///< how many
+  NodeState** states = nullptr;  ///< per position of `body`
+  std::size_t pos = 0;
+  std::uint64_t trips_left = 0;  ///< iterations still to run after the current one
+};
+
+}  // namespace
+
+struct Cursor::Impl {
+  const Trace& trace;
+  std::int64_t rank;
+  TimingMode timing;           ///< compute times
+  TimingMode duration_timing;  ///< durations (the simulator takes their median)
+  /// TimingMode::Sample only (2.5 KB of state: not kept by cursors that do not draw).
+  std::unique_ptr<std::mt19937_64> rng;
+  std::uint64_t events = 0;
+  const Node* last = nullptr;
+  SmallVector<WalkFrame, 4> stack;  ///< loop nesting: rarely deeper than a few levels
+  StateArena arena;  ///< every NodeState and what it points to
+
+  Impl(const Trace& t, std::int64_t r, TimingMode m, std::uint64_t seed, TimingMode d)
+      : trace(t), rank(r), timing(m), duration_timing(d) {
+    if (timing == TimingMode::Sample || duration_timing == TimingMode::Sample)
+      rng = std::make_unique<std::mt19937_64>(seed);
+    stack.push_back(WalkFrame{trace.nodes.data(), trace.nodes.size(),
+                              arena.make<NodeState*>(trace.nodes.size()), 0, 0});
+  }
+
+  void prefetch() const {
+    // The walk's scalars and stack, then the node states in allocation (= first visit) order.
+    const char* p = reinterpret_cast<const char*>(this);
+    const char* end =
+        reinterpret_cast<const char*>(arena.inline_begin()) + StateArena::kInlineBytes;
+    for (; p < end; p += 64) prefetch_line(p);
+  }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw FormatError("trace is inconsistent for rank " + std::to_string(rank) + " (after " +
+                      std::to_string(events) + " events): " + what);
+  }
+  /// fail() with a message and a number (out of line: the walk builds no string).
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_with(const char* what, std::int64_t value) const {
+    fail(what + std::to_string(value));
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_with(const char* what) const { fail(what); }
+
+  const ValueSeq* seq_for(const ElasticValue& e, const char* what) const {
+    const ValueSeq* s = e.for_rank(rank);
+    if (s == nullptr) fail(std::string(what) + " has no value sequence for this rank");
+    return s;
+  }
+
+  /// The rank's state of node `n` (whose entry in its body's states is `slot`), created on
+  /// first visit; nullptr if the rank does not take part in the node.
+  NodeState* state(const Node& n, NodeState*& slot) {
+    if (slot != nullptr) [[likely]]
+      return slot == kNotMember ? nullptr : slot;
+    return first_visit(n, slot);
+  }
+
+  /// state() on the rank's first visit of node `n`: decides membership, creates the readers.
+  [[gnu::noinline]] NodeState* first_visit(const Node& n, NodeState*& slot) {
+    if (!n.ranks.empty() && !n.ranks.contains(rank)) {
+      slot = kNotMember;
+      return nullptr;
+    }
+    NodeState& s = *arena.make<NodeState>();
+    if (!n.presence.empty()) {
+      // A merged node may carry presence for only some of its ranks: the others are present
+      // at every visit.
+      const ValueSeq* p = n.presence.for_rank(rank);
+      if (p != nullptr) {
+        s.has_presence = true;
+        s.presence = arena.make<ValueSeq::Reader>();
+        *s.presence = ValueSeq::Reader(p);
+      }
+    }
+    if (n.loop) {
+      s.trips = arena.make<ValueSeq::Reader>();
+      *s.trips = ValueSeq::Reader(seq_for(n.loop->trips, "loop trip count"));
+      s.body = arena.make<NodeState*>(n.loop->body.size());
+    } else if (n.event) {
+      const EventNode& e = *n.event;
+      const TimingGroup* group = e.timing_group_for(rank);  // one lookup for the three
+      s.compute = group != nullptr ? &group->compute : &e.compute;
+      s.duration = group != nullptr ? &group->duration : &e.duration;
+      // First occurrences like the others (the same rule the writer uses to drop them) add
+      // nothing: then every occurrence draws from `compute`, in memory as after a file.
+      const Histogram& first = group != nullptr ? group->first_compute : e.first_compute;
+      if (first.count() > 0 && !similar_timing(first, *s.compute)) s.first_compute = &first;
+      if (timing != TimingMode::Sample) s.compute_ns = later_compute_value(s);
+      if (duration_timing != TimingMode::Sample) s.duration_ns = value_of(*s.duration, duration_timing);
+      if (!e.site_ids.empty()) {
+        s.site_ids = arena.make<ValueSeq::Reader>();
+        *s.site_ids = ValueSeq::Reader(seq_for(e.site_ids, "call-site sequence"));
+      }
+      // Stored fields: constant ones (value known once) and varying ones (read per occurrence).
+      std::array<const ValueSeq*, kFieldCount> seqs{};
+      std::size_t varying = 0;
+      for (std::size_t i = 0; i < kFieldCount; ++i) {
+        if (e.fields[i].empty()) continue;  // field not stored: 0 everywhere
+        seqs[i] = seq_for(e.fields[i], std::string(field_name(static_cast<Field>(i))).c_str());
+        if (!seqs[i]->empty() && seqs[i]->is_constant()) {
+          s.constant_limit = std::min(s.constant_limit, seqs[i]->size());
+        } else {
+          ++varying;
+        }
+      }
+      s.fields = arena.make<FieldReader>(varying);
+      s.base = arena.make<FieldValues>();
+      for (std::size_t i = 0; i < kFieldCount; ++i) {
+        const ValueSeq* seq = seqs[i];
+        if (seq == nullptr) continue;
+        const auto field = static_cast<std::uint8_t>(i);
+        if (!seq->empty() && seq->is_constant()) {
+          (*s.base)[i] = seq->back();
+        } else {
+          s.fields[s.field_count++] = FieldReader{field, ValueSeq::Reader(seq)};
+        }
+      }
+      std::array<const ArraySeq*, kArrayFieldCount> arrays{};
+      std::size_t stored_arrays = 0;
+      for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
+        if (e.arrays[i].empty()) continue;
+        arrays[i] = e.arrays[i].for_rank(rank);
+        if (arrays[i] == nullptr)
+          fail(std::string("array ") + std::string(array_field_name(static_cast<ArrayField>(i))) +
+               " has no value sequence for this rank");
+        // An array empty at every occurrence (the usual case: an op that has none) reads like
+        // one not stored; only its length still bounds the occurrences.
+        const auto& runs = arrays[i]->runs();
+        if (std::all_of(runs.begin(), runs.end(), [](const ArraySeq::Run& r) { return r.values.empty(); })) {
+          s.constant_limit = std::min(s.constant_limit, arrays[i]->size());
+          arrays[i] = nullptr;
+          continue;
+        }
+        ++stored_arrays;
+      }
+      s.arrays = arena.make<ArrayFieldReader>(stored_arrays);
+      for (std::size_t i = 0; i < kArrayFieldCount; ++i)
+        if (arrays[i] != nullptr)
+          s.arrays[s.array_count++] =
+              ArrayFieldReader{static_cast<std::uint8_t>(i), ArrayReader{arrays[i]}};
+    } else {
+      fail("node with neither event nor loop");
+    }
+    slot = &s;
+    return slot;
+  }
+
+  /// The compute time of an occurrence after the first: from the compute times without the
+  /// first occurrences' when those were recorded (Median: the median of all, which a few first
+  /// occurrences hardly move).
+  std::uint64_t later_compute_value(const NodeState& s) {
+    if (s.first_compute == nullptr) return timing_value(*s.compute);
+    switch (timing) {
+      case TimingMode::Mean:
+        return static_cast<std::uint64_t>(std::llround(s.compute->mean_excluding(*s.first_compute)));
+      case TimingMode::Sample: return s.compute->sample_excluding(*s.first_compute, *rng);
+      case TimingMode::None:
+      case TimingMode::Median: return timing_value(*s.compute);
+    }
+    return 0;
+  }
+
+  std::uint64_t timing_value(const Histogram& h) { return value_of(h, timing); }
+
+  std::uint64_t value_of(const Histogram& h, TimingMode mode) {
+    switch (mode) {
+      case TimingMode::Mean: return static_cast<std::uint64_t>(std::llround(h.mean()));
+      case TimingMode::Sample: return h.sample(*rng);
+      case TimingMode::None: return 0;
+      case TimingMode::Median: return histogram_median(h);
+    }
+    return 0;
+  }
+
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_sites_ran_out(const EventNode& en) const {
+    fail("call-site sequence of a " + std::string(op_name(en.op)) + " ran out");
+  }
+
+  /// Names the first field (in field order), else the first array, that has no value for this
+  /// occurrence.
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_ran_out(const EventNode& en, const NodeState& s) const {
+    for (std::size_t i = 0; i < kFieldCount; ++i) {
+      if (en.fields[i].empty()) continue;
+      const ValueSeq* seq = en.fields[i].for_rank(rank);
+      if (seq != nullptr && seq->size() > s.occurrence) continue;
+      fail("field " + std::string(field_name(static_cast<Field>(i))) + " of a " +
+           std::string(op_name(en.op)) + " ran out of values at occurrence " +
+           std::to_string(s.occurrence));
+    }
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
+      if (en.arrays[i].empty()) continue;
+      const ArraySeq* seq = en.arrays[i].for_rank(rank);
+      if (seq != nullptr && seq->size() > s.occurrence) continue;
+      fail_array_ran_out(en, static_cast<ArrayField>(i), s);
+    }
+    fail("a field of a " + std::string(op_name(en.op)) + " ran out of values");
+  }
+
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_array_ran_out(const EventNode& en, ArrayField a,
+                                                                const NodeState& s) const {
+    fail("array " + std::string(array_field_name(a)) + " of a " + std::string(op_name(en.op)) +
+         " ran out of values at occurrence " + std::to_string(s.occurrence));
+  }
+
+  /// Fills `e` (an Event or an EventView) with the node's next occurrence: every field and
+  /// array overwritten (an Event's array storage reused; an EventView's arrays refer to the
+  /// trace's value sequences).
+  template <class E>
+  void make_event(const EventNode& en, NodeState& s, E& e) {
+    e.op = en.op;
+    e.site = en.site;
+    if (s.site_ids != nullptr) {
+      if (s.site_ids->done()) fail_sites_ran_out(en);
+      e.site = static_cast<std::uint32_t>(s.site_ids->next());
+    }
+    e.fields = *s.base;
+    if (s.occurrence >= s.constant_limit) fail_ran_out(en, s);
+    for (FieldReader& f : std::span(s.fields, s.field_count)) {
+      if (f.reader.done()) fail_ran_out(en, s);
+      e.fields[f.field] = f.reader.next();
+    }
+    if constexpr (std::is_same_v<E, EventView>) {
+      if ((e.arrays[0].size() | e.arrays[1].size() | e.arrays[2].size() | e.arrays[3].size()) != 0)
+        e.arrays = {};
+      static_assert(kArrayFieldCount == 4);
+    } else
+      for (auto& a : e.arrays) a.clear();
+    for (ArrayFieldReader& a : std::span(s.arrays, s.array_count)) {
+      if (a.reader.done()) fail_array_ran_out(en, static_cast<ArrayField>(a.field), s);
+      const std::vector<std::int64_t>& values = a.reader.next();
+      if constexpr (std::is_same_v<E, EventView>)
+        e.arrays[a.field] = values;
+      else
+        e.arrays[a.field].assign(values.begin(), values.end());
+    }
+    if (s.occurrence++ == 0 && s.first_compute != nullptr) [[unlikely]]
+      e.compute_ns = timing_value(*s.first_compute);
+    else
+      e.compute_ns = timing == TimingMode::Sample ? later_compute_value(s) : s.compute_ns;
+    e.duration_ns =
+        duration_timing == TimingMode::Sample ? value_of(*s.duration, TimingMode::Sample) : s.duration_ns;
+  }
+
+  template <class E>
+  bool next(E& out) {
+    if (stack.empty()) return false;
+    WalkFrame* top = &stack.back();  // the innermost frame, re-read only on a push or pop
+    for (;;) {
+      WalkFrame& f = *top;
+      if (f.pos == f.size) {
+        if (f.trips_left > 0) {
+          --f.trips_left;
+          f.pos = 0;
+        } else {
+          stack.pop_back();
+          if (stack.empty()) return false;
+          top = &stack.back();
+        }
+        continue;
+      }
+      const std::size_t pos = f.pos++;
+      const Node& n = f.body[pos];
+      NodeState* state_of_node = state(n, f.states[pos]);
+      if (state_of_node == nullptr) continue;
+      NodeState& s = *state_of_node;
+      if (s.has_presence) {
+        if (s.presence->done()) fail_with("presence sequence ran out");
+        const std::int64_t p = s.presence->next();
+        if (p == 0) continue;
+        if (p != 1) fail_with("presence value is not 0 or 1: ", p);
+      }
+      if (n.loop) {
+        if (s.trips->done()) fail_with("loop trip counts ran out");
+        const std::int64_t trips = s.trips->next();
+        if (trips < 0) fail_with("negative loop trip count ", trips);
+        if (trips == 0 || n.loop->body.empty()) continue;
+        stack.push_back(WalkFrame{n.loop->body.data(), n.loop->body.size(), s.body, 0,
+                                  static_cast<std::uint64_t>(trips - 1)});
+        top = &stack.back();
+        continue;
+      }
+      ++events;
+      last = &n;
+      make_event(*n.event, s, out);
+      return true;
+    }
+  }
+};
+
+Cursor::Cursor(const Trace& trace, std::int64_t rank, TimingMode timing, std::uint64_t seed,
+               std::optional<TimingMode> duration_timing) {
+  if (rank < 0 || rank >= trace.nranks)
+    throw UsageError("rank " + std::to_string(rank) + " is out of range: the trace has " +
+                     std::to_string(trace.nranks) + " ranks");
+  impl_ = std::make_unique<Impl>(trace, rank, timing, seed, duration_timing.value_or(timing));
+}
+Cursor::~Cursor() = default;
+Cursor::Cursor(Cursor&&) noexcept = default;
+
+std::optional<Event> Cursor::next() {
+  Event e;
+  if (!impl_->next(e)) return std::nullopt;
+  return e;
+}
+bool Cursor::next(Event& out) { return impl_->next(out); }
+bool Cursor::next(EventView& out) { return impl_->next(out); }
+void Cursor::prefetch() const noexcept { impl_->prefetch(); }
+const Node* Cursor::last_node() const { return impl_->last; }
+
+std::vector<Event> expand(const Trace& trace, std::int64_t rank) {
+  Cursor c(trace, rank, TimingMode::Mean);
+  std::vector<Event> out;
+  while (auto e = c.next()) out.push_back(std::move(*e));
+  return out;
+}
+
+}  // namespace scalatrace

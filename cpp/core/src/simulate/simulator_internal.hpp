@@ -1,0 +1,85 @@
+#pragma once
+// Pieces of the simulator shared by its source files (not a public header): the LogGP network
+// model and the decomposition of collectives into point-to-point steps.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "scalatrace/model/event.hpp"
+#include "scalatrace/simulate/simulator.hpp"
+#include "support/prefetch.hpp"
+#include "support/small_vector.hpp"
+
+namespace scalatrace::sim {
+
+/// LogGP timing of data transfers, with each sender's gap and (optionally) per-node link
+/// contention. State: when each rank's NIC (and each node's links) may start the next message.
+class Network {
+ public:
+  Network(const SimOptions& options, std::int64_t nranks);
+
+  bool same_node(std::int64_t a, std::int64_t b) const {
+    // Ranks are non-negative: a shift is the division by a power of two, without its latency.
+    if (node_shift_ >= 0) return (a >> node_shift_) == (b >> node_shift_);
+    return a / ranks_per_node_ == b / ranks_per_node_;
+  }
+  const LogGP& link(std::int64_t a, std::int64_t b) const {
+    return same_node(a, b) ? intra_ : inter_;
+  }
+  /// The smallest latency of any link (lower bound of any future arrival).
+  double min_latency() const;
+  /// Starts loading the sender state of `rank`'s NIC (what its next message reads first).
+  void prefetch_sender(std::int64_t rank) const { prefetch_line(&nic_free_[static_cast<std::size_t>(rank)]); }
+
+  struct Transfer {
+    double start = 0;    ///< first byte leaves the sender
+    double end = 0;      ///< last byte has left the sender (start + (k-1)G)
+    double arrival = 0;  ///< last byte has arrived (end + L, later under contention)
+  };
+  /// Moves `bytes` from src to dst over their link `p` (= link(src, dst)), starting no earlier
+  /// than `ready` (inline: once per message).
+  Transfer transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready, double bytes) {
+    const double body = bytes > 1 ? (bytes - 1) * p.G : 0.0;
+    double& nic = nic_free_[static_cast<std::size_t>(src)];
+    Transfer t;
+    t.start = std::max(ready, nic);
+    const bool shared = contention_ && !same_node(src, dst);
+    if (shared) t.start = std::max(t.start, node_tx_free_[static_cast<std::size_t>(src / ranks_per_node_)]);
+    t.end = t.start + body;
+    t.arrival = t.end + p.L;
+    nic = std::max(nic, t.start + std::max(p.g, body));
+    if (shared) {
+      node_tx_free_[static_cast<std::size_t>(src / ranks_per_node_)] = t.end;
+      double& rx = node_rx_free_[static_cast<std::size_t>(dst / ranks_per_node_)];
+      t.arrival = std::max(t.arrival, rx + body);
+      rx = t.arrival;
+    }
+    return t;
+  }
+
+ private:
+  LogGP inter_, intra_;
+  std::int64_t ranks_per_node_;
+  int node_shift_ = -1;  ///< log2(ranks_per_node) when that is a power of two (1 included)
+  bool contention_;
+  std::vector<double> nic_free_;               ///< per rank: earliest next message start
+  std::vector<double> node_tx_free_, node_rx_free_;  ///< per node (contention only)
+};
+
+/// One step of a rank's part of a collective: optionally receive from one communicator rank
+/// and send to another (posted together, completed together). -1: no such half.
+struct CollStep {
+  std::int64_t recv_from = -1;
+  std::int64_t send_to = -1;
+  double send_bytes = 0;
+};
+/// A rank's steps of one collective (kept inline: log2(ranks) of them for the usual algorithms).
+using CollSteps = SmallVector<CollStep, 16>;
+
+/// The steps of communicator rank `me` (of `n`) in collective event `e`, chosen like MPICH
+/// chooses its algorithm from the message size. Bytes are multiplied by `size_scale`.
+/// Appends to `out` (cleared first).
+void collective_steps(const EventView& e, std::int64_t me, std::int64_t n, double size_scale,
+                      CollSteps& out);
+
+}  // namespace scalatrace::sim

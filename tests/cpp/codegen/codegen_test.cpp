@@ -1,0 +1,212 @@
+// Benchmark generation: wildcard resolution (Alg. 3) and its deadlock report, collective
+// alignment (Alg. 2), and the shape of the C and coNCePTuaL programs. The generated C is
+// compiled and run under the collector in tests/py/test_codegen.py.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "scalatrace/codegen/codegen.hpp"
+#include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/merge/merge.hpp"
+#include "scalatrace/synthetic/synthetic.hpp"
+
+using namespace scalatrace;
+
+namespace {
+
+struct Program {
+  std::int64_t nranks;
+  std::vector<RankRecording> recs;
+  explicit Program(std::int64_t n) : nranks(n), recs(static_cast<std::size_t>(n)) {
+    for (std::int64_t r = 0; r < n; ++r) {
+      auto& rec = recs[static_cast<std::size_t>(r)];
+      rec.rank = r;
+      rec.nranks = n;
+      rec.comms.entries.push_back(CommEntry{0, RankList::range(0, n), {}});
+    }
+  }
+  Event& add(std::int64_t rank, Op op, std::uint32_t line) {
+    auto& rec = recs[static_cast<std::size_t>(rank)];
+    std::uint32_t m = rec.sites.intern_module("/bin/app");
+    Event e;
+    e.op = op;
+    e.site = rec.sites.intern({Frame{m, line}});
+    e.compute_ns = 1000;
+    rec.events.push_back(e);
+    return rec.events.back();
+  }
+  void p2p(std::int64_t rank, Op op, std::int64_t peer, std::uint32_t line, std::int64_t tag = 7) {
+    Event& e = add(rank, op, line);
+    e[Field::Peer] = peer == kAnySource ? kAnySource : peer - rank;
+    e[Field::Tag] = tag;
+    e[Field::Bytes] = 64;
+    e[Field::DtSize] = 8;
+  }
+  void finalize_all() {
+    for (std::int64_t r = 0; r < nranks; ++r) add(r, Op::Finalize, 999);
+  }
+  Trace merged() const {
+    std::vector<Trace> traces;
+    for (const auto& rec : recs) {
+      Trace t = compress_recording(rec);
+      traces.push_back(make_rank_trace(rec.rank, rec.nranks, std::move(t.nodes), std::move(t.sites),
+                                       std::move(t.comms), std::move(t.names)));
+    }
+    return merge_tree(std::move(traces));
+  }
+};
+
+Trace synthetic(SyntheticPattern p, std::int64_t n, std::int64_t steps) {
+  SyntheticSpec spec;
+  spec.pattern = p;
+  spec.nranks = n;
+  spec.timesteps = steps;
+  spec.wrap = false;
+  spec.timing_jitter = false;
+  std::vector<Trace> traces;
+  for (std::int64_t r = 0; r < n; ++r) {
+    RankRecording rec = record_synthetic(spec, r);
+    Trace t = compress_recording(rec);
+    traces.push_back(make_rank_trace(r, n, std::move(t.nodes), std::move(t.sites), std::move(t.comms),
+                                     std::move(t.names)));
+  }
+  return merge_tree(std::move(traces));
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  return n;
+}
+
+std::size_t lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+}  // namespace
+
+TEST(Codegen, WildcardsResolveToTheMatchedSenders) {
+  // a wavefront: 0 -> 1 -> 2 -> 3, every receive from MPI_ANY_SOURCE
+  Program p(4);
+  for (std::int64_t r = 1; r < 4; ++r) p.p2p(r, Op::Recv, kAnySource, 10);
+  for (std::int64_t r = 0; r < 3; ++r) p.p2p(r, Op::Send, r + 1, 20);
+  p.finalize_all();
+  Trace t = p.merged();
+  ASSERT_TRUE(has_wildcards(t));
+  std::vector<WildcardResolution> resolved;
+  Trace out = resolve_wildcards(t, &resolved);
+  EXPECT_FALSE(has_wildcards(out));
+  ASSERT_EQ(resolved.size(), 3u);
+  for (std::int64_t r = 1; r < 4; ++r) {
+    std::vector<Event> events = expand(out, r);
+    ASSERT_EQ(events[0].op, Op::Recv);
+    EXPECT_EQ(events[0][Field::Peer], -1) << "rank " << r;  // from rank r-1
+  }
+  // everything else is untouched
+  for (std::int64_t r = 0; r < 4; ++r) {
+    std::vector<Event> a = expand(t, r), b = expand(out, r);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i][Field::Peer] != kAnySource) {
+        EXPECT_TRUE(a[i].same_call(b[i]));
+      }
+  }
+}
+
+TEST(Codegen, WildcardsInLoopsStayCompressed) {
+  // ranks 1..3 each send 50 messages to rank 0, which receives 150 times from MPI_ANY_SOURCE
+  Program p(4);
+  for (int k = 0; k < 150; ++k) p.p2p(0, Op::Recv, kAnySource, 10);
+  for (std::int64_t r = 1; r < 4; ++r)
+    for (int k = 0; k < 50; ++k) p.p2p(r, Op::Send, 0, 20);
+  p.finalize_all();
+  Trace t = p.merged();
+  Trace out = resolve_wildcards(t);
+  std::vector<Event> events = expand(out, 0);
+  std::vector<int> from(4, 0);
+  for (const auto& e : events)
+    if (e.op == Op::Recv) ++from[static_cast<std::size_t>(e[Field::Peer])];
+  EXPECT_EQ(from[1], 50);
+  EXPECT_EQ(from[2], 50);
+  EXPECT_EQ(from[3], 50);
+  EXPECT_LE(out.node_count(), t.node_count() + 2);
+}
+
+TEST(Codegen, ThesisFigure46DeadlockIsReportedWithTheEvents) {
+  // thesis Fig. 4.6: rank 1 receives from MPI_ANY_SOURCE, then from 0; ranks 0 and 2 send to 1.
+  // Matching the wildcard with rank 0 (the first sender the traversal meets) leaves Recv(0)
+  // without a sender.
+  Program p(3);
+  p.p2p(1, Op::Recv, kAnySource, 10);
+  p.p2p(1, Op::Recv, 0, 11);
+  p.p2p(0, Op::Send, 1, 20);
+  p.p2p(2, Op::Send, 1, 20);
+  p.finalize_all();
+  Trace t = p.merged();
+  try {
+    resolve_wildcards(t);
+    FAIL() << "expected a DeadlockError";
+  } catch (const DeadlockError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rank 1 blocked in event #1: MPI_Recv from relative -1"), std::string::npos) << what;
+    EXPECT_NE(what.find("rank 0 blocked"), std::string::npos) << what;  // in MPI_Finalize
+    EXPECT_NE(what.find("MPI_Finalize"), std::string::npos) << what;
+  }
+  EXPECT_THROW(generate_conceptual(t), DeadlockError);
+  CodegenOptions resolve;
+  resolve.resolve_wildcards = true;
+  EXPECT_THROW(generate_c(t, resolve), DeadlockError);
+  EXPECT_NO_THROW(generate_c(t));  // wildcards kept: the program is what was recorded
+}
+
+TEST(Codegen, CollectivesSplitOverCallSitesAreAligned) {
+  // thesis Fig. 4.4: rank 0 Isend + Barrier (site A); rank 1 Barrier (site B) + Irecv
+  Program p(2);
+  p.p2p(0, Op::Isend, 1, 10);
+  p.add(0, Op::Barrier, 30);
+  p.add(1, Op::Barrier, 31);
+  p.p2p(1, Op::Irecv, 0, 40);
+  for (std::int64_t r = 0; r < 2; ++r) {
+    Event& w = p.add(r, Op::Wait, 50);
+    w[ArrayField::Requests] = {1};
+  }
+  p.finalize_all();
+  Trace t = p.merged();
+  EXPECT_EQ(unaligned_collectives(t).size(), 2u);
+  const std::string program = generate_conceptual(t);
+  EXPECT_EQ(count(program, "SYNCHRONIZE"), 1u) << program;
+  EXPECT_EQ(count(program, "unaligned"), 0u) << program;
+}
+
+TEST(Codegen, StencilKeepsItsLoopAndIsShort) {
+  Trace t = synthetic(SyntheticPattern::Stencil1D, 8, 20);
+  const std::string c = generate_c(t);
+  EXPECT_EQ(count(c, "for (long i0 = 0, n0 = 20;"), 1u) << c;
+  EXPECT_GE(count(c, "MPI_Isend("), 1u);
+  EXPECT_GE(count(c, "wait_all(1, "), 1u);
+  const std::string ncptl = generate_conceptual(t);
+  EXPECT_EQ(count(ncptl, "FOR EACH i1 IN {0, ..., 20-1}"), 1u) << ncptl;  // peers change per iteration
+  EXPECT_EQ(count(ncptl, "varies"), 0u) << ncptl;                            // ... and are exact
+  EXPECT_LE(lines(ncptl), 30u) << ncptl;
+  EXPECT_NE(ncptl.find("ASYNCHRONOUSLY SEND A 4096 BYTE MESSAGE"), std::string::npos) << ncptl;
+}
+
+TEST(Codegen, TraversalVisitsLoopsAsLoops) {
+  struct Recorder final : CodegenBackend {
+    std::ostringstream out;
+    void begin(const Trace&) override { out << "begin;"; }
+    void enter_loop(const Node&, const LoopNode&, int d) override { out << "loop" << d << "{"; }
+    void leave_loop(const Node&, const LoopNode&, int) override { out << "}"; }
+    void event(const Node&, const EventNode& e, int) override { out << op_name(e.op) << ";"; }
+    std::string finish() override { return out.str(); }
+  } rec;
+  Trace t = synthetic(SyntheticPattern::Collectives, 4, 5);
+  traverse(t, rec);
+  EXPECT_EQ(rec.finish(), "begin;Init;loop0{Bcast;Allreduce;Barrier;Reduce;Alltoall;}Finalize;");
+}
+
+TEST(Codegen, EmptyTraceIsRejected) {
+  Trace t;
+  EXPECT_THROW(generate_c(t), UsageError);
+  EXPECT_THROW(generate_conceptual(t), UsageError);
+}

@@ -1,0 +1,612 @@
+// IntraCompressor + Cursor: exact shapes of the thesis examples and lossless round trips.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+#include <sstream>
+
+#include "scalatrace/analysis/analysis.hpp"
+#include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/synthetic/synthetic.hpp"
+
+using namespace scalatrace;
+
+namespace {
+
+Event ev(Op op, std::uint32_t site, std::int64_t peer = 0, std::int64_t bytes = 0) {
+  Event e;
+  e.op = op;
+  e.site = site;
+  e[Field::Peer] = peer;
+  e[Field::Bytes] = bytes;
+  e.compute_ns = 100;
+  e.duration_ns = 10;
+  return e;
+}
+
+Trace compress(const std::vector<Event>& events, CompressorConfig cfg = {}) {
+  IntraCompressor c(cfg);
+  for (const auto& e : events) c.push(e);
+  Trace t;
+  t.nranks = 1;
+  t.nodes = c.finish();
+  return t;
+}
+
+/// compress(), with call sites 0..3 interned, so that the trace can be written to a file.
+Trace compress_with_sites(const std::vector<Event>& events) {
+  Trace t = compress(events);
+  const auto module = t.sites.intern_module("/bin/compressor_test");
+  for (std::uint32_t site = 0; site < 4; ++site) t.sites.intern({Frame{module, 0x100 + site}});
+  return t;
+}
+
+std::string seq_text(const ValueSeq& v) {
+  if (v.size() > 12) return v.to_string();
+  std::string out = "[";
+  for (auto x : v.to_vector()) out += (out.size() > 1 ? " " : "") + std::to_string(x);
+  return out + "]";
+}
+
+std::string shape(const std::vector<Node>& nodes) {
+  std::ostringstream os;
+  for (const auto& n : nodes) {
+    if (n.loop) {
+      os << "L" << seq_text(n.loop->trips.alternatives.at(0).first) << "{" << shape(n.loop->body) << "}";
+    } else {
+      os << op_name(n.event->op) << n.event->site;
+    }
+    if (!n.presence.empty()) os << "?" << seq_text(n.presence.alternatives.at(0).first);
+    os << " ";
+  }
+  return os.str();
+}
+
+void expect_round_trip(const std::vector<Event>& events, const Trace& t) {
+  const auto out = expand(t, 0);
+  ASSERT_EQ(out.size(), events.size()) << shape(t.nodes);
+  for (std::size_t i = 0; i < events.size(); ++i)
+    ASSERT_TRUE(out[i].same_call(events[i])) << "event " << i << " differs; trace " << shape(t.nodes);
+}
+
+/// The one top-level loop of `t` (fails the test if there is not exactly one).
+const LoopNode* only_loop(const Trace& t) {
+  const LoopNode* found = nullptr;
+  for (const auto& n : t.nodes)
+    if (n.loop) {
+      EXPECT_EQ(found, nullptr) << "more than one top-level loop";
+      found = n.loop.get();
+    }
+  EXPECT_NE(found, nullptr);
+  return found;
+}
+
+/// One timestep of a halo exchange: Irecv x k, Isend x k, Waitall (+ optional Allreduce).
+void halo_step(std::vector<Event>& s, int k, bool allreduce) {
+  for (int i = 0; i < k; ++i) s.push_back(ev(Op::Irecv, 1, i + 1, 64));
+  for (int i = 0; i < k; ++i) s.push_back(ev(Op::Isend, 2, i + 1, 64));
+  s.push_back(ev(Op::Waitall, 3));
+  if (allreduce) s.push_back(ev(Op::Allreduce, 4, 0, 8));
+}
+
+}  // namespace
+
+TEST(Compressor, Figure51IterationSpecificBehaviour) {
+  // for i in 0..1: Barrier(E1); if i==0 Isend(E2); if i==1 Irecv(E3); Barrier(E4)
+  std::vector<Event> s{ev(Op::Barrier, 1), ev(Op::Isend, 2), ev(Op::Barrier, 4),
+                       ev(Op::Barrier, 1), ev(Op::Irecv, 3), ev(Op::Barrier, 4)};
+  auto t = compress(s);
+  // E1(4,2) E2(1,1 0) E3(1,0 1) E4
+  EXPECT_EQ(shape(t.nodes), "L[2]{Barrier1 Isend2?[1 0] Irecv3?[0 1] Barrier4 } ");
+  expect_round_trip(s, t);
+}
+
+TEST(Compressor, PollingLoopWithOccasionalChangesIsLossless) {
+  // A one-event loop (the speculation fast path, deferred field and array appends) whose
+  // fields, arrays and call site change now and then, interleaved with runs of other loops.
+  std::vector<Event> s;
+  std::uint64_t compute_total = 0;
+  for (int i = 0; i < 3000; ++i) {
+    Event e = ev(Op::Probe, i % 997 == 5 ? 9 : 1, i % 250 < 3 ? 2 : 1, 0);
+    if (i % 400 == 7) e[ArrayField::Requests] = {1, i % 3};
+    if (i % 1000 == 500)
+      for (int k = 0; k < 4; ++k) s.push_back(ev(Op::Isend, 2, k, 64));
+    e.compute_ns = static_cast<std::uint64_t>(50 + i % 17);
+    s.push_back(e);
+  }
+  for (const auto& e : s) compute_total += e.compute_ns;
+  const auto t = compress(s);
+  expect_round_trip(s, t);
+  std::uint64_t histogram_total = 0, count = 0;
+  std::vector<const Node*> stack;
+  for (const auto& n : t.nodes) stack.push_back(&n);
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (n->event) {
+      histogram_total += static_cast<std::uint64_t>(n->event->compute.sum());
+      count += n->event->compute.count();
+    } else {
+      for (const auto& c : n->loop->body) stack.push_back(&c);
+    }
+  }
+  EXPECT_EQ(count, s.size());
+  EXPECT_EQ(histogram_total, compute_total);
+}
+
+TEST(Compressor, Figure52TrailingIterations) {
+  // for i < m: Bcast; for j < n(i): Isend Irecv Waitall
+  const std::vector<int> n{3, 2, 4, 1, 5, 5, 2, 1, 1, 6};
+  std::vector<Event> s;
+  for (int trips : n) {
+    s.push_back(ev(Op::Bcast, 1));
+    for (int j = 0; j < trips; ++j) {
+      s.push_back(ev(Op::Isend, 2, 1));
+      s.push_back(ev(Op::Irecv, 3, -1));
+      Event w = ev(Op::Waitall, 4);
+      w[ArrayField::Requests] = {2, 1};
+      s.push_back(w);
+    }
+  }
+  auto t = compress(s);
+  EXPECT_EQ(shape(t.nodes), "L[10]{Bcast1 L[3 2 4 1 5 5 2 1 1 6]{Isend2 Irecv3 Waitall4 } } ");
+  expect_round_trip(s, t);
+}
+
+TEST(Compressor, NestedLoopsWithVaryingParameters) {
+  std::vector<Event> s;
+  s.push_back(ev(Op::Init, 0));
+  for (int i = 0; i < 50; ++i) {
+    for (int j = 0; j < 4; ++j) s.push_back(ev(Op::Send, 1, j + 1, 8 * i));
+    for (int j = 0; j < 4; ++j) s.push_back(ev(Op::Recv, 2, -(j + 1), 8 * i));
+    s.push_back(ev(Op::Allreduce, 3));
+  }
+  s.push_back(ev(Op::Finalize, 9));
+  auto t = compress(s);
+  EXPECT_EQ(shape(t.nodes), "Init0 L[50]{L[4x50]{Send1 } L[4x50]{Recv2 } Allreduce3 } Finalize9 ");
+  expect_round_trip(s, t);
+  // Elastic values: peers are 1 2 3 4 repeated, sizes 0 8 16 ... four times each.
+  const auto& send = *t.nodes[1].loop->body[0].loop->body[0].event;
+  const auto& peers = send.fields[static_cast<std::size_t>(Field::Peer)].alternatives.at(0).first;
+  EXPECT_EQ(peers.size(), 200u);
+  EXPECT_LE(peers.blocks().size(), 2u) << peers.to_string();
+  EXPECT_EQ(send.compute.count(), 200u);
+}
+
+TEST(Compressor, RecursionShapedStreams) {
+  // A recursive solver: depth-d recursion makes d "descend" sends, a barrier at the bottom,
+  // then d "return" receives; d varies per call. Size must not grow with the number of calls.
+  std::size_t nodes_at_100 = 0;
+  for (int calls : {100, 1000}) {
+    std::vector<Event> s;
+    std::mt19937_64 rng(5);
+    for (int c = 0; c < calls; ++c) {
+      const int d = 1 + static_cast<int>(rng() % 6);
+      for (int k = 0; k < d; ++k) s.push_back(ev(Op::Send, 1, 1, k));
+      s.push_back(ev(Op::Barrier, 2));
+      for (int k = 0; k < d; ++k) s.push_back(ev(Op::Recv, 3, -1, k));
+    }
+    auto t = compress(s);
+    expect_round_trip(s, t);
+    if (calls == 100) nodes_at_100 = t.node_count();
+    else EXPECT_LE(t.node_count(), nodes_at_100 + 2) << shape(t.nodes);
+    EXPECT_LE(t.node_count(), 20u) << shape(t.nodes);
+  }
+}
+
+TEST(Compressor, ApproximateCallSiteMatchingIsLossless) {
+  CallSiteTable sites;
+  const auto m = sites.intern_module("a.out");
+  std::vector<std::uint32_t> ids;
+  for (std::uint64_t k = 0; k < 6; ++k) ids.push_back(sites.intern({Frame{m, 100}, Frame{m, 200 + k}}));
+  std::vector<Event> s;
+  for (int i = 0; i < 30; ++i) {
+    s.push_back(ev(Op::Bcast, ids[static_cast<std::size_t>(i % 6)]));
+    s.push_back(ev(Op::Barrier, 99));
+  }
+  CompressorConfig cfg;
+  cfg.site_threshold = 1;
+  IntraCompressor c(cfg);
+  c.set_sites(&sites);
+  for (const auto& e : s) c.push(e);
+  Trace t;
+  t.nranks = 1;
+  t.nodes = c.finish();
+  EXPECT_EQ(t.node_count(), 3u) << shape(t.nodes);
+  EXPECT_FALSE(t.nodes[0].loop->body[0].event->site_ids.empty());
+  expect_round_trip(s, t);
+  // Exact matching (default) keeps the six sites apart.
+  auto exact = compress(s);
+  EXPECT_GT(exact.node_count(), 3u);
+  expect_round_trip(s, exact);
+}
+
+TEST(Compressor, MemoryBudgetDegradesLosslessly) {
+  // Non-repeating stream (every event a new site), tiny budget.
+  CompressorConfig cfg;
+  cfg.memory_budget = 64 * 1024;
+  IntraCompressor c(cfg);
+  std::vector<Event> s;
+  for (std::uint32_t i = 0; i < 20000; ++i) s.push_back(ev(Op::Send, i, 1, i));
+  // Then a regular part: must still compress after the freeze.
+  for (int i = 0; i < 5000; ++i) {
+    s.push_back(ev(Op::Isend, 1u << 30, 1, 64));
+    s.push_back(ev(Op::Wait, (1u << 30) + 1));
+  }
+  for (const auto& e : s) c.push(e);
+  EXPECT_GT(c.memory_bytes(), cfg.memory_budget);
+  EXPECT_LE(c.node_count(), 20000u + 10u);
+  Trace t;
+  t.nranks = 1;
+  t.nodes = c.finish();
+  expect_round_trip(s, t);
+}
+
+TEST(Compressor, WindowLimitsTheSearch) {
+  // Period of 40 distinct events: both iterations (80 entries) fit in a window of 100, not in 64.
+  std::vector<Event> s;
+  for (int i = 0; i < 10; ++i)
+    for (std::uint32_t k = 0; k < 40; ++k) s.push_back(ev(Op::Send, k));
+  CompressorConfig wide;
+  wide.window = 100;
+  CompressorConfig narrow;
+  narrow.window = 64;
+  auto tw = compress(s, wide);
+  auto tn = compress(s, narrow);
+  EXPECT_EQ(tw.node_count(), 41u);
+  EXPECT_EQ(tn.node_count(), 400u) << shape(tn.nodes);
+  expect_round_trip(s, tw);
+  expect_round_trip(s, tn);
+}
+
+TEST(Cursor, TimingModesAndErrors) {
+  std::vector<Event> s;
+  for (int i = 0; i < 10; ++i) {
+    Event e = ev(Op::Barrier, 1);
+    e.compute_ns = 1000 + 10 * i;
+    e.duration_ns = 5;
+    s.push_back(e);
+  }
+  auto t = compress(s);
+  Cursor mean(t, 0, TimingMode::Mean);
+  auto e = mean.next();
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->compute_ns, 1045u);
+  EXPECT_EQ(e->duration_ns, 5u);
+  Cursor none(t, 0, TimingMode::None);
+  EXPECT_EQ(none.next()->compute_ns, 0u);
+  Cursor sample(t, 0, TimingMode::Sample, 7);
+  for (int i = 0; i < 10; ++i) {
+    auto x = sample.next();
+    ASSERT_TRUE(x);
+    EXPECT_GE(x->compute_ns, 1000u);
+    EXPECT_LE(x->compute_ns, 1090u);
+  }
+  EXPECT_FALSE(sample.next());
+  EXPECT_THROW(Cursor(t, 1), UsageError);
+  EXPECT_THROW(Cursor(t, -1), UsageError);
+  // A value sequence shorter than the trip count says so.
+  auto broken = t.clone();
+  broken.nodes[0].loop->trips.alternatives[0].first = ValueSeq::constant(11);
+  Cursor c(broken, 0);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(c.next());
+  try {
+    c.next();
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& err) {
+    EXPECT_NE(std::string(err.what()).find("ran out"), std::string::npos) << err.what();
+  }
+}
+
+TEST(Cursor, FirstOccurrenceKeepsItsWarmUp) {
+  // A timestep loop around an inner loop: each node's first occurrence (timestep 0, inner
+  // iteration 0) took 50 us of warm-up, every later one about 1 us. The node keeps the first
+  // apart, and every timing mode gives it to occurrence 0 only, also after a file.
+  std::vector<Event> s;
+  for (int step = 0; step < 6; ++step) {
+    for (int i = 0; i < 4; ++i) {
+      Event e = ev(Op::Send, 1, 1, 64);
+      e.compute_ns = step == 0 && i == 0 ? 50'000 : 1'000 + 10 * static_cast<std::uint64_t>(i);
+      s.push_back(e);
+    }
+    Event b = ev(Op::Barrier, 2);
+    b.compute_ns = step == 0 ? 80'000 : 2'000;
+    s.push_back(b);
+  }
+  const Trace t = compress_with_sites(s);
+  const Trace read = decode_trace(encode_trace(t));
+  for (const Trace* trace : {&t, &read}) {
+    Cursor mean(*trace, 0, TimingMode::Mean);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      auto e = mean.next();
+      ASSERT_TRUE(e);
+      if (i == 0) EXPECT_EQ(e->compute_ns, 50'000u);
+      else if (i == 4) EXPECT_EQ(e->compute_ns, 80'000u);
+      else if (s[i].op == Op::Barrier) EXPECT_EQ(e->compute_ns, 2'000u);
+      else EXPECT_NEAR(static_cast<double>(e->compute_ns), 23'360.0 / 23, 1.0) << i;  // the 23 later sends
+    }
+    Cursor sample(*trace, 0, TimingMode::Sample, 11);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      auto e = sample.next();
+      ASSERT_TRUE(e);
+      if (i == 0 || i == 4) EXPECT_EQ(e->compute_ns, s[i].compute_ns);
+      else EXPECT_LE(e->compute_ns, 2'100u) << i;  // never the warm-up again
+    }
+    Cursor median(*trace, 0, TimingMode::Median);
+    EXPECT_EQ(median.next()->compute_ns, 50'000u);
+    EXPECT_LE(median.next()->compute_ns, 1'100u);
+  }
+  // Totals are kept: the first occurrences are also in `compute`.
+  const Node* send = &t.nodes.front();
+  while (send->loop) send = &send->loop->body.front();
+  EXPECT_EQ(send->event->compute.count(), 24u);
+  EXPECT_EQ(send->event->first_compute.count(), 1u);
+  EXPECT_EQ(send->event->first_compute.min(), 50'000u);
+}
+
+TEST(Cursor, FirstOccurrenceLikeTheOthersIsNotStored) {
+  // Every occurrence alike: the first adds nothing, the file does not hold it, and the cursor
+  // gives every occurrence the mean in memory as after the file.
+  std::vector<Event> s;
+  for (int i = 0; i < 20; ++i) {
+    Event e = ev(Op::Barrier, 1);
+    e.compute_ns = 1'000 + static_cast<std::uint64_t>(i);
+    s.push_back(e);
+  }
+  const Trace t = compress_with_sites(s);
+  const Trace read = decode_trace(encode_trace(t));
+  EXPECT_EQ(t.nodes.front().loop->body.front().event->first_compute.count(), 1u);
+  EXPECT_EQ(read.nodes.front().loop->body.front().event->first_compute.count(), 0u);
+  Trace without = t.clone();
+  without.nodes.front().loop->body.front().event->first_compute = Histogram(4);
+  EXPECT_EQ(encode_trace(t).size(), encode_trace(without).size());
+  for (const Trace* trace : {&t, &read}) EXPECT_EQ(Cursor(*trace, 0).next()->compute_ns, 1'010u);
+}
+
+TEST(Cursor, ArraysEmptyAtEveryOccurrenceStillBoundTheWalk) {
+  std::vector<Event> s;
+  for (int i = 0; i < 10; ++i) s.push_back(ev(Op::Isend, 1, 1, 64));
+  const Trace t = compress(s);
+  ASSERT_TRUE(t.nodes[0].loop);
+  auto with_empty_requests = [&](std::uint64_t occurrences) {
+    Trace u = t.clone();
+    ArraySeq empty;
+    for (std::uint64_t i = 0; i < occurrences; ++i) empty.append(std::vector<std::int64_t>{});
+    auto& requests = u.nodes[0].loop->body[0].event->arrays[static_cast<std::size_t>(ArrayField::Requests)];
+    requests.alternatives.clear();
+    requests.alternatives.emplace_back(std::move(empty), RankList{});
+    return u;
+  };
+  // Long enough: read like no array at all, by copies and by views.
+  const Trace enough = with_empty_requests(10);
+  Cursor copies(enough, 0), views(enough, 0);
+  Event e;
+  EventView v;
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(copies.next(e));
+    ASSERT_TRUE(views.next(v));
+    EXPECT_TRUE(e[ArrayField::Requests].empty());
+    EXPECT_TRUE(v[ArrayField::Requests].empty());
+    EXPECT_TRUE(v.to_event().same_call(e));
+  }
+  EXPECT_FALSE(views.next(v));
+  // Too short: the walk stops at the sixth occurrence and names the array.
+  const Trace short_one = with_empty_requests(5);
+  Cursor c(short_one, 0);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(c.next(v));
+  try {
+    c.next(v);
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& err) {
+    EXPECT_NE(std::string(err.what()).find("array Requests of a Isend ran out of values at occurrence 5"),
+              std::string::npos)
+        << err.what();
+  }
+}
+
+TEST(Cursor, MergedTraceRanksAndAlternatives) {
+  // Hand-built merged trace: a loop for ranks {0,1}, an event only rank 1 runs.
+  Trace t;
+  t.nranks = 2;
+  Node loop;
+  loop.ranks = RankList::range(0, 2);
+  loop.loop = std::make_unique<LoopNode>();
+  loop.loop->trips.alternatives = {{ValueSeq::constant(2), RankList::range(0, 1)},
+                                   {ValueSeq::constant(3), RankList::range(1, 1)}};
+  Node send;
+  send.event = std::make_unique<EventNode>();
+  send.event->op = Op::Send;
+  ValueSeq peers0, peers1;
+  for (int i = 0; i < 2; ++i) peers0.append(i + 1);
+  for (int i = 0; i < 3; ++i) peers1.append(-i);
+  send.event->fields[static_cast<std::size_t>(Field::Peer)].alternatives = {
+      {peers0, RankList::range(0, 1)}, {peers1, RankList::range(1, 1)}};
+  loop.loop->body.push_back(std::move(send));
+  t.nodes.push_back(std::move(loop));
+  Node only1;
+  only1.ranks = RankList::range(1, 1);
+  only1.event = std::make_unique<EventNode>();
+  only1.event->op = Op::Barrier;
+  t.nodes.push_back(std::move(only1));
+  auto r0 = expand(t, 0);
+  auto r1 = expand(t, 1);
+  ASSERT_EQ(r0.size(), 2u);
+  ASSERT_EQ(r1.size(), 4u);
+  EXPECT_EQ(r0[1][Field::Peer], 2);
+  EXPECT_EQ(r1[2][Field::Peer], -2);
+  EXPECT_EQ(r1[3].op, Op::Barrier);
+}
+
+TEST(Compressor, SyntheticPatternsRoundTrip) {
+  for (auto p : {SyntheticPattern::Stencil1D, SyntheticPattern::Stencil2D, SyntheticPattern::Stencil3D,
+                 SyntheticPattern::Collectives, SyntheticPattern::RowColumn, SyntheticPattern::Irregular}) {
+    for (bool wrap : {true, false}) {
+      SyntheticSpec spec;
+      spec.pattern = p;
+      spec.nranks = 27;
+      spec.dims = p == SyntheticPattern::Stencil3D ? std::vector<std::int64_t>{3, 3, 3}
+                  : p == SyntheticPattern::Stencil1D ? std::vector<std::int64_t>{27}
+                  : std::vector<std::int64_t>{9, 3};
+      if (p == SyntheticPattern::Collectives || p == SyntheticPattern::Irregular) spec.dims.clear();
+      spec.wrap = wrap;
+      spec.timesteps = 60;
+      for (std::int64_t rank : {0, 4, 13, 26}) {
+        SCOPED_TRACE(std::string(synthetic_pattern_name(p)) + " wrap=" + std::to_string(wrap) +
+                     " rank=" + std::to_string(rank));
+        auto rec = record_synthetic(spec, rank);
+        auto t = compress_recording(rec);
+        expect_round_trip(rec.events, t);
+        if (p != SyntheticPattern::Irregular) {
+          EXPECT_LE(t.node_count(), 12u) << shape(t.nodes);
+        }
+      }
+    }
+  }
+}
+
+// ---- Loop discovery at the ends of a loop (issue 9): a first iteration that lacks a call, a
+// last iteration that skips one, loops folded in two steps; timestep_loops() on the result.
+
+TEST(LoopEnds, LeadingIterationWithoutACallJoinsTheLoop) {
+  // The Allreduce begins in the second timestep: 15 timesteps, the first one differs.
+  std::vector<Event> s{ev(Op::Init, 9)};
+  for (int step = 0; step < 15; ++step) halo_step(s, 6, step > 0);
+  s.push_back(ev(Op::Finalize, 10));
+  const Trace t = compress(s);
+  const LoopNode* loop = only_loop(t);
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->trips.alternatives.at(0).first.to_vector(), std::vector<std::int64_t>{15});
+  expect_round_trip(s, t);
+  const auto steps = timestep_loops(t);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].max_iterations, 15);
+}
+
+TEST(LoopEnds, TrailingIterationWithoutACallJoinsTheLoop) {
+  // The last timestep skips the Allreduce, then the program finalizes.
+  std::vector<Event> s{ev(Op::Init, 9)};
+  for (int step = 0; step < 12; ++step) halo_step(s, 4, step < 11);
+  s.push_back(ev(Op::Finalize, 10));
+  const Trace t = compress(s);
+  const LoopNode* loop = only_loop(t);
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->trips.alternatives.at(0).first.to_vector(), std::vector<std::int64_t>{12});
+  EXPECT_EQ(t.nodes.back().event->op, Op::Finalize);  // what follows stays outside
+  expect_round_trip(s, t);
+}
+
+TEST(LoopEnds, IterationsMissingCallsAtEitherEndStillCountAsIterations) {
+  // 15 iterations of { Isend Irecv Waitall Allreduce } in which the first or the last
+  // iterations lack calls: whatever the compressor folds first (often a loop rotated to start
+  // at the second call), the main loop covers all 15 iterations and the trace is lossless.
+  struct Case {
+    const char* name;
+    std::function<bool(int step, int call)> present;  ///< call 0..3 of iteration `step`
+  };
+  const std::vector<Case> cases{
+      {"first lacks the first call", [](int step, int call) { return step > 0 || call != 0; }},
+      {"first lacks the first two", [](int step, int call) { return step > 0 || call > 1; }},
+      {"first lacks a middle call", [](int step, int call) { return step > 0 || call != 1; }},
+      {"last lacks the first call", [](int step, int call) { return step < 14 || call != 0; }},
+      {"last lacks the last two", [](int step, int call) { return step < 14 || call < 2; }},
+      {"first and last lack calls",
+       [](int step, int call) { return (step > 0 || call != 0) && (step < 14 || call != 3); }},
+      {"Allreduce begins in the third", [](int step, int call) { return step > 1 || call != 3; }},
+  };
+  const Op ops[] = {Op::Isend, Op::Irecv, Op::Waitall, Op::Allreduce};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<Event> s{ev(Op::Init, 9)};
+    for (int step = 0; step < 15; ++step)
+      for (int call = 0; call < 4; ++call)
+        if (c.present(step, call)) s.push_back(ev(ops[call], static_cast<std::uint32_t>(call + 1), 1, 64));
+    s.push_back(ev(Op::Finalize, 10));
+    const Trace t = compress(s);
+    expect_round_trip(s, t);
+    const auto steps = timestep_loops(t);
+    ASSERT_EQ(steps.size(), 1u) << shape(t.nodes);
+    EXPECT_EQ(steps[0].max_iterations, 15) << shape(t.nodes);
+    EXPECT_EQ(t.nodes.back().event->op, Op::Finalize) << shape(t.nodes);
+  }
+}
+
+TEST(LoopEnds, NestedSplitIsReportedAsTheLoopAsWritten) {
+  // for step < 6: Bcast; Barrier -- compressed as one loop of 6 (never 3 x 2).
+  std::vector<Event> s;
+  for (int step = 0; step < 6; ++step) {
+    s.push_back(ev(Op::Bcast, 1, 0, 8));
+    s.push_back(ev(Op::Barrier, 2));
+  }
+  const Trace t = compress(s);
+  const auto steps = timestep_loops(t);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].max_iterations, 6);
+  expect_round_trip(s, t);
+}
+
+TEST(LoopEnds, LoopOfALoopFlattensLosslessly) {
+  // A loop whose whole body is a loop of constant trips is one loop: timestep_loops reports
+  // the product of the trip counts whether or not the trace was flattened.
+  Trace t;
+  t.nranks = 1;
+  Node inner;
+  inner.loop = std::make_unique<LoopNode>();
+  inner.loop->trips.alternatives.emplace_back(ValueSeq::constant(2, 3), RankList{});
+  Node e;
+  e.event = std::make_unique<EventNode>();
+  e.event->op = Op::Allreduce;
+  e.event->fields[0].alternatives.emplace_back(ValueSeq::constant(0, 6), RankList{});
+  inner.loop->body.push_back(std::move(e));
+  Node outer;
+  outer.loop = std::make_unique<LoopNode>();
+  outer.loop->trips.alternatives.emplace_back(ValueSeq::constant(3, 1), RankList{});
+  outer.loop->body.push_back(std::move(inner));
+  t.nodes.push_back(std::move(outer));
+  const auto steps = timestep_loops(t);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].min_iterations, 6);
+  EXPECT_EQ(steps[0].max_iterations, 6);
+  EXPECT_EQ(expand(t, 0).size(), 6u);
+}
+
+TEST(LoopEnds, MultigridMainLoopIsReported) {
+  // for it < 8: V-cycle down 4 levels (halo exchange of shrinking size), coarse Allreduce,
+  // up 4 levels, residual Allreduce.
+  std::vector<Event> s{ev(Op::Init, 9)};
+  for (int it = 0; it < 8; ++it) {
+    for (int level = 0; level < 4; ++level) {
+      s.push_back(ev(Op::Irecv, 11, 1, 4096 >> level));
+      s.push_back(ev(Op::Isend, 12, 1, 4096 >> level));
+      s.push_back(ev(Op::Waitall, 13));
+    }
+    s.push_back(ev(Op::Allreduce, 14, 0, 8));
+    for (int level = 3; level >= 0; --level) {
+      s.push_back(ev(Op::Irecv, 15, 1, 4096 >> level));
+      s.push_back(ev(Op::Isend, 16, 1, 4096 >> level));
+      s.push_back(ev(Op::Waitall, 17));
+    }
+    s.push_back(ev(Op::Allreduce, 18, 0, 8));
+  }
+  s.push_back(ev(Op::Finalize, 10));
+  const Trace t = compress(s);
+  expect_round_trip(s, t);
+  const auto steps = timestep_loops(t);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].max_iterations, 8);
+  EXPECT_EQ(steps[0].path.size(), 1u);
+}
+
+TEST(LoopEnds, CallEveryOtherStepIsReportedWithEveryStep) {
+  // for step < 10: halo exchange; if step is odd: Allreduce -> 10 iterations, not 5 x 2.
+  std::vector<Event> s{ev(Op::Init, 9)};
+  for (int step = 0; step < 10; ++step) halo_step(s, 3, step % 2 == 1);
+  s.push_back(ev(Op::Finalize, 10));
+  const Trace t = compress(s);
+  expect_round_trip(s, t);
+  const auto steps = timestep_loops(t);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].max_iterations, 10);
+}

@@ -1,0 +1,211 @@
+// Trace extrapolation (thesis ch. 3): the thesis' worked examples, and harness traces of small
+// sizes extrapolated to 4,096 ranks (65,536 and 1,048,576 with SCALATRACE_EXTRAPOLATE_LARGE=1)
+// compared with the harness's own trace at that size (all but timing histograms identical).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/extrapolate/extrapolate.hpp"
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/merge/merge.hpp"
+#include "scalatrace/synthetic/synthetic.hpp"
+#include "trace_difference.hpp"
+
+using namespace scalatrace;
+using test_support::trace_difference;
+
+namespace {
+
+/// The harness: every rank's synthetic stream, compressed and merged over the radix tree.
+Trace harness(SyntheticPattern pattern, std::int64_t nranks, std::int64_t timesteps,
+              std::vector<std::int64_t> dims = {}) {
+  SyntheticSpec spec;
+  spec.pattern = pattern;
+  spec.nranks = nranks;
+  spec.timesteps = timesteps;
+  spec.wrap = false;
+  spec.dims = std::move(dims);
+  Trace t = synthetic_merged_trace(spec);
+  t.metadata["program"] = "synthetic:" + std::string(synthetic_pattern_name(pattern));
+  return t;
+}
+
+ExtrapolationResult extrapolate_harness(SyntheticPattern p, const std::vector<std::int64_t>& sizes,
+                                        std::int64_t target, std::int64_t timesteps) {
+  std::vector<Trace> small;
+  for (auto n : sizes) small.push_back(harness(p, n, timesteps));
+  std::vector<const Trace*> ptrs;
+  for (auto& t : small) ptrs.push_back(&t);
+  ExtrapolationOptions opt;
+  opt.target_ranks = target;
+  return extrapolate(ptrs, opt);
+}
+
+}  // namespace
+
+// Thesis Fig. 3.4/3.5: the wrap-around EAST end point of the bottom-right node of 4x4, 5x5, 6x6
+// grids is 13, 21, 31; c2 = 1, c1 = -1, c0 = 1, so 91 at 10x10.
+TEST(ExtrapolateLaws, ThesisEndPointExample) {
+  std::vector<std::vector<std::int64_t>> pts;
+  for (std::int64_t s : {4, 5, 6}) pts.push_back({1, s, s * s});
+  std::string why;
+  auto law = solve_linear_law(pts, {13, 21, 31}, {{1, 10, 100}}, &why, 4, 0);
+  ASSERT_TRUE(law) << why;
+  FeatureSpace names;
+  names.names = {"1", "X", "X*Y"};
+  EXPECT_EQ(law->formula(names), "X*Y - X + 1");
+  EXPECT_EQ(law->eval({1, 10, 100}), 91);
+}
+
+// Thesis §3.2.3: group E (interior of a 2D stencil) is <2 5 2 4 2 1>, <2 6 3 5 3 1>,
+// <2 7 4 6 4 1> at 4x4, 5x5, 6x6: start X+1, counts X-2, strides 1 and X; at 10x10 it is
+// <2 11 8 10 8 1>.
+TEST(ExtrapolateLaws, ThesisRanklistExample) {
+  auto interior = [](std::int64_t side) {
+    Grid g{{side, side}};
+    std::vector<std::int64_t> ranks;
+    const auto key = role_key(g, side + 1, 1, 1);
+    for (std::int64_t r = 0; r < g.size(); ++r)
+      if (role_key(g, r, 1, 1) == key) ranks.push_back(r);
+    return RankList::from_sequence(ranks);
+  };
+  EXPECT_EQ(interior(4).to_string(), "<2 5 2 4 2 1>");
+  EXPECT_EQ(interior(5).to_string(), "<2 6 3 5 3 1>");
+  EXPECT_EQ(interior(10).to_string(), "<2 11 8 10 8 1>");
+  const auto space = FeatureSpace::make(2, false);
+  std::vector<std::vector<std::int64_t>> pts;
+  std::vector<std::int64_t> start, count;
+  for (std::int64_t s : {4, 5, 6}) {
+    pts.push_back(space.values(Grid{{s, s}}, {0, 0}));
+    const auto d = interior(s).descriptors().at(0);
+    start.push_back(d.start);
+    count.push_back(d.dims.at(0).first);
+  }
+  const auto probe = space.values(Grid{{10, 10}}, {0, 0});
+  std::string why;
+  auto start_law = solve_linear_law(pts, start, {probe}, &why);
+  auto count_law = solve_linear_law(pts, count, {probe}, &why);
+  // Two sizes only: a 2-term law is not checked by anything and is refused.
+  pts.pop_back();
+  start.pop_back();
+  why.clear();
+  EXPECT_FALSE(solve_linear_law(pts, start, {probe}, &why));
+  EXPECT_FALSE(why.empty());
+  ASSERT_TRUE(start_law && count_law) << why;
+  EXPECT_EQ(start_law->eval(probe), 11);
+  EXPECT_EQ(count_law->eval(probe), 8);
+}
+
+TEST(ExtrapolateLaws, NonLinearValuesAreReportedNotGuessed) {
+  std::vector<std::vector<std::int64_t>> pts;
+  for (std::int64_t p : {4, 8, 16, 32}) pts.push_back({1, p});
+  std::string why;
+  // 1024 / P: no linear law in P.
+  EXPECT_FALSE(solve_linear_law(pts, {256, 128, 64, 32}, {{1, 64}}, &why, 2));
+  EXPECT_NE(why.find("no linear law"), std::string::npos) << why;
+}
+
+TEST(ExtrapolateTopology, FindsTheGridOfEachStencil) {
+  auto t1 = harness(SyntheticPattern::Stencil2D, 20, 1), t2 = harness(SyntheticPattern::Stencil2D, 25, 1),
+       t3 = harness(SyntheticPattern::Stencil2D, 30, 1);
+  auto topo = identify_topology({&t1, &t2, &t3});
+  EXPECT_EQ(topo.ndims, 2u);
+  EXPECT_EQ(topo.depth, 1);
+  EXPECT_EQ(topo.grids[0].to_string(), "5x4");
+  auto s1 = harness(SyntheticPattern::Stencil1D, 6, 1), s2 = harness(SyntheticPattern::Stencil1D, 7, 1),
+       s3 = harness(SyntheticPattern::Stencil1D, 9, 1);
+  topo = identify_topology({&s1, &s2, &s3});
+  EXPECT_EQ(topo.ndims, 1u);
+  EXPECT_EQ(topo.depth, 2);
+}
+
+TEST(ExtrapolateErrors, BadInputsSayWhatIsWrong) {
+  auto a = harness(SyntheticPattern::Stencil1D, 6, 1), b = harness(SyntheticPattern::Stencil1D, 7, 1),
+       c = harness(SyntheticPattern::Stencil1D, 8, 1), b2 = harness(SyntheticPattern::Stencil1D, 7, 1);
+  auto other = harness(SyntheticPattern::Collectives, 9, 1);
+  ExtrapolationOptions opt;
+  opt.target_ranks = 64;
+  auto message = [&](std::vector<const Trace*> in) {
+    try {
+      extrapolate(in, opt);
+    } catch (const ExtrapolationError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({&a, &b, &b2}).find("same size twice"), std::string::npos);
+  EXPECT_NE(message({&a, &b}).find("too few sizes"), std::string::npos);
+  EXPECT_NE(message({&a, &b, &other}).find("different programs"), std::string::npos);
+  other.metadata["program"] = a.metadata["program"];  // same name, different code
+  EXPECT_NE(message({&a, &b, &other}).find("cannot extrapolate"), std::string::npos);
+  EXPECT_NO_THROW(extrapolate({&a, &b, &c}, opt));
+}
+
+struct HarnessCase {
+  SyntheticPattern pattern;
+  std::vector<std::int64_t> sizes;
+  std::int64_t target;
+};
+
+class ExtrapolateHarness : public ::testing::TestWithParam<HarnessCase> {};
+
+TEST_P(ExtrapolateHarness, EqualsTheHarnessTraceAtTheTargetSize) {
+  const auto& c = GetParam();
+  const std::int64_t timesteps = 2;
+  auto res = extrapolate_harness(c.pattern, c.sizes, c.target, timesteps);
+  auto truth = harness(c.pattern, c.target, timesteps);
+  EXPECT_EQ(trace_difference(res.trace, truth), "");
+  // A normal trace: a format round trip and a cursor walk on the last rank work.
+  auto back = decode_trace(encode_trace(res.trace));
+  EXPECT_EQ(trace_difference(back, truth), "");
+  SyntheticSpec spec;
+  spec.pattern = c.pattern;
+  spec.nranks = c.target;
+  spec.timesteps = timesteps;
+  spec.wrap = false;
+  for (std::int64_t r : {std::int64_t{0}, c.target / 2 + 3, c.target - 1}) {
+    auto rec = record_synthetic(spec, r);
+    auto got = expand(back, r);
+    ASSERT_EQ(got.size(), rec.events.size());
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].same_call(rec.events[i])) << describe(got[i]);
+  }
+  std::printf("%s -> %lld ranks: %s; %zu laws\n", std::string(synthetic_pattern_name(c.pattern)).c_str(),
+              static_cast<long long>(c.target), res.trace.metadata["extrapolation_roles"].c_str(), res.laws.size());
+}
+
+// 4,096 ranks in every run of the suite. The same comparison at 65,536 and 1,048,576 ranks
+// (minutes per case on a loaded 2-core machine: the harness and the extrapolation each build
+// the trace rank by rank) runs when SCALATRACE_EXTRAPOLATE_LARGE=1.
+INSTANTIATE_TEST_SUITE_P(
+    To4096, ExtrapolateHarness,
+    ::testing::Values(HarnessCase{SyntheticPattern::Stencil1D, {6, 7, 8, 9}, 4096},
+                      HarnessCase{SyntheticPattern::Stencil2D, {16, 20, 25, 30}, 4096},
+                      HarnessCase{SyntheticPattern::Stencil3D, {27, 36, 48, 64, 80}, 4096},
+                      HarnessCase{SyntheticPattern::Collectives, {4, 5, 6}, 4096},
+                      HarnessCase{SyntheticPattern::RowColumn, {16, 20, 25, 30}, 4096}));
+
+class ExtrapolateLarge : public ExtrapolateHarness {
+ protected:
+  void SetUp() override {
+    const char* on = std::getenv("SCALATRACE_EXTRAPOLATE_LARGE");
+    if (on == nullptr || std::string(on) != "1") GTEST_SKIP() << "set SCALATRACE_EXTRAPOLATE_LARGE=1";
+  }
+};
+
+TEST_P(ExtrapolateLarge, EqualsTheHarnessTraceAtTheTargetSize) {
+  const auto& c = GetParam();
+  auto res = extrapolate_harness(c.pattern, c.sizes, c.target, 2);
+  EXPECT_EQ(trace_difference(res.trace, harness(c.pattern, c.target, 2)), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Large, ExtrapolateLarge,
+    ::testing::Values(HarnessCase{SyntheticPattern::Stencil1D, {6, 7, 8, 9}, 65536},
+                      HarnessCase{SyntheticPattern::Stencil2D, {16, 20, 25, 30}, 65536},
+                      HarnessCase{SyntheticPattern::Stencil3D, {27, 36, 48, 64, 80}, 65536},
+                      HarnessCase{SyntheticPattern::Collectives, {4, 5, 6}, 65536},
+                      HarnessCase{SyntheticPattern::RowColumn, {16, 20, 25, 30}, 65536},
+                      HarnessCase{SyntheticPattern::Stencil1D, {6, 7, 8, 9}, 1048576},
+                      HarnessCase{SyntheticPattern::Stencil2D, {16, 20, 25, 30}, 1048576}));

@@ -1,0 +1,649 @@
+// .sct format: round trips of per-rank and merged traces, truncation at every byte, randomized
+// corruption (with and without a repaired checksum) must give FormatError, never a crash.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/merge/merge.hpp"
+#include "scalatrace/synthetic/synthetic.hpp"
+#include "synthetic_support.hpp"
+#include "trace_difference.hpp"
+
+using namespace scalatrace;
+
+namespace {
+
+Trace rank_trace(const SyntheticSpec& spec, std::int64_t rank) {
+  RankRecording rec = record_synthetic(spec, rank);
+  Trace t = compress_recording(rec);
+  return make_rank_trace(rank, spec.nranks, std::move(t.nodes), std::move(t.sites),
+                         std::move(t.comms), std::move(t.names));
+}
+
+Trace merged_trace(const SyntheticSpec& spec) {
+  std::vector<Trace> traces;
+  for (std::int64_t r = 0; r < spec.nranks; ++r) traces.push_back(rank_trace(spec, r));
+  return merge_tree(std::move(traces));
+}
+
+/// A trace exercising every part of the model, built by hand.
+Trace handmade() {
+  Trace t;
+  t.nranks = 8;
+  t.metadata["program"] = "handmade";
+  t.metadata["command_line"] = "./handmade --flag";
+  std::uint32_t m = t.sites.intern_module("/bin/handmade");
+  std::uint32_t s0 = t.sites.intern({Frame{m, 0x1234}, Frame{m, 0x99}});
+  std::uint32_t s1 = t.sites.intern({Frame{m, 0x2000}});
+  t.sites.sites[s0].symbol = "exchange";
+  t.sites.sites[s0].location = "handmade.c:42";
+  t.names = {"MPI_Type_commit", "MPI_Wtime"};
+  t.comms.entries.push_back(CommEntry{0, RankList::range(0, 8), RankList::range(0, 8)});
+  t.comms.entries.push_back(
+      CommEntry{2, RankList::from_sequence({6, 4, 2, 0}), RankList::range(0, 4, 2)});
+
+  Node ev;
+  ev.ranks = RankList::range(0, 8);
+  ev.event = std::make_unique<EventNode>();
+  ev.event->op = Op::Isend;
+  ev.event->site = s0;
+  ValueSeq peers;
+  for (int i = 0; i < 5; ++i) peers.append(i % 2 ? 1 : -1);
+  ev.event->fields[static_cast<std::size_t>(Field::Peer)].alternatives = {
+      {peers, RankList::range(1, 6)}, {ValueSeq::constant(1, 5), RankList::single(0)},
+      {ValueSeq::constant(-1, 5), RankList::single(7)}};
+  ev.event->fields[static_cast<std::size_t>(Field::Bytes)].alternatives = {
+      {ValueSeq::constant(4096, 5), RankList::range(0, 8)}};
+  ev.event->site_ids.alternatives = {{ValueSeq::constant(s0, 5), RankList::range(0, 8)}};
+  ev.event->compute = Histogram(4);
+  for (std::uint64_t v : {100u, 200u, 5000u, 123456u}) ev.event->compute.add(v);
+  ev.event->duration = Histogram(8);
+  ev.event->duration.add(7);
+
+  Node other;
+  other.ranks = RankList::range(0, 4, 2);
+  other.presence.alternatives = {{ValueSeq{}, RankList::range(0, 4, 2)}};
+  for (int i = 0; i < 3; ++i) other.presence.alternatives[0].first.append(i % 2);
+  other.event = std::make_unique<EventNode>();
+  other.event->op = Op::Other;
+  other.event->site = s1;
+  other.event->fields[static_cast<std::size_t>(Field::NameId)].alternatives = {
+      {ValueSeq::constant(1, 1), RankList::range(0, 4, 2)}};
+  ArraySeq reqs;
+  reqs.append({1, 2, 3});
+  reqs.append({1, 2, 3});
+  reqs.append({4});
+  other.event->arrays[static_cast<std::size_t>(ArrayField::Requests)].alternatives = {
+      {reqs, RankList::range(0, 4, 2)}};
+
+  Node loop;
+  loop.ranks = RankList::range(0, 8);
+  loop.loop = std::make_unique<LoopNode>();
+  loop.loop->trips.alternatives = {{ValueSeq::constant(5, 1), RankList::range(0, 8)}};
+  loop.loop->body.push_back(std::move(ev));
+  t.nodes.push_back(std::move(loop));
+  t.nodes.push_back(std::move(other));
+  return t;
+}
+
+/// Format version 2 stores each bin's mean rounded to a nanosecond instead of its sum: sums
+/// come back within half a nanosecond per value, everything else exactly.
+void expect_same_histogram(const Histogram& a, const Histogram& b) {
+  EXPECT_EQ(a.sub_bins(), b.sub_bins());
+  EXPECT_EQ(a.coarsening(), b.coarsening());
+  EXPECT_EQ(a.count(), b.count());
+  EXPECT_EQ(a.min(), b.min());
+  EXPECT_EQ(a.max(), b.max());
+  EXPECT_NEAR(a.sum(), b.sum(), 0.5 * static_cast<double>(a.count()) + 1e-9);
+  ASSERT_EQ(a.bins().size(), b.bins().size());
+  for (std::size_t i = 0; i < a.bins().size(); ++i) {
+    const auto &x = a.bins()[i], &y = b.bins()[i];
+    EXPECT_EQ(x.index, y.index);
+    EXPECT_EQ(x.count, y.count);
+    EXPECT_EQ(x.min, y.min);
+    EXPECT_EQ(x.max, y.max);
+    EXPECT_NEAR(x.sum, y.sum, 0.5 * static_cast<double>(x.count) + 1e-9);
+  }
+}
+
+void expect_same_nodes(const std::vector<Node>& a, const std::vector<Node>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].ranks, b[i].ranks);
+    EXPECT_EQ(a[i].presence, b[i].presence);
+    ASSERT_EQ(a[i].is_loop(), b[i].is_loop());
+    if (a[i].is_loop()) {
+      EXPECT_EQ(a[i].loop->trips, b[i].loop->trips);
+      expect_same_nodes(a[i].loop->body, b[i].loop->body);
+      continue;
+    }
+    const EventNode& x = *a[i].event;
+    const EventNode& y = *b[i].event;
+    EXPECT_EQ(x.op, y.op);
+    EXPECT_EQ(x.site, y.site);
+    EXPECT_EQ(x.site_ids, y.site_ids);
+    EXPECT_EQ(x.fields, y.fields);
+    EXPECT_EQ(x.arrays, y.arrays);
+    expect_same_histogram(x.compute, y.compute);
+    expect_same_histogram(x.duration, y.duration);
+    ASSERT_EQ(x.timing_groups.size(), y.timing_groups.size());
+    for (std::size_t g = 0; g < x.timing_groups.size(); ++g) {
+      EXPECT_EQ(x.timing_groups[g].ranks, y.timing_groups[g].ranks);
+      expect_same_histogram(x.timing_groups[g].compute, y.timing_groups[g].compute);
+      expect_same_histogram(x.timing_groups[g].duration, y.timing_groups[g].duration);
+    }
+  }
+}
+
+void expect_same_trace(const Trace& a, const Trace& b) {
+  EXPECT_EQ(a.nranks, b.nranks);
+  EXPECT_EQ(a.metadata, b.metadata);
+  EXPECT_EQ(a.names, b.names);
+  EXPECT_EQ(a.sites.modules, b.sites.modules);
+  ASSERT_EQ(a.sites.sites.size(), b.sites.sites.size());
+  for (std::size_t i = 0; i < a.sites.sites.size(); ++i) {
+    EXPECT_EQ(a.sites.sites[i].frames, b.sites.sites[i].frames);
+    EXPECT_EQ(a.sites.sites[i].hash, b.sites.sites[i].hash);
+    EXPECT_EQ(a.sites.sites[i].symbol, b.sites.sites[i].symbol);
+    EXPECT_EQ(a.sites.sites[i].location, b.sites.sites[i].location);
+  }
+  ASSERT_EQ(a.comms.entries.size(), b.comms.entries.size());
+  for (std::size_t i = 0; i < a.comms.entries.size(); ++i) {
+    EXPECT_EQ(a.comms.entries[i].id, b.comms.entries[i].id);
+    EXPECT_EQ(a.comms.entries[i].members, b.comms.entries[i].members);
+    EXPECT_EQ(a.comms.entries[i].holders, b.comms.entries[i].holders);
+  }
+  expect_same_nodes(a.nodes, b.nodes);
+}
+
+std::string expect_error(std::string_view bytes) {
+  try {
+    decode_trace(bytes);
+  } catch (const FormatError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "decode_trace accepted invalid input of " << bytes.size() << " bytes";
+  return {};
+}
+
+void put_u32(std::string& s, std::size_t at, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) s[at + static_cast<std::size_t>(i)] = static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+
+/// CRC-32 as docs/format.md specifies it (bitwise, independent of the implementation's table).
+std::uint32_t reference_crc(std::string_view data) {
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (unsigned char b : data) {
+    c ^= b;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+  }
+  return ~c;
+}
+
+}  // namespace
+
+TEST(Format, HandmadeRoundTrip) {
+  Trace t = handmade();
+  std::string bytes = encode_trace(t);
+  ASSERT_EQ(bytes.substr(0, 8), "SCALATRC");
+  Trace back = decode_trace(bytes);
+  expect_same_trace(t, back);
+  EXPECT_EQ(encode_trace(back), bytes);
+  for (std::int64_t r = 0; r < t.nranks; ++r) {
+    auto x = expand(t, r), y = expand(back, r);
+    ASSERT_EQ(x.size(), y.size());
+    for (std::size_t i = 0; i < x.size(); ++i) EXPECT_TRUE(x[i].same_call(y[i]));
+  }
+}
+
+TEST(Format, PerRankAndMergedRoundTrip) {
+  for (auto pattern : {SyntheticPattern::Stencil1D, SyntheticPattern::Stencil2D,
+                       SyntheticPattern::RowColumn, SyntheticPattern::Irregular,
+                       SyntheticPattern::Collectives}) {
+    SyntheticSpec spec;
+    spec.pattern = pattern;
+    spec.nranks = 12;
+    spec.timesteps = 7;
+    spec.wrap = false;
+    Trace one = rank_trace(spec, 5);
+    std::string b1 = encode_trace(one);
+    expect_same_trace(one, decode_trace(b1));
+    Trace merged = merged_trace(spec);
+    std::string b2 = encode_trace(merged);
+    Trace back = decode_trace(b2);
+    expect_same_trace(merged, back);
+    EXPECT_EQ(encode_trace(back), b2);
+  }
+}
+
+/// Every value sequence of `nodes` (fields, presence, trip counts, call-site ids).
+static void for_each_seq(const std::vector<Node>& nodes, const std::function<void(const ValueSeq&)>& f) {
+  test_support::for_each_elastic(nodes, [&](const ElasticValue& v) {
+    for (const auto& alternative : v.alternatives) f(alternative.first);
+  });
+}
+
+TEST(Format, StoresValueSequencesSealed) {
+  // A wrap-around 3D stencil: each rank's 26 relative peers per timestep are a block of runs;
+  // the file holds it as one block x timesteps, not x(timesteps-1) plus an open copy.
+  // Compression leaves its sequences canonical (sealed), so the test reopens them: each is
+  // rebuilt by appending its values one by one, which leaves the last period open.
+  const SyntheticSpec spec = test_support::synthetic_spec(SyntheticPattern::Stencil3D, 64, 30, true);
+  Trace merged = merged_trace(spec);
+  test_support::for_each_elastic(merged.nodes, [](ElasticValue& v) {
+    for (auto& alternative : v.alternatives) {
+      ValueSeq open;
+      for (auto x : alternative.first.to_vector()) open.append(x);
+      alternative.first = std::move(open);
+    }
+  });
+  std::size_t unsealed = 0, runs_in_memory = 0;
+  for_each_seq(merged.nodes, [&](const ValueSeq& s) {
+    unsealed += s.sealed() ? 0 : 1;
+    for (const auto& b : s.blocks()) runs_in_memory += b.runs.size();
+  });
+  ASSERT_GT(unsealed, 0u) << "the test needs open sequences to seal";
+  const std::string bytes = encode_trace(merged);
+  const Trace back = decode_trace(bytes);
+  std::size_t runs_in_file = 0;
+  for_each_seq(back.nodes, [&](const ValueSeq& s) {
+    EXPECT_TRUE(s.sealed()) << s.to_string();
+    for (const auto& b : s.blocks()) runs_in_file += b.runs.size();
+  });
+  EXPECT_LT(runs_in_file, runs_in_memory);
+  expect_same_trace(merged, back);  // sealed or not, the same trace
+  EXPECT_EQ(encode_trace(back), bytes);
+  for (std::int64_t rank : {0, 21, 42, 63}) {
+    const auto x = expand(merged, rank), y = expand(back, rank);
+    ASSERT_EQ(x.size(), y.size()) << "rank " << rank;
+    EXPECT_GT(x.size(), 30u * 26u);
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_TRUE(x[i].same_call(y[i])) << "rank " << rank << " event " << i;
+  }
+}
+
+TEST(Format, FileRoundTripAndErrors) {
+  Trace t = handmade();
+  std::string path = ::testing::TempDir() + "format_test.sct";
+  write_trace_file(t, path);
+  expect_same_trace(t, read_trace_file(path));
+  EXPECT_THROW(read_trace_file(path + ".missing"), Error);
+}
+
+TEST(Format, NamedErrors) {
+  std::string bytes = encode_trace(handmade());
+  EXPECT_NE(expect_error("hello world, not a trace").find("bad magic"), std::string::npos);
+  std::string v8 = bytes;
+  put_u32(v8, 8, 8);
+  EXPECT_NE(expect_error(v8).find("unsupported format version 8 (this reader supports 2 to 7)"),
+            std::string::npos);
+  std::string flipped = bytes;
+  flipped[bytes.size() - 3] ^= 0x10;
+  EXPECT_NE(expect_error(flipped).find("checksum mismatch"), std::string::npos);
+  EXPECT_NE(expect_error(bytes.substr(0, bytes.size() - 1)).find("truncated"), std::string::npos);
+  EXPECT_NE(expect_error(bytes + "x").find("trailing"), std::string::npos);
+  EXPECT_EQ(reference_crc(std::string_view(bytes).substr(28)),
+            static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[24]) |
+                                       static_cast<unsigned char>(bytes[25]) << 8 |
+                                       static_cast<unsigned char>(bytes[26]) << 16 |
+                                       static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[27])) << 24));
+}
+
+TEST(Format, FirstOccurrenceHistogramsAreChecked) {
+  // Version 7 writes an event's first-occurrence compute times where they differ from the
+  // others; a file holding more first occurrences than compute times, or another bin layout,
+  // is corrupt and says so.
+  auto first_event = [](Trace& t) -> EventNode& {
+    Node* n = &t.nodes.front();
+    while (n->loop) n = &n->loop->body.front();
+    return *n->event;
+  };
+  Trace t = handmade();
+  const EventNode& e = first_event(t);
+  ASSERT_GT(e.compute.count(), 0u);
+  ASSERT_TRUE(e.timing_groups.empty());
+  auto with_first = [&](Histogram first) {
+    Trace copy = t.clone();
+    first_event(copy).first_compute = std::move(first);
+    return encode_trace(copy);
+  };
+  Histogram warm_up(e.compute.sub_bins());
+  warm_up.add(e.compute.max() + 5'000'000);
+  Trace read = decode_trace(with_first(warm_up));
+  EXPECT_EQ(first_event(read).first_compute, warm_up);
+  Histogram too_many = warm_up;
+  for (std::uint64_t i = 0; i < e.compute.count(); ++i) too_many.add(e.compute.max() + 5'000'000);
+  EXPECT_NE(expect_error(with_first(too_many)).find("first-occurrence compute histogram with more values"),
+            std::string::npos);
+  Histogram other_layout(e.compute.sub_bins() * 2);
+  other_layout.add(e.compute.max() + 5'000'000);
+  EXPECT_NE(expect_error(with_first(other_layout)).find("other bins per octave"), std::string::npos);
+}
+
+TEST(Format, TruncationAtEveryByte) {
+  std::string bytes = encode_trace(handmade());
+  for (std::size_t k = 0; k < bytes.size(); ++k) expect_error(std::string_view(bytes).substr(0, k));
+}
+
+TEST(Format, TruncatedPayloadWithRepairedHeaderNamesTheSection) {
+  // Cut inside the payload, then fix length and checksum: the parser itself must notice.
+  std::string bytes = encode_trace(handmade());
+  int named = 0;
+  for (std::size_t k = 28; k < bytes.size(); ++k) {
+    std::string cut = bytes.substr(0, k);
+    std::uint64_t len = k - 28;
+    for (int i = 0; i < 8; ++i) cut[16 + static_cast<std::size_t>(i)] = static_cast<char>((len >> (8 * i)) & 0xFF);
+    put_u32(cut, 24, reference_crc(std::string_view(cut).substr(28)));
+    std::string msg = expect_error(cut);
+    if (msg.find(" at byte ") != std::string::npos) ++named;
+  }
+  EXPECT_GT(named, 0);
+}
+
+TEST(Format, RandomCorruptionNeverCrashes) {
+  const SyntheticSpec spec = test_support::synthetic_spec(SyntheticPattern::Stencil2D, 9, 4);
+  const std::string inputs[] = {encode_trace(handmade()), encode_trace(merged_trace(spec))};
+  std::mt19937_64 rng(2024);
+  int decoded = 0, rejected = 0;
+  for (int iter = 0; iter < 2000; ++iter) {
+    std::string bytes = inputs[iter % 2];
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) {
+      std::size_t at = 28 + rng() % (bytes.size() - 28);
+      bytes[at] = static_cast<char>(rng() & 0xFF);
+    }
+    // Most corrupt files are caught by the checksum; repair it for 3 in 4 inputs so that the
+    // parser's own checks are exercised.
+    if (iter % 4 != 0) put_u32(bytes, 24, reference_crc(std::string_view(bytes).substr(28)));
+    try {
+      Trace t = decode_trace(bytes);
+      ++decoded;
+      // A trace that decodes must be safe to walk (bounded: corrupt trip counts may be huge).
+      for (std::int64_t r = 0; r < t.nranks && r < 16; ++r) {
+        try {
+          Cursor c(t, r, TimingMode::None);
+          for (int n = 0; n < 10000 && c.next(); ++n) {
+          }
+        } catch (const Error&) {
+        }
+      }
+    } catch (const FormatError&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 1000);
+  SUCCEED() << decoded << " corrupt inputs still decoded";
+}
+
+namespace {
+
+/// The handmade trace with one more communicator whose members are {0, 2, 3, 4, 6, 7} as four
+/// descriptors <0> <2 3> <4> <6 7>: written as one group (stride 4, two descriptors, twice).
+Trace with_grouped_ranklist() {
+  Trace t = handmade();
+  RankList members;
+  members.descriptors() = {RankDescriptor{0, {}}, RankDescriptor{2, {{2, 1}}}, RankDescriptor{4, {}},
+                           RankDescriptor{6, {{2, 1}}}};
+  t.comms.entries.push_back(CommEntry{4, members, members});
+  return t;
+}
+
+/// The bytes of that group as written (version 5: rank numbers and counts are scaled numbers
+/// against the basis {8}; these are small, so each is its zigzag code shifted left by one): stride
+/// 4 (0x10), uv 2*2+1, repeat 2 (0x08), then <0> (start 0x00, no dims) and <2 3> (start 2 =
+/// 0x08, one dim: stride 1 = 0x04, count 2 = 0x08).
+const std::string kGroupBytes("\x10\x05\x08\x00\x00\x08\x02\x04\x08", 9);
+
+/// Replaces every occurrence of `from` by `bytes` and repairs length and checksum.
+std::string with_replaced_bytes(std::string file, const std::string& from, const std::string& bytes) {
+  std::size_t at = 0, replaced = 0;
+  while ((at = file.find(from, at)) != std::string::npos) {
+    file.replace(at, from.size(), bytes);
+    at += bytes.size();
+    ++replaced;
+  }
+  EXPECT_GT(replaced, 0u);
+  const std::size_t length = file.size() - 28;
+  for (int i = 0; i < 8; ++i) file[16 + static_cast<std::size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xFF);
+  put_u32(file, 24, reference_crc(std::string_view(file).substr(28)));
+  return file;
+}
+
+std::string with_group_bytes(const std::string& file, const std::string& bytes) {
+  return with_replaced_bytes(file, kGroupBytes, bytes);
+}
+
+}  // namespace
+
+TEST(Format, RanklistGroupsRoundTripAndAreCheckedOnRead) {
+  const Trace t = with_grouped_ranklist();
+  const std::string bytes = encode_trace(t);
+  ASSERT_NE(bytes.find(kGroupBytes), std::string::npos) << "the ranklist was not written as a group";
+  expect_same_trace(t, decode_trace(bytes));
+  EXPECT_NO_THROW(decode_trace(with_group_bytes(bytes, kGroupBytes)));
+
+  struct Case {
+    std::string bytes, message;
+  };
+  const std::vector<Case> cases = {
+      {std::string("\x10\x05\x04\x00\x00\x08\x02\x04\x08", 9), "ranklist group repeated 1 times"},
+      {std::string("\x10\x05\x00\x00\x00\x08\x02\x04\x08", 9), "ranklist group repeated 0 times"},
+      {std::string("\x10\x01\x08\x00\x00\x08\x02\x04\x08", 9), "ranklist group of 0 descriptors"},
+      {std::string("\x10\x13\x08\x00\x00\x08\x02\x04\x08", 9), "ranklist group of 9 descriptors"},
+      {std::string("\x00\x05\x08\x00\x00\x08\x02\x04\x08", 9), "ranklist group stride 0"},
+      {std::string("\x10\x05\x08\x00\x03\x08\x02\x04\x08", 9), "ranklist group inside a group"},
+      // repeated 3 times, the third copy reaches ranks 8 and 10-11 of an 8-rank trace
+      {std::string("\x10\x05\x0c\x00\x00\x08\x02\x04\x08", 9), "ranklist rank out of range [0, 8)"},
+      // repeated 2^40 times: refused before anything is allocated
+      {std::string("\x10\x05\x80\x80\x80\x80\x80\x80\x01\x00\x00\x08\x02\x04\x08", 15),
+       "implausible expansion of a ranklist group"},
+      // stride 4 as 1 x 8 - 4 with the coefficient 1 written out (code 3): not the canonical form
+      {std::string("\x3f\x02\x05\x08\x00\x00\x08\x02\x04\x08", 10),
+       "malformed scaled number (coefficient 1 written out)"},
+      // flagged as having coefficients, with none
+      {std::string("\x01\x05\x08\x00\x00\x08\x02\x04\x08", 9),
+       "malformed scaled number (flagged, without coefficients)"},
+      // stride 2^62 x 8: beyond 64 bits
+      {std::string("\x07\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01\x05\x08\x00\x00\x08\x02\x04\x08", 19),
+       "scaled number out of range"},
+  };
+  for (const Case& c : cases) {
+    const std::string message = expect_error(with_group_bytes(bytes, c.bytes));
+    EXPECT_NE(message.find(c.message), std::string::npos) << "got: " << message;
+  }
+}
+
+TEST(Format, GroupsKeepThe3DStencilsRanklistsConstantAndLossless) {
+  // Face ranks of a 3D grid are one descriptor list per plane in memory; written as groups,
+  // the file no longer grows with the number of planes. Lossless on every rank checked.
+  SyntheticSpec spec;
+  spec.pattern = SyntheticPattern::Stencil3D;
+  spec.timesteps = 2;
+  spec.wrap = false;  // boundaries: faces, edges and corners are rank classes of their own
+  std::size_t bytes_small = 0;
+  for (std::int64_t planes : {4, 32}) {  // 8x8x4 and 8x8x32 ranks: only the plane count grows
+    spec.dims = {8, 8, planes};
+    spec.nranks = 64 * planes;
+    const std::int64_t n = spec.nranks;
+    const Trace t = synthetic_merged_trace(spec);
+    const std::string bytes = encode_trace(t);
+    const Trace back = decode_trace(bytes);
+    expect_same_nodes(t.nodes, back.nodes);
+    for (std::int64_t r : {std::int64_t{0}, n / 2 + 9, n - 1}) {
+      RankRecording rec = record_synthetic(spec, r);
+      auto got = expand(back, r);
+      ASSERT_EQ(got.size(), rec.events.size());
+      for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i].fields, rec.events[i].fields);
+    }
+    std::printf("8x8x%lld: %zu bytes\n", static_cast<long long>(planes), bytes.size());
+    if (planes == 4) {
+      bytes_small = bytes.size();
+    } else {
+      // 8 times the planes: only the widths of a few numbers may differ.
+      EXPECT_LE(bytes.size(), bytes_small * 103 / 100) << bytes_small << " -> " << bytes.size();
+    }
+  }
+}
+
+namespace {
+
+/// Reads a fixture written by an older writer (`scalatrace-harness --pattern P --ranks N
+/// --timesteps T`), checks every rank's events against the synthetic recording, and returns
+/// the number of events over all ranks.
+std::uint64_t expect_old_fixture_lossless(const Trace& old, SyntheticPattern pattern,
+                                          std::int64_t nranks, std::int64_t timesteps) {
+  SyntheticSpec spec;
+  spec.pattern = pattern;
+  spec.nranks = nranks;
+  spec.timesteps = timesteps;
+  spec.wrap = false;
+  EXPECT_EQ(old.nranks, nranks);
+  std::uint64_t events = 0;
+  for (std::int64_t r = 0; r < spec.nranks; ++r) {
+    RankRecording rec = record_synthetic(spec, r);
+    auto got = expand(old, r);
+    EXPECT_EQ(got.size(), rec.events.size()) << "rank " << r;
+    if (got.size() != rec.events.size()) return events;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].op, rec.events[i].op) << "rank " << r << " event " << i;
+      EXPECT_EQ(got[i].fields, rec.events[i].fields) << "rank " << r << " event " << i;
+    }
+    events += got.size();
+  }
+  // Rewritten, it is a file of the current version holding the same trace.
+  const std::string rewritten = encode_trace(old);
+  EXPECT_EQ(static_cast<unsigned char>(rewritten[8]), kTraceFormatVersion);
+  expect_same_trace(old, decode_trace(rewritten));
+  return events;
+}
+
+}  // namespace
+
+TEST(Format, ReadsVersion2Files) {
+  // Written by the version-2 writer (no ranklist groups in that version).
+  const Trace old = read_trace_file(std::string(SCALATRACE_TEST_DATA) + "/v2_stencil3d_64.sct");
+  expect_old_fixture_lossless(old, SyntheticPattern::Stencil3D, 64, 3);
+}
+
+namespace {
+
+/// The handmade trace whose Isend computes for `count` values of 100 ns each, in one bin.
+Trace with_compute_count(std::uint64_t count) {
+  Trace t = handmade();
+  EventNode& isend = *t.nodes[0].loop->body[0].event;
+  const double sum = 100.0 * static_cast<double>(count);
+  isend.compute = Histogram::from_parts(
+      4, count, sum, 100, 100, {HistogramBin{Histogram::bin_index(100, 4), count, 100, 100, sum}});
+  return t;
+}
+
+}  // namespace
+
+TEST(Format, BinCountsTakeTwoBytesWhateverTheirSize) {
+  // Version 4: a histogram does not grow with the number of values it holds (ranks x
+  // timesteps). Exact below 2^15, then within 2^-11 of the count.
+  const std::size_t size_of_one = encode_trace(with_compute_count(1)).size();
+  for (std::uint64_t count :
+       {std::uint64_t{1}, std::uint64_t{127}, std::uint64_t{128}, std::uint64_t{16384},
+        std::uint64_t{32767}, std::uint64_t{32768}, std::uint64_t{32784}, std::uint64_t{65535},
+        std::uint64_t{1'000'000}, std::uint64_t{1'048'576} * 100, std::uint64_t{999'999'999'999},
+        std::uint64_t{1} << 46}) {
+    const std::string bytes = encode_trace(with_compute_count(count));
+    EXPECT_EQ(bytes.size(), size_of_one) << count;
+    const Trace back = decode_trace(bytes);
+    const Histogram& h = back.nodes[0].loop->body[0].event->compute;
+    ASSERT_EQ(h.bins().size(), 1u);
+    const auto got = static_cast<double>(h.count()), want = static_cast<double>(count);
+    if (count < 32768)
+      EXPECT_EQ(h.count(), count);
+    else
+      EXPECT_LE(std::abs(got - want), want / 2048) << count << " came back as " << h.count();
+    EXPECT_EQ(h.min(), 100u);
+    EXPECT_NEAR(h.mean(), 100.0, 1e-9);
+  }
+  // Between the collector's processes, counts stay exact (header flag bit 1).
+  for (std::uint64_t count : {std::uint64_t{32769}, std::uint64_t{999'999'999'999}}) {
+    const std::string bytes = encode_trace_for_transfer(with_compute_count(count));
+    EXPECT_EQ(static_cast<unsigned char>(bytes[12]), kFlagExactCounts);
+    EXPECT_EQ(decode_trace(bytes).nodes[0].loop->body[0].event->compute.count(), count);
+    std::string as_v3 = bytes;
+    put_u32(as_v3, 8, 3);
+    put_u32(as_v3, 24, reference_crc(std::string_view(as_v3).substr(28)));
+    EXPECT_NE(expect_error(as_v3).find("header flag 2 (exact bin counts) in a version 3 file"),
+              std::string::npos);
+  }
+  // Beyond the largest code (2047 << 36): the largest code, still a valid file.
+  for (std::uint64_t count : {std::uint64_t{1} << 60, ~std::uint64_t{0}}) {
+    const Trace huge = decode_trace(encode_trace(with_compute_count(count)));
+    EXPECT_EQ(huge.nodes[0].loop->body[0].event->compute.count(), std::uint64_t{2047} << 36);
+  }
+  // Rounding to nearest carries into the next exponent: 2047.5 x 32 rounds up to 2048 x 32.
+  const Trace carried = decode_trace(encode_trace(with_compute_count(2047 * 32 + 16)));
+  EXPECT_EQ(carried.nodes[0].loop->body[0].event->compute.count(), std::uint64_t{2048} * 32);
+}
+
+TEST(Format, ReadsVersion3Files) {
+  // Written by the version-3 writer (bin counts as uv).
+  const Trace old = read_trace_file(std::string(SCALATRACE_TEST_DATA) + "/v3_stencil2d_64.sct");
+  const std::uint64_t events = expect_old_fixture_lossless(old, SyntheticPattern::Stencil2D, 64, 10);
+  // Every event was timed once: the counts read as uv come back whole (and are exact again
+  // in version 4, all being below 2^15).
+  std::uint64_t counted = 0;
+  std::function<void(const std::vector<Node>&)> add = [&](const std::vector<Node>& nodes) {
+    for (const Node& n : nodes) {
+      if (n.loop) add(n.loop->body);
+      if (n.event) counted += n.event->duration.count();
+    }
+  };
+  add(old.nodes);
+  EXPECT_EQ(counted, events);
+}
+
+TEST(Format, ReadsVersion4Files) {
+  // Written by the version-4 writer (rank numbers as plain sv/uv; no scale basis).
+  const Trace old = read_trace_file(std::string(SCALATRACE_TEST_DATA) + "/v4_stencil3d_64.sct");
+  expect_old_fixture_lossless(old, SyntheticPattern::Stencil3D, 64, 3);
+}
+
+TEST(Format, ReadsVersion5Files) {
+  // Written by the version-5 writer (no neighbour grids; array values one by one).
+  const Trace old = read_trace_file(std::string(SCALATRACE_TEST_DATA) + "/v5_stencil2d_64.sct");
+  expect_old_fixture_lossless(old, SyntheticPattern::Stencil2D, 64, 3);
+}
+
+TEST(Format, ReadsVersion6Files) {
+  // Written by the version-6 writer (neighbour grids; no first-occurrence histograms).
+  const Trace old = read_trace_file(std::string(SCALATRACE_TEST_DATA) + "/v6_stencil3d_64.sct");
+  expect_old_fixture_lossless(old, SyntheticPattern::Stencil3D, 64, 3);
+}
+
+TEST(Format, MetadataKeysAreFrontCoded) {
+  Trace t = handmade();
+  t.metadata["setting.SCALATRACE_A"] = "1";
+  t.metadata["setting.SCALATRACE_B"] = "22";
+  t.metadata["\xC3\xA9t\xC3\xA9"] = "summer";  // "été", then "être": they share half an "é"
+  t.metadata["\xC3\xAAtre"] = "be";
+  const std::string bytes = encode_trace(t);
+  EXPECT_EQ(decode_trace(bytes).metadata, t.metadata);
+  // The second setting's key is written as the 19 bytes it shares and "B".
+  EXPECT_NE(bytes.find("setting.SCALATRACE_A"), std::string::npos);
+  EXPECT_EQ(bytes.find("setting.SCALATRACE_B"), std::string::npos);
+  const std::string second_setting("\x13\x01" "B\x02" "22", 6);
+  ASSERT_NE(bytes.find(second_setting), std::string::npos);
+  // "être" shares no bytes with "été": a shared "\xC3" would leave "\xAAtre", not UTF-8.
+  const std::string etre("\x00\x05\xC3\xAAtre\x02" "be", 10);
+  ASSERT_NE(bytes.find(etre), std::string::npos);
+
+  EXPECT_NE(expect_error(with_replaced_bytes(bytes, second_setting, std::string("\x7F\x01" "B\x02" "22", 6)))
+                .find("metadata key shares 127 bytes with a previous key of 20"),
+            std::string::npos);
+  EXPECT_NE(expect_error(with_replaced_bytes(bytes, etre, std::string("\x01\x04\xAAtre\x02" "be", 9)))
+                .find("metadata key is not valid UTF-8"),
+            std::string::npos);
+}

@@ -1,0 +1,594 @@
+// Cross-rank merge: lossless per rank on randomized multi-rank programs (SPMD with boundary
+// differences, and fully divergent ones), independent of merge order; ranklists and elastic
+// values stay shared for regular patterns.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <random>
+
+#include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/merge/merge.hpp"
+#include "scalatrace/synthetic/synthetic.hpp"
+#include "synthetic_support.hpp"
+#include "trace_difference.hpp"
+
+using namespace scalatrace;
+
+namespace {
+
+constexpr Op kOps[] = {Op::Send, Op::Recv, Op::Isend, Op::Irecv, Op::Waitall, Op::Barrier,
+                       Op::Allreduce, Op::Bcast, Op::Other};
+
+/// A random SPMD program: events, loops (trip counts may depend on the rank) and branches
+/// on rank properties.
+struct Stmt {
+  enum Kind { Ev, Loop, Branch } kind = Ev;
+  Op op = Op::Send;
+  int site = 0;
+  int param = 0;      // 0 const, 1 rank-relative, 2 iteration, 3 rank-random
+  int trips = 1;
+  int trip_mode = 0;  // 0 const, 1 depends on rank, 2 depends on rank class
+  int cond = 0;       // branch: 0 rank even, 1 rank == 0, 2 last rank, 3 rank < n/2, 4 random
+  std::vector<Stmt> body, other;
+};
+
+struct ProgramGen {
+  std::mt19937_64 rng;
+  int nsites = 0;
+  int pick(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
+  std::vector<Stmt> block(int depth, int max_len) {
+    std::vector<Stmt> out;
+    int n = 1 + pick(max_len);
+    for (int i = 0; i < n; ++i) out.push_back(stmt(depth));
+    return out;
+  }
+  Stmt stmt(int depth) {
+    Stmt s;
+    int r = pick(10);
+    if (depth < 3 && r < 3) {
+      s.kind = Stmt::Loop;
+      s.trips = 1 + pick(4);
+      s.trip_mode = pick(3);
+      s.body = block(depth + 1, 4);
+    } else if (depth < 3 && r < 5) {
+      s.kind = Stmt::Branch;
+      s.cond = pick(5);
+      s.body = block(depth + 1, 3);
+      if (pick(2)) s.other = block(depth + 1, 3);
+    } else {
+      s.op = kOps[pick(static_cast<int>(std::size(kOps)))];
+      s.site = nsites++;
+      s.param = pick(4);
+    }
+    return s;
+  }
+};
+
+struct RankRun {
+  std::int64_t rank, nranks;
+  std::mt19937_64 rng;
+  RankRecording rec;
+  std::vector<std::uint32_t> site_ids;  // program site -> this rank's table id (first use order)
+  std::vector<std::int64_t> name_ids;
+
+  std::uint32_t site(int s) {
+    if (site_ids.size() <= static_cast<std::size_t>(s)) site_ids.resize(static_cast<std::size_t>(s) + 1, UINT32_MAX);
+    auto& id = site_ids[static_cast<std::size_t>(s)];
+    if (id == UINT32_MAX) {
+      std::uint32_t m = rec.sites.intern_module(s % 2 ? "/bin/app" : "/lib/libfoo.so");
+      id = rec.sites.intern({Frame{m, 0x1000 + static_cast<std::uint64_t>(s) * 16}, Frame{m, 0x42}});
+    }
+    return id;
+  }
+  std::int64_t name(int s) {
+    std::string n = "MPI_Fake" + std::to_string(s % 3);
+    for (std::size_t i = 0; i < rec.names.size(); ++i)
+      if (rec.names[i] == n) return static_cast<std::int64_t>(i);
+    rec.names.push_back(n);
+    return static_cast<std::int64_t>(rec.names.size() - 1);
+  }
+  bool cond(const Stmt& s) {
+    switch (s.cond) {
+      case 0: return rank % 2 == 0;
+      case 1: return rank == 0;
+      case 2: return rank == nranks - 1;
+      case 3: return rank < nranks / 2;
+      default: return rng() % 2 == 0;
+    }
+  }
+  void run(const std::vector<Stmt>& prog, std::int64_t iter) {
+    for (const auto& s : prog) {
+      if (s.kind == Stmt::Loop) {
+        std::int64_t trips = s.trips;
+        if (s.trip_mode == 1) trips += rank % 3;
+        if (s.trip_mode == 2) trips += (rank == 0 || rank == nranks - 1) ? 1 : 0;
+        for (std::int64_t i = 0; i < trips; ++i) run(s.body, i);
+      } else if (s.kind == Stmt::Branch) {
+        run(cond(s) ? s.body : s.other, iter);
+      } else {
+        Event e;
+        e.op = s.op;
+        e.site = site(s.site);
+        std::int64_t v = 0;
+        switch (s.param) {
+          case 1: v = (rank + 1) % nranks - rank; break;
+          case 2: v = iter; break;
+          case 3: v = static_cast<std::int64_t>(rng() % 3); break;
+          default: v = 7;
+        }
+        e[Field::Peer] = v;
+        e[Field::Tag] = s.site;
+        e[Field::Bytes] = 8 * (s.param == 0 ? 1 : v + 10);
+        if (s.op == Op::Other) e[Field::NameId] = name(s.site);
+        if (s.op == Op::Waitall) e[ArrayField::Requests] = {2, 1};
+        e.compute_ns = 100 + rng() % 50;
+        e.duration_ns = 10 + rng() % 5;
+        rec.events.push_back(e);
+      }
+    }
+  }
+};
+
+RankRecording record(const std::vector<Stmt>& prog, std::int64_t rank, std::int64_t nranks,
+                     std::uint64_t seed, bool divergent) {
+  RankRun rr{rank, nranks, std::mt19937_64(seed * 1000003 + static_cast<std::uint64_t>(rank)), {}, {}, {}};
+  rr.rec.rank = rank;
+  rr.rec.nranks = nranks;
+  // Touch sites in a rank-dependent order so that the tables differ between ranks.
+  if (rank % 2) rr.site(3);
+  if (divergent) {
+    ProgramGen own{std::mt19937_64(seed ^ (static_cast<std::uint64_t>(rank) * 7919)), 0};
+    auto p = own.block(0, 5);
+    rr.run(p, 0);
+  } else {
+    rr.run(prog, 0);
+  }
+  rr.rec.comms.entries.push_back(CommEntry{0, RankList::range(0, nranks), {}});
+  return rr.rec;
+}
+
+Trace to_rank_trace(const RankRecording& rec) {
+  Trace t = compress_recording(rec);
+  return make_rank_trace(rec.rank, rec.nranks, std::move(t.nodes), std::move(t.sites),
+                         std::move(t.comms), std::move(t.names));
+}
+
+/// The cursor's views of a rank's events (what the simulator reads: arrays referring to the
+/// trace) equal its copies, timing included, and stay valid after the walk went on.
+void expect_views_equal_copies(const Trace& t, std::int64_t rank) {
+  Cursor copies(t, rank), views(t, rank);
+  std::vector<Event> events;
+  std::vector<EventView> seen;
+  Event e;
+  EventView v;
+  while (copies.next(e)) {
+    events.push_back(e);
+    ASSERT_TRUE(views.next(v)) << "rank " << rank << ": views end after " << seen.size();
+    seen.push_back(v);
+  }
+  ASSERT_FALSE(views.next(v)) << "rank " << rank << ": views go on after " << seen.size();
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const Event back = seen[i].to_event();
+    ASSERT_TRUE(back.same_call(events[i])) << "rank " << rank << " event " << i << ": "
+                                           << describe(back) << " vs " << describe(events[i]);
+    ASSERT_EQ(back.compute_ns, events[i].compute_ns);
+    ASSERT_EQ(back.duration_ns, events[i].duration_ns);
+  }
+}
+
+/// Compares one rank's events from the merged trace with its recording (sites by frames and
+/// modules, names by text, everything but timing).
+void expect_rank_equal(const Trace& merged, const RankRecording& rec) {
+  expect_views_equal_copies(merged, rec.rank);
+  std::vector<Event> got = expand(merged, rec.rank);
+  ASSERT_EQ(got.size(), rec.events.size()) << "rank " << rec.rank;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const Event& a = got[i];
+    const Event& b = rec.events[i];
+    SCOPED_TRACE("rank " + std::to_string(rec.rank) + " event " + std::to_string(i));
+    ASSERT_EQ(a.op, b.op);
+    const CallSite& sa = merged.sites.sites.at(a.site);
+    const CallSite& sb = rec.sites.sites.at(b.site);
+    ASSERT_EQ(sa.frames.size(), sb.frames.size());
+    for (std::size_t k = 0; k < sa.frames.size(); ++k) {
+      ASSERT_EQ(sa.frames[k].offset, sb.frames[k].offset);
+      ASSERT_EQ(merged.sites.modules.at(sa.frames[k].module), rec.sites.modules.at(sb.frames[k].module));
+    }
+    for (std::size_t f = 0; f < kFieldCount; ++f) {
+      if (static_cast<Field>(f) == Field::NameId && a.op == Op::Other) {
+        ASSERT_EQ(merged.names.at(static_cast<std::size_t>(a.fields[f])),
+                  rec.names.at(static_cast<std::size_t>(b.fields[f])));
+        continue;
+      }
+      ASSERT_EQ(a.fields[f], b.fields[f]) << field_name(static_cast<Field>(f));
+    }
+    ASSERT_EQ(a.arrays, b.arrays);
+  }
+}
+
+/// Merges in a random binary tree (any pairing of adjacent or non-adjacent groups).
+Trace merge_random_order(std::vector<Trace> traces, std::mt19937_64& rng) {
+  while (traces.size() > 1) {
+    std::size_t i = rng() % traces.size(), j = rng() % traces.size();
+    if (i == j) continue;
+    merge_into(traces[i], std::move(traces[j]));
+    traces.erase(traces.begin() + static_cast<std::ptrdiff_t>(j));
+  }
+  return std::move(traces[0]);
+}
+
+}  // namespace
+
+TEST(Merge, RandomProgramsLosslessPerRank) {
+  const std::uint64_t base = std::getenv("MERGE_SEED") ? std::strtoull(std::getenv("MERGE_SEED"), nullptr, 10) : 1;
+  const int iters = std::getenv("MERGE_SEED") ? 1 : 150;
+  for (int it = 0; it < iters; ++it) {
+    const std::uint64_t seed = base + static_cast<std::uint64_t>(it);
+    SCOPED_TRACE("MERGE_SEED=" + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    ProgramGen gen{std::mt19937_64(seed), 0};
+    auto prog = gen.block(0, 6);
+    const std::int64_t nranks = 1 + static_cast<std::int64_t>(rng() % 13);
+    const bool divergent = it % 5 == 4;
+    std::vector<RankRecording> recs;
+    std::vector<Trace> traces;
+    for (std::int64_t r = 0; r < nranks; ++r) {
+      recs.push_back(record(prog, r, nranks, seed, divergent));
+      traces.push_back(to_rank_trace(recs.back()));
+    }
+    std::vector<Trace> copy;
+    for (const auto& t : traces) copy.push_back(t.clone());
+    Trace merged = merge_tree(std::move(traces));
+    ASSERT_EQ(merged.nranks, nranks);
+    for (const auto& rec : recs) expect_rank_equal(merged, rec);
+    // The format keeps it lossless.
+    Trace back = decode_trace(encode_trace(merged));
+    for (const auto& rec : recs) expect_rank_equal(back, rec);
+    // Any merge order gives the same per-rank streams.
+    Trace other = merge_random_order(std::move(copy), rng);
+    for (const auto& rec : recs) expect_rank_equal(other, rec);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(Merge, SyntheticPatternsLosslessPerRank) {
+  for (auto pattern : {SyntheticPattern::Stencil1D, SyntheticPattern::Stencil2D,
+                       SyntheticPattern::Stencil3D, SyntheticPattern::Collectives,
+                       SyntheticPattern::RowColumn, SyntheticPattern::Irregular}) {
+    for (bool wrap : {false, true}) {
+      SyntheticSpec spec;
+      spec.pattern = pattern;
+      spec.nranks = pattern == SyntheticPattern::Stencil3D ? 27 : 12;
+      spec.timesteps = 5;
+      spec.wrap = wrap;
+      SCOPED_TRACE(std::string(synthetic_pattern_name(pattern)) + (wrap ? " wrap" : ""));
+      std::vector<RankRecording> recs;
+      std::vector<Trace> traces;
+      for (std::int64_t r = 0; r < spec.nranks; ++r) {
+        recs.push_back(record_synthetic(spec, r));
+        traces.push_back(to_rank_trace(recs.back()));
+      }
+      Trace merged = merge_tree(std::move(traces));
+      for (const auto& rec : recs) expect_rank_equal(merged, rec);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(Merge, PaperReorderingExample) {
+  // ScalaTrace §3: <(A;1),(B;2)> and <(B;3),(A;4)> merge into <(A;1,4),(B;2,3)>, not a queue
+  // that grows with the number of ranks.
+  auto one = [](std::int64_t rank, Op op) {
+    RankRecording rec;
+    rec.rank = rank;
+    rec.nranks = 5;
+    std::uint32_t m = rec.sites.intern_module("/bin/x");
+    Event e;
+    e.op = op;
+    e.site = rec.sites.intern({Frame{m, op == Op::Barrier ? 16u : 32u}});
+    rec.events.push_back(e);
+    return rec;
+  };
+  Trace master = to_rank_trace(one(1, Op::Barrier));
+  merge_into(master, to_rank_trace(one(2, Op::Bcast)));
+  Trace slave = to_rank_trace(one(3, Op::Bcast));
+  merge_into(slave, to_rank_trace(one(4, Op::Barrier)));
+  merge_into(master, std::move(slave));
+  ASSERT_EQ(master.nodes.size(), 2u);
+  EXPECT_EQ(master.nodes[0].ranks.size(), 2);
+  EXPECT_EQ(master.nodes[1].ranks.size(), 2);
+}
+
+TEST(Merge, ThesisLoopAgnosticExample) {
+  // Thesis Fig. 5.4: rank 0 loops 5 times over Isend/Irecv then Isend, Irecv, Waitall(12);
+  // rank 1 loops 6 times over Isend/Irecv/Waitall(2). The merged trace shares the loop and its
+  // Isend/Irecv nodes (Fig. 5.5).
+  auto rec = [](std::int64_t rank) {
+    RankRecording r;
+    r.rank = rank;
+    r.nranks = 2;
+    std::uint32_t m = r.sites.intern_module("/bin/fig54");
+    std::uint32_t isend = r.sites.intern({Frame{m, 0x10}});
+    std::uint32_t irecv = r.sites.intern({Frame{m, 0x20}});
+    std::uint32_t isend2 = r.sites.intern({Frame{m, 0x30}});
+    std::uint32_t irecv2 = r.sites.intern({Frame{m, 0x40}});
+    std::uint32_t wait = r.sites.intern({Frame{m, 0x50}});
+    auto ev = [&](Op op, std::uint32_t site, std::int64_t peer) {
+      Event e;
+      e.op = op;
+      e.site = site;
+      e[Field::Peer] = peer;
+      r.events.push_back(e);
+    };
+    const std::int64_t peer = rank == 0 ? 1 : -1;
+    if (rank == 0) {
+      for (int i = 0; i < 5; ++i) {
+        ev(Op::Isend, isend, peer);
+        ev(Op::Irecv, irecv, peer);
+      }
+      ev(Op::Isend, isend2, peer);
+      ev(Op::Irecv, irecv2, peer);
+      ev(Op::Waitall, wait, 0);
+    } else {
+      for (int i = 0; i < 6; ++i) {
+        ev(Op::Isend, isend, peer);
+        ev(Op::Irecv, irecv, peer);
+        ev(Op::Waitall, wait, 0);
+      }
+    }
+    return r;
+  };
+  RankRecording r0 = rec(0), r1 = rec(1);
+  Trace merged = to_rank_trace(r0);
+  merge_into(merged, to_rank_trace(r1));
+  expect_rank_equal(merged, r0);
+  expect_rank_equal(merged, r1);
+  ASSERT_FALSE(merged.nodes.empty());
+  ASSERT_TRUE(merged.nodes[0].is_loop());
+  EXPECT_EQ(merged.nodes[0].ranks.size(), 2);
+  EXPECT_EQ(merged.nodes[0].loop->trips.alternatives.size(), 2u);
+  EXPECT_EQ(merged.node_count(), 7u);  // loop{Isend, Irecv, Waitall}, Isend, Irecv, Waitall
+}
+
+TEST(Merge, StencilStaysConstantSize) {
+  // The same nodes and elastic alternatives at 64 and 256 ranks (2D, no wrap: corners, edges,
+  // interior); bytes grow only with the width of the numbers (see scale_test.cpp).
+  std::size_t sizes[2], nodes[2];
+  int k = 0;
+  for (std::int64_t n : {64, 256}) {
+    SyntheticSpec spec;
+    spec.pattern = SyntheticPattern::Stencil2D;
+    spec.nranks = n;
+    spec.timesteps = 6;
+    spec.wrap = false;
+    std::vector<Trace> traces;
+    for (std::int64_t r = 0; r < n; ++r) traces.push_back(to_rank_trace(record_synthetic(spec, r)));
+    Trace merged = merge_tree(std::move(traces));
+    merged.metadata.clear();
+    sizes[k] = encode_trace(merged).size();
+    nodes[k++] = merged.node_count();
+  }
+  EXPECT_EQ(nodes[0], nodes[1]);
+  EXPECT_LE(sizes[1], sizes[0] + sizes[0] / 10);
+}
+
+// At MPI_Finalize a parent merges its own trace, built in memory, with its children's, decoded
+// from their transfers, whose value sequences are sealed (ValueSeq::seal). Equal sequences must
+// still merge into one alternative, also where merging indexes them by hash (many alternatives):
+// here the upper half of the ranks comes decoded, and both halves hold the interior z planes.
+TEST(Merge, SealedAndUnsealedSequencesMergeAlike) {
+  const SyntheticSpec spec = test_support::synthetic_spec(SyntheticPattern::Stencil3D, 64, 12, true);
+  std::vector<Trace> in_memory, mixed;
+  for (std::int64_t r = 0; r < spec.nranks; ++r) {
+    in_memory.push_back(to_rank_trace(record_synthetic(spec, r)));
+    Trace t = to_rank_trace(record_synthetic(spec, r));
+    mixed.push_back(r >= spec.nranks / 2 ? decode_trace(encode_trace_for_transfer(t)) : std::move(t));
+  }
+  const Trace a = merge_tree(std::move(in_memory));
+  const Trace b = merge_tree(std::move(mixed));
+  // The same tree with the same alternatives (timing aside: a transfer rounds bin means).
+  EXPECT_EQ(test_support::trace_difference(a, b), "");
+  std::size_t most_alternatives = 0;
+  test_support::for_each_elastic(a.nodes, [&](const ElasticValue& v) {
+    most_alternatives = std::max(most_alternatives, v.alternatives.size());
+  });
+  EXPECT_GT(most_alternatives, 8u) << "the test needs the hashed merge path";
+}
+
+// MPI_COMM_SELF (id 1) is implicit in merged traces: one entry per rank would make the
+// communicator table grow with the rank count, and the collector records one on every rank.
+TEST(Merge, CommSelfIsImplicitSoTheCommTableDoesNotGrow) {
+  auto rank_trace = [](std::int64_t rank, std::int64_t nranks) {
+    CommTable comms;
+    comms.entries.push_back(CommEntry{0, RankList::range(0, nranks), RankList{}});
+    comms.entries.push_back(CommEntry{1, RankList::single(rank), RankList{}});
+    return make_rank_trace(rank, nranks, {}, CallSiteTable{}, std::move(comms), {});
+  };
+  for (std::int64_t nranks : {4, 64, 1024}) {
+    std::vector<Trace> traces;
+    for (std::int64_t r = 0; r < nranks; ++r) traces.push_back(rank_trace(r, nranks));
+    Trace merged = merge_tree(std::move(traces));
+    ASSERT_EQ(merged.comms.entries.size(), 1u) << nranks << " ranks";
+    EXPECT_EQ(merged.comms.entries[0].id, 0);
+    EXPECT_EQ(merged.comms.entries[0].holders.size(), nranks);
+    EXPECT_EQ(merged.comms.find(1, 3), nullptr);
+  }
+}
+
+TEST(Merge, CornerRanksStayInTheMainLoop) {
+  // A 3x3x3 proxy app with one call site per direction (26 Irecv sites, 26 Isend sites, as
+  // hand-written halo code has): corner ranks call 7 of each, interior ones all 26. Every rank
+  // must end up in the one main loop (issue 9: a corner rank was left in a loop of its own).
+  constexpr std::int64_t kRanks = 27, kSteps = 6;
+  auto rec = [](std::int64_t rank) {
+    RankRecording r;
+    r.rank = rank;
+    r.nranks = kRanks;
+    const std::uint32_t m = r.sites.intern_module("/bin/hydro");
+    std::vector<std::uint32_t> recv_site(27), send_site(27);
+    for (int d = 0; d < 27; ++d) {
+      recv_site[static_cast<std::size_t>(d)] = r.sites.intern({Frame{m, 0x1000u + 16u * static_cast<unsigned>(d)}});
+      send_site[static_cast<std::size_t>(d)] = r.sites.intern({Frame{m, 0x2000u + 16u * static_cast<unsigned>(d)}});
+    }
+    const std::uint32_t wait = r.sites.intern({Frame{m, 0x3000}});
+    const std::uint32_t reduce = r.sites.intern({Frame{m, 0x3010}});
+    auto ev = [&](Op op, std::uint32_t site, std::int64_t peer, std::int64_t bytes) {
+      Event e;
+      e.op = op;
+      e.site = site;
+      e[Field::Peer] = peer;
+      e[Field::Bytes] = bytes;
+      r.events.push_back(e);
+    };
+    const std::int64_t x = rank / 9, y = (rank / 3) % 3, z = rank % 3;
+    for (std::int64_t step = 0; step < kSteps; ++step) {
+      for (int pass = 0; pass < 2; ++pass)
+        for (int d = 0; d < 27; ++d) {
+          const std::int64_t dx = d / 9 - 1, dy = (d / 3) % 3 - 1, dz = d % 3 - 1;
+          if (dx == 0 && dy == 0 && dz == 0) continue;
+          const std::int64_t nx = x + dx, ny = y + dy, nz = z + dz;
+          if (nx < 0 || nx > 2 || ny < 0 || ny > 2 || nz < 0 || nz > 2) continue;
+          const std::int64_t peer = (nx * 3 + ny) * 3 + nz - rank;
+          const std::int64_t bytes = 8 << (2 * ((dx == 0) + (dy == 0) + (dz == 0)));
+          const auto k = static_cast<std::size_t>(d);
+          ev(pass == 0 ? Op::Irecv : Op::Isend, pass == 0 ? recv_site[k] : send_site[k], peer, bytes);
+        }
+      ev(Op::Waitall, wait, 0, 0);
+      ev(Op::Allreduce, reduce, 0, 8);
+    }
+    return r;
+  };
+  std::vector<RankRecording> recs;
+  TreeMerger merger;
+  for (std::int64_t r = 0; r < kRanks; ++r) {
+    recs.push_back(rec(r));
+    merger.push(to_rank_trace(recs.back()));
+  }
+  Trace merged = merger.finish();
+  for (const auto& r : recs) expect_rank_equal(merged, r);
+  std::size_t loops = 0;
+  for (const auto& n : merged.nodes)
+    if (n.is_loop()) {
+      ++loops;
+      EXPECT_EQ(n.ranks.size(), kRanks) << n.ranks.to_string() << " body " << n.loop->body.size();
+    }
+  EXPECT_EQ(loops, 1u);
+}
+
+namespace {
+
+/// A pipeline's receive on ranks 1..3 of 4, `calls` times, with compute_ns(rank, call) before
+/// each; the three ranks' traces merged. Also returns the merged receive node.
+std::pair<Trace, const EventNode*> merged_pipeline_receives(
+    int calls, const std::function<std::uint64_t(std::int64_t, int)>& compute_ns) {
+  std::vector<Trace> traces;
+  for (std::int64_t rank = 1; rank <= 3; ++rank) {
+    RankRecording r;
+    r.rank = rank;
+    r.nranks = 4;
+    const std::uint32_t m = r.sites.intern_module("/bin/pipeline");
+    const std::uint32_t recv = r.sites.intern({Frame{m, 0x10}});
+    for (int i = 0; i < calls; ++i) {
+      Event e;
+      e.op = Op::Recv;
+      e.site = recv;
+      e[Field::Peer] = -1;
+      e.compute_ns = compute_ns(rank, i);
+      e.duration_ns = 500;
+      r.events.push_back(e);
+    }
+    traces.push_back(to_rank_trace(r));
+  }
+  Trace merged = std::move(traces[0]);
+  merge_into(merged, std::move(traces[1]));
+  merge_into(merged, std::move(traces[2]));
+  const Node* recv = &merged.nodes.front();
+  while (recv->loop) recv = &recv->loop->body.front();
+  return {std::move(merged), recv->event.get()};
+}
+
+}  // namespace
+
+TEST(Merge, TimingGroupsKeepRanksThatDiffer) {
+  // A pipeline's receive: ranks 1 and 2 receive right after sending (no compute before the
+  // call), rank 3 (the last stage) computes 1 ms before it. The merged node keeps rank 3's
+  // timing apart, so each rank's cursor gives back its own compute time.
+  const auto [merged, recv] = merged_pipeline_receives(50, [](std::int64_t rank, int i) {
+    return (rank == 3 ? 1'000'000 : 2'000) + static_cast<std::uint64_t>(i);
+  });
+  ASSERT_NE(recv, nullptr);
+  EXPECT_EQ(recv->timing_groups.size(), 2u);
+  const auto round_trip = decode_trace(encode_trace(merged));
+  for (const Trace* t : std::vector<const Trace*>{&merged, &round_trip}) {
+    EXPECT_NEAR(static_cast<double>(expand(*t, 1).front().compute_ns), 2024.5, 1.0);
+    EXPECT_NEAR(static_cast<double>(expand(*t, 2).front().compute_ns), 2024.5, 1.0);
+    EXPECT_NEAR(static_cast<double>(expand(*t, 3).front().compute_ns), 1'000'024.5, 1.0);
+  }
+}
+
+TEST(Merge, FirstOccurrencesMergePerTimingGroup) {
+  // Every rank's first receive took a warm-up: ranks 1 and 2 about 500 us before later calls
+  // of 2 us; rank 3 (its own timing group, 1 ms per call) 3 ms. The merged node keeps the
+  // first occurrences per group, and each rank's cursor gives its group's warm-up to its first
+  // receive only, in memory and after a file.
+  const auto [merged, recv] = merged_pipeline_receives(40, [](std::int64_t rank, int i) -> std::uint64_t {
+    if (i == 0) return rank == 3 ? 3'000'000 : 480'000 + 20'000 * static_cast<std::uint64_t>(rank);
+    return rank == 3 ? 1'000'000 : 2'000;
+  });
+  ASSERT_NE(recv, nullptr);
+  ASSERT_EQ(recv->timing_groups.size(), 2u);
+  EXPECT_EQ(recv->first_compute.count(), 3u);
+  EXPECT_EQ(recv->first_compute_for(1).count(), 2u);
+  EXPECT_EQ(recv->first_compute_for(3).count(), 1u);
+  const auto round_trip = decode_trace(encode_trace(merged));
+  for (const Trace* t : std::vector<const Trace*>{&merged, &round_trip}) {
+    for (std::int64_t rank : {1, 2}) {
+      const auto events = expand(*t, rank);
+      EXPECT_NEAR(static_cast<double>(events.front().compute_ns), 510'000, 1.0) << rank;
+      EXPECT_NEAR(static_cast<double>(events.back().compute_ns), 2'000, 1.0) << rank;
+    }
+    const auto last = expand(*t, 3);
+    EXPECT_NEAR(static_cast<double>(last.front().compute_ns), 3'000'000, 1.0);
+    EXPECT_NEAR(static_cast<double>(last.back().compute_ns), 1'000'000, 1.0);
+  }
+}
+
+TEST(Merge, LongNonRepeatingStretchesMergeLosslesslyInBlocks) {
+  // Two ranks with 20,000 non-repeating events each (random sites; rank 1 shifted by a few
+  // events): one alignment table would hold 4 x 10^8 cells (6 GB), so the merge aligns in
+  // blocks. Every rank's events must still come back exactly, and most events still merge.
+  constexpr int kEvents = 20000;
+  std::vector<std::vector<Event>> streams(2);
+  std::vector<Trace> traces;
+  for (std::int64_t r = 0; r < 2; ++r) {
+    std::mt19937_64 rng(7);
+    for (int i = 0; i < kEvents + 3 * static_cast<int>(r); ++i) {
+      Event e;
+      e.op = Op::Iprobe;
+      e.site = static_cast<std::uint32_t>(rng() % 16);
+      e[Field::Tag] = static_cast<std::int64_t>(rng() % 1000);
+      if (r == 1 && i < 3) e.site = 99;  // rank 1 starts with three extra calls
+      streams[static_cast<std::size_t>(r)].push_back(e);
+    }
+    RankRecording rec;
+    rec.rank = r;
+    rec.nranks = 2;
+    for (std::uint32_t s = 0; s < 100; ++s) rec.sites.intern({Frame{rec.sites.intern_module("/a"), s}});
+    rec.events = streams[static_cast<std::size_t>(r)];
+    Trace t = compress_recording(rec);
+    traces.push_back(make_rank_trace(r, 2, std::move(t.nodes), std::move(t.sites), {}, {}));
+  }
+  const std::size_t nodes_before = traces[0].nodes.size() + traces[1].nodes.size();
+  Trace merged = merge_tree(std::move(traces));
+  for (std::int64_t r = 0; r < 2; ++r) {
+    const auto got = expand(merged, r);
+    const auto& want = streams[static_cast<std::size_t>(r)];
+    ASSERT_EQ(got.size(), want.size()) << "rank " << r;
+    for (std::size_t i = 0; i < want.size(); ++i) ASSERT_TRUE(got[i].same_call(want[i])) << "rank " << r << " event " << i;
+  }
+  EXPECT_LT(merged.nodes.size(), nodes_before * 6 / 10) << "the shared stretch merged";
+}
