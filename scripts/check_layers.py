@@ -26,23 +26,29 @@ CORE_STAGES = [
     "synthetic", "extrapolate", "codegen", "cluster",
 ]
 
-# python/scalatrace module -> level (docs/python.md, "Package levels").
+# python/scalatrace module -> level (docs/python.md, "Package levels"). A module imports only
+# modules of lower levels; the user's Trace (_trace) sits above the features it offers as
+# methods, and features that return a trace build it through _model.wrap (a registry).
 PYTHON_LEVELS = {
-    # L0: the compiled core, errors, paths, shared constants
-    "_core": 0, "errors": 0, "_paths": 0, "_base": 0, "_summary": 0, "conceptual_grammar": 0,
-    # L1: the trace as data
-    "_model": 1,
-    # L2: tables
+    # L0: the compiled core and the exceptions
+    "_core": 0, "errors": 0,
+    # L1: shared constants and helpers (OP_NAMES once), paths, result types, the coNCePTuaL grammar
+    "_base": 1, "_paths": 1, "_summary": 1, "conceptual_grammar": 1,
+    # L2: pandas tables over core objects
     "frames": 2,
-    # L3: raw recordings
-    "_raw": 3,
-    # L4: features as functions over the model
-    "simulate": 4, "simgrid": 4, "codegen": 4, "clustering": 4, "extrapolate": 4,
-    "export_otf2": 4, "export_extrap": 4, "comparison": 4, "plot": 4, "replay": 4,
-    # L5: the user's Trace class
-    "_trace": 5,
-    # L6: entry points
-    "_launch": 6, "cli": 6, "demo": 6, "__init__": 6,
+    # L3: the trace as data (knows no feature module) and the trace-class registry
+    "_model": 3,
+    # L4: raw recordings
+    "_raw": 4,
+    # L5: features as functions over the model; running a program under the collector
+    "simulate": 5, "simgrid": 5, "codegen": 5, "clustering": 5, "extrapolate": 5,
+    "export_otf2": 5, "export_extrap": 5, "comparison": 5, "replay": 5, "_launch": 5,
+    # L6: plots of traces and of the features' results
+    "plot": 6,
+    # L7: the user's Trace class (model + feature methods)
+    "_trace": 7,
+    # L8: entry points
+    "cli": 8, "demo": 8, "__init__": 8,
 }
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
@@ -88,47 +94,54 @@ def _included(text: str):
         yield text.count("\n", 0, m.start()) + 1, m.group(1)
 
 
-def _imported_modules(tree: ast.AST, package: str) -> list[tuple[int, str]]:
+def _imported_modules(tree: ast.AST, package: str, modules: set[str]) -> list[tuple[int, str]]:
+    """(line, module of ``package``) for every import in ``tree``, also inside functions and
+    ``if TYPE_CHECKING:``. A name that is not a module (``from . import Trace``,
+    ``from scalatrace import load``, ``import scalatrace``) is an import of ``__init__``."""
     found: list[tuple[int, str]] = []
+
+    def names_of(node: ast.ImportFrom) -> list[tuple[int, str]]:
+        return [(node.lineno, a.name if a.name in modules else "__init__") for a in node.names]
+
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1 and node.module is None:
-                found += [(node.lineno, a.name) for a in node.names]
-            elif node.level == 1:
+            if node.level >= 1 and node.module is None:
+                found += names_of(node)
+            elif node.level >= 1:
                 found.append((node.lineno, node.module.split(".")[0]))
-            elif node.level == 0 and node.module and node.module.split(".")[0] == package:
+            elif node.module and node.module.split(".")[0] == package:
                 parts = node.module.split(".")
-                if len(parts) > 1:
-                    found.append((node.lineno, parts[1]))
-                else:
-                    found += [(node.lineno, a.name) for a in node.names]
+                found += [(node.lineno, parts[1])] if len(parts) > 1 else names_of(node)
         elif isinstance(node, ast.Import):
             for a in node.names:
                 parts = a.name.split(".")
-                if parts[0] == package and len(parts) > 1:
-                    found.append((node.lineno, parts[1]))
+                if parts[0] == package:
+                    found.append((node.lineno, parts[1] if len(parts) > 1 else "__init__"))
     return found
 
 
 def check_python(root: Path, package: str = "scalatrace") -> list[str]:
     errors: list[str] = []
     pkg = root / "python" / package
+    if not pkg.is_dir():
+        return [f"python/{package}: missing"]
+    # Source modules; the compiled core counts as a module through its stub (_core.pyi) or binary.
     modules = {p.stem: p for p in pkg.glob("*.py")}
     modules.update({p.name: p for p in pkg.iterdir() if p.is_dir() and (p / "__init__.py").exists()})
+    compiled = {p.name.split(".")[0] for p in pkg.iterdir() if p.suffix in (".pyi", ".so", ".pyd")}
     for name in sorted(modules):
         if name not in PYTHON_LEVELS:
             errors.append(f"python/{package}/{name}: no level in PYTHON_LEVELS (scripts/check_layers.py)")
+    known = set(modules) | compiled
     for name, path in sorted(modules.items()):
         if name not in PYTHON_LEVELS:
             continue
         file = path / "__init__.py" if path.is_dir() else path
         tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
-        for lineno, target in _imported_modules(tree, package):
-            if target not in modules:
-                continue  # a name from __init__ or a non-module attribute
-            if target not in PYTHON_LEVELS:
+        for lineno, target in _imported_modules(tree, package, known):
+            if target == name or target not in PYTHON_LEVELS:
                 continue
-            if PYTHON_LEVELS[target] >= PYTHON_LEVELS[name] and target != name:
+            if PYTHON_LEVELS[target] >= PYTHON_LEVELS[name]:
                 errors.append(
                     f"{file.relative_to(root)}:{lineno}: '{name}' (level {PYTHON_LEVELS[name]}) imports "
                     f"'{target}' (level {PYTHON_LEVELS[target]}); a module imports only lower levels")

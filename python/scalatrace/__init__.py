@@ -27,7 +27,8 @@ from ._launch import trace
 from . import replay
 from ._raw import RawRecording, read_raw
 from ._summary import TimestepLoop
-from ._trace import OP_NAMES, CallSiteInfo, Event, Loop, Trace, load
+from ._base import OP_NAMES
+from ._trace import CallSiteInfo, Event, Loop, Trace, load  # importing _trace registers Trace (_model.wrap)
 from .comparison import Comparison, compare
 from .export_extrap import to_extrap
 from .errors import (

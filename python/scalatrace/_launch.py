@@ -12,7 +12,7 @@ from . import _paths
 from .errors import MPIRunError, ScalatraceError, UsageError
 
 if TYPE_CHECKING:
-    from ._trace import Trace
+    from ._model import TraceModel
 
 Command = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 
@@ -85,7 +85,7 @@ def trace(
     env: Mapping[str, str] | None = None,
     raw: bool | str | os.PathLike[str] = False,
     timeout: float | None = 600,
-) -> Trace:
+) -> TraceModel:
     """Runs an MPI program under the scalatrace collector and loads the trace.
 
     Parameters
@@ -115,7 +115,7 @@ def trace(
     MPIRunError
         If the program (or mpiexec) fails; carries the exit status and the stderr tail.
     """
-    from ._trace import load
+    from ._model import load
 
     out_path, raw_dir, proc = run_collected(cmd, np, out, env, raw, timeout)
     t = load(out_path)

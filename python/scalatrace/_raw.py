@@ -9,15 +9,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Literal
 import numpy as np
 
 from . import _core
+from ._base import DEFAULT_MAX_EVENTS, with_rank_and_names
+from ._model import TraceModel, wrap
 from ._summary import comm_triplets_to_output
-from ._trace import DEFAULT_MAX_EVENTS
 from .errors import UnknownNameError
 
 if TYPE_CHECKING:
     import pandas
     import scipy.sparse
-
-    from ._trace import Trace
 
 
 class RawRecording:
@@ -58,15 +57,13 @@ class RawRecording:
 
     def rank_table(self, rank: int) -> np.ndarray:
         """Same columns as :meth:`Trace.rank_table` (timings are the recorded ones)."""
-        from .frames import with_rank_and_names
-
         return with_rank_and_names(self[rank].rank_table(self.nranks))
 
     def to_dataframe(self, max_events: int = DEFAULT_MAX_EVENTS) -> pandas.DataFrame:
         """Every recorded event, same columns as :meth:`Trace.to_dataframe`, measured times."""
         from .frames import recording_frame
 
-        return recording_frame(self, max_events)
+        return recording_frame(self._ranks, self.nranks, max_events)
 
     def comm_matrix(
         self, metric: Literal["bytes", "messages"] = "bytes", kind: Literal["p2p", "collective", "all"] = "p2p", sparse: bool = False
@@ -74,15 +71,13 @@ class RawRecording:
         """Communication matrix by brute force over every recorded event."""
         return comm_triplets_to_output(_core.comm_matrix_of_recordings(self._ranks, metric, kind), sparse)
 
-    def compress(self, window: int = 0) -> Trace:
+    def compress(self, window: int = 0) -> TraceModel:
         """Compresses and merges the recordings offline into a :class:`Trace`.
 
         Runs the same IntraCompressor and radix-tree merge as the collector does at
         ``MPI_Finalize`` (``window``: ``SCALATRACE_WINDOW``, 0 = default).
         """
-        from ._trace import Trace
-
-        return Trace(_core.compress_recordings(self._ranks, window))
+        return wrap(_core.compress_recordings(self._ranks, window))
 
     def __repr__(self) -> str:
         return f"RawRecording(ranks={len(self)}, events={self.event_count()})"

@@ -14,7 +14,7 @@ import numpy as np
 from . import _core
 
 if TYPE_CHECKING:
-    from ._trace import Trace
+    from ._model import TraceModel
 
 SIGNATURE_FEATURES: tuple[str, ...] = tuple(_core.signature_feature_names())
 """ACURDION signature features, in the order of their bits."""
@@ -80,7 +80,7 @@ class Clusters:
         )
 
 
-def signatures(trace: Trace) -> dict[str, np.ndarray]:
+def signatures(trace: TraceModel) -> dict[str, np.ndarray]:
     """ACURDION signature of every rank, as column arrays.
 
     Returns
@@ -92,12 +92,12 @@ def signatures(trace: Trace) -> dict[str, np.ndarray]:
     return _signatures(trace).to_dict()
 
 
-def computation_vectors(trace: Trace) -> list[np.ndarray]:
+def computation_vectors(trace: TraceModel) -> list[np.ndarray]:
     """PHANTOM's sequential computation vector of every rank: compute time (ns) before each event."""
     return [_core.computation_vector(trace._core, r) for r in range(trace.nranks)]
 
 
-def rank_groups(trace: Trace, with_values: bool = False) -> list[np.ndarray]:
+def rank_groups(trace: TraceModel, with_values: bool = False) -> list[np.ndarray]:
     """The exact behaviour groups the merged trace holds.
 
     Ranks that take part in exactly the same event and loop nodes (node ranklists) form one
@@ -113,14 +113,14 @@ def rank_groups(trace: Trace, with_values: bool = False) -> list[np.ndarray]:
     return [np.flatnonzero(labels == g) for g in range(int(labels.max()) + 1 if len(labels) else 0)]
 
 
-def cluster_map(trace: Trace) -> list[tuple[int, _core.RankList]]:
+def cluster_map(trace: TraceModel) -> list[tuple[int, _core.RankList]]:
     """The clusters a clustered trace (``SCALATRACE_CLUSTERS``) records: ``(representative,
     members)`` pairs; ``[]`` for a full (lossless) trace."""
     return [(int(rep), members) for rep, members in _core.rank_clusters(trace._core)]
 
 
 def clusters(
-    trace: Trace,
+    trace: TraceModel,
     k: int | None = None,
     method: Method = "kfarthest",
     features: Features = None,
@@ -207,7 +207,7 @@ def _feature_names(features: Features, method: str) -> tuple[str, ...]:
     return names
 
 
-def _signatures(trace: Trace) -> _core.RankSignatures:
+def _signatures(trace: TraceModel) -> _core.RankSignatures:
     cached = getattr(trace, "_signature_cache", None)
     if cached is None:
         cached = _core.signatures(trace._core)
@@ -215,7 +215,7 @@ def _signatures(trace: Trace) -> _core.RankSignatures:
     return cached
 
 
-def _hierarchical(trace: Trace, k: int | None, threshold: float | None, names: tuple[str, ...]) -> Clusters:
+def _hierarchical(trace: TraceModel, k: int | None, threshold: float | None, names: tuple[str, ...]) -> Clusters:
     """PHANTOM's complete linkage over the distinct behaviours: ranks of one exact group (same
     events, relative peers and timing: ``rank_groups(with_values=True)``) have identical
     signatures and computation vectors, so each group is one point (complete linkage of

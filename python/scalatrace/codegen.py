@@ -17,20 +17,20 @@ from . import _core
 from .errors import DeadlockError, ScalatraceError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._trace import Trace
+    from ._model import TraceModel
 
 __all__ = ["DeadlockError", "to_c", "to_conceptual", "resolve_wildcards", "unaligned_collectives",
            "write_benchmark", "compile_c"]
 
 
-def _core_of(trace: "Trace") -> _core.Trace:
+def _core_of(trace: "TraceModel") -> _core.Trace:
     core = getattr(trace, "_core", trace)
     if not isinstance(core, _core.Trace):
         raise ValueError(f"expected a scalatrace.Trace, got {type(trace).__name__}")
     return core
 
 
-def to_c(trace: "Trace", resolve_wildcards: bool = False, computation: bool = True,
+def to_c(trace: "TraceModel", resolve_wildcards: bool = False, computation: bool = True,
          min_compute_ns: int = 500) -> str:
     """A standalone C+MPI program issuing every rank's recorded MPI calls in order.
 
@@ -61,7 +61,7 @@ def to_c(trace: "Trace", resolve_wildcards: bool = False, computation: bool = Tr
     return _core.generate_c(_core_of(trace), resolve_wildcards, computation, min_compute_ns)
 
 
-def to_conceptual(trace: "Trace", computation: bool = True, min_compute_ns: int = 500) -> str:
+def to_conceptual(trace: "TraceModel", computation: bool = True, min_compute_ns: int = 500) -> str:
     """A coNCePTuaL program (thesis ch. 4) for the trace; wildcards are always resolved.
 
     Raises
@@ -74,7 +74,7 @@ def to_conceptual(trace: "Trace", computation: bool = True, min_compute_ns: int 
     return _core.generate_conceptual(_core_of(trace), computation, min_compute_ns)
 
 
-def resolve_wildcards(trace: "Trace") -> tuple["Trace", list[tuple[int, int, str, int]]]:
+def resolve_wildcards(trace: "TraceModel") -> tuple["TraceModel", list[tuple[int, int, str, int]]]:
     """Algorithm 3: the trace with every wildcard source replaced by its matched sender.
 
     Returns
@@ -88,18 +88,18 @@ def resolve_wildcards(trace: "Trace") -> tuple["Trace", list[tuple[int, int, str
     DeadlockError
         Naming the blocked events when the wildcards cannot be matched without a deadlock.
     """
-    from ._trace import Trace as _Trace
+    from ._model import wrap
 
     core, rows = _core.resolve_wildcards(_core_of(trace))
-    return _Trace(core), [tuple(r) for r in rows]
+    return wrap(core), [tuple(r) for r in rows]
 
 
-def unaligned_collectives(trace: "Trace") -> list[str]:
+def unaligned_collectives(trace: "TraceModel") -> list[str]:
     """Collective nodes not executed by all members of their communicator (Algorithm 2's check)."""
     return list(_core.unaligned_collectives(_core_of(trace)))
 
 
-def write_benchmark(trace: "Trace", lang: Literal["c", "conceptual"], output: str | os.PathLike[str],
+def write_benchmark(trace: "TraceModel", lang: Literal["c", "conceptual"], output: str | os.PathLike[str],
                     resolve_wildcards: bool = False) -> Path:
     """Writes the benchmark for ``trace`` in ``lang`` to ``output`` and returns its path."""
     if lang == "c":

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from ._model import site_key
 from .errors import check_choice
 
 if TYPE_CHECKING:
     import pandas
 
-    from ._trace import CallSiteInfo, Trace
+    from ._model import TraceModel
 
 _MEASURES = ("calls", "bytes", "duration_ns", "compute_ns")
 
@@ -61,11 +61,6 @@ class Comparison:
         return f"<b>{self!r}</b>" + self.by_op.to_html()
 
 
-def site_key(site: CallSiteInfo) -> str:
-    """A call site's identity across runs: ``module+offset`` of every frame, innermost first."""
-    return ";".join(f"{Path(module).name}+{offset:#x}" for module, offset in site.frames) or f"#{site.id}"
-
-
 def _side_by_side(
     a: pandas.DataFrame, b: pandas.DataFrame, keys: list[str], measures: tuple[str, ...]
 ) -> pandas.DataFrame:
@@ -78,7 +73,7 @@ def _side_by_side(
     return out.set_index(keys).sort_index()
 
 
-def compare(a: Trace, b: Trace) -> Comparison:
+def compare(a: TraceModel, b: TraceModel) -> Comparison:
     """Per-op, per-call-site and per-pair differences between two traces.
 
     Parameters
@@ -104,7 +99,7 @@ def compare(a: Trace, b: Trace) -> Comparison:
         where=by_op["duration_ns_a"].to_numpy() > 0,
     )
 
-    def sites(t: Trace) -> pd.DataFrame:
+    def sites(t: TraceModel) -> pd.DataFrame:
         table = t.summary(by="site")
         info = {c.id: c for c in t.call_sites}
         table["site_key"] = [site_key(info[s]) if s in info else f"#{s}" for s in table["site"]]
@@ -115,7 +110,7 @@ def compare(a: Trace, b: Trace) -> Comparison:
     by_site = _side_by_side(sa.drop(columns="where"), sb.drop(columns="where"), ["site_key", "op"], _MEASURES)
     by_site.insert(0, "where", where.reindex(by_site.index).str.replace(r"^#\d+ ", "", regex=True))
 
-    def pairs(t: Trace) -> pd.DataFrame:
+    def pairs(t: TraceModel) -> pd.DataFrame:
         bytes_ = pairs_frame(t.comm_matrix("bytes", "p2p", sparse=True), "bytes")
         messages = pairs_frame(t.comm_matrix("messages", "p2p", sparse=True), "messages")
         return bytes_.merge(messages, on=["sender", "receiver"], how="outer")

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _trace
+from ._base import OP_NAMES
 from ._launch import trace
 from ._raw import read_raw
+from ._trace import load
 from .errors import ScalatraceError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         # A collector without compressed output: compress the raw recording the same way.
         print("   (the collector wrote no compressed trace; compressing the raw recording offline)")
         read_raw(outdir / "raw").compress().save(sct)
-        t = _trace.load(sct)
+        t = load(sct)
     run_time = time.perf_counter() - t0
     print(f"   run took {run_time:.2f} s (mpiexec start-up included)")
 
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     for rec in raw:
         table = raw.rank_table(rec.rank)
         for code in np.unique(table["op"]):
-            ops.setdefault(_trace.OP_NAMES[code], np.zeros(nranks, dtype=np.int64))[rec.rank] = int(
+            ops.setdefault(OP_NAMES[code], np.zeros(nranks, dtype=np.int64))[rec.rank] = int(
                 (table["op"] == code).sum()
             )
     print("   calls per rank:")

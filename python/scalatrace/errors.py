@@ -64,6 +64,15 @@ class UnknownNameError(UsageError, KeyError):
     __str__ = BaseException.__str__
 
 
+class SimulationError(ScalatraceError):
+    """The trace cannot be simulated: it deadlocks, sends messages never received, or an
+    argument (negative parameter, impossible sweep grid) is invalid (``scalatrace.simulate``)."""
+
+
+class SimulationParameterError(SimulationError, ValueError):
+    """A simulation parameter or sweep grid is invalid (also a :class:`ValueError`)."""
+
+
 class DeadlockError(ScalatraceError):
     """Wildcard receives of a trace cannot be matched without a deadlock (benchmark generation).
 

@@ -23,10 +23,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Sequence
 
+from ._model import site_key
 from .errors import UsageError, check_choice
 
 if TYPE_CHECKING:
-    from ._trace import Trace
+    from ._model import TraceModel
 
 #: metric name -> summary column it is taken from.
 METRICS = {
@@ -38,7 +39,7 @@ METRICS = {
 
 
 def extrap_text(
-    traces: Sequence[Trace],
+    traces: Sequence[TraceModel],
     values: Sequence[float] | None = None,
     parameter: str = "p",
     metric: Literal["time_ns", "compute_ns", "calls", "bytes"] = "time_ns",
@@ -84,7 +85,7 @@ def extrap_text(
 
 
 def to_extrap(
-    traces: Sequence[Trace],
+    traces: Sequence[TraceModel],
     path: str | os.PathLike[str],
     values: Sequence[float] | None = None,
     parameter: str = "p",
@@ -124,8 +125,6 @@ def to_extrap(
 def _site_label(site: object) -> str:
     """A call site's name that is the same in every run: ``file:line``, else the symbol plus
     the stack key (module+offset frames)."""
-    from .comparison import site_key
-
     if site is None:
         return "?"
     label = site.location or (f"{site.symbol}:{site_key(site)}" if site.symbol else site_key(site))

@@ -31,11 +31,12 @@ from typing import TYPE_CHECKING, Iterable, Literal
 
 import numpy as np
 
+from ._base import OP_NAMES
 from .errors import UsageError
-from .frames import OP_NAMES, normalize_ranks
+from .frames import normalize_ranks
 
 if TYPE_CHECKING:
-    from ._trace import Trace
+    from ._model import TraceModel
 
 CHUNK_SIZE = 1024 * 1024  # bytes per chunk, events and definitions (OTF2 allows 256 KiB .. 16 MiB)
 RANKS_PER_BATCH = 512  # ranks decompressed together (bounds memory on big traces)
@@ -172,7 +173,7 @@ class _ChunkedFile:
 class _Comms:
     """scalatrace communicators -> OTF2 Comm ids and rank translation (world -> comm rank)."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: TraceModel) -> None:
         self.members: list[np.ndarray] = []
         self.index: dict[int, int] = {}
         self._rank_of: list[dict[int, int]] = []
@@ -235,7 +236,7 @@ def _region_role(op: str) -> int:
 
 
 def write_otf2(
-    trace: Trace,
+    trace: TraceModel,
     directory: str | os.PathLike[str],
     name: str = "traces",
     ranks: int | Iterable[int] | None = None,
@@ -243,7 +244,36 @@ def write_otf2(
     seed: int = 0,
     overwrite: bool = False,
 ) -> Path:
-    """Writes ``trace`` as an OTF2 archive; see :meth:`Trace.to_otf2`."""
+    """Writes ``trace`` as an OTF2 archive (for Vampir, Scalasca, ``otf2-print``).
+
+    One OTF2 location per rank with ``Enter``/``Leave`` per MPI call, ``MpiSend`` /
+    ``MpiRecv`` for point-to-point messages and ``MpiCollectiveBegin``/``End`` for
+    collectives; details in the module's description.
+
+    Parameters
+    ----------
+    trace : Trace
+        The trace to export.
+    directory : path
+        Where ``<name>.otf2``, ``<name>.def`` and ``<name>/<rank>.evt`` are written.
+    name : str
+        Archive name.
+    ranks : int or iterable of int, optional
+        Ranks to export (default: all).
+    timing : {"mean", "sample", "none", "recorded"}
+        Event times from the timing histograms (mean or a random draw), none (every call
+        at the same instant), or the measured times of the run's raw recording
+        (``"recorded"``, needs ``raw_dir``).
+    seed : int
+        Random seed for ``timing="sample"``.
+    overwrite : bool
+        Replace an existing archive of that name.
+
+    Returns
+    -------
+    Path
+        The anchor file (``<directory>/<name>.otf2``), the one to open in a viewer.
+    """
     if timing == "recorded" and trace.raw_dir is None:
         raise UsageError(
             "timing='recorded' needs the run's raw recording (trace.raw_dir); "
@@ -296,7 +326,7 @@ def write_otf2(
 
 
 def _write_definitions(
-    path: Path, trace: Trace, ranks: np.ndarray, counts: dict[int, int], comms: _Comms,
+    path: Path, trace: TraceModel, ranks: np.ndarray, counts: dict[int, int], comms: _Comms,
     region_of: dict[str, int], trace_length: int,
 ) -> int:
     """Writes the global definitions; returns how many records were written."""

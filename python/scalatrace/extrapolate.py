@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from . import _core
-from ._trace import Trace
+from ._model import TraceModel, wrap
 from .errors import ScalatraceError
 
 if TYPE_CHECKING:
@@ -316,9 +316,9 @@ def _timing_model(cache: dict) -> Callable[[list[float], list[float], float], fl
     return predict
 
 
-def extrapolate(traces: Sequence[Trace], ranks: int | None = None,
+def extrapolate(traces: Sequence[TraceModel], ranks: int | None = None,
                 dims: Sequence[int] | None = None, *, input_dims: Sequence[Sequence[int]] | None = None,
-                timing: bool = True) -> Trace:
+                timing: bool = True) -> TraceModel:
     """The trace of the same program at a larger size, from traces of several small sizes.
 
     Parameters
@@ -352,11 +352,11 @@ def extrapolate(traces: Sequence[Trace], ranks: int | None = None,
     ValueError
         Bad arguments (no target, target dims of the wrong dimensionality).
     """
-    if isinstance(traces, Trace):
+    if isinstance(traces, TraceModel):
         raise ValueError("extrapolate needs a list of traces at several sizes, got one Trace")
     traces = list(traces)
     for t in traces:
-        if not isinstance(t, Trace):
+        if not isinstance(t, TraceModel):
             raise ValueError(f"extrapolate expects scalatrace.Trace objects, got {type(t).__name__}")
     if ranks is None and dims is None:
         raise ValueError("give the target size: ranks=N or dims=(X, Y, ...)")
@@ -369,10 +369,10 @@ def extrapolate(traces: Sequence[Trace], ranks: int | None = None,
         [t._core for t in traces], int(ranks or 0), [int(d) for d in dims or []],
         [[int(d) for d in g] for g in input_dims or []],
         _timing_model(cache) if timing else None)
-    return Trace(core)
+    return wrap(core)
 
 
-def extrapolation_laws(trace: Trace) -> "Any":
+def extrapolation_laws(trace: TraceModel) -> "Any":
     """The extrapolated parameters' formulas of an extrapolated trace as a pandas DataFrame
     (columns role, where, parameter, formula); empty if the trace was not extrapolated."""
     import pandas as pd

@@ -6,20 +6,14 @@ Every frame here is a plain :class:`pandas.DataFrame`; times are nanoseconds (co
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 
 from . import _core
-from ._trace import DEFAULT_MAX_EVENTS  # noqa: F401  (the row limit, re-exported)
+from ._base import DEFAULT_MAX_EVENTS, OP_NAMES, with_rank_and_names  # noqa: F401  (re-exported)
 from .errors import UsageError
-
-if TYPE_CHECKING:
-    from ._raw import RawRecording
-    from ._trace import Trace
-
-OP_NAMES: tuple[str, ...] = tuple(_core.op_names())
 
 EVENT_COLUMNS = ("op", "peer", "bytes", "tag", "comm", "site", "compute_ns", "duration_ns", "start_ns", "end_ns")
 
@@ -69,42 +63,29 @@ def _frame_from_columns(cols: dict[str, Any]) -> pd.DataFrame:
 
 
 def events_frame(
-    trace: Trace,
+    core: _core.Trace,
     ranks: int | Iterable[int] | None = None,
     max_events: int = DEFAULT_MAX_EVENTS,
     timing: Literal["mean", "sample", "none"] = "mean",
     seed: int = 0,
 ) -> pd.DataFrame:
-    """One row per event of ``ranks``; see :meth:`Trace.to_dataframe`."""
+    """One row per event of ``ranks`` of the core trace ``core``; see :meth:`Trace.to_dataframe`."""
     if max_events < 0:
         raise UsageError("max_events must be >= 0")
-    chosen = normalize_ranks(ranks, trace.nranks)
-    cols = _core.event_columns(trace._core, chosen, int(max_events), timing, int(seed))
+    chosen = normalize_ranks(ranks, core.nranks)
+    cols = _core.event_columns(core, chosen, int(max_events), timing, int(seed))
     return _frame_from_columns(cols)
 
 
-def recording_frame(raw: RawRecording, max_events: int = DEFAULT_MAX_EVENTS) -> pd.DataFrame:
-    """Like :func:`events_frame` for raw recordings, with the recorded (measured) times."""
+def recording_frame(
+    recordings: Sequence[_core.RankRecording], nranks: int, max_events: int = DEFAULT_MAX_EVENTS
+) -> pd.DataFrame:
+    """Like :func:`events_frame` for the raw recordings of a run of ``nranks`` ranks, with the
+    recorded (measured) times; see :meth:`RawRecording.to_dataframe`."""
     if max_events < 0:
         raise UsageError("max_events must be >= 0")
-    cols = _core.recording_columns(list(raw), raw.nranks, int(max_events))
+    cols = _core.recording_columns(list(recordings), nranks, int(max_events))
     return _frame_from_columns(cols)
-
-
-def with_rank_and_names(table: np.ndarray) -> np.ndarray:
-    """A rank table with an ``op_name`` column (MPI name) inserted after ``op``."""
-    names = np.array(OP_NAMES)[table["op"]] if len(table) else np.array([], dtype="U1")
-    width = max(1, max((len(n) for n in OP_NAMES), default=1))
-    fields = []
-    for name in table.dtype.names:
-        fields.append((name, table.dtype[name]))
-        if name == "op":
-            fields.append(("op_name", f"U{width}"))
-    out = np.empty(len(table), dtype=fields)
-    for name in table.dtype.names:
-        out[name] = table[name]
-    out["op_name"] = names
-    return out
 
 
 class SummaryFrame(pd.DataFrame):

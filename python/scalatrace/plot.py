@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+from ._base import OP_NAMES
+from ._model import Event, Loop
 from .errors import UsageError, check_choice
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from ._trace import Trace
+    from ._model import TraceModel
 
 
 def _axes(ax: Axes | None) -> Axes:
@@ -57,7 +59,7 @@ def _matrix(source: Any, metric: str = "bytes", kind: str = "p2p") -> np.ndarray
 
 
 def comm_heatmap(
-    trace_or_matrix: Trace | np.ndarray,
+    trace_or_matrix: TraceModel | np.ndarray,
     metric: Literal["bytes", "messages"] = "bytes",
     kind: Literal["p2p", "collective", "all"] = "p2p",
     log: bool = False,
@@ -111,7 +113,7 @@ OP_BAR_VALUES = {
 
 
 def op_bars(
-    trace: Trace | Any,
+    trace: TraceModel | Any,
     value: Literal["calls", "bytes", "duration_ns", "compute_ns", "mean_duration_ns"] = "calls",
     ax: Axes | None = None,
     log: bool = False,
@@ -139,11 +141,9 @@ def op_bars(
     return ax
 
 
-def loop_structure(trace: Trace, rank: int = 0, ax: Axes | None = None, max_nodes: int = 200) -> Axes:
+def loop_structure(trace: TraceModel, rank: int = 0, ax: Axes | None = None, max_nodes: int = 200) -> Axes:
     """Picture of ``rank``'s loop nesting: one row per node, loops as brackets with trip counts."""
     from matplotlib.patches import Rectangle
-
-    from ._trace import Event, Loop
 
     if not 0 <= rank < trace.nranks:
         raise UsageError(f"rank {rank} out of range: the trace has {trace.nranks} ranks")
@@ -255,8 +255,6 @@ def timeline(result: Any, ranks: Any = None, ax: Any = None, max_events: int = 2
     order = np.argsort(tl["start"][keep], kind="stable")[:max_events]
     rank, op = tl["rank"][keep][order], tl["op"][keep][order]
     start, end = tl["start"][keep][order], tl["end"][keep][order]
-    from ._trace import OP_NAMES
-
     cmap = plt.get_cmap("tab20")
     ops = sorted(set(op.tolist()))
     colour = {o: cmap(i % 20) for i, o in enumerate(ops)}
@@ -300,7 +298,7 @@ def _mark_clusters(ax: Axes, order: Any, permutation: np.ndarray) -> None:
 
 
 def dendrogram(
-    trace_or_clusters: Trace | Any,
+    trace_or_clusters: TraceModel | Any,
     ax: Axes | None = None,
     features: Any = None,
     k: int | None = None,
@@ -323,9 +321,11 @@ def dendrogram(
     """
     from scipy.cluster.hierarchy import dendrogram as scipy_dendrogram
 
+    from .clustering import clusters
+
     result = trace_or_clusters
     if not hasattr(result, "linkage"):
-        result = trace_or_clusters.clusters(k=k, method="hierarchical", features=features)
+        result = clusters(trace_or_clusters, k=k, method="hierarchical", features=features)
     if result.linkage is None:
         raise UsageError("a dendrogram needs hierarchical clustering of at least two ranks")
     ax = _axes(ax)

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from . import _core
-from ._trace import OP_NAMES, Trace
-from .simulate import SimulationParameterError, _as_trace
+from ._base import OP_NAMES
+from ._model import TraceModel, as_trace
+from .errors import SimulationParameterError
 
 _SMPI_ANY_SOURCE = -555
 _SMPI_ANY_TAG = -444
@@ -52,7 +53,7 @@ _COLLECTIVE_TAG_SEQUENCE = 1 << 16
 class _TIWriter:
     """Writes one rank's events as SMPI time-independent actions."""
 
-    def __init__(self, trace: Trace, rank: int, out: Any, flops_per_ns: float) -> None:
+    def __init__(self, trace: TraceModel, rank: int, out: Any, flops_per_ns: float) -> None:
         self.t, self.rank, self.out, self.flops_per_ns = trace, rank, out, flops_per_ns
         self.slots: list[tuple[str, int, int, int, bool] | None] = []  # (kind, peer, tag, bytes, persistent)
         self.outstanding: dict[int, tuple[int, int, int]] = {}  # slot -> wait key (src, dst, tag)
@@ -321,7 +322,7 @@ def write_simgrid_platform(directory: str | os.PathLike[str], nranks: int, laten
     return platform, hostfile
 
 
-def to_simgrid_ti(trace: Trace | str | os.PathLike[str], directory: str | os.PathLike[str],
+def to_simgrid_ti(trace: TraceModel | str | os.PathLike[str], directory: str | os.PathLike[str],
                   timing: Literal["mean", "sample", "none"] = "mean", flops_per_ns: float = 1.0,
                   seed: int = 0) -> SimGridExport:
     """Exports a trace in SimGrid's SMPI time-independent replay format.
@@ -345,7 +346,7 @@ def to_simgrid_ti(trace: Trace | str | os.PathLike[str], directory: str | os.Pat
     seed : int
         Seed of ``timing="sample"``.
     """
-    t = _as_trace(trace)
+    t = as_trace(trace)
     if timing not in ("mean", "sample", "none"):
         raise SimulationParameterError(f"timing must be 'mean', 'sample' or 'none', got {timing!r}")
     d = Path(directory)

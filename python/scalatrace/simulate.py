@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 import numpy as np
 
 from . import _core
-from ._trace import OP_NAMES, Trace, load
-from .errors import MPIRunError, ScalatraceError
+from ._base import OP_NAMES
+from ._model import TraceModel, as_trace
+from .errors import MPIRunError, ScalatraceError, SimulationError, SimulationParameterError
 
 if TYPE_CHECKING:
     import pandas
@@ -38,15 +39,6 @@ if TYPE_CHECKING:
 Timing = Literal["mean", "median", "sample", "none"]
 
 _NS = 1e-9
-
-
-class SimulationError(ScalatraceError):
-    """The trace cannot be simulated: it deadlocks, sends messages never received, or an
-    argument (negative parameter, impossible sweep grid) is invalid."""
-
-
-class SimulationParameterError(SimulationError, ValueError):
-    """A simulation parameter or sweep grid is invalid (also a :class:`ValueError`)."""
 
 
 @dataclass(frozen=True)
@@ -194,14 +186,8 @@ class SimResult:
                 f"wait={self.wait.mean():.3g} s per rank)")
 
 
-def _as_trace(trace: Trace | str | os.PathLike[str]) -> Trace:
-    if isinstance(trace, Trace):
-        return trace
-    return load(trace)
-
-
 def simulate(
-    trace: Trace | str | os.PathLike[str],
+    trace: TraceModel | str | os.PathLike[str],
     network: LogGP | None = None,
     *,
     intra_node: LogGP | None = None,
@@ -264,7 +250,7 @@ def simulate(
         The trace deadlocks in simulation (the message names ranks and events) or sends
         messages that are never received.
     """
-    t = _as_trace(trace)
+    t = as_trace(trace)
     net = network if network is not None else LogGP()
     intra = intra_node if intra_node is not None else net
     if not isinstance(net, LogGP) or not isinstance(intra, LogGP):
@@ -354,7 +340,7 @@ def _row(point: Mapping[str, Any], result: SimResult | None, error: str | None) 
     return row
 
 
-_WORKER_TRACE: Trace | None = None
+_WORKER_TRACE: TraceModel | None = None
 
 
 def _worker_init(path: str) -> None:
@@ -368,7 +354,7 @@ def _run_point(args: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
     return _simulate_point(_WORKER_TRACE, base, point)
 
 
-def _simulate_point(trace: Trace, base: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
+def _simulate_point(trace: TraceModel, base: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
     try:
         return _row(point, simulate(trace, **_point_kwargs(base, point)), None)
     except (ScalatraceError, ValueError, TypeError) as e:
@@ -376,7 +362,7 @@ def _simulate_point(trace: Trace, base: Mapping[str, Any], point: Mapping[str, A
 
 
 def sweep(
-    trace: Trace | str | os.PathLike[str],
+    trace: TraceModel | str | os.PathLike[str],
     grid: Mapping[str, Sequence[Any]],
     processes: int | None = None,
     progress: bool = True,
@@ -424,7 +410,7 @@ def sweep(
     if processes is not None and (isinstance(processes, bool) or int(processes) < 1):
         raise SimulationParameterError(f"processes must be a positive integer, got {processes!r}")
     workers = min(int(processes or os.cpu_count() or 1), len(points))
-    t = _as_trace(trace)
+    t = as_trace(trace)
     bar = tqdm(total=len(points), desc="sweep", unit="point", disable=not progress)
     rows: list[dict[str, Any]] = []
     try:
