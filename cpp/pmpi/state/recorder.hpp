@@ -13,17 +13,17 @@
 #include <unordered_map>
 #include <vector>
 
-#include "callsite_capture.hpp"
-#include "clock.hpp"
-#include "comm_registry.hpp"
-#include "request_tracker.hpp"
-#include "scalatrace/model/callsite.hpp"
+#include "capture/callsite_capture.hpp"
+#include "capture/clock.hpp"
+#include "capture/walk_memo.hpp"
+#include "finish/spill_file.hpp"
 #include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/model/event.hpp"
 #include "scalatrace/format/raw.hpp"
-#include "settings.hpp"
-#include "spill_file.hpp"
-#include "walk_memo.hpp"
+#include "scalatrace/model/callsite.hpp"
+#include "scalatrace/model/event.hpp"
+#include "state/comm_registry.hpp"
+#include "state/request_tracker.hpp"
+#include "state/settings.hpp"
 
 namespace scalatrace::pmpi {
 

@@ -1,4 +1,4 @@
-#include "fortran_bridge.hpp"
+#include "wrappers/fortran_bridge.hpp"
 
 #include <dlfcn.h>
 
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "library_frames.hpp"
+#include "capture/library_frames.hpp"
 
 namespace scalatrace::pmpi {
 namespace {

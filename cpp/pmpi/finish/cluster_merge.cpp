@@ -1,7 +1,7 @@
 // SCALATRACE_CLUSTERS: ACURDION's signature building and K-farthest clustering over the radix
 // tree (see cluster_merge.hpp). Messages: one uint64 length (UINT64_MAX = "failed below me"),
 // then encode_clusters bytes, on a private duplicate of MPI_COMM_WORLD.
-#include "cluster_merge.hpp"
+#include "finish/cluster_merge.hpp"
 
 #include <mpi.h>
 

@@ -1,4 +1,4 @@
-#include "elf_symbols.hpp"
+#include "capture/elf_symbols.hpp"
 
 #include <cxxabi.h>
 #include <elf.h>

@@ -1,4 +1,4 @@
-#include "recorder.hpp"
+#include "state/recorder.hpp"
 
 #include <sys/stat.h>
 #include <time.h>
@@ -15,10 +15,10 @@
 #include <string>
 
 #if SCALATRACE_HAVE_TREE_MERGE
-#include "cluster_merge.hpp"
+#include "finish/cluster_merge.hpp"
+#include "finish/tree_merge.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/merge/merge.hpp"
-#include "tree_merge.hpp"
 #endif
 
 namespace scalatrace::pmpi {
@@ -343,10 +343,10 @@ bool Recorder::wait_for_all_ranks() {
 }
 
 // INTEGRATION POINT (compressed mode). The cross-rank merge over MPI lives in
-// cpp/pmpi/tree_merge.hpp/.cpp (merge part); CMake defines SCALATRACE_HAVE_TREE_MERGE when that
-// file exists. The merge is collective over MPI_COMM_WORLD, so it only runs when the ranks are
-// in step: at MPI_Finalize, or at exit without MPI_Finalize once wait_for_all_ranks() saw every
-// rank arrive. After MPI_Abort no compressed trace is written (the raw stream is).
+// cpp/pmpi/finish/tree_merge.hpp/.cpp; CMake compiles it and defines SCALATRACE_HAVE_TREE_MERGE
+// unless the option SCALATRACE_WITH_TREE_MERGE is OFF. The merge is collective over
+// MPI_COMM_WORLD, so it only runs when the ranks are in step: at MPI_Finalize, or at exit without
+// MPI_Finalize once wait_for_all_ranks() saw every rank arrive. After MPI_Abort no compressed trace is written (the raw stream is).
 bool Recorder::spill_segment(std::vector<Node>& nodes) {
 #if SCALATRACE_HAVE_TREE_MERGE
   Trace segment = make_rank_trace(rank, nranks, std::move(nodes), sites, comms.table(), names_);

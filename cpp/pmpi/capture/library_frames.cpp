@@ -1,4 +1,4 @@
-#include "library_frames.hpp"
+#include "capture/library_frames.hpp"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -8,7 +8,7 @@
 // Then every rank takes part in a second phase: rank 0 gathers what each rank spilled under
 // SCALATRACE_MEMORY (segments, bytes, compressor peak), writes the merged trace and copies the
 // ranks' segments after it in rank order, one segment per message (docs/format.md).
-#include "tree_merge.hpp"
+#include "finish/tree_merge.hpp"
 
 #include <mpi.h>
 #include <sys/resource.h>

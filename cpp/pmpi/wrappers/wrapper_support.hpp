@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <exception>
 
-#include "record_ops.hpp"
-#include "recorder.hpp"
+#include "state/recorder.hpp"
+#include "wrappers/record_ops.hpp"
 
 namespace scalatrace::pmpi {
 

@@ -1,4 +1,4 @@
-#include "clock.hpp"
+#include "capture/clock.hpp"
 
 #include <time.h>
 

@@ -1,4 +1,4 @@
-#include "request_tracker.hpp"
+#include "state/request_tracker.hpp"
 
 #include <algorithm>
 

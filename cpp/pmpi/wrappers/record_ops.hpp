@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "recorder.hpp"
 #include "scalatrace/model/event.hpp"
+#include "state/recorder.hpp"
 
 namespace scalatrace::pmpi {
 

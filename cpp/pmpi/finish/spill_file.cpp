@@ -1,4 +1,4 @@
-#include "spill_file.hpp"
+#include "finish/spill_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "walk_memo.hpp"
+#include "capture/walk_memo.hpp"
 
 #include <dlfcn.h>
 
@@ -6,9 +6,10 @@
 #include <atomic>
 #include <cstring>
 
-#include "library_frames.hpp"
+#include "capture/library_frames.hpp"
 
-#if defined(__x86_64__) && __has_include(<libunwind.h>)
+// SCALATRACE_HAVE_LIBUNWIND_H: CMake found <libunwind.h> (option SCALATRACE_WITH_LIBUNWIND).
+#if defined(__x86_64__) && defined(SCALATRACE_HAVE_LIBUNWIND_H)
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #define SCALATRACE_HAVE_UNWIND_CURSOR 1

@@ -1,4 +1,4 @@
-#include "callsite_capture.hpp"
+#include "capture/callsite_capture.hpp"
 
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "elf_symbols.hpp"
-#include "library_frames.hpp"
+#include "capture/elf_symbols.hpp"
+#include "capture/library_frames.hpp"
 
 namespace scalatrace::pmpi {
 namespace {

@@ -1,4 +1,4 @@
-#include "settings.hpp"
+#include "state/settings.hpp"
 
 #include <cstdio>
 #include <cstdlib>

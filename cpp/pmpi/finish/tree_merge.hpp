@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <string>
 
+#include "finish/spill_file.hpp"
 #include "scalatrace/model/trace.hpp"
-#include "spill_file.hpp"
 
 namespace scalatrace::pmpi {
 

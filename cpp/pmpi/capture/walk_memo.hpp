@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "callsite_capture.hpp"
+#include "capture/callsite_capture.hpp"
 
 namespace scalatrace::pmpi {
 

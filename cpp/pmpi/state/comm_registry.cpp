@@ -1,4 +1,4 @@
-#include "comm_registry.hpp"
+#include "state/comm_registry.hpp"
 
 #include "scalatrace/model/event.hpp"
 
