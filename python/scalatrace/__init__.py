@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._base import OP_NAMES
 from ._core import (
     ArraySeq,
     ElasticArray,
@@ -27,8 +28,8 @@ from ._launch import trace
 from . import replay
 from ._raw import RawRecording, read_raw
 from ._summary import TimestepLoop
-from ._base import OP_NAMES
-from ._trace import CallSiteInfo, Event, Loop, Trace, load  # importing _trace registers Trace (_model.wrap)
+# Importing _trace registers Trace: every trace the package returns is one (_model.wrap).
+from ._trace import CallSiteInfo, Event, Loop, Trace, load
 from .comparison import Comparison, compare
 from .export_extrap import to_extrap
 from .errors import (

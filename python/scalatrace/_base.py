@@ -1,4 +1,4 @@
-"""Shared constants and helpers of the package (level 0 of docs/python.md, "Package levels").
+"""Shared constants and helpers of the package (a bottom level of docs/python.md, "Package levels").
 
 Everything here depends only on the compiled core and NumPy, so any module may use it.
 """

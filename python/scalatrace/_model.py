@@ -1,6 +1,6 @@
 """The trace as data: :class:`TraceModel` (metadata, nodes, walk, find, events, rank tables, save,
 dump, load), its nodes :class:`Loop` and :class:`Event`, and the registry that builds the user's
-trace class (level 1 of docs/python.md, "Package levels").
+trace class (below every feature: docs/python.md, "Package levels").
 
 This module knows no feature module: features (simulation, exports, code generation, ...) are
 functions over a :class:`TraceModel` in modules above it, and :class:`scalatrace.Trace`
@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import html
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
 

@@ -1,6 +1,6 @@
 """The user's trace class :class:`Trace`: the trace as data (:class:`~scalatrace._model.TraceModel`)
 plus one method per feature (exports, benchmark generation, clustering), each importing its
-feature module on first use (level 5 of docs/python.md, "Package levels").
+feature module on first use (above the features: docs/python.md, "Package levels").
 
 Feature modules never import this module: those returning a trace build it through
 ``_model.wrap``, which makes the class registered here.
@@ -9,8 +9,9 @@ Feature modules never import this module: those returning a trace build it throu
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Literal, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 

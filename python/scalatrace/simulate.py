@@ -30,7 +30,7 @@ import numpy as np
 
 from . import _core
 from ._base import OP_NAMES
-from ._model import TraceModel, as_trace
+from ._model import TraceModel, as_trace, load
 from .errors import MPIRunError, ScalatraceError, SimulationError, SimulationParameterError
 
 if TYPE_CHECKING:
