@@ -214,13 +214,6 @@ def test_unwritable_raw_dir_degrades_without_failing(tmp_path):
     assert "SCALATRACE_RAW" in proc.stderr and "continuing without raw stream" in proc.stderr
 
 
-REPO = Path(__file__).resolve().parent.parent.parent
-needs_tree_merge = pytest.mark.skipif(
-    not (REPO / "cpp" / "pmpi" / "tree_merge.cpp").is_file(),
-    reason="compressed mode needs cpp/pmpi/tree_merge.cpp (cross-rank merge)")
-
-
-@needs_tree_merge
 @pytest.mark.parametrize("program", ["no_finalize", "f08_ring", "shared_handles"])
 def test_compressed_trace_is_written_at_finalize_and_at_exit(program, tmp_path):
     exe = compile_program(program, tmp_path)
@@ -231,7 +224,6 @@ def test_compressed_trace_is_written_at_finalize_and_at_exit(program, tmp_path):
     assert "compressed trace written to" in proc.stderr
 
 
-@needs_tree_merge
 def test_compressed_output_none_and_default_name(tmp_path):
     exe = compile_program("shared_handles", tmp_path)
     run(exe, 2, tmp_path, raw=False, out="none")

@@ -1,4 +1,4 @@
-"""Remembered stack walks (cpp/pmpi/walk_memo.hpp) give exactly the call sites of a full walk.
+"""Remembered stack walks (cpp/pmpi/capture/walk_memo.hpp) give exactly the call sites of a full walk.
 
 tests/py/programs/stack_paths.c reaches one MPI_Iprobe statement through five stack shapes
 (the same return address and stack position under different outer frames, recursion of

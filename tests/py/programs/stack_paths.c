@@ -1,5 +1,5 @@
 /* One MPI call statement reached through stack shapes that exercise the collector's remembered
- * stack walks (cpp/pmpi/walk_memo.hpp): the same return address at the same stack position
+ * stack walks (cpp/pmpi/capture/walk_memo.hpp): the same return address at the same stack position
  * under different outer frames, recursion of varying depth, frames sized at run time (alloca),
  * a function that realigns the stack, and a second thread (MPI_THREAD_MULTIPLE).
  * Iteration i of the loop calls leaf() through path i % 5 (see the switch). */
