@@ -3,103 +3,81 @@
 #include "scalatrace/cluster/clustering.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 #include <unordered_map>
 
 #include "scalatrace/model/rank_math.hpp"
 #include "scalatrace/support/errors.hpp"
+#include "scalatrace/support/wire.hpp"
 
 namespace scalatrace {
 namespace {
 
-// ------------------------------------------------------------------ wire encoding
+// ------------------------------------------------------------------ cluster list encoding
+// Every number 8 bytes little-endian (support/wire.hpp): the list only passes between the
+// collector's processes, so it favours a fixed layout over size.
 
-class ByteWriter {
+/// The cluster list's reader: errors start "cluster list: ".
+class ClusterListReader : public wire::Reader {
  public:
-  void u64(std::uint64_t v) { raw(&v, sizeof v); }
-  void i64(std::int64_t v) { raw(&v, sizeof v); }
-  void f64(double v) { raw(&v, sizeof v); }
-  void ranks(const RankList& rl) {
-    u64(rl.descriptors().size());
-    for (const auto& d : rl.descriptors()) {
-      i64(d.start);
-      u64(d.dims.size());
-      for (const auto& [count, stride] : d.dims) {
-        i64(count);
-        i64(stride);
-      }
-    }
-  }
-  std::string take() { return std::move(out_); }
+  using wire::Reader::Reader;
+  std::uint64_t u64() { return fixed(8); }
+  std::int64_t i64() { return static_cast<std::int64_t>(fixed(8)); }
 
- private:
-  void raw(const void* p, std::size_t n) { out_.append(static_cast<const char*>(p), n); }
-  std::string out_;
+ protected:
+  std::string describe(const std::string& what) const override { return "cluster list: " + what; }
 };
 
-class ByteReader {
- public:
-  explicit ByteReader(std::string_view in) : in_(in) {}
-  std::uint64_t u64() { return take<std::uint64_t>(); }
-  std::int64_t i64() { return take<std::int64_t>(); }
-  double f64() { return take<double>(); }
-  /// A count of items of at least `min_bytes` each that must fit in what is left.
-  std::size_t count(std::size_t min_bytes, const char* what) {
-    const std::uint64_t n = u64();
-    if (n > (in_.size() - pos_) / min_bytes)
-      throw FormatError(std::string("cluster list: implausible ") + what + " count " + std::to_string(n));
-    return static_cast<std::size_t>(n);
-  }
-  RankList ranks(std::int64_t nranks) {
-    RankList rl;
-    const std::size_t nd = count(16, "ranklist descriptor");
-    for (std::size_t i = 0; i < nd; ++i) {
-      RankDescriptor d;
-      d.start = i64();
-      const std::size_t dims = count(16, "ranklist dimension");
-      std::int64_t lo = d.start, hi = d.start;
-      for (std::size_t k = 0; k < dims; ++k) {
-        const std::int64_t c = i64(), s = i64();
-        if (c < 2 || c > nranks || s == 0 || s > nranks || s < -nranks)
-          throw FormatError("cluster list: bad ranklist dimension");
-        (s > 0 ? hi : lo) += (c - 1) * s;
-        d.dims.emplace_back(c, s);
-      }
-      if (lo < 0 || hi >= nranks) throw FormatError("cluster list: rank outside [0, nranks)");
-      rl.descriptors().push_back(std::move(d));
+void put_u64(wire::Writer& w, std::uint64_t v) { w.fixed(v, 8); }
+void put_i64(wire::Writer& w, std::int64_t v) { w.fixed(static_cast<std::uint64_t>(v), 8); }
+
+void put_ranks(wire::Writer& w, const RankList& rl) {
+  put_u64(w, rl.descriptors().size());
+  for (const auto& d : rl.descriptors()) {
+    put_i64(w, d.start);
+    put_u64(w, d.dims.size());
+    for (const auto& [count, stride] : d.dims) {
+      put_i64(w, count);
+      put_i64(w, stride);
     }
-    return rl;
   }
-  bool done() const { return pos_ == in_.size(); }
+}
 
- private:
-  template <class T>
-  T take() {
-    if (in_.size() - pos_ < sizeof(T)) throw FormatError("cluster list: truncated");
-    T v;
-    std::memcpy(&v, in_.data() + pos_, sizeof v);
-    pos_ += sizeof v;
-    return v;
+/// A member ranklist, every rank in [0, nranks).
+RankList get_ranks(ClusterListReader& r, std::int64_t nranks) {
+  RankList rl;
+  const std::size_t nd = r.bound(r.u64(), "ranklist descriptor", 16);
+  for (std::size_t i = 0; i < nd; ++i) {
+    RankDescriptor d;
+    d.start = r.i64();
+    const std::size_t dims = r.bound(r.u64(), "ranklist dimension", 16);
+    std::int64_t lo = d.start, hi = d.start;
+    for (std::size_t k = 0; k < dims; ++k) {
+      const std::int64_t c = r.i64(), s = r.i64();
+      if (c < 2 || c > nranks || s == 0 || s > nranks || s < -nranks) r.fail("bad ranklist dimension");
+      (s > 0 ? hi : lo) += (c - 1) * s;
+      d.dims.emplace_back(c, s);
+    }
+    if (lo < 0 || hi >= nranks) r.fail("rank outside [0, nranks)");
+    rl.descriptors().push_back(std::move(d));
   }
-  std::string_view in_;
-  std::size_t pos_ = 0;
-};
+  return rl;
+}
 
-void put_signature(ByteWriter& w, const RankSignature& s) {
-  w.i64(s.rank);
-  w.u64(s.events);
-  w.u64(s.call_path);
-  w.u64(s.types);
-  w.u64(s.loop);
-  w.u64(s.peers);
+void put_signature(wire::Writer& w, const RankSignature& s) {
+  put_i64(w, s.rank);
+  put_u64(w, s.events);
+  put_u64(w, s.call_path);
+  put_u64(w, s.types);
+  put_u64(w, s.loop);
+  put_u64(w, s.peers);
   for (double m : s.means) w.f64(m);
 }
 
-RankSignature get_signature(ByteReader& r, std::int64_t nranks) {
+RankSignature get_signature(ClusterListReader& r, std::int64_t nranks) {
   RankSignature s;
   s.rank = r.i64();
-  if (s.rank < 0 || s.rank >= nranks) throw FormatError("cluster list: representative out of range");
+  if (s.rank < 0 || s.rank >= nranks) r.fail("representative out of range");
   s.events = r.u64();
   s.call_path = r.u64();
   s.types = r.u64();
@@ -320,28 +298,28 @@ void prepare_clustered_rank_trace(Trace& local, std::int64_t rank,
 }
 
 std::string encode_clusters(FeatureMask format, const std::vector<SignatureCluster>& clusters) {
-  ByteWriter w;
-  w.u64(format);
-  w.u64(clusters.size());
+  wire::Writer w;
+  put_u64(w, format);
+  put_u64(w, clusters.size());
   for (const auto& c : clusters) {
     put_signature(w, c.head);
-    w.ranks(c.members);
+    put_ranks(w, c.members);
   }
   return w.take();
 }
 
 std::vector<SignatureCluster> decode_clusters(std::string_view bytes, std::int64_t nranks,
                                               FeatureMask& format) {
-  ByteReader r(bytes);
+  ClusterListReader r(bytes);
   const std::uint64_t f = r.u64();
-  if (f & ~std::uint64_t{kAllFeatures}) throw FormatError("cluster list: unknown feature bits");
+  if (f & ~std::uint64_t{kAllFeatures}) r.fail("unknown feature bits");
   format = static_cast<FeatureMask>(f);
-  std::vector<SignatureCluster> out(r.count(120, "cluster"));
+  std::vector<SignatureCluster> out(r.bound(r.u64(), "cluster", 120));
   for (auto& c : out) {
     c.head = get_signature(r, nranks);
-    c.members = r.ranks(nranks);
+    c.members = get_ranks(r, nranks);
   }
-  if (!r.done()) throw FormatError("cluster list: unexpected bytes at the end");
+  if (!r.done()) r.fail("unexpected bytes at the end");
   return out;
 }
 

@@ -5,10 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "format/format_detail.hpp"
+#include "format/sct_codec.hpp"
 #include "scalatrace/support/errors.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/merge/merge.hpp"
+#include "scalatrace/support/wire.hpp"
 
 namespace scalatrace {
 namespace {
@@ -16,17 +17,6 @@ namespace {
 constexpr char kSegmentMagic[8] = {'S', 'C', 'T', 'S', 'E', 'G', 'M', 'T'};
 constexpr std::size_t kSegmentHeaderSize = 8 + 8 + 8 + 4;  // magic, rank, length, crc
 constexpr std::size_t kTraceFlagsOffset = 8 + 4;           // magic, version
-
-void put_fixed(std::string& out, std::uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-
-std::uint64_t get_fixed(std::string_view b) {
-  std::uint64_t v = 0;
-  for (std::size_t i = 0; i < b.size(); ++i)
-    v |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(b[i])) << (8 * i);
-  return v;
-}
 
 /// True if every node (and every node in its loops) belongs to `rank` only.
 bool belongs_to(const std::vector<Node>& nodes, const RankList& rank) {
@@ -44,16 +34,17 @@ std::string encode_rank_segment(std::int64_t rank, const Trace& segment) {
     throw Error("encode_rank_segment: rank " + std::to_string(rank) + " outside the trace's " +
                 std::to_string(segment.nranks) + " ranks");
   const std::string body = encode_trace(segment);
-  std::string out(kSegmentMagic, sizeof kSegmentMagic);
-  out.reserve(kSegmentHeaderSize + body.size());
-  put_fixed(out, static_cast<std::uint64_t>(rank), 8);
-  put_fixed(out, body.size(), 8);
-  put_fixed(out, format_detail::crc32(body), 4);
-  out += body;
-  return out;
+  wire::Writer out;
+  out.data().reserve(kSegmentHeaderSize + body.size());
+  out.raw(std::string_view(kSegmentMagic, sizeof kSegmentMagic));
+  out.fixed(static_cast<std::uint64_t>(rank), 8);
+  out.fixed(body.size(), 8);
+  out.fixed(wire::crc32(body), 4);
+  out.raw(body);
+  return out.take();
 }
 
-void format_detail::read_rank_segments(Trace& trace, std::string_view trailer) {
+void sct::read_rank_segments(Trace& trace, std::string_view trailer) {
   std::vector<Trace> segments;
   std::size_t pos = 0;
   while (pos < trailer.size()) {
@@ -64,9 +55,10 @@ void format_detail::read_rank_segments(Trace& trace, std::string_view trailer) {
                         " bytes, less than its " + std::to_string(kSegmentHeaderSize) + "-byte header");
     if (std::memcmp(rest.data(), kSegmentMagic, sizeof kSegmentMagic) != 0)
       throw FormatError("bad magic at " + which + " (bytes after the payload are not a rank segment)");
-    const std::uint64_t rank = get_fixed(rest.substr(8, 8));
-    const std::uint64_t length = get_fixed(rest.substr(16, 8));
-    const auto crc = static_cast<std::uint32_t>(get_fixed(rest.substr(24, 4)));
+    wire::Reader header(rest.substr(sizeof kSegmentMagic, kSegmentHeaderSize - sizeof kSegmentMagic));
+    const std::uint64_t rank = header.fixed(8);
+    const std::uint64_t length = header.fixed(8);
+    const auto crc = static_cast<std::uint32_t>(header.fixed(4));
     if (rank >= static_cast<std::uint64_t>(trace.nranks))
       throw FormatError(which + ": rank " + std::to_string(rank) + " outside the trace's " +
                         std::to_string(trace.nranks) + " ranks");
@@ -74,9 +66,9 @@ void format_detail::read_rank_segments(Trace& trace, std::string_view trailer) {
       throw FormatError("truncated: " + which + " announces " + std::to_string(length) +
                         " bytes, the file has " + std::to_string(rest.size() - kSegmentHeaderSize));
     const std::string_view body = rest.substr(kSegmentHeaderSize, length);
-    if (format_detail::crc32(body) != crc)
+    if (wire::crc32(body) != crc)
       throw FormatError("checksum mismatch in " + which + ": the trace file is corrupt");
-    if (body.size() >= kTraceFlagsOffset + 4 && get_fixed(body.substr(kTraceFlagsOffset, 4)) != 0)
+    if (body.size() >= kTraceFlagsOffset + 4 && wire::Reader(body.substr(kTraceFlagsOffset, 4)).fixed(4) != 0)
       throw FormatError(which + " has header flags of its own (segments do not nest)");
     Trace segment;
     try {

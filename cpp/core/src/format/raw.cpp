@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <set>
 
-#include "scalatrace/support/errors.hpp"
+#include "format/sct_codec.hpp"
 #include "scalatrace/format/trace_validation.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/support/wire.hpp"
 
 namespace scalatrace {
 namespace {
@@ -29,122 +31,47 @@ std::uint64_t fnv1a(std::uint64_t h, const char* data, std::size_t n) {
   return h;
 }
 
-// ---- encoding ----
-void put_u(std::string& out, std::uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-void put_s(std::string& out, std::int64_t v) {
-  put_u(out, (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63));
-}
-void put_str(std::string& out, const std::string& s) {  // stored as UTF-8 (ill-formed -> U+FFFD)
-  const std::string text = to_valid_utf8(s);
-  put_u(out, text.size());
-  out += text;
-}
-// Pointer-based encoders for the per-event hot path (the caller reserved enough room).
-char* enc_u(char* p, std::uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
-char* enc_s(char* p, std::int64_t v) {
-  return enc_u(p, (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63));
-}
-void put_fixed(std::string& out, std::uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-// ---- decoding (bounds-checked; every problem is a FormatError naming file and offset) ----
-class Decoder {
+/// The stream's reader: the byte codec's, with errors that name the file and the offset.
+class Decoder : public wire::Reader {
  public:
-  Decoder(const std::string& data, std::string path) : data_(data), path_(std::move(path)) {}
+  Decoder(std::string_view data, std::string path) : wire::Reader(data), path_(std::move(path)) {}
 
-  [[noreturn]] void fail(const std::string& what) const {
-    throw FormatError(path_ + ": not a valid raw stream: " + what + " (at byte " +
-                      std::to_string(pos_) + " of " + std::to_string(data_.size()) + ")");
-  }
-  std::size_t remaining() const { return data_.size() - pos_; }
-  std::size_t pos() const { return pos_; }
-  bool at_end() const { return pos_ == data_.size(); }
-
-  unsigned char byte() {
-    if (pos_ >= data_.size()) fail("truncated");
-    return static_cast<unsigned char>(data_[pos_++]);
-  }
-  std::uint64_t u() {
-    std::uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      const unsigned char b = byte();
-      if (shift == 63 && b > 1) fail("varint overflows 64 bits");
-      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    fail("varint longer than 10 bytes");
-  }
-  std::int64_t s() {
-    const std::uint64_t z = u();
-    return static_cast<std::int64_t>((z >> 1) ^ (~(z & 1) + 1));
-  }
-  /// A count of items that each take at least one byte: bounded by what is left.
-  std::size_t count(const char* what) {
-    const std::uint64_t n = u();
-    if (n > remaining()) fail(std::string("implausible ") + what + " count " + std::to_string(n));
-    return static_cast<std::size_t>(n);
-  }
-  std::string str(const char* what) {
-    const std::size_t n = count(what);
-    std::string out = data_.substr(pos_, n);
-    if (!is_valid_utf8(out)) fail(std::string(what) + " is not valid UTF-8");
-    pos_ += n;
-    return out;
-  }
-  std::uint64_t fixed(int bytes) {
-    if (remaining() < static_cast<std::size_t>(bytes)) fail("truncated");
-    std::uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i)
-      v |= static_cast<std::uint64_t>(static_cast<unsigned char>(data_[pos_++])) << (8 * i);
-    return v;
+ protected:
+  std::string describe(const std::string& what) const override {
+    return path_ + ": not a valid raw stream: " + what + " (at byte " + std::to_string(pos()) + " of " +
+           std::to_string(size()) + ")";
   }
 
  private:
-  const std::string& data_;
   std::string path_;
-  std::size_t pos_ = 0;
 };
 
 Event decode_event(Decoder& d) {
   Event e;
-  const std::uint64_t op = d.u();
+  const std::uint64_t op = d.uv();
   if (op >= kOpCount) d.fail("unknown op " + std::to_string(op));
   e.op = static_cast<Op>(op);
-  const std::uint64_t site = d.u();
+  const std::uint64_t site = d.uv();
   if (site > 0xffffffffull) d.fail("call-site id out of range");
   e.site = static_cast<std::uint32_t>(site);
-  const std::uint64_t fmask = d.u();
+  const std::uint64_t fmask = d.uv();
   if (fmask >> kFieldCount) d.fail("unknown field in field mask");
   for (std::size_t i = 0; i < kFieldCount; ++i)
     if (fmask >> i & 1) {
-      e.fields[i] = d.s();
+      e.fields[i] = d.sv();
       if (e.fields[i] == 0) d.fail("field marked present holds 0");
     }
-  const std::uint64_t amask = d.u();
+  const std::uint64_t amask = d.uv();
   if (amask >> kArrayFieldCount) d.fail("unknown array in array mask");
   for (std::size_t i = 0; i < kArrayFieldCount; ++i)
     if (amask >> i & 1) {
       const std::size_t n = d.count("array element");
       if (n == 0) d.fail("array marked present is empty");
       e.arrays[i].reserve(n);
-      for (std::size_t k = 0; k < n; ++k) e.arrays[i].push_back(d.s());
+      for (std::size_t k = 0; k < n; ++k) e.arrays[i].push_back(d.sv());
     }
-  e.compute_ns = d.u();
-  e.duration_ns = d.u();
+  e.compute_ns = d.uv();
+  e.duration_ns = d.uv();
   try {
     validate_event_values(e);
   } catch (const FormatError& ex) {
@@ -160,58 +87,58 @@ RawWriter::~RawWriter() = default;  // an unclosed stream is removed, never left
 void RawWriter::open(const std::string& path, std::int64_t rank, std::int64_t nranks) {
   if (file_) throw UsageError("RawWriter::open: already open");
   file_ = std::make_unique<SafeFileWriter>(path);
-  buffer_.clear();
+  buffer_.data().clear();
   events_ = 0;
   hash_ = kFnvOffset;
-  buffer_.append(kMagic, sizeof kMagic);
-  put_fixed(buffer_, kVersion, 4);
-  put_s(buffer_, rank);
-  put_s(buffer_, nranks);
+  buffer_.raw(std::string_view(kMagic, sizeof kMagic));
+  buffer_.fixed(kVersion, 4);
+  buffer_.sv(rank);
+  buffer_.sv(nranks);
 }
 
 void RawWriter::flush_buffer() {
-  hash_ = fnv1a(hash_, buffer_.data(), buffer_.size());
+  hash_ = fnv1a(hash_, buffer_.data().data(), buffer_.size());
   try {
-    file_->write(buffer_);
+    file_->write(buffer_.data());
   } catch (...) {
     file_.reset();
-    buffer_.clear();
+    buffer_.data().clear();
     throw;
   }
-  buffer_.clear();
+  buffer_.data().clear();
 }
 
 void RawWriter::append(const Event& e) {
   if (!file_) throw UsageError("RawWriter::append: not open");
   std::size_t elements = 0;
   for (const auto& a : e.arrays) elements += a.size();
-  constexpr std::size_t kVarint = 10;
-  const std::size_t bound =
-      1 + kVarint * (2 + 1 + kFieldCount + 1 + kArrayFieldCount + elements + 2);
-  const std::size_t old_size = buffer_.size();
-  buffer_.resize(old_size + bound);
-  char* p = buffer_.data() + old_size;
+    const std::size_t bound =
+      1 + wire::kMaxVarintBytes * (2 + 1 + kFieldCount + 1 + kArrayFieldCount + elements + 2);
+  std::string& out = buffer_.data();
+  const std::size_t old_size = out.size();
+  out.resize(old_size + bound);
+  char* p = out.data() + old_size;
   *p++ = static_cast<char>(kEventTag);
-  p = enc_u(p, static_cast<std::uint64_t>(e.op));
-  p = enc_u(p, e.site);
+  p = wire::put_varint(p, static_cast<std::uint64_t>(e.op));
+  p = wire::put_varint(p, e.site);
   std::uint64_t fmask = 0;
   for (std::size_t i = 0; i < kFieldCount; ++i)
     if (e.fields[i] != 0) fmask |= std::uint64_t{1} << i;
-  p = enc_u(p, fmask);
+  p = wire::put_varint(p, fmask);
   for (std::size_t i = 0; i < kFieldCount; ++i)
-    if (e.fields[i] != 0) p = enc_s(p, e.fields[i]);
+    if (e.fields[i] != 0) p = wire::put_svarint(p, e.fields[i]);
   std::uint64_t amask = 0;
   for (std::size_t i = 0; i < kArrayFieldCount; ++i)
     if (!e.arrays[i].empty()) amask |= std::uint64_t{1} << i;
-  p = enc_u(p, amask);
+  p = wire::put_varint(p, amask);
   for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
     if (e.arrays[i].empty()) continue;
-    p = enc_u(p, e.arrays[i].size());
-    for (std::int64_t v : e.arrays[i]) p = enc_s(p, v);
+    p = wire::put_varint(p, e.arrays[i].size());
+    for (std::int64_t v : e.arrays[i]) p = wire::put_svarint(p, v);
   }
-  p = enc_u(p, e.compute_ns);
-  p = enc_u(p, e.duration_ns);
-  buffer_.resize(static_cast<std::size_t>(p - buffer_.data()));
+  p = wire::put_varint(p, e.compute_ns);
+  p = wire::put_varint(p, e.duration_ns);
+  out.resize(static_cast<std::size_t>(p - out.data()));
   ++events_;
   if (buffer_.size() >= kFlushBytes) flush_buffer();
 }
@@ -220,39 +147,28 @@ void RawWriter::close(const std::map<std::string, std::string>& metadata,
                       const CallSiteTable& sites, const CommTable& comms,
                       const std::vector<std::string>& names) {
   if (!file_) throw UsageError("RawWriter::close: not open");
-  buffer_.push_back(static_cast<char>(kTrailerTag));
-  put_u(buffer_, events_);
-  put_u(buffer_, metadata.size());
+  buffer_.u8(kTrailerTag);
+  buffer_.uv(events_);
+  buffer_.uv(metadata.size());
   for (const auto& [k, v] : metadata) {
-    put_str(buffer_, k);
-    put_str(buffer_, v);
+    sct::put_text(buffer_, k);
+    sct::put_text(buffer_, v);
   }
-  put_u(buffer_, sites.modules.size());
-  for (const auto& m : sites.modules) put_str(buffer_, m);
-  put_u(buffer_, sites.sites.size());
-  for (const auto& site : sites.sites) {
-    put_u(buffer_, site.frames.size());
-    for (const auto& f : site.frames) {
-      put_u(buffer_, f.module);
-      put_u(buffer_, f.offset);
-    }
-    put_str(buffer_, site.symbol);
-    put_str(buffer_, site.location);
-  }
-  put_u(buffer_, comms.entries.size());
+  sct::put_call_site_table(buffer_, sites);
+  buffer_.uv(comms.entries.size());
   for (const auto& c : comms.entries) {
-    put_s(buffer_, c.id);
+    buffer_.sv(c.id);
     const auto members = c.members.to_vector();
-    put_u(buffer_, members.size());
-    for (auto m : members) put_s(buffer_, m);
+    buffer_.uv(members.size());
+    for (auto m : members) buffer_.sv(m);
   }
-  put_u(buffer_, names.size());
-  for (const auto& n : names) put_str(buffer_, n);
-  hash_ = fnv1a(hash_, buffer_.data(), buffer_.size());
-  put_fixed(buffer_, hash_, 8);
+  buffer_.uv(names.size());
+  for (const auto& n : names) sct::put_text(buffer_, n);
+  hash_ = fnv1a(hash_, buffer_.data().data(), buffer_.size());
+  buffer_.fixed(hash_, 8);
   std::unique_ptr<SafeFileWriter> file = std::move(file_);
-  file->write(buffer_);
-  buffer_.clear();
+  file->write(buffer_.data());
+  buffer_.data().clear();
   file->commit();
 }
 
@@ -276,28 +192,23 @@ RankRecording decode_raw(const std::string& data, const std::string& path) {
   if (data.size() < sizeof kMagic || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
     d.fail("bad magic (expected a .straw file)");
   if (data.size() < sizeof kMagic + 4 + 8) d.fail("truncated");
-  {
-    const char* tail = data.data() + data.size() - 8;
-    std::uint64_t stored = 0;
-    for (int i = 0; i < 8; ++i)
-      stored |= static_cast<std::uint64_t>(static_cast<unsigned char>(tail[i])) << (8 * i);
-    if (fnv1a(kFnvOffset, data.data(), data.size() - 8) != stored)
-      d.fail("checksum mismatch (file truncated, unfinished or corrupt)");
-  }
-  for (std::size_t i = 0; i < sizeof kMagic; ++i) d.byte();
+  const std::uint64_t stored = wire::Reader(std::string_view(data).substr(data.size() - 8)).fixed(8);
+  if (fnv1a(kFnvOffset, data.data(), data.size() - 8) != stored)
+    d.fail("checksum mismatch (file truncated, unfinished or corrupt)");
+  d.take(sizeof kMagic);
   const std::uint64_t version = d.fixed(4);
   if (version != kVersion)
     d.fail("unsupported version " + std::to_string(version) + " (this reader knows " +
            std::to_string(kVersion) + ")");
 
   RankRecording rec;
-  rec.rank = d.s();
-  rec.nranks = d.s();
+  rec.rank = d.sv();
+  rec.nranks = d.sv();
   if (rec.nranks <= 0 || rec.rank < 0 || rec.rank >= rec.nranks)
     d.fail("rank " + std::to_string(rec.rank) + " of " + std::to_string(rec.nranks));
 
   for (;;) {
-    const unsigned char tag = d.byte();
+    const unsigned char tag = d.u8();
     if (tag == kEventTag) {
       rec.events.push_back(decode_event(d));
     } else if (tag == kTrailerTag) {
@@ -306,40 +217,40 @@ RankRecording decode_raw(const std::string& data, const std::string& path) {
       d.fail("unknown record tag " + std::to_string(tag));
     }
   }
-  if (d.u() != rec.events.size()) d.fail("event count in trailer does not match the events");
+  if (d.uv() != rec.events.size()) d.fail("event count in trailer does not match the events");
   for (std::size_t n = d.count("metadata"); n > 0; --n) {
-    std::string k = d.str("metadata key");
-    rec.metadata[k] = d.str("metadata value");
+    std::string k = sct::get_text(d, "metadata key");
+    rec.metadata[k] = sct::get_text(d, "metadata value");
   }
-  for (std::size_t n = d.count("module"); n > 0; --n) rec.sites.modules.push_back(d.str("module path"));
+  for (std::size_t n = d.count("module"); n > 0; --n) rec.sites.modules.push_back(sct::get_text(d, "module path"));
   for (std::size_t n = d.count("call site"); n > 0; --n) {
     CallSite site;
     for (std::size_t f = d.count("frame"); f > 0; --f) {
       Frame fr;
-      const std::uint64_t m = d.u();
+      const std::uint64_t m = d.uv();
       if (m >= rec.sites.modules.size()) d.fail("frame names unknown module " + std::to_string(m));
       fr.module = static_cast<std::uint32_t>(m);
-      fr.offset = d.u();
+      fr.offset = d.uv();
       site.frames.push_back(fr);
     }
     site.hash = signature_hash(site.frames);
-    site.symbol = d.str("symbol");
-    site.location = d.str("location");
+    site.symbol = sct::get_text(d, "symbol");
+    site.location = sct::get_text(d, "location");
     rec.sites.sites.push_back(std::move(site));
   }
   for (std::size_t n = d.count("communicator"); n > 0; --n) {
     CommEntry c;
-    c.id = d.s();
+    c.id = d.sv();
     std::vector<std::int64_t> members;
     for (std::size_t m = d.count("member"); m > 0; --m) {
-      members.push_back(d.s());
+      members.push_back(d.sv());
       if (members.back() < 0 || members.back() >= rec.nranks)
         d.fail("communicator member outside 0.." + std::to_string(rec.nranks - 1));
     }
     c.members = RankList::from_sequence(members);
     rec.comms.entries.push_back(std::move(c));
   }
-  for (std::size_t n = d.count("name"); n > 0; --n) rec.names.push_back(d.str("function name"));
+  for (std::size_t n = d.count("name"); n > 0; --n) rec.names.push_back(sct::get_text(d, "function name"));
   if (d.remaining() != 8) d.fail("unexpected bytes after the tables");
 
   for (const Event& e : rec.events) {

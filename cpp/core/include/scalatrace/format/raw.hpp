@@ -10,6 +10,7 @@
 
 #include "scalatrace/model/recording.hpp"
 #include "scalatrace/support/safe_file.hpp"
+#include "scalatrace/support/wire.hpp"
 
 namespace scalatrace {
 
@@ -37,7 +38,7 @@ class RawWriter {
   void flush_buffer();
 
   std::unique_ptr<SafeFileWriter> file_;
-  std::string buffer_;
+  wire::Writer buffer_;  ///< encoded, not yet written
   std::uint64_t events_ = 0;
   std::uint64_t hash_ = 0;  ///< running checksum of everything written so far
 };

@@ -1,0 +1,114 @@
+#pragma once
+// Internal to the core: what the .sct writer (sct_writer.cpp), reader (sct_reader.cpp,
+// sct_reader_values.cpp) and rank segments (format_segments.cpp) share: the format's constants
+// and section ids, the reader that names its section in errors, text and call-site tables (also
+// in the raw stream, raw.cpp), scaled numbers and two-byte bin counts. Numbers go through the
+// byte codec, support/wire.hpp. docs/format.md is the contract.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/model/trace.hpp"
+#include "scalatrace/support/wire.hpp"
+
+namespace scalatrace::sct {
+
+// ---------------------------------------------------------------- constants of the format
+inline constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 8 + 4;  // magic, version, flags, length, crc
+inline constexpr std::uint32_t kKnownFlags = kFlagRankSegments | kFlagExactCounts;  // docs/format.md
+inline constexpr std::size_t kMaxDepth = 64;                    // loop nesting
+inline constexpr std::size_t kMaxDims = 16;                     // ranklist descriptor dimensions
+inline constexpr std::int64_t kMaxRanks = std::int64_t{1} << 40;
+inline constexpr std::uint64_t kMaxSeqSize = std::uint64_t{1} << 62;
+/// Scaled numbers (version 5) are written for magnitudes below this; a value sequence with a
+/// larger run value is written plain.
+inline constexpr std::int64_t kScaledLimit = std::int64_t{1} << 56;
+/// Bytes of each scale-basis number (version 5, section 1): a fixed width, so that the basis
+/// takes the same bytes at every rank count.
+inline constexpr int kBasisNumberBytes = 4;
+
+enum Section : std::uint64_t {
+  kMetadata = 1,
+  kCallSites = 2,
+  kNames = 3,
+  kRankLists = 4,
+  kValueSeqs = 5,
+  kArraySeqs = 6,
+  kValueElastics = 7,
+  kArrayElastics = 8,
+  kComms = 9,
+  kNodes = 10,
+  kLastKnownSection = kNodes,
+  kRankClusters = 11,  ///< optional (clustered traces only; readers before it skip it)
+};
+
+/// A section's name in error messages ("node tree").
+const char* section_name(std::uint64_t id);
+
+enum NodeFlags : std::uint8_t {
+  kNodeLoop = 1,
+  kNodeHasPresence = 2,
+};
+
+// ---------------------------------------------------------------- reading
+/// The byte codec's reader, whose errors say "<what> in <section> at byte <offset>".
+class SectionReader : public wire::Reader {
+ public:
+  using wire::Reader::Reader;
+  void set_section(std::string name) { section_ = std::move(name); }
+
+ protected:
+  std::string describe(const std::string& what) const override;
+
+ private:
+  std::string section_ = "header";
+};
+
+/// Text (`str`): stored as UTF-8, ill-formed bytes written as U+FFFD; a reader fails on text
+/// that is not UTF-8 ("<what> is not valid UTF-8"). The raw stream stores its text the same way.
+void put_text(wire::Writer& w, std::string_view s);
+std::string get_text(wire::Reader& r, const char* what);
+/// A call-site table: `uv nmodules`, module paths (text), `uv nsites`, per site `uv nframes`,
+/// frames (`uv module, uv offset`), symbol and location (text). The raw stream's trailer
+/// holds it the same way.
+void put_call_site_table(wire::Writer& w, const CallSiteTable& sites);
+
+// ---------------------------------------------------------------- scaled numbers (version 5)
+/// A scaled number (docs/format.md "Scaled numbers"): one `uv` whose bit 0 says whether the
+/// number has basis coefficients. Without: the value's zigzag code above it. With: two bits per
+/// basis number above it (coefficient 0, +1, -1, or 3: it follows as `sv`), the remainder's
+/// zigzag code above those, then the coefficients that follow. Throws Error beyond kScaledLimit.
+void put_scaled(wire::Writer& w, std::int64_t v, std::span<const std::int64_t> basis);
+std::int64_t get_scaled(wire::Reader& r, std::span<const std::int64_t> basis);
+
+// ---------------------------------------------------------------- histogram bin counts (version 4)
+/// A bin count in two bytes, so that a histogram's size does not depend on how many values it
+/// holds: below 2^15 the count itself; above, a float of 5 exponent and 10 mantissa bits,
+/// (1024 + m) << (e + 5), rounded to nearest (relative error at most 2^-11). Counts beyond the
+/// largest code (2047 << 36, about 1.4e14) are stored as that code.
+std::uint16_t bin_count_code(std::uint64_t count);
+std::uint64_t bin_count_from_code(std::uint16_t code);
+
+// ---------------------------------------------------------------- values (sct_reader_values.cpp)
+// Each checked as it is read; every problem is r.fail(...). The writer's counterparts are the
+// put_* functions of sct_writer.cpp.
+/// A rank number: `sv` before version 5, then scaled against the basis.
+std::int64_t get_rank_number(SectionReader& r, std::uint32_t version, std::span<const std::int64_t> basis);
+/// A ranklist whose ranks lie in [0, nranks); ranks made by expanding descriptor groups are
+/// charged to `budget`.
+RankList get_ranks(SectionReader& r, std::int64_t nranks, std::uint32_t version, std::uint64_t& budget,
+                   std::span<const std::int64_t> basis);
+ValueSeq get_seq(SectionReader& r, std::uint32_t version, std::span<const std::int64_t> basis);
+/// An array sequence; values written as progressions are charged to `budget`.
+ArraySeq get_array_seq(SectionReader& r, std::uint32_t version, std::uint64_t& budget);
+/// A histogram; bin counts as two-byte codes with `fixed_width_counts`, else as `uv`.
+Histogram get_hist(SectionReader& r, bool fixed_width_counts);
+
+// ---------------------------------------------------------------- rank segments
+/// Parses the rank segments after a payload (docs/format.md, "Rank segments"), checks each one
+/// and puts their nodes before `trace`'s (prepend_rank_segments). Throws FormatError.
+void read_rank_segments(Trace& trace, std::string_view trailer);
+
+}  // namespace scalatrace::sct

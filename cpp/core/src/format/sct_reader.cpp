@@ -1,0 +1,568 @@
+// The .sct reader: decode_trace checks the header, then reads the sections in order, each
+// checked as it is read (never allocating beyond the input's size), then the rank segments.
+// docs/format.md is the specification; the writer is sct_writer.cpp, the shared codec
+// sct_codec.hpp, the value decoders sct_reader_values.cpp.
+#include "scalatrace/format/format.hpp"
+
+#include "format/neighbour_grid.hpp"
+#include "format/scale_basis.hpp"
+#include "format/sct_codec.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "scalatrace/format/trace_validation.hpp"
+#include "scalatrace/merge/timing_groups.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/support/safe_file.hpp"
+#include "scalatrace/support/wire.hpp"
+
+namespace scalatrace {
+namespace {
+
+using namespace sct;
+
+/// Everything decoded so far that later sections refer to, plus the expansion budget: tables
+/// let one byte refer to a large entry, so copies are charged against a budget proportional
+/// to the input size ("never allocates beyond the input's size" up to a constant factor).
+struct TraceReader {
+  /// Bin counts as two-byte codes: version 4 and later, unless header flag bit 1 (exact `uv`).
+  bool fixed_width_counts = true;
+  std::uint32_t version = kTraceFormatVersion;  ///< of the file being read
+  /// The scale basis (version 5, section 1): what scaled numbers are multiples of.
+  std::vector<std::int64_t> basis;
+  std::int64_t nranks = 0;
+  std::size_t nsites = 0;
+  std::size_t nnames = 0;
+  std::vector<RankList> ranks;
+  std::vector<ValueSeq> seqs;
+  std::vector<ArraySeq> arrays;
+  std::vector<ElasticValue> elastics;
+  std::vector<std::uint64_t> elastic_cost;
+  /// Neighbour grids (version 6, section 7), each with its ranks' classes.
+  std::vector<neighbour_grid::GridClasses> grids;
+  std::vector<ElasticArray> array_elastics;
+  std::vector<std::uint64_t> array_elastic_cost;
+  std::uint64_t budget = 0;
+
+  void charge(SectionReader& r, std::uint64_t units) {
+    if (units > budget) r.fail("implausible expansion of shared table entries");
+    budget -= units;
+  }
+  std::uint64_t index(SectionReader& r, std::size_t table_size, const char* what) {
+    std::uint64_t i = r.uv();
+    if (i > table_size)
+      r.fail(std::string(what) + " index " + std::to_string(i) + " out of range (table has " +
+             std::to_string(table_size) + ")");
+    return i;
+  }
+  RankList rank_ref(SectionReader& r) {
+    std::uint64_t i = index(r, ranks.size(), "ranklist");
+    if (i == 0) return {};
+    charge(r, ranks[i - 1].descriptors().size() + 1);
+    return ranks[i - 1];
+  }
+  /// The neighbour grids before the elastic values (version 6; TraceWriter::put_grids).
+  void read_grids(SectionReader& r, std::int64_t nranks) {
+    namespace ng = neighbour_grid;
+    const std::size_t n = r.count("neighbour grid", 4);
+    if (n > ng::kMaxGrids) r.fail("more than " + std::to_string(ng::kMaxGrids) + " neighbour grids");
+    for (std::size_t i = 0; i < n; ++i) {
+      if (nranks < 2 || nranks > ng::kMaxRanks)
+        r.fail("neighbour grid over " + std::to_string(nranks) + " ranks (2 to " + std::to_string(ng::kMaxRanks) +
+               " allowed)");
+      const std::uint64_t ndims = r.uv();
+      if (ndims < 1 || ndims > ng::kMaxDims) r.fail("neighbour grid with " + std::to_string(ndims) + " dimensions");
+      ng::Grid g;
+      std::int64_t outer = nranks;
+      for (std::uint64_t k = 0; k + 1 < ndims; ++k) {
+        const std::int64_t stride = get_scaled(r, basis);
+        if (stride < 1 || stride >= outer || outer % stride != 0 || outer / stride < 2)
+          r.fail("neighbour grid stride " + std::to_string(stride) + " does not divide " + std::to_string(outer));
+        g.dims.push_back(outer / stride);
+        outer = stride;
+      }
+      if (outer < 2) r.fail("neighbour grid with an innermost dimension below 2");
+      g.dims.push_back(outer);
+      const std::uint64_t reach = r.uv();
+      if (reach < 1 || reach > static_cast<std::uint64_t>(ng::kMaxReach))
+        r.fail("neighbour grid reach " + std::to_string(reach) + " (1 to " + std::to_string(ng::kMaxReach) + ")");
+      const std::uint64_t ndirs = r.uv();
+      if (ndirs < 1 || ndirs > ng::kMaxDirections)
+        r.fail("neighbour grid with " + std::to_string(ndirs) + " directions (1 to " +
+               std::to_string(ng::kMaxDirections) + ")");
+      std::uint64_t codes = 1;
+      for (std::uint64_t k = 0; k < ndims; ++k) codes *= 2 * reach + 1;
+      for (std::uint64_t k = 0; k < ndirs; ++k) {
+        const std::uint64_t code = r.uv();
+        if (code >= codes) r.fail("neighbour grid direction code " + std::to_string(code) + " out of range");
+        const ng::Direction d = ng::direction_from_code(code, g.dims.size(), static_cast<int>(reach));
+        if (std::find(g.directions.begin(), g.directions.end(), d) != g.directions.end())
+          r.fail("neighbour grid direction repeated");
+        g.directions.push_back(d);
+      }
+      grids.emplace_back(std::move(g));
+    }
+  }
+  /// An elastic value stated over a neighbour grid (after its 0 alternatives; version 6).
+  ElasticValue read_grid_value(SectionReader& r, std::uint64_t& cost) {
+    namespace ng = neighbour_grid;
+    ng::GridValue v;
+    v.grid = static_cast<std::size_t>(r.uv());
+    if (v.grid >= grids.size()) r.fail("neighbour grid index " + std::to_string(v.grid) + " out of range");
+    const ng::GridClasses& classes = grids[v.grid];
+    const std::uint64_t form = r.uv();
+    if (form >= ng::kFormCount) r.fail("unknown neighbour grid form " + std::to_string(form));
+    v.form = static_cast<ng::Form>(form);
+    const std::size_t ndirs = classes.grid().directions.size();
+    if (v.form == ng::Form::Filtered) {
+      const std::uint64_t s = r.uv();
+      if (s >= seqs.size())
+        r.fail("sequence index " + std::to_string(s) + " out of range (table has " + std::to_string(seqs.size()) + ")");
+      if (seqs[s].size() != ndirs)
+        r.fail("neighbour grid template of " + std::to_string(seqs[s].size()) + " values for " +
+               std::to_string(ndirs) + " directions");
+      v.values = seqs[s].to_vector();
+    }
+    v.repeat = r.uv();
+    if (v.repeat < 1 || v.repeat > (std::uint64_t{1} << 56))
+      r.fail("neighbour grid repeat count " + std::to_string(v.repeat) + " out of range");
+    ElasticValue e = ng::expand(v, classes);
+    for (const auto& [seq, rl] : e.alternatives) {
+      if (seq.empty()) r.fail("neighbour grid value gives rank " + std::to_string(rl.at(0)) + " no values");
+      const std::uint64_t c = seq_cost(seq) + rl.descriptors().size() + 1;
+      charge(r, c);
+      cost += c;
+    }
+    return e;
+  }
+  /// An elastic array stated over a neighbour grid (after its 0 alternatives; version 6).
+  ElasticArray read_grid_array(SectionReader& r, std::uint64_t& cost) {
+    namespace ng = neighbour_grid;
+    ng::GridArray v;
+    v.grid = static_cast<std::size_t>(r.uv());
+    if (v.grid >= grids.size()) r.fail("neighbour grid index " + std::to_string(v.grid) + " out of range");
+    v.first_per_direction = r.sv();
+    v.first_base = r.sv();
+    v.stride = r.sv();
+    v.length_per_direction = r.sv();
+    v.length_base = r.sv();
+    v.repeat_per_direction = r.sv();
+    v.repeat_base = r.sv();
+    const auto max_length = static_cast<std::int64_t>(std::min<std::uint64_t>(budget, std::uint64_t{1} << 24));
+    auto e = ng::expand_array(v, grids[v.grid], max_length);
+    if (!e)
+      r.fail("neighbour grid array: a rank's length below 0 or above " + std::to_string(max_length) +
+             ", or its repeat count below 1");
+    for (const auto& [seq, rl] : e->alternatives) {
+      const std::uint64_t c = seq_cost(seq) + rl.descriptors().size() + 1;
+      charge(r, c);
+      cost += c;
+    }
+    return std::move(*e);
+  }
+  template <class Seq>
+  void read_elastic_table(SectionReader& r, const std::vector<Seq>& pool, std::vector<Elastic<Seq>>& out,
+                          std::vector<std::uint64_t>& costs, const char* what, bool grid_forms) {
+    std::size_t n = r.count(what, 3);
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      Elastic<Seq> e;
+      std::size_t na = r.count("elastic alternative", 2);
+      std::uint64_t cost = 1;
+      if (na == 0 && grid_forms) {
+        if constexpr (std::is_same_v<Seq, ValueSeq>) e = read_grid_value(r, cost);
+        else e = read_grid_array(r, cost);
+        out.push_back(std::move(e));
+        costs.push_back(cost);
+        continue;
+      }
+      if (na == 0) r.fail("elastic value without alternatives");
+      for (std::size_t k = 0; k < na; ++k) {
+        std::uint64_t s = r.uv();
+        if (s >= pool.size())
+          r.fail("sequence index " + std::to_string(s) + " out of range (table has " +
+                 std::to_string(pool.size()) + ")");
+        RankList rl = rank_ref(r);
+        std::uint64_t c = seq_cost(pool[s]) + rl.descriptors().size() + 1;
+        charge(r, c);
+        cost += c;
+        e.alternatives.emplace_back(pool[s], std::move(rl));
+      }
+      out.push_back(std::move(e));
+      costs.push_back(cost);
+    }
+  }
+  static std::uint64_t seq_cost(const ValueSeq& s) {
+    std::uint64_t c = 1;
+    for (const auto& b : s.blocks()) c += 1 + b.runs.size();
+    return c;
+  }
+  static std::uint64_t seq_cost(const ArraySeq& s) {
+    std::uint64_t c = 1;
+    for (const auto& run : s.runs()) c += 1 + run.values.size();
+    return c;
+  }
+  ElasticValue elastic_ref(SectionReader& r) {
+    std::uint64_t i = index(r, elastics.size(), "elastic value");
+    if (i == 0) return {};
+    charge(r, elastic_cost[i - 1]);
+    return elastics[i - 1];
+  }
+  ElasticArray array_elastic_ref(SectionReader& r) {
+    std::uint64_t i = index(r, array_elastics.size(), "elastic array");
+    if (i == 0) return {};
+    charge(r, array_elastic_cost[i - 1]);
+    return array_elastics[i - 1];
+  }
+
+  void check_ids(SectionReader& r, const ElasticValue& v, std::size_t limit, const char* what) {
+    for (const auto& [seq, rl] : v.alternatives)
+      for (const auto& b : seq.blocks())
+        for (const auto& run : b.runs) {
+          // A run's values are first, first+stride, ..., first+(count-1)*stride.
+          __int128 last = static_cast<__int128>(run.first) +
+                          static_cast<__int128>(run.stride) * static_cast<__int128>(run.count - 1);
+          __int128 lo = std::min<__int128>(run.first, last), hi = std::max<__int128>(run.first, last);
+          if (lo < 0 || hi >= static_cast<__int128>(limit))
+            r.fail(std::string(what) + " out of range (table has " + std::to_string(limit) + ")");
+        }
+  }
+
+  Node node(SectionReader& r, std::size_t depth) {
+    if (depth > kMaxDepth) r.fail("loops nested deeper than " + std::to_string(kMaxDepth));
+    charge(r, 4);
+    Node n;
+    std::uint8_t flags = r.u8();
+    if (flags & ~(kNodeLoop | kNodeHasPresence)) r.fail("unknown node flags " + std::to_string(flags));
+    n.ranks = rank_ref(r);
+    if (flags & kNodeHasPresence) {
+      n.presence = elastic_ref(r);
+      if (n.presence.empty()) r.fail("presence flag without a presence sequence");
+    }
+    if (flags & kNodeLoop) {
+      n.loop = std::make_unique<LoopNode>();
+      n.loop->trips = elastic_ref(r);
+      if (n.loop->trips.empty()) r.fail("loop without trip counts");
+      std::size_t nb = r.count("loop body node", 2);
+      n.loop->body.reserve(nb);
+      for (std::size_t i = 0; i < nb; ++i) n.loop->body.push_back(node(r, depth + 1));
+      return n;
+    }
+    n.event = std::make_unique<EventNode>();
+    EventNode& e = *n.event;
+    std::uint64_t op = r.uv();
+    if (op >= kOpCount) r.fail("unknown operation " + std::to_string(op));
+    e.op = static_cast<Op>(op);
+    std::uint64_t site = r.uv();
+    if (site >= nsites)
+      r.fail("call-site id " + std::to_string(site) + " out of range (table has " +
+             std::to_string(nsites) + ")");
+    e.site = static_cast<std::uint32_t>(site);
+    e.site_ids = elastic_ref(r);
+    check_ids(r, e.site_ids, nsites, "call-site id");
+    std::uint64_t nf = r.uv();
+    if (nf > kFieldCount)
+      r.fail("event with " + std::to_string(nf) + " fields (this reader knows " +
+             std::to_string(kFieldCount) + ")");
+    for (std::size_t f = 0; f < nf; ++f) e.fields[f] = elastic_ref(r);
+    if (e.op == Op::Other)
+      check_ids(r, e.fields[static_cast<std::size_t>(Field::NameId)], nnames, "function-name id");
+    std::uint64_t na = r.uv();
+    if (na > kArrayFieldCount)
+      r.fail("event with " + std::to_string(na) + " array fields (this reader knows " +
+             std::to_string(kArrayFieldCount) + ")");
+    for (std::size_t f = 0; f < na; ++f) e.arrays[f] = array_elastic_ref(r);
+    std::uint64_t ngroups = r.uv();
+    bool firsts = false;
+    if (version >= 7) {
+      firsts = (ngroups & 1) != 0;
+      ngroups >>= 1;
+    }
+    if (ngroups > EventNode::kMaxTimingGroups || ngroups == 1)
+      r.fail("event with " + std::to_string(ngroups) + " timing groups (0 or 2.." +
+             std::to_string(EventNode::kMaxTimingGroups) + ")");
+    if (ngroups == 0) {
+      e.compute = get_hist(r, fixed_width_counts);
+      e.duration = get_hist(r, fixed_width_counts);
+      e.first_compute = firsts ? get_first_compute(r, e.compute) : Histogram(e.compute.sub_bins());
+      return n;
+    }
+    for (std::uint64_t g = 0; g < ngroups; ++g) {
+      TimingGroup group;
+      group.ranks = rank_ref(r);
+      if (group.ranks.empty()) r.fail("timing group without ranks");
+      group.compute = get_hist(r, fixed_width_counts);
+      group.duration = get_hist(r, fixed_width_counts);
+      group.first_compute = firsts ? get_first_compute(r, group.compute) : Histogram(group.compute.sub_bins());
+      if (g == 0) {
+        e.compute = group.compute;
+        e.duration = group.duration;
+        e.first_compute = group.first_compute;
+      } else {
+        if (group.compute.sub_bins() != e.compute.sub_bins() ||
+            group.duration.sub_bins() != e.duration.sub_bins())
+          r.fail("timing groups with different bins per octave");
+        e.compute.merge(group.compute);
+        e.duration.merge(group.duration);
+        e.first_compute.merge(group.first_compute);
+      }
+      e.timing_groups.push_back(std::move(group));
+    }
+    return n;
+  }
+
+  /// A first-occurrence histogram (version 7): one value per rank, so never more values than
+  /// the compute histogram it belongs to (up to the rounding of two-byte bin counts, at most
+  /// 2^-11 of each), and in the same layout.
+  Histogram get_first_compute(SectionReader& r, const Histogram& compute) {
+    Histogram first = get_hist(r, fixed_width_counts);
+    if (first.sub_bins() != compute.sub_bins())
+      r.fail("first-occurrence compute histogram with other bins per octave than its compute times");
+    if (first.count() > compute.count() + compute.count() / 1024)
+      r.fail("first-occurrence compute histogram with more values (" + std::to_string(first.count()) +
+             ") than its compute times (" + std::to_string(compute.count()) + ")");
+    return first;
+  }
+};
+
+/// What the header says (docs/format.md, "Header"), checked: the payload's bytes (CRC
+/// verified) and what follows them (rank segments, with header flag bit 0).
+struct Header {
+  std::uint32_t version = 0;
+  std::uint32_t flags = 0;
+  std::string_view payload;
+  std::string_view trailer;
+};
+
+Header read_header(std::string_view bytes) {
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kTraceMagic, 8) != 0)
+    throw FormatError("bad magic: not a scalatrace trace (.sct)");
+  SectionReader r(bytes, 0);
+  r.take(8);
+  const std::uint64_t version = r.fixed(4);
+  if (version < kOldestReadableFormatVersion || version > kTraceFormatVersion)
+    throw FormatError("unsupported format version " + std::to_string(version) +
+                      " (this reader supports " + std::to_string(kOldestReadableFormatVersion) +
+                      " to " + std::to_string(kTraceFormatVersion) + ")");
+  Header h;
+  h.version = static_cast<std::uint32_t>(version);
+  const std::uint64_t flags = r.fixed(4);
+  if (flags & ~std::uint64_t{kKnownFlags})
+    throw FormatError("unknown header flags " + std::to_string(flags));
+  h.flags = static_cast<std::uint32_t>(flags);
+  const std::uint64_t length = r.fixed(8);
+  const auto crc = static_cast<std::uint32_t>(r.fixed(4));
+  const std::size_t have = bytes.size() - kHeaderSize;
+  if (length > have)
+    throw FormatError("truncated: header announces " + std::to_string(length) +
+                      " payload bytes, the file has " + std::to_string(have));
+  if ((flags & kFlagExactCounts) && h.version < 4)
+    throw FormatError("header flag 2 (exact bin counts) in a version " + std::to_string(h.version) +
+                      " file");
+  if (length < have && (flags & kFlagRankSegments) == 0)
+    throw FormatError("trailing bytes: header announces " + std::to_string(length) +
+                      " payload bytes, the file has " + std::to_string(have));
+  h.payload = bytes.substr(kHeaderSize, length);
+  h.trailer = bytes.substr(kHeaderSize + length);
+  if (wire::crc32(h.payload) != crc) throw FormatError("checksum mismatch: the trace file is corrupt");
+  return h;
+}
+
+/// Section 1: the scale basis (version 5; before it, the rank count), then the metadata.
+void read_metadata(SectionReader& r, Trace& t, TraceReader& tr) {
+  std::uint64_t n = 0;
+  if (tr.version >= 5) {
+    // The scale basis: the rank count, then up to three grid strides, decreasing.
+    const std::size_t k = r.u8();
+    if (k == 0 || k > scale_basis::kMaxBasis) r.fail("scale basis of " + std::to_string(k) + " numbers");
+    for (std::size_t i = 0; i < k; ++i) {
+      const auto b = static_cast<std::int64_t>(r.fixed(kBasisNumberBytes));
+      if (i > 0 && (b < 2 || b >= tr.basis.back()))
+        r.fail("scale basis number " + std::to_string(b) + " (must decrease, from the rank count, and be at least 2)");
+      tr.basis.push_back(b);
+    }
+    n = static_cast<std::uint64_t>(tr.basis.front());
+  } else {
+    n = r.uv();
+  }
+  if (n > static_cast<std::uint64_t>(kMaxRanks)) r.fail("rank count " + std::to_string(n));
+  t.nranks = static_cast<std::int64_t>(n);
+  tr.nranks = t.nranks;
+  std::size_t m = r.count("metadata entry", 2);
+  std::string previous;
+  for (std::size_t i = 0; i < m; ++i) {
+    std::string k;
+    if (tr.version >= 4) {
+      const std::uint64_t shared = r.uv();
+      if (shared > previous.size())
+        r.fail("metadata key shares " + std::to_string(shared) +
+               " bytes with a previous key of " + std::to_string(previous.size()));
+      tr.charge(r, shared);  // a shared prefix is a copy: bounded like table entries
+      k = previous.substr(0, static_cast<std::size_t>(shared)) + get_text(r, "metadata key");
+      if (!is_valid_utf8(k)) r.fail("metadata key is not valid UTF-8");
+    } else {
+      k = get_text(r, "metadata key");
+    }
+    t.metadata[k] = get_text(r, "metadata value");
+    previous = std::move(k);
+  }
+}
+
+/// Section 2: modules, then call sites (each interned once: no duplicates).
+void read_call_sites(SectionReader& r, Trace& t, TraceReader& tr) {
+  std::size_t nm = r.count("module");
+  for (std::size_t i = 0; i < nm; ++i) {
+    std::string path = get_text(r, "module path");
+    if (t.sites.intern_module(path) != i) r.fail("duplicate module \"" + path + "\"");
+  }
+  std::size_t ns = r.count("call site", 3);
+  for (std::size_t i = 0; i < ns; ++i) {
+    std::size_t nf = r.count("frame", 2);
+    std::vector<Frame> frames;
+    frames.reserve(nf);
+    for (std::size_t k = 0; k < nf; ++k) {
+      Frame f;
+      std::uint64_t mod = r.uv();
+      if (mod >= nm) r.fail("module id " + std::to_string(mod) + " out of range");
+      f.module = static_cast<std::uint32_t>(mod);
+      f.offset = r.uv();
+      frames.push_back(f);
+    }
+    if (t.sites.intern(frames) != i) r.fail("duplicate call site " + std::to_string(i));
+    t.sites.sites[i].symbol = get_text(r, "symbol");
+    t.sites.sites[i].location = get_text(r, "location");
+  }
+  tr.nsites = t.sites.sites.size();
+}
+
+/// Sections 3 to 10: names, the shared tables, communicators, the node tree.
+void read_tables_and_nodes(std::uint64_t id, SectionReader& r, Trace& t, TraceReader& tr) {
+  switch (id) {
+    case kNames: {
+      std::size_t n = r.count("name");
+      t.names.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) t.names.push_back(get_text(r, "name"));
+      tr.nnames = t.names.size();
+      break;
+    }
+    case kRankLists: {
+      std::size_t n = r.count("ranklist", 3);
+      tr.ranks.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) tr.ranks.push_back(get_ranks(r, t.nranks, tr.version, tr.budget, tr.basis));
+      break;
+    }
+    case kValueSeqs: {
+      std::size_t n = r.count("value sequence");
+      tr.seqs.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) tr.seqs.push_back(get_seq(r, tr.version, tr.basis));
+      break;
+    }
+    case kArraySeqs: {
+      std::size_t n = r.count("array sequence");
+      tr.arrays.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) tr.arrays.push_back(get_array_seq(r, tr.version, tr.budget));
+      break;
+    }
+    case kValueElastics:
+      if (tr.version >= 6) tr.read_grids(r, t.nranks);
+      tr.read_elastic_table(r, tr.seqs, tr.elastics, tr.elastic_cost, "elastic value", tr.version >= 6);
+      break;
+    case kArrayElastics:
+      tr.read_elastic_table(r, tr.arrays, tr.array_elastics, tr.array_elastic_cost, "elastic array", tr.version >= 6);
+      break;
+    case kComms: {
+      std::size_t n = r.count("communicator", 3);
+      t.comms.entries.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        CommEntry e;
+        e.id = r.sv();
+        e.members = tr.rank_ref(r);
+        e.holders = tr.rank_ref(r);
+        t.comms.entries.push_back(std::move(e));
+      }
+      break;
+    }
+    case kNodes: {
+      std::size_t n = r.count("node", 2);
+      t.nodes.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) t.nodes.push_back(tr.node(r, 0));
+      break;
+    }
+  }
+}
+
+/// Section 11 (optional, after all others): each cluster's representative and members (checked
+/// as a whole by validate_rank_clusters once the section is read).
+void read_rank_clusters(SectionReader& r, Trace& t, TraceReader& tr) {
+  std::size_t n = r.count("rank cluster", 2);
+  if (n == 0) r.fail("empty rank-cluster list");
+  for (std::size_t i = 0; i < n; ++i) {
+    RankCluster c;
+    c.representative = get_rank_number(r, tr.version, tr.basis);
+    c.members = get_ranks(r, t.nranks, tr.version, tr.budget, tr.basis);
+    t.clusters.push_back(std::move(c));
+  }
+}
+
+}  // namespace
+
+Trace decode_trace(std::string_view bytes) {
+  const Header h = read_header(bytes);
+  Trace t;
+  TraceReader tr;
+  tr.fixed_width_counts = h.version >= 4 && (h.flags & kFlagExactCounts) == 0;
+  tr.version = h.version;
+  tr.budget = 64 * static_cast<std::uint64_t>(bytes.size()) + (std::uint64_t{1} << 20);
+  SectionReader outer(h.payload, kHeaderSize);
+  outer.set_section("section list");
+  std::uint64_t last_id = 0;
+  bool seen[kLastKnownSection + 1] = {};
+  auto require_before = [&](std::uint64_t id) {
+    for (std::uint64_t before = kMetadata; before < id && before <= kLastKnownSection; ++before)
+      if (!seen[before]) outer.fail(std::string("missing section: ") + section_name(before));
+  };
+  while (!outer.done()) {
+    const std::uint64_t id = outer.uv();
+    const std::size_t len = outer.count("section byte");
+    const std::size_t base = outer.offset();
+    SectionReader r(outer.take(len), base);
+    if (id <= last_id) outer.fail("section " + std::to_string(id) + " out of order");
+    last_id = id;
+    if (id > kLastKnownSection && id != kRankClusters) continue;  // later optional sections are skipped
+    require_before(id);
+    r.set_section(section_name(id));
+    if (id == kRankClusters) {
+      read_rank_clusters(r, t, tr);
+    } else {
+      seen[id] = true;
+      if (id == kMetadata) read_metadata(r, t, tr);
+      else if (id == kCallSites) read_call_sites(r, t, tr);
+      else read_tables_and_nodes(id, r, t, tr);
+    }
+    if (!r.done()) r.fail("unexpected bytes at the end of the section");
+    if (id == kRankClusters) validate_rank_clusters(t.clusters, t.nranks);
+  }
+  for (std::uint64_t id = kMetadata; id <= kLastKnownSection; ++id)
+    if (!seen[id]) throw FormatError(std::string("missing section: ") + section_name(id));
+  if (h.flags & kFlagRankSegments) read_rank_segments(t, h.trailer);
+  return t;
+}
+
+Trace decode_trace_checked(std::string_view bytes) {
+  Trace trace = decode_trace(bytes);
+  validate_trace(trace, default_walk_budget(bytes.size()));
+  return trace;
+}
+
+Trace read_trace_file(const std::string& path) {
+  const std::string bytes = read_regular_file(path, "trace file");
+  try {
+    return decode_trace_checked(bytes);
+  } catch (const FormatError& e) {
+    throw FormatError(path + ": " + e.what());
+  }
+}
+
+}  // namespace scalatrace

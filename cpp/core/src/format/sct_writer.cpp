@@ -1,0 +1,488 @@
+// The .sct writer: a trace as the bytes of docs/format.md (shared tables, scaled rank numbers,
+// neighbour grids, histograms), framed by the header. The reader is sct_reader.cpp; what both
+// use is in sct_codec.hpp. Keep all three in step with the specification.
+#include "scalatrace/format/format.hpp"
+#include "scalatrace/format/rank_periods.hpp"
+
+#include "format/neighbour_grid.hpp"
+#include "format/scale_basis.hpp"
+#include "format/sct_codec.hpp"
+#include "model/value_arith.hpp"
+#include "model/value_canonical.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "scalatrace/format/trace_validation.hpp"
+#include "scalatrace/merge/timing_groups.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/support/safe_file.hpp"
+#include "scalatrace/support/wire.hpp"
+
+namespace scalatrace {
+namespace {
+
+using namespace sct;
+
+/// A ranklist count, scaled against its dimension's extent (scale_basis::count_basis).
+void put_count(wire::Writer& w, std::int64_t count, std::int64_t stride, std::span<const std::int64_t> basis) {
+  std::array<std::int64_t, 2> extents{};
+  put_scaled(w, count, scale_basis::count_basis(stride, basis, extents));
+}
+
+void put_descriptor(wire::Writer& w, const RankDescriptor& d, std::span<const std::int64_t> basis) {
+  put_scaled(w, d.start, basis);
+  w.uv(2 * d.dims.size());  // even: a descriptor (odd: a group, below)
+  for (auto [c, s] : d.dims) {
+    put_scaled(w, s, basis);
+    put_count(w, c, s, basis);
+  }
+}
+
+/// A ranklist as items: descriptors, and groups of descriptors repeated at a constant stride
+/// (rank_periods.hpp; docs/format.md, "Ranklist"); rank numbers scaled against `basis`.
+void put_ranks(wire::Writer& w, const RankList& rl, std::span<const std::int64_t> basis) {
+  const auto& ds = rl.descriptors();
+  const std::vector<DescriptorPeriod> items = find_descriptor_periods(ds);
+  w.uv(items.size());
+  for (const DescriptorPeriod& p : items) {
+    if (p.repeat == 1) {
+      put_descriptor(w, ds[p.first], basis);
+      continue;
+    }
+    put_scaled(w, p.stride, basis);
+    w.uv(2 * p.period + 1);
+    put_count(w, static_cast<std::int64_t>(p.repeat), p.stride, basis);
+    for (std::size_t m = 0; m < p.period; ++m) put_descriptor(w, ds[p.first + m], basis);
+  }
+}
+
+/// Whether every run of `seq` can be written scaled (its first value and stride in range).
+bool fits_scaled(const ValueSeq& seq) {
+  for (const auto& b : seq.blocks())
+    for (const auto& r : b.runs)
+      if (r.first >= kScaledLimit || r.first <= -kScaledLimit || r.stride >= kScaledLimit ||
+          r.stride <= -kScaledLimit)
+        return false;
+  return true;
+}
+
+/// A value sequence; with `rank_valued` (peers, roots, split colors and keys) its run values
+/// and strides are scaled numbers where they fit (bit 0 of the block count says so).
+void put_seq(wire::Writer& w, const ValueSeq& value_seq, bool rank_valued, std::span<const std::int64_t> basis) {
+  // Stored sealed: a sequence's last period folds into its block (ValueSeq::seal).
+  ValueSeq scratch;
+  const ValueSeq& seq = value_seq.sealed_form(scratch);
+  const bool scaled = rank_valued && fits_scaled(seq);
+  w.uv(2 * seq.blocks().size() + (scaled ? 1 : 0));
+  for (const auto& b : seq.blocks()) {
+    w.uv(b.repeat);
+    w.uv(b.runs.size());
+    for (const auto& r : b.runs) {
+      if (scaled) {
+        put_scaled(w, r.first, basis);
+        put_scaled(w, r.stride, basis);
+      } else {
+        w.sv(r.first);
+        w.sv(r.stride);
+      }
+      w.uv(r.count);
+    }
+  }
+}
+
+/// One array value (version 6): `uv 2 * nvalues + progressions`, then either the values
+/// (`sv` each) or, if that is shorter, their maximal arithmetic progressions (`uv nparts`,
+/// nparts x (`sv first`, `sv stride`, `uv count`)): a request array 52, 51, ..., 1 is 4 bytes.
+void put_array_values(wire::Writer& w, const std::vector<std::int64_t>& values) {
+  wire::Writer plain, parts;
+  for (const auto v : values) plain.sv(v);
+  std::vector<std::array<std::int64_t, 3>> runs;  // first, stride, count
+  for (std::size_t i = 0; i < values.size();) {
+    std::size_t j = i + 1;
+    const std::int64_t stride = j < values.size() ? value_arith::wrap_sub(values[j], values[i]) : 0;
+    while (j < values.size() && value_arith::wrap_sub(values[j], values[j - 1]) == stride) ++j;
+    runs.push_back({values[i], j - i > 1 ? stride : 0, static_cast<std::int64_t>(j - i)});
+    i = j;
+  }
+  parts.uv(runs.size());
+  for (const auto& [first, stride, count] : runs) {
+    parts.sv(first);
+    parts.sv(stride);
+    parts.uv(static_cast<std::uint64_t>(count));
+  }
+  const bool progressions = parts.data().size() < plain.data().size();
+  w.uv(2 * values.size() + (progressions ? 1 : 0));
+  w.raw(progressions ? parts.data() : plain.data());
+}
+
+void put_array_seq(wire::Writer& w, const ArraySeq& seq) {
+  w.uv(seq.runs().size());
+  for (const auto& r : seq.runs()) {
+    w.uv(r.count);
+    put_array_values(w, r.values);
+  }
+}
+
+/// Histogram (format version 2): one layout number, then the bins; count, min, max and sum
+/// are derived from the bins, and each bin stores its mean (rounded to a nanosecond) instead of
+/// its sum. From version 4 a bin's count has a fixed width (bin_count_code), so the encoded size
+/// does not grow with the number of recorded values at all. With `exact_counts` (header flag
+/// bit 1, for traces passed between processes) counts are written as `uv`, as in version 3.
+void put_hist(wire::Writer& w, const Histogram& h, bool exact_counts) {
+  w.uv(static_cast<std::uint64_t>(std::countr_zero(h.sub_bins())) + 5u * h.coarsening());
+  w.uv(h.bins().size());
+  std::uint64_t next_index = 0, previous_max = 0;
+  for (const auto& b : h.bins()) {
+    w.uv(b.index - next_index);
+    next_index = std::uint64_t{b.index} + 1;
+    if (exact_counts)
+      w.uv(b.count);
+    else
+      w.fixed(bin_count_code(b.count), 2);
+    w.uv(b.min - previous_max);
+    w.uv(b.max - b.min);
+    previous_max = b.max;
+    const double mean = std::round(b.sum / static_cast<double>(b.count));
+    const auto mean_ns = static_cast<std::uint64_t>(
+        std::clamp(mean, static_cast<double>(b.min), static_cast<double>(b.max)));
+    w.uv(mean_ns - b.min);
+  }
+}
+
+/// Interning table keyed by the encoded bytes of each entry; index 0 is reserved for "empty".
+struct Table {
+  std::unordered_map<std::string, std::uint64_t> index;
+  wire::Writer out;
+  std::uint64_t count = 0;
+  std::uint64_t add(wire::Writer&& entry) {
+    auto [it, inserted] = index.try_emplace(std::move(entry.data()), count + 1);
+    if (inserted) {
+      out.raw(it->first);
+      ++count;
+    }
+    return it->second;
+  }
+};
+
+/// Fields whose values are ranks (or derived from ranks): written as scaled numbers.
+bool is_rank_valued(std::size_t field) {
+  switch (static_cast<Field>(field)) {
+    case Field::Peer:
+    case Field::Peer2:
+    case Field::Root:
+    case Field::Color:
+    case Field::Key:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct TraceWriter {
+  bool exact_counts = false;  ///< bin counts as uv (header flag bit 1)
+  std::vector<std::int64_t> basis;  ///< the scale basis (section 1)
+  Table ranks, seqs, arrays, elastics, array_elastics;
+  /// Neighbour grids and the elastic values written over them (final files only).
+  neighbour_grid::TraceGrids grids;
+  /// Plain encodings of the sequences that some rank-valued field holds: those are written
+  /// scaled, wherever they are used (one table entry for equal values, whatever the field).
+  std::unordered_set<std::string> rank_valued_seqs;
+
+  void note_rank_valued(const std::vector<Node>& nodes) {
+    for (const Node& n : nodes) {
+      if (n.loop) note_rank_valued(n.loop->body);
+      if (!n.event) continue;
+      for (std::size_t f = 0; f < kFieldCount; ++f) {
+        if (!is_rank_valued(f)) continue;
+        if (const auto it = grids.values.find(&n.event->fields[f]);
+            it != grids.values.end() && it->second.form == neighbour_grid::Form::Filtered) {
+          wire::Writer plain;
+          put_seq(plain, grid_template(it->second), false, basis);
+          rank_valued_seqs.insert(std::move(plain.data()));
+        }
+        for (const auto& alternative : n.event->fields[f].alternatives) {
+          wire::Writer plain;
+          put_seq(plain, alternative.first, false, basis);
+          rank_valued_seqs.insert(std::move(plain.data()));
+        }
+      }
+    }
+  }
+
+  std::uint64_t rank_id(const RankList& rl) {
+    if (rl.empty()) return 0;
+    wire::Writer w;
+    put_ranks(w, rl, basis);
+    return ranks.add(std::move(w));
+  }
+  /// A value sequence's table index, written scaled if a rank-valued field holds its values.
+  std::uint64_t seq_id(const ValueSeq& seq) {
+    wire::Writer sw;
+    put_seq(sw, seq, false, basis);
+    if (rank_valued_seqs.contains(sw.data())) {
+      sw = wire::Writer{};
+      put_seq(sw, seq, true, basis);
+    }
+    return seqs.add(std::move(sw)) - 1;
+  }
+  static ValueSeq grid_template(const neighbour_grid::GridValue& v) {
+    return canonical_repeated(v.values, 1);
+  }
+  std::uint64_t elastic_id(const ElasticValue& e) {
+    if (e.empty()) return 0;
+    wire::Writer w;
+    if (const auto it = grids.values.find(&e); it != grids.values.end()) {
+      // Stated over a neighbour grid (version 6): 0 alternatives, then the grid form.
+      const neighbour_grid::GridValue& v = it->second;
+      w.uv(0);
+      w.uv(v.grid);
+      w.uv(static_cast<std::uint64_t>(v.form));
+      if (v.form == neighbour_grid::Form::Filtered) w.uv(seq_id(grid_template(v)));
+      w.uv(v.repeat);
+      return elastics.add(std::move(w));
+    }
+    w.uv(e.alternatives.size());
+    for (const auto& [seq, rl] : e.alternatives) {
+      w.uv(seq_id(seq));
+      w.uv(rank_id(rl));
+    }
+    return elastics.add(std::move(w));
+  }
+  /// The neighbour grids (section 7, before the elastic values): `uv ndims`, the strides of
+  /// all dimensions but the innermost (scaled, outermost first), `uv reach`, `uv ndirections`,
+  /// each direction's code.
+  void put_grids(wire::Writer& w) const {
+    w.uv(grids.grids.size());
+    for (const auto& g : grids.grids) {
+      w.uv(g.dims.size());
+      const auto strides = g.strides();
+      for (std::size_t k = 0; k + 1 < strides.size(); ++k) put_scaled(w, strides[k], basis);
+      const int reach = g.reach();
+      w.uv(static_cast<std::uint64_t>(reach));
+      w.uv(g.directions.size());
+      for (const auto& d : g.directions) w.uv(neighbour_grid::direction_code(d, g.dims.size(), reach));
+    }
+  }
+  std::uint64_t array_elastic_id(const ElasticArray& e) {
+    if (e.empty()) return 0;
+    wire::Writer w;
+    if (const auto it = grids.arrays.find(&e); it != grids.arrays.end()) {
+      // Stated over a neighbour grid (version 6): 0 alternatives, then the progression.
+      const neighbour_grid::GridArray& v = it->second;
+      w.uv(0);
+      w.uv(v.grid);
+      w.sv(v.first_per_direction);
+      w.sv(v.first_base);
+      w.sv(v.stride);
+      w.sv(v.length_per_direction);
+      w.sv(v.length_base);
+      w.sv(v.repeat_per_direction);
+      w.sv(v.repeat_base);
+      return array_elastics.add(std::move(w));
+    }
+    w.uv(e.alternatives.size());
+    for (const auto& [seq, rl] : e.alternatives) {
+      wire::Writer sw;
+      put_array_seq(sw, seq);
+      w.uv(arrays.add(std::move(sw)) - 1);
+      w.uv(rank_id(rl));
+    }
+    return array_elastics.add(std::move(w));
+  }
+
+  void node(wire::Writer& w, const Node& n) {
+    if (!n.is_loop() && !n.event) throw Error("encode_trace: node has neither event nor loop");
+    std::uint8_t flags = 0;
+    if (n.is_loop()) flags |= kNodeLoop;
+    if (!n.presence.empty()) flags |= kNodeHasPresence;
+    w.u8(flags);
+    w.uv(rank_id(n.ranks));
+    if (flags & kNodeHasPresence) w.uv(elastic_id(n.presence));
+    if (n.is_loop()) {
+      w.uv(elastic_id(n.loop->trips));
+      w.uv(n.loop->body.size());
+      for (const auto& c : n.loop->body) node(w, c);
+      return;
+    }
+    const EventNode& e = *n.event;
+    w.uv(static_cast<std::uint64_t>(e.op));
+    w.uv(e.site);
+    w.uv(elastic_id(e.site_ids));
+    w.uv(kFieldCount);
+    for (std::size_t f = 0; f < kFieldCount; ++f) w.uv(elastic_id(e.fields[f]));
+    w.uv(kArrayFieldCount);
+    for (std::size_t f = 0; f < kArrayFieldCount; ++f) w.uv(array_elastic_id(e.arrays[f]));
+    // Timing: 0 groups = the node-wide histograms for every rank; otherwise the groups
+    // (the node-wide histograms are their merge). Bit 0 of the count (version 7): each
+    // histogram pair is followed by its first-occurrence histogram.
+    const bool firsts = keeps_first_compute(e);
+    w.uv(2 * e.timing_groups.size() + (firsts ? 1 : 0));
+    if (e.timing_groups.empty()) {
+      put_hist(w, e.compute, exact_counts);
+      put_hist(w, e.duration, exact_counts);
+      if (firsts) put_hist(w, e.first_compute, exact_counts);
+    }
+    for (const auto& g : e.timing_groups) {
+      w.uv(rank_id(g.ranks));
+      put_hist(w, g.compute, exact_counts);
+      put_hist(w, g.duration, exact_counts);
+      if (firsts) put_hist(w, g.first_compute, exact_counts);
+    }
+  }
+
+  /// Whether a node's first-occurrence compute times are written: always in traces passed
+  /// between processes (exact counts, nothing dropped); in final files only where they differ
+  /// from the node's compute times (similar_timing), since a first occurrence like the others
+  /// tells a replay or simulation nothing new.
+  bool keeps_first_compute(const EventNode& e) const {
+    if (e.first_compute.count() == 0) return false;
+    if (exact_counts) return true;
+    if (!similar_timing(e.first_compute, e.compute)) return true;
+    return std::any_of(e.timing_groups.begin(), e.timing_groups.end(), [](const TimingGroup& g) {
+      return !similar_timing(g.first_compute, g.compute);
+    });
+  }
+};
+
+void put_section(wire::Writer& out, std::uint64_t id, wire::Writer&& body) {
+  out.uv(id);
+  out.uv(body.data().size());
+  out.raw(body.data());
+}
+
+void put_table(wire::Writer& out, std::uint64_t id, Table& t) {
+  wire::Writer s;
+  s.uv(t.count);
+  s.raw(t.out.data());
+  put_section(out, id, std::move(s));
+}
+
+/// Section 1: the scale basis, then the metadata.
+void put_metadata(wire::Writer& payload, const Trace& trace, std::span<const std::int64_t> basis) {
+  wire::Writer s;
+  // The scale basis, its first number the rank count, each in a fixed width.
+  s.u8(static_cast<std::uint8_t>(basis.size()));
+  for (const std::int64_t b : basis) s.fixed(static_cast<std::uint64_t>(b), kBasisNumberBytes);
+  // Keys front-coded (version 4): the bytes shared with the previous key, then the rest.
+  // Keys come sorted, so the settings' common "setting.SCALATRACE_" is written once.
+  s.uv(trace.metadata.size());
+  std::string previous;
+  for (const auto& [k, v] : trace.metadata) {
+    std::string key = to_valid_utf8(k);
+    std::size_t shared = 0;
+    while (shared < key.size() && shared < previous.size() && key[shared] == previous[shared])
+      ++shared;
+    // Never split a character: the rest must be well-formed UTF-8 on its own.
+    while (shared > 0 && shared < key.size() &&
+           (static_cast<unsigned char>(key[shared]) & 0xC0) == 0x80)
+      --shared;
+    s.uv(shared);
+    put_text(s, key.substr(shared));
+    put_text(s, v);
+    previous = std::move(key);
+  }
+  put_section(payload, kMetadata, std::move(s));
+}
+
+/// Section 2: the call-site table.
+void put_call_sites(wire::Writer& payload, const CallSiteTable& sites) {
+  wire::Writer s;
+  put_call_site_table(s, sites);
+  put_section(payload, kCallSites, std::move(s));
+}
+
+/// Section 3: the names of functions recorded as Op::Other.
+void put_names(wire::Writer& payload, const std::vector<std::string>& names) {
+  wire::Writer s;
+  s.uv(names.size());
+  for (const auto& n : names) put_text(s, n);
+  put_section(payload, kNames, std::move(s));
+}
+
+std::string encode(const Trace& trace, std::uint32_t flags) {
+  TraceWriter tw;
+  tw.exact_counts = (flags & kFlagExactCounts) != 0;
+  if (trace.nranks < 0 || trace.nranks >= std::int64_t{1} << (8 * kBasisNumberBytes))
+    throw Error("encode_trace: rank count " + std::to_string(trace.nranks) +
+                " out of range (a trace holds fewer than 2^32 ranks)");
+  tw.basis = scale_basis::find_basis(trace);
+  // Traces passed between the collector's processes hold some of the ranks only: no grids.
+  if ((flags & kFlagExactCounts) == 0) tw.grids = neighbour_grid::find_trace_grids(trace.nodes, trace.nranks);
+  tw.note_rank_valued(trace.nodes);
+  // Encode the parts that fill the shared tables first; the tables precede them in the file.
+  wire::Writer comms;
+  comms.uv(trace.comms.entries.size());
+  for (const auto& e : trace.comms.entries) {
+    comms.sv(e.id);
+    comms.uv(tw.rank_id(e.members));
+    comms.uv(tw.rank_id(e.holders));
+  }
+  wire::Writer nodes;
+  nodes.uv(trace.nodes.size());
+  for (const auto& n : trace.nodes) tw.node(nodes, n);
+
+  wire::Writer payload;
+  put_metadata(payload, trace, tw.basis);
+  put_call_sites(payload, trace.sites);
+  put_names(payload, trace.names);
+  put_table(payload, kRankLists, tw.ranks);
+  put_table(payload, kValueSeqs, tw.seqs);
+  put_table(payload, kArraySeqs, tw.arrays);
+  {
+    wire::Writer s;
+    tw.put_grids(s);
+    s.uv(tw.elastics.count);
+    s.raw(tw.elastics.out.data());
+    put_section(payload, kValueElastics, std::move(s));
+  }
+  put_table(payload, kArrayElastics, tw.array_elastics);
+  put_section(payload, kComms, std::move(comms));
+  put_section(payload, kNodes, std::move(nodes));
+  if (!trace.clusters.empty()) {
+    wire::Writer s;
+    s.uv(trace.clusters.size());
+    for (const auto& c : trace.clusters) {
+      put_scaled(s, c.representative, tw.basis);
+      put_ranks(s, c.members, tw.basis);
+    }
+    put_section(payload, kRankClusters, std::move(s));
+  }
+
+  wire::Writer out;
+  out.raw(std::string_view(kTraceMagic, 8));
+  out.fixed(kTraceFormatVersion, 4);
+  out.fixed(flags, 4);
+  out.fixed(payload.data().size(), 8);
+  out.fixed(wire::crc32(payload.data()), 4);
+  out.raw(payload.data());
+  return std::move(out.data());
+}
+
+}  // namespace
+
+std::string encode_trace(const Trace& trace, bool rank_segments_follow) {
+  return encode(trace, rank_segments_follow ? kFlagRankSegments : 0);
+}
+
+std::string encode_trace_for_transfer(const Trace& trace) {
+  return encode(trace, kFlagExactCounts);
+}
+
+std::size_t structure_bytes(const Trace& trace) {
+  Trace copy = trace.clone();
+  copy.metadata.clear();
+  copy.clear_timing();
+  return encode_trace(copy).size();
+}
+
+void write_trace_file(const Trace& trace, const std::string& path) {
+  write_file_safely(path, encode_trace(trace));
+}
+
+}  // namespace scalatrace
