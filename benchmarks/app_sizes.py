@@ -69,9 +69,19 @@ LU_ITMAX = (25, 50, 100)  # class S default: 50
 LULESH_ITERATIONS = (10, 20, 40)
 
 # .sct section ids (cpp/core/src/format.cpp, enum Section) and the names used in the report.
-SECTIONS = {1: "metadata", 2: "call sites", 3: "names", 4: "rank lists", 5: "value seqs",
-            6: "array seqs", 7: "elastic values", 8: "elastic arrays", 9: "comms", 10: "node tree",
-            11: "rank clusters"}
+SECTIONS = {
+    1: "metadata",
+    2: "call sites",
+    3: "names",
+    4: "rank lists",
+    5: "value seqs",
+    6: "array seqs",
+    7: "elastic values",
+    8: "elastic arrays",
+    9: "comms",
+    10: "node tree",
+    11: "rank clusters",
+}
 SCT_HEADER = 8 + 4 + 4 + 8 + 4  # magic, version, flags, payload length, crc
 
 
@@ -119,7 +129,7 @@ def sct_sections(path: Path) -> dict[str, int]:
     fixed header and 'rank segments' anything after the announced payload."""
     data = path.read_bytes()
     length = int.from_bytes(data[16:24], "little")
-    payload = data[SCT_HEADER:SCT_HEADER + length]
+    payload = data[SCT_HEADER : SCT_HEADER + length]
     out = {"header": SCT_HEADER}
     pos = 0
     while pos < len(payload):
@@ -149,7 +159,9 @@ class Runner:
         self.workdir = workdir
 
     def mpirun(self, ranks: int, argv: list[str], env: dict[str, str], cwd: Path) -> float:
-        cmd = ["mpiexec.mpich", "-n", str(ranks), "env"] + [f"{k}={v}" for k, v in env.items()] + argv
+        cmd = (
+            ["mpiexec.mpich", "-n", str(ranks), "env"] + [f"{k}={v}" for k, v in env.items()] + argv
+        )
         start = time.perf_counter()
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=self.timeout)
         wall = time.perf_counter() - start
@@ -160,8 +172,12 @@ class Runner:
         return wall
 
     def tool(self, exe: Path, args: list[str]) -> tuple[int, str]:
-        proc = subprocess.run([str(exe)] + [str(a) for a in args], capture_output=True, text=True,
-                              timeout=self.timeout)
+        proc = subprocess.run(
+            [str(exe)] + [str(a) for a in args],
+            capture_output=True,
+            text=True,
+            timeout=self.timeout,
+        )
         return proc.returncode, proc.stdout + proc.stderr
 
     def measure(self, row: Row, argv: list[str], inputs: dict[str, str] | None = None) -> Row:
@@ -180,13 +196,19 @@ class Runner:
                 except (RuntimeError, subprocess.TimeoutExpired) as exc:
                     first = str(exc).splitlines()[0][:200]
                     row.notes.append(f"{tool}: {first}")
-                    print(f"app_sizes: {row.app} on {row.ranks} ranks, {tool}: {exc}", file=sys.stderr)
+                    print(
+                        f"app_sizes: {row.app} on {row.ranks} ranks, {tool}: {exc}", file=sys.stderr
+                    )
         return row
 
     def scalatrace(self, row: Row, argv: list[str], cwd: Path) -> None:
         raw, out = cwd / "raw", cwd / "t.sct"
-        env = {"LD_PRELOAD": str(self.collector), "SCALATRACE_OUT": str(out), "SCALATRACE_RAW": str(raw),
-               "SCALATRACE_QUIET": "1"}
+        env = {
+            "LD_PRELOAD": str(self.collector),
+            "SCALATRACE_OUT": str(out),
+            "SCALATRACE_RAW": str(raw),
+            "SCALATRACE_QUIET": "1",
+        }
         row.wall_scalatrace = self.mpirun(row.ranks, argv, env, cwd)
         row.sct = out.stat().st_size
         row.sections = sct_sections(out)
@@ -210,20 +232,32 @@ class Runner:
         if not logs.is_dir():
             raise RuntimeError("Pilgrim wrote no pilgrim-logs")
         row.pilgrim = directory_bytes(logs)
-        row.pilgrim_files = {p.name: p.stat().st_size for p in sorted(logs.rglob("*")) if p.is_file()}
+        row.pilgrim_files = {
+            p.name: p.stat().st_size for p in sorted(logs.rglob("*")) if p.is_file()
+        }
 
 
 def lu_input(itmax: int) -> str:
     """inputlu.data for LU class S (12^3 grid, dt 0.5, omega 1.2) with `itmax` steps, the norm
     computed once at the end (inorm = itmax, as in the class default)."""
-    return ("c\nc ipr, inorm\n" f"  1 {itmax}\n" "c\nc itmax\n" f"  {itmax}\n" "c\nc dt\n  0.5\n"
-            "c\nc omega\n  1.2\nc\nc tolrsd(1..5)\n  1.0e-08 1.0e-08 1.0e-08 1.0e-08 1.0e-08\n"
-            "c\nc nx ny nz\n  12 12 12\n")
+    return (
+        "c\nc ipr, inorm\n"
+        f"  1 {itmax}\n"
+        "c\nc itmax\n"
+        f"  {itmax}\n"
+        "c\nc dt\n  0.5\n"
+        "c\nc omega\n  1.2\nc\nc tolrsd(1..5)\n  1.0e-08 1.0e-08 1.0e-08 1.0e-08 1.0e-08\n"
+        "c\nc nx ny nz\n  12 12 12\n"
+    )
 
 
 def pilgrim_library(path: Path) -> Path:
-    for candidate in (path, path / "libpilgrim.so", path / "lib" / "libpilgrim.so",
-                      path / "install" / "lib" / "libpilgrim.so"):
+    for candidate in (
+        path,
+        path / "libpilgrim.so",
+        path / "lib" / "libpilgrim.so",
+        path / "install" / "lib" / "libpilgrim.so",
+    ):
         if candidate.is_file():
             return candidate
     sys.exit(f"app_sizes: no libpilgrim.so at or under {path}")
@@ -232,7 +266,9 @@ def pilgrim_library(path: Path) -> Path:
 def main_rows(apps: list[str], ranks_filter: set[int] | None) -> list[tuple[str, int]]:
     rows = []
     for app in apps:
-        counts = LULESH_RANKS if app == "lulesh" else SQUARE_RANKS if app in SQUARE_APPS else NPB_RANKS
+        counts = (
+            LULESH_RANKS if app == "lulesh" else SQUARE_RANKS if app in SQUARE_APPS else NPB_RANKS
+        )
         rows += [(app, n) for n in counts if ranks_filter is None or n in ranks_filter]
     return rows
 
@@ -251,78 +287,131 @@ def growth(values: list[int | None]) -> str:
     return f"{values[-1] / values[0]:.2f}x"
 
 
-def report(rows: list[Row], series: list[tuple[str, str, list[Row]]], build: Path, pilgrim_lib: Path,
-           total: float) -> list[str]:
+def report(
+    rows: list[Row],
+    series: list[tuple[str, str, list[Row]]],
+    build: Path,
+    pilgrim_lib: Path,
+    total: float,
+) -> list[str]:
     """The Markdown report: sizes, rank growth, timestep growth, bytes per section, Pilgrim's files,
     wall times and failures."""
     now = datetime.datetime.now(datetime.timezone.utc)
     load = os.getloadavg()
     cmd = " ".join(["python benchmarks/app_sizes.py"] + sys.argv[1:])
-    lines = ["# Trace size on real applications: scalatrace vs Pilgrim (issue 30)", "",
-             f"Measured {now:%Y-%m-%d %H:%M} UTC on {platform.node()} ({os.cpu_count()} cores, "
-             f"{platform.machine()}, load average at the end {load[0]:.1f}), MPICH, real `mpiexec.mpich` "
-             "runs, oversubscribed beyond 2 ranks (sizes do not depend on speed; wall times do).", "",
-             f"Command: `{cmd}`", "",
-             f"scalatrace build: `{build}`. Pilgrim library: `{pilgrim_lib}`.", "",
-             "scalatrace: merged `.sct`, default settings (timing histograms on), raw streams written too "
-             "for the check; *lossless* = `scalatrace-dump check RAW t.sct` passes on every rank; "
-             "*structure* = the trace without metadata and timing, *timing* = timing bytes "
-             "(`scalatrace-harness merge-raw RAW`, the same merge offline). Pilgrim: sum of the files in "
-             "`pilgrim-logs/`, default mode (aggregated timing: mean duration and interval per call "
-             "signature). Ratio > 1: scalatrace is larger.", "",
-             "## Sizes (NPB class S default input; LULESH `-s 8 -i 20`)", "",
-             "| app | ranks | scalatrace .sct bytes | structure bytes | timing bytes | Pilgrim bytes "
-             "| .sct / Pilgrim | structure / Pilgrim | lossless | events | nodes |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+    lines = [
+        "# Trace size on real applications: scalatrace vs Pilgrim (issue 30)",
+        "",
+        f"Measured {now:%Y-%m-%d %H:%M} UTC on {platform.node()} ({os.cpu_count()} cores, "
+        f"{platform.machine()}, load average at the end {load[0]:.1f}), MPICH, real `mpiexec.mpich` "
+        "runs, oversubscribed beyond 2 ranks (sizes do not depend on speed; wall times do).",
+        "",
+        f"Command: `{cmd}`",
+        "",
+        f"scalatrace build: `{build}`. Pilgrim library: `{pilgrim_lib}`.",
+        "",
+        "scalatrace: merged `.sct`, default settings (timing histograms on), raw streams written too "
+        "for the check; *lossless* = `scalatrace-dump check RAW t.sct` passes on every rank; "
+        "*structure* = the trace without metadata and timing, *timing* = timing bytes "
+        "(`scalatrace-harness merge-raw RAW`, the same merge offline). Pilgrim: sum of the files in "
+        "`pilgrim-logs/`, default mode (aggregated timing: mean duration and interval per call "
+        "signature). Ratio > 1: scalatrace is larger.",
+        "",
+        "## Sizes (NPB class S default input; LULESH `-s 8 -i 20`)",
+        "",
+        "| app | ranks | scalatrace .sct bytes | structure bytes | timing bytes | Pilgrim bytes "
+        "| .sct / Pilgrim | structure / Pilgrim | lossless | events | nodes |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r.app} | {r.ranks} | {fmt(r.sct)} | {fmt(r.structure)} | {fmt(r.timing)} | "
-                     f"{fmt(r.pilgrim)} | {r.ratio(r.sct)} | {r.ratio(r.structure)} | {r.lossless} | "
-                     f"{fmt(r.events)} | {fmt(r.nodes)} |")
+        lines.append(
+            f"| {r.app} | {r.ranks} | {fmt(r.sct)} | {fmt(r.structure)} | {fmt(r.timing)} | "
+            f"{fmt(r.pilgrim)} | {r.ratio(r.sct)} | {r.ratio(r.structure)} | {r.lossless} | "
+            f"{fmt(r.events)} | {fmt(r.nodes)} |"
+        )
     done = [r for r in rows if r.sct and r.pilgrim]
     larger = sum(1 for r in done if r.sct > r.pilgrim)
-    lines += ["", f"scalatrace larger than Pilgrim in {larger} of {len(done)} rows; "
-              f"lossless on every rank in {sum(r.lossless == 'yes' for r in rows)} of {len(rows)} rows.", ""]
+    lines += [
+        "",
+        f"scalatrace larger than Pilgrim in {larger} of {len(done)} rows; "
+        f"lossless on every rank in {sum(r.lossless == 'yes' for r in rows)} of {len(rows)} rows.",
+        "",
+    ]
 
-    lines += ["## Rank growth (largest / smallest rank count of each app)", "",
-              "| app | ranks | scalatrace .sct | structure | Pilgrim |", "|---|---|---:|---:|---:|"]
+    lines += [
+        "## Rank growth (largest / smallest rank count of each app)",
+        "",
+        "| app | ranks | scalatrace .sct | structure | Pilgrim |",
+        "|---|---|---:|---:|---:|",
+    ]
     for app in dict.fromkeys(r.app for r in rows):
         mine = [r for r in rows if r.app == app]
         if len(mine) > 1:
-            lines.append(f"| {app} | {mine[0].ranks} -> {mine[-1].ranks} | {growth([r.sct for r in mine])} | "
-                         f"{growth([r.structure for r in mine])} | {growth([r.pilgrim for r in mine])} |")
+            lines.append(
+                f"| {app} | {mine[0].ranks} -> {mine[-1].ranks} | {growth([r.sct for r in mine])} | "
+                f"{growth([r.structure for r in mine])} | {growth([r.pilgrim for r in mine])} |"
+            )
     lines.append("")
 
     if series:
-        lines += ["## Timestep growth", "",
-                  "| run | steps | scalatrace .sct bytes | structure bytes | timing bytes | Pilgrim bytes "
-                  "| .sct / Pilgrim | lossless | events |", "|---|---:|---:|---:|---:|---:|---:|---|---:|"]
+        lines += [
+            "## Timestep growth",
+            "",
+            "| run | steps | scalatrace .sct bytes | structure bytes | timing bytes | Pilgrim bytes "
+            "| .sct / Pilgrim | lossless | events |",
+            "|---|---:|---:|---:|---:|---:|---:|---|---:|",
+        ]
         for title, steps, srows in series:
             for step, r in zip(steps.split("/"), srows):
-                lines.append(f"| {title} | {step} | {fmt(r.sct)} | {fmt(r.structure)} | {fmt(r.timing)} | "
-                             f"{fmt(r.pilgrim)} | {r.ratio(r.sct)} | {r.lossless} | {fmt(r.events)} |")
+                lines.append(
+                    f"| {title} | {step} | {fmt(r.sct)} | {fmt(r.structure)} | {fmt(r.timing)} | "
+                    f"{fmt(r.pilgrim)} | {r.ratio(r.sct)} | {r.lossless} | {fmt(r.events)} |"
+                )
         lines += ["", "Growth from the fewest to the most steps:", ""]
         for title, steps, srows in series:
-            lines.append(f"- {title} {steps}: scalatrace {growth([r.sct for r in srows])} "
-                         f"(structure {growth([r.structure for r in srows])}), "
-                         f"Pilgrim {growth([r.pilgrim for r in srows])}")
+            lines.append(
+                f"- {title} {steps}: scalatrace {growth([r.sct for r in srows])} "
+                f"(structure {growth([r.structure for r in srows])}), "
+                f"Pilgrim {growth([r.pilgrim for r in srows])}"
+            )
         lines.append("")
 
     every = rows + [r for _, _, s in series for r in s]
     columns = breakdown_columns(every)
-    lines += ["## Where scalatrace's bytes go (.sct sections, each with its id/length prefix)", "",
-              "Timing histograms live in the node tree (and its value tables); the timing column of the "
-              "first table says how much of the file they are.", "",
-              "| app | ranks | " + " | ".join(columns) + " |", "|---|---:|" + "---:|" * len(columns)]
+    lines += [
+        "## Where scalatrace's bytes go (.sct sections, each with its id/length prefix)",
+        "",
+        "Timing histograms live in the node tree (and its value tables); the timing column of the "
+        "first table says how much of the file they are.",
+        "",
+        "| app | ranks | " + " | ".join(columns) + " |",
+        "|---|---:|" + "---:|" * len(columns),
+    ]
     for r in rows:
-        lines.append(f"| {r.app} | {r.ranks} | " + " | ".join(fmt(r.sections.get(c)) for c in columns) + " |")
+        lines.append(
+            f"| {r.app} | {r.ranks} | " + " | ".join(fmt(r.sections.get(c)) for c in columns) + " |"
+        )
     pilgrim_names = sorted({name for r in every for name in r.pilgrim_files})
-    lines += ["", "## Pilgrim's files (`pilgrim-logs/`)", "",
-              "| app | ranks | " + " | ".join(pilgrim_names) + " |", "|---|---:|" + "---:|" * len(pilgrim_names)]
+    lines += [
+        "",
+        "## Pilgrim's files (`pilgrim-logs/`)",
+        "",
+        "| app | ranks | " + " | ".join(pilgrim_names) + " |",
+        "|---|---:|" + "---:|" * len(pilgrim_names),
+    ]
     for r in rows:
-        lines.append(f"| {r.app} | {r.ranks} | " + " | ".join(fmt(r.pilgrim_files.get(n)) for n in pilgrim_names)
-                     + " |")
-    lines += ["", "## Wall time per run (s; oversubscribed, the scalatrace run also writes raw streams)", "",
-              "| app | ranks | scalatrace | Pilgrim |", "|---|---:|---:|---:|"]
+        lines.append(
+            f"| {r.app} | {r.ranks} | "
+            + " | ".join(fmt(r.pilgrim_files.get(n)) for n in pilgrim_names)
+            + " |"
+        )
+    lines += [
+        "",
+        "## Wall time per run (s; oversubscribed, the scalatrace run also writes raw streams)",
+        "",
+        "| app | ranks | scalatrace | Pilgrim |",
+        "|---|---:|---:|---:|",
+    ]
     for r in rows:
         lines.append(f"| {r.app} | {r.ranks} | {fmt(r.wall_scalatrace)} | {fmt(r.wall_pilgrim)} |")
     notes = [f"- {r.app} {r.ranks} ({r.argv}): {n}" for r in every for n in r.notes]
@@ -333,17 +422,30 @@ def report(rows: list[Row], series: list[tuple[str, str, list[Row]]], build: Pat
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--npb", help="NPB3.4-MPI bin directory (lu.S.x ...)")
     ap.add_argument("--lulesh", help="LULESH 2.0 executable (lulesh2.0, built with MPI)")
-    ap.add_argument("--pilgrim", required=True, help="Pilgrim install prefix, lib dir or libpilgrim.so")
-    ap.add_argument("--build", default=os.environ.get("SCALATRACE_BUILD_DIR", str(ROOT / "build" / "py")),
-                    help="scalatrace build directory (default $SCALATRACE_BUILD_DIR, else build/py)")
-    ap.add_argument("--apps", default=",".join(NPB_APPS + ("lulesh",)), help="comma-separated subset")
-    ap.add_argument("--ranks", help="comma-separated rank counts to keep (default: all of each app's)")
+    ap.add_argument(
+        "--pilgrim", required=True, help="Pilgrim install prefix, lib dir or libpilgrim.so"
+    )
+    ap.add_argument(
+        "--build",
+        default=os.environ.get("SCALATRACE_BUILD_DIR", str(ROOT / "build" / "py")),
+        help="scalatrace build directory (default $SCALATRACE_BUILD_DIR, else build/py)",
+    )
+    ap.add_argument(
+        "--apps", default=",".join(NPB_APPS + ("lulesh",)), help="comma-separated subset"
+    )
+    ap.add_argument(
+        "--ranks", help="comma-separated rank counts to keep (default: all of each app's)"
+    )
     ap.add_argument("--no-growth", action="store_true", help="skip the timestep-growth runs")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run (default 1800)")
-    ap.add_argument("--workdir", default=tempfile.gettempdir(), help="where the runs write (temporary dirs)")
+    ap.add_argument(
+        "--workdir", default=tempfile.gettempdir(), help="where the runs write (temporary dirs)"
+    )
     ap.add_argument("--out", help="write the Markdown report here (default: print)")
     a = ap.parse_args()
 
@@ -375,20 +477,30 @@ def main() -> int:
     for app, n in main_rows(apps, ranks_filter):
         row = runner.measure(Row(label(app), n), argv_of(app))
         rows.append(row)
-        print(f"{row.app} {n}: sct {row.sct} structure {row.structure} pilgrim {row.pilgrim} "
-              f"lossless {row.lossless} ({row.wall_scalatrace or 0:.0f} s / {row.wall_pilgrim or 0:.0f} s)",
-              flush=True)
+        print(
+            f"{row.app} {n}: sct {row.sct} structure {row.structure} pilgrim {row.pilgrim} "
+            f"lossless {row.lossless} ({row.wall_scalatrace or 0:.0f} s / {row.wall_pilgrim or 0:.0f} s)",
+            flush=True,
+        )
 
     series: list[tuple[str, str, list[Row]]] = []
     if not a.no_growth:
         if "lu" in apps:
-            lu_rows = [runner.measure(Row("LU", 4), argv_of("lu"), {"inputlu.data": lu_input(k)})
-                       for k in LU_ITMAX]
-            series.append(("LU, 4 ranks, itmax (inputlu.data)", "/".join(map(str, LU_ITMAX)), lu_rows))
+            lu_rows = [
+                runner.measure(Row("LU", 4), argv_of("lu"), {"inputlu.data": lu_input(k)})
+                for k in LU_ITMAX
+            ]
+            series.append(
+                ("LU, 4 ranks, itmax (inputlu.data)", "/".join(map(str, LU_ITMAX)), lu_rows)
+            )
         if "lulesh" in apps:
-            lulesh_rows = [runner.measure(Row("LULESH", 8), argv_of("lulesh", ["-s", "8", "-i", str(k), "-q"]))
-                           for k in LULESH_ITERATIONS]
-            series.append(("LULESH, 8 ranks, -i", "/".join(map(str, LULESH_ITERATIONS)), lulesh_rows))
+            lulesh_rows = [
+                runner.measure(Row("LULESH", 8), argv_of("lulesh", ["-s", "8", "-i", str(k), "-q"]))
+                for k in LULESH_ITERATIONS
+            ]
+            series.append(
+                ("LULESH, 8 ranks, -i", "/".join(map(str, LULESH_ITERATIONS)), lulesh_rows)
+            )
     total = time.perf_counter() - started
 
     write_report(report(rows, series, build, runner.pilgrim_lib, total), a.out)

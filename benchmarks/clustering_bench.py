@@ -24,16 +24,27 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "py"))
 
 import helpers  # noqa: E402
+
 import scalatrace  # noqa: E402
 
-REAL = [("stencil2d", 16), ("stencil2d", 9), ("rank_divergent", 12), ("comm_split", 12), ("stencil3d", 27)]
-HARNESS = [("stencil2d", 4096), ("stencil3d", 4096), ("rowcol", 4096), ("stencil2d", 16384), ("stencil2d", 65536)]
+REAL = [
+    ("stencil2d", 16),
+    ("stencil2d", 9),
+    ("rank_divergent", 12),
+    ("comm_split", 12),
+    ("stencil3d", 27),
+]
+HARNESS = [
+    ("stencil2d", 4096),
+    ("stencil3d", 4096),
+    ("rowcol", 4096),
+    ("stencil2d", 16384),
+    ("stencil2d", 65536),
+]
 
 
 def matrix_error(full: scalatrace.Trace, clustered: scalatrace.Trace) -> float:
@@ -43,8 +54,9 @@ def matrix_error(full: scalatrace.Trace, clustered: scalatrace.Trace) -> float:
     return float(abs(a - b).sum()) / total if total else 0.0
 
 
-def simulated_time_error(full: scalatrace.Trace, clustered: scalatrace.Trace,
-                         timing: str = "mean") -> tuple[float, float, float]:
+def simulated_time_error(
+    full: scalatrace.Trace, clustered: scalatrace.Trace, timing: str = "mean"
+) -> tuple[float, float, float]:
     """Simulated run time of both traces (s) and the clustered one's relative error."""
     t_full = scalatrace.simulate(full, timing=timing).total_time
     t_k = scalatrace.simulate(clustered, timing=timing).total_time
@@ -57,8 +69,15 @@ def timed_clusters(t: scalatrace.Trace, k: int) -> tuple[float, int]:
     return time.perf_counter() - t0, c.k
 
 
-def real_row(name: str, n: int, k: int, work: Path, iterations: int, compute_us: int | None = None,
-             repeat: int = 0) -> dict:
+def real_row(
+    name: str,
+    n: int,
+    k: int,
+    work: Path,
+    iterations: int,
+    compute_us: int | None = None,
+    repeat: int = 0,
+) -> dict:
     """Two real runs: one fully traced (size, merge time), one with SCALATRACE_CLUSTERS=k that
     also writes the raw recording. Accuracy compares that run's clustered trace with the full
     trace compressed from the same run's raw streams, so the recorded compute times are the
@@ -71,7 +90,13 @@ def real_row(name: str, n: int, k: int, work: Path, iterations: int, compute_us:
         args += ["-c", str(compute_us)]
     full_out, k_out, raw = d / "full.sct", d / "k.sct", d / "raw"
     helpers.run_mpi(n, args, env=helpers.collector_env(out=full_out, quiet=1), timeout=300, cwd=d)
-    helpers.run_mpi(n, args, env=helpers.collector_env(out=k_out, raw=raw, quiet=1, clusters=k), timeout=300, cwd=d)
+    helpers.run_mpi(
+        n,
+        args,
+        env=helpers.collector_env(out=k_out, raw=raw, quiet=1, clusters=k),
+        timeout=300,
+        cwd=d,
+    )
     full_run, clustered = scalatrace.load(full_out), scalatrace.load(k_out)
     same_run_full = scalatrace.read_raw(raw).compress()
     seconds, _ = timed_clusters(full_run, k)
@@ -80,8 +105,10 @@ def real_row(name: str, n: int, k: int, work: Path, iterations: int, compute_us:
     return {
         "sim_median_error": sim_median_error,
         "case": f"{name} (real, {n} ranks{'' if compute_us is None else f', -c {compute_us}'}"
-                f"{f', run {repeat + 1}' if repeat else ''})",
-        "sim_full": sim_full, "sim_k": sim_k, "sim_error": sim_error,
+        f"{f', run {repeat + 1}' if repeat else ''})",
+        "sim_full": sim_full,
+        "sim_k": sim_k,
+        "sim_error": sim_error,
         "clusters": len(clustered.cluster_map),
         "matrix_error": matrix_error(same_run_full, clustered),
         "bytes_full": full_out.stat().st_size,
@@ -99,18 +126,33 @@ def harness_row(pattern: str, n: int, k: int, steps: int, work: Path) -> dict:
     for label, extra in (("full", []), ("k", ["--clusters", str(k)])):
         stem = work / f"{'full' if label == 'full' else f'k{k}'}_{pattern}_{n}"
         if not (stem.with_suffix(".sct").exists() and stem.with_suffix(".json").exists()):
-            cmd = [str(harness), "--pattern", pattern, "--ranks", str(n), "--timesteps", str(steps),
-                   *extra, "-o", str(stem.with_suffix(".sct"))]
+            cmd = [
+                str(harness),
+                "--pattern",
+                pattern,
+                "--ranks",
+                str(n),
+                "--timesteps",
+                str(steps),
+                *extra,
+                "-o",
+                str(stem.with_suffix(".sct")),
+            ]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
             stem.with_suffix(".json").write_text(out)
-        stats[label] = (json.loads(stem.with_suffix(".json").read_text()), scalatrace.load(stem.with_suffix(".sct")))
+        stats[label] = (
+            json.loads(stem.with_suffix(".json").read_text()),
+            scalatrace.load(stem.with_suffix(".sct")),
+        )
     (sf, full), (sk, clustered) = stats["full"], stats["k"]
     seconds, _ = timed_clusters(full, k)
     sim_full, sim_k, sim_error = simulated_time_error(full, clustered)
     sim_median_error = simulated_time_error(full, clustered, "median")[2]
     return {
         "sim_median_error": sim_median_error,
-        "sim_full": sim_full, "sim_k": sim_k, "sim_error": sim_error,
+        "sim_full": sim_full,
+        "sim_k": sim_k,
+        "sim_error": sim_error,
         "case": f"{pattern} (harness, {n} ranks, {sf['timesteps']} steps)",
         "clusters": sk["clusters"],
         "matrix_error": matrix_error(full, clustered),
@@ -165,25 +207,45 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=9)
     ap.add_argument("--harness-timesteps", type=int, default=3)
     ap.add_argument("--skip-real", action="store_true")
-    ap.add_argument("--real-iterations", type=int, default=20,
-                    help="timesteps of the real runs (-i); more average out oversubscription noise")
-    ap.add_argument("--real-cases", nargs="+", metavar="NAME:RANKS", default=None,
-                    help="real runs to make (default: the standard set)")
-    ap.add_argument("--real-compute-us", type=int, nargs="+", default=[None],
-                    help="-c of the real runs (default: the examples' own)")
+    ap.add_argument(
+        "--real-iterations",
+        type=int,
+        default=20,
+        help="timesteps of the real runs (-i); more average out oversubscription noise",
+    )
+    ap.add_argument(
+        "--real-cases",
+        nargs="+",
+        metavar="NAME:RANKS",
+        default=None,
+        help="real runs to make (default: the standard set)",
+    )
+    ap.add_argument(
+        "--real-compute-us",
+        type=int,
+        nargs="+",
+        default=[None],
+        help="-c of the real runs (default: the examples' own)",
+    )
     ap.add_argument("--repeats", type=int, default=1, help="real runs per case and compute")
     ap.add_argument("--skip-harness", action="store_true")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     rows = []
-    cases = REAL if args.real_cases is None else [(c.split(":")[0], int(c.split(":")[1])) for c in args.real_cases]
+    cases = (
+        REAL
+        if args.real_cases is None
+        else [(c.split(":")[0], int(c.split(":")[1])) for c in args.real_cases]
+    )
     if not args.skip_real:
         for name, n in cases:
             for compute in args.real_compute_us:
                 for repeat in range(args.repeats):
-                    rows.append(real_row(name, n, args.k, args.work, args.real_iterations, compute, repeat))
+                    rows.append(
+                        real_row(name, n, args.k, args.work, args.real_iterations, compute, repeat)
+                    )
                     print(rows[-1], flush=True)
-    for pattern, n in ([] if args.skip_harness else HARNESS):
+    for pattern, n in [] if args.skip_harness else HARNESS:
         rows.append(harness_row(pattern, n, args.k, args.harness_timesteps, args.work))
         print(rows[-1], flush=True)
     command = "python benchmarks/clustering_bench.py " + " ".join(sys.argv[1:])

@@ -57,8 +57,10 @@ def run(cmd: list[str]) -> tuple[float, str]:
 
 def recorded_program_time(trace) -> float:
     """Slowest rank's sum of mean compute and call times (seconds)."""
-    return max(sum(e.compute_ns + e.duration_ns for e in trace.events(r, timing="mean")) * 1e-9
-               for r in range(trace.nranks))
+    return max(
+        sum(e.compute_ns + e.duration_ns for e in trace.events(r, timing="mean")) * 1e-9
+        for r in range(trace.nranks)
+    )
 
 
 def measure(example: str, ranks: int, args: argparse.Namespace, work: Path) -> dict:
@@ -66,8 +68,14 @@ def measure(example: str, ranks: int, args: argparse.Namespace, work: Path) -> d
     mpiexec = _paths.mpiexec()
     prog = [str(exe), "-i", str(args.iterations), "-c", str(args.compute_us)]
     trace_path = work / f"{example}.sct"
-    env = {**os.environ, "LD_PRELOAD": str(_paths.collector_library()), "SCALATRACE_OUT": str(trace_path)}
-    subprocess.run([mpiexec, "-n", str(ranks), *prog], env=env, check=True, capture_output=True, timeout=900)
+    env = {
+        **os.environ,
+        "LD_PRELOAD": str(_paths.collector_library()),
+        "SCALATRACE_OUT": str(trace_path),
+    }
+    subprocess.run(
+        [mpiexec, "-n", str(ranks), *prog], env=env, check=True, capture_output=True, timeout=900
+    )
     trace = scalatrace.load(trace_path)
     source = work / f"{example}.c"
     source.write_text(trace.to_c())
@@ -80,13 +88,22 @@ def measure(example: str, ranks: int, args: argparse.Namespace, work: Path) -> d
         bench_program.append(max(float(x) for x in re.findall(r"elapsed ([0-9.]+) s", out)))
     recorded = recorded_program_time(trace)
     ow, bw, bp = (statistics.median(x) for x in (original_wall, bench_wall, bench_program))
-    return {"example": example, "ranks": ranks, "original_wall": ow, "bench_wall": bw,
-            "wall_error": 100 * (bw - ow) / ow, "recorded_program": recorded, "bench_program": bp,
-            "program_error": 100 * (bp - recorded) / recorded}
+    return {
+        "example": example,
+        "ranks": ranks,
+        "original_wall": ow,
+        "bench_wall": bw,
+        "wall_error": 100 * (bw - ow) / ow,
+        "recorded_program": recorded,
+        "bench_program": bp,
+        "program_error": 100 * (bp - recorded) / recorded,
+    }
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--ranks", type=int, nargs="+", default=[2])
     p.add_argument("--compute-us", type=int, default=2000)
@@ -100,9 +117,12 @@ def main() -> int:
             for ranks in args.ranks:
                 rows.append(measure(example, ranks, args, Path(tmp)))
                 r = rows[-1]
-                print(f"{example} n={ranks}: wall {r['original_wall']:.3f} s vs {r['bench_wall']:.3f} s "
-                      f"({r['wall_error']:+.1f}%), program {r['recorded_program']:.3f} s vs "
-                      f"{r['bench_program']:.3f} s ({r['program_error']:+.1f}%)", file=sys.stderr)
+                print(
+                    f"{example} n={ranks}: wall {r['original_wall']:.3f} s vs {r['bench_wall']:.3f} s "
+                    f"({r['wall_error']:+.1f}%), program {r['recorded_program']:.3f} s vs "
+                    f"{r['bench_program']:.3f} s ({r['program_error']:+.1f}%)",
+                    file=sys.stderr,
+                )
     load = os.getloadavg()[0]
     lines = [
         "# Generated C benchmarks: run time vs the original",
@@ -120,9 +140,11 @@ def main() -> int:
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['example']} | {r['ranks']} | {r['original_wall']:.3f} | {r['bench_wall']:.3f} | "
-                     f"{r['wall_error']:+.1f}% | {r['recorded_program']:.3f} | {r['bench_program']:.3f} | "
-                     f"{r['program_error']:+.1f}% |")
+        lines.append(
+            f"| {r['example']} | {r['ranks']} | {r['original_wall']:.3f} | {r['bench_wall']:.3f} | "
+            f"{r['wall_error']:+.1f}% | {r['recorded_program']:.3f} | {r['bench_program']:.3f} | "
+            f"{r['program_error']:+.1f}% |"
+        )
     lines += [
         "",
         "End to end = `mpiexec` wall time of the untraced original and of the benchmark. Program = "

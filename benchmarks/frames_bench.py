@@ -14,9 +14,9 @@ import argparse
 import statistics
 import time
 
-import scalatrace
-
 from python_bench import make_trace
+
+import scalatrace
 
 
 def main() -> int:
@@ -27,7 +27,9 @@ def main() -> int:
     args = p.parse_args()
     import pandas  # noqa: F401  (imported up front: not part of the timings)
 
-    print("| ranks | timesteps | events (rows) | `to_dataframe()` s wall | cpu s | frame MiB | ns per row |")
+    print(
+        "| ranks | timesteps | events (rows) | `to_dataframe()` s wall | cpu s | frame MiB | ns per row |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for n in args.ranks:
         for ts in args.timesteps:
@@ -42,8 +44,10 @@ def main() -> int:
                 cpus.append(time.process_time() - c0)
             wall, cpu = statistics.median(walls), statistics.median(cpus)
             mib = df.memory_usage(index=True, deep=False).sum() / 2**20
-            print(f"| {n:,} | {ts} | {len(df):,} | {wall:.3f} ({min(walls):.3f}-{max(walls):.3f}) | {cpu:.3f} "
-                  f"| {mib:.0f} | {wall / len(df) * 1e9:.0f} |")
+            print(
+                f"| {n:,} | {ts} | {len(df):,} | {wall:.3f} ({min(walls):.3f}-{max(walls):.3f}) | {cpu:.3f} "
+                f"| {mib:.0f} | {wall / len(df) * 1e9:.0f} |"
+            )
     return 0
 
 

@@ -26,7 +26,9 @@ def main() -> int:
     if not exe.is_file():
         print(f"{exe} not built (make build)", file=sys.stderr)
         return 2
-    proc = subprocess.run([str(exe), str(args.mutants), str(args.seed)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(exe), str(args.mutants), str(args.seed)], capture_output=True, text=True
+    )
     command = f"python benchmarks/fuzz_reader.py --mutants {args.mutants} --seed {args.seed}"
     text = (
         "# Reader fuzzing\n\n"

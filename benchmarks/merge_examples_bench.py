@@ -22,9 +22,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "py"))
 import helpers  # noqa: E402
 
-CASES = [("stencil1d", 4), ("stencil1d", 8), ("stencil2d", 4), ("stencil2d", 9),
-         ("stencil3d", 8), ("ring", 6), ("collectives", 6), ("comm_split", 6),
-         ("wildcard_lu", 6), ("rank_divergent", 5), ("waitsome", 5)]
+CASES = [
+    ("stencil1d", 4),
+    ("stencil1d", 8),
+    ("stencil2d", 4),
+    ("stencil2d", 9),
+    ("stencil3d", 8),
+    ("ring", 6),
+    ("collectives", 6),
+    ("comm_split", 6),
+    ("wildcard_lu", 6),
+    ("rank_divergent", 5),
+    ("waitsome", 5),
+]
 ITERATIONS = "20"
 
 
@@ -36,18 +46,30 @@ def measure(name: str, n: int, iterations_args: list[str]) -> dict:
         raw, out = Path(tmp) / "raw", Path(tmp) / "t.sct"
         env = helpers.collector_env(raw=raw, out=out, quiet=1)
         start = time.perf_counter()
-        helpers.run_mpi(n, [helpers.example_path(name), "-i", *iterations_args], env=env, timeout=600)
+        helpers.run_mpi(
+            n, [helpers.example_path(name), "-i", *iterations_args], env=env, timeout=600
+        )
         wall = time.perf_counter() - start
         check = json.loads(helpers.run_tool("scalatrace-dump", ["check", raw, out]).stdout)
         if not check["ok"]:
             raise AssertionError(f"{name} on {n} ranks: merged trace differs from raw: {check}")
-        stats = json.loads(helpers.run_tool("scalatrace-harness",
-                                            ["merge-raw", raw, "-o", Path(tmp) / "off.sct"]).stdout)
-        meta = json.loads(helpers.run_tool("scalatrace-dump", ["trace", out, "--rank", "0"]).stdout)["metadata"]
-        return {"raw_bytes": sum(p.stat().st_size for p in raw.glob("rank-*.straw")),
-                "intra_bytes": stats["intra_bytes_total"], "sct_bytes": out.stat().st_size,
-                "structure_bytes": stats["structure_bytes"], "nodes": check["trace_nodes"],
-                "merge_ms": float(meta.get("merge_seconds", "nan")) * 1000, "wall_s": wall}
+        stats = json.loads(
+            helpers.run_tool(
+                "scalatrace-harness", ["merge-raw", raw, "-o", Path(tmp) / "off.sct"]
+            ).stdout
+        )
+        meta = json.loads(
+            helpers.run_tool("scalatrace-dump", ["trace", out, "--rank", "0"]).stdout
+        )["metadata"]
+        return {
+            "raw_bytes": sum(p.stat().st_size for p in raw.glob("rank-*.straw")),
+            "intra_bytes": stats["intra_bytes_total"],
+            "sct_bytes": out.stat().st_size,
+            "structure_bytes": stats["structure_bytes"],
+            "nodes": check["trace_nodes"],
+            "merge_ms": float(meta.get("merge_seconds", "nan")) * 1000,
+            "wall_s": wall,
+        }
 
 
 def emit(lines: list[str], out: str | None) -> None:
@@ -64,17 +86,24 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
     a = ap.parse_args()
-    lines = ["", "## Real MPI runs: raw vs intra-rank vs merged bytes, merge time at MPI_Finalize", "",
-             f"Each example with `-i {ITERATIONS}` under the collector (`SCALATRACE_RAW` and "
-             "`SCALATRACE_OUT` together); intra-only = the per-rank compressed traces "
-             "(`scalatrace-harness merge-raw`, sum of the per-rank .sct encodings); merge time "
-             "= `merge_seconds` in the trace metadata (rank 0, whole tree).", "",
-             "| example | ranks | raw bytes | intra-only bytes | merged bytes | merge time (ms) |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "",
+        "## Real MPI runs: raw vs intra-rank vs merged bytes, merge time at MPI_Finalize",
+        "",
+        f"Each example with `-i {ITERATIONS}` under the collector (`SCALATRACE_RAW` and "
+        "`SCALATRACE_OUT` together); intra-only = the per-rank compressed traces "
+        "(`scalatrace-harness merge-raw`, sum of the per-rank .sct encodings); merge time "
+        "= `merge_seconds` in the trace metadata (rank 0, whole tree).",
+        "",
+        "| example | ranks | raw bytes | intra-only bytes | merged bytes | merge time (ms) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for name, n in CASES:
         m = measure(name, n, [ITERATIONS])
-        lines.append(f"| {name} | {n} | {m['raw_bytes']} | {m['intra_bytes']} | "
-                     f"{m['sct_bytes']} | {m['merge_ms']:.2f} |")
+        lines.append(
+            f"| {name} | {n} | {m['raw_bytes']} | {m['intra_bytes']} | "
+            f"{m['sct_bytes']} | {m['merge_ms']:.2f} |"
+        )
         print(lines[-1], flush=True)
     emit(lines, a.out)
 

@@ -37,18 +37,27 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from report import write_report  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "tests" / "py"))
 import helpers  # noqa: E402
 
 # (section title, [(what varies, example, [(ranks, timesteps), ...]), ...])
 SECTIONS = [
-    ("Timesteps (10 / 100 / 1,000)",
-     [("timesteps", "stencil1d", [(8, 10), (8, 100), (8, 1000)]),
-      ("timesteps", "stencil2d", [(9, 10), (9, 100), (9, 1000)]),
-      ("timesteps", "stencil3d", [(8, 10), (8, 100), (8, 1000)])]),
-    ("Ranks (100 timesteps)",
-     [("ranks", "stencil2d", [(4, 100), (9, 100), (16, 100)]),
-      ("ranks", "stencil3d", [(8, 100), (27, 100)])]),
+    (
+        "Timesteps (10 / 100 / 1,000)",
+        [
+            ("timesteps", "stencil1d", [(8, 10), (8, 100), (8, 1000)]),
+            ("timesteps", "stencil2d", [(9, 10), (9, 100), (9, 1000)]),
+            ("timesteps", "stencil3d", [(8, 10), (8, 100), (8, 1000)]),
+        ],
+    ),
+    (
+        "Ranks (100 timesteps)",
+        [
+            ("ranks", "stencil2d", [(4, 100), (9, 100), (16, 100)]),
+            ("ranks", "stencil3d", [(8, 100), (27, 100)]),
+        ],
+    ),
 ]
 PILGRIM_MODES = ("AGGREGATED", "HIST")
 
@@ -78,10 +87,15 @@ def build_pilgrim(source: Path, scratch: Path) -> Path:
     # it records them (the stencil examples abort otherwise).
     env = dict(os.environ, CC="mpicc.mpich", CFLAGS="-O2 -fcommon -DNDEBUG")
     with open(log, "w") as out:
-        for cmd in (["./autogen.sh"],
-                    ["./configure", f"--prefix={scratch / 'install'}"],
-                    ["make", "-j2"], ["make", "install"]):
-            rc = subprocess.run(cmd, cwd=src, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+        for cmd in (
+            ["./autogen.sh"],
+            ["./configure", f"--prefix={scratch / 'install'}"],
+            ["make", "-j2"],
+            ["make", "install"],
+        ):
+            rc = subprocess.run(
+                cmd, cwd=src, env=env, stdout=out, stderr=subprocess.STDOUT
+            ).returncode
             if rc != 0 and cmd[0] != "./autogen.sh":  # autogen.sh exits 0 on failure anyway
                 sys.exit(f"pilgrim_compare: `{' '.join(cmd)}` failed; see {log}")
     if not lib.is_file():
@@ -97,19 +111,31 @@ def scalatrace_bytes(example: str, ranks: int, timesteps: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "t.sct"
         env = helpers.collector_env(out=out, quiet=1)
-        helpers.run_mpi(ranks, [helpers.example_path(example), "-i", str(timesteps)], env=env,
-                        timeout=1800, cwd=tmp)
+        helpers.run_mpi(
+            ranks,
+            [helpers.example_path(example), "-i", str(timesteps)],
+            env=env,
+            timeout=1800,
+            cwd=tmp,
+        )
         return out.stat().st_size
 
 
 def pilgrim_bytes(lib: Path, mode: str, example: str, ranks: int, timesteps: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         env = {"LD_PRELOAD": str(lib), "PILGRIM_TIMING_MODE": mode}
-        helpers.run_mpi(ranks, [helpers.example_path(example), "-i", str(timesteps)], env=env,
-                        timeout=1800, cwd=tmp)
+        helpers.run_mpi(
+            ranks,
+            [helpers.example_path(example), "-i", str(timesteps)],
+            env=env,
+            timeout=1800,
+            cwd=tmp,
+        )
         logs = Path(tmp) / "pilgrim-logs"
         if not logs.is_dir():
-            raise helpers.MPIRunError(f"Pilgrim wrote no pilgrim-logs for {example} on {ranks} ranks")
+            raise helpers.MPIRunError(
+                f"Pilgrim wrote no pilgrim-logs for {example} on {ranks} ranks"
+            )
         return directory_bytes(logs)
 
 
@@ -123,8 +149,16 @@ def measure(lib: Path, example: str, ranks: int, timesteps: int) -> dict[str, in
 def table_row(label: list[str], m: dict[str, int]) -> str:
     best_pilgrim = min(m[mode] for mode in PILGRIM_MODES)
     ratio = m["scalatrace"] / best_pilgrim
-    return "| " + " | ".join(label + [f"{m['scalatrace']:,}"] + [f"{m[mode]:,}" for mode in PILGRIM_MODES]
-                             + [f"{ratio:.2f}"]) + " |"
+    return (
+        "| "
+        + " | ".join(
+            label
+            + [f"{m['scalatrace']:,}"]
+            + [f"{m[mode]:,}" for mode in PILGRIM_MODES]
+            + [f"{ratio:.2f}"]
+        )
+        + " |"
+    )
 
 
 def spread(values: list[int]) -> str:
@@ -132,9 +166,14 @@ def spread(values: list[int]) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--source", default=os.environ.get("PILGRIM_SOURCE"),
-                    help="Pilgrim source checkout (default $PILGRIM_SOURCE)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--source",
+        default=os.environ.get("PILGRIM_SOURCE"),
+        help="Pilgrim source checkout (default $PILGRIM_SOURCE)",
+    )
     ap.add_argument("--scratch", default=str(Path(tempfile.gettempdir()) / "scalatrace-pilgrim"))
     ap.add_argument("--out", help="write the Markdown report here (default: print)")
     a = ap.parse_args()
@@ -142,26 +181,36 @@ def main() -> int:
     scratch.mkdir(parents=True, exist_ok=True)
     if not (scratch / "install" / "lib" / "libpilgrim.so").is_file():
         if not a.source or not Path(a.source, "configure.ac").is_file():
-            sys.exit("pilgrim_compare: give a Pilgrim source checkout (repository pmodels/pilgrim) "
-                     "with --source DIR or PILGRIM_SOURCE")
+            sys.exit(
+                "pilgrim_compare: give a Pilgrim source checkout (repository pmodels/pilgrim) "
+                "with --source DIR or PILGRIM_SOURCE"
+            )
     lib = build_pilgrim(Path(a.source) if a.source else scratch / "src", scratch)
     started = time.perf_counter()
-    header = ["| example | ranks | timesteps | scalatrace .sct bytes | Pilgrim bytes (AGGREGATED timing) "
-              "| Pilgrim bytes (HIST timing) | scalatrace / smaller Pilgrim |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
-    lines = ["# Trace size: scalatrace vs Pilgrim on the stencil examples", "",
-             f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on "
-             f"{platform.node()} ({os.cpu_count()} cores, {platform.machine()}), MPICH, real "
-             "`mpiexec` runs (oversubscribed beyond 2 ranks; sizes do not depend on timing).", "",
-             "Command: `python benchmarks/pilgrim_compare.py --source PILGRIM_CHECKOUT "
-             "--out benchmarks/results/pilgrim.md`", "",
-             "scalatrace: merged `.sct` with default settings (timing histograms per node kept). "
-             "Pilgrim: total size of `pilgrim-logs/` with its default timing (`AGGREGATED`: mean "
-             "duration and interval per function only) and with `HIST` timing (histograms). "
-             "Ratio < 1: scalatrace is smaller than the smaller of the two Pilgrim figures. "
-             "Pilgrim (pmodels/pilgrim, newest snapshot) is built with `-DNDEBUG`: its assertion "
-             "that request handles are unique aborts on MPICH's shared handle for sends that "
-             "complete at once.", ""]
+    header = [
+        "| example | ranks | timesteps | scalatrace .sct bytes | Pilgrim bytes (AGGREGATED timing) "
+        "| Pilgrim bytes (HIST timing) | scalatrace / smaller Pilgrim |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines = [
+        "# Trace size: scalatrace vs Pilgrim on the stencil examples",
+        "",
+        f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on "
+        f"{platform.node()} ({os.cpu_count()} cores, {platform.machine()}), MPICH, real "
+        "`mpiexec` runs (oversubscribed beyond 2 ranks; sizes do not depend on timing).",
+        "",
+        "Command: `python benchmarks/pilgrim_compare.py --source PILGRIM_CHECKOUT "
+        "--out benchmarks/results/pilgrim.md`",
+        "",
+        "scalatrace: merged `.sct` with default settings (timing histograms per node kept). "
+        "Pilgrim: total size of `pilgrim-logs/` with its default timing (`AGGREGATED`: mean "
+        "duration and interval per function only) and with `HIST` timing (histograms). "
+        "Ratio < 1: scalatrace is smaller than the smaller of the two Pilgrim figures. "
+        "Pilgrim (pmodels/pilgrim, newest snapshot) is built with `-DNDEBUG`: its assertion "
+        "that request handles are unique aborts on MPICH's shared handle for sends that "
+        "complete at once.",
+        "",
+    ]
     growth: list[str] = []
     for title, series in SECTIONS:
         lines += [f"## {title}", ""] + header
@@ -173,8 +222,10 @@ def main() -> int:
                 lines.append(table_row([example, str(ranks), str(steps)], m))
                 print(lines[-1], flush=True)
             values = "/".join(str(r if varies == "ranks" else t) for r, t in runs)
-            growth.append(f"- {example}, {varies} {values}: scalatrace size spread {spread(sizes)} "
-                          f"(largest / smallest - 1)")
+            growth.append(
+                f"- {example}, {varies} {values}: scalatrace size spread {spread(sizes)} "
+                f"(largest / smallest - 1)"
+            )
         lines.append("")
     lines += ["", "## Constancy of the scalatrace trace", ""] + growth
     lines += ["", f"Total benchmark time {time.perf_counter() - started:.0f} s.", ""]

@@ -36,7 +36,9 @@ def harness() -> Path:
     try:
         return scalatrace._paths.tool("scalatrace-harness")
     except scalatrace.ScalatraceError:
-        sys.exit("scalatrace-harness not found: build the project (make build) or set SCALATRACE_BUILD_DIR")
+        sys.exit(
+            "scalatrace-harness not found: build the project (make build) or set SCALATRACE_BUILD_DIR"
+        )
 
 
 def make_trace(nranks: int, timesteps: int) -> tuple[Path, float]:
@@ -45,7 +47,18 @@ def make_trace(nranks: int, timesteps: int) -> tuple[Path, float]:
     out = data / f"stencil2d-{nranks}-{timesteps}.sct"
     if out.is_file():
         return out, float("nan")
-    cmd = [str(harness()), "--pattern", "stencil2d", "--ranks", str(nranks), "--timesteps", str(timesteps), "--wrap", "-o", str(out)]
+    cmd = [
+        str(harness()),
+        "--pattern",
+        "stencil2d",
+        "--ranks",
+        str(nranks),
+        "--timesteps",
+        str(timesteps),
+        "--wrap",
+        "-o",
+        str(out),
+    ]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return out, time.perf_counter() - t0
@@ -77,20 +90,37 @@ def main() -> int:
     for n in args.ranks:
         ts = args.timesteps if n <= 4096 else min(args.timesteps, 10 if n <= 65536 else 2)
         path, made = make_trace(n, ts)
-        load_s, t = timed(lambda: scalatrace.load(path), 5)
-        sparse_s, sp = timed(lambda: t.comm_matrix("bytes", "p2p", sparse=True), 3)
+        load_s, t = timed(lambda path=path: scalatrace.load(path), 5)
+        sparse_s, sp = timed(lambda t=t: t.comm_matrix("bytes", "p2p", sparse=True), 3)
         dense_s = float("nan")
         if n * n * 8 <= 2 << 30:
-            dense_s, _ = timed(lambda: t.comm_matrix("bytes", "p2p"), 3)
-        rows.append((n, ts, path.stat().st_size, t.node_count, made, load_s, sparse_s, CPU_TIMES[1], sp.nnz, dense_s))
+            dense_s, _ = timed(lambda t=t: t.comm_matrix("bytes", "p2p"), 3)
+        rows.append(
+            (
+                n,
+                ts,
+                path.stat().st_size,
+                t.node_count,
+                made,
+                load_s,
+                sparse_s,
+                CPU_TIMES[1],
+                sp.nnz,
+                dense_s,
+            )
+        )
         CPU_TIMES.clear()
         print(f"{n} ranks done", file=sys.stderr)
     print(f"2D stencil (9-point, periodic); medians; `{' '.join(sys.argv)}`\n")
-    print("| ranks | timesteps | .sct bytes | nodes | load s | comm matrix sparse s (wall) | (cpu) | nonzeros | dense s |")
+    print(
+        "| ranks | timesteps | .sct bytes | nodes | load s | comm matrix sparse s (wall) | (cpu) | nonzeros | dense s |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for n, ts, size, nodes, made, load_s, sparse_s, sparse_cpu, nnz, dense_s in rows:
+    for n, ts, size, nodes, _made, load_s, sparse_s, sparse_cpu, nnz, dense_s in rows:
         dense = "n/a (P² too large)" if dense_s != dense_s else f"{dense_s:.4f}"
-        print(f"| {n:,} | {ts} | {size:,} | {nodes} | {load_s:.4f} | {sparse_s:.4f} | {sparse_cpu:.4f} | {nnz:,} | {dense} |")
+        print(
+            f"| {n:,} | {ts} | {size:,} | {nodes} | {load_s:.4f} | {sparse_s:.4f} | {sparse_cpu:.4f} | {nnz:,} | {dense} |"
+        )
     return 0
 
 

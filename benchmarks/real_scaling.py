@@ -27,17 +27,24 @@ def main() -> None:
     ap.add_argument("--iterations", default="5")
     ap.add_argument("--out")
     a = ap.parse_args()
-    lines = ["", "## Real MPI: merged stencil trace size from 4 to 64 ranks", "",
-             f"Command: `python benchmarks/real_scaling.py --iterations {a.iterations}` "
-             f"(each example with `-i {a.iterations} -c 0`, every merged trace checked lossless "
-             "against the raw streams with `scalatrace-dump check`).", "",
-             "| example | ranks | .sct bytes | structure bytes | nodes | merge at Finalize (ms) | run wall (s) |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "",
+        "## Real MPI: merged stencil trace size from 4 to 64 ranks",
+        "",
+        f"Command: `python benchmarks/real_scaling.py --iterations {a.iterations}` "
+        f"(each example with `-i {a.iterations} -c 0`, every merged trace checked lossless "
+        "against the raw streams with `scalatrace-dump check`).",
+        "",
+        "| example | ranks | .sct bytes | structure bytes | nodes | merge at Finalize (ms) | run wall (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, sizes in CASES.items():
         for n in sizes:
             m = measure(name, n, [a.iterations, "-c", "0"])
-            lines.append(f"| {name} | {n} | {m['sct_bytes']} | {m['structure_bytes']} | "
-                         f"{m['nodes']} | {m['merge_ms']:.1f} | {m['wall_s']:.1f} |")
+            lines.append(
+                f"| {name} | {n} | {m['sct_bytes']} | {m['structure_bytes']} | "
+                f"{m['nodes']} | {m['merge_ms']:.1f} | {m['wall_s']:.1f} |"
+            )
             print(lines[-1], flush=True)
     emit(lines, a.out)
 

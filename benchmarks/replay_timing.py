@@ -60,8 +60,12 @@ def run_wall(cmd: list[str], env: dict | None = None) -> float:
 
 def program_time_from_raw(raw_dir: Path) -> float:
     """Slowest rank's span from the end of MPI_Init to the start of MPI_Finalize."""
-    dump = subprocess.run([str(_paths.tool("scalatrace-dump")), "raw", str(raw_dir)],
-                          capture_output=True, text=True, check=True)
+    dump = subprocess.run(
+        [str(_paths.tool("scalatrace-dump")), "raw", str(raw_dir)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     spans = []
     for rank in json.loads(dump.stdout)["ranks"]:
         total = 0
@@ -84,8 +88,10 @@ def bench_case(name: str, nranks: int, args: argparse.Namespace, work: Path) -> 
     trace_path, raw = work / f"{name}-{nranks}.sct", work / f"{name}-{nranks}-raw"
     raw.mkdir()
     env = dict(os.environ, SCALATRACE_OUT=str(trace_path), SCALATRACE_RAW=str(raw))
-    run_wall([mpiexec, "-genv", "LD_PRELOAD", str(_paths.collector_library()), "-n", str(nranks), *argv],
-             env=env)
+    run_wall(
+        [mpiexec, "-genv", "LD_PRELOAD", str(_paths.collector_library()), "-n", str(nranks), *argv],
+        env=env,
+    )
     original_program = program_time_from_raw(raw)
     replayed = trace_path if args.input == "sct" else raw
 
@@ -94,7 +100,9 @@ def bench_case(name: str, nranks: int, args: argparse.Namespace, work: Path) -> 
     for _ in range(args.repeats):
         orig_wall.append(run_wall([mpiexec, "-n", str(nranks), *argv]))
         report = work / "report.json"
-        rep_wall.append(run_wall([mpiexec, "-n", str(nranks), tool, str(replayed), "--report", str(report)]))
+        rep_wall.append(
+            run_wall([mpiexec, "-n", str(nranks), tool, str(replayed), "--report", str(report)])
+        )
         rep_program.append(json.loads(report.read_text())["total_time_s"])
     # One more replay through the Python API (sanity: same order of magnitude).
     api = replay(replayed)
@@ -120,8 +128,12 @@ def main() -> int:
     p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--ranks", type=int, nargs="+", default=[4, 9])
     p.add_argument("--examples", nargs="+", default=DEFAULT_EXAMPLES)
-    p.add_argument("--input", choices=("sct", "raw"), default="sct",
-                   help="replay the compressed trace (default) or the raw recording directory")
+    p.add_argument(
+        "--input",
+        choices=("sct", "raw"),
+        default="sct",
+        help="replay the compressed trace (default) or the raw recording directory",
+    )
     p.add_argument("--out", default=None, help="write the Markdown table here (else stdout only)")
     args = p.parse_args()
 
@@ -133,10 +145,13 @@ def main() -> int:
                 case_dir.mkdir()
                 row = bench_case(name, n, args, case_dir)
                 rows.append(row)
-                print(f"{name:>18} n={n}: program {row['orig_program']:.4f}s -> replay "
-                      f"{row['replay_program']:.4f}s ({err(row['replay_program'], row['orig_program']):+.1f}%), "
-                      f"end-to-end {row['orig_wall']:.3f}s -> {row['replay_wall']:.3f}s "
-                      f"({err(row['replay_wall'], row['orig_wall']):+.1f}%)", flush=True)
+                print(
+                    f"{name:>18} n={n}: program {row['orig_program']:.4f}s -> replay "
+                    f"{row['replay_program']:.4f}s ({err(row['replay_program'], row['orig_program']):+.1f}%), "
+                    f"end-to-end {row['orig_wall']:.3f}s -> {row['replay_wall']:.3f}s "
+                    f"({err(row['replay_wall'], row['orig_wall']):+.1f}%)",
+                    flush=True,
+                )
 
     cmd = "python benchmarks/replay_timing.py " + " ".join(sys.argv[1:])
     lines = [
@@ -158,7 +173,8 @@ def main() -> int:
         lines.append(
             f"| {r['example']} | {r['ranks']} | {r['orig_program']:.4f} | {r['replay_program']:.4f} | "
             f"{err(r['replay_program'], r['orig_program']):+.1f}% | {r['orig_wall']:.3f} | {r['replay_wall']:.3f} | "
-            f"{err(r['replay_wall'], r['orig_wall']):+.1f}% |")
+            f"{err(r['replay_wall'], r['orig_wall']):+.1f}% |"
+        )
     prog_errors = [abs(err(r["replay_program"], r["orig_program"])) for r in rows]
     wall_errors = [abs(err(r["replay_wall"], r["orig_wall"])) for r in rows]
     lines += [

@@ -47,17 +47,39 @@ REPO = Path(__file__).resolve().parents[1]
 
 # (pattern, ranks, timesteps)
 HARNESS = [
-    ("stencil1d", 8, 20), ("stencil1d", 64, 50),
-    ("stencil2d", 16, 20), ("stencil2d", 64, 100), ("stencil2d", 1024, 20),
-    ("stencil3d", 27, 10), ("stencil3d", 512, 10),
-    ("collectives", 8, 10), ("collectives", 64, 10), ("collectives", 100, 5),
-    ("rowcol", 16, 10), ("rowcol", 256, 10),
+    ("stencil1d", 8, 20),
+    ("stencil1d", 64, 50),
+    ("stencil2d", 16, 20),
+    ("stencil2d", 64, 100),
+    ("stencil2d", 1024, 20),
+    ("stencil3d", 27, 10),
+    ("stencil3d", 512, 10),
+    ("collectives", 8, 10),
+    ("collectives", 64, 10),
+    ("collectives", 100, 5),
+    ("rowcol", 16, 10),
+    ("rowcol", 256, 10),
     # Past 16 MB of rank states the engine prefetches more (cursors, receivers): cover that too.
-    ("stencil2d", 4096, 5), ("collectives", 4096, 2), ("stencil3d", 4096, 3),
+    ("stencil2d", 4096, 5),
+    ("collectives", 4096, 2),
+    ("stencil3d", 4096, 3),
 ]
-EXAMPLES = ["stencil1d", "stencil2d", "stencil3d", "ring", "pipeline", "collectives", "nonblocking_coll",
-            "persistent", "waitsome", "wildcard_lu", "comm_split", "alltoallv_is", "rank_divergent",
-            "iteration_specific"]
+EXAMPLES = [
+    "stencil1d",
+    "stencil2d",
+    "stencil3d",
+    "ring",
+    "pipeline",
+    "collectives",
+    "nonblocking_coll",
+    "persistent",
+    "waitsome",
+    "wildcard_lu",
+    "comm_split",
+    "alltoallv_is",
+    "rank_divergent",
+    "iteration_specific",
+]
 
 INTRA = scalatrace.LogGP(L=2.0e-7, o_s=1.0e-7, o_r=2.0e-7, g=1.0e-8, G=2.0e-11)
 OPTION_SETS: dict[str, dict[str, Any]] = {
@@ -71,7 +93,9 @@ OPTION_SETS: dict[str, dict[str, Any]] = {
 
 
 def harness_patterns() -> set[str]:
-    out = subprocess.run([str(_paths.tool("scalatrace-harness")), "--help"], capture_output=True, text=True)
+    out = subprocess.run(
+        [str(_paths.tool("scalatrace-harness")), "--help"], capture_output=True, text=True
+    )
     return {p for p, _, _ in HARNESS if p in out.stdout + out.stderr}
 
 
@@ -86,8 +110,22 @@ def make_traces(directory: Path) -> list[Path]:
             continue
         path = directory / f"harness_{pattern}_{ranks}x{steps}.sct"
         if not path.is_file():
-            subprocess.run([str(harness), "--pattern", pattern, "--ranks", str(ranks), "--timesteps", str(steps),
-                            "--wrap", "-o", str(path)], check=True, capture_output=True)
+            subprocess.run(
+                [
+                    str(harness),
+                    "--pattern",
+                    pattern,
+                    "--ranks",
+                    str(ranks),
+                    "--timesteps",
+                    str(steps),
+                    "--wrap",
+                    "-o",
+                    str(path),
+                ],
+                check=True,
+                capture_output=True,
+            )
         paths.append(path)
     examples = Path(os.environ.get("SCALATRACE_BUILD_DIR", REPO / "build" / "py")) / "examples"
     for name in EXAMPLES:
@@ -141,8 +179,25 @@ def digest(trace: scalatrace.Trace, options: dict[str, Any]) -> str:
         return "E:" + h.hexdigest()[:32]
     raw = r._raw  # everything the core returned
     feed(h, raw)
-    feed(h, [r.total_time, r.end_time, r.compute, r.comm, r.wait, r.late_sender, r.late_receiver, r.calls,
-             r.sent_messages, r.recv_messages, r.sent_bytes, r.recv_bytes, r.events, r.messages])
+    feed(
+        h,
+        [
+            r.total_time,
+            r.end_time,
+            r.compute,
+            r.comm,
+            r.wait,
+            r.late_sender,
+            r.late_receiver,
+            r.calls,
+            r.sent_messages,
+            r.recv_messages,
+            r.sent_bytes,
+            r.recv_bytes,
+            r.events,
+            r.messages,
+        ],
+    )
     return h.hexdigest()[:32]
 
 
@@ -161,14 +216,20 @@ def main() -> int:
             results[f"{path.name}/{name}"] = digest(trace, options)
     args.out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     errors = sum(v.startswith("E:") for v in results.values())
-    print(f"{len(results)} digests ({errors} errors) in {time.perf_counter() - start:.1f} s -> {args.out}")
+    print(
+        f"{len(results)} digests ({errors} errors) in {time.perf_counter() - start:.1f} s -> {args.out}"
+    )
     if args.compare is None:
         return 0
     reference = json.loads(args.compare.read_text())
-    differ = [k for k in sorted(set(reference) | set(results)) if reference.get(k) != results.get(k)]
+    differ = [
+        k for k in sorted(set(reference) | set(results)) if reference.get(k) != results.get(k)
+    ]
     for k in differ:
         print(f"DIFFERS {k}: {reference.get(k)} -> {results.get(k)}")
-    print(f"{len(results) - len(differ)}/{len(set(reference) | set(results))} equal to {args.compare}")
+    print(
+        f"{len(results) - len(differ)}/{len(set(reference) | set(results))} equal to {args.compare}"
+    )
     return 1 if differ else 0
 
 

@@ -38,8 +38,12 @@ def measure(name: str, ranks: int, timesteps: int, workdir: Path) -> tuple[int, 
 
     out = workdir / f"{name}-{ranks}-{timesteps}.sct"
     start = time.perf_counter()
-    helpers.run_mpi(ranks, [helpers.example_path(name), "-i", str(timesteps), *FAST],
-                    env=helpers.collector_env(out=out, quiet=1), timeout=1800)
+    helpers.run_mpi(
+        ranks,
+        [helpers.example_path(name), "-i", str(timesteps), *FAST],
+        env=helpers.collector_env(out=out, quiet=1),
+        timeout=1800,
+    )
     seconds = time.perf_counter() - start
     return out.stat().st_size, scalatrace.load(out).node_count, seconds
 
@@ -47,18 +51,24 @@ def measure(name: str, ranks: int, timesteps: int, workdir: Path) -> tuple[int, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--timesteps", type=int, nargs="+", default=[10, 100, 1000])
-    ap.add_argument("--rank-timesteps", type=int, default=20,
-                    help="timesteps of the by-rank-count rows")
+    ap.add_argument(
+        "--rank-timesteps", type=int, default=20, help="timesteps of the by-rank-count rows"
+    )
     ap.add_argument("--repeats", type=int, default=1, help="runs per row (median bytes)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
-    lines = ["# Compressed trace sizes of the real stencil examples", "",
-             "Command: `python benchmarks/trace_sizes.py " + " ".join(sys.argv[1:]) + "` "
-             f"(examples run with `{' '.join(FAST)}`, default collector settings: timing "
-             "histograms on; MPICH, 2-core machine, ranks oversubscribed; median of "
-             f"{args.repeats} run(s)).", "",
-             "| example | ranks | timesteps | .sct bytes | nodes | run s |", "|---|---|---|---|---|---|"]
+    lines = [
+        "# Compressed trace sizes of the real stencil examples",
+        "",
+        "Command: `python benchmarks/trace_sizes.py " + " ".join(sys.argv[1:]) + "` "
+        f"(examples run with `{' '.join(FAST)}`, default collector settings: timing "
+        "histograms on; MPICH, 2-core machine, ranks oversubscribed; median of "
+        f"{args.repeats} run(s)).",
+        "",
+        "| example | ranks | timesteps | .sct bytes | nodes | run s |",
+        "|---|---|---|---|---|---|",
+    ]
     rows = [(n, r, t) for n, r in BY_TIMESTEPS for t in args.timesteps]
     rows += [(n, r, args.rank_timesteps) for n, rs in BY_RANKS for r in rs]
     with tempfile.TemporaryDirectory() as tmp:

@@ -12,6 +12,7 @@ from the table is an error: a new module must be given its level.
 Usage: ``python scripts/check_layers.py [--root DIR]``. Run by ctest (``layers``) and pytest
 (tests/py/test_layers.py, which also plants violations and checks they are caught).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,18 @@ from pathlib import Path
 
 # The pipeline, lowest first (cpp/core/README.md).
 CORE_STAGES = [
-    "support", "model", "compress", "merge", "read", "format", "analysis", "simulate",
-    "synthetic", "extrapolate", "codegen", "cluster",
+    "support",
+    "model",
+    "compress",
+    "merge",
+    "read",
+    "format",
+    "analysis",
+    "simulate",
+    "synthetic",
+    "extrapolate",
+    "codegen",
+    "cluster",
 ]
 
 # python/scalatrace module -> level (docs/python.md, "Package levels"). A module imports only
@@ -31,9 +42,13 @@ CORE_STAGES = [
 # methods, and features that return a trace build it through _model.wrap (a registry).
 PYTHON_LEVELS = {
     # L0: the compiled core and the exceptions
-    "_core": 0, "errors": 0,
+    "_core": 0,
+    "errors": 0,
     # L1: shared constants and helpers (OP_NAMES once), paths, result types, the coNCePTuaL grammar
-    "_base": 1, "_paths": 1, "_summary": 1, "conceptual_grammar": 1,
+    "_base": 1,
+    "_paths": 1,
+    "_summary": 1,
+    "conceptual_grammar": 1,
     # L2: pandas tables over core objects
     "frames": 2,
     # L3: the trace as data (knows no feature module) and the trace-class registry
@@ -41,14 +56,24 @@ PYTHON_LEVELS = {
     # L4: raw recordings
     "_raw": 4,
     # L5: features as functions over the model; running a program under the collector
-    "simulate": 5, "simgrid": 5, "codegen": 5, "clustering": 5, "extrapolate": 5,
-    "export_otf2": 5, "export_extrap": 5, "comparison": 5, "replay": 5, "_launch": 5,
+    "simulate": 5,
+    "simgrid": 5,
+    "codegen": 5,
+    "clustering": 5,
+    "extrapolate": 5,
+    "export_otf2": 5,
+    "export_extrap": 5,
+    "comparison": 5,
+    "replay": 5,
+    "_launch": 5,
     # L6: plots of traces and of the features' results
     "plot": 6,
     # L7: the user's Trace class (model + feature methods)
     "_trace": 7,
     # L8: entry points
-    "cli": 8, "demo": 8, "__init__": 8,
+    "cli": 8,
+    "demo": 8,
+    "__init__": 8,
 }
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
@@ -78,14 +103,19 @@ def check_core(root: Path) -> list[str]:
                 elif len(parts) >= 2 and parts[0] in order:
                     target = parts[0]
                 else:
-                    errors.append(f"{path.relative_to(root)}:{lineno}: include \"{name}\" names no stage")
+                    errors.append(
+                        f'{path.relative_to(root)}:{lineno}: include "{name}" names no stage'
+                    )
                     continue
                 if target not in order:
-                    errors.append(f"{path.relative_to(root)}:{lineno}: include \"{name}\": unknown stage")
+                    errors.append(
+                        f'{path.relative_to(root)}:{lineno}: include "{name}": unknown stage'
+                    )
                 elif order[target] > order[stage]:
                     errors.append(
                         f"{path.relative_to(root)}:{lineno}: stage '{stage}' includes \"{name}\" of the "
-                        f"later stage '{target}' (order: {' < '.join(CORE_STAGES)})")
+                        f"later stage '{target}' (order: {' < '.join(CORE_STAGES)})"
+                    )
     return errors
 
 
@@ -127,11 +157,15 @@ def check_python(root: Path, package: str = "scalatrace") -> list[str]:
         return [f"python/{package}: missing"]
     # Source modules; the compiled core counts as a module through its stub (_core.pyi) or binary.
     modules = {p.stem: p for p in pkg.glob("*.py")}
-    modules.update({p.name: p for p in pkg.iterdir() if p.is_dir() and (p / "__init__.py").exists()})
+    modules.update(
+        {p.name: p for p in pkg.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    )
     compiled = {p.name.split(".")[0] for p in pkg.iterdir() if p.suffix in (".pyi", ".so", ".pyd")}
     for name in sorted(modules):
         if name not in PYTHON_LEVELS:
-            errors.append(f"python/{package}/{name}: no level in PYTHON_LEVELS (scripts/check_layers.py)")
+            errors.append(
+                f"python/{package}/{name}: no level in PYTHON_LEVELS (scripts/check_layers.py)"
+            )
     known = set(modules) | compiled
     for name, path in sorted(modules.items()):
         if name not in PYTHON_LEVELS:
@@ -144,7 +178,8 @@ def check_python(root: Path, package: str = "scalatrace") -> list[str]:
             if PYTHON_LEVELS[target] >= PYTHON_LEVELS[name]:
                 errors.append(
                     f"{file.relative_to(root)}:{lineno}: '{name}' (level {PYTHON_LEVELS[name]}) imports "
-                    f"'{target}' (level {PYTHON_LEVELS[target]}); a module imports only lower levels")
+                    f"'{target}' (level {PYTHON_LEVELS[target]}); a module imports only lower levels"
+                )
     return errors
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import replay
 from ._base import OP_NAMES
 from ._core import (
     ArraySeq,
@@ -25,13 +26,12 @@ from ._core import (
     ValueSeq,
 )
 from ._launch import trace
-from . import replay
 from ._raw import RawRecording, read_raw
 from ._summary import TimestepLoop
+
 # Importing _trace registers Trace: every trace the package returns is one (_model.wrap).
 from ._trace import CallSiteInfo, Event, Loop, Trace, load
 from .comparison import Comparison, compare
-from .export_extrap import to_extrap
 from .errors import (
     MPIRunError,
     ReplayError,
@@ -41,8 +41,9 @@ from .errors import (
     UnknownNameError,
     UsageError,
 )
-from .simulate import LogGP, SimResult, SimulationError, calibrate, simulate, sweep
+from .export_extrap import to_extrap
 from .extrapolate import ExtrapolationError, Model, extrapolate, extrapolation_laws, fit_scaling
+from .simulate import LogGP, SimResult, SimulationError, calibrate, simulate, sweep
 
 __version__ = "0.1.0"
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Union
 
 from . import _paths
 from .errors import MPIRunError, ScalatraceError, UsageError
@@ -28,7 +29,15 @@ def launch_command(cmd: Command, np: int) -> list[str]:
         raise UsageError("empty command")
     if shutil.which(argv[0]) is None:
         raise FileNotFoundError(f"program not found (or not executable): {argv[0]}")
-    return [_paths.mpiexec(), "-n", str(np), "-genv", "LD_PRELOAD", str(_paths.collector_library()), *argv]
+    return [
+        _paths.mpiexec(),
+        "-n",
+        str(np),
+        "-genv",
+        "LD_PRELOAD",
+        str(_paths.collector_library()),
+        *argv,
+    ]
 
 
 def run_collected(
@@ -47,7 +56,11 @@ def run_collected(
     out_path.parent.mkdir(parents=True, exist_ok=True)
     raw_dir: Path | None = None
     if raw:
-        raw_dir = Path(out_path.with_suffix("").as_posix() + "-raw") if raw is True else Path(raw).resolve()
+        raw_dir = (
+            Path(out_path.with_suffix("").as_posix() + "-raw")
+            if raw is True
+            else Path(raw).resolve()
+        )
         raw_dir.mkdir(parents=True, exist_ok=True)
         for old in raw_dir.glob("rank-*.straw"):
             old.unlink()
@@ -65,11 +78,18 @@ def run_collected(
         proc = subprocess.run(argv, env=run_env, capture_output=capture, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
         err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
-        raise MPIRunError(f"{' '.join(argv)} timed out after {timeout} s", -1, _tail(err), argv) from None
+        raise MPIRunError(
+            f"{' '.join(argv)} timed out after {timeout} s", -1, _tail(err), argv
+        ) from None
     except FileNotFoundError as e:
         raise MPIRunError(f"cannot start {argv[0]}: {e}", 127, "", argv) from None
     if proc.returncode != 0:
-        raise MPIRunError(f"traced program failed: {' '.join(argv)}", proc.returncode, _tail(proc.stderr or ""), argv)
+        raise MPIRunError(
+            f"traced program failed: {' '.join(argv)}",
+            proc.returncode,
+            _tail(proc.stderr or ""),
+            argv,
+        )
     if not out_path.is_file():
         raise ScalatraceError(
             f"the run finished but wrote no trace at {out_path}; did the program call MPI_Init/MPI_Finalize?\n"

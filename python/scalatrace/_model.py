@@ -67,13 +67,18 @@ class CallSiteInfo:
     location: str
 
     def __str__(self) -> str:
-        where = self.location or (f"{Path(self.frames[0][0]).name}+{self.frames[0][1]:#x}" if self.frames else "?")
+        where = self.location or (
+            f"{Path(self.frames[0][0]).name}+{self.frames[0][1]:#x}" if self.frames else "?"
+        )
         return f"#{self.id} {self.symbol or '?'} ({where})"
 
 
 def site_key(site: CallSiteInfo) -> str:
     """A call site's identity across runs: ``module+offset`` of every frame, innermost first."""
-    return ";".join(f"{Path(module).name}+{offset:#x}" for module, offset in site.frames) or f"#{site.id}"
+    return (
+        ";".join(f"{Path(module).name}+{offset:#x}" for module, offset in site.frames)
+        or f"#{site.id}"
+    )
 
 
 def _wrap(node: _core.Node, trace: TraceModel, depth: int) -> Node:
@@ -249,7 +254,9 @@ class Loop(_NodeView):
     def _trips_text(self) -> str:
         alts = self.trips.alternatives
         if len(alts) == 1 and alts[0][0].is_constant():
-            return f"x{alts[0][0][0]}" + (f" ({len(alts[0][0])} visits)" if len(alts[0][0]) > 1 else "")
+            return f"x{alts[0][0][0]}" + (
+                f" ({len(alts[0][0])} visits)" if len(alts[0][0]) > 1 else ""
+            )
         return "x" + _short(self.trips)
 
     def __repr__(self) -> str:
@@ -262,7 +269,9 @@ class Loop(_NodeView):
 
 
 def _all_zero(value: _core.ElasticValue) -> bool:
-    return all(seq.is_constant() and (len(seq) == 0 or seq[0] == 0) for seq, _ in value.alternatives)
+    return all(
+        seq.is_constant() and (len(seq) == 0 or seq[0] == 0) for seq, _ in value.alternatives
+    )
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -357,7 +366,9 @@ class TraceModel:
         modules = list(table.modules)
         out = []
         for i, s in enumerate(table.sites):
-            frames = [(modules[f.module] if f.module < len(modules) else "?", f.offset) for f in s.frames]
+            frames = [
+                (modules[f.module] if f.module < len(modules) else "?", f.offset) for f in s.frames
+            ]
             out.append(CallSiteInfo(i, frames, s.symbol, s.location))
         return out
 
@@ -372,7 +383,9 @@ class TraceModel:
         return list(self._core.names)
 
     # --- per-rank views -------------------------------------------------------------------
-    def events(self, rank: int, timing: Literal["mean", "sample", "none"] = "mean", seed: int = 0) -> Iterator[_core.RecordedEvent]:
+    def events(
+        self, rank: int, timing: Literal["mean", "sample", "none"] = "mean", seed: int = 0
+    ) -> Iterator[_core.RecordedEvent]:
         """Iterates ``rank``'s concrete events, decompressing on the fly.
 
         Parameters
@@ -435,7 +448,9 @@ class TraceModel:
 
         return events_frame(self._core, ranks, max_events, timing, seed)
 
-    def find(self, op: str | Iterable[str] | None = None, site: int | str | None = None) -> list[Event]:
+    def find(
+        self, op: str | Iterable[str] | None = None, site: int | str | None = None
+    ) -> list[Event]:
         """Event nodes of the compressed tree by op and/or call site, in program order.
 
         Parameters
@@ -456,7 +471,9 @@ class TraceModel:
             wanted = {n[4:] if n.startswith("MPI_") else n for n in names}
             unknown = sorted(wanted - set(OP_NAMES))
             if unknown:
-                raise UnknownNameError(f"unknown MPI operation(s) {unknown}; see scalatrace.OP_NAMES")
+                raise UnknownNameError(
+                    f"unknown MPI operation(s) {unknown}; see scalatrace.OP_NAMES"
+                )
         site_ids: set[int] | None = None
         if isinstance(site, (int, np.integer)):
             site_ids = {int(site)}
@@ -472,7 +489,11 @@ class TraceModel:
 
     # --- analyses -------------------------------------------------------------------------
     def comm_matrix(
-        self, metric: Metric = "bytes", kind: Kind = "p2p", sparse: bool = False, labels: bool = False
+        self,
+        metric: Metric = "bytes",
+        kind: Kind = "p2p",
+        sparse: bool = False,
+        labels: bool = False,
     ) -> np.ndarray | scipy.sparse.coo_matrix | pandas.DataFrame:
         """Communication matrix ``m[src, dst]`` computed from the compressed structure.
 
@@ -495,7 +516,9 @@ class TraceModel:
             ``nranks x nranks`` float64.
         """
         if sparse:
-            m: Any = comm_triplets_to_output(_core.comm_matrix_sparse(self._core, metric, kind), True)
+            m: Any = comm_triplets_to_output(
+                _core.comm_matrix_sparse(self._core, metric, kind), True
+            )
         else:
             m = _core.comm_matrix(self._core, metric, kind)
         if not labels:
@@ -567,7 +590,8 @@ class TraceModel:
 
     def _repr_html_(self) -> str:
         meta = "".join(
-            f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in sorted(self.metadata.items())
+            f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
+            for k, v in sorted(self.metadata.items())
         )
         tree = html.escape(self.dump(max_nodes=40))
         return (

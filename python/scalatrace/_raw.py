@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -45,7 +46,9 @@ class RawRecording:
         try:
             return self._by_rank[rank]
         except KeyError:
-            raise UnknownNameError(f"no recording of rank {rank} (recorded ranks: {len(self)} of {self.nranks})") from None
+            raise UnknownNameError(
+                f"no recording of rank {rank} (recorded ranks: {len(self)} of {self.nranks})"
+            ) from None
 
     @property
     def metadata(self) -> dict[str, str]:
@@ -66,10 +69,15 @@ class RawRecording:
         return recording_frame(self._ranks, self.nranks, max_events)
 
     def comm_matrix(
-        self, metric: Literal["bytes", "messages"] = "bytes", kind: Literal["p2p", "collective", "all"] = "p2p", sparse: bool = False
+        self,
+        metric: Literal["bytes", "messages"] = "bytes",
+        kind: Literal["p2p", "collective", "all"] = "p2p",
+        sparse: bool = False,
     ) -> np.ndarray | scipy.sparse.coo_matrix:
         """Communication matrix by brute force over every recorded event."""
-        return comm_triplets_to_output(_core.comm_matrix_of_recordings(self._ranks, metric, kind), sparse)
+        return comm_triplets_to_output(
+            _core.comm_matrix_of_recordings(self._ranks, metric, kind), sparse
+        )
 
     def compress(self, window: int = 0) -> TraceModel:
         """Compresses and merges the recordings offline into a :class:`Trace`.

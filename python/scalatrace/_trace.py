@@ -31,16 +31,24 @@ class Trace(TraceModel):
     """
 
     # --- exports ---------------------------------------------------------------------------
-    def to_otf2(self, directory: str | os.PathLike[str], name: str = "traces", ranks: int | Iterable[int] | None = None,
-                timing: Literal["mean", "sample", "none", "recorded"] = "mean", seed: int = 0,
-                overwrite: bool = False) -> Path:
+    def to_otf2(
+        self,
+        directory: str | os.PathLike[str],
+        name: str = "traces",
+        ranks: int | Iterable[int] | None = None,
+        timing: Literal["mean", "sample", "none", "recorded"] = "mean",
+        seed: int = 0,
+        overwrite: bool = False,
+    ) -> Path:
         """Writes the trace as an OTF2 archive (for Vampir, Scalasca, ``otf2-print``) and returns
         the anchor file to open in a viewer; see :func:`scalatrace.export_otf2.write_otf2`."""
         from .export_otf2 import write_otf2
 
         return write_otf2(self, directory, name, ranks, timing, seed, overwrite)
 
-    def to_simgrid_ti(self, directory: str | os.PathLike[str], timing: Literal["mean", "sample", "none"] = "mean") -> Any:
+    def to_simgrid_ti(
+        self, directory: str | os.PathLike[str], timing: Literal["mean", "sample", "none"] = "mean"
+    ) -> Any:
         """Writes the trace in SimGrid's SMPI time-independent replay format (one file per rank
         plus ``index.txt``); see :func:`scalatrace.simgrid.to_simgrid_ti`."""
         from .simgrid import to_simgrid_ti

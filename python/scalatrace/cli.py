@@ -5,20 +5,27 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from .errors import MPIRunError, ScalatraceError
 
 
-def _extrapolate_parser(sub: "argparse._SubParsersAction") -> argparse.ArgumentParser:
-    e = sub.add_parser("extrapolate", help="trace of a larger run from traces of small runs (ScalaExtrap)")
+def _extrapolate_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    e = sub.add_parser(
+        "extrapolate", help="trace of a larger run from traces of small runs (ScalaExtrap)"
+    )
     e.add_argument("traces", nargs="+", help="merged traces of one program at 3 or more sizes")
     e.add_argument("--ranks", type=int, help="target rank count")
     e.add_argument("--dims", help="target grid, fastest dimension first, e.g. 32x32")
     e.add_argument("-o", "--output", required=True, help="output trace (.sct)")
-    e.add_argument("--no-timing", action="store_true", help="copy the largest input's timing instead of fitting models")
-    e.add_argument("--laws", action="store_true", help="print the formula of every extrapolated parameter")
+    e.add_argument(
+        "--no-timing",
+        action="store_true",
+        help="copy the largest input's timing instead of fitting models",
+    )
+    e.add_argument(
+        "--laws", action="store_true", help="print the formula of every extrapolated parameter"
+    )
     return e
 
 
@@ -29,9 +36,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print("scalatrace run: give the program after '--'", file=sys.stderr)
         return 2
     env = dict(kv.split("=", 1) for kv in args.env)
-    out, raw_dir, proc = run_collected(args.command, args.np, args.output, env, args.raw or False, args.timeout, capture=False)
+    out, raw_dir, proc = run_collected(
+        args.command, args.np, args.output, env, args.raw or False, args.timeout, capture=False
+    )
     size = out.stat().st_size
-    print(f"scalatrace: wrote {out} ({size} bytes)" + (f", raw streams in {raw_dir}" if raw_dir else ""))
+    print(
+        f"scalatrace: wrote {out} ({size} bytes)"
+        + (f", raw streams in {raw_dir}" if raw_dir else "")
+    )
     return 0
 
 
@@ -62,12 +74,19 @@ def _cmd_stats(args: argparse.Namespace) -> int:
             "trace": str(args.trace),
             "nranks": t.nranks,
             "nodes": t.node_count,
-            "summary": [{k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
-                        for row in table.to_dict(orient="records")],
+            "summary": [
+                {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+                for row in table.to_dict(orient="records")
+            ],
             "timestep_loops": [
-                {"path": list(l.path), "min_iterations": l.min_iterations, "max_iterations": l.max_iterations,
-                 "visits": l.visits, "sites": list(l.sites)}
-                for l in loops
+                {
+                    "path": list(loop.path),
+                    "min_iterations": loop.min_iterations,
+                    "max_iterations": loop.max_iterations,
+                    "visits": loop.visits,
+                    "sites": list(loop.sites),
+                }
+                for loop in loops
             ],
         }
         json.dump(doc, sys.stdout, indent=2)
@@ -77,8 +96,8 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     print(table.to_string(index=False))
     if loops:
         print("\ntimestep loops:")
-        for l in loops:
-            print(f"  {l!r}")
+        for loop in loops:
+            print(f"  {loop!r}")
     return 0
 
 
@@ -104,17 +123,41 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     from .simulate import LogGP, simulate
 
     net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G)
-    r = simulate(args.trace, network=net, ranks_per_node=args.ranks_per_node, compute_scale=args.compute_scale,
-                 size_scale=args.size_scale, timing=args.timing, seed=args.seed,
-                 eager_threshold=args.eager_threshold, contention=args.contention,
-                 recorded_local_calls=not args.model_local_calls)
+    r = simulate(
+        args.trace,
+        network=net,
+        ranks_per_node=args.ranks_per_node,
+        compute_scale=args.compute_scale,
+        size_scale=args.size_scale,
+        timing=args.timing,
+        seed=args.seed,
+        eager_threshold=args.eager_threshold,
+        contention=args.contention,
+        recorded_local_calls=not args.model_local_calls,
+    )
     if args.json:
-        json.dump({"trace": str(args.trace), **r.summary(), "events": r.events, "messages": r.messages,
-                   "nranks": r.nranks}, sys.stdout, indent=2)
+        json.dump(
+            {
+                "trace": str(args.trace),
+                **r.summary(),
+                "events": r.events,
+                "messages": r.messages,
+                "nranks": r.nranks,
+            },
+            sys.stdout,
+            indent=2,
+        )
         print()
         return 0
-    print(f"predicted time: {r.total_time:.6f} s  ({r.nranks} ranks, {r.events} events, {r.messages} messages)")
-    print(r.to_pandas().describe().loc[["mean", "min", "max"], ["compute", "comm", "wait", "late_sender", "late_receiver"]].to_string())
+    print(
+        f"predicted time: {r.total_time:.6f} s  ({r.nranks} ranks, {r.events} events, {r.messages} messages)"
+    )
+    print(
+        r.to_pandas()
+        .describe()
+        .loc[["mean", "min", "max"], ["compute", "comm", "wait", "late_sender", "late_receiver"]]
+        .to_string()
+    )
     return 0
 
 
@@ -157,7 +200,9 @@ def _grid_value(name: str, text: str) -> object:
 def _add_network_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--L", type=float, default=1e-6, help="latency, seconds (default 1e-6)")
     p.add_argument("--o-s", dest="o_s", type=float, default=0.5e-6, help="send overhead, seconds")
-    p.add_argument("--o-r", dest="o_r", type=float, default=0.5e-6, help="receive overhead, seconds")
+    p.add_argument(
+        "--o-r", dest="o_r", type=float, default=0.5e-6, help="receive overhead, seconds"
+    )
     p.add_argument("--g", type=float, default=0.0, help="gap between messages, seconds")
     p.add_argument("--G", type=float, default=1e-10, help="gap per byte, seconds (1/bandwidth)")
 
@@ -171,7 +216,9 @@ def _cmd_clusters(args: argparse.Namespace) -> int:
     print(f"{c.k} clusters ({c.method}; features: {', '.join(c.features)})")
     for label, rep in enumerate(c.representatives):
         members = [r for r, lab in enumerate(c.labels) if lab == label]
-        print(f"  cluster {label}: representative {rep}, {len(members)} ranks: {_rank_ranges(members)}")
+        print(
+            f"  cluster {label}: representative {rep}, {len(members)} ranks: {_rank_ranges(members)}"
+        )
     return 0
 
 
@@ -195,7 +242,9 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     from ._trace import load
     from .codegen import write_benchmark
 
-    out = write_benchmark(load(args.trace), args.lang, args.output, resolve_wildcards=args.resolve_wildcards)
+    out = write_benchmark(
+        load(args.trace), args.lang, args.output, resolve_wildcards=args.resolve_wildcards
+    )
     print(f"scalatrace: wrote {out} ({args.lang})")
     return 0
 
@@ -207,7 +256,9 @@ def _replay_main(argv: Sequence[str]) -> int:
     except ImportError as e:  # pragma: no cover - replay is part of the package
         print(f"scalatrace replay: not available ({e})", file=sys.stderr)
         return 2
-    parser = argparse.ArgumentParser(prog="scalatrace replay", description="Replay a trace under mpiexec.")
+    parser = argparse.ArgumentParser(
+        prog="scalatrace replay", description="Replay a trace under mpiexec."
+    )
     replay.add_arguments(parser)
     return int(replay.run_from_args(parser.parse_args(list(argv))) or 0)
 
@@ -217,24 +268,36 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
     from .extrapolate import extrapolate, extrapolation_laws
 
     dims = [int(d) for d in args.dims.lower().split("x")] if args.dims else None
-    big = extrapolate([load(p) for p in args.traces], ranks=args.ranks, dims=dims, timing=not args.no_timing)
+    big = extrapolate(
+        [load(p) for p in args.traces], ranks=args.ranks, dims=dims, timing=not args.no_timing
+    )
     big.save(args.output)
-    print(f"scalatrace: wrote {args.output} ({big.nranks} ranks, grid {big.metadata['extrapolation_grid']}, "
-          f"from {big.metadata['extrapolated_from']} ranks)")
+    print(
+        f"scalatrace: wrote {args.output} ({big.nranks} ranks, grid {big.metadata['extrapolation_grid']}, "
+        f"from {big.metadata['extrapolated_from']} ranks)"
+    )
     if args.laws:
         print(extrapolation_laws(big).to_string(index=False))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="scalatrace", description="Scalable MPI communication tracing and analysis.")
+    p = argparse.ArgumentParser(
+        prog="scalatrace", description="Scalable MPI communication tracing and analysis."
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
 
     r = sub.add_parser("run", help="run an MPI program under the collector")
     r.add_argument("-n", "--np", type=int, required=True, help="number of ranks")
     r.add_argument("-o", "--output", default="trace.sct", help="trace file (default: trace.sct)")
     r.add_argument("--raw", metavar="DIR", help="also write raw per-rank streams into DIR")
-    r.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra environment for the run")
+    r.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra environment for the run",
+    )
     r.add_argument("--timeout", type=float, default=None, help="seconds before the run is killed")
     r.add_argument("command", nargs=argparse.REMAINDER, help="-- program [args...]")
     r.set_defaults(func=_cmd_run)
@@ -259,7 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--log", action="store_true", help="logarithmic colour scale")
     h.set_defaults(func=_cmd_heatmap)
 
-    sim = sub.add_parser("simulate", help="predict the run time of a trace on a LogGP network (no MPI)")
+    sim = sub.add_parser(
+        "simulate", help="predict the run time of a trace on a LogGP network (no MPI)"
+    )
     sim.add_argument("trace")
     _add_network_arguments(sim)
     sim.add_argument("--ranks-per-node", type=int, default=1)
@@ -268,16 +333,26 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--timing", choices=["mean", "median", "sample", "none"], default="mean")
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--eager-threshold", type=float, default=65536)
-    sim.add_argument("--contention", action="store_true", help="inter-node messages share their node's link")
-    sim.add_argument("--model-local-calls", action="store_true",
-                     help="calls that never wait take the model's overheads only, not their recorded duration")
+    sim.add_argument(
+        "--contention", action="store_true", help="inter-node messages share their node's link"
+    )
+    sim.add_argument(
+        "--model-local-calls",
+        action="store_true",
+        help="calls that never wait take the model's overheads only, not their recorded duration",
+    )
     sim.add_argument("--json", action="store_true", help="machine-readable output")
     sim.set_defaults(func=_cmd_simulate)
 
     sw = sub.add_parser("sweep", help="simulate a grid of what-if parameters (CSV out)")
     sw.add_argument("trace")
-    sw.add_argument("--param", action="append", required=True, metavar="NAME=V1,V2,...",
-                    help="a grid axis, e.g. compute_scale=0.5,1,2 or bandwidth_scale=1,4 (repeatable)")
+    sw.add_argument(
+        "--param",
+        action="append",
+        required=True,
+        metavar="NAME=V1,V2,...",
+        help="a grid axis, e.g. compute_scale=0.5,1,2 or bandwidth_scale=1,4 (repeatable)",
+    )
     _add_network_arguments(sw)
     sw.add_argument("-j", "--processes", type=int, default=None, help="worker processes")
     sw.add_argument("-o", "--output", help="CSV file (default: print the table)")
@@ -288,16 +363,26 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("trace")
     g.add_argument("--lang", choices=["conceptual", "c"], default="conceptual")
     g.add_argument("-o", "--output", required=True, help="output file (bench.ncptl / bench.c)")
-    g.add_argument("--resolve-wildcards", action="store_true",
-                   help="C only: replace MPI_ANY_SOURCE by the matched senders (coNCePTuaL always does)")
+    g.add_argument(
+        "--resolve-wildcards",
+        action="store_true",
+        help="C only: replace MPI_ANY_SOURCE by the matched senders (coNCePTuaL always does)",
+    )
     g.set_defaults(func=_cmd_generate)
 
-    cl = sub.add_parser("clusters", help="group ranks by behaviour (ACURDION K-farthest or PHANTOM hierarchical)")
+    cl = sub.add_parser(
+        "clusters", help="group ranks by behaviour (ACURDION K-farthest or PHANTOM hierarchical)"
+    )
     cl.add_argument("trace")
-    cl.add_argument("-k", type=int, default=None, help="number of clusters (default 9; dynamic K may keep more)")
+    cl.add_argument(
+        "-k", type=int, default=None, help="number of clusters (default 9; dynamic K may keep more)"
+    )
     cl.add_argument("--method", choices=["kfarthest", "hierarchical"], default="kfarthest")
-    cl.add_argument("--features", default=None,
-                    help="comma-separated signature features, or 'signature' / 'computation'")
+    cl.add_argument(
+        "--features",
+        default=None,
+        help="comma-separated signature features, or 'signature' / 'computation'",
+    )
     cl.set_defaults(func=_cmd_clusters)
 
     # Handled before parsing (its arguments belong to scalatrace.replay); listed for --help.

@@ -6,8 +6,9 @@ merged trace already holds. See ``docs/clustering.md``.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Sequence, Union
+from typing import TYPE_CHECKING, Literal, Union
 
 import numpy as np
 
@@ -169,7 +170,9 @@ def clusters(
     k = _checked_k(k, n, threshold is None)
     names = _feature_names(features, method)
     if method == "kfarthest":
-        labels, reps, _used = _core.kfarthest_clusters(_signatures(trace), k or DEFAULT_K, list(names))
+        labels, reps, _used = _core.kfarthest_clusters(
+            _signatures(trace), k or DEFAULT_K, list(names)
+        )
         return Clusters(np.asarray(labels), np.asarray(reps), "kfarthest", names)
     return _hierarchical(trace, k, threshold, names)
 
@@ -203,7 +206,9 @@ def _feature_names(features: Features, method: str) -> tuple[str, ...]:
         raise ValueError("features: give at least one feature")
     for f in names:
         if f not in SIGNATURE_FEATURES:
-            raise ValueError(f"unknown feature {f!r}; valid: 'signature', 'computation' or any of {SIGNATURE_FEATURES}")
+            raise ValueError(
+                f"unknown feature {f!r}; valid: 'signature', 'computation' or any of {SIGNATURE_FEATURES}"
+            )
     return names
 
 
@@ -215,7 +220,9 @@ def _signatures(trace: TraceModel) -> _core.RankSignatures:
     return cached
 
 
-def _hierarchical(trace: TraceModel, k: int | None, threshold: float | None, names: tuple[str, ...]) -> Clusters:
+def _hierarchical(
+    trace: TraceModel, k: int | None, threshold: float | None, names: tuple[str, ...]
+) -> Clusters:
     """PHANTOM's complete linkage over the distinct behaviours: ranks of one exact group (same
     events, relative peers and timing: ``rank_groups(with_values=True)``) have identical
     signatures and computation vectors, so each group is one point (complete linkage of
@@ -233,14 +240,25 @@ def _hierarchical(trace: TraceModel, k: int | None, threshold: float | None, nam
             f"matrix; use method='kfarthest' above {MAX_HIERARCHICAL_RANKS}"
         )
     if names == ("computation",):
-        vectors: list[np.ndarray] | None = [_core.computation_vector(trace._core, int(r)) for r in leaves]
+        vectors: list[np.ndarray] | None = [
+            _core.computation_vector(trace._core, int(r)) for r in leaves
+        ]
         condensed = _condensed(_manhattan_matrix(vectors))
     else:
         vectors = None
-        condensed = np.asarray(_core.signature_distances(_signatures(trace), list(names), leaves.tolist()))
+        condensed = np.asarray(
+            _core.signature_distances(_signatures(trace), list(names), leaves.tolist())
+        )
     if m == 1:
-        return Clusters(np.zeros(n, dtype=np.int64), np.zeros(1, dtype=np.int64), "hierarchical", names, None,
-                        leaves, sizes)
+        return Clusters(
+            np.zeros(n, dtype=np.int64),
+            np.zeros(1, dtype=np.int64),
+            "hierarchical",
+            names,
+            None,
+            leaves,
+            sizes,
+        )
     z = linkage(condensed, method="complete")
     if threshold is not None:
         raw = fcluster(z, t=float(threshold), criterion="distance")
@@ -250,8 +268,10 @@ def _hierarchical(trace: TraceModel, k: int | None, threshold: float | None, nam
     leaf_labels = labels[leaves]
     square = _square(condensed, m)
     reps = np.array(
-        [leaves[_closest_to_centre(np.flatnonzero(leaf_labels == c), square, vectors, sizes)]
-         for c in range(int(labels.max()) + 1)],
+        [
+            leaves[_closest_to_centre(np.flatnonzero(leaf_labels == c), square, vectors, sizes)]
+            for c in range(int(labels.max()) + 1)
+        ],
         dtype=np.int64,
     )
     return Clusters(labels, reps, "hierarchical", names, z, leaves, sizes)
@@ -295,8 +315,9 @@ def _renumber(raw: np.ndarray) -> np.ndarray:
     return np.array([order[x] for x in raw.tolist()], dtype=np.int64)
 
 
-def _closest_to_centre(members: np.ndarray, square: np.ndarray, vectors: list[np.ndarray] | None,
-                       weights: np.ndarray) -> int:
+def _closest_to_centre(
+    members: np.ndarray, square: np.ndarray, vectors: list[np.ndarray] | None, weights: np.ndarray
+) -> int:
     """PHANTOM's representative among the leaves `members`: the one closest (Manhattan) to the
     cluster's centre, each leaf weighted by the ranks it stands for. For computation vectors the
     centre is the weighted mean vector of the leaves of the most common length; for signatures

@@ -19,19 +19,30 @@ from .errors import DeadlockError, ScalatraceError
 if TYPE_CHECKING:  # pragma: no cover
     from ._model import TraceModel
 
-__all__ = ["DeadlockError", "to_c", "to_conceptual", "resolve_wildcards", "unaligned_collectives",
-           "write_benchmark", "compile_c"]
+__all__ = [
+    "DeadlockError",
+    "to_c",
+    "to_conceptual",
+    "resolve_wildcards",
+    "unaligned_collectives",
+    "write_benchmark",
+    "compile_c",
+]
 
 
-def _core_of(trace: "TraceModel") -> _core.Trace:
+def _core_of(trace: TraceModel) -> _core.Trace:
     core = getattr(trace, "_core", trace)
     if not isinstance(core, _core.Trace):
         raise ValueError(f"expected a scalatrace.Trace, got {type(trace).__name__}")
     return core
 
 
-def to_c(trace: "TraceModel", resolve_wildcards: bool = False, computation: bool = True,
-         min_compute_ns: int = 500) -> str:
+def to_c(
+    trace: TraceModel,
+    resolve_wildcards: bool = False,
+    computation: bool = True,
+    min_compute_ns: int = 500,
+) -> str:
     """A standalone C+MPI program issuing every rank's recorded MPI calls in order.
 
     Parameters
@@ -61,7 +72,7 @@ def to_c(trace: "TraceModel", resolve_wildcards: bool = False, computation: bool
     return _core.generate_c(_core_of(trace), resolve_wildcards, computation, min_compute_ns)
 
 
-def to_conceptual(trace: "TraceModel", computation: bool = True, min_compute_ns: int = 500) -> str:
+def to_conceptual(trace: TraceModel, computation: bool = True, min_compute_ns: int = 500) -> str:
     """A coNCePTuaL program (thesis ch. 4) for the trace; wildcards are always resolved.
 
     Raises
@@ -74,7 +85,7 @@ def to_conceptual(trace: "TraceModel", computation: bool = True, min_compute_ns:
     return _core.generate_conceptual(_core_of(trace), computation, min_compute_ns)
 
 
-def resolve_wildcards(trace: "TraceModel") -> tuple["TraceModel", list[tuple[int, int, str, int]]]:
+def resolve_wildcards(trace: TraceModel) -> tuple[TraceModel, list[tuple[int, int, str, int]]]:
     """Algorithm 3: the trace with every wildcard source replaced by its matched sender.
 
     Returns
@@ -94,13 +105,17 @@ def resolve_wildcards(trace: "TraceModel") -> tuple["TraceModel", list[tuple[int
     return wrap(core), [tuple(r) for r in rows]
 
 
-def unaligned_collectives(trace: "TraceModel") -> list[str]:
+def unaligned_collectives(trace: TraceModel) -> list[str]:
     """Collective nodes not executed by all members of their communicator (Algorithm 2's check)."""
     return list(_core.unaligned_collectives(_core_of(trace)))
 
 
-def write_benchmark(trace: "TraceModel", lang: Literal["c", "conceptual"], output: str | os.PathLike[str],
-                    resolve_wildcards: bool = False) -> Path:
+def write_benchmark(
+    trace: TraceModel,
+    lang: Literal["c", "conceptual"],
+    output: str | os.PathLike[str],
+    resolve_wildcards: bool = False,
+) -> Path:
     """Writes the benchmark for ``trace`` in ``lang`` to ``output`` and returns its path."""
     if lang == "c":
         text = to_c(trace, resolve_wildcards=resolve_wildcards)
@@ -113,8 +128,12 @@ def write_benchmark(trace: "TraceModel", lang: Literal["c", "conceptual"], outpu
     return out
 
 
-def compile_c(source: str | os.PathLike[str], output: str | os.PathLike[str],
-              mpicc: str | None = None, timeout: float = 300) -> Path:
+def compile_c(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    mpicc: str | None = None,
+    timeout: float = 300,
+) -> Path:
     """Compiles a generated C benchmark with ``mpicc -O2``; ScalatraceError with the compiler
     output if it fails, FileNotFoundError if no MPICH ``mpicc`` is found."""
     cc = mpicc or shutil.which("mpicc.mpich") or shutil.which("mpicc")
@@ -123,8 +142,9 @@ def compile_c(source: str | os.PathLike[str], output: str | os.PathLike[str],
     src = Path(source)
     if not src.is_file():
         raise FileNotFoundError(f"no C source at {src}")
-    proc = subprocess.run([cc, "-O2", "-o", str(output), str(src)], capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(
+        [cc, "-O2", "-o", str(output), str(src)], capture_output=True, text=True, timeout=timeout
+    )
     if proc.returncode != 0:
         raise ScalatraceError(f"{cc} failed on {src}:\n{proc.stderr[-4000:]}")
     return Path(output)

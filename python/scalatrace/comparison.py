@@ -106,8 +106,14 @@ def compare(a: TraceModel, b: TraceModel) -> Comparison:
         return table[["site_key", "op", "where", *_MEASURES]]
 
     sa, sb = sites(a), sites(b)
-    where = pd.concat([sa, sb]).drop_duplicates(["site_key", "op"]).set_index(["site_key", "op"])["where"]
-    by_site = _side_by_side(sa.drop(columns="where"), sb.drop(columns="where"), ["site_key", "op"], _MEASURES)
+    where = (
+        pd.concat([sa, sb])
+        .drop_duplicates(["site_key", "op"])
+        .set_index(["site_key", "op"])["where"]
+    )
+    by_site = _side_by_side(
+        sa.drop(columns="where"), sb.drop(columns="where"), ["site_key", "op"], _MEASURES
+    )
     by_site.insert(0, "where", where.reindex(by_site.index).str.replace(r"^#\d+ ", "", regex=True))
 
     def pairs(t: TraceModel) -> pd.DataFrame:

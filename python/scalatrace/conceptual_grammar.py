@@ -27,19 +27,50 @@ class ConceptualSyntaxError(ScalatraceError, ValueError):
 
 # Keyword synonyms: the spelling on the left is read as the canonical keyword on the right.
 _SYNONYMS = {
-    "A": "AN", "AWAIT": "AWAITS", "BIT": "BITS", "BUFFER": "BUFFERS", "BYTE": "BYTES",
-    "COMPLETION": "COMPLETIONS", "COMPUTE": "COMPUTES", "DAY": "DAYS", "DOUBLEWORD": "DOUBLEWORDS",
-    "EXECUTE": "EXECUTES", "HALFWORD": "HALFWORDS", "HOUR": "HOURS", "INTEGER": "INTEGERS",
-    "IS": "ARE", "IT": "THEM", "ITS": "THEIR", "LOG": "LOGS", "MESSAGE": "MESSAGES",
-    "MICROSECOND": "MICROSECONDS", "MILLISECOND": "MILLISECONDS", "MINUTE": "MINUTES",
-    "MULTICAST": "MULTICASTS", "OUTPUT": "OUTPUTS", "PAGE": "PAGES", "PROCESSOR": "PROCESSORS",
-    "QUADWORD": "QUADWORDS", "RECEIVE": "RECEIVES", "REPETITION": "REPETITIONS",
-    "REDUCE": "REDUCES", "RESET": "RESETS", "RESTORE": "RESTORES", "RESULT": "RESULTS",
-    "SECOND": "SECONDS", "SEND": "SENDS", "SLEEP": "SLEEPS", "STORE": "STORES",
-    "SYNCHRONIZE": "SYNCHRONIZES", "TASK": "TASKS", "TIME": "TIMES", "TOUCH": "TOUCHES",
+    "A": "AN",
+    "AWAIT": "AWAITS",
+    "BIT": "BITS",
+    "BUFFER": "BUFFERS",
+    "BYTE": "BYTES",
+    "COMPLETION": "COMPLETIONS",
+    "COMPUTE": "COMPUTES",
+    "DAY": "DAYS",
+    "DOUBLEWORD": "DOUBLEWORDS",
+    "EXECUTE": "EXECUTES",
+    "HALFWORD": "HALFWORDS",
+    "HOUR": "HOURS",
+    "INTEGER": "INTEGERS",
+    "IS": "ARE",
+    "IT": "THEM",
+    "ITS": "THEIR",
+    "LOG": "LOGS",
+    "MESSAGE": "MESSAGES",
+    "MICROSECOND": "MICROSECONDS",
+    "MILLISECOND": "MILLISECONDS",
+    "MINUTE": "MINUTES",
+    "MULTICAST": "MULTICASTS",
+    "OUTPUT": "OUTPUTS",
+    "PAGE": "PAGES",
+    "PROCESSOR": "PROCESSORS",
+    "QUADWORD": "QUADWORDS",
+    "RECEIVE": "RECEIVES",
+    "REPETITION": "REPETITIONS",
+    "REDUCE": "REDUCES",
+    "RESET": "RESETS",
+    "RESTORE": "RESTORES",
+    "RESULT": "RESULTS",
+    "SECOND": "SECONDS",
+    "SEND": "SENDS",
+    "SLEEP": "SLEEPS",
+    "STORE": "STORES",
+    "SYNCHRONIZE": "SYNCHRONIZES",
+    "TASK": "TASKS",
+    "TIME": "TIMES",
+    "TOUCH": "TOUCHES",
     "WORD": "WORDS",
 }
-_KEYWORDS = set(_SYNONYMS.values()) | set("""
+_KEYWORDS = set(_SYNONYMS.values()) | set(
+    """
 ABS ABSOLUTE AGGREGATES ALIGNED ALL AND ARE ARITHMETIC AS ASSERT ASSIGNED ASYNCHRONOUSLY BACKEND BE
 BUT CBRT CEILING COMES COUNTERS CURRENT DATA DECLARES DEFAULT DEVIATION DIVIDES EACH EVEN FACTOR10
 FILE_DATA FINAL FLOOR FOR FROM GEOMETRIC GIGABYTE GREATER GROUP HARMONIC HISTOGRAM IF IN INTO
@@ -50,7 +81,8 @@ RANDOM_PARETO RANDOM_POISSON RANDOM_UNIFORM REAL REGION REQUIRE ROOT ROUND SIZED
 STATIC_FILE_DATA STRIDE SUCH SUM SYNCHRONIZATION SYNCHRONOUSLY TAG TASK_OF THAN THAT THE THEIR
 THEM THEN TO TOUCHING TREE_CHILD TREE_PARENT UNALIGNED UNIQUE UNSUSPECTING USING VALUE VARIANCE
 VERIFICATION VERSION WARMUP WHERE WHILE WHO WITH WITHOUT XOR
-""".split())
+""".split()
+)
 
 # Productions. Lower-case names are nonterminals or token classes (ident, integer, string,
 # punctuation names); upper-case words are keywords; "<empty>" is the empty alternative.
@@ -202,12 +234,32 @@ touch_repeat_count : <empty> | expr TIMES
 """
 
 _PUNCTUATION = [  # longest first
-    ("...", "ellipsis"), ("**", "op_power"), ("<<", "op_lshift"), (">>", "op_rshift"),
-    ("<=", "op_leq"), (">=", "op_geq"), ("<>", "op_neq"), ("/\\", "logic_and"), ("\\/", "logic_or"),
-    (",", "comma"), (".", "period"), ("{", "lbrace"), ("}", "rbrace"), ("[", "lbracket"),
-    ("]", "rbracket"), ("(", "lparen"), (")", "rparen"), ("&", "op_and"), ("/", "op_div"),
-    ("=", "op_eq"), (">", "op_gt"), ("<", "op_lt"), ("-", "op_minus"), ("*", "op_mult"),
-    ("|", "op_or"), ("+", "op_plus"),
+    ("...", "ellipsis"),
+    ("**", "op_power"),
+    ("<<", "op_lshift"),
+    (">>", "op_rshift"),
+    ("<=", "op_leq"),
+    (">=", "op_geq"),
+    ("<>", "op_neq"),
+    ("/\\", "logic_and"),
+    ("\\/", "logic_or"),
+    (",", "comma"),
+    (".", "period"),
+    ("{", "lbrace"),
+    ("}", "rbrace"),
+    ("[", "lbracket"),
+    ("]", "rbracket"),
+    ("(", "lparen"),
+    (")", "rparen"),
+    ("&", "op_and"),
+    ("/", "op_div"),
+    ("=", "op_eq"),
+    (">", "op_gt"),
+    ("<", "op_lt"),
+    ("-", "op_minus"),
+    ("*", "op_mult"),
+    ("|", "op_or"),
+    ("+", "op_plus"),
 ]
 _INTEGER = re.compile(r"\d+([KMGTkmgt]|[Ee]\d+)?([Ss][Tt]|[NnRr][Dd]|[Tt][Hh])?(?![A-Za-z_0-9])")
 _WORD = re.compile(r"[A-Za-z]\w*")
@@ -247,7 +299,9 @@ def tokenize(source: str) -> list[Token]:
         elif c.isdigit():
             m = _INTEGER.match(source, i)
             if not m:
-                raise ConceptualSyntaxError(f"line {line}: malformed number near {source[i:i + 12]!r}")
+                raise ConceptualSyntaxError(
+                    f"line {line}: malformed number near {source[i : i + 12]!r}"
+                )
             tokens.append(Token("integer", m.group(0), line))
             i = m.end()
         elif c.isalpha():
@@ -255,8 +309,13 @@ def tokenize(source: str) -> list[Token]:
             word = m.group(0)
             upper = word.upper()
             kind = _SYNONYMS.get(upper, upper if upper in _KEYWORDS else "ident")
-            if kind != "ident" and tokens and tokens[-1].kind == "op_minus" and tokens[-1].line == line \
-                    and source[i - 1] == "-":
+            if (
+                kind != "ident"
+                and tokens
+                and tokens[-1].kind == "op_minus"
+                and tokens[-1].line == line
+                and source[i - 1] == "-"
+            ):
                 tokens.pop()  # "a 1-byte message": a hyphen before a keyword is whitespace
             tokens.append(Token(kind, word, line))
             i = m.end()
@@ -356,15 +415,25 @@ def validate(source: str) -> None:
             elif pos < len(tokens) and tokens[pos].kind == sym:  # scan
                 sets[pos + 1].add((rule, dot + 1, origin))
         if pos < len(tokens) and not sets[pos + 1]:
-            expected = sorted({rules[r][1][d] for r, d, _ in current
-                               if d < len(rules[r][1]) and rules[r][1][d] not in by_lhs})
+            expected = sorted(
+                {
+                    rules[r][1][d]
+                    for r, d, _ in current
+                    if d < len(rules[r][1]) and rules[r][1][d] not in by_lhs
+                }
+            )
             tok = tokens[pos]
             raise ConceptualSyntaxError(
                 f"line {tok.line}: unexpected {tok.text!r} ({tok.kind}); expected one of: "
-                + ", ".join(expected[:25]))
-    if not any(rules[r][0] == "program" and d == len(rules[r][1]) and o == 0 for r, d, o in sets[-1]):
+                + ", ".join(expected[:25])
+            )
+    if not any(
+        rules[r][0] == "program" and d == len(rules[r][1]) and o == 0 for r, d, o in sets[-1]
+    ):
         last = tokens[-1] if tokens else Token("", "", 1)
-        raise ConceptualSyntaxError(f"line {last.line}: the program ends in the middle of a statement")
+        raise ConceptualSyntaxError(
+            f"line {last.line}: the program ends in the middle of a statement"
+        )
 
 
 def is_valid(source: str) -> bool:

@@ -82,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"   {raw.event_count()} events in total")
     print("\n== files")
     print(f"   compressed trace  {outdir / 'stencil2d.sct'}  {sct_size:>9,} bytes")
-    print(f"   raw recording     {outdir / 'raw'}/  {raw_size:>9,} bytes  ({raw_size / max(sct_size, 1):.1f}x larger)")
+    print(
+        f"   raw recording     {outdir / 'raw'}/  {raw_size:>9,} bytes  ({raw_size / max(sct_size, 1):.1f}x larger)"
+    )
 
     print("\n== the compressed trace")
     print(f"   {t!r}")
@@ -121,8 +123,12 @@ def main(argv: list[str] | None = None) -> int:
             result = replay(outdir / "stencil2d.sct", timeout=30)
             table = t.summary()
             keep = ~np.isin(table["op"], ["Init", "Init_thread", "Finalize"])
-            original = (table["duration_ns"][keep].sum() + table["compute_ns"][keep].sum()) / nranks / 1e9
-            print(f"   original: ~{original:.4f} s per rank (MPI calls + compute between them, Init/Finalize excluded)")
+            original = (
+                (table["duration_ns"][keep].sum() + table["compute_ns"][keep].sum()) / nranks / 1e9
+            )
+            print(
+                f"   original: ~{original:.4f} s per rank (MPI calls + compute between them, Init/Finalize excluded)"
+            )
             print(f"   replay:    {result.total_time:.4f} s (slowest rank)")
         except ScalatraceError as e:
             print(f"   replay failed: {e}")

@@ -23,7 +23,7 @@ class TooLargeError(UsageError):
     how to narrow the request or raise the limit."""
 
 
-def check_choice(name: str, value: object, choices: "tuple[str, ...] | list[str]") -> None:
+def check_choice(name: str, value: object, choices: tuple[str, ...] | list[str]) -> None:
     """Raises :class:`UsageError` unless ``value`` is one of ``choices``."""
     if value not in choices:
         listed = ", ".join(repr(c) for c in choices)
@@ -44,7 +44,9 @@ class MPIRunError(ScalatraceError):
     """
 
     def __init__(self, message: str, returncode: int, stderr_tail: str, command: list[str]):
-        super().__init__(f"{message} (exit status {returncode})\n--- stderr (tail) ---\n{stderr_tail}")
+        super().__init__(
+            f"{message} (exit status {returncode})\n--- stderr (tail) ---\n{stderr_tail}"
+        )
         self.returncode = returncode
         self.stderr_tail = stderr_tail
         self.command = command

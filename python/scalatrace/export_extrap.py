@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Sequence
+from typing import TYPE_CHECKING, Literal
 
 from ._model import site_key
 from .errors import UsageError, check_choice
@@ -70,10 +71,18 @@ def extrap_text(
         table = trace.summary(by=by)
         sites = {c.id: c for c in trace.call_sites}
         for row in table.itertuples(index=False):
-            region = f"MPI_{row.op}" if by == "op" else f"MPI_{row.op}@{_site_label(sites.get(row.site))}"
+            region = (
+                f"MPI_{row.op}"
+                if by == "op"
+                else f"MPI_{row.op}@{_site_label(sites.get(row.site))}"
+            )
             v = float(getattr(row, column))
             data[region][value].append(v / trace.nranks if per_rank else v)
-    lines = [f"PARAMETER {parameter}", "POINTS " + " ".join(_number(p) for p in points), f"METRIC {metric}"]
+    lines = [
+        f"PARAMETER {parameter}",
+        "POINTS " + " ".join(_number(p) for p in points),
+        f"METRIC {metric}",
+    ]
     for region in sorted(data):
         measured = data[region]
         lines.append(f"REGION {region}")

@@ -26,8 +26,9 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -58,21 +59,45 @@ _GROUP_COMM_LOCATIONS, _GROUP_COMM_GROUP = 4, 5
 _ROLE_FUNCTION, _ROLE_BARRIER, _ROLE_POINT2POINT = 1, 15, 28
 _ROLE_ONE2ALL, _ROLE_ALL2ONE, _ROLE_ALL2ALL, _ROLE_COLL_OTHER = 23, 24, 25, 26
 
-_SENDS = {"Send", "Bsend", "Ssend", "Rsend", "Isend", "Ibsend", "Issend", "Irsend", "Sendrecv", "Sendrecv_replace"}
+_SENDS = {
+    "Send",
+    "Bsend",
+    "Ssend",
+    "Rsend",
+    "Isend",
+    "Ibsend",
+    "Issend",
+    "Irsend",
+    "Sendrecv",
+    "Sendrecv_replace",
+}
 _RECVS = {"Recv", "Irecv"}
 # OTF2_CollectiveOp and region role per collective (nonblocking forms map to the blocking ones).
 _COLLECTIVES = {
-    "Barrier": (0, _ROLE_BARRIER), "Bcast": (1, _ROLE_ONE2ALL), "Gather": (2, _ROLE_ALL2ONE),
-    "Gatherv": (3, _ROLE_ALL2ONE), "Scatter": (4, _ROLE_ONE2ALL), "Scatterv": (5, _ROLE_ONE2ALL),
-    "Allgather": (6, _ROLE_ALL2ALL), "Allgatherv": (7, _ROLE_ALL2ALL), "Alltoall": (8, _ROLE_ALL2ALL),
-    "Alltoallv": (9, _ROLE_ALL2ALL), "Alltoallw": (10, _ROLE_ALL2ALL), "Allreduce": (11, _ROLE_ALL2ALL),
-    "Reduce": (12, _ROLE_ALL2ONE), "Reduce_scatter": (13, _ROLE_ALL2ALL), "Scan": (14, _ROLE_COLL_OTHER),
-    "Exscan": (15, _ROLE_COLL_OTHER), "Reduce_scatter_block": (13, _ROLE_ALL2ALL),
+    "Barrier": (0, _ROLE_BARRIER),
+    "Bcast": (1, _ROLE_ONE2ALL),
+    "Gather": (2, _ROLE_ALL2ONE),
+    "Gatherv": (3, _ROLE_ALL2ONE),
+    "Scatter": (4, _ROLE_ONE2ALL),
+    "Scatterv": (5, _ROLE_ONE2ALL),
+    "Allgather": (6, _ROLE_ALL2ALL),
+    "Allgatherv": (7, _ROLE_ALL2ALL),
+    "Alltoall": (8, _ROLE_ALL2ALL),
+    "Alltoallv": (9, _ROLE_ALL2ALL),
+    "Alltoallw": (10, _ROLE_ALL2ALL),
+    "Allreduce": (11, _ROLE_ALL2ALL),
+    "Reduce": (12, _ROLE_ALL2ONE),
+    "Reduce_scatter": (13, _ROLE_ALL2ALL),
+    "Scan": (14, _ROLE_COLL_OTHER),
+    "Exscan": (15, _ROLE_COLL_OTHER),
+    "Reduce_scatter_block": (13, _ROLE_ALL2ALL),
 }
 _ROOTED = {"Bcast", "Gather", "Gatherv", "Scatter", "Scatterv", "Reduce"}
 # Every op name that is a collective (Ibcast, Iallreduce, ...) -> its blocking name.
-_BLOCKING_NAME = {**{name: name for name in _COLLECTIVES},
-                  **{"I" + name[0].lower() + name[1:]: name for name in _COLLECTIVES}}
+_BLOCKING_NAME = {
+    **{name: name for name in _COLLECTIVES},
+    **{"I" + name[0].lower() + name[1:]: name for name in _COLLECTIVES},
+}
 
 
 def _collective(op: str) -> tuple[int, int] | None:
@@ -212,16 +237,22 @@ def _event_records(frame, comms: _Comms, region_of: dict[str, int]) -> Iterable[
         peer, nbytes, tag = int(cols["peer"][i]), max(0, int(cols["bytes"][i])), int(cols["tag"][i])
         yield start, bytes([_EV_ENTER]) + _u32(region)
         if op in _SENDS and peer >= 0:
-            payload = _u32(comms.comm_rank(comm, peer)) + _u32(comm) + _u32(max(tag, 0)) + _uint(nbytes)
+            payload = (
+                _u32(comms.comm_rank(comm, peer)) + _u32(comm) + _u32(max(tag, 0)) + _uint(nbytes)
+            )
             yield start, _record(_EV_MPI_SEND, payload)
         coll = _collective(op)
         if coll is not None:
             yield start, _record(_EV_COLL_BEGIN, b"")
-            root = comms.comm_rank(comm, peer) if _BLOCKING_NAME[op] in _ROOTED and peer >= 0 else -1
+            root = (
+                comms.comm_rank(comm, peer) if _BLOCKING_NAME[op] in _ROOTED and peer >= 0 else -1
+            )
             payload = bytes([coll[0]]) + _u32(comm) + _u32(root) + _uint(nbytes) + _uint(0)
             yield end, _record(_EV_COLL_END, payload)
         if op in _RECVS and peer >= 0:
-            payload = _u32(comms.comm_rank(comm, peer)) + _u32(comm) + _u32(max(tag, 0)) + _uint(nbytes)
+            payload = (
+                _u32(comms.comm_rank(comm, peer)) + _u32(comm) + _u32(max(tag, 0)) + _uint(nbytes)
+            )
             yield end, _record(_EV_MPI_RECV, payload)
         yield end, bytes([_EV_LEAVE]) + _u32(region)
 
@@ -280,7 +311,9 @@ def write_otf2(
             "trace with scalatrace.trace(..., raw=True) or use timing='mean'"
         )
     if timing not in ("mean", "sample", "none", "recorded"):
-        raise UsageError(f"timing must be one of 'mean', 'sample', 'none', 'recorded', not {timing!r}")
+        raise UsageError(
+            f"timing must be one of 'mean', 'sample', 'none', 'recorded', not {timing!r}"
+        )
     if not name or "/" in name or name.startswith("."):
         raise UsageError(f"archive name must be a plain file name, not {name!r}")
     root = Path(directory)
@@ -320,14 +353,21 @@ def write_otf2(
             counts[int(rank)] = out.events
             _ChunkedFile(root / name / f"{int(rank)}.def").close()  # no local definitions
 
-    ndefs = _write_definitions(root / f"{name}.def", trace, chosen, counts, comms, region_of, last_time)
+    ndefs = _write_definitions(
+        root / f"{name}.def", trace, chosen, counts, comms, region_of, last_time
+    )
     _write_anchor(anchor, len(chosen), ndefs)
     return anchor
 
 
 def _write_definitions(
-    path: Path, trace: TraceModel, ranks: np.ndarray, counts: dict[int, int], comms: _Comms,
-    region_of: dict[str, int], trace_length: int,
+    path: Path,
+    trace: TraceModel,
+    ranks: np.ndarray,
+    counts: dict[int, int],
+    comms: _Comms,
+    region_of: dict[str, int],
+    trace_length: int,
 ) -> int:
     """Writes the global definitions; returns how many records were written."""
     out = _ChunkedFile(path)
@@ -340,37 +380,68 @@ def _write_definitions(
         return strings[text]
 
     # ClockProperties: ns resolution, offset 0, length of the trace.
-    out.definition(_record(_DEF_CLOCK_PROPERTIES, _uint(1_000_000_000) + _uint(0) + _uint(trace_length)))
+    out.definition(
+        _record(_DEF_CLOCK_PROPERTIES, _uint(1_000_000_000) + _uint(0) + _uint(trace_length))
+    )
     machine = string(trace.metadata.get("hostname", "machine"))
     node_class = string("machine")
-    out.definition(_record(_DEF_SYSTEM_TREE_NODE, _u32(0) + _u32(machine) + _u32(node_class) + _u32(-1)))
+    out.definition(
+        _record(_DEF_SYSTEM_TREE_NODE, _u32(0) + _u32(machine) + _u32(node_class) + _u32(-1))
+    )
     for rank in ranks:
         group_name = string(f"MPI Rank {int(rank)}")
         payload = _u32(int(rank)) + _u32(group_name) + bytes([_LOCATION_GROUP_PROCESS]) + _u32(0)
         out.definition(_record(_DEF_LOCATION_GROUP, payload))
     thread = string("Master thread")
     for rank in ranks:
-        payload = (_uint(int(rank)) + _u32(thread) + bytes([_LOCATION_CPU_THREAD])
-                   + _uint(counts.get(int(rank), 0)) + _u32(int(rank)))
+        payload = (
+            _uint(int(rank))
+            + _u32(thread)
+            + bytes([_LOCATION_CPU_THREAD])
+            + _uint(counts.get(int(rank), 0))
+            + _u32(int(rank))
+        )
         out.definition(_record(_DEF_LOCATION, payload))
     empty = string("")
     for op in region_of:
         region_name = string(f"MPI_{op}")
         # self, name, description, regionType (pre-1.1, unused), sourceFile, begin/end line,
         # canonicalName, role, paradigm, flags.
-        payload = (_u32(region_of[op]) + _u32(region_name) + _u32(empty) + bytes([0]) + _u32(empty)
-                   + _u32(0) + _u32(0) + _u32(region_name) + bytes([_region_role(op), _PARADIGM_MPI]) + _u32(0))
+        payload = (
+            _u32(region_of[op])
+            + _u32(region_name)
+            + _u32(empty)
+            + bytes([0])
+            + _u32(empty)
+            + _u32(0)
+            + _u32(0)
+            + _u32(region_name)
+            + bytes([_region_role(op), _PARADIGM_MPI])
+            + _u32(0)
+        )
         out.definition(_record(_DEF_REGION, payload))
     # Group 0: the MPI locations (location of rank r = r); then one member group per communicator.
     world = np.arange(trace.nranks, dtype=np.int64)
     locations_name = string("MPI locations")
-    out.definition(_record(_DEF_GROUP, _group_payload(0, locations_name, _GROUP_COMM_LOCATIONS, world)))
+    out.definition(
+        _record(_DEF_GROUP, _group_payload(0, locations_name, _GROUP_COMM_LOCATIONS, world))
+    )
     for otf2_id, members in enumerate(comms.members):
         group_name = string(f"communicator {otf2_id} group")
-        out.definition(_record(_DEF_GROUP, _group_payload(otf2_id + 1, group_name, _GROUP_COMM_GROUP, members)))
+        out.definition(
+            _record(_DEF_GROUP, _group_payload(otf2_id + 1, group_name, _GROUP_COMM_GROUP, members))
+        )
     for comm_id, otf2_id in sorted(comms.index.items(), key=lambda kv: kv[1]):
-        comm_name = string("MPI_COMM_WORLD" if comm_id == 0 else "MPI_COMM_SELF" if comm_id == 1 else f"comm {comm_id}")
-        out.definition(_record(_DEF_COMM, _u32(otf2_id) + _u32(comm_name) + _u32(otf2_id + 1) + _u32(-1)))
+        comm_name = string(
+            "MPI_COMM_WORLD"
+            if comm_id == 0
+            else "MPI_COMM_SELF"
+            if comm_id == 1
+            else f"comm {comm_id}"
+        )
+        out.definition(
+            _record(_DEF_COMM, _u32(otf2_id) + _u32(comm_name) + _u32(otf2_id + 1) + _u32(-1))
+        )
     out.close()
     return out.definitions
 
@@ -378,8 +449,15 @@ def _write_definitions(
 def _group_payload(group_id: int, name: int, group_type: int, members: np.ndarray) -> bytes:
     # self, name, groupType (pre-1.2; 0 = unknown), member count, members, type, paradigm, flags.
     body = b"".join(_uint(int(m)) for m in members)
-    return (_u32(group_id) + _u32(name) + bytes([0]) + _u32(len(members)) + body
-            + bytes([group_type, _PARADIGM_MPI]) + _u32(0))
+    return (
+        _u32(group_id)
+        + _u32(name)
+        + bytes([0])
+        + _u32(len(members))
+        + body
+        + bytes([group_type, _PARADIGM_MPI])
+        + _u32(0)
+    )
 
 
 def _write_anchor(path: Path, nlocations: int, ndefs: int) -> None:

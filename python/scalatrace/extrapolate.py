@@ -14,9 +14,10 @@ See ``docs/extrapolation.md``.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -28,7 +29,15 @@ if TYPE_CHECKING:
     import matplotlib.axes
     import sympy
 
-__all__ = ["Candidate", "ExtrapolationError", "Model", "extrapolate", "extrapolation_laws", "fit_scaling", "smape"]
+__all__ = [
+    "Candidate",
+    "ExtrapolationError",
+    "Model",
+    "extrapolate",
+    "extrapolation_laws",
+    "fit_scaling",
+    "smape",
+]
 
 
 class ExtrapolationError(ScalatraceError, ValueError):
@@ -79,7 +88,13 @@ class Term:
         """Readable form, e.g. ``p^(3/2)*log2(p)^2``."""
         parts = []
         if self.i != 0:
-            parts.append("p" if self.i == 1 else f"p^({self.i})" if self.i.denominator > 1 or self.i < 0 else f"p^{self.i}")
+            parts.append(
+                "p"
+                if self.i == 1
+                else f"p^({self.i})"
+                if self.i.denominator > 1 or self.i < 0
+                else f"p^{self.i}"
+            )
         if self.j:
             parts.append("log2(p)" if self.j == 1 else f"log2(p)^{self.j}")
         return "*".join(parts) or "1"
@@ -143,18 +158,26 @@ class Model:
         return text
 
     @property
-    def expression(self) -> "sympy.Expr":
+    def expression(self) -> sympy.Expr:
         """The model as a SymPy expression in the symbol ``p``."""
         import sympy
 
         p = sympy.Symbol("p", positive=True)
         expr = sympy.Float(self.coefficients[0], 6)
         for c, t in zip(self.coefficients[1:], self.terms):
-            expr += sympy.Float(c, 6) * p ** sympy.Rational(t.i.numerator, t.i.denominator) * sympy.log(p, 2) ** t.j
+            expr += (
+                sympy.Float(c, 6)
+                * p ** sympy.Rational(t.i.numerator, t.i.denominator)
+                * sympy.log(p, 2) ** t.j
+            )
         return expr
 
-    def plot(self, ax: "matplotlib.axes.Axes | None" = None, extend_to: float | None = None,
-             label: str | None = None) -> "matplotlib.axes.Axes":
+    def plot(
+        self,
+        ax: matplotlib.axes.Axes | None = None,
+        extend_to: float | None = None,
+        label: str | None = None,
+    ) -> matplotlib.axes.Axes:
         """Measurements and the model curve (log-scaled p axis); returns the axes."""
         import matplotlib.pyplot as plt
 
@@ -191,7 +214,7 @@ def _loo_fit(columns: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarra
     Returns ((H, n) predictions, NaN where a point alone determines a coefficient;
     (H, m) coefficients and (H,) residual sum of squares of the fit on all points).
     """
-    scale = np.abs(columns).max(axis=1)            # (H, m)
+    scale = np.abs(columns).max(axis=1)  # (H, m)
     scale[scale == 0] = 1
     q, r = np.linalg.qr(columns / scale[:, None, :])  # (H, n, m), (H, m, m)
     qty = np.einsum("hnm,n->hm", q, ys)
@@ -202,7 +225,7 @@ def _loo_fit(columns: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarra
         loo = ys[None, :] - resid / (1 - lever)
         coef = np.linalg.solve(r, qty[..., None])[..., 0] / scale
     loo[lever > 1 - 1e-9] = np.nan
-    return loo, coef, (resid ** 2).sum(axis=1)
+    return loo, coef, (resid**2).sum(axis=1)
 
 
 def _smape_terms(preds: np.ndarray, ys: np.ndarray) -> np.ndarray:
@@ -214,8 +237,9 @@ def _smape_terms(preds: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return 100 * ratio
 
 
-def fit_scaling(xs: Sequence[float], ys: Sequence[float], *, max_terms: int = 2,
-                negative_exponents: bool = True) -> Model:
+def fit_scaling(
+    xs: Sequence[float], ys: Sequence[float], *, max_terms: int = 2, negative_exponents: bool = True
+) -> Model:
     """Fits a PMNF scaling model to measurements ``ys`` at process counts ``xs``.
 
     The search space is Extra-P's: ``c0 + sum_k c_k * p**i_k * log2(p)**j_k`` with
@@ -273,7 +297,7 @@ def fit_scaling(xs: Sequence[float], ys: Sequence[float], *, max_terms: int = 2,
     terms = sorted({t for h in hyps for t in h}, key=lambda t: (t.i, t.j))
     term_index = {t: k for k, t in enumerate(terms)}
     values = np.vstack([np.ones_like(x)] + [t.values(x) for t in terms])  # row 0: constant
-    for size, idxs in by_size.items():
+    for idxs in by_size.values():
         rows = np.array([[0] + [term_index[t] + 1 for t in hyps[i]] for i in idxs])  # (H, m)
         cols = values[rows].transpose(0, 2, 1)  # (H, n, m)
         loo, coef, _ = _loo_fit(cols, y)
@@ -298,8 +322,15 @@ def fit_scaling(xs: Sequence[float], ys: Sequence[float], *, max_terms: int = 2,
     best = hyps[best_idx]
     a = np.column_stack([np.ones_like(x)] + [t.values(x) for t in best])
     coef, *_ = np.linalg.lstsq(a, y, rcond=None)
-    model = Model(terms=tuple(best), coefficients=coef, xs=x, ys=y, cv_smape=float(cv[best_idx]),
-                  smape=0.0, candidates=[Candidate(tuple(hyps[i]), float(cv[i])) for i in order])
+    model = Model(
+        terms=tuple(best),
+        coefficients=coef,
+        xs=x,
+        ys=y,
+        cv_smape=float(cv[best_idx]),
+        smape=0.0,
+        candidates=[Candidate(tuple(hyps[i]), float(cv[i])) for i in order],
+    )
     model.smape = smape(y, model.predict(x))
     return model
 
@@ -313,12 +344,18 @@ def _timing_model(cache: dict) -> Callable[[list[float], list[float], float], fl
             else:
                 cache[key] = max(fit_scaling(sizes, means).predict(target), 0.0)
         return cache[key]
+
     return predict
 
 
-def extrapolate(traces: Sequence[TraceModel], ranks: int | None = None,
-                dims: Sequence[int] | None = None, *, input_dims: Sequence[Sequence[int]] | None = None,
-                timing: bool = True) -> TraceModel:
+def extrapolate(
+    traces: Sequence[TraceModel],
+    ranks: int | None = None,
+    dims: Sequence[int] | None = None,
+    *,
+    input_dims: Sequence[Sequence[int]] | None = None,
+    timing: bool = True,
+) -> TraceModel:
     """The trace of the same program at a larger size, from traces of several small sizes.
 
     Parameters
@@ -357,7 +394,9 @@ def extrapolate(traces: Sequence[TraceModel], ranks: int | None = None,
     traces = list(traces)
     for t in traces:
         if not isinstance(t, TraceModel):
-            raise ValueError(f"extrapolate expects scalatrace.Trace objects, got {type(t).__name__}")
+            raise ValueError(
+                f"extrapolate expects scalatrace.Trace objects, got {type(t).__name__}"
+            )
     if ranks is None and dims is None:
         raise ValueError("give the target size: ranks=N or dims=(X, Y, ...)")
     if ranks is not None and (not isinstance(ranks, (int, np.integer)) or ranks <= 0):
@@ -366,17 +405,23 @@ def extrapolate(traces: Sequence[TraceModel], ranks: int | None = None,
         raise ValueError(f"dims must be positive integers, got {dims!r}")
     cache: dict = {}
     core = _core.extrapolate(
-        [t._core for t in traces], int(ranks or 0), [int(d) for d in dims or []],
+        [t._core for t in traces],
+        int(ranks or 0),
+        [int(d) for d in dims or []],
         [[int(d) for d in g] for g in input_dims or []],
-        _timing_model(cache) if timing else None)
+        _timing_model(cache) if timing else None,
+    )
     return wrap(core)
 
 
-def extrapolation_laws(trace: TraceModel) -> "Any":
+def extrapolation_laws(trace: TraceModel) -> Any:
     """The extrapolated parameters' formulas of an extrapolated trace as a pandas DataFrame
     (columns role, where, parameter, formula); empty if the trace was not extrapolated."""
     import pandas as pd
 
-    rows = [line.split("\t") for line in trace.metadata.get("extrapolation_laws", "").splitlines() if line]
+    rows = [
+        line.split("\t")
+        for line in trace.metadata.get("extrapolation_laws", "").splitlines()
+        if line
+    ]
     return pd.DataFrame(rows, columns=["role", "where", "parameter", "formula"])
-

@@ -6,7 +6,8 @@ Every frame here is a plain :class:`pandas.DataFrame`; times are nanoseconds (co
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,18 @@ from . import _core
 from ._base import DEFAULT_MAX_EVENTS, OP_NAMES, with_rank_and_names  # noqa: F401  (re-exported)
 from .errors import UsageError
 
-EVENT_COLUMNS = ("op", "peer", "bytes", "tag", "comm", "site", "compute_ns", "duration_ns", "start_ns", "end_ns")
+EVENT_COLUMNS = (
+    "op",
+    "peer",
+    "bytes",
+    "tag",
+    "comm",
+    "site",
+    "compute_ns",
+    "duration_ns",
+    "start_ns",
+    "end_ns",
+)
 
 
 def op_categorical(codes: np.ndarray) -> pd.Categorical:
@@ -38,7 +50,9 @@ def normalize_ranks(ranks: int | Iterable[int] | None, nranks: int) -> np.ndarra
     arr = np.unique(np.fromiter((int(r) for r in ranks), dtype=np.int64))
     bad = arr[(arr < 0) | (arr >= nranks)]
     if len(bad):
-        raise UsageError(f"rank {int(bad[0])} out of range: the trace has {nranks} ranks (0..{nranks - 1})")
+        raise UsageError(
+            f"rank {int(bad[0])} out of range: the trace has {nranks} ranks (0..{nranks - 1})"
+        )
     return arr
 
 
@@ -104,10 +118,20 @@ class SummaryFrame(pd.DataFrame):
         return pd.DataFrame(self)
 
 
-SUMMARY_COLUMNS = ("calls", "ranks", "bytes", "duration_ns", "compute_ns", "min_duration_ns", "max_duration_ns")
+SUMMARY_COLUMNS = (
+    "calls",
+    "ranks",
+    "bytes",
+    "duration_ns",
+    "compute_ns",
+    "min_duration_ns",
+    "max_duration_ns",
+)
 
 
-def summary_frame(rows: Sequence[Any], by_site: bool, site_names: dict[int, str] | None = None) -> SummaryFrame:
+def summary_frame(
+    rows: Sequence[Any], by_site: bool, site_names: dict[int, str] | None = None
+) -> SummaryFrame:
     """Summary rows of the core -> DataFrame.
 
     Columns: ``op`` [, ``site``, ``where``], ``calls``, ``ranks``, ``bytes``, ``duration_ns``,
@@ -155,5 +179,9 @@ def pairs_frame(matrix: Any, value: str) -> pd.DataFrame:
     coo.sum_duplicates()
     keep = coo.data != 0
     return pd.DataFrame(
-        {"sender": coo.row[keep].astype(np.int64), "receiver": coo.col[keep].astype(np.int64), value: coo.data[keep]}
+        {
+            "sender": coo.row[keep].astype(np.int64),
+            "receiver": coo.col[keep].astype(np.int64),
+            value: coo.data[keep],
+        }
     )

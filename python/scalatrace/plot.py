@@ -43,7 +43,9 @@ def _matrix(source: Any, metric: str = "bytes", kind: str = "p2p") -> np.ndarray
         n = source.nranks
         source = source.comm_matrix(metric=metric, kind=kind, sparse=n > MAX_DRAWN_ROWS)
     if isinstance(source, pd.DataFrame):
-        sparse_columns = len(source.columns) and all(isinstance(d, pd.SparseDtype) for d in source.dtypes)
+        sparse_columns = len(source.columns) and all(
+            isinstance(d, pd.SparseDtype) for d in source.dtypes
+        )
         source = source.sparse.to_coo() if sparse_columns else source.to_numpy(dtype=float)
     if hasattr(source, "tocoo"):
         coo = source.tocoo()
@@ -91,7 +93,11 @@ def comm_heatmap(
     if permutation is not None:
         m = m[np.ix_(permutation, permutation)]
     shown = np.ma.masked_equal(m, 0) if log else m
-    norm = LogNorm(vmin=max(float(m[m > 0].min()), 1e-12), vmax=float(m.max())) if log and (m > 0).any() else None
+    norm = (
+        LogNorm(vmin=max(float(m[m > 0].min()), 1e-12), vmax=float(m.max()))
+        if log and (m > 0).any()
+        else None
+    )
     im = ax.imshow(shown, cmap=cmap, norm=norm, interpolation="nearest", origin="upper")
     ax.set_xlabel("receiver rank")
     ax.set_ylabel("sender rank")
@@ -141,7 +147,9 @@ def op_bars(
     return ax
 
 
-def loop_structure(trace: TraceModel, rank: int = 0, ax: Axes | None = None, max_nodes: int = 200) -> Axes:
+def loop_structure(
+    trace: TraceModel, rank: int = 0, ax: Axes | None = None, max_nodes: int = 200
+) -> Axes:
     """Picture of ``rank``'s loop nesting: one row per node, loops as brackets with trip counts."""
     from matplotlib.patches import Rectangle
 
@@ -160,7 +168,9 @@ def loop_structure(trace: TraceModel, rank: int = 0, ax: Axes | None = None, max
         y = n - i
         if isinstance(node, Loop):
             span = _loop_span(rows, i)
-            ax.add_patch(Rectangle((depth, y - span + 0.1), 0.25, span - 0.2, color="tab:orange", alpha=0.6))
+            ax.add_patch(
+                Rectangle((depth, y - span + 0.1), 0.25, span - 0.2, color="tab:orange", alpha=0.6)
+            )
             seq = node.trips.for_rank(rank)
             label = "loop x" + (str(seq[0]) if seq is not None and seq.is_constant() else "?")
             if seq is not None and len(seq) > 1:
@@ -209,12 +219,19 @@ def comm_diff(
     check_choice("kind", kind, ("p2p", "collective", "all"))
     ma, mb = _matrix(a, metric, kind), _matrix(b, metric, kind)
     if ma.shape != mb.shape:
-        raise UsageError(f"matrices differ in shape: {ma.shape} vs {mb.shape} (different rank counts?)")
+        raise UsageError(
+            f"matrices differ in shape: {ma.shape} vs {mb.shape} (different rank counts?)"
+        )
     diff = mb - ma
     ax = _axes(ax)
     halfrange = float(np.abs(diff).max()) or 1.0
-    im = ax.imshow(diff, cmap=cmap, norm=CenteredNorm(vcenter=0.0, halfrange=halfrange),
-                   interpolation="nearest", origin="upper")
+    im = ax.imshow(
+        diff,
+        cmap=cmap,
+        norm=CenteredNorm(vcenter=0.0, halfrange=halfrange),
+        interpolation="nearest",
+        origin="upper",
+    )
     ax.set_xlabel("receiver rank")
     ax.set_ylabel("sender rank")
     ax.set_title(f"{kind} {metric}: b - a")
@@ -261,8 +278,14 @@ def timeline(result: Any, ranks: Any = None, ax: Any = None, max_events: int = 2
     row = {r: i for i, r in enumerate(shown)}
     for o in ops:
         sel = op == o
-        ax.barh([row[r] for r in rank[sel]], end[sel] - start[sel], left=start[sel], height=0.8,
-                color=colour[o], label=OP_NAMES[o])
+        ax.barh(
+            [row[r] for r in rank[sel]],
+            end[sel] - start[sel],
+            left=start[sel],
+            height=0.8,
+            color=colour[o],
+            label=OP_NAMES[o],
+        )
     ax.set_yticks(range(len(shown)))
     ax.set_yticklabels([str(r) for r in shown])
     ax.set_xlabel("simulated time (s)")
@@ -279,7 +302,9 @@ def _labels_of(order: Any) -> np.ndarray:
 def _cluster_order(order: Any, n: int) -> np.ndarray:
     labels = _labels_of(order)
     if labels.shape != (n,):
-        raise UsageError(f"order must hold one cluster label per rank ({n}), not shape {labels.shape}")
+        raise UsageError(
+            f"order must hold one cluster label per rank ({n}), not shape {labels.shape}"
+        )
     return np.argsort(labels, kind="stable")
 
 
@@ -334,7 +359,9 @@ def dendrogram(
     # The cut lies between the merge that leaves kk clusters and the one that leaves kk - 1.
     cut = float(z[-kk, 2] + z[-kk + 1, 2]) / 2 if 1 < kk <= len(z) else None
     leaves = result.leaves if result.leaves is not None else np.arange(len(result.labels))
-    sizes = result.leaf_sizes if result.leaf_sizes is not None else np.ones(len(leaves), dtype=np.int64)
+    sizes = (
+        result.leaf_sizes if result.leaf_sizes is not None else np.ones(len(leaves), dtype=np.int64)
+    )
     names = [f"{r}" if c == 1 else f"{r} (x{c})" for r, c in zip(leaves.tolist(), sizes.tolist())]
     scipy_dendrogram(z, ax=ax, labels=names, color_threshold=cut)
     if cut is not None:

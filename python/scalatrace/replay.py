@@ -24,9 +24,10 @@ import subprocess
 import sys
 import tempfile
 import types
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Union
 
 import numpy
 
@@ -91,13 +92,13 @@ class ReplayResult:
     bytes: dict = field(default_factory=dict)
     recv_bytes: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
-    trace_out: Optional[Path] = None
-    raw_out: Optional[Path] = None
+    trace_out: Path | None = None
+    raw_out: Path | None = None
     stdout: str = field(default="", repr=False)
     stderr: str = field(default="", repr=False)
 
     @classmethod
-    def from_report(cls, report: Mapping[str, Any], **extra: Any) -> "ReplayResult":
+    def from_report(cls, report: Mapping[str, Any], **extra: Any) -> ReplayResult:
         """Builds a result from the JSON report of ``scalatrace-replay --report``."""
         ops = report.get("ops", {})
         return cls(
@@ -111,7 +112,9 @@ class ReplayResult:
             outcome_mismatches=numpy.asarray(report["outcome_mismatches"], dtype=numpy.int64),
             counts={op: numpy.asarray(v["count"], dtype=numpy.int64) for op, v in ops.items()},
             bytes={op: numpy.asarray(v["bytes"], dtype=numpy.int64) for op, v in ops.items()},
-            recv_bytes={op: numpy.asarray(v["recv_bytes"], dtype=numpy.int64) for op, v in ops.items()},
+            recv_bytes={
+                op: numpy.asarray(v["recv_bytes"], dtype=numpy.int64) for op, v in ops.items()
+            },
             options=dict(report.get("options", {})),
             **extra,
         )
@@ -172,13 +175,13 @@ def replay(
     compute_scale: float = 1.0,
     size_scale: float = 1.0,
     timing: str = "mean",
-    np: Optional[int] = None,
+    np: int | None = None,
     seed: int = 0,
     timeout: float = 60.0,
     trace: bool = False,
-    out: Optional[PathLike] = None,
-    raw: Optional[PathLike] = None,
-    env: Optional[Mapping[str, str]] = None,
+    out: PathLike | None = None,
+    raw: PathLike | None = None,
+    env: Mapping[str, str] | None = None,
     mpiexec_args: Sequence[str] = (),
     defer_waits: str = "auto",
 ) -> ReplayResult:
@@ -277,10 +280,27 @@ def replay(
                 for old in raw_out.glob("rank-*.straw"):
                     old.unlink()
                 run_env["SCALATRACE_RAW"] = str(raw_out)
-        command = [*launcher, "-n", str(np), str(_tool()), str(path),
-                   "--compute-scale", repr(float(compute_scale)), "--size-scale", repr(float(size_scale)),
-                   "--timing", timing, "--defer-waits", defer_waits, "--seed", str(int(seed)), "--timeout", repr(float(timeout)),
-                   "--report", str(report_path)]
+        command = [
+            *launcher,
+            "-n",
+            str(np),
+            str(_tool()),
+            str(path),
+            "--compute-scale",
+            repr(float(compute_scale)),
+            "--size-scale",
+            repr(float(size_scale)),
+            "--timing",
+            timing,
+            "--defer-waits",
+            defer_waits,
+            "--seed",
+            str(int(seed)),
+            "--timeout",
+            repr(float(timeout)),
+            "--report",
+            str(report_path),
+        ]
         proc = subprocess.run(command, capture_output=True, text=True, env=run_env)
         if proc.returncode != 0 or not report_path.is_file():
             stuck = [ln for ln in proc.stderr.splitlines() if "no progress for" in ln]
@@ -298,31 +318,55 @@ def replay(
 
 # --- command line (``scalatrace replay``), used by scalatrace.cli -------------------------------
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds the ``scalatrace replay`` arguments to a parser."""
     parser.add_argument("trace", help="trace file (.sct) to replay")
-    parser.add_argument("-n", "--np", type=int, default=None,
-                        help="MPI processes (default: the trace's rank count)")
-    parser.add_argument("--compute-scale", type=float, default=1.0,
-                        help="factor on recorded compute time (0 = communication only; default 1)")
-    parser.add_argument("--size-scale", type=float, default=1.0, help="factor on message sizes (default 1)")
-    parser.add_argument("--timing", choices=TIMING_MODES, default="mean",
-                        help="compute time per event: histogram mean (default), sample, or none")
+    parser.add_argument(
+        "-n", "--np", type=int, default=None, help="MPI processes (default: the trace's rank count)"
+    )
+    parser.add_argument(
+        "--compute-scale",
+        type=float,
+        default=1.0,
+        help="factor on recorded compute time (0 = communication only; default 1)",
+    )
+    parser.add_argument(
+        "--size-scale", type=float, default=1.0, help="factor on message sizes (default 1)"
+    )
+    parser.add_argument(
+        "--timing",
+        choices=TIMING_MODES,
+        default="mean",
+        help="compute time per event: histogram mean (default), sample, or none",
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed for --timing sample")
-    parser.add_argument("--timeout", type=float, default=60.0,
-                        help="seconds one MPI call may block before the replay fails (0 = off; default 60)")
-    parser.add_argument("--trace-out", default=None,
-                        help="run under the collector and write the replay's own trace here")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds one MPI call may block before the replay fails (0 = off; default 60)",
+    )
+    parser.add_argument(
+        "--trace-out",
+        default=None,
+        help="run under the collector and write the replay's own trace here",
+    )
     parser.add_argument("--report", default=None, help="also write the JSON report to this file")
-    parser.add_argument("--defer-waits", choices=DEFER_WAITS_MODES, default="auto",
-                        help="let Wait/Waitall wait while later nonblocking calls are issued "
-                             "(auto: when the recording had several threads per rank calling MPI)")
+    parser.add_argument(
+        "--defer-waits",
+        choices=DEFER_WAITS_MODES,
+        default="auto",
+        help="let Wait/Waitall wait while later nonblocking calls are issued "
+        "(auto: when the recording had several threads per rank calling MPI)",
+    )
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """``scalatrace replay TRACE [options]``: parses ``argv`` and runs :func:`run_from_args`."""
-    parser = argparse.ArgumentParser(prog="scalatrace replay",
-                                     description="Replay a scalatrace trace under mpiexec.")
+    parser = argparse.ArgumentParser(
+        prog="scalatrace replay", description="Replay a scalatrace trace under mpiexec."
+    )
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:
@@ -334,11 +378,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Runs ``scalatrace replay`` from parsed arguments; prints a summary; returns 0."""
-    result = replay(args.trace, compute_scale=args.compute_scale, size_scale=args.size_scale,
-                    timing=args.timing, np=args.np, seed=args.seed, timeout=args.timeout,
-                    out=args.trace_out, defer_waits=args.defer_waits)
-    print(f"replayed {int(result.events.sum())} events on {result.nranks} ranks in "
-          f"{result.total_time:.6f} s")
+    result = replay(
+        args.trace,
+        compute_scale=args.compute_scale,
+        size_scale=args.size_scale,
+        timing=args.timing,
+        np=args.np,
+        seed=args.seed,
+        timeout=args.timeout,
+        out=args.trace_out,
+        defer_waits=args.defer_waits,
+    )
+    print(
+        f"replayed {int(result.events.sum())} events on {result.nranks} ranks in "
+        f"{result.total_time:.6f} s"
+    )
     for op, counts in sorted(result.counts.items()):
         print(f"  {op:<22} calls {int(counts.sum()):>10}  bytes {int(result.bytes[op].sum()):>14}")
     if result.trace_out is not None:
@@ -359,8 +413,14 @@ def _result_json(result: ReplayResult) -> dict:
         "events": result.events.tolist(),
         "issued": result.issued.tolist(),
         "outcome_mismatches": result.outcome_mismatches.tolist(),
-        "ops": {op: {"count": result.counts[op].tolist(), "bytes": result.bytes[op].tolist(),
-                     "recv_bytes": result.recv_bytes[op].tolist()} for op in result.counts},
+        "ops": {
+            op: {
+                "count": result.counts[op].tolist(),
+                "bytes": result.bytes[op].tolist(),
+                "recv_bytes": result.recv_bytes[op].tolist(),
+            }
+            for op in result.counts
+        },
     }
 
 

@@ -37,11 +37,28 @@ _K_ANY = -(1 << 40)
 _K_PROC_NULL = _K_ANY - 1
 _K_NULL_REQUEST = -(1 << 40)
 
-_TI_ROOTED = {"Bcast": "bcast", "Ibcast": "bcast", "Reduce": "reduce", "Ireduce": "reduce",
-              "Gather": "gather", "Igather": "gather", "Scatter": "scatter", "Iscatter": "scatter"}
+_TI_ROOTED = {
+    "Bcast": "bcast",
+    "Ibcast": "bcast",
+    "Reduce": "reduce",
+    "Ireduce": "reduce",
+    "Gather": "gather",
+    "Igather": "gather",
+    "Scatter": "scatter",
+    "Iscatter": "scatter",
+}
 _TI_SEND = {"Send", "Bsend", "Ssend", "Rsend"}
 _TI_ISEND = {"Isend", "Ibsend", "Issend", "Irsend"}
-_TI_COMPLETION = {"Wait", "Waitall", "Waitany", "Waitsome", "Test", "Testall", "Testany", "Testsome"}
+_TI_COMPLETION = {
+    "Wait",
+    "Waitall",
+    "Waitany",
+    "Waitsome",
+    "Test",
+    "Testall",
+    "Testany",
+    "Testsome",
+}
 # Tags of the messages of decomposed collectives: above 2**28, so they do not meet user tags. The
 # group (a checksum of its world ranks: communicator ids differ between ranks) and a per-group
 # sequence number keep two collectives apart.
@@ -55,7 +72,9 @@ class _TIWriter:
 
     def __init__(self, trace: TraceModel, rank: int, out: Any, flops_per_ns: float) -> None:
         self.t, self.rank, self.out, self.flops_per_ns = trace, rank, out, flops_per_ns
-        self.slots: list[tuple[str, int, int, int, bool] | None] = []  # (kind, peer, tag, bytes, persistent)
+        self.slots: list[
+            tuple[str, int, int, int, bool] | None
+        ] = []  # (kind, peer, tag, bytes, persistent)
         self.outstanding: dict[int, tuple[int, int, int]] = {}  # slot -> wait key (src, dst, tag)
         self.counts: dict[str, int] = {}
         self.skipped = 0
@@ -96,7 +115,9 @@ class _TIWriter:
         self.emit(kind, peer, tag, nbytes)
         return (self.rank, peer, tag) if kind == "isend" else (peer, self.rank, tag)
 
-    def new_slot(self, entry: tuple[str, int, int, int, bool] | None, key: tuple[int, int, int] | None) -> None:
+    def new_slot(
+        self, entry: tuple[str, int, int, int, bool] | None, key: tuple[int, int, int] | None
+    ) -> None:
         self.slots.append(entry)
         if key is not None:
             self.outstanding[len(self.slots) - 1] = key
@@ -143,21 +164,30 @@ class _TIWriter:
             if op in _TI_SEND:
                 self.emit("send", peer, e["Tag"], e["Bytes"])
             elif op == "Recv":
-                self.emit("recv", peer, _SMPI_ANY_TAG if e["Tag"] == _K_ANY else e["Tag"], e["Bytes"])
+                self.emit(
+                    "recv", peer, _SMPI_ANY_TAG if e["Tag"] == _K_ANY else e["Tag"], e["Bytes"]
+                )
             else:
                 kind = "isend" if op in _TI_ISEND else "irecv"
-                self.new_slot((kind, peer, e["Tag"], e["Bytes"], False), self.post(kind, peer, e["Tag"], e["Bytes"]))
+                self.new_slot(
+                    (kind, peer, e["Tag"], e["Bytes"], False),
+                    self.post(kind, peer, e["Tag"], e["Bytes"]),
+                )
         elif op in ("Sendrecv", "Sendrecv_replace"):
             dst, src = self.world(comm, e["Peer"]), self.world(comm, e["Peer2"])
             key = self.post("isend", dst, e["Tag"], e["Bytes"]) if dst is not None else None
             if src is not None:
-                self.emit("recv", src, _SMPI_ANY_TAG if e["Tag2"] == _K_ANY else e["Tag2"], e["Bytes2"])
+                self.emit(
+                    "recv", src, _SMPI_ANY_TAG if e["Tag2"] == _K_ANY else e["Tag2"], e["Bytes2"]
+                )
             if key is not None:
                 self.emit("wait", *key)
         elif op.endswith("_init") and op != "Init_thread":
             peer = self.world(comm, e["Peer"])
             kind = "irecv" if op == "Recv_init" else "isend"
-            self.new_slot((kind, peer, e["Tag"], e["Bytes"], True) if peer is not None else None, None)
+            self.new_slot(
+                (kind, peer, e["Tag"], e["Bytes"], True) if peer is not None else None, None
+            )
         elif op in ("Start", "Startall"):
             for off in e.arrays.get("Requests", []):
                 s = self.slot_of(off)
@@ -237,8 +267,14 @@ class _TIWriter:
         seq = self.sequence.get(group, 0)
         self.sequence[group] = seq + 1
         group_sum = zlib.crc32(array.array("q", ranks).tobytes()) % _COLLECTIVE_TAG_GROUPS
-        tag = _COLLECTIVE_TAG_BASE + group_sum * _COLLECTIVE_TAG_SEQUENCE + seq % _COLLECTIVE_TAG_SEQUENCE
-        for recv_from, send_to, send_bytes, recv_bytes in _core.collective_schedule(e, me, len(ranks)):
+        tag = (
+            _COLLECTIVE_TAG_BASE
+            + group_sum * _COLLECTIVE_TAG_SEQUENCE
+            + seq % _COLLECTIVE_TAG_SEQUENCE
+        )
+        for recv_from, send_to, send_bytes, recv_bytes in _core.collective_schedule(
+            e, me, len(ranks)
+        ):
             if send_to >= 0 and recv_from >= 0:
                 key = self.post("isend", ranks[send_to], tag, send_bytes)
                 self.emit("recv", ranks[recv_from], tag, recv_bytes)
@@ -251,12 +287,33 @@ class _TIWriter:
 
 
 _COLLECTIVE_OPS = frozenset(
-    name for name, kind in zip(OP_NAMES, _core.op_kind_names()) if kind in ("collective", "nonblocking-collective"))
-_COMM_CREATE_OPS = frozenset(name for name, kind in zip(OP_NAMES, _core.op_kind_names()) if kind == "comm-create")
+    name
+    for name, kind in zip(OP_NAMES, _core.op_kind_names())
+    if kind in ("collective", "nonblocking-collective")
+)
+_COMM_CREATE_OPS = frozenset(
+    name for name, kind in zip(OP_NAMES, _core.op_kind_names()) if kind == "comm-create"
+)
 # Collectives SMPI's replay has an action for (on MPI_COMM_WORLD); the others are decomposed.
-_TI_COLLECTIVE_ACTIONS = frozenset({
-    "Barrier", "Bcast", "Reduce", "Allreduce", "Alltoall", "Gather", "Scatter", "Allgather", "Gatherv",
-    "Allgatherv", "Scatterv", "Alltoallv", "Alltoallw", "Reduce_scatter", "Reduce_scatter_block"})
+_TI_COLLECTIVE_ACTIONS = frozenset(
+    {
+        "Barrier",
+        "Bcast",
+        "Reduce",
+        "Allreduce",
+        "Alltoall",
+        "Gather",
+        "Scatter",
+        "Allgather",
+        "Gatherv",
+        "Allgatherv",
+        "Scatterv",
+        "Alltoallv",
+        "Alltoallw",
+        "Reduce_scatter",
+        "Reduce_scatter_block",
+    }
+)
 
 
 @dataclass
@@ -287,8 +344,13 @@ class SimGridExport:
     decomposed: int = 0
 
 
-def write_simgrid_platform(directory: str | os.PathLike[str], nranks: int, latency_s: float,
-                           bandwidth_bytes_per_s: float, flops_per_ns: float = 1.0) -> tuple[Path, Path]:
+def write_simgrid_platform(
+    directory: str | os.PathLike[str],
+    nranks: int,
+    latency_s: float,
+    bandwidth_bytes_per_s: float,
+    flops_per_ns: float = 1.0,
+) -> tuple[Path, Path]:
     """Writes a SimGrid platform of one cluster and its hostfile, for replaying a
     :func:`to_simgrid_ti` export with ``smpirun -platform ... -hostfile ...``.
 
@@ -308,7 +370,9 @@ def write_simgrid_platform(directory: str | os.PathLike[str], nranks: int, laten
     (platform.xml, hostfile) paths
     """
     if nranks < 1 or latency_s < 0 or bandwidth_bytes_per_s <= 0 or flops_per_ns <= 0:
-        raise SimulationParameterError("nranks >= 1, latency >= 0, bandwidth > 0 and flops_per_ns > 0 needed")
+        raise SimulationParameterError(
+            "nranks >= 1, latency >= 0, bandwidth > 0 and flops_per_ns > 0 needed"
+        )
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     platform = d / "platform.xml"
@@ -316,15 +380,20 @@ def write_simgrid_platform(directory: str | os.PathLike[str], nranks: int, laten
         '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
         '<platform version="4.1">\n'
         f'  <cluster id="c" prefix="node-" suffix="" radical="0-{nranks - 1}" speed="{flops_per_ns:g}Gf" '
-        f'bw="{bandwidth_bytes_per_s:.6g}Bps" lat="{latency_s:.6g}s"/>\n</platform>\n')
+        f'bw="{bandwidth_bytes_per_s:.6g}Bps" lat="{latency_s:.6g}s"/>\n</platform>\n'
+    )
     hostfile = d / "hostfile"
     hostfile.write_text("".join(f"node-{i}\n" for i in range(nranks)))
     return platform, hostfile
 
 
-def to_simgrid_ti(trace: TraceModel | str | os.PathLike[str], directory: str | os.PathLike[str],
-                  timing: Literal["mean", "sample", "none"] = "mean", flops_per_ns: float = 1.0,
-                  seed: int = 0) -> SimGridExport:
+def to_simgrid_ti(
+    trace: TraceModel | str | os.PathLike[str],
+    directory: str | os.PathLike[str],
+    timing: Literal["mean", "sample", "none"] = "mean",
+    flops_per_ns: float = 1.0,
+    seed: int = 0,
+) -> SimGridExport:
     """Exports a trace in SimGrid's SMPI time-independent replay format.
 
     One file ``rank-R.txt`` per rank (lines ``R init``, ``R send DST TAG BYTES``, ``R isend``,
@@ -369,5 +438,6 @@ def to_simgrid_ti(trace: TraceModel | str | os.PathLike[str], directory: str | o
         files.append(path.resolve())
     index = d / "index.txt"
     index.write_text("".join(f"{p}\n" for p in files))
-    return SimGridExport(index=index.resolve(), files=files, actions=actions, skipped=skipped,
-                         decomposed=decomposed)
+    return SimGridExport(
+        index=index.resolve(), files=files, actions=actions, skipped=skipped, decomposed=decomposed
+    )

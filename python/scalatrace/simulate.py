@@ -22,9 +22,10 @@ import math
 import os
 import subprocess
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -67,14 +68,21 @@ class LogGP:
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise SimulationParameterError(f"LogGP.{f.name} must be a non-negative finite number, got {v!r}")
+                raise SimulationParameterError(
+                    f"LogGP.{f.name} must be a non-negative finite number, got {v!r}"
+                )
 
     def scaled(self, latency: float = 1.0, bandwidth: float = 1.0, overhead: float = 1.0) -> LogGP:
         """A network ``latency`` times slower, ``bandwidth`` times faster, overheads times ``overhead``."""
         if bandwidth <= 0:
             raise SimulationParameterError(f"bandwidth factor must be positive, got {bandwidth!r}")
-        return LogGP(L=self.L * latency, o_s=self.o_s * overhead, o_r=self.o_r * overhead,
-                     g=self.g / bandwidth, G=self.G / bandwidth)
+        return LogGP(
+            L=self.L * latency,
+            o_s=self.o_s * overhead,
+            o_r=self.o_r * overhead,
+            g=self.g / bandwidth,
+            G=self.G / bandwidth,
+        )
 
     def _ns(self) -> tuple[float, float, float, float, float]:
         return (self.L / _NS, self.o_s / _NS, self.o_r / _NS, self.g / _NS, self.G / _NS)
@@ -128,7 +136,9 @@ class SimResult:
         """Number of ranks simulated."""
         return len(self.end_time)
 
-    def to_pandas(self, what: Literal["ranks", "sites", "timeline", "pairs"] = "ranks") -> pandas.DataFrame:
+    def to_pandas(
+        self, what: Literal["ranks", "sites", "timeline", "pairs"] = "ranks"
+    ) -> pandas.DataFrame:
         """A table of the results.
 
         Parameters
@@ -145,20 +155,36 @@ class SimResult:
             cols: dict[str, Any] = {"rank": np.arange(self.nranks), "end": self.end_time}
             for name in _TIME_COLUMNS:
                 cols[name] = getattr(self, name)
-            cols.update(calls=self.calls, sent_messages=self.sent_messages, sent_bytes=self.sent_bytes,
-                        recv_messages=self.recv_messages, recv_bytes=self.recv_bytes)
+            cols.update(
+                calls=self.calls,
+                sent_messages=self.sent_messages,
+                sent_bytes=self.sent_bytes,
+                recv_messages=self.recv_messages,
+                recv_bytes=self.recv_bytes,
+            )
             return pd.DataFrame(cols)
         if what == "sites":
             s = self._raw["sites"]
-            cols = {"site": np.asarray(s["site"]), "op": [OP_NAMES[o] for o in s["op"]], "calls": np.asarray(s["calls"])}
+            cols = {
+                "site": np.asarray(s["site"]),
+                "op": [OP_NAMES[o] for o in s["op"]],
+                "calls": np.asarray(s["calls"]),
+            }
             for name in _TIME_COLUMNS:
                 cols[name] = np.asarray(s[name]) * _NS
             return pd.DataFrame(cols)
         if what == "timeline":
             t = self._raw["timeline"]
-            return pd.DataFrame({"rank": np.asarray(t["rank"]), "index": np.asarray(t["index"]),
-                                 "op": [OP_NAMES[o] for o in t["op"]], "site": np.asarray(t["site"]),
-                                 "start": np.asarray(t["start"]) * _NS, "end": np.asarray(t["end"]) * _NS})
+            return pd.DataFrame(
+                {
+                    "rank": np.asarray(t["rank"]),
+                    "index": np.asarray(t["index"]),
+                    "op": [OP_NAMES[o] for o in t["op"]],
+                    "site": np.asarray(t["site"]),
+                    "start": np.asarray(t["start"]) * _NS,
+                    "end": np.asarray(t["end"]) * _NS,
+                }
+            )
         if what == "pairs":
             p = self._raw["pairs"]
             return pd.DataFrame({k: np.asarray(p[k]) for k in ("src", "dst", "messages", "bytes")})
@@ -169,9 +195,14 @@ class SimResult:
         """Per-event rows (rank, index, op code, site, start, end in seconds); empty unless
         ``simulate(..., timeline=True)``."""
         t = self._raw["timeline"]
-        return {"rank": np.asarray(t["rank"]), "index": np.asarray(t["index"]), "op": np.asarray(t["op"]),
-                "site": np.asarray(t["site"]), "start": np.asarray(t["start"]) * _NS,
-                "end": np.asarray(t["end"]) * _NS}
+        return {
+            "rank": np.asarray(t["rank"]),
+            "index": np.asarray(t["index"]),
+            "op": np.asarray(t["op"]),
+            "site": np.asarray(t["site"]),
+            "start": np.asarray(t["start"]) * _NS,
+            "end": np.asarray(t["end"]) * _NS,
+        }
 
     def summary(self) -> dict[str, float]:
         """Totals over ranks (seconds) and the predicted time."""
@@ -181,9 +212,11 @@ class SimResult:
         return out
 
     def __repr__(self) -> str:
-        return (f"SimResult(total_time={self.total_time:.6g} s, nranks={self.nranks}, events={self.events}, "
-                f"compute={self.compute.mean():.3g} s, comm={self.comm.mean():.3g} s, "
-                f"wait={self.wait.mean():.3g} s per rank)")
+        return (
+            f"SimResult(total_time={self.total_time:.6g} s, nranks={self.nranks}, events={self.events}, "
+            f"compute={self.compute.mean():.3g} s, comm={self.comm.mean():.3g} s, "
+            f"wait={self.wait.mean():.3g} s per rank)"
+        )
 
 
 def simulate(
@@ -257,18 +290,40 @@ def simulate(
         raise SimulationParameterError("network and intra_node must be scalatrace.LogGP instances")
     if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, (int, np.integer)):
         raise SimulationParameterError(f"ranks_per_node must be an integer, got {ranks_per_node!r}")
-    params = {"network": net, "intra_node": intra, "ranks_per_node": int(ranks_per_node),
-              "compute_scale": compute_scale, "size_scale": size_scale, "timing": timing, "seed": seed,
-              "eager_threshold": eager_threshold, "contention": contention,
-              "recorded_local_calls": recorded_local_calls}
+    params = {
+        "network": net,
+        "intra_node": intra,
+        "ranks_per_node": int(ranks_per_node),
+        "compute_scale": compute_scale,
+        "size_scale": size_scale,
+        "timing": timing,
+        "seed": seed,
+        "eager_threshold": eager_threshold,
+        "contention": contention,
+        "recorded_local_calls": recorded_local_calls,
+    }
     if not isinstance(recorded_local_calls, (bool, np.bool_)):
-        raise SimulationParameterError(f"recorded_local_calls must be True or False, got {recorded_local_calls!r}")
+        raise SimulationParameterError(
+            f"recorded_local_calls must be True or False, got {recorded_local_calls!r}"
+        )
     try:
         raw = _core.simulate(
-            t._core, net._ns(), intra._ns(), int(ranks_per_node), float(eager_threshold), bool(contention),
-            str(timing), int(seed), float(compute_scale),
-            {int(k): float(v) for k, v in (site_compute_scale or {}).items()}, float(size_scale),
-            bool(timeline), 10_000_000, bool(pair_counts), bool(recorded_local_calls))
+            t._core,
+            net._ns(),
+            intra._ns(),
+            int(ranks_per_node),
+            float(eager_threshold),
+            bool(contention),
+            str(timing),
+            int(seed),
+            float(compute_scale),
+            {int(k): float(v) for k, v in (site_compute_scale or {}).items()},
+            float(size_scale),
+            bool(timeline),
+            10_000_000,
+            bool(pair_counts),
+            bool(recorded_local_calls),
+        )
     except ValueError as e:
         raise SimulationParameterError(str(e)) from None
     except ScalatraceError as e:
@@ -280,8 +335,16 @@ def simulate(
 
 # --------------------------------------------------------------------------------------- sweep
 
-_SCALAR_KEYS = {"compute_scale", "size_scale", "ranks_per_node", "timing", "seed", "eager_threshold", "contention",
-                "recorded_local_calls"}
+_SCALAR_KEYS = {
+    "compute_scale",
+    "size_scale",
+    "ranks_per_node",
+    "timing",
+    "seed",
+    "eager_threshold",
+    "contention",
+    "recorded_local_calls",
+}
 _NETWORK_KEYS = {"L", "o_s", "o_r", "g", "G"}
 _FACTOR_KEYS = {"bandwidth_scale", "latency_scale", "overhead_scale"}
 _OBJECT_KEYS = {"network", "intra_node"}
@@ -291,11 +354,15 @@ GRID_KEYS = frozenset(_SCALAR_KEYS | _NETWORK_KEYS | _FACTOR_KEYS | _OBJECT_KEYS
 
 def _grid_points(grid: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:
     if not isinstance(grid, Mapping) or not grid:
-        raise SimulationParameterError("grid must be a non-empty dict of parameter -> list of values")
+        raise SimulationParameterError(
+            "grid must be a non-empty dict of parameter -> list of values"
+        )
     keys = list(grid)
     unknown = [k for k in keys if k not in GRID_KEYS]
     if unknown:
-        raise SimulationParameterError(f"unknown sweep parameter(s) {unknown}; choose from {sorted(GRID_KEYS)}")
+        raise SimulationParameterError(
+            f"unknown sweep parameter(s) {unknown}; choose from {sorted(GRID_KEYS)}"
+        )
     values = []
     for k in keys:
         v = grid[k]
@@ -316,8 +383,11 @@ def _point_kwargs(base: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str
     if changes:
         net = dataclasses.replace(net, **changes)
         intra = dataclasses.replace(intra, **changes) if intra is not None else None
-    factors = {"latency": point.get("latency_scale", 1.0), "bandwidth": point.get("bandwidth_scale", 1.0),
-               "overhead": point.get("overhead_scale", 1.0)}
+    factors = {
+        "latency": point.get("latency_scale", 1.0),
+        "bandwidth": point.get("bandwidth_scale", 1.0),
+        "overhead": point.get("overhead_scale", 1.0),
+    }
     if any(f != 1.0 for f in factors.values()):
         net = net.scaled(**factors)
         intra = intra.scaled(**factors) if intra is not None else None
@@ -330,13 +400,27 @@ def _point_kwargs(base: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str
 def _row(point: Mapping[str, Any], result: SimResult | None, error: str | None) -> dict[str, Any]:
     row: dict[str, Any] = {k: (repr(v) if isinstance(v, LogGP) else v) for k, v in point.items()}
     if result is not None:
-        row.update(total_time=result.total_time, compute=float(result.compute.mean()),
-                   comm=float(result.comm.mean()), wait=float(result.wait.mean()),
-                   late_sender=float(result.late_sender.mean()),
-                   late_receiver=float(result.late_receiver.mean()), events=result.events, error=None)
+        row.update(
+            total_time=result.total_time,
+            compute=float(result.compute.mean()),
+            comm=float(result.comm.mean()),
+            wait=float(result.wait.mean()),
+            late_sender=float(result.late_sender.mean()),
+            late_receiver=float(result.late_receiver.mean()),
+            events=result.events,
+            error=None,
+        )
     else:
-        row.update(total_time=math.nan, compute=math.nan, comm=math.nan, wait=math.nan,
-                   late_sender=math.nan, late_receiver=math.nan, events=0, error=error)
+        row.update(
+            total_time=math.nan,
+            compute=math.nan,
+            comm=math.nan,
+            wait=math.nan,
+            late_sender=math.nan,
+            late_receiver=math.nan,
+            events=0,
+            error=error,
+        )
     return row
 
 
@@ -354,7 +438,9 @@ def _run_point(args: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
     return _simulate_point(_WORKER_TRACE, base, point)
 
 
-def _simulate_point(trace: TraceModel, base: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
+def _simulate_point(
+    trace: TraceModel, base: Mapping[str, Any], point: Mapping[str, Any]
+) -> dict[str, Any]:
     try:
         return _row(point, simulate(trace, **_point_kwargs(base, point)), None)
     except (ScalatraceError, ValueError, TypeError) as e:
@@ -422,7 +508,9 @@ def sweep(
             with tempfile.TemporaryDirectory(prefix="scalatrace-sweep-") as tmp:
                 path = os.path.join(tmp, "trace.sct")
                 t.save(path)
-                with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(path,)) as pool:
+                with ProcessPoolExecutor(
+                    max_workers=workers, initializer=_worker_init, initargs=(path,)
+                ) as pool:
                     for row in pool.map(_run_point, [(dict(base), p) for p in points]):
                         rows.append(row)
                         bar.update()
@@ -433,12 +521,15 @@ def sweep(
 
 # ----------------------------------------------------------------------------------- calibrate
 
+
 def _fit_loggp(doc: Mapping[str, Any], eager_threshold: float) -> LogGP:
     sizes = np.asarray(doc["sizes"], dtype=float)
     half = np.asarray(doc["half_round_trip"], dtype=float)
     small = sizes <= eager_threshold
     if small.sum() < 2:
-        raise ScalatraceError("calibration measured fewer than two message sizes below the eager threshold")
+        raise ScalatraceError(
+            "calibration measured fewer than two message sizes below the eager threshold"
+        )
     slope, intercept = np.polyfit(sizes[small] - 1.0, half[small], 1)
     o_s, o_r = float(doc["o_s"]), float(doc["o_r"])
     G = max(float(slope), 0.0)
@@ -447,8 +538,13 @@ def _fit_loggp(doc: Mapping[str, Any], eager_threshold: float) -> LogGP:
     return LogGP(L=L, o_s=o_s, o_r=o_r, g=g, G=G)
 
 
-def calibrate(np: int = 2, reps: int = 200, max_bytes: int = 1 << 20, eager_threshold: float = 65536,
-              timeout: float = 300.0) -> LogGP:
+def calibrate(
+    np: int = 2,
+    reps: int = 200,
+    max_bytes: int = 1 << 20,
+    eager_threshold: float = 65536,
+    timeout: float = 300.0,
+) -> LogGP:
     """Measures LogGP parameters of the local MPI with ping-pong runs of several sizes.
 
     Runs ``mpiexec -n np scalatrace-calibrate`` (ranks 0 and 1 measure; others idle): half
@@ -486,16 +582,28 @@ def calibrate(np: int = 2, reps: int = 200, max_bytes: int = 1 << 20, eager_thre
     from . import _paths
 
     if int(np) < 2 or int(reps) < 1 or int(max_bytes) < 1:
-        raise ValueError(f"calibrate needs np >= 2, reps >= 1, max_bytes >= 1 (got {np}, {reps}, {max_bytes})")
-    cmd = [_paths.mpiexec(), "-n", str(int(np)), str(_paths.tool("scalatrace-calibrate")), str(int(reps)),
-           str(int(max_bytes))]
+        raise ValueError(
+            f"calibrate needs np >= 2, reps >= 1, max_bytes >= 1 (got {np}, {reps}, {max_bytes})"
+        )
+    cmd = [
+        _paths.mpiexec(),
+        "-n",
+        str(int(np)),
+        str(_paths.tool("scalatrace-calibrate")),
+        str(int(reps)),
+        str(int(max_bytes)),
+    ]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
-        raise MPIRunError("calibration run timed out", -1, str(e.stderr or "")[-2000:], cmd) from None
+        raise MPIRunError(
+            "calibration run timed out", -1, str(e.stderr or "")[-2000:], cmd
+        ) from None
     if proc.returncode != 0:
         raise MPIRunError("calibration run failed", proc.returncode, proc.stderr[-2000:], cmd)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("{")), None)
     if line is None:
-        raise MPIRunError("calibration run printed no measurements", proc.returncode, proc.stderr[-2000:], cmd)
+        raise MPIRunError(
+            "calibration run printed no measurements", proc.returncode, proc.stderr[-2000:], cmd
+        )
     return _fit_loggp(json.loads(line), eager_threshold)

@@ -38,6 +38,7 @@ def example():
             if name.startswith("fortran") and (helpers.build_dir() / "examples").is_dir():
                 pytest.skip(f"{exc} (built without a Fortran compiler?)")
             pytest.fail(str(exc))
+
     return find
 
 

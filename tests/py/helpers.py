@@ -30,8 +30,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,11 +66,36 @@ EXAMPLE_RUNS = [
 ]
 
 REQUEST_CREATING_OPS = frozenset(
-    ["Isend", "Ibsend", "Issend", "Irsend", "Irecv",
-     "Send_init", "Bsend_init", "Ssend_init", "Rsend_init", "Recv_init",
-     "Ibarrier", "Ibcast", "Ireduce", "Iallreduce", "Igather", "Igatherv", "Iscatter",
-     "Iscatterv", "Iallgather", "Iallgatherv", "Ialltoall", "Ialltoallv", "Ialltoallw",
-     "Ireduce_scatter", "Ireduce_scatter_block", "Iscan", "Iexscan"])
+    [
+        "Isend",
+        "Ibsend",
+        "Issend",
+        "Irsend",
+        "Irecv",
+        "Send_init",
+        "Bsend_init",
+        "Ssend_init",
+        "Rsend_init",
+        "Recv_init",
+        "Ibarrier",
+        "Ibcast",
+        "Ireduce",
+        "Iallreduce",
+        "Igather",
+        "Igatherv",
+        "Iscatter",
+        "Iscatterv",
+        "Iallgather",
+        "Iallgatherv",
+        "Ialltoall",
+        "Ialltoallv",
+        "Ialltoallw",
+        "Ireduce_scatter",
+        "Ireduce_scatter_block",
+        "Iscan",
+        "Iexscan",
+    ]
+)
 
 
 class MPIRunError(RuntimeError):
@@ -89,7 +114,8 @@ def example_path(name: str) -> Path:
     if not path.is_file():
         raise FileNotFoundError(
             f"example {name!r} not built at {path}; build with SCALATRACE_BUILD_TESTS=ON "
-            f"(`make build`) or set SCALATRACE_BUILD_DIR")
+            f"(`make build`) or set SCALATRACE_BUILD_DIR"
+        )
     return path
 
 
@@ -141,13 +167,20 @@ def _describe_failure(what: str, cmd: Sequence[str], code, stdout: str, stderr: 
     def tail(text: str) -> str:
         lines = (text or "").splitlines()
         return "\n".join(lines[-40:])
-    return (f"{what}: {' '.join(map(str, cmd))}\nexit code: {code}\n"
-            f"--- stdout (tail) ---\n{tail(stdout)}\n--- stderr (tail) ---\n{tail(stderr)}")
+
+    return (
+        f"{what}: {' '.join(map(str, cmd))}\nexit code: {code}\n"
+        f"--- stdout (tail) ---\n{tail(stdout)}\n--- stderr (tail) ---\n{tail(stderr)}"
+    )
 
 
-def run_mpi(n: int, argv: Sequence[str | os.PathLike], env: Mapping[str, str] | None = None,
-            timeout: float = 60, cwd: str | os.PathLike | None = None
-            ) -> subprocess.CompletedProcess:
+def run_mpi(
+    n: int,
+    argv: Sequence[str | os.PathLike],
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60,
+    cwd: str | os.PathLike | None = None,
+) -> subprocess.CompletedProcess:
     """Runs ``argv`` on ``n`` ranks with ``mpiexec``; ``env`` is set for the ranks only.
 
     The variables go through ``env K=V ... argv`` inside mpiexec, so ``LD_PRELOAD`` reaches the
@@ -163,15 +196,19 @@ def run_mpi(n: int, argv: Sequence[str | os.PathLike], env: Mapping[str, str] | 
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        raise MPIRunError(_describe_failure(f"timed out after {timeout}s", cmd, None, out, err)) from None
+        raise MPIRunError(
+            _describe_failure(f"timed out after {timeout}s", cmd, None, out, err)
+        ) from None
     if proc.returncode != 0:
-        raise MPIRunError(_describe_failure("MPI run failed", cmd, proc.returncode,
-                                            proc.stdout, proc.stderr))
+        raise MPIRunError(
+            _describe_failure("MPI run failed", cmd, proc.returncode, proc.stdout, proc.stderr)
+        )
     return proc
 
 
-def collector_env(raw: str | os.PathLike | None = None, out: str | os.PathLike = "none",
-                  **more: object) -> dict:
+def collector_env(
+    raw: str | os.PathLike | None = None, out: str | os.PathLike = "none", **more: object
+) -> dict:
     """Environment for a run under the collector: LD_PRELOAD plus SCALATRACE_* settings.
 
     ``raw``: directory for raw recordings (SCALATRACE_RAW); ``out``: SCALATRACE_OUT (``"none"``
@@ -186,14 +223,16 @@ def collector_env(raw: str | os.PathLike | None = None, out: str | os.PathLike =
     return env
 
 
-def run_tool(name: str, args: Sequence[str | os.PathLike], timeout: float = 120
-             ) -> subprocess.CompletedProcess:
+def run_tool(
+    name: str, args: Sequence[str | os.PathLike], timeout: float = 120
+) -> subprocess.CompletedProcess:
     """Runs a scalatrace command-line tool; raises MPIRunError with its output on failure."""
     cmd = [str(tool_path(name))] + [str(a) for a in args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
-        raise MPIRunError(_describe_failure(f"{name} failed", cmd, proc.returncode,
-                                            proc.stdout, proc.stderr))
+        raise MPIRunError(
+            _describe_failure(f"{name} failed", cmd, proc.returncode, proc.stdout, proc.stderr)
+        )
     return proc
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import helpers
 import numpy as np
 import pytest
 
-import helpers
 import scalatrace
 from scalatrace import Event, Loop, RankList, Trace
 
@@ -44,7 +44,9 @@ def traced(request, example, collector_lib, tmp_path_factory):
                 cache[name] = (t, scalatrace.read_raw(t.raw_dir))
             else:
                 raw_dir = tmp / "raw"
-                helpers.run_mpi(n, argv, env=helpers.collector_env(raw=str(raw_dir), out="none"), timeout=120)
+                helpers.run_mpi(
+                    n, argv, env=helpers.collector_env(raw=str(raw_dir), out="none"), timeout=120
+                )
                 raw = scalatrace.read_raw(raw_dir)
                 raw.compress().save(tmp / f"{name}.sct")
                 cache[name] = (scalatrace.load(tmp / f"{name}.sct"), raw)
@@ -166,13 +168,25 @@ def test_rank_table(traced):
     t, raw = traced("stencil2d")
     for rank in (0, 4, 8):
         table = t.rank_table(rank)
-        assert table.dtype.names == ("rank", "op", "op_name", "peer", "bytes", "tag", "comm", "site",
-                                     "compute_ns", "duration_ns")
+        assert table.dtype.names == (
+            "rank",
+            "op",
+            "op_name",
+            "peer",
+            "bytes",
+            "tag",
+            "comm",
+            "site",
+            "compute_ns",
+            "duration_ns",
+        )
         ref = raw.rank_table(rank)
         for col in ("op", "peer", "bytes", "tag", "comm"):
             assert np.array_equal(table[col], ref[col]), col
         sends = table[table["op"] == scalatrace.OP_NAMES.index("Isend")]
-        assert len(sends) and np.all((sends["peer"] >= 0) & (sends["peer"] < 9) & (sends["peer"] != rank))
+        assert len(sends) and np.all(
+            (sends["peer"] >= 0) & (sends["peer"] < 9) & (sends["peer"] != rank)
+        )
 
 
 # --- analyses ------------------------------------------------------------------------------
@@ -311,6 +325,8 @@ def test_read_raw_rejects_garbage(tmp_path):
 
 def test_failed_program_raises_mpi_run_error(collector_lib, tmp_path):
     with pytest.raises(scalatrace.MPIRunError) as err:
-        scalatrace.trace(["sh", "-c", "echo boom-on-stderr >&2; exit 3"], np=1, out=tmp_path / "x.sct")
+        scalatrace.trace(
+            ["sh", "-c", "echo boom-on-stderr >&2; exit 3"], np=1, out=tmp_path / "x.sct"
+        )
     assert err.value.returncode != 0
     assert "boom-on-stderr" in err.value.stderr_tail

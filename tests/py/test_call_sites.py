@@ -10,11 +10,11 @@ from __future__ import annotations
 import collections
 from pathlib import Path
 
-import pytest
-
 import helpers
-import scalatrace
+import pytest
 from test_collector import compile_program
+
+import scalatrace
 
 MPI_LIBRARY_PREFIXES = ("libmpi", "libpmpi", "libscalatrace")
 
@@ -57,7 +57,9 @@ def test_fortran_call_sites_are_the_users_routines(tmp_path, depth):
         assert any(s.startswith("MAIN") for s in bcasts), bcasts
         # two Allreduce call sites in one external subroutine
         allreduces = [symbols[s] for s in by_op["Allreduce"]]
-        assert len(allreduces) == 2 and all(s.startswith("reduce_twice") for s in allreduces), allreduces
+        assert len(allreduces) == 2 and all(s.startswith("reduce_twice") for s in allreduces), (
+            allreduces
+        )
     # the per-site summary names the user's routines
     table = trace.summary(by="site")
     text = " ".join(str(w) for w in table["where"])

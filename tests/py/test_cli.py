@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+import helpers
 import numpy as np
 import pytest
 
-import helpers
 import scalatrace
 from scalatrace.cli import main
 
@@ -16,7 +16,11 @@ from scalatrace.cli import main
 def ring_trace(example, collector_lib, tmp_path_factory):
     """A trace of the ring example (raw recording compressed offline: independent of `run`)."""
     tmp = tmp_path_factory.mktemp("cli")
-    helpers.run_mpi(4, [str(example("ring")), "-i", "2", "-c", "5"], env=helpers.collector_env(raw=str(tmp / "raw")))
+    helpers.run_mpi(
+        4,
+        [str(example("ring")), "-i", "2", "-c", "5"],
+        env=helpers.collector_env(raw=str(tmp / "raw")),
+    )
     out = tmp / "ring.sct"
     scalatrace.read_raw(tmp / "raw").compress().save(out)
     return out
@@ -24,7 +28,23 @@ def ring_trace(example, collector_lib, tmp_path_factory):
 
 def test_run_writes_trace_and_raw(example, collector_lib, tmp_path):
     out = tmp_path / "ring.sct"
-    rc = main(["run", "-n", "4", "-o", str(out), "--raw", str(tmp_path / "raw"), "--", str(example("ring")), "-i", "2", "-c", "5"])
+    rc = main(
+        [
+            "run",
+            "-n",
+            "4",
+            "-o",
+            str(out),
+            "--raw",
+            str(tmp_path / "raw"),
+            "--",
+            str(example("ring")),
+            "-i",
+            "2",
+            "-c",
+            "5",
+        ]
+    )
     assert rc == 0
     t = scalatrace.load(out)
     raw = scalatrace.read_raw(tmp_path / "raw")
@@ -33,7 +53,19 @@ def test_run_writes_trace_and_raw(example, collector_lib, tmp_path):
 
 
 def test_run_failure_exit_status(collector_lib, tmp_path, capsys):
-    rc = main(["run", "-n", "1", "-o", str(tmp_path / "f.sct"), "--", "sh", "-c", "echo cli-boom >&2; exit 5"])
+    rc = main(
+        [
+            "run",
+            "-n",
+            "1",
+            "-o",
+            str(tmp_path / "f.sct"),
+            "--",
+            "sh",
+            "-c",
+            "echo cli-boom >&2; exit 5",
+        ]
+    )
     assert rc != 0
     assert "cli-boom" in capsys.readouterr().err
 
@@ -52,12 +84,29 @@ def test_stats_text_and_json(ring_trace, capsys):
     doc = json.loads(capsys.readouterr().out)
     t = scalatrace.load(ring_trace)
     assert doc["nranks"] == 4
-    assert {r["op"]: r["calls"] for r in doc["summary"]} == dict(zip(t.summary()["op"], t.summary()["calls"].tolist()))
+    assert {r["op"]: r["calls"] for r in doc["summary"]} == dict(
+        zip(t.summary()["op"], t.summary()["calls"].tolist())
+    )
 
 
 def test_heatmap(ring_trace, tmp_path):
     png = tmp_path / "h.png"
-    assert main(["heatmap", str(ring_trace), "-o", str(png), "--metric", "messages", "--kind", "all", "--log"]) == 0
+    assert (
+        main(
+            [
+                "heatmap",
+                str(ring_trace),
+                "-o",
+                str(png),
+                "--metric",
+                "messages",
+                "--kind",
+                "all",
+                "--log",
+            ]
+        )
+        == 0
+    )
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -17,10 +17,10 @@ import sys
 import warnings
 from pathlib import Path
 
+import helpers
 import numpy as np
 import pytest
 
-import helpers
 import scalatrace
 from scalatrace import plot
 
@@ -37,10 +37,14 @@ def partition(labels: np.ndarray) -> set[frozenset[int]]:
     return {frozenset(np.flatnonzero(labels == c).tolist()) for c in np.unique(labels)}
 
 
-def trace_example(name: str, n: int, out_dir: Path, raw: bool = False, **settings) -> tuple[scalatrace.Trace, str]:
+def trace_example(
+    name: str, n: int, out_dir: Path, raw: bool = False, **settings
+) -> tuple[scalatrace.Trace, str]:
     out = out_dir / f"{name}.sct"
     env = helpers.collector_env(raw=out_dir / "raw" if raw else None, out=out, quiet=1, **settings)
-    proc = helpers.run_mpi(n, [helpers.example_path(name), *ITERS], env=env, timeout=120, cwd=out_dir)
+    proc = helpers.run_mpi(
+        n, [helpers.example_path(name), *ITERS], env=env, timeout=120, cwd=out_dir
+    )
     return scalatrace.load(out), proc.stderr
 
 
@@ -95,7 +99,9 @@ def test_rank_groups_hold_ranks_with_identical_events(traces):
         for g in fine:
             first = [(e.op, e.site, dict(e.fields)) for e in t.events(int(g[0]), timing="none")]
             for r in g[1:]:
-                assert [(e.op, e.site, dict(e.fields)) for e in t.events(int(r), timing="none")] == first
+                assert [
+                    (e.op, e.site, dict(e.fields)) for e in t.events(int(r), timing="none")
+                ] == first
     # Known classes never share a group.
     labels = np.zeros(9, dtype=int)
     for i, g in enumerate(traces["stencil2d"].rank_groups(with_values=True)):
@@ -190,9 +196,17 @@ def test_collector_clusters_merge_representatives_and_map_the_others(tmp_path):
     cmap = full.cluster_map
     assert len(cmap) == 9
     groups = {frozenset(list(members)) for _, members in cmap}
-    assert groups == {frozenset({0}), frozenset({3}), frozenset({12}), frozenset({15}),
-                      frozenset({1, 2}), frozenset({13, 14}), frozenset({4, 8}), frozenset({7, 11}),
-                      frozenset({5, 6, 9, 10})}
+    assert groups == {
+        frozenset({0}),
+        frozenset({3}),
+        frozenset({12}),
+        frozenset({15}),
+        frozenset({1, 2}),
+        frozenset({13, 14}),
+        frozenset({4, 8}),
+        frozenset({7, 11}),
+        frozenset({5, 6, 9, 10}),
+    }
     assert t.metadata["clusters.count"] == "9" and "clusters.lossy" in t.metadata
     assert t.metadata["setting.SCALATRACE_CLUSTERS"] == "3"
 
@@ -204,7 +218,10 @@ def test_collector_clusters_merge_representatives_and_map_the_others(tmp_path):
         rframes = lambda s, rec=rec: frames_of(rec.sites.sites, rec.sites.modules, s)  # noqa: E731
         got = concrete(t.events(r, timing="none"), tframes)
         rep = rep_of[r]
-        want_rep = concrete(raw[rep].events, lambda s, rec=raw[rep]: frames_of(rec.sites.sites, rec.sites.modules, s))
+        want_rep = concrete(
+            raw[rep].events,
+            lambda s, rec=raw[rep]: frames_of(rec.sites.sites, rec.sites.modules, s),
+        )
         assert got == want_rep, f"rank {r} should read representative {rep}'s events"
         if rep == r:
             assert got == concrete(rec.events, rframes)
@@ -213,17 +230,23 @@ def test_collector_clusters_merge_representatives_and_map_the_others(tmp_path):
         valid = (mine["peer"] >= 0) & (theirs["peer"] >= 0)
         assert np.array_equal(mine["peer"][valid] - r, theirs["peer"][valid] - rep)
     # No call site of any rank is lost.
-    all_sites = {frames_of(raw[r].sites.sites, raw[r].sites.modules, s) for r in range(nranks)
-                 for s in range(len(raw[r].sites.sites))}
+    all_sites = {
+        frames_of(raw[r].sites.sites, raw[r].sites.modules, s)
+        for r in range(nranks)
+        for s in range(len(raw[r].sites.sites))
+    }
     assert all_sites <= {tframes(s) for s in range(len(tsites.sites))}
 
 
-@pytest.mark.parametrize("value, message", [
-    ("0", "SCALATRACE_CLUSTERS='0' is not a cluster count"),
-    ("-2", "SCALATRACE_CLUSTERS='-2' is not a cluster count"),
-    ("many", "SCALATRACE_CLUSTERS='many' is not a cluster count"),
-    ("5", "SCALATRACE_CLUSTERS='5' is more than the 4 ranks; clustering off"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("0", "SCALATRACE_CLUSTERS='0' is not a cluster count"),
+        ("-2", "SCALATRACE_CLUSTERS='-2' is not a cluster count"),
+        ("many", "SCALATRACE_CLUSTERS='many' is not a cluster count"),
+        ("5", "SCALATRACE_CLUSTERS='5' is more than the 4 ranks; clustering off"),
+    ],
+)
 def test_collector_bad_k_falls_back_to_the_full_trace_with_one_message(tmp_path, value, message):
     t, err = trace_example("stencil2d", 4, tmp_path, clusters=value)
     lines = [line for line in err.splitlines() if "SCALATRACE_CLUSTERS" in line]
@@ -241,8 +264,17 @@ def test_collector_k_equal_to_ranks_is_lossless_and_not_marked_lossy(tmp_path):
 def test_cli_clusters_lists_every_rank_once(traces, tmp_path):
     path = tmp_path / "stencil2d.sct"
     traces["stencil2d"].save(path)
-    cmd = [sys.executable, "-m", "scalatrace.cli", "clusters", str(path), "-k", "3",
-           "--features", "call_path,src,dest"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "scalatrace.cli",
+        "clusters",
+        str(path),
+        "-k",
+        "3",
+        "--features",
+        "call_path,src,dest",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[0] == "3 clusters (kfarthest; features: call_path, src, dest)"
     assert "ranks: 0,2,6,8" in out and "ranks: 1,3,5,7" in out and "ranks: 4" in out
@@ -255,8 +287,21 @@ def test_hierarchical_scales_with_distinct_behaviours_not_ranks(tmp_path):
     2D stencil is 9 points however many ranks it has."""
     out = tmp_path / "big.sct"
     harness = helpers.tool_path("scalatrace-harness")
-    subprocess.run([str(harness), "--pattern", "stencil2d", "--ranks", "16384", "--timesteps", "2",
-                    "-o", str(out)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            str(harness),
+            "--pattern",
+            "stencil2d",
+            "--ranks",
+            "16384",
+            "--timesteps",
+            "2",
+            "-o",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
     t = scalatrace.load(out)
     for features in ("computation", ["call_path", "src", "dest"]):
         c = t.clusters(k=3, method="hierarchical", features=features)

@@ -30,10 +30,9 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import helpers
 import numpy
 import pytest
-
-import helpers
 
 scalatrace = pytest.importorskip("scalatrace")
 from scalatrace import codegen  # noqa: E402
@@ -64,8 +63,9 @@ def _mismatch_ranks(stderr: str) -> set[int]:
     return {int(m.group(1)) for m in re.finditer(r"rank (\d+): outcome_mismatches (\d+)", stderr)}
 
 
-def compare_recordings(original: dict, generated: dict, relaxed_ranks: set[int],
-                       wildcard_peers: bool = False) -> list[str]:
+def compare_recordings(
+    original: dict, generated: dict, relaxed_ranks: set[int], wildcard_peers: bool = False
+) -> list[str]:
     """Differences between two raw recordings, event by event per rank. wildcard_peers: a
     recorded MPI_ANY_SOURCE may have become a concrete sender (resolved wildcards)."""
     problems = []
@@ -75,23 +75,34 @@ def compare_recordings(original: dict, generated: dict, relaxed_ranks: set[int],
         want = [helpers.normalized_event(e, relaxed) for e in rec["events"] if e["op"] != "Other"]
         got = [helpers.normalized_event(e, relaxed) for e in gen["events"] if e["op"] != "Other"]
         if len(want) != len(got):
-            problems.append(f"rank {rank}: {len(got)} events generated, {len(want)} recorded: "
-                            f"missing {dict(Counter(e['op'] for e in want) - Counter(e['op'] for e in got))}, "
-                            f"extra {dict(Counter(e['op'] for e in got) - Counter(e['op'] for e in want))}")
+            problems.append(
+                f"rank {rank}: {len(got)} events generated, {len(want)} recorded: "
+                f"missing {dict(Counter(e['op'] for e in want) - Counter(e['op'] for e in got))}, "
+                f"extra {dict(Counter(e['op'] for e in got) - Counter(e['op'] for e in want))}"
+            )
             continue
         for k, (a, b) in enumerate(zip(want, got)):
             if wildcard_peers:
                 for key in ("peer", "peer2"):
-                    if a.get(key) == helpers.K_ANY_SOURCE and b.get(key) not in (None, helpers.K_ANY_SOURCE):
+                    if a.get(key) == helpers.K_ANY_SOURCE and b.get(key) not in (
+                        None,
+                        helpers.K_ANY_SOURCE,
+                    ):
                         a = {**a, key: b[key]}
             if a != b:
-                diff = {key: (a.get(key), b.get(key)) for key in set(a) | set(b) if a.get(key) != b.get(key)}
+                diff = {
+                    key: (a.get(key), b.get(key))
+                    for key in set(a) | set(b)
+                    if a.get(key) != b.get(key)
+                }
                 problems.append(f"rank {rank} event {k} ({a['op']}): (recorded, generated) {diff}")
                 break
         comms_rec = {(c["id"], tuple(c["members"])) for c in rec["comms"]}
         comms_gen = {(c["id"], tuple(c["members"])) for c in gen["comms"]}
         if comms_rec != comms_gen:
-            problems.append(f"rank {rank}: communicator tables differ: {sorted(comms_rec ^ comms_gen)}")
+            problems.append(
+                f"rank {rank}: communicator tables differ: {sorted(comms_rec ^ comms_gen)}"
+            )
     return problems
 
 
@@ -112,8 +123,12 @@ class Generated:
 
 def _trace_example(exe: Path, nranks: int, extra, work: Path) -> tuple[Path, Path]:
     original, raw = work / "original.sct", work / "raw"
-    helpers.run_mpi(nranks, [exe, "-i", ITERATIONS, *extra],
-                    env=helpers.collector_env(raw=raw, out=original), timeout=180)
+    helpers.run_mpi(
+        nranks,
+        [exe, "-i", ITERATIONS, *extra],
+        env=helpers.collector_env(raw=raw, out=original),
+        timeout=180,
+    )
     return original, raw
 
 
@@ -138,7 +153,9 @@ def generated(tmp_path_factory):
             g = Generated(tmp_path_factory.mktemp(key), nranks)
             _trace_example(exe, nranks, extra, g.work)
             trace = scalatrace.load(g.original)
-            g.generated, g.generated_raw, g.stderr = _build_and_trace(trace.to_c(), g.work, nranks, "bench")
+            g.generated, g.generated_raw, g.stderr = _build_and_trace(
+                trace.to_c(), g.work, nranks, "bench"
+            )
             cache[key] = g
         return cache[key]
 
@@ -149,20 +166,27 @@ def generated(tmp_path_factory):
 def test_generated_c_is_closed_under_tracing(case, generated, example):
     g = generated(case, example)
     relaxed = _mismatch_ranks(g.stderr)
-    problems = compare_recordings(helpers.dump_raw(g.raw), helpers.dump_raw(g.generated_raw), relaxed)
+    problems = compare_recordings(
+        helpers.dump_raw(g.raw), helpers.dump_raw(g.generated_raw), relaxed
+    )
     assert not problems, "\n".join(problems[:10])
     # the compressed traces say the same through their cursors
     original, new = scalatrace.load(g.original), scalatrace.load(g.generated)
     assert new.nranks == original.nranks
     for rank in range(original.nranks):
         r = rank in relaxed
-        assert helpers.cursor_events(new, rank, r) == helpers.cursor_events(original, rank, r), f"rank {rank}"
+        assert helpers.cursor_events(new, rank, r) == helpers.cursor_events(original, rank, r), (
+            f"rank {rank}"
+        )
     for kind in ("p2p", "collective"):
         for metric in ("bytes", "messages"):
-            numpy.testing.assert_array_equal(new.comm_matrix(metric=metric, kind=kind),
-                                             original.comm_matrix(metric=metric, kind=kind))
-    assert sorted((c.id, tuple(c.members), tuple(c.holders)) for c in new.communicators) == \
-        sorted((c.id, tuple(c.members), tuple(c.holders)) for c in original.communicators)
+            numpy.testing.assert_array_equal(
+                new.comm_matrix(metric=metric, kind=kind),
+                original.comm_matrix(metric=metric, kind=kind),
+            )
+    assert sorted((c.id, tuple(c.members), tuple(c.holders)) for c in new.communicators) == sorted(
+        (c.id, tuple(c.members), tuple(c.holders)) for c in original.communicators
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
@@ -177,19 +201,27 @@ def test_resolved_wildcards_run_without_deadlock(generated, example):
     g = generated(case, example)
     trace = scalatrace.load(g.original)
     assert codegen.resolve_wildcards(trace)[1], "the wildcard example has wildcards to resolve"
-    out, raw, stderr = _build_and_trace(trace.to_c(resolve_wildcards=True), g.work, g.nranks, "resolved")
+    out, raw, stderr = _build_and_trace(
+        trace.to_c(resolve_wildcards=True), g.work, g.nranks, "resolved"
+    )
     original, resolved = helpers.dump_raw(g.raw), helpers.dump_raw(raw)
     problems = compare_recordings(original, resolved, _mismatch_ranks(stderr), wildcard_peers=True)
     assert not problems, "\n".join(problems[:10])
-    wild = [e for r in resolved["ranks"] for e in r["events"]
-            if e.get("peer") == helpers.K_ANY_SOURCE and e["op"] in ("Recv", "Irecv", "Probe")]
+    wild = [
+        e
+        for r in resolved["ranks"]
+        for e in r["events"]
+        if e.get("peer") == helpers.K_ANY_SOURCE and e["op"] in ("Recv", "Irecv", "Probe")
+    ]
     assert wild == [], "the resolved benchmark still receives from MPI_ANY_SOURCE"
     assert not scalatrace._core.has_wildcards(scalatrace.load(out)._core)
 
 
 def test_timing_dependent_wildcards_are_reported_not_generated(tmp_path):
     exe = tmp_path / "wildcard_order"
-    subprocess.run([_mpicc(), "-O1", "-o", str(exe), str(PROGRAMS / "wildcard_order.c")], check=True)
+    subprocess.run(
+        [_mpicc(), "-O1", "-o", str(exe), str(PROGRAMS / "wildcard_order.c")], check=True
+    )
     out = tmp_path / "t.sct"
     helpers.run_mpi(3, [exe], env=helpers.collector_env(out=out), timeout=120)
     trace = scalatrace.load(out)
@@ -204,6 +236,7 @@ def test_timing_dependent_wildcards_are_reported_not_generated(tmp_path):
 
 # ---- coNCePTuaL grammar validator ----
 
+
 def test_validator_accepts_the_published_examples():
     files = sorted(FIXTURES.glob("*.ncptl"))
     assert len(files) >= 10
@@ -211,12 +244,15 @@ def test_validator_accepts_the_published_examples():
         validate(f.read_text())
 
 
-@pytest.mark.parametrize("broken", [
-    ("sends a msgsize byte message", "sends a msgsize message byte"),
-    ("for reps repetitions", "for reps times"),
-    ("task 0 resets its counters then", "task 0 resets its counters then then"),
-    ("Require language version \"1.5\".", "Require language \"1.5\"."),
-])
+@pytest.mark.parametrize(
+    "broken",
+    [
+        ("sends a msgsize byte message", "sends a msgsize message byte"),
+        ("for reps repetitions", "for reps times"),
+        ("task 0 resets its counters then", "task 0 resets its counters then then"),
+        ('Require language version "1.5".', 'Require language "1.5".'),
+    ],
+)
 def test_validator_rejects_broken_programs(broken):
     text = (FIXTURES / "latency.ncptl").read_text()
     assert broken[0] in text
@@ -266,8 +302,16 @@ def test_cli_generate(example, tmp_path):
     from scalatrace.cli import main
 
     original, _ = _trace_example(example("ring"), 3, [], tmp_path)
-    assert main(["generate", "--lang", "conceptual", str(original), "-o", str(tmp_path / "b.ncptl")]) == 0
+    assert (
+        main(["generate", "--lang", "conceptual", str(original), "-o", str(tmp_path / "b.ncptl")])
+        == 0
+    )
     validate((tmp_path / "b.ncptl").read_text())
     assert main(["generate", "--lang", "c", str(original), "-o", str(tmp_path / "b.c")]) == 0
     assert "MPI_Init" in (tmp_path / "b.c").read_text()
-    assert main(["generate", "--lang", "c", str(tmp_path / "missing.sct"), "-o", str(tmp_path / "x.c")]) == 1
+    assert (
+        main(
+            ["generate", "--lang", "c", str(tmp_path / "missing.sct"), "-o", str(tmp_path / "x.c")]
+        )
+        == 1
+    )

@@ -14,9 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import helpers
+import pytest
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 
@@ -44,14 +43,14 @@ def run(exe: Path, n: int, tmp_path: Path, raw: bool = True, **settings):
 
 
 def op_counts(rank: dict) -> collections.Counter:
-    return collections.Counter(e["name"] if e["op"] == "Other" else e["op"]
-                               for e in rank["events"])
+    return collections.Counter(e["name"] if e["op"] == "Other" else e["op"] for e in rank["events"])
 
 
 def test_bad_settings_fall_back_to_defaults_with_one_message(tmp_path):
     exe = compile_program("no_finalize", tmp_path)
-    proc, raw = run(exe, 2, tmp_path, stack_depth="abc", window="-3", memory="12Q",
-                    quiet="maybe", hist_bins="3")
+    proc, raw = run(
+        exe, 2, tmp_path, stack_depth="abc", window="-3", memory="12Q", quiet="maybe", hist_bins="3"
+    )
     err = proc.stderr
     assert "scalatrace: SCALATRACE_STACK_DEPTH='abc' is not" in err
     assert "using default 16" in err
@@ -169,10 +168,15 @@ def test_abort_flushes_the_aborting_rank(tmp_path):
         helpers.run_mpi(2, [exe], env=env, timeout=60, cwd=tmp_path)
     proc = helpers.run_tool("scalatrace-dump", ["raw", raw / "rank-0.straw"])
     import json
+
     rank0 = json.loads(proc.stdout)["ranks"][0]
     assert rank0["metadata"]["finished_by"] == "MPI_Abort"
     assert [e["op"] for e in rank0["events"] if e["op"] != "Other"] == [
-        "Init", "Bcast", "Barrier", "Abort"]
+        "Init",
+        "Bcast",
+        "Barrier",
+        "Abort",
+    ]
 
 
 def test_shared_request_handles_pair_deterministically(tmp_path):
@@ -193,8 +197,13 @@ def test_other_functions_are_counted_by_name(tmp_path):
     _, raw = run(exe, 2, tmp_path)
     for rank in helpers.dump_raw(raw)["ranks"]:
         counts = op_counts(rank)
-        for name in ("MPI_Comm_rank", "MPI_Get_processor_name", "MPI_Type_contiguous",
-                     "MPI_Type_commit", "MPI_Type_free"):
+        for name in (
+            "MPI_Comm_rank",
+            "MPI_Get_processor_name",
+            "MPI_Type_contiguous",
+            "MPI_Type_commit",
+            "MPI_Type_free",
+        ):
             assert counts[name] == 1, name
         assert "MPI_Wtime" not in counts  # timers are not wrapped
         for ev in rank["events"]:

@@ -21,13 +21,21 @@ def test_compare_reports_per_op_site_and_pair_differences(stencil_traces):
     assert isend["bytes_b"] == 4 * isend["bytes_a"] and isend["bytes_diff"] == 3 * isend["bytes_a"]
     assert (c.by_op["calls_diff"] == 0).all()
     # Sites match across the two runs by their stack, not their table index.
-    assert (c.by_site["calls_diff"] == 0).all() and c.by_site["calls_a"].sum() == c.by_op["calls_a"].sum()
+    assert (c.by_site["calls_diff"] == 0).all() and c.by_site["calls_a"].sum() == c.by_op[
+        "calls_a"
+    ].sum()
     assert c.by_site.index.names == ["site_key", "op"]
     # Pairs: the matrices' difference, pair by pair.
     ma, mb = a.comm_matrix("bytes"), b.comm_matrix("bytes")
     for (s, d), row in c.by_pair.iterrows():
-        assert row["bytes_a"] == ma[s, d] and row["bytes_b"] == mb[s, d] and row["bytes_diff"] == mb[s, d] - ma[s, d]
-    assert c.by_pair["bytes_a"].sum() == ma.sum() and len(c.by_pair) == np.count_nonzero((ma != 0) | (mb != 0))
+        assert (
+            row["bytes_a"] == ma[s, d]
+            and row["bytes_b"] == mb[s, d]
+            and row["bytes_diff"] == mb[s, d] - ma[s, d]
+        )
+    assert c.by_pair["bytes_a"].sum() == ma.sum() and len(c.by_pair) == np.count_nonzero(
+        (ma != 0) | (mb != 0)
+    )
     assert "Isend" in set(c.changed("op").index)
     assert "Comparison" in repr(c)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import helpers
 import pytest
 
-import helpers
 import scalatrace
 
 # The examples' default message sizes (512-byte faces, 64-byte edges, 8-byte corners in 3D):
@@ -27,8 +27,12 @@ TIMESTEPS = [10, 100, 1000]
 def traced(example: Path, ranks: int, timesteps: int, workdir: Path) -> Path:
     """Runs `example` on `ranks` ranks for `timesteps` timesteps; returns the .sct path."""
     out = workdir / f"{example.name}-{ranks}-{timesteps}.sct"
-    helpers.run_mpi(ranks, [example, "-i", str(timesteps), *DEFAULT_FLAGS],
-                    env=helpers.collector_env(out=out, quiet=1), timeout=600)
+    helpers.run_mpi(
+        ranks,
+        [example, "-i", str(timesteps), *DEFAULT_FLAGS],
+        env=helpers.collector_env(out=out, quiet=1),
+        timeout=600,
+    )
     assert out.is_file(), f"no trace written at {out}"
     return out
 
@@ -50,8 +54,12 @@ def spread(sizes: dict[int, int]) -> float:
 # the same way. So a single run is held to 10%, which still catches any per-timestep growth
 # (the 3D bug was +1,200%, 53 B per timestep); the latest Pilgrim comparison run measured 2.1-6.7%
 # (BENCHMARKS.md, Pilgrim comparison).
-@pytest.mark.parametrize("name,ranks,tolerance", [("stencil1d", 8, 0.10), ("stencil2d", 9, 0.10), ("stencil3d", 8, 0.10)])
-def test_size_does_not_grow_with_timesteps(name, ranks, tolerance, tmp_path, example, collector_lib):
+@pytest.mark.parametrize(
+    "name,ranks,tolerance", [("stencil1d", 8, 0.10), ("stencil2d", 9, 0.10), ("stencil3d", 8, 0.10)]
+)
+def test_size_does_not_grow_with_timesteps(
+    name, ranks, tolerance, tmp_path, example, collector_lib
+):
     paths = {t: traced(example(name), ranks, t, tmp_path) for t in TIMESTEPS}
     sizes = {t: p.stat().st_size for t, p in paths.items()}
     assert spread(sizes) <= tolerance, f"{name} at {ranks} ranks: bytes by timesteps {sizes}"
@@ -107,5 +115,6 @@ def test_each_kind_of_rank_stores_one_block_per_timestep(tmp_path, example, coll
             assert len(alternatives) >= 4, f"{event.op} {name}: {len(alternatives)} kinds of rank"
             for seq, ranks in alternatives:
                 blocks = seq.blocks
-                assert len(blocks) == 1 and blocks[0][1] == steps, \
+                assert len(blocks) == 1 and blocks[0][1] == steps, (
                     f"{event.op} {name} of ranks {ranks}: {blocks}"
+                )

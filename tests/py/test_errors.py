@@ -18,13 +18,16 @@ def test_usage_error_is_a_value_error_and_ours():
     assert str(UnknownNameError("unknown field 'X'")) == "unknown field 'X'"
 
 
-@pytest.mark.parametrize("call", [
-    lambda p: scalatrace.load(p),
-    lambda p: scalatrace.read_raw(p),
-    lambda p: scalatrace.replay(p),
-    lambda p: scalatrace.replay.trace_info(p),
-    lambda p: scalatrace.trace([str(p)], np=2),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p: scalatrace.load(p),
+        lambda p: scalatrace.read_raw(p),
+        lambda p: scalatrace.replay(p),
+        lambda p: scalatrace.replay.trace_info(p),
+        lambda p: scalatrace.trace([str(p)], np=2),
+    ],
+)
 def test_missing_files_raise_file_not_found(tmp_path, call):
     with pytest.raises(FileNotFoundError, match="missing"):
         call(tmp_path / "missing.sct")
@@ -32,8 +35,20 @@ def test_missing_files_raise_file_not_found(tmp_path, call):
 
 @pytest.mark.parametrize("command", [["show"], ["stats"], ["replay"], ["heatmap", "-o", "x.png"]])
 def test_cli_reports_missing_files(tmp_path, command):
-    proc = subprocess.run([sys.executable, "-m", "scalatrace.cli", command[0], str(tmp_path / "missing.sct"), *command[1:]],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scalatrace.cli",
+            command[0],
+            str(tmp_path / "missing.sct"),
+            *command[1:],
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert proc.returncode == 1
     assert "missing.sct" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -19,11 +19,9 @@ from __future__ import annotations
 import zlib
 from collections import Counter
 
-import pytest
-
 import helpers
-from helpers import (K_ANY_SOURCE, K_ANY_TAG, K_NO_COMM, K_NULL_REQUEST, K_PROC_NULL,
-                     K_UNDEFINED)
+import pytest
+from helpers import K_ANY_SOURCE, K_ANY_TAG, K_NO_COMM, K_NULL_REQUEST, K_PROC_NULL, K_UNDEFINED
 
 # (example, ranks, extra arguments): 2..9 ranks, small iteration counts.
 CASES = helpers.EXAMPLE_RUNS + [
@@ -39,20 +37,68 @@ CASES = helpers.EXAMPLE_RUNS + [
 
 ITERATIONS = "3"
 
-P2P_OPS = {"Send", "Bsend", "Ssend", "Rsend", "Recv", "Isend", "Ibsend", "Issend", "Irsend",
-           "Irecv", "Send_init", "Bsend_init", "Ssend_init", "Rsend_init", "Recv_init"}
+P2P_OPS = {
+    "Send",
+    "Bsend",
+    "Ssend",
+    "Rsend",
+    "Recv",
+    "Isend",
+    "Ibsend",
+    "Issend",
+    "Irsend",
+    "Irecv",
+    "Send_init",
+    "Bsend_init",
+    "Ssend_init",
+    "Rsend_init",
+    "Recv_init",
+}
 PROBE_OPS = {"Probe", "Iprobe"}
 SENDRECV_OPS = {"Sendrecv", "Sendrecv_replace"}
 # Collectives whose send side is one scalar count (Field::Bytes).
-COLL_SCALAR_SEND = {"Barrier", "Bcast", "Reduce", "Allreduce", "Scan", "Exscan", "Gather",
-                    "Gatherv", "Scatter", "Allgather", "Allgatherv", "Alltoall",
-                    "Reduce_scatter_block", "Ibarrier", "Ibcast", "Ireduce", "Iallreduce",
-                    "Iscan", "Iexscan", "Igather", "Igatherv", "Iscatter", "Iallgather",
-                    "Iallgatherv", "Ialltoall", "Ireduce_scatter_block"}
+COLL_SCALAR_SEND = {
+    "Barrier",
+    "Bcast",
+    "Reduce",
+    "Allreduce",
+    "Scan",
+    "Exscan",
+    "Gather",
+    "Gatherv",
+    "Scatter",
+    "Allgather",
+    "Allgatherv",
+    "Alltoall",
+    "Reduce_scatter_block",
+    "Ibarrier",
+    "Ibcast",
+    "Ireduce",
+    "Iallreduce",
+    "Iscan",
+    "Iexscan",
+    "Igather",
+    "Igatherv",
+    "Iscatter",
+    "Iallgather",
+    "Iallgatherv",
+    "Ialltoall",
+    "Ireduce_scatter_block",
+}
 SEND_ONLY_AT_ROOT = {"Scatter", "Iscatter"}
 # Collectives whose receive side is one scalar count (Field::Bytes2).
-COLL_SCALAR_RECV = {"Gather", "Igather", "Scatter", "Iscatter", "Scatterv", "Iscatterv",
-                    "Allgather", "Iallgather", "Alltoall", "Ialltoall"}
+COLL_SCALAR_RECV = {
+    "Gather",
+    "Igather",
+    "Scatter",
+    "Iscatter",
+    "Scatterv",
+    "Iscatterv",
+    "Allgather",
+    "Iallgather",
+    "Alltoall",
+    "Ialltoall",
+}
 RECV_ONLY_AT_ROOT = {"Gather", "Igather"}
 INDEX_OPS = {"Waitany", "Testany"}
 SOME_OPS = {"Waitsome", "Testsome"}
@@ -96,8 +142,9 @@ class RankCheck:
 
     def problem(self, k: int, what: str):
         t = self.truth[k]
-        self.problems.append(f"{self.name} rank {self.rank} event {k} {t['op']} "
-                             f"({t['label']}): {what}")
+        self.problems.append(
+            f"{self.name} rank {self.rank} event {k} {t['op']} ({t['label']}): {what}"
+        )
 
     def expect(self, k: int, field: str, recorded, expected):
         if recorded != expected:
@@ -105,8 +152,9 @@ class RankCheck:
 
     def members(self, k: int, comm_id):
         if comm_id not in self.comms:
-            self.problem(k, f"communicator id {comm_id} not in the recorded comm table "
-                            f"{sorted(self.comms)}")
+            self.problem(
+                k, f"communicator id {comm_id} not in the recorded comm table {sorted(self.comms)}"
+            )
             return None
         return self.comms[comm_id]
 
@@ -115,18 +163,22 @@ class RankCheck:
         """Op sequence (and per-op counts); False (with a problem) if they differ."""
         ops_rec = [e["op"] for e in self.events]
         ops_truth = [t["op"] for t in self.truth]
-        assert [t["i"] for t in self.truth] == list(range(len(self.truth))), "truth lines out of order"
+        assert [t["i"] for t in self.truth] == list(range(len(self.truth))), (
+            "truth lines out of order"
+        )
         if Counter(ops_rec) != Counter(ops_truth):
             self.problems.append(
                 f"{self.name} rank {self.rank}: per-op counts differ: recorded "
-                f"{dict(Counter(ops_rec))}, truth {dict(Counter(ops_truth))}")
+                f"{dict(Counter(ops_rec))}, truth {dict(Counter(ops_truth))}"
+            )
             return False
         if ops_rec != ops_truth:
             first = next(i for i, (a, b) in enumerate(zip(ops_rec, ops_truth)) if a != b)
             lo = max(0, first - 3)
             self.problems.append(
                 f"{self.name} rank {self.rank}: op sequence differs at event {first}: "
-                f"recorded {ops_rec[lo:first + 4]}, truth {ops_truth[lo:first + 4]}")
+                f"recorded {ops_rec[lo : first + 4]}, truth {ops_truth[lo : first + 4]}"
+            )
             return False
         return True
 
@@ -145,8 +197,12 @@ class RankCheck:
                 self.problem(k, f"{key}: recorded sentinel {recorded}, truth {expected}")
                 return
             absolute = recorded + members.index(world)
-            self.expect(k, f"{key} (relative {recorded} + my rank {members.index(world)})",
-                        absolute, expected)
+            self.expect(
+                k,
+                f"{key} (relative {recorded} + my rank {members.index(world)})",
+                absolute,
+                expected,
+            )
             if 0 <= absolute < len(members):
                 self.expect(k, f"{key} as world rank", members[absolute], t[f"{key}_world"])
         else:
@@ -177,8 +233,9 @@ class RankCheck:
             self.expect(k, "dtsize2", ev["dtsize2"], t["dtsize2"])
         if t["root"] is not None:
             self.expect(k, "root", ev["root"], t["root"])
-        is_root = t["root"] is None or (members is not None and
-                                        members.index(self.rank) == t["root"])
+        is_root = t["root"] is None or (
+            members is not None and members.index(self.rank) == t["root"]
+        )
         if op in COLL_SCALAR_SEND and (op not in SEND_ONLY_AT_ROOT or is_root):
             self.expect(k, "bytes", ev["bytes"], t["bytes"])
             if t["bytes"]:
@@ -198,12 +255,16 @@ class RankCheck:
                 if created is not None:
                     self.expect(k, "new communicator members", created, t["newcomm"])
         if "color" in t:
-            self.expect(k, "color", ev["color"], K_UNDEFINED if t["color"] == "undefined" else t["color"])
+            self.expect(
+                k, "color", ev["color"], K_UNDEFINED if t["color"] == "undefined" else t["color"]
+            )
             self.expect(k, "key", ev["key"], t["key"])
         if "ndims" in t:
             self.expect(k, "ndims (count)", ev["count"], t["ndims"])
         if op in INDEX_OPS:
-            self.expect(k, "index", ev["index"], K_UNDEFINED if t["index"] == "undefined" else t["index"])
+            self.expect(
+                k, "index", ev["index"], K_UNDEFINED if t["index"] == "undefined" else t["index"]
+            )
         if op in SOME_OPS:
             outcount = K_UNDEFINED if t["outcount"] == "undefined" else t["outcount"]
             self.expect(k, "outcount (count)", ev["count"], outcount)
@@ -212,16 +273,21 @@ class RankCheck:
             self.expect(k, "flag", ev["flag"], t["flag"])
         if "requests" in t:
             self.expect(k, "number of requests", len(ev.get("requests", [])), t["nreq"])
-            self.expect(k, "request pairing (creating event of each request)",
-                        created_pos, t["requests"])
+            self.expect(
+                k, "request pairing (creating event of each request)", created_pos, t["requests"]
+            )
             raw = ev.get("requests", [])
             nulls = [i for i, off in enumerate(raw) if off == K_NULL_REQUEST]
-            self.expect(k, "MPI_REQUEST_NULL entries", nulls,
-                        [i for i, r in enumerate(t["requests"]) if r is None])
+            self.expect(
+                k,
+                "MPI_REQUEST_NULL entries",
+                nulls,
+                [i for i, r in enumerate(t["requests"]) if r is None],
+            )
 
     def check_events(self):
         resolved = helpers.resolve_requests(self.events)
-        for k, (ev, t) in enumerate(zip(self.events, self.truth)):
+        for k, ev in enumerate(self.events):
             self.check_event(k, ev, resolved[k])
 
     def site_of_label(self) -> dict:
@@ -233,16 +299,20 @@ class RankCheck:
         mapping = {}
         for label, ids in by_label.items():
             if len(ids) != 1:
-                self.problems.append(f"{self.name} rank {self.rank}: call site {label} recorded "
-                                     f"as {len(ids)} different sites {sorted(ids)}")
+                self.problems.append(
+                    f"{self.name} rank {self.rank}: call site {label} recorded "
+                    f"as {len(ids)} different sites {sorted(ids)}"
+                )
             mapping[label] = min(ids)
         owners: dict[int, list] = {}
         for label, site in mapping.items():
             owners.setdefault(site, []).append(label)
         for site, labels in owners.items():
             if len(labels) > 1:
-                self.problems.append(f"{self.name} rank {self.rank}: different call sites "
-                                     f"{sorted(labels)} recorded as one site {site}")
+                self.problems.append(
+                    f"{self.name} rank {self.rank}: different call sites "
+                    f"{sorted(labels)} recorded as one site {site}"
+                )
         per_site = Counter(ev["site"] for ev in self.events)
         per_label = Counter(mapping[t["label"]] for t in self.truth)
         if per_site != per_label:
@@ -254,8 +324,9 @@ class RankCheck:
         if not 0 <= site_id < len(sites):
             return None
         modules = self.rec["modules"]
-        return tuple((modules[m] if 0 <= m < len(modules) else m, off)
-                     for m, off in sites[site_id]["frames"])
+        return tuple(
+            (modules[m] if 0 <= m < len(modules) else m, off) for m, off in sites[site_id]["frames"]
+        )
 
 
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
@@ -263,27 +334,34 @@ def test_example_raw_matches_truth(case, tmp_path, example, collector_lib_or_fai
     name, nranks, extra = case
     exe = example(name)
     raw, truth_dir = tmp_path / "raw", tmp_path / "truth"
-    env = {"LD_PRELOAD": str(collector_lib_or_fail), "SCALATRACE_RAW": str(raw),
-           "SCALATRACE_OUT": "none"}
-    helpers.run_mpi(nranks, [exe, "-i", ITERATIONS, *extra, "--truth", truth_dir], env=env,
-                    timeout=120)
+    env = {
+        "LD_PRELOAD": str(collector_lib_or_fail),
+        "SCALATRACE_RAW": str(raw),
+        "SCALATRACE_OUT": "none",
+    }
+    helpers.run_mpi(
+        nranks, [exe, "-i", ITERATIONS, *extra, "--truth", truth_dir], env=env, timeout=120
+    )
     dump = helpers.dump_raw(raw)
     truth = helpers.read_truth(truth_dir, nranks)
 
     problems = compare_with_truth(name, dump, truth)
     if problems:
         more = len(problems) - MAX_REPORTED
-        pytest.fail(f"{len(problems)} mismatches between the raw recording and the truth:\n"
-                    + "\n".join(problems[:MAX_REPORTED])
-                    + (f"\n... and {more} more" if more > 0 else ""))
+        pytest.fail(
+            f"{len(problems)} mismatches between the raw recording and the truth:\n"
+            + "\n".join(problems[:MAX_REPORTED])
+            + (f"\n... and {more} more" if more > 0 else "")
+        )
 
 
 def compare_with_truth(name: str, dump: dict, truth: list[list[dict]]) -> list[str]:
     """All mismatches between a ``scalatrace-dump raw`` result and the examples' truth."""
     nranks = len(truth)
     if [r["rank"] for r in dump["ranks"]] != list(range(nranks)):
-        return [f"{name}: recorded ranks {[r['rank'] for r in dump['ranks']]}, "
-                f"expected 0..{nranks - 1}"]
+        return [
+            f"{name}: recorded ranks {[r['rank'] for r in dump['ranks']]}, expected 0..{nranks - 1}"
+        ]
     problems: list[str] = []
     signatures: dict[str, dict] = {}
     for rec in dump["ranks"]:
@@ -300,10 +378,11 @@ def compare_with_truth(name: str, dump: dict, truth: list[list[dict]]) -> list[s
         distinct = set(per_rank.values())
         if len(distinct) > 1:
             ranks_of = {sig: sorted(r for r, s in per_rank.items() if s == sig) for sig in distinct}
-            problems.append(f"{name}: call site {label} has {len(distinct)} different signatures "
-                            f"across ranks (position-dependent?): "
-                            + "; ".join(f"ranks {rs}: {list(sig or [])[:3]}..."
-                                        for sig, rs in ranks_of.items()))
+            problems.append(
+                f"{name}: call site {label} has {len(distinct)} different signatures "
+                f"across ranks (position-dependent?): "
+                + "; ".join(f"ranks {rs}: {list(sig or [])[:3]}..." for sig, rs in ranks_of.items())
+            )
     return problems
 
 
@@ -312,9 +391,15 @@ def test_deep_recursion_is_one_call_site(tmp_path, example, collector_lib_or_fai
     timesteps of stencil3d_recursive (stacks deeper than the recorded signature depth)."""
     name, nranks = "stencil3d_recursive", 2
     raw, truth_dir = tmp_path / "raw", tmp_path / "truth"
-    helpers.run_mpi(nranks, [example(name), "-i", "24", "-c", "0", "--truth", truth_dir],
-                    env=helpers.collector_env(raw=raw), timeout=120)
-    problems = compare_with_truth(name, helpers.dump_raw(raw), helpers.read_truth(truth_dir, nranks))
+    helpers.run_mpi(
+        nranks,
+        [example(name), "-i", "24", "-c", "0", "--truth", truth_dir],
+        env=helpers.collector_env(raw=raw),
+        timeout=120,
+    )
+    problems = compare_with_truth(
+        name, helpers.dump_raw(raw), helpers.read_truth(truth_dir, nranks)
+    )
     assert problems == [], "\n".join(problems[:MAX_REPORTED])
 
 
@@ -323,17 +408,40 @@ def test_deep_recursion_is_one_call_site(tmp_path, example, collector_lib_or_fai
 # requests refer to request-creating calls of the same rank, Init/Finalize bracket the calls,
 # every message sent has a posted receive, and collectives agree across a communicator.
 
-TRUTH_CASES = [(name, n, extra) for name, n, extra in CASES
-               if (name, n) in {("stencil1d", 5), ("stencil2d", 9), ("stencil3d", 8),
-                                ("stencil3d_recursive", 4), ("ring", 3), ("collectives", 4),
-                                ("alltoallv_is", 5), ("wildcard_lu", 4), ("pipeline", 4),
-                                ("comm_split", 6), ("nonblocking_coll", 4), ("waitsome", 5),
-                                ("iteration_specific", 3), ("rank_divergent", 5),
-                                ("fortran_ring", 4)}]
+TRUTH_CASES = [
+    (name, n, extra)
+    for name, n, extra in CASES
+    if (name, n)
+    in {
+        ("stencil1d", 5),
+        ("stencil2d", 9),
+        ("stencil3d", 8),
+        ("stencil3d_recursive", 4),
+        ("ring", 3),
+        ("collectives", 4),
+        ("alltoallv_is", 5),
+        ("wildcard_lu", 4),
+        ("pipeline", 4),
+        ("comm_split", 6),
+        ("nonblocking_coll", 4),
+        ("waitsome", 5),
+        ("iteration_specific", 3),
+        ("rank_divergent", 5),
+        ("fortran_ring", 4),
+    }
+]
 SEND_SIDE = {"Send", "Ssend", "Isend"}
 RECV_SIDE = {"Recv", "Irecv"}
-COLLECTIVES = COLL_SCALAR_SEND | {"Scatterv", "Alltoallv", "Reduce_scatter", "Comm_split",
-                                  "Comm_dup", "Cart_create", "Cart_sub", "Comm_free"}
+COLLECTIVES = COLL_SCALAR_SEND | {
+    "Scatterv",
+    "Alltoallv",
+    "Reduce_scatter",
+    "Comm_split",
+    "Comm_dup",
+    "Cart_create",
+    "Cart_sub",
+    "Comm_free",
+}
 
 
 @pytest.mark.parametrize("case", TRUTH_CASES, ids=_case_id)
@@ -351,7 +459,8 @@ def test_example_truth_is_consistent(case, tmp_path, example):
             for ref in t.get("requests", []):
                 assert ref is None or lines[ref]["op"] in helpers.REQUEST_CREATING_OPS, (
                     f"{name} rank {rank} line {t['i']}: request from line {ref} "
-                    f"({lines[ref]['op'] if ref is not None else None})")
+                    f"({lines[ref]['op'] if ref is not None else None})"
+                )
             peers = []
             if t["op"] in SEND_SIDE or t["op"] == "Sendrecv":
                 peers.append(("send", t["peer_world"], t["tag"]))
@@ -359,7 +468,7 @@ def test_example_truth_is_consistent(case, tmp_path, example):
                 peers.append(("recv", t["peer_world"], t["tag"]))
             if t["op"] == "Sendrecv":
                 peers.append(("recv", t["peer2_world"], t["tag2"]))
-            for side, peer, tag in peers:
+            for side, peer, _tag in peers:
                 if peer == "proc_null":
                     continue
                 if side == "send":
@@ -376,11 +485,13 @@ def test_example_truth_is_consistent(case, tmp_path, example):
             got = received[(src, dst)]
             assert got <= count, f"{name}: {dst} receives {got} from {src}, only {count} sent"
         for dst in range(nranks):
-            missing = sum(c for (s, d), c in sent.items() if d == dst) - \
-                sum(c for (s, d), c in received.items() if d == dst)
+            missing = sum(c for (s, d), c in sent.items() if d == dst) - sum(
+                c for (s, d), c in received.items() if d == dst
+            )
             assert missing == wildcard_received[dst], (
                 f"{name}: rank {dst} gets {missing} messages not matched by a specific receive "
-                f"but posts {wildcard_received[dst]} wildcard receives")
+                f"but posts {wildcard_received[dst]} wildcard receives"
+            )
     for members, by_rank in per_comm.items():
         sequences = {tuple(seq) for seq in by_rank.values()}
         assert len(sequences) == 1, f"{name}: collectives on {list(members)} differ by rank"
@@ -390,6 +501,7 @@ def test_example_truth_is_consistent(case, tmp_path, example):
 # compare_with_truth must accept a recording that follows the contract exactly and must reject
 # one that is wrong in any checked respect. The exact recording is synthesised from the truth
 # of real runs (no collector involved), following cpp/core/include/scalatrace/model/event.hpp.
+
 
 def recording_from_truth(truth: list[list[dict]], module: str = "/bin/example") -> dict:
     nranks = len(truth)
@@ -401,14 +513,41 @@ def recording_from_truth(truth: list[list[dict]], module: str = "/bin/example") 
         events, created = [], 0
         slot_of_line = {}
         for t in lines:
-            ev = {k: 0 for k in ("site", "comm", "peer", "tag", "bytes", "dtsize", "peer2", "tag2",
-                                 "bytes2", "dtsize2", "root", "redop", "newcomm", "color", "key",
-                                 "index", "flag", "count", "nameid")}
+            ev = {
+                k: 0
+                for k in (
+                    "site",
+                    "comm",
+                    "peer",
+                    "tag",
+                    "bytes",
+                    "dtsize",
+                    "peer2",
+                    "tag2",
+                    "bytes2",
+                    "dtsize2",
+                    "root",
+                    "redop",
+                    "newcomm",
+                    "color",
+                    "key",
+                    "index",
+                    "flag",
+                    "count",
+                    "nameid",
+                )
+            }
             ev.update(op=t["op"], requests=[], sendcounts=[], recvcounts=[], indices=[])
             if t["label"] not in site_of:
                 site_of[t["label"]] = len(sites)
-                sites.append({"frames": [[0, zlib.crc32(t["label"].encode())]], "hash": 0,
-                              "symbol": "", "location": t["label"]})
+                sites.append(
+                    {
+                        "frames": [[0, zlib.crc32(t["label"].encode())]],
+                        "hash": 0,
+                        "symbol": "",
+                        "location": t["label"],
+                    }
+                )
             ev["site"] = site_of[t["label"]]
             members = t["comm"]
             if members is not None:
@@ -442,17 +581,28 @@ def recording_from_truth(truth: list[list[dict]], module: str = "/bin/example") 
                     ev["newcomm"] = len(comms)
                     comms.append({"id": len(comms), "members": t["newcomm"]})
                     comm_id.setdefault(tuple(t["newcomm"]), ev["newcomm"])
-            ev["requests"] = [K_NULL_REQUEST if ref is None else created - slot_of_line[ref]
-                              for ref in t.get("requests", [])]
+            ev["requests"] = [
+                K_NULL_REQUEST if ref is None else created - slot_of_line[ref]
+                for ref in t.get("requests", [])
+            ]
             if t["op"] in helpers.REQUEST_CREATING_OPS:
                 slot_of_line[t["i"]] = created
                 created += 1
             events.append(ev)
         # an unmodelled call the comparison must skip
         events.insert(1, dict(events[0], op="Other", nameid=0))
-        ranks.append({"rank": rank, "nranks": nranks, "metadata": {}, "modules": [module],
-                      "sites": sites, "comms": comms, "names": ["MPI_Comm_rank"],
-                      "events": events})
+        ranks.append(
+            {
+                "rank": rank,
+                "nranks": nranks,
+                "metadata": {},
+                "modules": [module],
+                "sites": sites,
+                "comms": comms,
+                "names": ["MPI_Comm_rank"],
+                "events": events,
+            }
+        )
     return {"ranks": ranks}
 
 
@@ -485,7 +635,9 @@ def test_checker_accepts_exact_and_rejects_wrong_recordings(tmp_path, example):
             s["frames"] = [[m, off + 0x5555_0000] for m, off in s["frames"]]
 
     def merge_sites(r):
-        r["events"][_first(r["events"], "Isend")]["site"] = r["events"][_first(r["events"], "Irecv")]["site"]
+        r["events"][_first(r["events"], "Isend")]["site"] = r["events"][
+            _first(r["events"], "Irecv")
+        ]["site"]
 
     def wrong_members(r):
         r["comms"][2]["members"] = list(reversed(r["comms"][2]["members"]))

@@ -30,8 +30,14 @@ def _expected_counts(df):
     sends = ops.isin(list(export_otf2._SENDS)) & (df["peer"] >= 0)
     recvs = ops.isin(list(export_otf2._RECVS)) & (df["peer"] >= 0)
     colls = ops.map(lambda o: export_otf2._collective(o) is not None)
-    return {"ENTER": len(df), "LEAVE": len(df), "MPI_SEND": int(sends.sum()), "MPI_RECV": int(recvs.sum()),
-            "MPI_COLLECTIVE_BEGIN": int(colls.sum()), "MPI_COLLECTIVE_END": int(colls.sum())}
+    return {
+        "ENTER": len(df),
+        "LEAVE": len(df),
+        "MPI_SEND": int(sends.sum()),
+        "MPI_RECV": int(recvs.sum()),
+        "MPI_COLLECTIVE_BEGIN": int(colls.sum()),
+        "MPI_COLLECTIVE_END": int(colls.sum()),
+    }
 
 
 def test_otf2_archive_reads_back_with_otf2_print(stencil_traces, tmp_path):
@@ -39,8 +45,14 @@ def test_otf2_archive_reads_back_with_otf2_print(stencil_traces, tmp_path):
     anchor = t.to_otf2(tmp_path / "otf2")
     assert anchor.name == "traces.otf2" and (tmp_path / "otf2" / "traces" / "8.evt").is_file()
     text = _otf2_print(anchor)
-    records = [line.split()[0] for line in text.splitlines() if line and line.split()[0].isupper()
-               and len(line.split()) > 2 and line.split()[1].isdigit()]
+    records = [
+        line.split()[0]
+        for line in text.splitlines()
+        if line
+        and line.split()[0].isupper()
+        and len(line.split()) > 2
+        and line.split()[1].isdigit()
+    ]
     counts = Counter(records)
     df = t.to_dataframe()
     for kind, n in _expected_counts(df).items():
@@ -53,9 +65,17 @@ def test_otf2_archive_reads_back_with_otf2_print(stencil_traces, tmp_path):
     # Messages: every MpiSend names the receiver rank in MPI_COMM_WORLD and its bytes.
     sends = [ln for ln in text.splitlines() if ln.startswith("MPI_SEND")]
     df_sends = df[df["op"].astype(str).isin(export_otf2._SENDS) & (df["peer"] >= 0)]
-    got = Counter((int(ln.split()[1]), int(re.search(r"Receiver: (\d+)", ln).group(1)),
-                   int(re.search(r"Length: (\d+)", ln).group(1))) for ln in sends)
-    want = Counter(zip(df_sends.index.get_level_values("rank"), df_sends["peer"], df_sends["bytes"]))
+    got = Counter(
+        (
+            int(ln.split()[1]),
+            int(re.search(r"Receiver: (\d+)", ln).group(1)),
+            int(re.search(r"Length: (\d+)", ln).group(1)),
+        )
+        for ln in sends
+    )
+    want = Counter(
+        zip(df_sends.index.get_level_values("rank"), df_sends["peer"], df_sends["bytes"])
+    )
     assert got == want
     defs = _otf2_print("-G", anchor)
     assert "MPI_COMM_WORLD" in defs and "MPI_Isend" in defs and defs.count("LOCATION ") >= 9
@@ -86,7 +106,9 @@ def test_otf2_chunks_when_events_exceed_one_chunk(stencil_traces, tmp_path, monk
     regions = {op: i for i, op in enumerate(scalatrace.OP_NAMES)}
     offset = 0
     while out.events < 60_000:
-        for time, record in export_otf2._event_records(df.loc[[0]].droplevel("rank"), comms, regions):
+        for time, record in export_otf2._event_records(
+            df.loc[[0]].droplevel("rank"), comms, regions
+        ):
             out.event(time + offset, record)
         offset += int(df["end_ns"].max()) + 1
     out.close()
@@ -104,11 +126,14 @@ def test_otf2_chunks_when_events_exceed_one_chunk(stencil_traces, tmp_path, monk
 
 def test_extrap_text_parses(stencil_traces, tmp_path):
     a, b = stencil_traces["small"], stencil_traces["large"]
-    path = scalatrace.to_extrap([a, b, a], tmp_path / "runs.txt", values=[1024, 4096, 1024],
-                                parameter="s", metric="bytes")
+    path = scalatrace.to_extrap(
+        [a, b, a], tmp_path / "runs.txt", values=[1024, 4096, 1024], parameter="s", metric="bytes"
+    )
     text = path.read_text()
     lines = text.splitlines()
-    assert lines[0] == "PARAMETER s" and lines[1] == "POINTS 1024 4096" and lines[2] == "METRIC bytes"
+    assert (
+        lines[0] == "PARAMETER s" and lines[1] == "POINTS 1024 4096" and lines[2] == "METRIC bytes"
+    )
     regions = {}
     current = None
     for line in lines[3:]:
@@ -122,7 +147,9 @@ def test_extrap_text_parses(stencil_traces, tmp_path):
     isend = regions["MPI_Isend"]
     assert len(isend) == 2 and len(isend[0]) == 2 and len(isend[1]) == 1  # repetitions per point
     sa = a.summary().set_index("op")
-    assert isend[0] == [sa.loc["Isend", "bytes"]] * 2 and isend[1][0] == 4 * sa.loc["Isend", "bytes"]
+    assert (
+        isend[0] == [sa.loc["Isend", "bytes"]] * 2 and isend[1][0] == 4 * sa.loc["Isend", "bytes"]
+    )
     with pytest.raises(scalatrace.UsageError, match="two or more"):
         scalatrace.to_extrap([a], tmp_path / "one.txt")
     with pytest.raises(scalatrace.UsageError, match="metric"):
@@ -136,8 +163,12 @@ def test_extrap_reads_the_export(stencil_traces, tmp_path):
     if extrap is None:
         pytest.skip("Extra-P (the extrap command) not installed")
     a, b = stencil_traces["small"], stencil_traces["large"]
-    path = scalatrace.to_extrap([a, b], tmp_path / "runs.txt", values=[1024, 4096], parameter="s", metric="bytes")
-    proc = subprocess.run([extrap, "--text", str(path)], capture_output=True, text=True, timeout=600)
+    path = scalatrace.to_extrap(
+        [a, b], tmp_path / "runs.txt", values=[1024, 4096], parameter="s", metric="bytes"
+    )
+    proc = subprocess.run(
+        [extrap, "--text", str(path)], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr
     block = proc.stdout.split("Callpath: MPI_Isend", 1)[1].split("Callpath:", 1)[0]
     model = re.search(r"Model: (.*)", block).group(1)

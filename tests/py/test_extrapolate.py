@@ -13,10 +13,10 @@ import subprocess
 import sys
 from fractions import Fraction
 
+import helpers
 import numpy as np
 import pytest
 
-import helpers
 import scalatrace
 from scalatrace.extrapolate import ExtrapolationError, Term, extrapolation_laws, fit_scaling, smape
 
@@ -38,8 +38,12 @@ def traced(example: str, n: int, args: list[str], tmp_path_factory) -> scalatrac
     key = (example, n, tuple(args))
     if key not in _traces:
         out = tmp_path_factory.mktemp(f"{example}{n}") / "t.sct"
-        helpers.run_mpi(n, [helpers.example_path(example), *args], env=helpers.collector_env(out=out),
-                        timeout=180)
+        helpers.run_mpi(
+            n,
+            [helpers.example_path(example), *args],
+            env=helpers.collector_env(out=out),
+            timeout=180,
+        )
         _traces[key] = scalatrace.load(out)
     return _traces[key]
 
@@ -56,8 +60,10 @@ def assert_same_run(got: scalatrace.Trace, real: scalatrace.Trace) -> None:
             assert x.arrays == y.arrays, f"rank {r} event {i} ({x.op}): {x.arrays} vs {y.arrays}"
     for kind in ("p2p", "collective"):
         np.testing.assert_array_equal(got.comm_matrix(kind=kind), real.comm_matrix(kind=kind))
-    held = lambda t: sorted((c.id, tuple(c.members), tuple(c.holders))
-                            for c in t.communicators)
+
+    def held(t):
+        return sorted((c.id, tuple(c.members), tuple(c.holders)) for c in t.communicators)
+
     assert held(got) == held(real)
 
 
@@ -122,14 +128,26 @@ def test_cli_extrapolate(tmp_path, tmp_path_factory):
         t.save(p)
         paths.append(str(p))
     out = tmp_path / "big.sct"
-    cli = [sys.executable, "-c", "import sys; from scalatrace.cli import main; sys.exit(main(sys.argv[1:]))"]
-    proc = subprocess.run([*cli, "extrapolate", *paths, "--ranks", "9", "-o", str(out), "--laws"],
-                          capture_output=True, text=True, timeout=300)
+    cli = [
+        sys.executable,
+        "-c",
+        "import sys; from scalatrace.cli import main; sys.exit(main(sys.argv[1:]))",
+    ]
+    proc = subprocess.run(
+        [*cli, "extrapolate", *paths, "--ranks", "9", "-o", str(out), "--laws"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "wrote" in proc.stdout and "formula" in proc.stdout
     assert_same_run(scalatrace.load(out), traced("stencil1d", 9, ["-i", "3"], tmp_path_factory))
-    bad = subprocess.run([*cli, "extrapolate", paths[0], paths[1], "--ranks", "9", "-o", str(out)],
-                         capture_output=True, text=True, timeout=300)
+    bad = subprocess.run(
+        [*cli, "extrapolate", paths[0], paths[1], "--ranks", "9", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert bad.returncode == 1 and "too few sizes" in bad.stderr
 
 
@@ -139,10 +157,10 @@ PMNF_CASES = [
     # (true function, its PMNF term)
     (lambda p: 2.0 + 0.5 * p * np.log2(p), Term(Fraction(1), 1)),
     (lambda p: 10.0 + 3.0 * np.sqrt(p), Term(Fraction(1, 2), 0)),
-    (lambda p: 1.0 + 0.01 * p ** 2, Term(Fraction(2), 0)),
+    (lambda p: 1.0 + 0.01 * p**2, Term(Fraction(2), 0)),
     (lambda p: 5.0 + 0.2 * np.log2(p) ** 2, Term(Fraction(0), 2)),
     (lambda p: 0.5 + 400.0 / p, Term(Fraction(-1), 0)),
-    (lambda p: 3.0 + 0.1 * p ** 1.5, Term(Fraction(3, 2), 0)),
+    (lambda p: 3.0 + 0.1 * p**1.5, Term(Fraction(3, 2), 0)),
 ]
 P_TRAIN = np.array([4, 8, 16, 32, 64, 128])
 
@@ -181,7 +199,9 @@ def test_model_api(tmp_path):
     assert "p" in model.formula
     import sympy
 
-    assert float(model.expression.subs(sympy.Symbol("p", positive=True), 64)) == pytest.approx(131, rel=1e-4)
+    assert float(model.expression.subs(sympy.Symbol("p", positive=True), 64)) == pytest.approx(
+        131, rel=1e-4
+    )
     ax = model.plot(extend_to=128)
     assert len(ax.lines) == 2
     assert smape([1, 2], [1, 2]) == 0
@@ -205,9 +225,12 @@ def test_extrapolation_notebook_executes(tmp_path, monkeypatch):
     path = helpers.REPO_ROOT / "notebooks" / "02_extrapolation.ipynb"
     nb = nbformat.read(path, as_version=4)
     monkeypatch.chdir(tmp_path)
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
     client.execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
-    assert any(o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in outputs)
+    assert any(
+        o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in outputs
+    )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import subprocess
 
+import helpers
 import numpy as np
 import pandas as pd
 import pytest
 
-import helpers
 import scalatrace
 
 
@@ -18,10 +18,30 @@ def test_to_dataframe_matches_raw_recording(stencil_traces):
     df = t.to_dataframe()
     assert isinstance(df, pd.DataFrame)
     assert df.index.names == ["rank", "event"]
-    assert list(df.columns) == ["op", "peer", "bytes", "tag", "comm", "site",
-                                "compute_ns", "duration_ns", "start_ns", "end_ns"]
+    assert list(df.columns) == [
+        "op",
+        "peer",
+        "bytes",
+        "tag",
+        "comm",
+        "site",
+        "compute_ns",
+        "duration_ns",
+        "start_ns",
+        "end_ns",
+    ]
     assert isinstance(df["op"].dtype, pd.CategoricalDtype)
-    for col in ("peer", "bytes", "tag", "comm", "site", "compute_ns", "duration_ns", "start_ns", "end_ns"):
+    for col in (
+        "peer",
+        "bytes",
+        "tag",
+        "comm",
+        "site",
+        "compute_ns",
+        "duration_ns",
+        "start_ns",
+        "end_ns",
+    ):
         assert df[col].dtype == np.int64, col
     assert len(df) == raw.event_count()
     rec = raw.to_dataframe()
@@ -37,7 +57,9 @@ def test_to_dataframe_matches_raw_recording(stencil_traces):
     assert len(sends) and ((sends["peer"] >= 0) & (sends["peer"] < 9)).all()
     assert (sends.index.get_level_values("rank") != sends["peer"]).all()
     # Times: start/end on each rank's clock, in order, from the histograms.
-    assert (df["end_ns"] >= df["start_ns"]).all() and (df["end_ns"] - df["start_ns"] == df["duration_ns"]).all()
+    assert (df["end_ns"] >= df["start_ns"]).all() and (
+        df["end_ns"] - df["start_ns"] == df["duration_ns"]
+    ).all()
     assert (df.groupby(level="rank")["start_ns"].diff().dropna() >= 0).all()
     assert df["duration_ns"].sum() > 0
 
@@ -65,8 +87,22 @@ def test_to_dataframe_guard_refuses_clearly(stencil_traces):
 def test_to_dataframe_on_large_harness_trace(tmp_path):
     harness = helpers.tool_path("scalatrace-harness")
     out = tmp_path / "big.sct"
-    subprocess.run([str(harness), "--pattern", "stencil2d", "--ranks", "4096", "--timesteps", "5", "-o", str(out)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            str(harness),
+            "--pattern",
+            "stencil2d",
+            "--ranks",
+            "4096",
+            "--timesteps",
+            "5",
+            "-o",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     t = scalatrace.load(out)
     df = t.to_dataframe()
     assert df.index.get_level_values("rank").nunique() == 4096
@@ -86,7 +122,15 @@ def test_summary_is_a_dataframe_with_units_in_names(stencil_traces):
     t = stencil_traces["small"]
     s = t.summary()
     assert isinstance(s, pd.DataFrame)
-    assert {"op", "calls", "ranks", "bytes", "duration_ns", "compute_ns", "mean_duration_ns"} <= set(s.columns)
+    assert {
+        "op",
+        "calls",
+        "ranks",
+        "bytes",
+        "duration_ns",
+        "compute_ns",
+        "mean_duration_ns",
+    } <= set(s.columns)
     assert s["calls"].dtype == np.int64 and s["duration_ns"].dtype == np.int64
     df = t.to_dataframe()
     counts = df.groupby("op", observed=True).size()

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import subprocess
 
+import helpers
 import numpy as np
 import pytest
 
-import helpers
 import scalatrace
 from scalatrace import _core
 
@@ -35,8 +35,23 @@ def harness():
 )
 def test_structural_matrix_equals_expansion(harness, tmp_path, pattern, ranks, extra):
     out = tmp_path / f"{pattern}.sct"
-    subprocess.run([str(harness), "--pattern", pattern, "--ranks", str(ranks), "--timesteps", "7", *extra, "-o", str(out)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            str(harness),
+            "--pattern",
+            pattern,
+            "--ranks",
+            str(ranks),
+            "--timesteps",
+            "7",
+            *extra,
+            "-o",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     t = scalatrace.load(out)
     assert t.nranks == ranks
     for metric in ("bytes", "messages"):
@@ -53,11 +68,26 @@ def test_structural_matrix_equals_expansion(harness, tmp_path, pattern, ranks, e
 
 def test_stencil_timestep_loop_at_scale(harness, tmp_path):
     out = tmp_path / "s.sct"
-    subprocess.run([str(harness), "--pattern", "stencil2d", "--ranks", "1024", "--timesteps", "25", "--wrap", "-o", str(out)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            str(harness),
+            "--pattern",
+            "stencil2d",
+            "--ranks",
+            "1024",
+            "--timesteps",
+            "25",
+            "--wrap",
+            "-o",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     t = scalatrace.load(out)
     loops = t.timestep_loops()
-    assert [l.max_iterations for l in loops] == [25]
+    assert [loop.max_iterations for loop in loops] == [25]
     m = t.comm_matrix("messages", "p2p", sparse=True)
     # Periodic 9-point stencil: every rank sends to 8 distinct neighbours, 25 times each.
     assert m.nnz == 8 * 1024

@@ -23,29 +23,62 @@ def test_pip_install_and_run_from_outside(example, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SCALATRACE_COLLECTOR")}
     # The host interpreter's site-packages (build backend, pybind11) stay visible.
     host_site = [p for p in sys.path if p.endswith("site-packages")]
-    (next((env_dir / "lib").glob("python3*")) / "site-packages" / "_host.pth").write_text("\n".join(host_site) + "\n")
+    (next((env_dir / "lib").glob("python3*")) / "site-packages" / "_host.pth").write_text(
+        "\n".join(host_site) + "\n"
+    )
     build = subprocess.run(
-        [str(py), "-m", "pip", "install", "--no-build-isolation", "--no-deps", "-q",
-         "-C", f"build-dir={tmp_path / 'build'}", str(REPO)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
+        [
+            str(py),
+            "-m",
+            "pip",
+            "install",
+            "--no-build-isolation",
+            "--no-deps",
+            "-q",
+            "-C",
+            f"build-dir={tmp_path / 'build'}",
+            str(REPO),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     work = tmp_path / "elsewhere"
     work.mkdir()
-    imp = subprocess.run([str(py), "-c", "import scalatrace, sys; print(scalatrace.__file__)"],
-                         cwd=work, env=env, capture_output=True, text=True)
+    imp = subprocess.run(
+        [str(py), "-c", "import scalatrace, sys; print(scalatrace.__file__)"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert imp.returncode == 0, imp.stderr
     assert str(env_dir) in imp.stdout, "imported the source tree instead of the installed package"
     cli = env_dir / "bin" / "scalatrace"
-    run = subprocess.run([str(cli), "run", "-n", "4", "-o", "ring.sct", "--", str(ring), "-i", "2", "-c", "5"],
-                         cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [str(cli), "run", "-n", "4", "-o", "ring.sct", "--", str(ring), "-i", "2", "-c", "5"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     assert (work / "ring.sct").is_file()
-    stats = subprocess.run([str(cli), "stats", "ring.sct", "--json"], cwd=work, env=env, capture_output=True, text=True)
+    stats = subprocess.run(
+        [str(cli), "stats", "ring.sct", "--json"], cwd=work, env=env, capture_output=True, text=True
+    )
     assert stats.returncode == 0 and '"nranks": 4' in stats.stdout
     # Lean install: Release build with stripped binaries (pyproject install.strip), no debug info.
     package = Path(imp.stdout.strip()).parent
-    binaries = [*package.glob("_core*.so"), package / "lib" / "libscalatrace.so", *(package / "bin").iterdir()]
+    binaries = [
+        *package.glob("_core*.so"),
+        package / "lib" / "libscalatrace.so",
+        *(package / "bin").iterdir(),
+    ]
     assert binaries and all(b".debug_info" not in b.read_bytes() for b in binaries), binaries
     size = sum(f.stat().st_size for f in package.rglob("*") if f.is_file())
     assert size < 20 * 2**20, f"installed package is {size / 2**20:.1f} MiB"

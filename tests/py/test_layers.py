@@ -17,15 +17,21 @@ CHECKER = REPO / "scripts" / "check_layers.py"
 
 
 def run_checker(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(CHECKER), "--root", str(root)], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, str(CHECKER), "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture()
 def tree(tmp_path: Path) -> Path:
     """A copy of what the checker reads: cpp/core, python/scalatrace, scripts."""
     for part in ("cpp/core", "python/scalatrace", "scripts"):
-        shutil.copytree(REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+        shutil.copytree(
+            REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "*.so")
+        )
     return tmp_path
 
 
@@ -50,17 +56,28 @@ def test_upward_include_in_the_core_is_caught(tree: Path):
     assert "stage 'model' includes \"scalatrace/simulate/simulator.hpp\"" in r.stderr
 
 
-@pytest.mark.parametrize("module, statement, expected", [
-    # The cycle the package had: a feature importing the user's Trace class, inside a function
-    # as the old lazy imports were (it still counts), in each spelling.
-    ("simulate", "from ._trace import Trace", "'simulate' (level 5) imports '_trace' (level 7)"),
-    ("simulate", "from . import _trace", "'simulate' (level 5) imports '_trace' (level 7)"),
-    ("simulate", "import scalatrace._trace", "'simulate' (level 5) imports '_trace' (level 7)"),
-    # ``from . import load`` reaches __init__, which imports every feature: also a cycle.
-    ("_model", "from . import load", "'_model' (level 3) imports '__init__' (level 8)"),
-    # Modules on one level may not import each other.
-    ("simgrid", "from .simulate import simulate", "'simgrid' (level 5) imports 'simulate' (level 5)"),
-])
+@pytest.mark.parametrize(
+    "module, statement, expected",
+    [
+        # The cycle the package had: a feature importing the user's Trace class, inside a function
+        # as the old lazy imports were (it still counts), in each spelling.
+        (
+            "simulate",
+            "from ._trace import Trace",
+            "'simulate' (level 5) imports '_trace' (level 7)",
+        ),
+        ("simulate", "from . import _trace", "'simulate' (level 5) imports '_trace' (level 7)"),
+        ("simulate", "import scalatrace._trace", "'simulate' (level 5) imports '_trace' (level 7)"),
+        # ``from . import load`` reaches __init__, which imports every feature: also a cycle.
+        ("_model", "from . import load", "'_model' (level 3) imports '__init__' (level 8)"),
+        # Modules on one level may not import each other.
+        (
+            "simgrid",
+            "from .simulate import simulate",
+            "'simgrid' (level 5) imports 'simulate' (level 5)",
+        ),
+    ],
+)
 def test_python_upward_import_is_caught(tree: Path, module: str, statement: str, expected: str):
     victim = tree / f"python/scalatrace/{module}.py"
     victim.write_text(victim.read_text() + f"\n\ndef _planted():\n    {statement}\n")

@@ -15,9 +15,8 @@ import json
 import struct
 from pathlib import Path
 
-import pytest
-
 import helpers
+import pytest
 
 # (example, ranks, extra arguments): small runs, 2..9 ranks.
 CASES = helpers.EXAMPLE_RUNS
@@ -104,8 +103,12 @@ def test_check_reports_the_first_difference(tmp_path, example, collector_lib):
     merge_offline(raw_b, tmp_path / "b.sct")
     import subprocess
 
-    proc = subprocess.run([str(helpers.tool_path("scalatrace-dump")), "check", str(raw_a),
-                           str(tmp_path / "b.sct")], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(helpers.tool_path("scalatrace-dump")), "check", str(raw_a), str(tmp_path / "b.sct")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     diff = json.loads(proc.stdout)
     assert diff["ok"] is False and diff["rank"] >= 0 and diff["event"] >= 0 and diff["field"]
@@ -122,8 +125,9 @@ def test_stencil_structure_bytes_do_not_grow(name, sizes, tmp_path, example, col
     measured = {}
     for n in sizes:
         raw = tmp_path / f"raw{n}"
-        helpers.run_mpi(n, [exe, "-i", ITERATIONS], env=helpers.collector_env(raw=raw, quiet=1),
-                        timeout=180)
+        helpers.run_mpi(
+            n, [exe, "-i", ITERATIONS], env=helpers.collector_env(raw=raw, quiet=1), timeout=180
+        )
         stats = merge_offline(raw, tmp_path / f"t{n}.sct")
         check(raw, tmp_path / f"t{n}.sct")
         measured[n] = (stats["structure_bytes"], stats["nodes"])

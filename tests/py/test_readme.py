@@ -12,9 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import helpers
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,6 +32,12 @@ def test_document_examples_run(document, tmp_path, collector_lib):
     script = tmp_path / "examples.py"
     script.write_text("\n\n".join(blocks))
     env = dict(os.environ, MPLBACKEND="Agg")
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"{document} examples failed:\n{proc.stderr[-4000:]}"

@@ -18,13 +18,13 @@ import subprocess
 import zlib
 from pathlib import Path
 
-import pytest
-
 import helpers
-import scalatrace
-from scalatrace import ReplayError, TraceFormatError
-from scalatrace.replay import replay
+import pytest
 from test_collector import compile_program
+
+import scalatrace
+from scalatrace import TraceFormatError
+from scalatrace.replay import replay
 
 THREAD_ITERS = 400
 
@@ -35,6 +35,7 @@ def _run(argv, n, tmp_path, **env_kw):
 
 
 # ---------------------------------------------------------------- item 1: output paths
+
 
 @pytest.fixture(scope="module")
 def ring():
@@ -85,13 +86,17 @@ def test_trace_output_refuses_a_device_node(ring, tmp_path):
 
 # ---------------------------------------------------------------- item 2: full disk
 
+
 @pytest.fixture
 def tiny_disk(tmp_path):
     """A 64 KiB tmpfs (a real full disk); skipped where mounting is not permitted."""
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         pytest.skip("cannot mount a tmpfs here: " + proc.stderr.strip())
     try:
@@ -105,7 +110,14 @@ def test_raw_streams_on_a_full_disk_are_reported_per_rank(ring, tiny_disk, tmp_p
     proc = _run([ring, "-i", "3000", "-c", "0"], 2, tmp_path, raw=raw)
     err = proc.stderr
     for rank in (0, 1):
-        line = next((l for l in err.splitlines() if l.startswith(f"scalatrace: rank {rank}: raw stream not written")), None)
+        line = next(
+            (
+                text
+                for text in err.splitlines()
+                if text.startswith(f"scalatrace: rank {rank}: raw stream not written")
+            ),
+            None,
+        )
         assert line is not None, err
         assert "No space left on device" in line
     assert "raw streams of all" not in err and "written to" not in err
@@ -143,6 +155,7 @@ def test_raw_directory_errors_name_the_reason(ring, tmp_path):
 
 
 # ---------------------------------------------------------------- item 4: MPI_THREAD_MULTIPLE
+
 
 def _check_thread_pairing(events):
     """Every Waitall completes one Irecv and one Isend of the same thread (tag), and every
@@ -186,10 +199,13 @@ def test_thread_multiple_trace_equals_raw_and_replays(threaded_run):
     dump = helpers.dump_raw(threaded_run / "raw")
     trace = scalatrace.load(threaded_run / "t.sct")
     for rank in dump["ranks"]:
-        from_trace = [(e.op, e.fields["Tag"], list(e.arrays["Requests"]))
-                      for e in trace.events(rank["rank"], timing="none")]
-        from_raw = [(e["op"], e.get("tag", 0), list(e.get("requests", []) or []))
-                    for e in rank["events"]]
+        from_trace = [
+            (e.op, e.fields["Tag"], list(e.arrays["Requests"]))
+            for e in trace.events(rank["rank"], timing="none")
+        ]
+        from_raw = [
+            (e["op"], e.get("tag", 0), list(e.get("requests", []) or [])) for e in rank["events"]
+        ]
         assert from_trace == from_raw
     # Three threads per rank called MPI (main: Init, Barrier, Finalize; two exchange threads):
     # the trace says so, and the replay defers waits for it (a serial replay of some recorded
@@ -200,6 +216,7 @@ def test_thread_multiple_trace_equals_raw_and_replays(threaded_run):
 
 
 # ---------------------------------------------------------------- items 5 and 7: large counts
+
 
 @pytest.fixture(scope="module")
 def proc_null_run(tmp_path_factory):
@@ -262,10 +279,14 @@ def _assert_trace_equals_raw(trace_path: Path, raw_dir: Path) -> None:
     trace = scalatrace.load(trace_path)
     dump = helpers.dump_raw(raw_dir)
     for rank in dump["ranks"]:
-        want = [helpers.normalized_event(e, relaxed=False) for e in rank["events"] if e["op"] != "Other"]
+        want = [
+            helpers.normalized_event(e, relaxed=False) for e in rank["events"] if e["op"] != "Other"
+        ]
         for e in want:
             e.pop("nameid", None)
-        assert helpers.cursor_events(trace, rank["rank"], relaxed=False) == want, f"rank {rank['rank']}"
+        assert helpers.cursor_events(trace, rank["rank"], relaxed=False) == want, (
+            f"rank {rank['rank']}"
+        )
 
 
 def test_memory_budget_bounds_the_compressor_and_loses_nothing(irregular, tmp_path):
@@ -273,8 +294,14 @@ def test_memory_budget_bounds_the_compressor_and_loses_nothing(irregular, tmp_pa
     for name, settings in {"default": {}, "budget": {"memory": "1M"}}.items():
         d = tmp_path / name
         d.mkdir()
-        proc = _run([irregular, "-n", str(IRREGULAR_CALLS)], 2, d, raw=d / "raw", out=d / "t.sct",
-                    **settings)
+        proc = _run(
+            [irregular, "-n", str(IRREGULAR_CALLS)],
+            2,
+            d,
+            raw=d / "raw",
+            out=d / "t.sct",
+            **settings,
+        )
         _assert_trace_equals_raw(d / "t.sct", d / "raw")
         runs[name] = (scalatrace.load(d / "t.sct").metadata, _peaks_kib(proc.stdout), proc.stderr)
     default_md, default_peaks, _ = runs["default"]
@@ -292,15 +319,26 @@ def test_memory_budget_bounds_the_compressor_and_loses_nothing(irregular, tmp_pa
 
 
 def test_memory_budget_without_a_usable_spill_directory_keeps_everything(irregular, tmp_path):
-    proc = _run([irregular, "-n", "3000"], 2, tmp_path, raw=tmp_path / "raw", out=tmp_path / "t.sct",
-                memory="1M", spill_dir=tmp_path / "missing")
-    assert f"cannot create a spill file in {tmp_path / 'missing'}: No such file or directory" in proc.stderr
+    proc = _run(
+        [irregular, "-n", "3000"],
+        2,
+        tmp_path,
+        raw=tmp_path / "raw",
+        out=tmp_path / "t.sct",
+        memory="1M",
+        spill_dir=tmp_path / "missing",
+    )
+    assert (
+        f"cannot create a spill file in {tmp_path / 'missing'}: No such file or directory"
+        in proc.stderr
+    )
     assert "keeping this rank's events in memory from now on" in proc.stderr
     _assert_trace_equals_raw(tmp_path / "t.sct", tmp_path / "raw")
     assert "rank_segments" not in scalatrace.load(tmp_path / "t.sct").metadata
 
 
 # ---------------------------------------------------------------- items 3 and 7: readers
+
 
 def _rewrite_sct_payload(data: bytes, old: bytes, new: bytes) -> bytes:
     header, payload = data[:28], data[28:]
@@ -310,9 +348,9 @@ def _rewrite_sct_payload(data: bytes, old: bytes, new: bytes) -> bytes:
 
 
 def _fnv1a(data: bytes) -> int:
-    h = 0xcbf29ce484222325
+    h = 0xCBF29CE484222325
     for b in data:
-        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
     return h
 
 

@@ -23,10 +23,9 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import helpers
 import numpy
 import pytest
-
-import helpers
 
 scalatrace = pytest.importorskip("scalatrace")
 from scalatrace.errors import ReplayError, ScalatraceError  # noqa: E402
@@ -47,35 +46,46 @@ def compare_recordings(original: dict, replayed: dict, mismatches) -> list[str]:
     """Differences between two ``scalatrace-dump raw`` results, event by event per rank."""
     problems = []
     if [r["rank"] for r in replayed["ranks"]] != [r["rank"] for r in original["ranks"]]:
-        return [f"ranks {[r['rank'] for r in replayed['ranks']]} replayed, "
-                f"{[r['rank'] for r in original['ranks']]} recorded"]
+        return [
+            f"ranks {[r['rank'] for r in replayed['ranks']]} replayed, "
+            f"{[r['rank'] for r in original['ranks']]} recorded"
+        ]
     for rec, rep in zip(original["ranks"], replayed["ranks"]):
         rank = rec["rank"]
         relaxed = bool(mismatches[rank])
         want = [helpers.normalized_event(e, relaxed) for e in rec["events"] if e["op"] != "Other"]
         got = [helpers.normalized_event(e, relaxed) for e in rep["events"] if e["op"] != "Other"]
         if len(want) != len(got):
-            problems.append(f"rank {rank}: {len(got)} events replayed, {len(want)} recorded: "
-                            f"missing {dict(Counter(e['op'] for e in want) - Counter(e['op'] for e in got))}, "
-                            f"extra {dict(Counter(e['op'] for e in got) - Counter(e['op'] for e in want))}")
+            problems.append(
+                f"rank {rank}: {len(got)} events replayed, {len(want)} recorded: "
+                f"missing {dict(Counter(e['op'] for e in want) - Counter(e['op'] for e in got))}, "
+                f"extra {dict(Counter(e['op'] for e in got) - Counter(e['op'] for e in want))}"
+            )
             continue
         for k, (a, b) in enumerate(zip(want, got)):
             if a != b:
-                diff = {key: (a.get(key), b.get(key)) for key in set(a) | set(b) if a.get(key) != b.get(key)}
+                diff = {
+                    key: (a.get(key), b.get(key))
+                    for key in set(a) | set(b)
+                    if a.get(key) != b.get(key)
+                }
                 problems.append(f"rank {rank} event {k} ({a['op']}): (recorded, replayed) {diff}")
                 break
         comms_rec = {(c["id"], tuple(c["members"])) for c in rec["comms"]}
         comms_rep = {(c["id"], tuple(c["members"])) for c in rep["comms"]}
         if comms_rec != comms_rep:
-            problems.append(f"rank {rank}: communicator tables differ: {sorted(comms_rec ^ comms_rep)}")
+            problems.append(
+                f"rank {rank}: communicator tables differ: {sorted(comms_rec ^ comms_rep)}"
+            )
     return problems
 
 
 class Run:
     """One example traced, then its compressed trace replayed under the collector."""
 
-    def __init__(self, original: Path, raw: Path, replayed: Path, replayed_raw: Path,
-                 result: ReplayResult):
+    def __init__(
+        self, original: Path, raw: Path, replayed: Path, replayed_raw: Path, result: ReplayResult
+    ):
         self.original, self.raw = original, raw
         self.replayed, self.replayed_raw = replayed, replayed_raw
         self.result = result
@@ -92,8 +102,12 @@ def runs(tmp_path_factory):
             exe = example(name)
             work = tmp_path_factory.mktemp(_case_id(case))
             original, raw = work / "original.sct", work / "raw"
-            helpers.run_mpi(nranks, [exe, "-i", ITERATIONS, *extra],
-                            env=helpers.collector_env(raw=raw, out=original), timeout=120)
+            helpers.run_mpi(
+                nranks,
+                [exe, "-i", ITERATIONS, *extra],
+                env=helpers.collector_env(raw=raw, out=original),
+                timeout=120,
+            )
             replayed, replayed_raw = work / "replayed.sct", work / "replayed-raw"
             result = replay(original, trace=True, out=replayed, raw=replayed_raw, timeout=60)
             cache[key] = Run(original, raw, replayed, replayed_raw, result)
@@ -107,21 +121,25 @@ def test_replay_reaches_fixed_point(case, runs, example):
     run = runs(case, example)
     mismatches = run.result.outcome_mismatches
     # Raw recordings: what the collector saw the original and the replay do, call by call.
-    problems = compare_recordings(helpers.dump_raw(run.raw), helpers.dump_raw(run.replayed_raw),
-                                  mismatches)
+    problems = compare_recordings(
+        helpers.dump_raw(run.raw), helpers.dump_raw(run.replayed_raw), mismatches
+    )
     assert not problems, "raw recordings differ:\n" + "\n".join(problems)
     # Compressed traces: the same per-rank sequences, communicators and matrices.
     original, replayed = scalatrace.load(run.original), scalatrace.load(run.replayed)
     assert replayed.nranks == original.nranks == case[1]
     for rank in range(original.nranks):
         relaxed = bool(mismatches[rank])
-        assert helpers.cursor_events(replayed, rank, relaxed) == helpers.cursor_events(original, rank, relaxed), \
-            f"compressed traces differ on rank {rank}"
+        assert helpers.cursor_events(replayed, rank, relaxed) == helpers.cursor_events(
+            original, rank, relaxed
+        ), f"compressed traces differ on rank {rank}"
     for kind in ("p2p", "collective", "all"):
         for metric in ("bytes", "messages"):
-            numpy.testing.assert_array_equal(replayed.comm_matrix(metric=metric, kind=kind),
-                                             original.comm_matrix(metric=metric, kind=kind),
-                                             err_msg=f"{kind} {metric} matrix")
+            numpy.testing.assert_array_equal(
+                replayed.comm_matrix(metric=metric, kind=kind),
+                original.comm_matrix(metric=metric, kind=kind),
+                err_msg=f"{kind} {metric} matrix",
+            )
 
 
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
@@ -143,7 +161,9 @@ def test_replay_report_matches_raw_recording(case, runs, example):
     for op in counts:
         numpy.testing.assert_array_equal(result.counts[op], counts[op], err_msg=f"{op} counts")
         numpy.testing.assert_array_equal(result.bytes[op], sent[op], err_msg=f"{op} bytes")
-        numpy.testing.assert_array_equal(result.recv_bytes[op], received[op], err_msg=f"{op} bytes2")
+        numpy.testing.assert_array_equal(
+            result.recv_bytes[op], received[op], err_msg=f"{op} bytes2"
+        )
     numpy.testing.assert_array_equal(result.events, [len(r["events"]) for r in dump["ranks"]])
     skipped = sum(counts[op] for op in ("Init", "Finalize", "Other") if op in counts)
     numpy.testing.assert_array_equal(result.issued, result.events - skipped)
@@ -151,14 +171,16 @@ def test_replay_report_matches_raw_recording(case, runs, example):
     assert result.total_time == pytest.approx(result.rank_times.max())
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c[0] in ("comm_split", "persistent", "waitsome")],
-                         ids=_case_id)
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c[0] in ("comm_split", "persistent", "waitsome")], ids=_case_id
+)
 def test_replay_of_raw_recording_reaches_fixed_point(case, runs, example, tmp_path):
     """A raw recording directory replays directly (each rank compresses its own stream)."""
     run = runs(case, example)
     result = replay(run.raw, raw=tmp_path / "again", compute_scale=0.0)
-    problems = compare_recordings(helpers.dump_raw(run.raw), helpers.dump_raw(tmp_path / "again"),
-                                  result.outcome_mismatches)
+    problems = compare_recordings(
+        helpers.dump_raw(run.raw), helpers.dump_raw(tmp_path / "again"), result.outcome_mismatches
+    )
     assert not problems, "\n".join(problems)
 
 
@@ -241,8 +263,12 @@ def test_rank_count_mismatch_raises_before_launching(runs, example, monkeypatch)
 def test_tool_rejects_wrong_world_size(runs, example):
     run = runs(RING, example)  # 3 ranks
     tool = scalatrace._paths.tool("scalatrace-replay")
-    proc = subprocess.run([helpers.mpiexec(), "-n", "2", str(tool), str(run.original)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [helpers.mpiexec(), "-n", "2", str(tool), str(run.original)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode != 0
     assert "recorded with 3 ranks" in proc.stderr and "runs on 2" in proc.stderr
 

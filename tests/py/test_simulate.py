@@ -12,10 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import helpers
 import numpy as np
 import pytest
 
-import helpers
 import scalatrace
 from scalatrace.simgrid import to_simgrid_ti, write_simgrid_platform
 from scalatrace.simulate import SimulationParameterError
@@ -36,8 +36,12 @@ def example_traces(tmp_path_factory, collector_lib) -> dict[str, scalatrace.Trac
                 continue
             raise
         path = base / f"{name}.sct"
-        helpers.run_mpi(nranks, [exe, "-i", ITERATIONS, *extra], env=helpers.collector_env(out=path, quiet=1),
-                        timeout=180)
+        helpers.run_mpi(
+            nranks,
+            [exe, "-i", ITERATIONS, *extra],
+            env=helpers.collector_env(out=path, quiet=1),
+            timeout=180,
+        )
         out[name] = scalatrace.load(path)
     return out
 
@@ -155,9 +159,25 @@ def test_calls_that_never_wait_take_their_recorded_time(name, example_traces, tm
     net = scalatrace.LogGP(L=0.3e-6, o_s=0.05e-6, o_r=0.05e-6, g=0.1e-6, G=0.25e-9)
     recorded = scalatrace.simulate(t, net)
     model = scalatrace.simulate(t, net, recorded_local_calls=False)
-    local = {"Isend", "Irecv", "Start", "Startall", "Test", "Testall", "Ibarrier", "Ibcast", "Iallreduce",
-             "Ialltoall", "Ireduce", "Iallgather", "Igather", "Iscan", "Request_free", "Send_init",
-             "Recv_init"}
+    local = {
+        "Isend",
+        "Irecv",
+        "Start",
+        "Startall",
+        "Test",
+        "Testall",
+        "Ibarrier",
+        "Ibcast",
+        "Iallreduce",
+        "Ialltoall",
+        "Ireduce",
+        "Iallgather",
+        "Igather",
+        "Iscan",
+        "Request_free",
+        "Send_init",
+        "Recv_init",
+    }
     sites = recorded.to_pandas("sites")
     base = model.to_pandas("sites")
     is_local = sites["op"].isin(local)
@@ -169,18 +189,29 @@ def test_calls_that_never_wait_take_their_recorded_time(name, example_traces, tm
     assert recorded.events == model.events and recorded.messages == model.messages
     with pytest.raises(SimulationParameterError, match="recorded_local_calls"):
         scalatrace.simulate(t, recorded_local_calls="yes")
-    df = scalatrace.sweep(t, {"recorded_local_calls": [True, False]}, processes=1, progress=False, network=net)
+    df = scalatrace.sweep(
+        t, {"recorded_local_calls": [True, False]}, processes=1, progress=False, network=net
+    )
     assert df["total_time"].tolist() == pytest.approx([recorded.total_time, model.total_time])
     path = tmp_path / f"{name}.sct"
     t.save(path)
     exe = [sys.executable, "-m", "scalatrace.cli"]
-    proc = subprocess.run([*exe, "simulate", str(path), "--json", "--model-local-calls"], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [*exe, "simulate", str(path), "--json", "--model-local-calls"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["total_time"] == pytest.approx(
-        scalatrace.simulate(t, recorded_local_calls=False).total_time)
-    proc = subprocess.run([*exe, "sweep", str(path), "--param", "recorded_local_calls=true,false", "-j", "1", "-q"],
-                          capture_output=True, text=True, timeout=120)
+        scalatrace.simulate(t, recorded_local_calls=False).total_time
+    )
+    proc = subprocess.run(
+        [*exe, "sweep", str(path), "--param", "recorded_local_calls=true,false", "-j", "1", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -206,7 +237,9 @@ def _ranks_dropped(tmp_path: Path, name: str, nranks: int, keep: int) -> scalatr
     """A real run's raw recordings, compressed without the last ranks: the kept ranks still
     talk to the dropped ones, which never answer."""
     raw = tmp_path / f"{name}-raw"
-    helpers.run_mpi(nranks, [helpers.example_path(name), "-i", "2"], env=helpers.collector_env(raw=raw, quiet=1))
+    helpers.run_mpi(
+        nranks, [helpers.example_path(name), "-i", "2"], env=helpers.collector_env(raw=raw, quiet=1)
+    )
     recs = scalatrace._core.read_raw_dir(str(raw))
     return scalatrace.Trace(scalatrace._core.compress_recordings(recs[:keep]))
 
@@ -215,18 +248,26 @@ def test_deadlocking_and_unmatched_traces_are_reported(tmp_path, collector_lib):
     # ring without rank 2: rank 0 waits for its left neighbour forever
     t = _ranks_dropped(tmp_path, "ring", 3, 2)
     assert t.nranks == 3
-    with pytest.raises(scalatrace.SimulationError, match=r"deadlock(.|\n)*rank 0 at event #\d+: Recv"):
+    with pytest.raises(
+        scalatrace.SimulationError, match=r"deadlock(.|\n)*rank 0 at event #\d+: Recv"
+    ):
         scalatrace.simulate(t)
     # pipeline without its last rank: rank 2's sends are never received
     t = _ranks_dropped(tmp_path, "pipeline", 4, 3)
-    with pytest.raises(scalatrace.SimulationError, match="to rank 3 were never received; the first: from rank 2"):
+    with pytest.raises(
+        scalatrace.SimulationError, match="to rank 3 were never received; the first: from rank 2"
+    ):
         scalatrace.simulate(t)
 
 
 def test_sweep_reports_failed_points_and_goes_on(example_traces):
     t = example_traces["ring"]  # blocking exchanges
-    df = scalatrace.sweep(t, {"compute_scale": [0.5, 1.0, -1.0], "bandwidth_scale": [1, 4]}, processes=2,
-                          progress=False)
+    df = scalatrace.sweep(
+        t,
+        {"compute_scale": [0.5, 1.0, -1.0], "bandwidth_scale": [1, 4]},
+        processes=2,
+        progress=False,
+    )
     assert len(df) == 6
     ok = df[df["error"].isna()]
     bad = df[df["error"].notna()]
@@ -238,10 +279,14 @@ def test_sweep_reports_failed_points_and_goes_on(example_traces):
     assert row[(1.0, 4)] <= row[(1.0, 1)] and row[(0.5, 1)] < row[(1.0, 1)]
     # without compute, the network is the whole run: a faster one helps (fixed keywords apply
     # to every point)
-    net_only = scalatrace.sweep(t, {"bandwidth_scale": [1, 4]}, processes=1, progress=False, timing="none")
+    net_only = scalatrace.sweep(
+        t, {"bandwidth_scale": [1, 4]}, processes=1, progress=False, timing="none"
+    )
     assert net_only["error"].isna().all()
     assert net_only["total_time"].iloc[1] < net_only["total_time"].iloc[0]
-    one = scalatrace.sweep(t, {"compute_scale": [0.5, 1.0], "bandwidth_scale": [1, 4]}, processes=1, progress=False)
+    one = scalatrace.sweep(
+        t, {"compute_scale": [0.5, 1.0], "bandwidth_scale": [1, 4]}, processes=1, progress=False
+    )
     np.testing.assert_allclose(one["total_time"].to_numpy(), ok["total_time"].to_numpy())
 
 
@@ -250,21 +295,44 @@ def test_cli_simulate_and_sweep(example_traces, tmp_path):
     path = tmp_path / "ring.sct"
     t.save(path)
     exe = [sys.executable, "-m", "scalatrace.cli"]
-    proc = subprocess.run([*exe, "simulate", str(path), "--json", "--compute-scale", "2"], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [*exe, "simulate", str(path), "--json", "--compute-scale", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     expected = scalatrace.simulate(t, compute_scale=2.0)
     assert doc["total_time"] == pytest.approx(expected.total_time)
     csv = tmp_path / "sweep.csv"
-    proc = subprocess.run([*exe, "sweep", str(path), "--param", "size_scale=1,2", "--param", "G=1e-10,1e-9",
-                           "-j", "1", "-q", "-o", str(csv)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            *exe,
+            "sweep",
+            str(path),
+            "--param",
+            "size_scale=1,2",
+            "--param",
+            "G=1e-10,1e-9",
+            "-j",
+            "1",
+            "-q",
+            "-o",
+            str(csv),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     import pandas as pd
 
     df = pd.read_csv(csv)
     assert len(df) == 4 and df["error"].isna().all()
-    proc = subprocess.run([*exe, "simulate", str(path), "--L", "-1"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [*exe, "simulate", str(path), "--L", "-1"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 1 and "LogGP.L" in proc.stderr
 
 
@@ -290,7 +358,9 @@ def test_simgrid_export_has_one_file_per_rank_and_the_events(example_traces, tmp
     m = t.comm_matrix(metric="messages", kind="p2p")
     assert exp.actions["isend"] == int(m.sum())
     allreduces = sum(1 for r in range(t.nranks) for e in t.events(r) if e.op == "Allreduce")
-    assert exp.actions.get("allreduce", 0) == allreduces and exp.skipped == 0 and exp.decomposed == 0
+    assert (
+        exp.actions.get("allreduce", 0) == allreduces and exp.skipped == 0 and exp.decomposed == 0
+    )
 
 
 def _decomposed_messages(exp) -> tuple[dict, dict]:
@@ -317,11 +387,28 @@ def test_simgrid_export_decomposes_sub_communicator_collectives(example_traces, 
     left out."""
     t = example_traces["comm_split"]
     exp = to_simgrid_ti(t, tmp_path / "ti")
-    world = {"Barrier", "Bcast", "Reduce", "Allreduce", "Gather", "Scatter", "Allgather", "Alltoall"}
-    on_sub = sum(1 for r in range(t.nranks) for e in t.events(r)
-                 if e.op in world and not _is_world(t, r, e["Comm"]))
-    creations = sum(1 for r in range(t.nranks) for e in t.events(r)
-                    if e.op in ("Comm_split", "Comm_dup", "Comm_create", "Cart_create", "Cart_sub"))
+    world = {
+        "Barrier",
+        "Bcast",
+        "Reduce",
+        "Allreduce",
+        "Gather",
+        "Scatter",
+        "Allgather",
+        "Alltoall",
+    }
+    on_sub = sum(
+        1
+        for r in range(t.nranks)
+        for e in t.events(r)
+        if e.op in world and not _is_world(t, r, e["Comm"])
+    )
+    creations = sum(
+        1
+        for r in range(t.nranks)
+        for e in t.events(r)
+        if e.op in ("Comm_split", "Comm_dup", "Comm_create", "Cart_create", "Cart_sub")
+    )
     assert on_sub > 0 and creations > 0
     assert exp.decomposed == on_sub + creations and exp.skipped == 0
     sent, received = _decomposed_messages(exp)
@@ -336,12 +423,25 @@ def _is_world(t: scalatrace.Trace, rank: int, comm: int) -> bool:
 
 
 SMPIRUN = shutil.which("smpirun")
-REPLAY_MAIN = next((p for p in (Path("/usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain"),
-                                Path("/usr/lib/simgrid/smpireplaymain")) if p.is_file()), None)
+REPLAY_MAIN = next(
+    (
+        p
+        for p in (
+            Path("/usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain"),
+            Path("/usr/lib/simgrid/smpireplaymain"),
+        )
+        if p.is_file()
+    ),
+    None,
+)
 
 
-@pytest.mark.skipif(SMPIRUN is None or REPLAY_MAIN is None, reason="SimGrid (smpirun, smpireplaymain) not installed")
-@pytest.mark.parametrize("name", ["stencil1d", "ring", "collectives", "persistent", "comm_split", "nonblocking_coll"])
+@pytest.mark.skipif(
+    SMPIRUN is None or REPLAY_MAIN is None, reason="SimGrid (smpirun, smpireplaymain) not installed"
+)
+@pytest.mark.parametrize(
+    "name", ["stencil1d", "ring", "collectives", "persistent", "comm_split", "nonblocking_coll"]
+)
 def test_smpi_replays_the_export(name, example_traces, tmp_path):
     """SMPI's replay runs the exported trace to the end, executes every action we wrote (counted
     per kind from its verbose log), and predicts a time close to ours. comm_split and
@@ -350,11 +450,28 @@ def test_smpi_replays_the_export(name, example_traces, tmp_path):
     exp = to_simgrid_ti(t, tmp_path / "ti")
     platform, hostfile = write_smpi_platform(tmp_path, t.nranks, scalatrace.LogGP())
     proc = subprocess.run(
-        [SMPIRUN, "-np", str(t.nranks), "-platform", str(platform), "-hostfile", str(hostfile), "-replay",
-         str(exp.index), "--log=smpi_replay.thresh:verbose", "--log=smpi_config.thres:warning",
-         "--log=xbt_cfg.thres:warning", "--cfg=smpi/simulate-computation:yes", "--cfg=smpi/lat-factor:0:1",
-         "--cfg=smpi/bw-factor:0:1", str(REPLAY_MAIN)],
-        capture_output=True, text=True, timeout=300)
+        [
+            SMPIRUN,
+            "-np",
+            str(t.nranks),
+            "-platform",
+            str(platform),
+            "-hostfile",
+            str(hostfile),
+            "-replay",
+            str(exp.index),
+            "--log=smpi_replay.thresh:verbose",
+            "--log=smpi_config.thres:warning",
+            "--log=xbt_cfg.thres:warning",
+            "--cfg=smpi/simulate-computation:yes",
+            "--cfg=smpi/lat-factor:0:1",
+            "--cfg=smpi/bw-factor:0:1",
+            str(REPLAY_MAIN),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     executed: dict[str, int] = {}

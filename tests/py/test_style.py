@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import REPO_ROOT
 
 PYTHON_DIRS = ["python", "tests/py", "benchmarks", "scripts"]
@@ -28,14 +27,20 @@ def _ruff() -> list[str]:
 
 
 def _tracked(dirs: list[str], suffixes: set[str]) -> list[str]:
-    out = subprocess.run(["git", "ls-files", "--", *dirs], cwd=REPO_ROOT, capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "ls-files", "--", *dirs], cwd=REPO_ROOT, capture_output=True, text=True
+    )
     if out.returncode != 0:
         pytest.skip("not a git checkout")
-    return [f for f in out.stdout.split() if Path(f).suffix in suffixes and (REPO_ROOT / f).exists()]
+    return [
+        f for f in out.stdout.split() if Path(f).suffix in suffixes and (REPO_ROOT / f).exists()
+    ]
 
 
 def test_python_passes_ruff_lint():
-    result = subprocess.run([*_ruff(), "check", *PYTHON_DIRS], cwd=REPO_ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [*_ruff(), "check", *PYTHON_DIRS], cwd=REPO_ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -53,7 +58,14 @@ def test_cpp_is_clang_formatted():
     files = _tracked(CPP_DIRS, CPP_SUFFIXES)
     assert files, "no C++ files found"
     result = subprocess.run(
-        [clang_format, "--dry-run", "--Werror", *files], cwd=REPO_ROOT, capture_output=True, text=True
+        [clang_format, "--dry-run", "--Werror", *files],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
     )
-    unformatted = sorted({line.split(":")[0] for line in result.stderr.splitlines() if "error:" in line})
-    assert result.returncode == 0, "not clang-formatted (run clang-format -i): " + ", ".join(unformatted)
+    unformatted = sorted(
+        {line.split(":")[0] for line in result.stderr.splitlines() if "error:" in line}
+    )
+    assert result.returncode == 0, "not clang-formatted (run clang-format -i): " + ", ".join(
+        unformatted
+    )

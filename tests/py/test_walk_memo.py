@@ -14,9 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import helpers
+import pytest
 
 PROGRAM = Path(__file__).resolve().parent / "programs" / "stack_paths.c"
 CALLS_PER_THREAD = 200  # the program's loop count
@@ -27,8 +26,11 @@ def compile_stack_paths(tmp_path: Path, opt: str) -> Path:
     if shutil.which("mpicc.mpich") is None:
         pytest.skip("mpicc.mpich not installed")
     exe = tmp_path / f"stack_paths{opt}"
-    proc = subprocess.run(["mpicc.mpich", opt, "-g", str(PROGRAM), "-o", str(exe), "-lpthread"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["mpicc.mpich", opt, "-g", str(PROGRAM), "-o", str(exe), "-lpthread"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     return exe
 
@@ -66,7 +68,7 @@ def test_remembered_walks_name_the_same_call_sites_as_full_walks(tmp_path, opt):
         probes = [site for op, site in mine if op == "Iprobe"]
         assert len(probes) == 2 * CALLS_PER_THREAD
         for thread in range(2):
-            calls = probes[thread * CALLS_PER_THREAD:(thread + 1) * CALLS_PER_THREAD]
+            calls = probes[thread * CALLS_PER_THREAD : (thread + 1) * CALLS_PER_THREAD]
             # path 2 is recurse(i % 7): depth 0 and the (folded) deeper recursions differ
             groups = [[i for i in range(CALLS_PER_THREAD) if i % PATHS == p] for p in range(PATHS)]
             groups[2:3] = [[i for i in groups[2] if i % 7 == 0], [i for i in groups[2] if i % 7]]
