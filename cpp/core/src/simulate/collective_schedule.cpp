@@ -1,10 +1,14 @@
+// collective_schedule(): one rank's point-to-point schedule of a collective, for exporters (the
+// public header collective_schedule.hpp). The steps are the simulator's own
+// (simulator_collectives.hpp); the receive sizes are worked out from the receiver's event. See
+// docs/simulator.md ("Collectives").
 #include "scalatrace/simulate/collective_schedule.hpp"
 
 #include <cmath>
 #include <string>
 
 #include "scalatrace/support/errors.hpp"
-#include "simulate/simulator_internal.hpp"
+#include "simulate/simulator_collectives.hpp"
 
 namespace scalatrace {
 namespace {

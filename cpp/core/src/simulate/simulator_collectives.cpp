@@ -5,7 +5,7 @@
 #include <functional>
 #include <span>
 
-#include "simulate/simulator_internal.hpp"
+#include "simulate/simulator_collectives.hpp"
 
 namespace scalatrace::sim {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "simulate/simulator_internal.hpp"
+#include "simulate/simulator_network.hpp"
 
 namespace scalatrace {
 

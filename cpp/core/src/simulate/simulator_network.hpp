@@ -1,14 +1,13 @@
 #pragma once
-// Pieces of the simulator shared by its source files (not a public header): the LogGP network
-// model and the decomposition of collectives into point-to-point steps.
+// The simulator's LogGP network model (not a public header): transfer timing, each sender's
+// gap and optional link contention; defined in simulator_network.cpp. See docs/simulator.md
+// ("Network model").
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
-#include "scalatrace/model/event.hpp"
 #include "scalatrace/simulate/simulator.hpp"
 #include "support/prefetch.hpp"
-#include "support/small_vector.hpp"
 
 namespace scalatrace::sim {
 
@@ -65,21 +64,5 @@ class Network {
   std::vector<double> nic_free_;               ///< per rank: earliest next message start
   std::vector<double> node_tx_free_, node_rx_free_;  ///< per node (contention only)
 };
-
-/// One step of a rank's part of a collective: optionally receive from one communicator rank
-/// and send to another (posted together, completed together). -1: no such half.
-struct CollStep {
-  std::int64_t recv_from = -1;
-  std::int64_t send_to = -1;
-  double send_bytes = 0;
-};
-/// A rank's steps of one collective (kept inline: log2(ranks) of them for the usual algorithms).
-using CollSteps = SmallVector<CollStep, 16>;
-
-/// The steps of communicator rank `me` (of `n`) in collective event `e`, chosen like MPICH
-/// chooses its algorithm from the message size. Bytes are multiplied by `size_scale`.
-/// Appends to `out` (cleared first).
-void collective_steps(const EventView& e, std::int64_t me, std::int64_t n, double size_scale,
-                      CollSteps& out);
 
 }  // namespace scalatrace::sim

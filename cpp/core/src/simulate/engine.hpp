@@ -1,0 +1,419 @@
+#pragma once
+// The simulator's event engine (not a public header): every rank walks its own Cursor and runs
+// until it blocks; messages carry their simulated arrival times, so the order in which ranks are
+// processed does not change the result, except where MPI itself would be nondeterministic
+// (MPI_ANY_SOURCE): those receives are matched only when no rank can make progress any more, to
+// the message that arrived first in simulated time. See docs/simulator.md ("Event engine").
+//
+// The class is defined here with the small helpers every section uses (inline); its sections
+// are in their own files:
+//   engine_state.hpp           per-rank state, requests, messages, the ready queue
+//   engine_communicators.cpp   communicator lookups past the inline fast paths
+//   engine_point_to_point.cpp  posting sends and receives, delivery, matching, wildcards
+//   engine_waiting.hpp         completion of waits and probes
+//   engine_collectives.hpp     a collective's steps; engine_collectives.cpp: nonblocking schedules
+//   simulator_engine.cpp       the run loop, event dispatch, end of run, simulate()
+// Functions the run loop calls for every event or resumption are `inline` and defined where
+// that loop is compiled (simulator_engine.cpp, which includes engine_waiting.hpp and
+// engine_collectives.hpp): the split adds no call between files on the per-event path. Those
+// with one caller are marked always_inline: in one file with internal linkage GCC inlined them
+// as functions called once, which it does not do for inline functions of a class in a header.
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "scalatrace/model/trace.hpp"
+#include "scalatrace/simulate/simulator.hpp"
+#include "simulate/engine_state.hpp"
+#include "simulate/simulator_network.hpp"
+#include "simulate/simulator_rank_array.hpp"
+#include "support/prefetch.hpp"
+
+namespace scalatrace::sim {
+
+class Engine {
+ public:
+  Engine(const Trace& trace, const SimOptions& options);
+
+  SimTimes& site_times(std::uint32_t site, Op op) {
+    if (site >= site_count_) {  // a site beyond the trace's table: counted all the same
+      site_times_.resize(site + 1);
+      site_count_ = site_times_.size();
+    }
+    SiteTimes& s = site_times_[site];
+    if (!s.used) {
+      s.used = true;
+      s.op = op;
+    }
+    if (s.op == op) return s.times;
+    return other_ops_[(static_cast<std::uint64_t>(site) << 16) | static_cast<std::uint64_t>(op)];
+  }
+
+  SimResult run();
+
+ private:
+  const Trace& trace_;
+  const SimOptions& opt_;
+  /// By op: the call takes at least its recorded duration (SimOptions::recorded_local_calls).
+  std::array<bool, kOpCount> takes_recorded_time_{};
+  Network net_;
+  std::int64_t n_;
+  sim::RankArray<RankSim> ranks_;
+  ReadyQueue ready_{n_};
+  /// Eager messages posted by the running rank, not yet delivered (send_message).
+  struct Outgoing {
+    std::int64_t dst;
+    Message message;
+  };
+  std::vector<Outgoing> outbox_;
+  std::vector<std::int64_t> wild_;
+  std::vector<char> in_wild_;
+  std::uint64_t seq_ = 0;
+  SimResult res_;
+  /// Per call site: the times of its (usual) one op; other ops of the same site in `other_ops_`.
+  struct SiteTimes {
+    bool used = false;
+    Op op = Op::Other;
+    SimTimes times;
+  };
+  /// The event the running rank is starting (the cursor writes it, dispatch reads it): one for
+  /// all ranks, so starting an event writes no line of the rank's own state.
+  EventView ev_;
+  std::vector<SiteTimes> site_times_;
+  std::size_t site_count_ = 0;  ///< site_times_.size(), kept beside it (read per event)
+  std::unordered_map<std::uint64_t, SimTimes> other_ops_;
+  std::unordered_map<std::uint64_t, SimPair> pairs_;
+  std::unordered_map<std::string, std::int64_t> comm_keys_;  ///< members -> communicator key
+
+  RankSim& rank(std::int64_t r) { return ranks_[static_cast<std::size_t>(r)]; }
+
+  /// Ranks are resumed in ready-queue order; their state is fetched into the cache this many
+  /// resumptions ahead (a prefetch only: the order of work is unchanged).
+  static constexpr std::size_t kPrefetchDistance = 32;
+  /// Ranks whose states (with their cursors) exceed this many bytes do not stay in the cache:
+  /// then the cursors and the receivers of messages are prefetched too (below it, those
+  /// prefetches only cost instructions: 6 % at 1,024 ranks).
+  static constexpr std::size_t kCachedStateBytes = std::size_t{16} << 20;
+  /// All ranks' states with their cursors, roughly: what decides which prefetches pay.
+  const std::size_t state_bytes_ = static_cast<std::size_t>(n_) * (sizeof(RankSim) + 2048);
+  const bool prefetch_more_ = state_bytes_ > kCachedStateBytes;
+  /// Rank states beyond a core's second-level cache: the ranks about to resume are prefetched.
+  static constexpr std::size_t kL2Bytes = std::size_t{512} << 10;
+  const bool prefetch_states_ = state_bytes_ > kL2Bytes;
+
+  /// Starts loading what resuming R reads first: its scalars, wait list, handle buffer,
+  /// collective steps and communicators (everything laid out before its receive queues), and
+  /// where its requests are (what prefetch_requests reads half the distance later).
+  static void prefetch(const RankSim& R) {
+    const char* begin = reinterpret_cast<const char*>(&R);
+    const char* end = reinterpret_cast<const char*>(&R.posted);
+    for (const char* p = begin; p < end; p += 64) prefetch_line(p);
+    prefetch_queue_heads(R);
+    prefetch_line(&R.reqs);
+  }
+  /// The heads of R's receive queues: what posting a receive or delivering a message reads.
+  static void prefetch_queue_heads(const RankSim& R) {
+    const char* posted = reinterpret_cast<const char*>(&R.posted);
+    for (int line = 0; line < 2; ++line) prefetch_line(posted + 64 * line);
+    const char* unexpected = reinterpret_cast<const char*>(&R.unexpected);
+    for (int line = 0; line < 2; ++line) prefetch_line(unexpected + 64 * line);
+  }
+  /// The requests R waits for (half the distance later: R's wait list is cached by then).
+  static void prefetch_requests(const RankSim& R) {
+    if (R.stage != Stage::Waiting) return;
+    for (std::size_t i = R.waits_known; i < R.waits.size(); ++i)
+      prefetch_line(&R.reqs[static_cast<std::size_t>(R.waits[i])]);
+  }
+
+  /// R's walk over the trace, if R is likely to read its next event when resumed: it waits
+  /// for the end of an event (a Waitall, or the last step of a collective).
+  static void prefetch_cursor(const RankSim& R) {
+    if (R.stage == Stage::Next || R.stage == Stage::Waiting ||
+        (R.stage == Stage::StepWaiting && R.step_pos >= R.steps.size()))
+      R.cursor.prefetch();
+  }
+
+  /// The rank the next step of R's collective sends to: its receive queues are what delivering
+  /// that message reads first (at 65,536 ranks a partner 2^k ranks away was last touched a
+  /// whole round of the collective ago).
+  void prefetch_next_step_receiver(const RankSim& R) const {
+    if (R.stage != Stage::StepWaiting) return;
+    prefetch_step_receiver(R, R.step_pos);
+  }
+  /// The same for step `pos` of R's collective (if any).
+  void prefetch_step_receiver(const RankSim& R, std::size_t pos) const {
+    if (pos >= R.steps.size()) return;
+    const std::int64_t to = R.steps[pos].send_to;
+    if (to < 0) return;
+    const CommInfo& c = R.comms[R.coll_comm];
+    if (!c.identity) return;  // other communicators: a member lookup, not worth a prefetch
+    prefetch_receiver(ranks_[static_cast<std::size_t>(to)]);
+  }
+
+  /// What delivering a message to D touches: its flags, the heads of its receive queues, and
+  /// its usual requests (a matched receive's request is written).
+  static void prefetch_receiver(const RankSim& D) {
+    prefetch_line(&D.stage);
+    prefetch_queue_heads(D);
+    const char* reqs = reinterpret_cast<const char*>(&D.reqs);
+    for (int line = 0; line < 4; ++line) prefetch_line(reqs + 64 * line);
+  }
+
+  // ---------------------------------------------------------------- errors (simulator_engine.cpp)
+
+  std::string describe_current(const RankSim& R) const;
+  [[noreturn]] void fail_event(const RankSim& R, const std::string& what) const;
+
+  void wake(std::int64_t r) {
+    RankSim& R = rank(r);
+    if (R.blocked) {
+      R.blocked = false;
+      ready_.push_back(r);
+    }
+  }
+
+  void mark_wild(std::int64_t r) {
+    if (!in_wild_[static_cast<std::size_t>(r)]) {
+      in_wild_[static_cast<std::size_t>(r)] = 1;
+      wild_.push_back(r);
+    }
+  }
+
+  // ---------------------------------------------------------------- communicators
+  // (the lookups past these fast paths: engine_communicators.cpp)
+
+  std::size_t comm_index(RankSim& R, std::int64_t id) {
+    if (R.last_comm < R.comms.size() && R.comms[R.last_comm].id == id) [[likely]]
+      return R.last_comm;
+    return find_comm(R, id);
+  }
+
+  [[gnu::noinline]] std::size_t find_comm(RankSim& R, std::int64_t id);
+
+  std::int64_t world_of(const RankSim& R, const CommInfo& c, std::int64_t comm_rank) const {
+    if (comm_rank < 0 || comm_rank >= c.size) return -1;
+    if (c.identity) return comm_rank;
+    if (c.entry != nullptr) return c.entry->members.at(comm_rank);
+    return c.id == 1 ? R.rank : -1;
+  }
+
+  std::int64_t comm_key(RankSim& R, std::int64_t comm) { return R.comms[comm_index(R, comm)].key; }
+
+  /// World rank of a relative peer field; kAnyWorld for MPI_ANY_SOURCE, -2 for MPI_PROC_NULL.
+  std::int64_t peer_world(RankSim& R, std::int64_t comm, std::int64_t relative) {
+    if (relative == kAnySource) return kAnyWorld;
+    if (relative == kProcNull) return -2;
+    return member_world(R, comm_index(R, comm), comm, relative);
+  }
+
+  /// World rank of a relative peer (neither MPI_ANY_SOURCE nor MPI_PROC_NULL) in communicator
+  /// `comm`, whose index in the rank's comms is `ci`.
+  std::int64_t member_world(const RankSim& R, std::size_t ci, std::int64_t comm, std::int64_t relative) const {
+    const CommInfo& c = R.comms[ci];
+    const std::int64_t r = c.me + relative;
+    if (c.identity && r >= 0 && r < c.size) [[likely]]
+      return r;
+    return member_world_mapped(R, c, comm, r);
+  }
+
+  [[gnu::noinline]] std::int64_t member_world_mapped(const RankSim& R, const CommInfo& c, std::int64_t comm,
+                                                     std::int64_t comm_rank) const;
+
+  // ---------------------------------------------------------------- requests
+
+  [[gnu::always_inline]] std::int32_t new_request(RankSim& R, Request::Kind kind) {
+    std::int32_t q;
+    if (!R.free_reqs.empty()) {
+      q = R.free_reqs.back();
+      R.free_reqs.pop_back();
+      R.reqs[static_cast<std::size_t>(q)] = Request{};
+    } else {
+      q = static_cast<std::int32_t>(R.reqs.size());
+      R.reqs.emplace_back();
+    }
+    R.reqs[static_cast<std::size_t>(q)].kind = kind;
+    return q;
+  }
+
+  /// Request q of R: from its pool, or the current collective step's (kStepRecv, kStepSend).
+  [[gnu::always_inline]] static Request& request(RankSim& R, std::int32_t q) {
+    if (q >= 0) [[likely]]
+      return R.reqs[static_cast<std::size_t>(q)];
+    return R.step_reqs[q == kStepRecv ? 0 : 1];
+  }
+
+  void add_slot(RankSim& R, std::int32_t q) {
+    R.reqs[static_cast<std::size_t>(q)].slot = static_cast<std::int64_t>(R.slot_count);
+    R.slots.push_back(q);
+    ++R.slot_count;
+  }
+
+  std::int32_t slot_request(const RankSim& R, std::int64_t offset) const {
+    if (offset <= 0 || static_cast<std::uint64_t>(offset) > R.slot_count) return kNoRequest;
+    const std::uint64_t index = R.slot_count - static_cast<std::uint64_t>(offset);
+    if (index < R.slot_base) return kNoRequest;
+    return R.slots[R.slot_front + (index - R.slot_base)];
+  }
+
+  /// Drops a request: its slot no longer refers to it; the pool reuses it unless orphaned.
+  [[gnu::always_inline]] void release(RankSim& R, std::int32_t q) {
+    Request& Q = R.reqs[static_cast<std::size_t>(q)];
+    if (Q.slot >= 0) {
+      R.slots[R.slot_front + (static_cast<std::uint64_t>(Q.slot) - R.slot_base)] = kNoRequest;
+      while (R.slot_front < R.slots.size() && R.slots[R.slot_front] == kNoRequest) {
+        ++R.slot_front;
+        ++R.slot_base;
+      }
+      if (R.slot_front == R.slots.size()) {
+        R.slots.clear();
+        R.slot_front = 0;
+      } else if (R.slot_front >= 64 && 2 * R.slot_front >= R.slots.size()) {
+        R.slots.erase(R.slots.begin(), R.slots.begin() + static_cast<std::ptrdiff_t>(R.slot_front));
+        R.slot_front = 0;
+      }
+      Q.slot = -1;
+    }
+    if (!Q.orphaned) R.free_reqs.push_back(q);
+  }
+
+  // ---------------------------------------------------------------- point-to-point
+  // (engine_point_to_point.cpp)
+
+  void post_send(RankSim& R, std::int64_t dst, std::int64_t comm, std::int64_t tag, double bytes,
+                 Op op, bool collective, std::int32_t q) {
+    post_send_at(R, R.clock, dst, comm, tag, bytes, op, collective, q);
+  }
+
+  void post_send_at(RankSim& R, double& clock, std::int64_t dst, std::int64_t comm, std::int64_t tag,
+                    double bytes, Op op, bool collective, std::int32_t q);
+
+  /// Hands a message to its destination. An eager message to another rank waits in `outbox_`
+  /// while the sender goes on posting sends (its destination's queues being prefetched
+  /// meanwhile); flush_outbox() delivers them in posting order before the sender does anything
+  /// else that another rank's queues or the ready queue could see. A delivery then happens in
+  /// the same order relative to every other effect as without the outbox: only its cache
+  /// misses overlap.
+  /// Ranks whose states fit in the cache (prefetch_more_ false) deliver at once: the outbox
+  /// would only cost its copies.
+  void send_message(const RankSim& R, std::int64_t dst, Message&& m) {
+    // A rendezvous match moves data on the network; a self-send is seen at once.
+    if (prefetch_more_ && !m.rendezvous && dst != R.rank) {
+      prefetch_receiver(rank(dst));
+      outbox_.push_back(Outgoing{dst, m});
+      return;
+    }
+    flush_outbox();
+    deliver(dst, std::move(m));
+  }
+
+  void flush_outbox() {
+    if (outbox_.empty()) return;
+    for (Outgoing& out : outbox_) deliver(out.dst, std::move(out.message));
+    outbox_.clear();
+  }
+
+  void post_recv(RankSim& R, std::int64_t src, std::int64_t comm, std::int64_t tag,
+                 bool collective, std::int32_t q) {
+    post_recv_at(R, R.clock, src, comm, tag, collective, q);
+  }
+
+  void post_recv_at(RankSim& R, double when, std::int64_t src, std::int64_t comm, std::int64_t tag,
+                    bool collective, std::int32_t q);
+  void deliver(std::int64_t d, Message&& m);
+  void match(std::int64_t d, const PostedRecv& pr, const Message& m);
+  bool resolve_wildcard();
+
+  double scaled_bytes(std::int64_t bytes) const {
+    return static_cast<double>(std::max<std::int64_t>(bytes, 0)) * opt_.size_scale;
+  }
+
+  std::int32_t user_send(RankSim& R, Op op, std::int64_t comm, std::int64_t peer_field, std::int64_t tag,
+                         std::int64_t bytes);
+  std::int32_t user_recv(RankSim& R, std::int64_t comm, std::int64_t peer_field, std::int64_t tag);
+
+  // ---------------------------------------------------------------- waiting
+  // (engine_waiting.hpp)
+
+  static void clear_waits(RankSim& R) {
+    for (const std::int32_t q : R.waits) R.reqs[static_cast<std::size_t>(q)].waited = false;
+    R.waits.clear();
+    R.waits_known = 0;
+  }
+
+  /// A waiting rank at time `t` reaches request Q's completion: the time it idles (counted as
+  /// late sender for a receive, late receiver for a rendezvous send) and, for a receive, the
+  /// receive overhead.
+  [[gnu::always_inline]] static void wait_until_done(RankSim& R, const Request& Q, double& t) {
+    if (Q.done > t) {
+      const double idle = Q.done - t;
+      R.times.wait += idle;
+      if (Q.kind == Request::Kind::Recv) R.times.late_sender += idle;
+      else if (Q.rendezvous) R.times.late_receiver += idle;
+      t = Q.done;
+    }
+    if (Q.kind == Request::Kind::Recv) t += Q.o_r;
+  }
+
+  inline bool complete_waits(RankSim& R);
+  [[gnu::always_inline]] inline static void sort_by_completion(RankSim& R);
+  inline bool try_probe(RankSim& R);
+
+  // ---------------------------------------------------------------- collectives
+  // (engine_collectives.hpp; nonblocking schedules: engine_collectives.cpp)
+
+  [[gnu::always_inline]] inline void start_collective(RankSim& R, std::int64_t comm);
+  [[gnu::always_inline]] inline void post_step(RankSim& R);
+  inline bool complete_step(RankSim& R);
+  [[gnu::always_inline]] inline void start_nonblocking_collective(RankSim& R, std::int64_t comm);
+  void post_schedule_step(RankSim& R, CollSchedule& S);
+  void progress_schedules(RankSim& R);
+
+  // ---------------------------------------------------------------- events and dispatch
+  // (simulator_engine.cpp)
+
+  [[gnu::always_inline]] void end_event(RankSim& R) {
+    if (R.event_floor > 0) {
+      // A call that never waits: the MPI library's own time, as recorded, where it exceeds
+      // the modelled overheads.
+      const double busy = (R.clock - R.event_start) - (R.times.wait - R.wait_mark);
+      if (busy < R.event_floor) R.clock += R.event_floor - busy;
+    }
+    const double wait = R.times.wait - R.wait_mark;
+    const double comm = (R.clock - R.event_start) - wait;
+    R.times.comm += comm;
+    ++R.times.calls;
+    SimTimes& s = site_times(R.site, R.op);
+    s.compute += R.event_compute;
+    s.comm += comm;
+    s.wait += wait;
+    s.late_sender += R.times.late_sender - R.late_s_mark;
+    s.late_receiver += R.times.late_receiver - R.late_r_mark;
+    ++s.calls;
+    if (opt_.timeline) add_timeline_row(R);
+    ++R.event_index;
+    ++res_.events;
+    R.stage = Stage::Next;
+  }
+
+  inline void begin_event(RankSim& R);
+  [[gnu::noinline]] void add_timeline_row(const RankSim& R);
+  [[gnu::always_inline]] inline void advance(RankSim& R);
+  inline void dispatch(RankSim& R);
+  inline void wait_for(RankSim& R, std::initializer_list<std::int32_t> qs);
+  inline void slot_or_done(RankSim& R, std::int32_t q);
+  inline void start_persistent(RankSim& R, std::int32_t q);
+  [[gnu::always_inline]] inline void add_completions(RankSim& R, std::span<const std::int64_t> offsets,
+                                                     std::int64_t index);
+
+  // ---------------------------------------------------------------- end of run (simulator_engine.cpp)
+
+  void check_finished() const;
+  void check_unmatched() const;
+  SimResult collect();
+};
+
+}  // namespace scalatrace::sim
