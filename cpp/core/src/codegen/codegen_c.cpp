@@ -415,173 +415,212 @@ static MPI_Comm cart_sub_like(MPI_Comm parent, long id) {
   }
 
   // ---- statements ----
+  // One C statement per event: statement() reads the communicator (first, as every kind needs
+  // it) and hands the event to the helper of its kind of call. The argument helpers below
+  // (count, type, peer, ...) each read one or two fields as a C expression.
   std::string f(const EventNode& e, Field which) { return value(field(e, which), occ_); }
+
+  /// The event being generated: its op's name, communicator value and `comm_of(...)` expression.
+  struct Call {
+    const EventNode& e;
+    std::string op;    ///< "Send"
+    std::string comm;  ///< the communicator id (a C expression)
+    std::string c;     ///< comm_of(comm)
+    std::string mpi;   ///< "MPI_Send"
+  };
+
+  std::string count(const Call& x, Field bytes, Field dt) {
+    return "count_of(" + f(x.e, bytes) + ", " + f(x.e, dt) + ")";
+  }
+  std::string type(const Call& x, Field dt) { return "type_of(" + f(x.e, dt) + ", 0)"; }
+  std::string peer(const Call& x, Field p) { return "peer_of(" + x.comm + ", " + f(x.e, p) + ")"; }
+  std::string tag(const Call& x, Field t) { return "tag_of(" + f(x.e, t) + ")"; }
+  std::string root(const Call& x) { return "root_of(" + f(x.e, Field::Root) + ")"; }
+  std::string reduction(const Call& x, Field bytes, Field dt) {
+    const std::string d = f(x.e, dt), r = f(x.e, Field::RedOp);
+    return "count_of(" + f(x.e, bytes) + ", " + d + "), type_of(" + d + ", " + r + "), op_of(" + r + ", " + d + ")";
+  }
+  /// Per-peer counts of a v-collective (side 0: send, 1: receive) and its displacements.
+  std::string v(const Call& x, int side, ArrayField a, Field dt) {
+    return "counts_of(" + std::to_string(side) + ", " + array_value(array(x.e, a)) + ", " + f(x.e, dt) +
+           "), vdispls[" + std::to_string(side) + "]";
+  }
+  static std::string not_generated(const Call& x) { return "/* MPI_" + x.op + " is not generated */"; }
 
   std::string statement(const EventNode& e) {
     const std::string op(op_name(e.op));
     const std::string comm = f(e, Field::Comm);
-    const std::string c = "comm_of(" + comm + ")";
-    auto count = [&](Field bytes, Field dt) {
-      return "count_of(" + f(e, bytes) + ", " + f(e, dt) + ")";
-    };
-    auto type = [&](Field dt) { return "type_of(" + f(e, dt) + ", 0)"; };
-    auto peer = [&](Field p) { return "peer_of(" + comm + ", " + f(e, p) + ")"; };
-    auto tag = [&](Field t) { return "tag_of(" + f(e, t) + ")"; };
-    auto root = [&] { return "root_of(" + f(e, Field::Root) + ")"; };
-    auto reduction = [&](Field bytes, Field dt) {
-      const std::string d = f(e, dt), r = f(e, Field::RedOp);
-      return "count_of(" + f(e, bytes) + ", " + d + "), type_of(" + d + ", " + r + "), op_of(" + r +
-             ", " + d + ")";
-    };
-    auto v = [&](int side, ArrayField a, Field dt) {
-      return "counts_of(" + std::to_string(side) + ", " + array_value(array(e, a)) + ", " + f(e, dt) +
-             "), vdispls[" + std::to_string(side) + "]";
-    };
-    std::string offs;  // request offsets: only for the ops that name requests
-    if (op_kind(e.op) == OpKind::Start || op_kind(e.op) == OpKind::RequestFree ||
-        op_kind(e.op) == OpKind::Completion)
-      offs = array_value(array(e, ArrayField::Requests));
-    const bool nb = op_kind(e.op) == OpKind::NonblockingCollective;
-    const std::string mpi = "MPI_" + op;
-    const std::string req = nb ? ", new_request()" : "";
-    const std::string base = nb ? op.substr(1) : op;  // Ibcast -> bcast
+    const Call x{e, op, comm, "comm_of(" + comm + ")", "MPI_" + op};
     switch (op_kind(e.op)) {
       case OpKind::BlockingSend:
-        return mpi + "(sbuf, " + count(Field::Bytes, Field::DtSize) + ", " + type(Field::DtSize) + ", " +
-               peer(Field::Peer) + ", " + tag(Field::Tag) + ", " + c + ");";
       case OpKind::NonblockingSend:
       case OpKind::PersistentSend:
-        return mpi + "(sbuf, " + count(Field::Bytes, Field::DtSize) + ", " + type(Field::DtSize) + ", " +
-               peer(Field::Peer) + ", " + tag(Field::Tag) + ", " + c + ", new_request());";
       case OpKind::BlockingRecv:
-        return mpi + "(rbuf, " + count(Field::Bytes, Field::DtSize) + ", " + type(Field::DtSize) + ", " +
-               peer(Field::Peer) + ", " + tag(Field::Tag) + ", " + c + ", MPI_STATUS_IGNORE);";
       case OpKind::NonblockingRecv:
-      case OpKind::PersistentRecv:
-        return mpi + "(rbuf, " + count(Field::Bytes, Field::DtSize) + ", " + type(Field::DtSize) + ", " +
-               peer(Field::Peer) + ", " + tag(Field::Tag) + ", " + c + ", new_request());";
-      case OpKind::SendRecv:
-        if (e.op == Op::Sendrecv_replace)
-          return mpi + "(rbuf, " + count(Field::Bytes, Field::DtSize) + ", " + type(Field::DtSize) + ", " +
-                 peer(Field::Peer) + ", " + tag(Field::Tag) + ", " + peer(Field::Peer2) + ", " +
-                 tag(Field::Tag2) + ", " + c + ", MPI_STATUS_IGNORE);";
-        return mpi + "(sbuf, " + count(Field::Bytes, Field::DtSize) + ", " + type(Field::DtSize) + ", " +
-               peer(Field::Peer) + ", " + tag(Field::Tag) + ", rbuf, " + count(Field::Bytes2, Field::DtSize2) +
-               ", " + type(Field::DtSize2) + ", " + peer(Field::Peer2) + ", " + tag(Field::Tag2) + ", " + c +
-               ", MPI_STATUS_IGNORE);";
-      case OpKind::Probe:
-        if (e.op == Op::Iprobe)
-          return "{ int flag; MPI_Iprobe(" + peer(Field::Peer) + ", " + tag(Field::Tag) + ", " + c +
-                 ", &flag, MPI_STATUS_IGNORE); if (flag != " + f(e, Field::Flag) +
-                 ") ++outcome_mismatches; }";
-        return "MPI_Probe(" + peer(Field::Peer) + ", " + tag(Field::Tag) + ", " + c + ", MPI_STATUS_IGNORE);";
+      case OpKind::PersistentRecv: return point_to_point(x);
+      case OpKind::SendRecv: return sendrecv(x);
+      case OpKind::Probe: return probe(x);
       case OpKind::Start:
-        return std::string("start_all(") + (e.op == Op::Startall ? "1" : "0") + ", " + offs + ");";
       case OpKind::RequestFree:
-        return "free_request(" + offs + ");";
-      case OpKind::Completion:
-        switch (e.op) {
-          case Op::Wait: return "wait_all(0, " + offs + ");";
-          case Op::Waitall: return "wait_all(1, " + offs + ");";
-          case Op::Waitany: return "wait_any(" + offs + ", " + f(e, Field::Index) + ");";
-          case Op::Test: return "test_all(0, " + offs + ", " + f(e, Field::Flag) + ");";
-          case Op::Testall: return "test_all(1, " + offs + ", " + f(e, Field::Flag) + ");";
-          case Op::Testany:
-            return "test_any(" + offs + ", " + f(e, Field::Flag) + ", " + f(e, Field::Index) + ");";
-          case Op::Waitsome:
-          case Op::Testsome:
-            return std::string("some(") + (e.op == Op::Waitsome ? "1" : "0") + ", " + offs + ", " +
-                   array_value(array(e, ArrayField::Indices)) + ");";
-          default: break;
-        }
-        break;
+      case OpKind::Completion: return request_call(x);
       case OpKind::Collective:
-      case OpKind::NonblockingCollective: {
-        const std::string b = base;
-        if (b == "Barrier" || b == "barrier")
-          return mpi + "(" + c + req + ");";
-        if (b == "Bcast" || b == "bcast")
-          return mpi + "(sbuf, " + count(Field::Bytes, Field::DtSize) + ", " + type(Field::DtSize) + ", " +
-                 root() + ", " + c + req + ");";
-        if (b == "Reduce" || b == "reduce")
-          return mpi + "(sbuf, rbuf, " + reduction(Field::Bytes, Field::DtSize) + ", " + root() + ", " + c +
-                 req + ");";
-        if (b == "Allreduce" || b == "allreduce" || b == "Scan" || b == "scan" || b == "Exscan" ||
-            b == "exscan")
-          return mpi + "(sbuf, rbuf, " + reduction(Field::Bytes, Field::DtSize) + ", " + c + req + ");";
-        if (b == "Gather" || b == "gather" || b == "Scatter" || b == "scatter")
-          return mpi + "(sbuf, " + count(Field::Bytes, Field::DtSize) + ", " + type(Field::DtSize) +
-                 ", rbuf, " + count(Field::Bytes2, Field::DtSize2) + ", " + type(Field::DtSize2) + ", " +
-                 root() + ", " + c + req + ");";
-        if (b == "Allgather" || b == "allgather" || b == "Alltoall" || b == "alltoall")
-          return mpi + "(sbuf, " + count(Field::Bytes, Field::DtSize) + ", " + type(Field::DtSize) +
-                 ", rbuf, " + count(Field::Bytes2, Field::DtSize2) + ", " + type(Field::DtSize2) + ", " + c +
-                 req + ");";
-        if (b == "Gatherv" || b == "gatherv")
-          return mpi + "(sbuf, " + count(Field::Bytes, Field::DtSize) + ", " + type(Field::DtSize) +
-                 ", rbuf, " + v(1, ArrayField::RecvCounts, Field::DtSize2) + ", " + type(Field::DtSize2) +
-                 ", " + root() + ", " + c + req + ");";
-        if (b == "Scatterv" || b == "scatterv")
-          return mpi + "(sbuf, " + v(0, ArrayField::SendCounts, Field::DtSize) + ", " + type(Field::DtSize) +
-                 ", rbuf, " + count(Field::Bytes2, Field::DtSize2) + ", " + type(Field::DtSize2) + ", " +
-                 root() + ", " + c + req + ");";
-        if (b == "Allgatherv" || b == "allgatherv")
-          return mpi + "(sbuf, " + count(Field::Bytes, Field::DtSize) + ", " + type(Field::DtSize) +
-                 ", rbuf, " + v(1, ArrayField::RecvCounts, Field::DtSize2) + ", " + type(Field::DtSize2) +
-                 ", " + c + req + ");";
-        if (b == "Alltoallv" || b == "alltoallv")
-          return mpi + "(sbuf, " + v(0, ArrayField::SendCounts, Field::DtSize) + ", " + type(Field::DtSize) +
-                 ", rbuf, " + v(1, ArrayField::RecvCounts, Field::DtSize2) + ", " + type(Field::DtSize2) +
-                 ", " + c + req + ");";
-        if (b == "Alltoallw" || b == "alltoallw")
-          return mpi + "(sbuf, " + v(0, ArrayField::SendCounts, Field::DtSize) + ", byte_types(), rbuf, " +
-                 v(1, ArrayField::RecvCounts, Field::DtSize2) + ", byte_types(), " + c + req + ");";
-        if (b == "Reduce_scatter" || b == "reduce_scatter") {
-          const std::string d = f(e, Field::DtSize), r = f(e, Field::RedOp);
-          return mpi + "(sbuf, rbuf, counts_of(1, " + array_value(array(e, ArrayField::RecvCounts)) + ", " + d +
-                 "), type_of(" + d + ", " + r + "), op_of(" + r + ", " + d + "), " + c + req + ");";
-        }
-        if (b == "Reduce_scatter_block" || b == "reduce_scatter_block")
-          return mpi + "(sbuf, rbuf, " + reduction(Field::Bytes2, Field::DtSize2) + ", " + c + req + ");";
-        break;
-      }
-      case OpKind::CommCreate: {
-        const std::string nc = f(e, Field::NewComm);
-        switch (e.op) {
-          case Op::Comm_dup: return "{ MPI_Comm c; MPI_Comm_dup(" + c + ", &c); set_comm(" + nc + ", c); }";
-          case Op::Comm_split: {
-            const std::string color = f(e, Field::Color);
-            return "{ MPI_Comm c; long color = " + color + "; MPI_Comm_split(" + c +
-                   ", color == UNDEFINED_VAL ? MPI_UNDEFINED : (int)color, " + f(e, Field::Key) +
-                   ", &c); set_comm(" + nc + ", c); }";
-          }
-          case Op::Comm_create:
-            needs_members_ = true;
-            return "set_comm(" + nc + ", create_like(" + c + ", " + nc + "));";
-          case Op::Cart_create: {
-            const std::string nd = f(e, Field::Count);
-            std::int64_t size = 0;
-            // the grid size: members of the new communicator (same on every member)
-            for (const auto& [seq, ranks] : field(e, Field::NewComm).alternatives)
-              for (const auto& entry : trace_->comms.entries)
-                if (seq.size() > 0 && entry.id == seq.at(0)) size = std::max(size, entry.members.size());
-            return "{ int dims[16] = {0}, periods[16] = {0}; MPI_Comm c; MPI_Dims_create(" +
-                   std::to_string(size) + ", " + nd + ", dims); MPI_Cart_create(" + c + ", " + nd +
-                   ", dims, periods, 0, &c); set_comm(" + nc + ", c); }";
-          }
-          case Op::Cart_sub:
-            needs_members_ = true;
-            return "set_comm(" + nc + ", cart_sub_like(" + c + ", " + nc + "));";
-          default: break;
-        }
-        break;
-      }
-      case OpKind::CommFree:
-        return "free_comm(" + comm + ");";
-      default:
-        break;
+      case OpKind::NonblockingCollective: return collective(x);
+      case OpKind::CommCreate: return comm_create(x);
+      case OpKind::CommFree: return "free_comm(" + comm + ");";
+      default: break;
     }
-    return "/* MPI_" + op + " is not generated */";
+    return not_generated(x);
+  }
+
+  /// Send and receive, blocking, nonblocking and persistent.
+  std::string point_to_point(const Call& x) {
+    switch (op_kind(x.e.op)) {
+      case OpKind::BlockingSend:
+        return x.mpi + "(sbuf, " + count(x, Field::Bytes, Field::DtSize) + ", " + type(x, Field::DtSize) + ", " +
+               peer(x, Field::Peer) + ", " + tag(x, Field::Tag) + ", " + x.c + ");";
+      case OpKind::NonblockingSend:
+      case OpKind::PersistentSend:
+        return x.mpi + "(sbuf, " + count(x, Field::Bytes, Field::DtSize) + ", " + type(x, Field::DtSize) + ", " +
+               peer(x, Field::Peer) + ", " + tag(x, Field::Tag) + ", " + x.c + ", new_request());";
+      case OpKind::BlockingRecv:
+        return x.mpi + "(rbuf, " + count(x, Field::Bytes, Field::DtSize) + ", " + type(x, Field::DtSize) + ", " +
+               peer(x, Field::Peer) + ", " + tag(x, Field::Tag) + ", " + x.c + ", MPI_STATUS_IGNORE);";
+      default:  // NonblockingRecv, PersistentRecv
+        return x.mpi + "(rbuf, " + count(x, Field::Bytes, Field::DtSize) + ", " + type(x, Field::DtSize) + ", " +
+               peer(x, Field::Peer) + ", " + tag(x, Field::Tag) + ", " + x.c + ", new_request());";
+    }
+  }
+
+  std::string sendrecv(const Call& x) {
+    if (x.e.op == Op::Sendrecv_replace)
+      return x.mpi + "(rbuf, " + count(x, Field::Bytes, Field::DtSize) + ", " + type(x, Field::DtSize) + ", " +
+             peer(x, Field::Peer) + ", " + tag(x, Field::Tag) + ", " + peer(x, Field::Peer2) + ", " +
+             tag(x, Field::Tag2) + ", " + x.c + ", MPI_STATUS_IGNORE);";
+    return x.mpi + "(sbuf, " + count(x, Field::Bytes, Field::DtSize) + ", " + type(x, Field::DtSize) + ", " +
+           peer(x, Field::Peer) + ", " + tag(x, Field::Tag) + ", rbuf, " + count(x, Field::Bytes2, Field::DtSize2) +
+           ", " + type(x, Field::DtSize2) + ", " + peer(x, Field::Peer2) + ", " + tag(x, Field::Tag2) + ", " + x.c +
+           ", MPI_STATUS_IGNORE);";
+  }
+
+  std::string probe(const Call& x) {
+    if (x.e.op == Op::Iprobe)
+      return "{ int flag; MPI_Iprobe(" + peer(x, Field::Peer) + ", " + tag(x, Field::Tag) + ", " + x.c +
+             ", &flag, MPI_STATUS_IGNORE); if (flag != " + f(x.e, Field::Flag) + ") ++outcome_mismatches; }";
+    return "MPI_Probe(" + peer(x, Field::Peer) + ", " + tag(x, Field::Tag) + ", " + x.c + ", MPI_STATUS_IGNORE);";
+  }
+
+  /// Calls on requests (start, free, wait, test): the request offsets come first.
+  std::string request_call(const Call& x) {
+    const EventNode& e = x.e;
+    const std::string offs = array_value(array(e, ArrayField::Requests));
+    if (op_kind(e.op) == OpKind::Start)
+      return std::string("start_all(") + (e.op == Op::Startall ? "1" : "0") + ", " + offs + ");";
+    if (op_kind(e.op) == OpKind::RequestFree) return "free_request(" + offs + ");";
+    switch (e.op) {
+      case Op::Wait: return "wait_all(0, " + offs + ");";
+      case Op::Waitall: return "wait_all(1, " + offs + ");";
+      case Op::Waitany: return "wait_any(" + offs + ", " + f(e, Field::Index) + ");";
+      case Op::Test: return "test_all(0, " + offs + ", " + f(e, Field::Flag) + ");";
+      case Op::Testall: return "test_all(1, " + offs + ", " + f(e, Field::Flag) + ");";
+      case Op::Testany: return "test_any(" + offs + ", " + f(e, Field::Flag) + ", " + f(e, Field::Index) + ");";
+      case Op::Waitsome:
+      case Op::Testsome:
+        return std::string("some(") + (e.op == Op::Waitsome ? "1" : "0") + ", " + offs + ", " +
+               array_value(array(e, ArrayField::Indices)) + ");";
+      default: return not_generated(x);
+    }
+  }
+
+  /// Collectives, blocking or not (a nonblocking one gets a new request as last argument).
+  std::string collective(const Call& x) {
+    const bool nb = op_kind(x.e.op) == OpKind::NonblockingCollective;
+    const std::string& mpi = x.mpi;
+    const std::string& c = x.c;
+    const std::string req = nb ? ", new_request()" : "";
+    const std::string b = nb ? x.op.substr(1) : x.op;  // Ibcast -> bcast
+    if (b == "Barrier" || b == "barrier") return mpi + "(" + c + req + ");";
+    if (b == "Bcast" || b == "bcast")
+      return mpi + "(sbuf, " + count(x, Field::Bytes, Field::DtSize) + ", " + type(x, Field::DtSize) + ", " + root(x) +
+             ", " + c + req + ");";
+    if (b == "Reduce" || b == "reduce")
+      return mpi + "(sbuf, rbuf, " + reduction(x, Field::Bytes, Field::DtSize) + ", " + root(x) + ", " + c + req + ");";
+    if (b == "Allreduce" || b == "allreduce" || b == "Scan" || b == "scan" || b == "Exscan" || b == "exscan")
+      return mpi + "(sbuf, rbuf, " + reduction(x, Field::Bytes, Field::DtSize) + ", " + c + req + ");";
+    if (b == "Gather" || b == "gather" || b == "Scatter" || b == "scatter")
+      return mpi + "(sbuf, " + count(x, Field::Bytes, Field::DtSize) + ", " + type(x, Field::DtSize) + ", rbuf, " +
+             count(x, Field::Bytes2, Field::DtSize2) + ", " + type(x, Field::DtSize2) + ", " + root(x) + ", " + c +
+             req + ");";
+    if (b == "Allgather" || b == "allgather" || b == "Alltoall" || b == "alltoall")
+      return mpi + "(sbuf, " + count(x, Field::Bytes, Field::DtSize) + ", " + type(x, Field::DtSize) + ", rbuf, " +
+             count(x, Field::Bytes2, Field::DtSize2) + ", " + type(x, Field::DtSize2) + ", " + c + req + ");";
+    return v_collective(x, b, req);
+  }
+
+  /// The collectives with per-peer counts (the v and w variants and reduce_scatter).
+  std::string v_collective(const Call& x, const std::string& b, const std::string& req) {
+    const std::string& mpi = x.mpi;
+    const std::string& c = x.c;
+    if (b == "Gatherv" || b == "gatherv")
+      return mpi + "(sbuf, " + count(x, Field::Bytes, Field::DtSize) + ", " + type(x, Field::DtSize) + ", rbuf, " +
+             v(x, 1, ArrayField::RecvCounts, Field::DtSize2) + ", " + type(x, Field::DtSize2) + ", " + root(x) +
+             ", " + c + req + ");";
+    if (b == "Scatterv" || b == "scatterv")
+      return mpi + "(sbuf, " + v(x, 0, ArrayField::SendCounts, Field::DtSize) + ", " + type(x, Field::DtSize) +
+             ", rbuf, " + count(x, Field::Bytes2, Field::DtSize2) + ", " + type(x, Field::DtSize2) + ", " + root(x) +
+             ", " + c + req + ");";
+    if (b == "Allgatherv" || b == "allgatherv")
+      return mpi + "(sbuf, " + count(x, Field::Bytes, Field::DtSize) + ", " + type(x, Field::DtSize) + ", rbuf, " +
+             v(x, 1, ArrayField::RecvCounts, Field::DtSize2) + ", " + type(x, Field::DtSize2) + ", " + c + req + ");";
+    if (b == "Alltoallv" || b == "alltoallv")
+      return mpi + "(sbuf, " + v(x, 0, ArrayField::SendCounts, Field::DtSize) + ", " + type(x, Field::DtSize) +
+             ", rbuf, " + v(x, 1, ArrayField::RecvCounts, Field::DtSize2) + ", " + type(x, Field::DtSize2) + ", " +
+             c + req + ");";
+    if (b == "Alltoallw" || b == "alltoallw")
+      return mpi + "(sbuf, " + v(x, 0, ArrayField::SendCounts, Field::DtSize) + ", byte_types(), rbuf, " +
+             v(x, 1, ArrayField::RecvCounts, Field::DtSize2) + ", byte_types(), " + c + req + ");";
+    if (b == "Reduce_scatter" || b == "reduce_scatter") {
+      const std::string d = f(x.e, Field::DtSize), r = f(x.e, Field::RedOp);
+      return mpi + "(sbuf, rbuf, counts_of(1, " + array_value(array(x.e, ArrayField::RecvCounts)) + ", " + d +
+             "), type_of(" + d + ", " + r + "), op_of(" + r + ", " + d + "), " + c + req + ");";
+    }
+    if (b == "Reduce_scatter_block" || b == "reduce_scatter_block")
+      return mpi + "(sbuf, rbuf, " + reduction(x, Field::Bytes2, Field::DtSize2) + ", " + c + req + ");";
+    return not_generated(x);
+  }
+
+  /// Calls that make a communicator: the new one is registered under its recorded id.
+  std::string comm_create(const Call& x) {
+    const EventNode& e = x.e;
+    const std::string& c = x.c;
+    const std::string nc = f(e, Field::NewComm);
+    switch (e.op) {
+      case Op::Comm_dup: return "{ MPI_Comm c; MPI_Comm_dup(" + c + ", &c); set_comm(" + nc + ", c); }";
+      case Op::Comm_split: {
+        const std::string color = f(e, Field::Color);
+        return "{ MPI_Comm c; long color = " + color + "; MPI_Comm_split(" + c +
+               ", color == UNDEFINED_VAL ? MPI_UNDEFINED : (int)color, " + f(e, Field::Key) + ", &c); set_comm(" +
+               nc + ", c); }";
+      }
+      case Op::Comm_create:
+        needs_members_ = true;
+        return "set_comm(" + nc + ", create_like(" + c + ", " + nc + "));";
+      case Op::Cart_create: return cart_create(x, nc);
+      case Op::Cart_sub:
+        needs_members_ = true;
+        return "set_comm(" + nc + ", cart_sub_like(" + c + ", " + nc + "));";
+      default: return not_generated(x);
+    }
+  }
+
+  std::string cart_create(const Call& x, const std::string& nc) {
+    const std::string nd = f(x.e, Field::Count);
+    std::int64_t size = 0;
+    // the grid size: members of the new communicator (same on every member)
+    for (const auto& [seq, ranks] : field(x.e, Field::NewComm).alternatives)
+      for (const auto& entry : trace_->comms.entries)
+        if (seq.size() > 0 && entry.id == seq.at(0)) size = std::max(size, entry.members.size());
+    return "{ int dims[16] = {0}, periods[16] = {0}; MPI_Comm c; MPI_Dims_create(" + std::to_string(size) + ", " + nd +
+           ", dims); MPI_Cart_create(" + x.c + ", " + nd + ", dims, periods, 0, &c); set_comm(" + nc + ", c); }";
   }
 
   CodegenOptions options_;

@@ -257,13 +257,258 @@ bool same_shape(const std::vector<ExpandedInput>& inputs, const RolePlan& role,
   return true;
 }
 
-}  // namespace
+/// Plans one role: a law for every parameter of every event, for the communicators the role's
+/// ranks hold, and the mean times per timing group. Each step is one method; problems go to
+/// `failures` (at most 8 lines per role), the laws found to the role's LawReport.
+class RolePlanner {
+ public:
+  RolePlanner(const std::vector<ExpandedInput>& inputs, RolePlan& role, const Grid& target, std::size_t ndims,
+              std::vector<std::string>& failures)
+      : inputs_(inputs),
+        role_(role),
+        name_(role.key.to_string()),
+        failures_(failures),
+        solver_(inputs, role, target, ndims),
+        scalar_(solver_.scalar_space()),
+        indexed_(solver_.index_space()),
+        nm_(role.members.size()),
+        column_(nm_) {}
 
-std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
-                                       const Grid& target, std::size_t ndims, int depth,
-                                       std::int64_t modulus, const std::set<RoleKey>& needed,
-                                       std::vector<std::string>& failures,
-                                       std::vector<ParameterLaw>& laws) {
+  /// Plans the events, the communicators and the timing groups; the role's laws go to `laws`.
+  void plan(std::vector<ParameterLaw>& laws) {
+    const auto [k0, r0] = role_.members.front();
+    const auto& ref = inputs_[k0].events[static_cast<std::size_t>(r0)];
+    role_.events.resize(ref.size());
+    for (std::size_t i = 0; i < ref.size(); ++i) plan_event(i, ref[i]);
+    // Communicators held by the role's ranks: length and members as laws.
+    const auto& ref_comms = inputs_[k0].comms[static_cast<std::size_t>(r0)];
+    for (std::size_t c = 0; c < ref_comms.size(); ++c) plan_comm(c, ref_comms[c].id);
+    plan_timing();
+    report_.flush(name_, laws);
+  }
+
+ private:
+  const std::vector<Event>& member_events(std::size_t m) const {
+    return inputs_[role_.members[m].first].events[static_cast<std::size_t>(role_.members[m].second)];
+  }
+  const std::vector<HeldComm>& member_comms(std::size_t m) const {
+    return inputs_[role_.members[m].first].comms[static_cast<std::size_t>(role_.members[m].second)];
+  }
+  /// Index-space features of element j of member m.
+  std::vector<std::int64_t> index_point(std::size_t m, std::size_t j) const {
+    const auto& [k, r] = role_.members[m];
+    return indexed_.values(inputs_[k].grid, inputs_[k].grid.coords(r), static_cast<std::int64_t>(j));
+  }
+  void fail(const std::string& text) {
+    if (reported_++ < 8) failures_.push_back("role " + name_ + ", " + text);
+  }
+  void note_rank(const ValuePlan& p, const FeatureSpace& space) {
+    role_.rank_dependent = role_.rank_dependent || plan_uses_rank(p, space);
+  }
+
+  void plan_event(std::size_t i, const Event& ref) {
+    EventPlan& ep = role_.events[i];
+    ep.op = ref.op;
+    ep.site = ref.site;
+    const std::string where = site_text(ep) + " (event " + std::to_string(i) + ")";
+    auto [git, fresh] = groups_.emplace(std::make_pair(ep.op, ep.site), groups_.size());
+    ep.timing_group = git->second;
+    for (std::size_t f = 0; f < kFieldCount; ++f) plan_field(ep, i, f, where);
+    for (std::size_t a = 0; a < kArrayFieldCount; ++a) plan_array(ep, i, a, where);
+  }
+
+  void plan_field(EventPlan& ep, std::size_t i, std::size_t f, const std::string& where) {
+    for (std::size_t m = 0; m < nm_; ++m) column_[m] = member_events(m)[i].fields[f];
+    std::string why;
+    auto plan = solver_.scalar(column_, why);
+    const auto fname = std::string(field_name(static_cast<Field>(f)));
+    if (!plan) {
+      fail(where + ", " + fname + ": " + why + "; values " + values_text(column_, role_.members, inputs_));
+      return;
+    }
+    ep.fields[f] = *plan;
+    note_rank(*plan, scalar_);
+    report_.add(site_text(ep), fname, plan_text(*plan, scalar_));
+  }
+
+  /// An array parameter: constant if every member has the same array, element by element if
+  /// they have the same length, else a length law and element laws by residue of the index.
+  void plan_array(EventPlan& ep, std::size_t i, std::size_t a, const std::string& where) {
+    const auto& first = member_events(0)[i].arrays[a];
+    bool all_equal = true, same_length = true;
+    for (std::size_t m = 1; m < nm_; ++m) {
+      const auto& arr = member_events(m)[i].arrays[a];
+      all_equal = all_equal && arr == first;
+      same_length = same_length && arr.size() == first.size();
+    }
+    if (all_equal)
+      ep.arrays[a].constant = first;
+    else if (same_length)
+      plan_elementwise(ep, i, a, where);
+    else
+      plan_sequence(ep, i, a, where);
+  }
+
+  void plan_elementwise(EventPlan& ep, std::size_t i, std::size_t a, const std::string& where) {
+    ArrayPlan& ap = ep.arrays[a];
+    const auto aname = std::string(array_field_name(static_cast<ArrayField>(a)));
+    ap.kind = ArrayPlan::Kind::Elementwise;
+    const std::size_t length = member_events(0)[i].arrays[a].size();
+    for (std::size_t j = 0; j < length; ++j) {
+      for (std::size_t m = 0; m < nm_; ++m) column_[m] = member_events(m)[i].arrays[a][j];
+      std::string why;
+      auto plan = solver_.scalar(column_, why);
+      if (!plan) {
+        fail(where + ", " + aname + "[" + std::to_string(j) + "]: " + why);
+        plan = ValuePlan{};
+      }
+      note_rank(*plan, scalar_);
+      report_.add(site_text(ep), aname + "[" + std::to_string(j) + "]", plan_text(*plan, scalar_));
+      ap.elements.push_back(*plan);
+    }
+  }
+
+  void plan_sequence(EventPlan& ep, std::size_t i, std::size_t a, const std::string& where) {
+    ArrayPlan& ap = ep.arrays[a];
+    const auto aname = std::string(array_field_name(static_cast<ArrayField>(a)));
+    ap.kind = ArrayPlan::Kind::Sequence;
+    for (std::size_t m = 0; m < nm_; ++m) column_[m] = static_cast<std::int64_t>(member_events(m)[i].arrays[a].size());
+    std::string why;
+    auto length = solver_.scalar(column_, why);
+    if (!length) {
+      fail(where + ", length of " + aname + ": " + why + "; lengths " + values_text(column_, role_.members, inputs_));
+      return;
+    }
+    ap.length = *length;
+    if (!solve_residues(ap, i, a)) {
+      fail(where + ", " + aname +
+           ": the elements follow no linear law in j (nor one per residue of j mod 2, 3, 4 or 6)");
+      return;
+    }
+    std::string text = "len " + plan_text(ap.length, scalar_) + ": ";
+    for (std::int64_t c = 0; c < ap.modulus; ++c) {
+      note_rank(ap.by_residue[static_cast<std::size_t>(c)], indexed_);
+      const std::string residue =
+          ap.modulus > 1 ? "j%" + std::to_string(ap.modulus) + "=" + std::to_string(c) + " -> " : "";
+      text += (c ? "; " : "") + residue + plan_text(ap.by_residue[static_cast<std::size_t>(c)], indexed_);
+    }
+    report_.add(site_text(ep), aname, text);
+  }
+
+  /// Element laws of a variable-length array: the smallest modulus (1, 2, 3, 4 or 6) for which
+  /// every residue class of the element index follows a law. False if none does.
+  bool solve_residues(ArrayPlan& ap, std::size_t i, std::size_t a) {
+    for (std::int64_t mod : {1, 2, 3, 4, 6}) {
+      std::vector<ValuePlan> classes;
+      for (std::int64_t c = 0; c < mod; ++c) {
+        auto law = residue_law(i, a, mod, c);
+        if (!law) break;
+        classes.push_back(*law);
+      }
+      if (classes.size() == static_cast<std::size_t>(mod)) {
+        ap.modulus = mod;
+        ap.by_residue = std::move(classes);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// The law of the elements j = c (mod `mod`) of array a of event i, over all members.
+  std::optional<ValuePlan> residue_law(std::size_t i, std::size_t a, std::int64_t mod, std::int64_t c) {
+    std::vector<std::vector<std::int64_t>> pts;
+    std::vector<std::int64_t> vals;
+    for (std::size_t m = 0; m < nm_; ++m) {
+      const auto& arr = member_events(m)[i].arrays[a];
+      for (std::size_t j = static_cast<std::size_t>(c); j < arr.size(); j += static_cast<std::size_t>(mod)) {
+        pts.push_back(index_point(m, j));
+        vals.push_back(arr[j]);
+      }
+    }
+    if (pts.empty()) return std::nullopt;
+    std::string w;
+    return solver_.indexed(pts, vals, w);
+  }
+
+  /// Communicator c of the role's ranks: its size as a scalar law, member j as an indexed law.
+  void plan_comm(std::size_t c, std::int64_t id) {
+    CommPlan cp;
+    cp.id = id;
+    const std::string where = "communicator " + std::to_string(cp.id);
+    for (std::size_t m = 0; m < nm_; ++m) column_[m] = static_cast<std::int64_t>(member_comms(m)[c].members.size());
+    std::string why;
+    auto length = solver_.scalar(column_, why);
+    if (!length) {
+      fail(where + ", size: " + why + "; sizes " + values_text(column_, role_.members, inputs_));
+      return;
+    }
+    cp.length = *length;
+    std::vector<std::vector<std::int64_t>> pts;
+    std::vector<std::int64_t> vals;
+    for (std::size_t m = 0; m < nm_; ++m) {
+      const auto& mem = member_comms(m)[c].members;
+      for (std::size_t j = 0; j < mem.size(); ++j) {
+        pts.push_back(index_point(m, j));
+        vals.push_back(mem[j]);
+      }
+    }
+    auto member = pts.empty() ? std::optional<ValuePlan>(ValuePlan{}) : solver_.indexed(pts, vals, why);
+    if (!member) {
+      fail(where + ", members: " + why);
+      return;
+    }
+    cp.member = *member;
+    note_rank(cp.member, indexed_);
+    report_.add(where, "size", plan_text(cp.length, scalar_));
+    report_.add(where, "member j", plan_text(cp.member, indexed_));
+    role_.comms.push_back(std::move(cp));
+  }
+
+  /// Timing groups: per (op, site), the mean times of every input (NaN where the role does not
+  /// occur at that size).
+  void plan_timing() {
+    const std::size_t ngroups = groups_.size(), ninputs = inputs_.size();
+    role_.timing_keys.resize(ngroups);
+    for (const auto& [g, idx] : groups_) role_.timing_keys[idx] = g;
+    role_.compute_means.assign(ngroups, std::vector<double>(ninputs, 0.0));
+    role_.duration_means.assign(ngroups, std::vector<double>(ninputs, 0.0));
+    std::vector<std::vector<double>> counts(ngroups, std::vector<double>(ninputs, 0.0));
+    for (std::size_t m = 0; m < nm_; ++m) {
+      const auto k = role_.members[m].first;
+      const auto& evs = member_events(m);
+      for (std::size_t i = 0; i < evs.size(); ++i) {
+        const auto g = role_.events[i].timing_group;
+        role_.compute_means[g][k] += static_cast<double>(evs[i].compute_ns);
+        role_.duration_means[g][k] += static_cast<double>(evs[i].duration_ns);
+        counts[g][k] += 1;
+      }
+    }
+    for (std::size_t g = 0; g < ngroups; ++g)
+      for (std::size_t k = 0; k < ninputs; ++k) {
+        const bool occurs = counts[g][k] > 0;
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        role_.compute_means[g][k] = occurs ? role_.compute_means[g][k] / counts[g][k] : nan;
+        role_.duration_means[g][k] = occurs ? role_.duration_means[g][k] / counts[g][k] : nan;
+      }
+  }
+
+  const std::vector<ExpandedInput>& inputs_;
+  RolePlan& role_;
+  const std::string name_;
+  std::vector<std::string>& failures_;
+  RoleSolver solver_;
+  const FeatureSpace& scalar_;
+  const FeatureSpace& indexed_;
+  const std::size_t nm_;                                    ///< members of the role
+  std::vector<std::int64_t> column_;                        ///< one value per member (scratch)
+  LawReport report_;
+  std::map<std::pair<Op, std::uint32_t>, std::size_t> groups_;  ///< (op, site) -> timing group
+  std::size_t reported_ = 0;                                ///< failures of this role so far
+};
+
+/// The needed roles of one (depth, modulus), with the (input, rank) pairs that play each.
+std::map<RoleKey, RolePlan> group_roles(const std::vector<ExpandedInput>& inputs, int depth, std::int64_t modulus,
+                                        const std::set<RoleKey>& needed) {
   std::map<RoleKey, RolePlan> roles;
   for (std::size_t k = 0; k < inputs.size(); ++k)
     for (std::int64_t r = 0; r < inputs[k].grid.size(); ++r) {
@@ -273,198 +518,34 @@ std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
       role.key = key;
       role.members.emplace_back(k, r);
     }
+  return roles;
+}
 
+/// Can the role get laws? It must occur at two sizes at least, with one event shape.
+bool plannable(const std::vector<ExpandedInput>& inputs, const RolePlan& role, const std::string& name,
+               std::vector<std::string>& failures) {
+  std::set<std::size_t> sizes;
+  for (const auto& m : role.members) sizes.insert(m.first);
+  if (sizes.size() < 2) {
+    failures.push_back("role " + name + " occurs only in the " +
+                       std::to_string(inputs[role.members.front().first].grid.size()) +
+                       "-rank input: its values cannot be checked for a dependence on the size");
+    return false;
+  }
+  return same_shape(inputs, role, name, failures);
+}
+
+}  // namespace
+
+std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
+                                       const Grid& target, std::size_t ndims, int depth,
+                                       std::int64_t modulus, const std::set<RoleKey>& needed,
+                                       std::vector<std::string>& failures,
+                                       std::vector<ParameterLaw>& laws) {
+  std::map<RoleKey, RolePlan> roles = group_roles(inputs, depth, modulus, needed);
   for (auto& [key, role] : roles) {
-    const std::string name = key.to_string();
-    std::set<std::size_t> sizes;
-    for (const auto& m : role.members) sizes.insert(m.first);
-    if (sizes.size() < 2) {
-      failures.push_back("role " + name + " occurs only in the " +
-                         std::to_string(inputs[role.members.front().first].grid.size()) +
-                         "-rank input: its values cannot be checked for a dependence on the size");
-      continue;
-    }
-    if (!same_shape(inputs, role, name, failures)) continue;
-    RoleSolver solver(inputs, role, target, ndims);
-    const auto& scalar = solver.scalar_space();
-    const auto& indexed = solver.index_space();
-    LawReport report;
-    const auto [k0, r0] = role.members.front();
-    const auto& ref = inputs[k0].events[static_cast<std::size_t>(r0)];
-    const std::size_t nm = role.members.size();
-    auto member_events = [&](std::size_t m) -> const std::vector<Event>& {
-      return inputs[role.members[m].first].events[static_cast<std::size_t>(role.members[m].second)];
-    };
-    std::map<std::pair<Op, std::uint32_t>, std::size_t> groups;
-    std::size_t reported = 0;
-    auto fail = [&](const std::string& text) {
-      if (reported++ < 8) failures.push_back("role " + name + ", " + text);
-    };
-    std::vector<std::int64_t> column(nm);
-    role.events.resize(ref.size());
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-      EventPlan& ep = role.events[i];
-      ep.op = ref[i].op;
-      ep.site = ref[i].site;
-      const std::string where = site_text(ep) + " (event " + std::to_string(i) + ")";
-      auto [git, fresh] = groups.emplace(std::make_pair(ep.op, ep.site), groups.size());
-      ep.timing_group = git->second;
-      for (std::size_t f = 0; f < kFieldCount; ++f) {
-        for (std::size_t m = 0; m < nm; ++m) column[m] = member_events(m)[i].fields[f];
-        std::string why;
-        auto plan = solver.scalar(column, why);
-        const auto fname = std::string(field_name(static_cast<Field>(f)));
-        if (!plan) {
-          fail(where + ", " + fname + ": " + why + "; values " + values_text(column, role.members, inputs));
-          continue;
-        }
-        ep.fields[f] = *plan;
-        role.rank_dependent = role.rank_dependent || plan_uses_rank(*plan, scalar);
-        report.add(site_text(ep), fname, plan_text(*plan, scalar));
-      }
-      for (std::size_t a = 0; a < kArrayFieldCount; ++a) {
-        ArrayPlan& ap = ep.arrays[a];
-        const auto aname = std::string(array_field_name(static_cast<ArrayField>(a)));
-        const auto& first = member_events(0)[i].arrays[a];
-        bool all_equal = true, same_length = true;
-        for (std::size_t m = 1; m < nm; ++m) {
-          const auto& arr = member_events(m)[i].arrays[a];
-          all_equal = all_equal && arr == first;
-          same_length = same_length && arr.size() == first.size();
-        }
-        if (all_equal) {
-          ap.constant = first;
-          continue;
-        }
-        if (same_length) {
-          ap.kind = ArrayPlan::Kind::Elementwise;
-          for (std::size_t j = 0; j < first.size(); ++j) {
-            for (std::size_t m = 0; m < nm; ++m) column[m] = member_events(m)[i].arrays[a][j];
-            std::string why;
-            auto plan = solver.scalar(column, why);
-            if (!plan) {
-              fail(where + ", " + aname + "[" + std::to_string(j) + "]: " + why);
-              plan = ValuePlan{};
-            }
-            role.rank_dependent = role.rank_dependent || plan_uses_rank(*plan, scalar);
-            report.add(site_text(ep), aname + "[" + std::to_string(j) + "]", plan_text(*plan, scalar));
-            ap.elements.push_back(*plan);
-          }
-          continue;
-        }
-        ap.kind = ArrayPlan::Kind::Sequence;
-        for (std::size_t m = 0; m < nm; ++m)
-          column[m] = static_cast<std::int64_t>(member_events(m)[i].arrays[a].size());
-        std::string why;
-        auto length = solver.scalar(column, why);
-        if (!length) {
-          fail(where + ", length of " + aname + ": " + why + "; lengths " + values_text(column, role.members, inputs));
-          continue;
-        }
-        ap.length = *length;
-        bool solved = false;
-        for (std::int64_t mod : {1, 2, 3, 4, 6}) {
-          std::vector<ValuePlan> classes;
-          for (std::int64_t c = 0; c < mod; ++c) {
-            std::vector<std::vector<std::int64_t>> pts;
-            std::vector<std::int64_t> vals;
-            for (std::size_t m = 0; m < nm; ++m) {
-              const auto& [k, r] = role.members[m];
-              const auto& arr = member_events(m)[i].arrays[a];
-              for (std::size_t j = static_cast<std::size_t>(c); j < arr.size(); j += static_cast<std::size_t>(mod)) {
-                pts.push_back(indexed.values(inputs[k].grid, inputs[k].grid.coords(r), static_cast<std::int64_t>(j)));
-                vals.push_back(arr[j]);
-              }
-            }
-            if (pts.empty()) break;
-            std::string w;
-            auto law = solver.indexed(pts, vals, w);
-            if (!law) break;
-            classes.push_back(*law);
-          }
-          if (classes.size() == static_cast<std::size_t>(mod)) {
-            ap.modulus = mod;
-            ap.by_residue = std::move(classes);
-            solved = true;
-            break;
-          }
-        }
-        if (!solved) {
-          fail(where + ", " + aname + ": the elements follow no linear law in j (nor one per residue of j mod 2, 3, 4 or 6)");
-          continue;
-        }
-        std::string text = "len " + plan_text(ap.length, scalar) + ": ";
-        for (std::int64_t c = 0; c < ap.modulus; ++c) {
-          role.rank_dependent = role.rank_dependent || plan_uses_rank(ap.by_residue[static_cast<std::size_t>(c)], indexed);
-          text += (c ? "; " : "") + (ap.modulus > 1 ? "j%" + std::to_string(ap.modulus) + "=" + std::to_string(c) + " -> " : "") +
-                  plan_text(ap.by_residue[static_cast<std::size_t>(c)], indexed);
-        }
-        report.add(site_text(ep), aname, text);
-      }
-    }
-    // Communicators held by the role's ranks: length and members as laws.
-    const auto& ref_comms = inputs[k0].comms[static_cast<std::size_t>(r0)];
-    for (std::size_t c = 0; c < ref_comms.size(); ++c) {
-      CommPlan cp;
-      cp.id = ref_comms[c].id;
-      const std::string where = "communicator " + std::to_string(cp.id);
-      for (std::size_t m = 0; m < nm; ++m) {
-        const auto& [k, r] = role.members[m];
-        column[m] = static_cast<std::int64_t>(inputs[k].comms[static_cast<std::size_t>(r)][c].members.size());
-      }
-      std::string why;
-      auto length = solver.scalar(column, why);
-      if (!length) {
-        fail(where + ", size: " + why + "; sizes " + values_text(column, role.members, inputs));
-        continue;
-      }
-      cp.length = *length;
-      std::vector<std::vector<std::int64_t>> pts;
-      std::vector<std::int64_t> vals;
-      for (std::size_t m = 0; m < nm; ++m) {
-        const auto& [k, r] = role.members[m];
-        const auto& mem = inputs[k].comms[static_cast<std::size_t>(r)][c].members;
-        for (std::size_t j = 0; j < mem.size(); ++j) {
-          pts.push_back(indexed.values(inputs[k].grid, inputs[k].grid.coords(r), static_cast<std::int64_t>(j)));
-          vals.push_back(mem[j]);
-        }
-      }
-      auto member = pts.empty() ? std::optional<ValuePlan>(ValuePlan{}) : solver.indexed(pts, vals, why);
-      if (!member) {
-        fail(where + ", members: " + why);
-        continue;
-      }
-      cp.member = *member;
-      role.rank_dependent = role.rank_dependent || plan_uses_rank(cp.member, indexed);
-      report.add(where, "size", plan_text(cp.length, scalar));
-      report.add(where, "member j", plan_text(cp.member, indexed));
-      role.comms.push_back(std::move(cp));
-    }
-    // Timing groups: per (op, site), the mean times of every input.
-    role.timing_keys.resize(groups.size());
-    for (const auto& [g, idx] : groups) role.timing_keys[idx] = g;
-    role.compute_means.assign(groups.size(), std::vector<double>(inputs.size(), 0.0));
-    role.duration_means.assign(groups.size(), std::vector<double>(inputs.size(), 0.0));
-    std::vector<std::vector<double>> counts(groups.size(), std::vector<double>(inputs.size(), 0.0));
-    for (std::size_t m = 0; m < nm; ++m) {
-      const auto k = role.members[m].first;
-      const auto& evs = member_events(m);
-      for (std::size_t i = 0; i < evs.size(); ++i) {
-        const auto g = role.events[i].timing_group;
-        role.compute_means[g][k] += static_cast<double>(evs[i].compute_ns);
-        role.duration_means[g][k] += static_cast<double>(evs[i].duration_ns);
-        counts[g][k] += 1;
-      }
-    }
-    for (std::size_t g = 0; g < groups.size(); ++g)
-      for (std::size_t k = 0; k < inputs.size(); ++k)
-        if (counts[g][k] > 0) {
-          role.compute_means[g][k] /= counts[g][k];
-          role.duration_means[g][k] /= counts[g][k];
-        } else {  // the role does not occur at this size
-          role.compute_means[g][k] = role.duration_means[g][k] = std::numeric_limits<double>::quiet_NaN();
-        }
-    report.flush(name, laws);
+    if (!plannable(inputs, role, key.to_string(), failures)) continue;
+    RolePlanner(inputs, role, target, ndims, failures).plan(laws);
   }
   return roles;
 }
