@@ -1,22 +1,23 @@
 // scalatrace-dump: prints scalatrace files as JSON.
 //   scalatrace-dump raw PATH     PATH = a .straw file or a directory of rank-*.straw files
 // One function per subcommand; add new ones to kCommands.
+#include <charconv>
 #include <cstdio>
 #include <cstring>
-#include <functional>
-#include <map>
 #include <exception>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "json_writer.hpp"
 #include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/read/cursor.hpp"
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/format/raw.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/support/errors.hpp"
 
 namespace scalatrace::tools {
 namespace {
@@ -38,8 +39,7 @@ void write_event(JsonWriter& j, const Event& e, const std::vector<std::string>& 
                         : std::string_view("?"));
   }
   j.field("site", e.site);
-  for (std::size_t i = 0; i < kFieldCount; ++i)
-    j.field(lowercase(field_name(static_cast<Field>(i))), e.fields[i]);
+  for (std::size_t i = 0; i < kFieldCount; ++i) j.field(lowercase(field_name(static_cast<Field>(i))), e.fields[i]);
   for (std::size_t i = 0; i < kArrayFieldCount; ++i)
     j.array(lowercase(array_field_name(static_cast<ArrayField>(i))), e.arrays[i]);
   j.field("compute_ns", e.compute_ns);
@@ -131,7 +131,10 @@ int cmd_trace(const std::vector<std::string>& args) {
   std::int64_t rank = -1;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--rank" && i + 1 < args.size()) {
-      rank = std::stoll(args[++i]);
+      const std::string& text = args[++i];
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), rank);
+      if (ec != std::errc{} || end != text.data() + text.size() || text.empty() || rank < 0)
+        throw UsageError("--rank expects a non-negative integer, got '" + text + "'");
     } else if (path.empty()) {
       path = args[i];
     } else {
@@ -191,8 +194,7 @@ void print_nodes(const Trace& t, const std::vector<Node>& nodes, int depth) {
     } else {
       const EventNode& e = *n.event;
       const std::string& sym = e.site < t.sites.sites.size() ? t.sites.sites[e.site].symbol : std::string();
-      std::printf("%s site %u%s%s", std::string(op_name(e.op)).c_str(), e.site,
-                  sym.empty() ? "" : " ", sym.c_str());
+      std::printf("%s site %u%s%s", std::string(op_name(e.op)).c_str(), e.site, sym.empty() ? "" : " ", sym.c_str());
     }
     if (!n.ranks.empty()) std::printf("  ranks %s", n.ranks.to_string().c_str());
     if (!n.presence.empty()) std::printf("  presence %s", elastic_text(n.presence, seq_text).c_str());
@@ -206,7 +208,8 @@ void print_nodes(const Trace& t, const std::vector<Node>& nodes, int depth) {
       const auto& f = e.fields[i];
       if (f.empty()) continue;
       bool all_zero = true;
-      for (const auto& alt : f.alternatives) all_zero = all_zero && alt.first.is_constant() && (alt.first.empty() || alt.first.at(0) == 0);
+      for (const auto& alt : f.alternatives)
+        all_zero = all_zero && alt.first.is_constant() && (alt.first.empty() || alt.first.at(0) == 0);
       if (all_zero) continue;
       std::printf("%s    %s = %s\n", pad.c_str(), lowercase(field_name(static_cast<Field>(i))).c_str(),
                   elastic_text(f, seq_text).c_str());
@@ -220,11 +223,10 @@ void print_nodes(const Trace& t, const std::vector<Node>& nodes, int depth) {
       std::printf("%s    %s = %s\n", pad.c_str(), lowercase(array_field_name(static_cast<ArrayField>(i))).c_str(),
                   elastic_text(e.arrays[i], std::function<std::string(const ArraySeq&)>(array_text)).c_str());
     }
-    if (!e.site_ids.empty())
-      std::printf("%s    sites = %s\n", pad.c_str(), elastic_text(e.site_ids, seq_text).c_str());
+    if (!e.site_ids.empty()) std::printf("%s    sites = %s\n", pad.c_str(), elastic_text(e.site_ids, seq_text).c_str());
     if (e.compute.count() > 0 || e.duration.count() > 0)
-      std::printf("%s    compute mean %.0f ns, duration mean %.0f ns (%llu calls)\n", pad.c_str(),
-                  e.compute.mean(), e.duration.mean(), static_cast<unsigned long long>(e.duration.count()));
+      std::printf("%s    compute mean %.0f ns, duration mean %.0f ns (%llu calls)\n", pad.c_str(), e.compute.mean(),
+                  e.duration.mean(), static_cast<unsigned long long>(e.duration.count()));
   }
 }
 
@@ -273,9 +275,8 @@ Mismatch compare_rank(const RankRecording& rec, const Trace& t, std::uint64_t& e
     return Mismatch{false, rec.rank, i, std::move(field), std::move(expected), std::move(got)};
   };
   auto name = [](const std::vector<std::string>& names, std::int64_t id) {
-    return id >= 0 && static_cast<std::size_t>(id) < names.size()
-               ? names[static_cast<std::size_t>(id)]
-               : "<invalid name " + std::to_string(id) + ">";
+    return id >= 0 && static_cast<std::size_t>(id) < names.size() ? names[static_cast<std::size_t>(id)]
+                                                                  : "<invalid name " + std::to_string(id) + ">";
   };
   Cursor cursor(t, rec.rank, TimingMode::None);
   std::uint64_t i = 0;
@@ -296,8 +297,8 @@ Mismatch compare_rank(const RankRecording& rec, const Trace& t, std::uint64_t& e
     }
     for (std::size_t a = 0; a < kArrayFieldCount; ++a)
       if (want.arrays[a] != got->arrays[a])
-        return diff(i, lowercase(array_field_name(static_cast<ArrayField>(a))),
-                    array_text(want.arrays[a]), array_text(got->arrays[a]));
+        return diff(i, lowercase(array_field_name(static_cast<ArrayField>(a))), array_text(want.arrays[a]),
+                    array_text(got->arrays[a]));
   }
   if (auto extra = cursor.next()) return diff(i, "end", "end of recording", describe(*extra));
   events += i;
@@ -330,8 +331,8 @@ int cmd_check(const std::vector<std::string>& args) {
   const std::vector<RankRecording> recs = read_raw_dir(args[0]);
   const Trace t = read_trace_file(args[1]);
   if (static_cast<std::int64_t>(recs.size()) != t.nranks)
-    return report_check(Mismatch{false, -1, 0, "nranks", std::to_string(recs.size()), std::to_string(t.nranks)},
-                        0, 0, 0);
+    return report_check(Mismatch{false, -1, 0, "nranks", std::to_string(recs.size()), std::to_string(t.nranks)}, 0, 0,
+                        0);
   std::uint64_t events = 0;
   for (const RankRecording& rec : recs) {
     const Mismatch m = compare_rank(rec, t, events);
@@ -365,8 +366,10 @@ const Command kCommands[] = {
     {"raw", cmd_raw, "raw PATH    raw streams (.straw file or directory) as JSON"},
     {"trace", cmd_trace, "trace FILE.sct --rank R    one rank's events of a compressed trace as JSON"},
     {"tree", cmd_tree, "tree FILE.sct    the compressed trace as an indented outline"},
-    {"check", cmd_check, "check RAWDIR FILE.sct    every rank of FILE.sct against its raw stream (exit 1 on a difference)"},
-    {"check-intra", cmd_check_intra, "check-intra RAWDIR    every rank's raw stream compressed alone, its cursor against the stream"},
+    {"check", cmd_check,
+     "check RAWDIR FILE.sct    every rank of FILE.sct against its raw stream (exit 1 on a difference)"},
+    {"check-intra", cmd_check_intra,
+     "check-intra RAWDIR    every rank's raw stream compressed alone, its cursor against the stream"},
 };
 
 int usage(std::FILE* out) {
@@ -380,19 +383,26 @@ int usage(std::FILE* out) {
 
 int main(int argc, char** argv) {
   using namespace scalatrace::tools;
-  if (argc < 2) return usage(stderr);
+  if (argc < 2) {
+    std::fprintf(stderr, "scalatrace-dump: error: missing COMMAND (scalatrace-dump --help lists them)\n");
+    return 2;
+  }
   const std::string_view name = argv[1];
   if (name == "-h" || name == "--help") return usage(stdout);
   for (const Command& c : kCommands) {
     if (name != c.name) continue;
     try {
       return c.run(std::vector<std::string>(argv + 2, argv + argc));
-    } catch (const std::exception& e) {
+    } catch (const scalatrace::UsageError& e) {  // bad arguments: exit 2, one line
       std::fflush(stdout);
-      std::fprintf(stderr, "scalatrace-dump: %s\n", e.what());
+      std::fprintf(stderr, "scalatrace-dump: error: %s\n", e.what());
       return 2;
+    } catch (const std::exception& e) {  // an unreadable file, a corrupt trace: exit 1
+      std::fflush(stdout);
+      std::fprintf(stderr, "scalatrace-dump: error: %s\n", e.what());
+      return 1;
     }
   }
-  std::fprintf(stderr, "scalatrace-dump: unknown command '%s'\n", argv[1]);
-  return usage(stderr);
+  std::fprintf(stderr, "scalatrace-dump: error: unknown command '%s' (scalatrace-dump --help lists them)\n", argv[1]);
+  return 2;
 }

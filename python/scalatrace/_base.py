@@ -5,9 +5,13 @@ Everything here depends only on the compiled core and NumPy, so any module may u
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import _core
+from .errors import ScalatraceError, UsageError
+from .errors import check_choice as _check_choice
 
 OP_NAMES: tuple[str, ...] = tuple(_core.op_names())
 """MPI operation names indexed by the ``op`` code used in rank tables."""
@@ -30,3 +34,72 @@ def with_rank_and_names(table: np.ndarray) -> np.ndarray:
         out[name] = table[name]
     out["op_name"] = names
     return out
+
+
+# ---- argument checks: a bad argument is a one-line UsageError naming it and what is accepted,
+# raised before the value reaches the compiled core (whose own TypeError lists every overload).
+
+
+def check_int(name: str, value: object, *, lo: int | None = 0, hi: int | None = None) -> int:
+    """``value`` as an int in ``[lo, hi]`` (``None``: unbounded); booleans and floats refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise UsageError(f"{name} must be an integer, not {_shown(value)}")
+    v = int(value)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise UsageError(f"{name} must be an integer {_range_text(lo, hi)}, not {v}")
+    return v
+
+
+def check_float(
+    name: str, value: object, *, lo: float | None = 0.0, hi: float | None = None
+) -> float:
+    """``value`` as a finite float in ``[lo, hi]``; booleans, strings and NaN refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise UsageError(f"{name} must be a number, not {_shown(value)}")
+    v = float(value)
+    if not math.isfinite(v) or (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise UsageError(f"{name} must be a finite number {_range_text(lo, hi)}, not {v!r}")
+    return v
+
+
+def check_bool(name: str, value: object) -> bool:
+    """``value`` if it is a bool (``"no"`` is not False: a string is refused)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise UsageError(f"{name} must be True or False, not {_shown(value)}")
+    return bool(value)
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...] | list[str]) -> str:
+    """``value`` if it is one of ``choices`` (UsageError listing them otherwise)."""
+    _check_choice(name, value, choices)
+    return value  # type: ignore[return-value]
+
+
+def one_line(message: object) -> str:
+    """The first line of an error message (pybind11's TypeError lists every overload after it)."""
+    text = str(message).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def core_call(what: str, function, *args, **kwargs):
+    """Calls a compiled-core function; a TypeError, ValueError, IndexError or OverflowError from
+    the binding (an argument the Python layer let through) becomes a one-line UsageError."""
+    try:
+        return function(*args, **kwargs)
+    except ScalatraceError:
+        raise
+    except (TypeError, ValueError, IndexError, OverflowError) as e:
+        raise UsageError(f"{what}: {one_line(e) or type(e).__name__}") from e
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
+
+
+def _range_text(lo: float | None, hi: float | None) -> str:
+    if lo is not None and hi is not None:
+        return f"from {lo} to {hi}"
+    if lo is not None:
+        return f">= {lo}"
+    return f"<= {hi}" if hi is not None else ""

@@ -23,7 +23,7 @@ import numpy as np
 from . import _core
 from ._base import DEFAULT_MAX_EVENTS, OP_NAMES, with_rank_and_names
 from ._summary import TimestepLoop, comm_triplets_to_output
-from .errors import UnknownNameError, UsageError, check_choice
+from .errors import TraceFormatError, UnknownNameError, UsageError, check_choice
 
 if TYPE_CHECKING:
     import pandas
@@ -621,7 +621,10 @@ def load(path: str | os.PathLike[str]) -> TraceModel:
     """Reads a ``.sct`` trace file (see :func:`scalatrace.load`)."""
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"no trace file at {p}")
+        if not p.exists():
+            raise FileNotFoundError(f"no trace file at {p}")
+        kind = "a directory" if p.is_dir() else "not a regular file"
+        raise TraceFormatError(f"{p} is {kind}, not a trace file (.sct)")
     core = _core.read_trace_file(str(p))  # the core's messages name the file
     return wrap(core, p)
 

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from . import _core
-from ._base import DEFAULT_MAX_EVENTS, with_rank_and_names
+from ._base import DEFAULT_MAX_EVENTS, check_int, with_rank_and_names
 from ._model import TraceModel, wrap
 from ._summary import comm_triplets_to_output
-from .errors import UnknownNameError
+from .errors import TraceFormatError, UnknownNameError
 
 if TYPE_CHECKING:
     import pandas
@@ -85,6 +85,7 @@ class RawRecording:
         Runs the same IntraCompressor and radix-tree merge as the collector does at
         ``MPI_Finalize`` (``window``: ``SCALATRACE_WINDOW``, 0 = default).
         """
+        window = check_int("window", window, lo=0, hi=1 << 20)
         return wrap(_core.compress_recordings(self._ranks, window))
 
     def __repr__(self) -> str:
@@ -105,6 +106,21 @@ def read_raw(path: str | os.PathLike[str]) -> RawRecording:
     # The core's messages name the file (or directory) concerned.
     if p.is_dir():
         recs: Any = _core.read_raw_dir(str(p))
+        _check_one_program(list(recs), p)
     else:
         recs = [_core.read_raw(str(p))]
     return RawRecording(list(recs), p)
+
+
+def _check_one_program(recs: list, where: Path) -> None:
+    """The streams of a directory come from one run: the same program and command line."""
+    for key in ("program", "command_line"):
+        seen = {}
+        for rec in recs:
+            seen.setdefault(rec.metadata.get(key, ""), rec.rank)
+        if len(seen) > 1:
+            (a, ra), (b, rb) = list(seen.items())[:2]
+            raise TraceFormatError(
+                f"{where}: the raw streams come from different runs ({key} of rank {ra}: {a!r}, "
+                f"of rank {rb}: {b!r})"
+            )

@@ -1,13 +1,32 @@
-"""The ``scalatrace`` command: run, show, stats, heatmap, replay, generate."""
+"""The ``scalatrace`` command: run, show, stats, heatmap, replay, generate.
+
+Errors (docs/python.md, "Errors"): one line ``scalatrace: error: ...`` on stderr, exit status 2
+for a usage error (bad arguments), 1 for any other error, the run's own status for a failed MPI
+run; a Python traceback only with ``SCALATRACE_DEBUG=1``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
-from .errors import MPIRunError, ScalatraceError
+from .errors import MPIRunError, ScalatraceError, UsageError
+
+USAGE_EXIT = 2
+ERROR_EXIT = 1
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``scalatrace: error: <sub>: <what> (see ... --help)``."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sub = self.prog.partition(" ")[2]
+        where = f"{sub}: " if sub else ""
+        print(f"scalatrace: error: {where}{message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(USAGE_EXIT)
 
 
 def _extrapolate_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -33,9 +52,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ._launch import run_collected
 
     if not args.command:
-        print("scalatrace run: give the program after '--'", file=sys.stderr)
-        return 2
-    env = dict(kv.split("=", 1) for kv in args.env)
+        raise UsageError("run: give the program after '--' (scalatrace run -n 2 -- ./app)")
+    env = {}
+    for kv in args.env:
+        name, eq, value = kv.partition("=")
+        if not eq or not name:
+            raise UsageError(f"run: --env wants NAME=VALUE, got {kv!r}")
+        env[name] = value
     out, raw_dir, proc = run_collected(
         args.command, args.np, args.output, env, args.raw or False, args.timeout, capture=False
     )
@@ -168,7 +191,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     for item in args.param:
         name, _, values = item.partition("=")
         if not values:
-            raise ValueError(f"--param wants NAME=V1,V2,..., got {item!r}")
+            raise UsageError(f"--param wants NAME=V1,V2,..., got {item!r}")
         grid[name] = [_grid_value(name, v) for v in values.split(",")]
     net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G)
     df = sweep(args.trace, grid, processes=args.processes, progress=not args.quiet, network=net)
@@ -193,8 +216,11 @@ def _grid_value(name: str, text: str) -> object:
             return True
         if word in ("0", "false", "no", "off"):
             return False
-        raise ValueError(f"--param {name} wants true or false, got {text!r}")
-    return float(text)
+        raise UsageError(f"--param {name} wants true or false, got {text!r}")
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"--param {name} wants numbers, got {text!r}") from None
 
 
 def _add_network_arguments(p: argparse.ArgumentParser) -> None:
@@ -254,11 +280,9 @@ def _replay_main(argv: Sequence[str]) -> int:
     try:
         from . import replay
     except ImportError as e:  # pragma: no cover - replay is part of the package
-        print(f"scalatrace replay: not available ({e})", file=sys.stderr)
-        return 2
-    parser = argparse.ArgumentParser(
-        prog="scalatrace replay", description="Replay a trace under mpiexec."
-    )
+        print(f"scalatrace: error: replay: not available ({e})", file=sys.stderr)
+        return ERROR_EXIT
+    parser = _Parser(prog="scalatrace replay", description="Replay a trace under mpiexec.")
     replay.add_arguments(parser)
     return int(replay.run_from_args(parser.parse_args(list(argv))) or 0)
 
@@ -267,7 +291,12 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
     from ._trace import load
     from .extrapolate import extrapolate, extrapolation_laws
 
-    dims = [int(d) for d in args.dims.lower().split("x")] if args.dims else None
+    try:
+        dims = [int(d) for d in args.dims.lower().split("x")] if args.dims else None
+    except ValueError:
+        raise UsageError(
+            f"extrapolate: --dims wants a grid such as 32x32, got {args.dims!r}"
+        ) from None
     big = extrapolate(
         [load(p) for p in args.traces], ranks=args.ranks, dims=dims, timing=not args.no_timing
     )
@@ -282,8 +311,11 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="scalatrace", description="Scalable MPI communication tracing and analysis."
+    p = _Parser(
+        prog="scalatrace",
+        description="Scalable MPI communication tracing and analysis.",
+        epilog="Errors: one line on stderr; exit status 2 for bad arguments, 1 for other errors. "
+        "SCALATRACE_DEBUG=1 adds the Python traceback.",
     )
     sub = p.add_subparsers(dest="cmd", required=True)
 
@@ -395,20 +427,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv[:1] == ["replay"]:
             return _replay_main(argv[1:])
-    except (ScalatraceError, FileNotFoundError, ValueError) as e:
-        print(f"scalatrace: {e}", file=sys.stderr)
-        return e.returncode if isinstance(e, MPIRunError) and e.returncode > 0 else 1
-    args = build_parser().parse_args(argv)
-    if getattr(args, "command", None) and args.command[:1] == ["--"]:
-        args.command = args.command[1:]
-    try:
+        args = build_parser().parse_args(argv)
+        if getattr(args, "command", None) and args.command[:1] == ["--"]:
+            args.command = args.command[1:]
         return int(args.func(args))
-    except MPIRunError as e:
-        print(f"scalatrace: {e}", file=sys.stderr)
-        return e.returncode if e.returncode > 0 else 1
-    except (ScalatraceError, FileNotFoundError, ValueError) as e:
-        print(f"scalatrace: {e}", file=sys.stderr)
-        return 1
+    except Exception as e:  # noqa: BLE001 - the one place errors become exit statuses
+        return _report(e)
+
+
+def _report(e: Exception) -> int:
+    """Prints ``e`` as the command's error (one line) and returns the exit status."""
+    if os.environ.get("SCALATRACE_DEBUG", "") not in ("", "0"):
+        import traceback
+
+        traceback.print_exception(e, file=sys.stderr)
+    if isinstance(e, MPIRunError):  # the run's own stderr tail follows its first line
+        print(f"scalatrace: error: {e}", file=sys.stderr)
+        return e.returncode if e.returncode > 0 else ERROR_EXIT
+    text = " ".join(str(e).split()) or type(e).__name__
+    if isinstance(e, UsageError):
+        print(f"scalatrace: error: {text}", file=sys.stderr)
+        return USAGE_EXIT
+    if isinstance(e, (ScalatraceError, OSError)):
+        print(f"scalatrace: error: {text}", file=sys.stderr)
+        return ERROR_EXIT
+    print(
+        f"scalatrace: error: {type(e).__name__}: {text} (an unexpected error: rerun with "
+        "SCALATRACE_DEBUG=1 for the traceback and report it)",
+        file=sys.stderr,
+    )
+    return ERROR_EXIT
 
 
 if __name__ == "__main__":  # pragma: no cover

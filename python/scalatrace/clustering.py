@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Literal, Union
 import numpy as np
 
 from . import _core
+from ._base import check_float
+from .errors import UsageError
 
 if TYPE_CHECKING:
     from ._model import TraceModel
@@ -157,16 +159,18 @@ def clusters(
 
     Raises
     ------
-    ValueError
-        For a bad ``k``, ``method``, feature name or combination.
+    UsageError
+        For a bad ``k``, ``method``, ``threshold``, feature name or combination.
     """
     n = trace.nranks
     if method not in ("kfarthest", "hierarchical"):
-        raise ValueError(f"method must be 'kfarthest' or 'hierarchical', not {method!r}")
+        raise UsageError(f"method must be 'kfarthest' or 'hierarchical', not {method!r}")
     if n < 1:
-        raise ValueError("the trace has no ranks to cluster")
+        raise UsageError("the trace has no ranks to cluster")
     if threshold is not None and method != "hierarchical":
-        raise ValueError("threshold= applies to method='hierarchical' only")
+        raise UsageError("threshold= applies to method='hierarchical' only")
+    if threshold is not None:
+        threshold = check_float("threshold", threshold)
     k = _checked_k(k, n, threshold is None)
     names = _feature_names(features, method)
     if method == "kfarthest":
@@ -181,9 +185,9 @@ def _checked_k(k: int | None, n: int, need_default: bool) -> int | None:
     if k is None:
         return min(DEFAULT_K, n) if need_default else None
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise ValueError(f"k must be a positive integer, not {k!r}")
+        raise UsageError(f"k must be a positive integer, not {k!r}")
     if k < 1:
-        raise ValueError(f"k must be at least 1, not {k}")
+        raise UsageError(f"k must be at least 1, not {k}")
     if k > n:
         warnings.warn(f"k={k} is more than the {n} ranks; using k={n}", stacklevel=3)
         return n
@@ -198,15 +202,15 @@ def _feature_names(features: Features, method: str) -> tuple[str, ...]:
             return SIGNATURE_FEATURES
         if features == "computation":
             if method != "hierarchical":
-                raise ValueError("features='computation' (PHANTOM) needs method='hierarchical'")
+                raise UsageError("features='computation' (PHANTOM) needs method='hierarchical'")
             return ("computation",)
         features = (features,)
     names = tuple(features)
     if not names:
-        raise ValueError("features: give at least one feature")
+        raise UsageError("features: give at least one feature")
     for f in names:
         if f not in SIGNATURE_FEATURES:
-            raise ValueError(
+            raise UsageError(
                 f"unknown feature {f!r}; valid: 'signature', 'computation' or any of {SIGNATURE_FEATURES}"
             )
     return names
@@ -235,7 +239,7 @@ def _hierarchical(
     # rank_groups numbers groups by their lowest rank, so leaves[g] is group g's lowest rank.
     m = len(leaves)
     if m > MAX_HIERARCHICAL_RANKS:
-        raise ValueError(
+        raise UsageError(
             f"hierarchical clustering of {m} distinct behaviours ({n} ranks) needs an m x m distance "
             f"matrix; use method='kfarthest' above {MAX_HIERARCHICAL_RANKS}"
         )

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from . import _core
-from .errors import DeadlockError, ScalatraceError
+from ._base import check_bool, check_int
+from .errors import DeadlockError, ScalatraceError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._model import TraceModel
@@ -33,7 +34,7 @@ __all__ = [
 def _core_of(trace: TraceModel) -> _core.Trace:
     core = getattr(trace, "_core", trace)
     if not isinstance(core, _core.Trace):
-        raise ValueError(f"expected a scalatrace.Trace, got {type(trace).__name__}")
+        raise UsageError(f"expected a scalatrace.Trace, got {type(trace).__name__}")
     return core
 
 
@@ -67,9 +68,14 @@ def to_c(
     DeadlockError
         ``resolve_wildcards=True`` and the wildcards cannot be matched without a deadlock.
     """
-    if min_compute_ns < 0:
-        raise ValueError("min_compute_ns must be >= 0")
-    return _core.generate_c(_core_of(trace), resolve_wildcards, computation, min_compute_ns)
+    core = _core_of(trace)
+    min_compute_ns = check_int("min_compute_ns", min_compute_ns, lo=0)
+    return _core.generate_c(
+        core,
+        check_bool("resolve_wildcards", resolve_wildcards),
+        check_bool("computation", computation),
+        min_compute_ns,
+    )
 
 
 def to_conceptual(trace: TraceModel, computation: bool = True, min_compute_ns: int = 500) -> str:
@@ -80,9 +86,9 @@ def to_conceptual(trace: TraceModel, computation: bool = True, min_compute_ns: i
     DeadlockError
         The trace's wildcard receives cannot be matched without a deadlock.
     """
-    if min_compute_ns < 0:
-        raise ValueError("min_compute_ns must be >= 0")
-    return _core.generate_conceptual(_core_of(trace), computation, min_compute_ns)
+    core = _core_of(trace)
+    min_compute_ns = check_int("min_compute_ns", min_compute_ns, lo=0)
+    return _core.generate_conceptual(core, check_bool("computation", computation), min_compute_ns)
 
 
 def resolve_wildcards(trace: TraceModel) -> tuple[TraceModel, list[tuple[int, int, str, int]]]:
@@ -122,7 +128,7 @@ def write_benchmark(
     elif lang == "conceptual":
         text = to_conceptual(trace)
     else:
-        raise ValueError(f"lang must be 'c' or 'conceptual', not {lang!r}")
+        raise UsageError(f"lang must be 'c' or 'conceptual', not {lang!r}")
     out = Path(output)
     out.write_text(text)
     return out

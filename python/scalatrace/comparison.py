@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from ._model import site_key
-from .errors import check_choice
+from ._model import TraceModel, as_trace, site_key
+from .errors import UsageError, check_choice
 
 if TYPE_CHECKING:
     import pandas
-
-    from ._model import TraceModel
 
 _MEASURES = ("calls", "bytes", "duration_ns", "compute_ns")
 
@@ -73,13 +72,25 @@ def _side_by_side(
     return out.set_index(keys).sort_index()
 
 
-def compare(a: TraceModel, b: TraceModel) -> Comparison:
+def _trace_argument(name: str, value: object) -> TraceModel:
+    if isinstance(value, TraceModel):
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        return as_trace(value)
+    raise UsageError(
+        f"{name} must be a scalatrace.Trace or a trace path, not {type(value).__name__}"
+    )
+
+
+def compare(
+    a: TraceModel | str | os.PathLike[str], b: TraceModel | str | os.PathLike[str]
+) -> Comparison:
     """Per-op, per-call-site and per-pair differences between two traces.
 
     Parameters
     ----------
-    a, b : Trace
-        The reference and the other run (differences are ``b - a``).
+    a, b : Trace or path
+        The reference and the other run (differences are ``b - a``); a path is loaded.
 
     Returns
     -------
@@ -88,6 +99,8 @@ def compare(a: TraceModel, b: TraceModel) -> Comparison:
     import pandas as pd
 
     from .frames import pairs_frame
+
+    a, b = _trace_argument("a", a), _trace_argument("b", b)
 
     by_op = _side_by_side(
         a.summary()[["op", *_MEASURES]], b.summary()[["op", *_MEASURES]], ["op"], _MEASURES

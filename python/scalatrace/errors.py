@@ -71,8 +71,9 @@ class SimulationError(ScalatraceError):
     argument (negative parameter, impossible sweep grid) is invalid (``scalatrace.simulate``)."""
 
 
-class SimulationParameterError(SimulationError, ValueError):
-    """A simulation parameter or sweep grid is invalid (also a :class:`ValueError`)."""
+class SimulationParameterError(SimulationError, UsageError):
+    """A simulation parameter or sweep grid is invalid (a :class:`UsageError`, so also a
+    :class:`ValueError`)."""
 
 
 class DeadlockError(ScalatraceError):

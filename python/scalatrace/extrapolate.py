@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from . import _core
+from ._base import check_bool, check_int, one_line
 from ._model import TraceModel, wrap
-from .errors import ScalatraceError
+from .errors import ScalatraceError, UsageError
 
 if TYPE_CHECKING:
     import matplotlib.axes
@@ -268,23 +269,26 @@ def fit_scaling(
 
     Raises
     ------
-    ValueError
+    UsageError
         Fewer than 3 points, lengths differ, non-positive or repeated ``xs``, non-finite values.
     """
-    x = np.asarray(xs, dtype=float)
-    y = np.asarray(ys, dtype=float)
+    try:
+        x = np.asarray(xs, dtype=float)
+        y = np.asarray(ys, dtype=float)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"xs and ys must be sequences of numbers ({one_line(e)})") from None
     if x.ndim != 1 or x.shape != y.shape:
-        raise ValueError(f"xs and ys must be 1-D of the same length, got {x.shape} and {y.shape}")
+        raise UsageError(f"xs and ys must be 1-D of the same length, got {x.shape} and {y.shape}")
     if len(x) < 3:
-        raise ValueError(f"fit_scaling needs at least 3 measurements, got {len(x)}")
+        raise UsageError(f"fit_scaling needs at least 3 measurements, got {len(x)}")
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise ValueError("xs and ys must be finite")
+        raise UsageError("xs and ys must be finite")
     if np.any(x <= 0):
-        raise ValueError("process counts xs must be positive")
+        raise UsageError("process counts xs must be positive")
     if len(np.unique(x)) != len(x):
-        raise ValueError("process counts xs must be distinct")
-    if max_terms not in (1, 2):
-        raise ValueError(f"max_terms must be 1 or 2, got {max_terms}")
+        raise UsageError("process counts xs must be distinct")
+    if isinstance(max_terms, bool) or max_terms not in (1, 2):
+        raise UsageError(f"max_terms must be 1 or 2, got {max_terms}")
     # Leave-one-out needs more remaining points than coefficients, and a hypothesis is only
     # tried with two terms from 6 points on (twice its coefficients): with
     # fewer, some two-term hypothesis always fits the noise and extrapolates wildly.
@@ -386,23 +390,39 @@ def extrapolate(
     ExtrapolationError
         Different programs, the same size twice, too few sizes, parameters without a linear
         law (each named).
-    ValueError
-        Bad arguments (no target, target dims of the wrong dimensionality).
+    UsageError
+        Bad arguments (no target, target dims of the wrong dimensionality or type).
     """
     if isinstance(traces, TraceModel):
-        raise ValueError("extrapolate needs a list of traces at several sizes, got one Trace")
+        raise UsageError("extrapolate needs a list of traces at several sizes, got one Trace")
     traces = list(traces)
     for t in traces:
         if not isinstance(t, TraceModel):
-            raise ValueError(
+            raise UsageError(
                 f"extrapolate expects scalatrace.Trace objects, got {type(t).__name__}"
             )
     if ranks is None and dims is None:
-        raise ValueError("give the target size: ranks=N or dims=(X, Y, ...)")
-    if ranks is not None and (not isinstance(ranks, (int, np.integer)) or ranks <= 0):
-        raise ValueError(f"ranks must be a positive integer, got {ranks!r}")
-    if dims is not None and (len(dims) == 0 or any(int(d) <= 0 for d in dims)):
-        raise ValueError(f"dims must be positive integers, got {dims!r}")
+        raise UsageError("give the target size: ranks=N or dims=(X, Y, ...)")
+    if ranks is not None:
+        ranks = check_int("ranks", ranks, lo=1)
+    if dims is not None:
+        if isinstance(dims, (str, bytes)) or not isinstance(dims, Sequence) or len(dims) == 0:
+            raise UsageError(
+                f"dims must be a sequence of positive integers such as (16, 16), not {dims!r}"
+            )
+        dims = [check_int("dims", d, lo=1) for d in dims]
+    if input_dims is not None:
+        if isinstance(input_dims, (str, bytes)) or not isinstance(input_dims, Sequence):
+            raise UsageError(
+                f"input_dims must be one sequence of integers per trace, not {input_dims!r}"
+            )
+        input_dims = [
+            [check_int("input_dims", d, lo=1) for d in g]
+            if isinstance(g, Sequence) and not isinstance(g, (str, bytes))
+            else _bad_input_dims(g)
+            for g in input_dims
+        ]
+    timing = check_bool("timing", timing)
     cache: dict = {}
     core = _core.extrapolate(
         [t._core for t in traces],
@@ -414,10 +434,19 @@ def extrapolate(
     return wrap(core)
 
 
+def _bad_input_dims(g: object) -> list[int]:
+    raise UsageError(f"input_dims: each entry must be a sequence of integers, not {g!r}")
+
+
 def extrapolation_laws(trace: TraceModel) -> Any:
     """The extrapolated parameters' formulas of an extrapolated trace as a pandas DataFrame
     (columns role, where, parameter, formula); empty if the trace was not extrapolated."""
     import pandas as pd
+
+    if not isinstance(trace, TraceModel):
+        raise UsageError(
+            f"extrapolation_laws expects a scalatrace.Trace, not {type(trace).__name__}"
+        )
 
     rows = [
         line.split("\t")

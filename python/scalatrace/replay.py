@@ -32,6 +32,7 @@ from typing import Any, Union
 import numpy
 
 from . import _paths
+from ._base import check_bool, check_float, check_int
 from .errors import ReplayError, ScalatraceError, TraceFormatError, UsageError, check_choice
 
 __all__ = ["replay", "ReplayResult", "trace_info", "TIMING_MODES"]
@@ -238,10 +239,14 @@ def replay(
     """
     check_choice("timing", timing, TIMING_MODES)
     check_choice("defer_waits", defer_waits, DEFER_WAITS_MODES)
-    if compute_scale < 0 or size_scale < 0:
-        raise UsageError("compute_scale and size_scale must be >= 0")
-    if timeout < 0:
-        raise UsageError("timeout must be >= 0")
+    # The bounds of scalatrace-replay's options (docs/replay.md).
+    compute_scale = check_float("compute_scale", compute_scale, lo=0.0, hi=1e6)
+    size_scale = check_float("size_scale", size_scale, lo=0.0, hi=1024.0)
+    timeout = check_float("timeout", timeout, lo=0.0, hi=1e9)
+    seed = check_int("seed", seed, lo=0, hi=2**64 - 1)
+    if np is not None:
+        np = check_int("np", np, lo=1)
+    check_bool("trace", trace)
     with tempfile.TemporaryDirectory(prefix="scalatrace-replay-") as tmp:
         workdir = Path(tmp)
         path = _resolve_trace(trace_or_path, workdir)

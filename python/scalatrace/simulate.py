@@ -30,9 +30,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from . import _core
-from ._base import OP_NAMES
+from ._base import OP_NAMES, check_bool, check_choice, check_float, check_int, one_line
 from ._model import TraceModel, as_trace, load
-from .errors import MPIRunError, ScalatraceError, SimulationError, SimulationParameterError
+from .errors import (
+    MPIRunError,
+    ScalatraceError,
+    SimulationError,
+    SimulationParameterError,
+    UsageError,
+)
 
 if TYPE_CHECKING:
     import pandas
@@ -67,7 +73,12 @@ class LogGP:
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            if not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not math.isfinite(v)
+                or v < 0
+            ):
                 raise SimulationParameterError(
                     f"LogGP.{f.name} must be a non-negative finite number, got {v!r}"
                 )
@@ -188,7 +199,7 @@ class SimResult:
         if what == "pairs":
             p = self._raw["pairs"]
             return pd.DataFrame({k: np.asarray(p[k]) for k in ("src", "dst", "messages", "bytes")})
-        raise ValueError(f"what must be 'ranks', 'sites', 'timeline' or 'pairs', got {what!r}")
+        raise UsageError(f"what must be 'ranks', 'sites', 'timeline' or 'pairs', got {what!r}")
 
     @property
     def timeline(self) -> dict[str, np.ndarray]:
@@ -290,6 +301,25 @@ def simulate(
         raise SimulationParameterError("network and intra_node must be scalatrace.LogGP instances")
     if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, (int, np.integer)):
         raise SimulationParameterError(f"ranks_per_node must be an integer, got {ranks_per_node!r}")
+    check_int("ranks_per_node", ranks_per_node, lo=1)
+    compute_scale = check_float("compute_scale", compute_scale)
+    size_scale = check_float("size_scale", size_scale)
+    eager_threshold = check_float("eager_threshold", eager_threshold)
+    seed = check_int("seed", seed, lo=0, hi=2**64 - 1)
+    check_choice("timing", timing, ("mean", "median", "sample", "none"))
+    for name, flag in (
+        ("contention", contention),
+        ("timeline", timeline),
+        ("pair_counts", pair_counts),
+        ("recorded_local_calls", recorded_local_calls),
+    ):
+        check_bool(name, flag)
+    site_compute_scale = {
+        check_int("site_compute_scale key", k, lo=0, hi=2**32 - 1): check_float(
+            f"site_compute_scale[{k}]", v
+        )
+        for k, v in (site_compute_scale or {}).items()
+    }
     params = {
         "network": net,
         "intra_node": intra,
@@ -324,8 +354,8 @@ def simulate(
             bool(pair_counts),
             bool(recorded_local_calls),
         )
-    except ValueError as e:
-        raise SimulationParameterError(str(e)) from None
+    except (ValueError, TypeError, OverflowError) as e:
+        raise SimulationParameterError(one_line(e)) from None
     except ScalatraceError as e:
         if type(e) is ScalatraceError:
             raise SimulationError(str(e)) from None
@@ -574,17 +604,18 @@ def calibrate(
 
     Raises
     ------
-    ValueError
-        ``np < 2``, ``reps < 1`` or ``max_bytes < 1``.
+    UsageError
+        ``np < 2``, ``reps < 1``, ``max_bytes < 1`` or an argument of the wrong type.
     MPIRunError
         The calibration run failed.
     """
     from . import _paths
 
-    if int(np) < 2 or int(reps) < 1 or int(max_bytes) < 1:
-        raise ValueError(
-            f"calibrate needs np >= 2, reps >= 1, max_bytes >= 1 (got {np}, {reps}, {max_bytes})"
-        )
+    np = check_int("np", np, lo=2, hi=1 << 20)
+    reps = check_int("reps", reps, lo=1, hi=1 << 30)
+    max_bytes = check_int("max_bytes", max_bytes, lo=1, hi=1 << 40)
+    eager_threshold = check_float("eager_threshold", eager_threshold)
+    timeout = check_float("timeout", timeout, lo=0.0)
     cmd = [
         _paths.mpiexec(),
         "-n",

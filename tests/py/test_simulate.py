@@ -333,7 +333,7 @@ def test_cli_simulate_and_sweep(example_traces, tmp_path):
     proc = subprocess.run(
         [*exe, "simulate", str(path), "--L", "-1"], capture_output=True, text=True, timeout=120
     )
-    assert proc.returncode == 1 and "LogGP.L" in proc.stderr
+    assert proc.returncode == 2 and "LogGP.L" in proc.stderr  # a usage error
 
 
 def test_calibrate_measures_the_local_mpi():

@@ -30,8 +30,7 @@ std::string library_summary(const std::string& version) {
   std::string out, line;
   std::istringstream in(version);
   while (std::getline(in, line)) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == '\0' || line.back() == ' '))
-      line.pop_back();
+    while (!line.empty() && (line.back() == '\r' || line.back() == '\0' || line.back() == ' ')) line.pop_back();
     if (line.empty()) continue;
     const bool build_flags = line.starts_with("MPICH configure") || line.starts_with("MPICH CC") ||
                              line.starts_with("MPICH CXX") || line.starts_with("MPICH F77") ||
@@ -78,7 +77,14 @@ std::string utc_now() {
   return buf;
 }
 
-void finish_at_exit() { Recorder::finish("exit"); }
+// The status the process exits with (on_exit passes it; atexit does not): a rank exiting with a
+// non-zero status does not wait for the other ranks (see Recorder::end).
+std::atomic<int> g_exit_status{0};
+
+void finish_at_exit(int status, void*) {
+  g_exit_status.store(status, std::memory_order_relaxed);
+  Recorder::finish("exit");
+}
 
 }  // namespace
 
@@ -104,11 +110,10 @@ Recorder* Recorder::start(bool at_init) {
     r->begin(at_init);
     g_recorder = r;
     g_state.store(1, std::memory_order_release);
-    std::atexit(finish_at_exit);
+    on_exit(finish_at_exit, nullptr);
     return r;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "scalatrace: cannot start recording (%s); the program runs untraced\n",
-                 e.what());
+    std::fprintf(stderr, "scalatrace: cannot start recording (%s); the program runs untraced\n", e.what());
   } catch (...) {
     std::fprintf(stderr, "scalatrace: cannot start recording; the program runs untraced\n");
   }
@@ -128,8 +133,7 @@ void Recorder::finish(const char* why) {
   try {
     r->end(why);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "scalatrace: rank %d: finishing the recording failed: %s\n", r->rank,
-                 e.what());
+    std::fprintf(stderr, "scalatrace: rank %d: finishing the recording failed: %s\n", r->rank, e.what());
   } catch (...) {
     std::fprintf(stderr, "scalatrace: rank %d: finishing the recording failed\n", r->rank);
   }
@@ -139,7 +143,7 @@ void Recorder::begin(bool at_init) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &nranks);
   const std::string program = program_path();
-  settings = Settings::from_environment(std::filesystem::path(program).filename().string());
+  settings = Settings::from_environment(std::filesystem::path(program).filename().string(), rank == 0);
 #if SCALATRACE_HAVE_TREE_MERGE
   settings.clusters = effective_cluster_count(settings.clusters, nranks, rank);
 #endif
@@ -169,8 +173,7 @@ void Recorder::begin(bool at_init) {
       std::error_code ec;
       std::filesystem::create_directories(settings.raw_dir, ec);
       if (ec)  // the reason (e.g. permission denied), not the later "no such file" of the open
-        throw std::runtime_error("cannot create the directory " + settings.raw_dir + ": " +
-                                 ec.message());
+        throw std::runtime_error("cannot create the directory " + settings.raw_dir + ": " + ec.message());
       raw_path_ = (std::filesystem::path(settings.raw_dir) / raw_file_name(rank)).string();
       raw_.open(raw_path_, rank, nranks);
     } catch (const std::exception& e) {
@@ -206,9 +209,7 @@ bool compressed_output_available() {
 #endif
 }
 
-void Recorder::warn(const std::string& what) {
-  std::fprintf(stderr, "scalatrace: rank %d: %s\n", rank, what.c_str());
-}
+void Recorder::warn(const std::string& what) { std::fprintf(stderr, "scalatrace: rank %d: %s\n", rank, what.c_str()); }
 
 __attribute__((noinline)) std::uint32_t Recorder::walk_site(const void* wrapper_frame, bool learn,
                                                             std::unique_lock<std::mutex>& lock) {
@@ -284,8 +285,11 @@ void Recorder::end(const char* why) {
       warn(std::string("raw stream not written: ") + ex.what());
     }
   }
+  // A rank exiting with a non-zero status leaves at once, as it would untraced: waiting for
+  // ranks that may never come would change how the process manager ends the run and what
+  // mpiexec returns (issue 32). Its raw stream is complete; the merged trace needs every rank.
   const bool at_exit = std::string(why) == "exit";
-  const bool in_step = at_exit && wait_for_all_ranks();
+  const bool in_step = at_exit && g_exit_status.load(std::memory_order_relaxed) == 0 && wait_for_all_ranks();
   if (!settings.raw_dir.empty()) report_raw_streams(std::string(why) == "MPI_Finalize" || in_step);
   const bool merging = compressor_ != nullptr;
   write_compressed(why, in_step);
@@ -302,18 +306,18 @@ void Recorder::end(const char* why) {
 void Recorder::report_raw_streams(bool ranks_in_step) {
   int failed = raw_failed_ ? 1 : 0;
   int failed_ranks = failed;
-  const bool counted =
-      ranks_in_step && sync_comm_ != MPI_COMM_NULL &&
-      PMPI_Reduce(&failed, &failed_ranks, 1, MPI_INT, MPI_SUM, 0, sync_comm_) == MPI_SUCCESS;
+  const bool counted = ranks_in_step && sync_comm_ != MPI_COMM_NULL &&
+                       PMPI_Reduce(&failed, &failed_ranks, 1, MPI_INT, MPI_SUM, 0, sync_comm_) == MPI_SUCCESS;
   if (rank != 0 || settings.quiet) return;
   if (counted && failed_ranks == 0)
-    std::fprintf(stderr, "scalatrace: raw streams of all %d ranks written to %s (rank 0: %llu events)\n",
-                 nranks, settings.raw_dir.c_str(), static_cast<unsigned long long>(events_));
+    std::fprintf(stderr, "scalatrace: raw streams of all %d ranks written to %s (rank 0: %llu events)\n", nranks,
+                 settings.raw_dir.c_str(), static_cast<unsigned long long>(events_));
   else if (counted)
-    warn("raw streams in " + settings.raw_dir + ": " + std::to_string(failed_ranks) + " of " +
-         std::to_string(nranks) + " ranks could not write theirs (see their messages)");
+    warn("raw streams in " + settings.raw_dir + ": " + std::to_string(failed_ranks) + " of " + std::to_string(nranks) +
+         " ranks could not write theirs (see their messages)");
   else if (!raw_failed_)
-    std::fprintf(stderr, "scalatrace: raw stream of rank 0 written to %s (%llu events; other "
+    std::fprintf(stderr,
+                 "scalatrace: raw stream of rank 0 written to %s (%llu events; other "
                  "ranks report their own failures)\n",
                  settings.raw_dir.c_str(), static_cast<unsigned long long>(events_));
 }
@@ -322,8 +326,7 @@ bool Recorder::wait_for_all_ranks() {
   int initialized = 0, finalized = 0;
   PMPI_Initialized(&initialized);
   PMPI_Finalized(&finalized);
-  if (sync_comm_ == MPI_COMM_NULL || !initialized || finalized || settings.exit_wait_s == 0)
-    return false;
+  if (sync_comm_ == MPI_COMM_NULL || !initialized || finalized || settings.exit_wait_s == 0) return false;
   MPI_Request req;
   if (PMPI_Ibarrier(sync_comm_, &req) != MPI_SUCCESS) return false;
   const std::uint64_t deadline = now_ns() + settings.exit_wait_s * 1000000000ull;
@@ -346,7 +349,8 @@ bool Recorder::wait_for_all_ranks() {
 // cpp/pmpi/finish/tree_merge.hpp/.cpp; CMake compiles it and defines SCALATRACE_HAVE_TREE_MERGE
 // unless the option SCALATRACE_WITH_TREE_MERGE is OFF. The merge is collective over
 // MPI_COMM_WORLD, so it only runs when the ranks are in step: at MPI_Finalize, or at exit without
-// MPI_Finalize once wait_for_all_ranks() saw every rank arrive. After MPI_Abort no compressed trace is written (the raw stream is).
+// MPI_Finalize once wait_for_all_ranks() saw every rank arrive. After MPI_Abort no compressed trace is written (the raw
+// stream is).
 bool Recorder::spill_segment(std::vector<Node>& nodes) {
 #if SCALATRACE_HAVE_TREE_MERGE
   Trace segment = make_rank_trace(rank, nranks, std::move(nodes), sites, comms.table(), names_);
@@ -380,12 +384,11 @@ void Recorder::write_compressed(const char* why, bool ranks_in_step) {
   if (settings.clusters > 0)
     if (const std::string e = cluster_before_merge(local, settings.clusters); !e.empty())
       warn("SCALATRACE_CLUSTERS: " + e + "; merging every rank's trace");
-  const TreeMergeResult result = merge_over_tree_and_write(
-      std::move(local), settings.out, RankSpill{spill_.get(), compressor->peak_memory_bytes()});
+  const TreeMergeResult result = merge_over_tree_and_write(std::move(local), settings.out,
+                                                           RankSpill{spill_.get(), compressor->peak_memory_bytes()});
   // Errors about the file itself start with its path; others get it prepended.
   const std::string& out = settings.out;
-  const std::string about_file =
-      result.error.starts_with(out) ? result.error : out + ": " + result.error;
+  const std::string about_file = result.error.starts_with(out) ? result.error : out + ": " + result.error;
   if (!result.error.empty() && rank != 0)
     warn("compressed trace " + out + ": this rank's part could not be merged: " + result.error);
   else if (!result.error.empty() && result.wrote)
@@ -393,8 +396,8 @@ void Recorder::write_compressed(const char* why, bool ranks_in_step) {
   else if (!result.error.empty())
     warn("compressed trace not written: " + about_file);
   else if (rank == 0 && result.wrote && !settings.quiet)
-    std::fprintf(stderr, "scalatrace: compressed trace written to %s (merge %.3f s)\n",
-                 settings.out.c_str(), result.seconds);
+    std::fprintf(stderr, "scalatrace: compressed trace written to %s (merge %.3f s)\n", settings.out.c_str(),
+                 result.seconds);
 #endif
 }
 

@@ -13,9 +13,19 @@ const char* env(const char* name) {
   return v && *v ? v : nullptr;
 }
 
+// Whether this process reports bad values (rank 0 only: every rank reads the same environment).
+bool g_report = true;
+
+// A path setting: unset, "none" and "off" mean off (an empty string).
+std::string read_path(const char* name) {
+  const char* v = env(name);
+  if (!v) return {};
+  const std::string text = v;
+  return text == "none" || text == "off" ? std::string() : text;
+}
+
 template <class T>
-void read_number(const char* name, T& value, std::uint64_t lo, std::uint64_t hi,
-                 const char* what) {
+void read_number(const char* name, T& value, std::uint64_t lo, std::uint64_t hi, const char* what) {
   const char* text = env(name);
   if (!text) return;
   std::uint64_t v = 0;
@@ -23,19 +33,22 @@ void read_number(const char* name, T& value, std::uint64_t lo, std::uint64_t hi,
     value = static_cast<T>(v);
     return;
   }
-  std::fprintf(stderr, "scalatrace: %s='%s' is not %s (%llu..%llu); using default %llu\n", name,
-               text, what, static_cast<unsigned long long>(lo),
-               static_cast<unsigned long long>(hi), static_cast<unsigned long long>(value));
+  if (!g_report) return;
+  std::fprintf(stderr, "scalatrace: %s='%s' is not %s (%llu..%llu); using default %llu\n", name, text, what,
+               static_cast<unsigned long long>(lo), static_cast<unsigned long long>(hi),
+               static_cast<unsigned long long>(value));
 }
 
 void read_flag(const char* name, bool& value) {
   const char* v = env(name);
   if (!v) return;
   const std::string text = v;
-  if (text == "1" || text == "yes" || text == "true") value = true;
-  else if (text == "0" || text == "no" || text == "false") value = false;
-  else std::fprintf(stderr, "scalatrace: %s='%s' is not 0 or 1; using default %d\n", name, v,
-                    value ? 1 : 0);
+  if (text == "1" || text == "yes" || text == "true")
+    value = true;
+  else if (text == "0" || text == "no" || text == "false")
+    value = false;
+  else if (g_report)
+    std::fprintf(stderr, "scalatrace: %s='%s' is not 0 or 1; using default %d\n", name, v, value ? 1 : 0);
 }
 
 }  // namespace
@@ -53,10 +66,20 @@ bool parse_size(const std::string& text, std::uint64_t& out) {
   int shift = 0;
   if (i < text.size()) {
     switch (text[i]) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      default: return false;
+      case 'k':
+      case 'K':
+        shift = 10;
+        break;
+      case 'm':
+      case 'M':
+        shift = 20;
+        break;
+      case 'g':
+      case 'G':
+        shift = 30;
+        break;
+      default:
+        return false;
     }
     ++i;
     if (i < text.size() && (text[i] == 'B' || text[i] == 'b')) ++i;
@@ -67,13 +90,18 @@ bool parse_size(const std::string& text, std::uint64_t& out) {
   return true;
 }
 
-Settings Settings::from_environment(const std::string& program) {
+Settings Settings::from_environment(const std::string& program, bool report) {
+  g_report = report;
   Settings s;
-  if (const char* v = env("SCALATRACE_RAW")) s.raw_dir = v;
+  s.raw_dir = read_path("SCALATRACE_RAW");
   s.out = program + ".sct";
-  if (const char* v = env("SCALATRACE_OUT")) s.out = v;
+  if (env("SCALATRACE_OUT")) {
+    s.out = read_path("SCALATRACE_OUT");
+    if (s.out.empty()) s.out = "none";  // the collector's spelling of "off"
+  }
   read_number("SCALATRACE_STACK_DEPTH", s.stack_depth, 1, 64, "a stack depth");
-  read_number("SCALATRACE_WINDOW", s.window, 1, 1u << 20, "a window size");
+  read_number("SCALATRACE_WINDOW", s.window, 0, 1u << 20, "a window size");
+  if (s.window < 2) s.window = 2;  // loop detection needs both iterations of a loop (README)
   read_number("SCALATRACE_SITE_THRESHOLD", s.site_threshold, 0, 64, "a frame count");
   read_number("SCALATRACE_MEMORY", s.memory_budget, 1u << 20, std::uint64_t{1} << 40,
               "a memory budget in bytes (suffix k/M/G allowed)");
@@ -81,9 +109,9 @@ Settings Settings::from_environment(const std::string& program) {
   if (const char* v = env("SCALATRACE_SPILL_DIR")) s.spill_dir = v;
   read_number("SCALATRACE_HIST_BINS", s.hist_sub_bins, 1, 16, "a number of bins per octave");
   if (s.hist_sub_bins & (s.hist_sub_bins - 1)) {  // the histogram takes 1, 2, 4, 8 or 16
-    std::fprintf(stderr,
-                 "scalatrace: SCALATRACE_HIST_BINS='%s' is not 1, 2, 4, 8 or 16; using default 4\n",
-                 env("SCALATRACE_HIST_BINS"));
+    if (g_report)
+      std::fprintf(stderr, "scalatrace: SCALATRACE_HIST_BINS='%s' is not 1, 2, 4, 8 or 16; using default 4\n",
+                   env("SCALATRACE_HIST_BINS"));
     s.hist_sub_bins = 4;
   }
   read_number("SCALATRACE_CLUSTERS", s.clusters, 1, 1u << 30, "a cluster count");

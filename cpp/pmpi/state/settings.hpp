@@ -1,6 +1,6 @@
 #pragma once
 // Collector settings: SCALATRACE_* environment variables, each with a default. A bad value is
-// reported once on stderr and replaced by the default; reading settings never fails.
+// replaced by the default and reported once on stderr (by rank 0); reading settings never fails.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -9,23 +9,24 @@
 namespace scalatrace::pmpi {
 
 struct Settings {
-  std::string raw_dir;        ///< SCALATRACE_RAW: directory for raw streams; "" = off
-  std::string out;            ///< SCALATRACE_OUT: compressed trace path; "none" = off
-  int stack_depth = 16;       ///< SCALATRACE_STACK_DEPTH: frames recorded per call site
-  bool stack_memo = true;     ///< SCALATRACE_STACK_MEMO: 0 = walk the stack at every call
-  std::size_t window = 512;   ///< SCALATRACE_WINDOW (compressor)
-  std::size_t site_threshold = 0;            ///< SCALATRACE_SITE_THRESHOLD (compressor)
-  std::size_t memory_budget = 256u << 20;    ///< SCALATRACE_MEMORY (compressor), bytes
-  std::uint32_t hist_sub_bins = 4;           ///< SCALATRACE_HIST_BINS (compressor)
-  std::string spill_dir = "/tmp";  ///< SCALATRACE_SPILL_DIR (default $TMPDIR or /tmp): where a
-                                   ///< rank's queue goes when it exceeds SCALATRACE_MEMORY
-  bool quiet = false;         ///< SCALATRACE_QUIET: 1 = no informational messages
-  std::uint64_t clusters = 0;  ///< SCALATRACE_CLUSTERS: K of K-farthest clustering (0 = off)
-  std::uint64_t exit_wait_s = 30;  ///< SCALATRACE_EXIT_WAIT: seconds ranks wait for each
-                                   ///< other at exit without MPI_Finalize (0 = no wait)
+  std::string raw_dir;                     ///< SCALATRACE_RAW: directory for raw streams; "" = off ("none"/"off")
+  std::string out;                         ///< SCALATRACE_OUT: compressed trace path; "none" = off (also "off")
+  int stack_depth = 16;                    ///< SCALATRACE_STACK_DEPTH: frames recorded per call site
+  bool stack_memo = true;                  ///< SCALATRACE_STACK_MEMO: 0 = walk the stack at every call
+  std::size_t window = 512;                ///< SCALATRACE_WINDOW (compressor), at least 2
+  std::size_t site_threshold = 0;          ///< SCALATRACE_SITE_THRESHOLD (compressor)
+  std::size_t memory_budget = 256u << 20;  ///< SCALATRACE_MEMORY (compressor), bytes
+  std::uint32_t hist_sub_bins = 4;         ///< SCALATRACE_HIST_BINS (compressor)
+  std::string spill_dir = "/tmp";          ///< SCALATRACE_SPILL_DIR (default $TMPDIR or /tmp): where a
+                                           ///< rank's queue goes when it exceeds SCALATRACE_MEMORY
+  bool quiet = false;                      ///< SCALATRACE_QUIET: 1 = no informational messages
+  std::uint64_t clusters = 0;              ///< SCALATRACE_CLUSTERS: K of K-farthest clustering (0 = off)
+  std::uint64_t exit_wait_s = 30;          ///< SCALATRACE_EXIT_WAIT: seconds ranks wait for each
+                                           ///< other at exit without MPI_Finalize (0 = no wait)
 
   /// Reads the environment; `program` is the executable's base name (default output name).
-  static Settings from_environment(const std::string& program);
+  /// `report`: print a line for each bad value (rank 0 does; the others read the same values).
+  static Settings from_environment(const std::string& program, bool report = true);
   /// The effective values, as recorded in the trace metadata ("setting.<NAME>").
   std::map<std::string, std::string> as_metadata() const;
 };

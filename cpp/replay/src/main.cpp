@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   try {
     options = parse_options(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const Error& e) {
-    std::cerr << "scalatrace-replay: " << e.what() << "\n" << usage();
+    std::cerr << "scalatrace-replay: error: " << e.what() << " (scalatrace-replay --help lists the options)\n";
     return kUsageExit;
   }
   if (options.help) {

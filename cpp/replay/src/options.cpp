@@ -2,13 +2,14 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 #include "scalatrace/support/errors.hpp"
 
 namespace scalatrace::replay {
 namespace {
 
-double parse_double(const std::string& flag, const std::string& text, double min) {
+double parse_double(const std::string& flag, const std::string& text, double min, double max) {
   std::size_t used = 0;
   double value = 0;
   try {
@@ -16,10 +17,18 @@ double parse_double(const std::string& flag, const std::string& text, double min
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || !std::isfinite(value) || value < min)
-    throw UsageError(flag + " expects a number >= " + std::to_string(min) + ", got '" + text + "'");
+  if (used != text.size() || !std::isfinite(value) || value < min || value > max) {
+    char range[64];
+    std::snprintf(range, sizeof range, "a number from %g to %g", min, max);
+    throw UsageError(flag + " expects " + range + ", got '" + text + "'");
+  }
   return value;
 }
+
+// --size-scale: messages are allocated at their scaled size, so the factor is bounded (a
+// recorded 1 MiB message at the bound is 1 GiB); a scaled message past the memory fails the run.
+constexpr double kMaxSizeScale = 1024;
+constexpr double kMaxSeconds = 1e9;
 
 std::uint64_t parse_uint(const std::string& flag, const std::string& text) {
   std::uint64_t value = 0;
@@ -33,10 +42,14 @@ std::uint64_t parse_uint(const std::string& flag, const std::string& text) {
 
 std::string_view timing_name(TimingMode mode) {
   switch (mode) {
-    case TimingMode::Mean: return "mean";
-    case TimingMode::Sample: return "sample";
-    case TimingMode::None: return "none";
-    case TimingMode::Median: return "median";
+    case TimingMode::Mean:
+      return "mean";
+    case TimingMode::Sample:
+      return "sample";
+    case TimingMode::None:
+      return "none";
+    case TimingMode::Median:
+      return "median";
   }
   return "?";
 }
@@ -46,7 +59,7 @@ std::string usage() {
          "TRACE: a .sct trace, or a raw recording directory (SCALATRACE_RAW; each rank compresses its own stream).\n"
          "Re-issues the MPI calls of a scalatrace trace, each rank walking its own events.\n"
          "  --compute-scale F   factor on the recorded compute time between calls (default 1; 0 = none)\n"
-         "  --size-scale F      factor on message sizes (default 1)\n"
+         "  --size-scale F      factor on message sizes (default 1, at most 1024)\n"
          "  --timing MODE       mean (histogram mean, default) | sample (draw from histograms) | none\n"
          "  --seed N            random seed for --timing sample (default 0; rank r mixes r into it)\n"
          "  --report FILE       write a JSON report (times, per-rank per-op counts and bytes)\n"
@@ -75,31 +88,39 @@ Options parse_options(const std::vector<std::string>& args) {
     if (a == "-h" || a == "--help") {
       o.help = true;
     } else if (a == "--compute-scale") {
-      o.compute_scale = parse_double(a, value(), 0.0);
+      o.compute_scale = parse_double(a, value(), 0.0, 1e6);
     } else if (a == "--size-scale") {
-      o.size_scale = parse_double(a, value(), 0.0);
+      o.size_scale = parse_double(a, value(), 0.0, kMaxSizeScale);
     } else if (a == "--timing") {
       const std::string& v = value();
-      if (v == "mean") o.timing = TimingMode::Mean;
-      else if (v == "sample") o.timing = TimingMode::Sample;
-      else if (v == "none") o.timing = TimingMode::None;
-      else throw UsageError("--timing expects mean, sample or none, got '" + v + "'");
+      if (v == "mean")
+        o.timing = TimingMode::Mean;
+      else if (v == "sample")
+        o.timing = TimingMode::Sample;
+      else if (v == "none")
+        o.timing = TimingMode::None;
+      else
+        throw UsageError("--timing expects mean, sample or none, got '" + v + "'");
     } else if (a == "--seed") {
       o.seed = parse_uint(a, value());
     } else if (a == "--report") {
       o.report_path = value();
     } else if (a == "--timeout") {
-      o.timeout_s = parse_double(a, value(), 0.0);
+      o.timeout_s = parse_double(a, value(), 0.0, kMaxSeconds);
     } else if (a == "--bsend-buffer") {
       o.bsend_buffer = parse_uint(a, value());
     } else if (a == "--info") {
       o.info = true;
     } else if (a == "--defer-waits") {
       const std::string& v = value();
-      if (v == "auto") o.defer_waits = Options::DeferWaits::Auto;
-      else if (v == "on") o.defer_waits = Options::DeferWaits::On;
-      else if (v == "off") o.defer_waits = Options::DeferWaits::Off;
-      else throw UsageError("--defer-waits expects auto, on or off, got '" + v + "'");
+      if (v == "auto")
+        o.defer_waits = Options::DeferWaits::Auto;
+      else if (v == "on")
+        o.defer_waits = Options::DeferWaits::On;
+      else if (v == "off")
+        o.defer_waits = Options::DeferWaits::Off;
+      else
+        throw UsageError("--defer-waits expects auto, on or off, got '" + v + "'");
     } else if (a == "--selftest-write-broken") {
       o.write_broken_path = value();
     } else if (a == "--selftest-write-interleaved") {
