@@ -1,12 +1,15 @@
 // Simulator speed driver: simulates one trace file several times in one process and prints
-// the median and best wall time. Used to compare two builds of the core library on the same
-// files (benchmarks/results/simulator.md, "fourth run"): built here as
+// the median and best wall time, the same for the calling thread's CPU time (steadier on a
+// loaded machine), and the predicted total time (to check that two builds agree). Used to
+// compare two builds of the core library on the same files (benchmarks/results/simulator.md,
+// "fourth run", "Engine split"): built here as
 // build/py/benchmarks/simulate_speed_driver, or by hand against another build's library:
 //   g++ -std=c++20 -O3 -I cpp/core/include benchmarks/simulate_speed_driver.cpp
 //       BUILD/cpp/core/libscalatrace_core.a -o driver   (one command line)
 // Usage: simulate_speed_driver TRACE.sct CALLS [mean|sample] [WARMUP_CALLS (default 3)]
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -15,6 +18,16 @@
 
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/simulate/simulator.hpp"
+
+namespace {
+
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace scalatrace;
@@ -28,20 +41,29 @@ int main(int argc, char** argv) {
     const int warm_up = argc > 4 ? std::max(0, std::atoi(argv[4])) : 3;
     SimOptions options;
     options.timing = argc > 3 && std::string(argv[3]) == "sample" ? TimingMode::Sample : TimingMode::Mean;
-    std::vector<double> ms;
+    std::vector<double> ms, cpu_ms;
     std::uint64_t events = 0;
+    double predicted = 0;
     for (int i = 0; i < calls + warm_up; ++i) {
       const auto start = std::chrono::steady_clock::now();
+      const double cpu_start = thread_cpu_ms();
       const SimResult result = simulate(trace, options);
+      const double cpu_end = thread_cpu_ms();
       const auto end = std::chrono::steady_clock::now();
       events = result.events;
-      if (i >= warm_up) ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+      predicted = result.total_ns;
+      if (i >= warm_up) {
+        ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+        cpu_ms.push_back(cpu_end - cpu_start);
+      }
     }
     std::sort(ms.begin(), ms.end());
+    std::sort(cpu_ms.begin(), cpu_ms.end());
     const double median = ms[ms.size() / 2];
-    std::printf("%s events=%llu median=%.3f ms best=%.3f ms %.2f M events/s (median)\n", argv[1],
-                static_cast<unsigned long long>(events), median, ms.front(),
-                static_cast<double>(events) / median / 1e3);
+    std::printf("%s events=%llu median=%.3f ms best=%.3f ms %.2f M events/s (median) cpu_median=%.3f ms "
+                "cpu_best=%.3f ms predicted=%.17g ns\n",
+                argv[1], static_cast<unsigned long long>(events), median, ms.front(),
+                static_cast<double>(events) / median / 1e3, cpu_ms[cpu_ms.size() / 2], cpu_ms.front(), predicted);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 1;
