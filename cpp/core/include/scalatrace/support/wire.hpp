@@ -9,8 +9,10 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "scalatrace/support/errors.hpp"
 
@@ -58,7 +60,13 @@ class Writer {
   void sv(std::int64_t v) { uv(zigzag(v)); }
   /// The low `bytes` bytes of `v` (1 to 8), little-endian.
   void fixed(std::uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+    if constexpr (std::endian::native == std::endian::little) {
+      char b[8];
+      std::memcpy(b, &v, 8);
+      out_.append(b, static_cast<std::size_t>(bytes));
+    } else {
+      for (int i = 0; i < bytes; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+    }
   }
   /// A double's IEEE 754 bits, 8 bytes little-endian.
   void f64(double d) { fixed(std::bit_cast<std::uint64_t>(d), 8); }
@@ -119,7 +127,11 @@ class Reader {
   std::uint64_t fixed(int bytes) {
     const std::string_view b = take(static_cast<std::size_t>(bytes));
     std::uint64_t v = 0;
-    for (std::size_t i = 0; i < b.size(); ++i) v |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(b[i])) << (8 * i);
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(&v, b.data(), b.size());
+    } else {
+      for (std::size_t i = 0; i < b.size(); ++i) v |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(b[i])) << (8 * i);
+    }
     return v;
   }
   double f64() { return std::bit_cast<double>(fixed(8)); }
