@@ -68,7 +68,7 @@ LULESH_ARGS = ["-s", "8", "-i", "20", "-q"]
 LU_ITMAX = (25, 50, 100)  # class S default: 50
 LULESH_ITERATIONS = (10, 20, 40)
 
-# .sct section ids (cpp/core/src/format.cpp, enum Section) and the names used in the report.
+# .sct section ids (cpp/core/src/format/sct_codec.hpp, enum Section) and the names used in the report.
 SECTIONS = {
     1: "metadata",
     2: "call sites",

@@ -17,9 +17,10 @@
 #include <algorithm>
 #include <span>
 
-#include "scalatrace/model/value_seq.hpp"
 #include "model/value_arith.hpp"
 #include "model/value_canonical.hpp"
+#include "scalatrace/model/value_seq.hpp"
+#include "scalatrace/support/wire.hpp"
 
 namespace scalatrace {
 namespace {
@@ -37,18 +38,8 @@ using value_arith::run_value;
 using value_arith::wrap_add;
 using value_arith::wrap_sub;
 
-std::size_t uv_bytes(std::uint64_t v) {
-  std::size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-std::size_t sv_bytes(std::int64_t v) {
-  const auto u = static_cast<std::uint64_t>(v);
-  return uv_bytes((u << 1) ^ (v < 0 ? ~std::uint64_t{0} : 0));
-}
+std::size_t uv_bytes(std::uint64_t v) { return wire::varint_size(v); }
+std::size_t sv_bytes(std::int64_t v) { return wire::varint_size(wire::zigzag(v)); }
 
 /// Bytes the writer takes for these blocks (plain numbers; scaled ones differ by little).
 std::size_t encoded_bytes(const Blocks& blocks) {
@@ -174,8 +165,7 @@ Blocks encode(Values v, int depth) {
   if (const auto [m, q] = longest_periodic_prefix(prefix_function(reversed)); m > 0) {
     const std::size_t start = n - m, reps = m / q;
     Blocks candidate = encode(v.first(start), depth + 1);
-    append_blocks(candidate, periodic_then(v.subspan(start), q, reps,
-                                           online_blocks(v.subspan(start + reps * q))));
+    append_blocks(candidate, periodic_then(v.subspan(start), q, reps, online_blocks(v.subspan(start + reps * q))));
     consider(std::move(candidate));
   }
   return best;
@@ -185,7 +175,6 @@ bool is_single_run(const ValueSeq& seq) {
   const auto& blocks = seq.blocks();
   return blocks.size() == 1 && blocks.front().repeat == 1 && blocks.front().runs.size() == 1;
 }
-
 
 /// The canonical form of a sequence longer than kCanonicalLimit, from its first kCanonicalLimit
 /// values and one pass over the rest: an arithmetic progression or a periodic sequence gets the
@@ -208,9 +197,12 @@ ValueSeq canonical_long(const ValueSeq& seq) {
     last = x;
   }
   ValueSeq out;
-  if (arithmetic) out = ValueSeq::from_blocks({ValueBlock{{ValueRun{first[0], stride, seq.size()}}, 1}});
-  else if (periodic) out = ValueSeq::from_blocks(periodic_form(first, p, seq.size()));
-  else out = seq;
+  if (arithmetic)
+    out = ValueSeq::from_blocks({ValueBlock{{ValueRun{first[0], stride, seq.size()}}, 1}});
+  else if (periodic)
+    out = ValueSeq::from_blocks(periodic_form(first, p, seq.size()));
+  else
+    out = seq;
   if (!out.sealed()) out.seal();
   return out;
 }
@@ -251,9 +243,7 @@ bool canonical_periodic(const ValueSeq& seq) {
 }
 
 /// True if `seq` is its own canonical form by its shape alone (checked without its values).
-bool already_canonical(const ValueSeq& seq) {
-  return seq.empty() || is_single_run(seq) || canonical_periodic(seq);
-}
+bool already_canonical(const ValueSeq& seq) { return seq.empty() || is_single_run(seq) || canonical_periodic(seq); }
 
 /// The canonical form of a sequence that is not already_canonical().
 ValueSeq rebuilt(const ValueSeq& seq) {
