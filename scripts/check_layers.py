@@ -47,6 +47,7 @@ PYTHON_LEVELS = {
     # L1: shared constants and helpers (OP_NAMES once), paths, result types, the coNCePTuaL grammar
     "_base": 1,
     "_paths": 1,
+    "_files": 1,
     "_summary": 1,
     "conceptual_grammar": 1,
     # L2: pandas tables over core objects

@@ -17,6 +17,7 @@ void register_events(py::module_& m);
 void register_analysis(py::module_& m);
 void register_raw(py::module_& m);
 void register_frames(py::module_& m);
+void register_files(py::module_& m);
 
 /// Raises scalatrace.errors.UnknownNameError (a UsageError and a KeyError) with `message`.
 [[noreturn]] void throw_unknown_name(const std::string& message);
@@ -29,8 +30,7 @@ void register_clustering(py::module_& m);
 template <class T>
 py::list list_of_refs(const std::vector<T>& items, py::handle parent) {
   py::list out;
-  for (const auto& item : items)
-    out.append(py::cast(&item, py::return_value_policy::reference_internal, parent));
+  for (const auto& item : items) out.append(py::cast(&item, py::return_value_policy::reference_internal, parent));
   return out;
 }
 
@@ -39,8 +39,7 @@ template <class T>
 py::array_t<T> to_numpy(std::vector<T>&& v) {
   auto* heap = new std::vector<T>(std::move(v));
   py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-  return py::array_t<T>({static_cast<py::ssize_t>(heap->size())}, {sizeof(T)}, heap->data(),
-                        owner);
+  return py::array_t<T>({static_cast<py::ssize_t>(heap->size())}, {sizeof(T)}, heap->data(), owner);
 }
 
 #include "scalatrace/model/comm_table.hpp"
@@ -78,8 +77,8 @@ class RankTableBuilder {
   std::vector<RankTableRow> rows_;
 };
 
-#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/model/trace.hpp"
+#include "scalatrace/read/cursor.hpp"
 
 /// "mean" / "sample" / "none" -> TimingMode (UsageError otherwise).
 scalatrace::TimingMode parse_timing_mode(const std::string& timing);

@@ -11,6 +11,7 @@ PYBIND11_MODULE(_core, m) {
   register_analysis(m);
   register_raw(m);
   register_frames(m);
+  register_files(m);
   register_simulator(m);
   register_extrapolate(m);
   register_codegen(m);

@@ -34,6 +34,7 @@ from ._trace import CallSiteInfo, Event, Loop, Trace, load
 from .comparison import Comparison, compare
 from .errors import (
     MPIRunError,
+    OutputExistsError,
     ReplayError,
     ScalatraceError,
     TooLargeError,
@@ -60,6 +61,7 @@ __all__ = [
     "Loop",
     "MPIRunError",
     "Model",
+    "OutputExistsError",
     "RankList",
     "RawRecording",
     "RecordedEvent",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
 from . import _paths
+from ._files import RunOutputs
 from .errors import MPIRunError, ScalatraceError, UsageError
 
 if TYPE_CHECKING:
@@ -49,11 +50,16 @@ def run_collected(
     timeout: float | None = 600,
     capture: bool = True,
 ) -> tuple[Path, Path | None, subprocess.CompletedProcess]:
-    """Runs ``cmd`` under the collector; returns (trace path, raw dir or None, process)."""
+    """Runs ``cmd`` under the collector; returns (trace path, raw dir or None, process).
+
+    Nothing at ``out`` or in the raw directory is touched before the run: the collector writes
+    into temporary locations next to them, and the trace and raw streams are moved into place
+    only when the run succeeded and wrote a trace (``_files.RunOutputs``). A device node, FIFO,
+    directory or symlink at ``out`` is refused before the run and left alone.
+    """
     if np < 1:
         raise UsageError("np must be at least 1")
-    out_path = Path(out).resolve()
-    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path = Path(os.path.abspath(out))
     raw_dir: Path | None = None
     if raw:
         raw_dir = (
@@ -61,40 +67,36 @@ def run_collected(
             if raw is True
             else Path(raw).resolve()
         )
-        raw_dir.mkdir(parents=True, exist_ok=True)
-        for old in raw_dir.glob("rank-*.straw"):
-            old.unlink()
-    run_env = dict(os.environ)
-    run_env.update(env or {})
-    run_env["SCALATRACE_OUT"] = str(out_path)
-    if raw_dir is not None:
-        run_env["SCALATRACE_RAW"] = str(raw_dir)
-    else:
-        run_env.pop("SCALATRACE_RAW", None)
-    if out_path.exists():
-        out_path.unlink()
     argv = launch_command(cmd, np)
-    try:
-        proc = subprocess.run(argv, env=run_env, capture_output=capture, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
-        raise MPIRunError(
-            f"{' '.join(argv)} timed out after {timeout} s", -1, _tail(err), argv
-        ) from None
-    except FileNotFoundError as e:
-        raise MPIRunError(f"cannot start {argv[0]}: {e}", 127, "", argv) from None
-    if proc.returncode != 0:
-        raise MPIRunError(
-            f"traced program failed: {' '.join(argv)}",
-            proc.returncode,
-            _tail(proc.stderr or ""),
-            argv,
-        )
-    if not out_path.is_file():
-        raise ScalatraceError(
-            f"the run finished but wrote no trace at {out_path}; did the program call MPI_Init/MPI_Finalize?\n"
-            + _tail(proc.stderr or "")
-        )
+    with RunOutputs(out_path, raw_dir, np) as outputs:
+        run_env = dict(os.environ)
+        run_env.update(env or {})
+        run_env.pop("SCALATRACE_RAW", None)
+        run_env.update(outputs.env())
+        try:
+            proc = subprocess.run(
+                argv, env=run_env, capture_output=capture, text=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired as e:
+            err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+            raise MPIRunError(
+                f"{' '.join(argv)} timed out after {timeout} s", -1, _tail(err), argv
+            ) from None
+        except FileNotFoundError as e:
+            raise MPIRunError(f"cannot start {argv[0]}: {e}", 127, "", argv) from None
+        if proc.returncode != 0:
+            raise MPIRunError(
+                f"traced program failed: {' '.join(argv)} (earlier outputs left as they were)",
+                proc.returncode,
+                _tail(proc.stderr or ""),
+                argv,
+            )
+        if not outputs.trace_written():
+            raise ScalatraceError(
+                f"the run finished but wrote no trace for {out_path}; did the program call MPI_Init/MPI_Finalize?\n"
+                + _tail(proc.stderr or "")
+            )
+        outputs.publish()
     return out_path, raw_dir, proc
 
 

@@ -131,13 +131,14 @@ def _cmd_heatmap(args: argparse.Namespace) -> int:
     import matplotlib.pyplot as plt
 
     from . import plot
+    from ._files import save_figure
     from ._trace import load
 
     t = load(args.trace)
     fig, ax = plt.subplots(figsize=(6, 5))
     plot.comm_heatmap(t, metric=args.metric, kind=args.kind, log=args.log, ax=ax)
     fig.tight_layout()
-    fig.savefig(args.output, dpi=120)
+    save_figure(fig, args.output, dpi=120)
     print(f"scalatrace: wrote {args.output}")
     return 0
 
@@ -185,6 +186,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
+    from ._files import write_text
     from .simulate import LogGP, sweep
 
     grid: dict[str, list[object]] = {}
@@ -196,7 +198,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G)
     df = sweep(args.trace, grid, processes=args.processes, progress=not args.quiet, network=net)
     if args.output:
-        df.to_csv(args.output, index=False)
+        write_text(args.output, df.to_csv(index=False))
         print(f"scalatrace: wrote {args.output} ({len(df)} points)")
     else:
         print(df.to_string(index=False))

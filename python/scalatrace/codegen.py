@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from . import _core
 from ._base import check_bool, check_int
+from ._files import write_text
 from .errors import DeadlockError, ScalatraceError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -129,9 +130,7 @@ def write_benchmark(
         text = to_conceptual(trace)
     else:
         raise UsageError(f"lang must be 'c' or 'conceptual', not {lang!r}")
-    out = Path(output)
-    out.write_text(text)
-    return out
+    return write_text(output, text)
 
 
 def compile_c(

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ._base import OP_NAMES
+from ._files import save_figure
 from ._launch import trace
 from ._raw import read_raw
 from ._trace import load
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     plot.op_bars(t, value="calls", ax=axes[1])
     fig.tight_layout()
     png = outdir / "heatmap.png"
-    fig.savefig(png, dpi=110)
+    save_figure(fig, png, dpi=110)
     plt.close(fig)
     print(f"\n== heatmap written to {png}")
 

@@ -23,6 +23,11 @@ class TooLargeError(UsageError):
     how to narrow the request or raise the limit."""
 
 
+class OutputExistsError(ScalatraceError, FileExistsError):
+    """An output already exists and the call did not ask to replace it (``overwrite=True``); the
+    existing files are left untouched."""
+
+
 def check_choice(name: str, value: object, choices: tuple[str, ...] | list[str]) -> None:
     """Raises :class:`UsageError` unless ``value`` is one of ``choices``."""
     if value not in choices:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from ._files import write_text
 from ._model import site_key
 from .errors import UsageError, check_choice
 
@@ -126,9 +127,7 @@ def to_extrap(
     Path
         The file written.
     """
-    out = Path(path)
-    out.write_text(extrap_text(traces, values, parameter, metric, by, per_rank))
-    return out
+    return write_text(path, extrap_text(traces, values, parameter, metric, by, per_rank))
 
 
 def _site_label(site: object) -> str:

@@ -24,7 +24,6 @@ Communicators are OTF2 ``Comm`` definitions with their members.
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,7 +32,8 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from ._base import OP_NAMES
-from .errors import UsageError
+from ._files import move_file_into_place, publish_directory, require_replaceable, staging_directory
+from .errors import OutputExistsError, ScalatraceError, UsageError
 from .frames import normalize_ranks
 
 if TYPE_CHECKING:
@@ -318,12 +318,63 @@ def write_otf2(
         raise UsageError(f"archive name must be a plain file name, not {name!r}")
     root = Path(directory)
     anchor = root / f"{name}.otf2"
-    if anchor.exists() and not overwrite:
-        raise FileExistsError(f"{anchor} exists; pass overwrite=True to replace the archive")
-    if (root / name).exists():
-        shutil.rmtree(root / name)
-    (root / name).mkdir(parents=True)
+    replacing = _check_archive_target(root, name, overwrite)
     chosen = normalize_ranks(ranks, trace.nranks)
+    root.mkdir(parents=True, exist_ok=True)
+    # Everything is written into a fresh directory next to the archive, then moved into place:
+    # nothing the export did not create is ever removed, a failed export leaves the old archive.
+    with staging_directory(root, name) as staged:
+        try:
+            _write_archive(trace, staged, name, chosen, timing, seed)
+        except OSError as e:
+            raise ScalatraceError(
+                f"{anchor}: writing the archive failed: {e.strerror} (nothing replaced)"
+            ) from None
+        _check_archive_target(root, name, overwrite)  # again: the directory may have changed
+        publish_directory(
+            staged / name, root / name, overwrite=replacing, is_ours=_is_event_directory
+        )
+        move_file_into_place(staged / f"{name}.def", root / f"{name}.def")
+        move_file_into_place(staged / f"{name}.otf2", anchor)  # last: the file a viewer opens
+    return anchor
+
+
+def _is_event_directory(path: Path) -> bool:
+    """True if ``path`` holds only what :func:`to_otf2` writes there (``<rank>.evt``/``.def``)."""
+    return all(
+        p.is_file() and not p.is_symlink() and p.suffix in (".evt", ".def") and p.stem.isdigit()
+        for p in path.iterdir()
+    )
+
+
+def _check_archive_target(root: Path, name: str, overwrite: bool) -> bool:
+    """Checks that the archive ``name`` may be written in ``root``; True if it replaces one."""
+    anchor = root / f"{name}.otf2"
+    require_replaceable(anchor)
+    require_replaceable(root / f"{name}.def")
+    exists = anchor.exists()
+    if exists and not overwrite:
+        raise OutputExistsError(f"{anchor} exists; pass overwrite=True to replace the archive")
+    events = root / name
+    if os.path.lexists(events):
+        if not exists:
+            raise ScalatraceError(
+                f"{events} exists but {anchor} does not: it is not an archive scalatrace wrote; "
+                "refusing to replace it (choose another name or directory)"
+            )
+        if events.is_symlink() or not events.is_dir() or not _is_event_directory(events):
+            raise ScalatraceError(
+                f"{events} holds files scalatrace did not write; refusing to replace it"
+            )
+    return exists
+
+
+def _write_archive(
+    trace: TraceModel, root: Path, name: str, chosen: np.ndarray, timing: str, seed: int
+) -> None:
+    """Writes ``<name>.otf2``, ``<name>.def`` and ``<name>/`` into the (fresh) directory ``root``."""
+    anchor = root / f"{name}.otf2"
+    (root / name).mkdir()
 
     comms = _Comms(trace)
     region_of = {op: i for i, op in enumerate(OP_NAMES)}
@@ -357,7 +408,6 @@ def write_otf2(
         root / f"{name}.def", trace, chosen, counts, comms, region_of, last_time
     )
     _write_anchor(anchor, len(chosen), ndefs)
-    return anchor
 
 
 def _write_definitions(

@@ -18,6 +18,7 @@ Examples
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -33,6 +34,7 @@ import numpy
 
 from . import _paths
 from ._base import check_bool, check_float, check_int
+from ._files import RunOutputs, write_text
 from .errors import ReplayError, ScalatraceError, TraceFormatError, UsageError, check_choice
 
 __all__ = ["replay", "ReplayResult", "trace_info", "TIMING_MODES"]
@@ -247,8 +249,10 @@ def replay(
     if np is not None:
         np = check_int("np", np, lo=1)
     check_bool("trace", trace)
-    with tempfile.TemporaryDirectory(prefix="scalatrace-replay-") as tmp:
-        workdir = Path(tmp)
+    with contextlib.ExitStack() as stack:
+        workdir = Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="scalatrace-replay-"))
+        )
         path = _resolve_trace(trace_or_path, workdir)
         nranks = int(trace_info(path)["nranks"])
         if np is None:
@@ -268,6 +272,7 @@ def replay(
             run_env.update(env)
         launcher = [_paths.mpiexec(), *mpiexec_args]
         trace_out = raw_out = None
+        outputs = None
         if trace or out is not None or raw is not None:
             # -genv: the collector reaches the MPI processes, not the launcher itself.
             launcher += ["-genv", "LD_PRELOAD", str(_paths.collector_library())]
@@ -275,16 +280,12 @@ def replay(
             if raw is not None and out is None and not trace:
                 trace_out = None
             if trace_out is not None:
-                trace_out = trace_out.resolve()
-                trace_out.parent.mkdir(parents=True, exist_ok=True)
-            run_env["SCALATRACE_OUT"] = str(trace_out) if trace_out is not None else "none"
+                trace_out = Path(os.path.abspath(trace_out))
+            raw_out = Path(raw).resolve() if raw is not None else None
+            # The collector writes into temporary places; a failed replay leaves earlier outputs.
+            outputs = stack.enter_context(RunOutputs(trace_out, raw_out, np))
             run_env.pop("SCALATRACE_RAW", None)
-            if raw is not None:
-                raw_out = Path(raw).resolve()
-                raw_out.mkdir(parents=True, exist_ok=True)
-                for old in raw_out.glob("rank-*.straw"):
-                    old.unlink()
-                run_env["SCALATRACE_RAW"] = str(raw_out)
+            run_env.update(outputs.env())
         command = [
             *launcher,
             "-n",
@@ -316,6 +317,8 @@ def replay(
                 message = f"replay of {path} failed"
             raise ReplayError(message, proc.returncode, _tail(proc.stderr), command)
         report = json.loads(report_path.read_text())
+        if outputs is not None:
+            outputs.publish()
     return ReplayResult.from_report(
         report, trace_out=trace_out, raw_out=raw_out, stdout=proc.stdout, stderr=proc.stderr
     )
@@ -403,7 +406,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     if result.trace_out is not None:
         print(f"trace of the replay: {result.trace_out}")
     if args.report:
-        Path(args.report).write_text(json.dumps(_result_json(result), indent=2))
+        write_text(args.report, json.dumps(_result_json(result), indent=2))
     return 0
 
 

@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import array
+import io
 import os
 import zlib
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Any, Literal
 
 from . import _core
 from ._base import OP_NAMES
+from ._files import write_text
 from ._model import TraceModel, as_trace
 from .errors import SimulationParameterError
 
@@ -376,14 +378,15 @@ def write_simgrid_platform(
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     platform = d / "platform.xml"
-    platform.write_text(
+    write_text(
+        platform,
         '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
         '<platform version="4.1">\n'
         f'  <cluster id="c" prefix="node-" suffix="" radical="0-{nranks - 1}" speed="{flops_per_ns:g}Gf" '
-        f'bw="{bandwidth_bytes_per_s:.6g}Bps" lat="{latency_s:.6g}s"/>\n</platform>\n'
+        f'bw="{bandwidth_bytes_per_s:.6g}Bps" lat="{latency_s:.6g}s"/>\n</platform>\n',
     )
     hostfile = d / "hostfile"
-    hostfile.write_text("".join(f"node-{i}\n" for i in range(nranks)))
+    write_text(hostfile, "".join(f"node-{i}\n" for i in range(nranks)))
     return platform, hostfile
 
 
@@ -425,19 +428,20 @@ def to_simgrid_ti(
     skipped = decomposed = 0
     for r in range(t.nranks):
         path = d / f"rank-{r}.txt"
-        with open(path, "w") as out:
-            w = _TIWriter(t, r, out, flops_per_ns)
-            for e in _core.rank_events(t._core, r, timing, seed + r):
-                w.event(e)
-            if w.outstanding:
-                w.emit("waitall")
+        out = io.StringIO()  # one rank in memory, then written whole (_files.write_text)
+        w = _TIWriter(t, r, out, flops_per_ns)
+        for e in _core.rank_events(t._core, r, timing, seed + r):
+            w.event(e)
+        if w.outstanding:
+            w.emit("waitall")
+        write_text(path, out.getvalue())
         for k, v in w.counts.items():
             actions[k] = actions.get(k, 0) + v
         skipped += w.skipped
         decomposed += w.decomposed
         files.append(path.resolve())
     index = d / "index.txt"
-    index.write_text("".join(f"{p}\n" for p in files))
+    write_text(index, "".join(f"{p}\n" for p in files))
     return SimGridExport(
         index=index.resolve(), files=files, actions=actions, skipped=skipped, decomposed=decomposed
     )

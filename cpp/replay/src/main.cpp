@@ -12,14 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "selftest_traces.hpp"
 #include "options.hpp"
 #include "replayer.hpp"
 #include "report.hpp"
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/compress/compressor.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/format/raw.hpp"
+#include "scalatrace/support/errors.hpp"
+#include "scalatrace/support/safe_file.hpp"
+#include "selftest_traces.hpp"
 #include "watchdog.hpp"
 
 using namespace scalatrace;
@@ -86,8 +87,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   };
-  if (!options.write_broken_path.empty())
-    return write_selftest(write_broken_trace, options.write_broken_path);
+  if (!options.write_broken_path.empty()) return write_selftest(write_broken_trace, options.write_broken_path);
   if (!options.write_interleaved_path.empty())
     return write_selftest(write_interleaved_trace, options.write_interleaved_path);
 
@@ -96,8 +96,7 @@ int main(int argc, char** argv) {
       Trace trace = load_trace(options.trace_path, 0);
       std::cout << trace_info_json(options.trace_path, trace);
     } catch (const std::exception& e) {
-      std::cerr << "scalatrace-replay: cannot read trace '" << options.trace_path << "': " << e.what()
-                << std::endl;
+      std::cerr << "scalatrace-replay: cannot read trace '" << options.trace_path << "': " << e.what() << std::endl;
       return kUsageExit;
     }
     return 0;
@@ -115,19 +114,17 @@ int main(int argc, char** argv) {
     return finish_early(rank, "cannot read trace '" + options.trace_path + "': " + e.what(), kUsageExit);
   }
   if (trace.nranks != size) {
-    return finish_early(
-        rank,
-        "trace '" + options.trace_path + "' was recorded with " + std::to_string(trace.nranks) +
-            " ranks but the replay runs on " + std::to_string(size) +
-            " MPI processes; run it with mpiexec -n " + std::to_string(trace.nranks),
-        kUsageExit);
+    return finish_early(rank,
+                        "trace '" + options.trace_path + "' was recorded with " + std::to_string(trace.nranks) +
+                            " ranks but the replay runs on " + std::to_string(size) +
+                            " MPI processes; run it with mpiexec -n " + std::to_string(trace.nranks),
+                        kUsageExit);
   }
 
   Progress progress;
   RankStats stats;
   {
-    Watchdog watchdog(progress, options.timeout_s, rank,
-                      [&trace](std::uint32_t id) { return site_text(trace, id); });
+    Watchdog watchdog(progress, options.timeout_s, rank, [&trace](std::uint32_t id) { return site_text(trace, id); });
     Replayer replayer(trace, options, rank, progress);
     PMPI_Barrier(MPI_COMM_WORLD);
     try {
@@ -143,10 +140,11 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       std::string json = report_json(options, trace.nranks, all);
       if (!options.report_path.empty()) {
-        std::ofstream out(options.report_path);
-        out << json;
-        if (!out) {
-          std::cerr << "scalatrace-replay: cannot write report '" << options.report_path << "'\n";
+        // Checked writes, atomic replace, non-regular targets refused (a full disk is an error).
+        try {
+          scalatrace::write_file_safely(options.report_path, json);
+        } catch (const std::exception& e) {
+          std::cerr << "scalatrace-replay: cannot write the report: " << e.what() << std::endl;
           PMPI_Abort(MPI_COMM_WORLD, kErrorExit);
         }
       }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -18,8 +19,7 @@ namespace {
 constexpr int kNameAttempts = 100;
 
 std::string random_suffix() {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
   unsigned char bytes[8] = {};
   if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
     // No entropy source: the name is still unique thanks to O_EXCL, only guessable.
@@ -53,8 +53,7 @@ void require_replaceable(const std::string& path) {
     throw Error(path + ": cannot check the output path: " + sys_error(errno));
   }
   if (!S_ISREG(st.st_mode))
-    throw Error(path + " is " + kind_of(st.st_mode) +
-                "; refusing to replace it (choose a regular file path)");
+    throw Error(path + " is " + kind_of(st.st_mode) + "; refusing to replace it (choose a regular file path)");
 }
 
 SafeFileWriter::SafeFileWriter(std::string target) : target_(std::move(target)) {
@@ -111,6 +110,10 @@ void SafeFileWriter::write(std::string_view bytes) {
 
 void SafeFileWriter::commit() {
   if (fd_ < 0) throw Error(target_ + ": commit after the file was closed");
+  // Replacing a regular file keeps its permission bits (a private 0600 trace stays private).
+  struct stat old {};
+  if (::lstat(target_.c_str(), &old) == 0 && S_ISREG(old.st_mode) && ::fchmod(fd_, old.st_mode & 07777) != 0)
+    fail("keeping the permissions of the file it replaces failed", errno);
   if (::fsync(fd_) != 0) fail("flushing to disk (fsync) failed", errno);
   const int fd = fd_;
   fd_ = -1;
@@ -133,32 +136,46 @@ void SafeFileWriter::commit() {
   }
 }
 
-std::string read_regular_file(const std::string& path, const char* what) {
+std::string read_regular_file(const std::string& path, const char* what,
+                              const std::function<void(std::string_view)>& check_start, std::size_t start_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw Error(path + ": cannot open " + what + ": " + sys_error(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const int err = errno;
-    ::close(fd);
-    if (st.st_mode == 0) throw Error(path + ": cannot open " + what + ": " + sys_error(err));
+    if (st.st_mode == 0) throw Error(path + ": cannot open " + what + ": " + sys_error(errno));
     throw Error(path + " is " + kind_of(st.st_mode) + ", not a " + what);
   }
   std::string data;
-  data.resize(static_cast<std::size_t>(st.st_size));
   std::size_t have = 0;
+  // Reads until `data` is full or the file ends; false at the end of the file.
+  const auto fill = [&]() {
+    while (have < data.size()) {
+      const ssize_t n = ::read(fd, data.data() + have, data.size() - have);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Error(path + ": reading the " + what + " failed: " + sys_error(errno));
+      if (n == 0) return false;
+      have += static_cast<std::size_t>(n);
+    }
+    return true;
+  };
+  if (check_start) {
+    data.resize(start_bytes);
+    const bool more = fill();
+    check_start(std::string_view(data.data(), have));
+    if (!more) {
+      data.resize(have);
+      return data;
+    }
+  }
+  data.resize(std::max(have, static_cast<std::size_t>(st.st_size)));
   for (;;) {
     if (have == data.size()) data.resize(have + 65536);  // the file grew meanwhile
-    const ssize_t n = ::read(fd, data.data() + have, data.size() - have);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      throw Error(path + ": reading the " + what + " failed: " + sys_error(err));
-    }
-    if (n == 0) break;
-    have += static_cast<std::size_t>(n);
+    if (!fill()) break;
   }
-  ::close(fd);
   data.resize(have);
   return data;
 }
