@@ -2,8 +2,8 @@
 // Internal to the core: the node model of the intra-rank compressor (compressor.cpp): queue
 // entries, the views node matching compares, and the primitives that build nodes and merge one
 // node's occurrences into another's (values appended in order, presence for visits without
-// the node). Loop detection and alignment live in compressor.cpp; timing histograms in
-// histogram.cpp.
+// the node). Loop detection and alignment live in the compressor's own files (listed in
+// compressor_impl.hpp); timing histograms in histogram.cpp.
 #include <cstddef>
 #include <cstdint>
 

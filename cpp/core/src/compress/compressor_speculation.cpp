@@ -1,0 +1,213 @@
+// Speculation in the intra-rank compressor (IntraCompressor::Impl, compressor_impl.hpp): the
+// fast path for the next iteration of the last top-level loop, and the per-event entry point
+// push() that tries it first. When the queue ends with a loop O, incoming events are matched
+// against O's body as the next iteration (greedy walk: inner loops repeat while the event
+// matches their first node, nodes with a presence vector may be skipped). Nothing is changed
+// until the walk reaches the end of O's body; then the buffered values are appended to the
+// nodes they matched (no allocation in the steady state). A mismatch replays the buffered
+// events through the general path (compressor_fold.cpp), so speculation never changes what is
+// recorded, only how fast. See docs/algorithms.md ("Intra-rank compression").
+#include <utility>
+
+#include "compress/compressor_impl.hpp"
+
+namespace scalatrace {
+
+using namespace compressor_nodes;
+
+// The public per-event call lives here, next to the path it takes in the steady state, so that
+// the compiler sees that whole path in one file.
+void IntraCompressor::push(const Event& e) { impl_->push(e); }
+
+void IntraCompressor::Impl::push(const Event& e) {
+  if (++pushes_since_check >= check_interval) check_memory();
+  if (spec_stack.empty() && !q.empty() && q.size() - 1 >= frozen && !q.back().raw && q.back().node.loop) {
+    if (extends_one_event_loop(q.back().node, e)) return;
+    spec_stack.push_back(SpecFrame{&q.back().node, 0, 1});
+  }
+  if (!spec_stack.empty()) {
+    Step st = spec_step(e);
+    if (st == Step::End) {
+      // The iteration ended with skipped optional nodes: commit it, then e may start the
+      // next one.
+      spec_commit();
+      spec_stack.push_back(SpecFrame{&q.back().node, 0, 1});
+      st = spec_step(e);
+    }
+    if (st == Step::Ok) {
+      if (spec_all_at_end()) spec_commit();
+      return;
+    }
+    spec_flush();
+  }
+  normal_push(e);
+}
+
+// ---- deferred field values ----
+void IntraCompressor::Impl::flush_fields(EventNode& a, FieldCache& c) {
+  for (std::size_t i = 0; i < kFieldCount; ++i)
+    if (const std::uint64_t n = c.pending[i] + c.repeats; n != 0) {
+      single(a.fields[i]).append_repeat(c.last[i], n);
+      c.pending[i] = 0;
+    }
+  c.repeats = 0;
+  flush_arrays(a, c);
+}
+
+void IntraCompressor::Impl::flush_arrays(EventNode& a, FieldCache& c) {
+  if (c.empty_arrays == 0) return;
+  const ArraySeq empties = ArraySeq::from_runs({ArraySeq::Run{{}, c.empty_arrays}});
+  for (auto& array : a.arrays) single(array).append(empties);
+  c.empty_arrays = 0;
+}
+
+/// The deferred values of node `a`, or nullptr.
+auto IntraCompressor::Impl::find_field_cache(EventNode* a) -> FieldCache* {
+  if (field_cache_next >= field_cache.size()) field_cache_next = 0;
+  if (field_cache_next < field_cache.size() && field_cache[field_cache_next].node == a)
+    return &field_cache[field_cache_next++];
+  const auto it = field_cache_index.find(a);
+  if (it == field_cache_index.end()) return nullptr;
+  field_cache_next = it->second + 1;
+  return &field_cache[it->second];
+}
+
+void IntraCompressor::Impl::cached_append(EventNode& a, const Event& e) {
+  if (e.site != a.site || !a.site_ids.empty()) {
+    // Call-site bookkeeping counts occurrences from the field sequences: no deferral.
+    if (FieldCache* c = find_field_cache(&a)) flush_fields(a, *c);
+    append_event(a, e);
+    return;
+  }
+  FieldCache* found = find_field_cache(&a);
+  if (found == nullptr) {
+    field_cache_index.emplace(&a, field_cache.size());
+    found = &field_cache.emplace_back();
+    found->node = &a;
+    field_cache_next = field_cache.size();
+  }
+  FieldCache& c = *found;
+  std::int64_t differs = 0;  // branch-free comparison of all fields
+  for (std::size_t i = 0; i < kFieldCount; ++i) differs |= e.fields[i] ^ c.last[i];
+  if (differs == 0) {
+    ++c.repeats;  // every field repeats (the steady state)
+  } else {
+    deferred_append_fields(a, c, e);
+  }
+  bool arrays_empty = true;
+  for (const auto& array : e.arrays) arrays_empty = arrays_empty && array.empty();
+  if (arrays_empty) {
+    ++c.empty_arrays;
+  } else {
+    flush_arrays(a, c);
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(e.arrays[i]);
+  }
+  a.compute.add(e.compute_ns);
+  a.duration.add(e.duration_ns);
+}
+
+void IntraCompressor::Impl::deferred_append_fields(EventNode& a, FieldCache& c, const Event& e) {
+  for (std::size_t i = 0; i < kFieldCount; ++i) c.pending[i] += c.repeats;
+  c.repeats = 0;
+  for (std::size_t i = 0; i < kFieldCount; ++i) {
+    const std::int64_t v = e.fields[i];
+    if (c.pending[i] != 0 && v == c.last[i]) {
+      ++c.pending[i];
+      continue;
+    }
+    if (c.pending[i] != 0) single(a.fields[i]).append_repeat(c.last[i], c.pending[i]);
+    c.last[i] = v;
+    c.pending[i] = 1;
+  }
+}
+
+// ---- the speculative walk ----
+auto IntraCompressor::Impl::spec_step(const Event& e) -> Step {
+  const Key k{e.op, e.site};
+  while (true) {
+    SpecFrame& f = spec_stack.back();
+    auto& body = f.loop->loop->body;
+    if (f.idx == body.size()) {
+      if (spec_stack.size() == 1) return Step::End;  // only optional nodes were left
+      if (key_match(first_key(body.front()), k)) {
+        ++f.iters;
+        f.idx = 0;
+        continue;
+      }
+      spec_actions.push_back(Action{f.loop, ActionKind::Trips, static_cast<std::int64_t>(f.iters)});
+      spec_stack.pop_back();
+      continue;
+    }
+    Node& n = body[f.idx];
+    const bool optional = !n.presence.empty();
+    const bool fits = n.event ? key_match(Key{n.event->op, n.event->site}, k) : key_match(first_key(n), k);
+    if (!fits) {
+      if (!optional) return Step::Fail;
+      spec_actions.push_back(Action{&n, ActionKind::Presence, 0});
+      ++f.idx;
+      continue;
+    }
+    if (optional) spec_actions.push_back(Action{&n, ActionKind::Presence, 1});
+    ++f.idx;
+    if (n.loop) {
+      spec_stack.push_back(SpecFrame{&n, 0, 1});
+      continue;
+    }
+    if (spec_count == spec_events.size()) spec_events.push_back(e);
+    else spec_events[spec_count] = e;
+    spec_actions.push_back(Action{&n, ActionKind::Event, static_cast<std::int64_t>(spec_count)});
+    ++spec_count;
+    return Step::Ok;
+  }
+}
+
+bool IntraCompressor::Impl::spec_all_at_end() const {
+  for (const auto& f : spec_stack)
+    if (f.idx != f.loop->loop->body.size()) return false;
+  return true;
+}
+
+void IntraCompressor::Impl::spec_commit() {
+  for (std::size_t i = spec_stack.size(); i-- > 1;)
+    spec_actions.push_back(
+        Action{spec_stack[i].loop, ActionKind::Trips, static_cast<std::int64_t>(spec_stack[i].iters)});
+  for (const auto& a : spec_actions) {
+    switch (a.kind) {
+      case ActionKind::Event: cached_append(*a.node->event, spec_events[static_cast<std::size_t>(a.value)]); break;
+      case ActionKind::Presence: single(a.node->presence).append(a.value); break;
+      case ActionKind::Trips: single(a.node->loop->trips).append(a.value); break;
+    }
+  }
+  ValueSeq& trips = single(spec_stack.front().loop->loop->trips);
+  trips.set_back(trips.back() + 1);
+  spec_reset();
+}
+
+void IntraCompressor::Impl::spec_reset() {
+  spec_stack.clear();
+  spec_actions.clear();
+  spec_count = 0;
+}
+
+/// Gives up speculation: the buffered events take the general path.
+void IntraCompressor::Impl::spec_flush() {
+  const std::size_t n = spec_count;
+  spec_reset();
+  for (std::size_t i = 0; i < n; ++i) normal_push(spec_events[i]);
+}
+
+/// Fast path of speculation for a loop whose body is one event (a polling loop): the
+/// iteration is complete with this event, so it is appended at once (what spec_step and
+/// spec_commit would do, without buffering).
+bool IntraCompressor::Impl::extends_one_event_loop(Node& loop, const Event& e) {
+  auto& body = loop.loop->body;
+  if (body.size() != 1 || !body.front().event || !body.front().presence.empty()) return false;
+  EventNode& only = *body.front().event;
+  if (!key_match(Key{only.op, only.site}, Key{e.op, e.site})) return false;
+  cached_append(only, e);
+  ValueSeq& trips = single(loop.loop->trips);
+  trips.set_back(trips.back() + 1);
+  return true;
+}
+
+}  // namespace scalatrace
