@@ -52,7 +52,7 @@ static double pingpong(int n, int rank) {
   return (MPI_Wtime() - t0) * 1e9 / (2.0 * n);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   int rank, size, n = 200000;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -64,8 +64,7 @@ int main(int argc, char **argv) {
   const double a = iprobe(n);
   const double b = comm_rank(n);
   const double c = size >= 2 ? pingpong(n / 10, rank) : 0.0;
-  if (rank == 0)
-    printf("{\"iprobe\": %.1f, \"comm_rank\": %.1f, \"pingpong\": %.1f}\n", a, b, c);
+  if (rank == 0) printf("{\"iprobe\": %.1f, \"comm_rank\": %.1f, \"pingpong\": %.1f}\n", a, b, c);
   MPI_Finalize();
   return 0;
 }

@@ -31,7 +31,8 @@ std::vector<Event> events_of(SyntheticSpec spec, std::int64_t rank, std::size_t 
 int main(int argc, char** argv) {
   const std::size_t target = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 200000;
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
-  std::printf("| pattern | rank | events | CPU ns/event | wall ns/event | nodes | nodes @10 steps | nodes @1000 steps |\n");
+  std::printf(
+      "| pattern | rank | events | CPU ns/event | wall ns/event | nodes | nodes @10 steps | nodes @1000 steps |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   for (auto p : {SyntheticPattern::Stencil1D, SyntheticPattern::Stencil2D, SyntheticPattern::Stencil3D,
                  SyntheticPattern::Collectives, SyntheticPattern::RowColumn, SyntheticPattern::Irregular}) {
@@ -53,7 +54,8 @@ int main(int argc, char** argv) {
       clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
       const double n = static_cast<double>(events.size());
       ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / n);
-      cpu.push_back((static_cast<double>(c1.tv_sec - c0.tv_sec) * 1e9 + static_cast<double>(c1.tv_nsec - c0.tv_nsec)) / n);
+      cpu.push_back((static_cast<double>(c1.tv_sec - c0.tv_sec) * 1e9 + static_cast<double>(c1.tv_nsec - c0.tv_nsec)) /
+                    n);
       Trace t;
       t.nranks = spec.nranks;
       t.nodes = std::move(out);
@@ -69,7 +71,8 @@ int main(int argc, char** argv) {
       at[k++] = compress_recording(record_synthetic(s2, rank)).node_count();
     }
     std::printf("| %s | %lld | %zu | %.0f | %.0f | %zu | %zu | %zu |\n", std::string(synthetic_pattern_name(p)).c_str(),
-                static_cast<long long>(rank), events.size(), cpu[cpu.size() / 2], ns[ns.size() / 2], nodes, at[0], at[1]);
+                static_cast<long long>(rank), events.size(), cpu[cpu.size() / 2], ns[ns.size() / 2], nodes, at[0],
+                at[1]);
   }
   return 0;
 }

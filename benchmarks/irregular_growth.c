@@ -10,7 +10,7 @@
 #include <string.h>
 
 static long peak_kib(void) {
-  FILE *f = fopen("/proc/self/status", "r");
+  FILE* f = fopen("/proc/self/status", "r");
   char line[256];
   long kib = -1;
   if (!f) return -1;
@@ -22,7 +22,7 @@ static long peak_kib(void) {
 
 #define PROBE(tag) MPI_Iprobe(MPI_ANY_SOURCE, (tag), MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE)
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   int rank, flag = 0;
   long calls = 200000;
   unsigned long long state = 88172645463325252ull;
@@ -36,27 +36,58 @@ int main(int argc, char **argv) {
     state ^= state << 17;
     const int tag = (int)(state >> 40) & 0x7fff;
     switch ((state >> 20) & 15) {
-      case 0: PROBE(tag); break;
-      case 1: PROBE(tag); break;
-      case 2: PROBE(tag); break;
-      case 3: PROBE(tag); break;
-      case 4: PROBE(tag); break;
-      case 5: PROBE(tag); break;
-      case 6: PROBE(tag); break;
-      case 7: PROBE(tag); break;
-      case 8: PROBE(tag); break;
-      case 9: PROBE(tag); break;
-      case 10: PROBE(tag); break;
-      case 11: PROBE(tag); break;
-      case 12: PROBE(tag); break;
-      case 13: PROBE(tag); break;
-      case 14: PROBE(tag); break;
-      default: PROBE(tag); break;
+      case 0:
+        PROBE(tag);
+        break;
+      case 1:
+        PROBE(tag);
+        break;
+      case 2:
+        PROBE(tag);
+        break;
+      case 3:
+        PROBE(tag);
+        break;
+      case 4:
+        PROBE(tag);
+        break;
+      case 5:
+        PROBE(tag);
+        break;
+      case 6:
+        PROBE(tag);
+        break;
+      case 7:
+        PROBE(tag);
+        break;
+      case 8:
+        PROBE(tag);
+        break;
+      case 9:
+        PROBE(tag);
+        break;
+      case 10:
+        PROBE(tag);
+        break;
+      case 11:
+        PROBE(tag);
+        break;
+      case 12:
+        PROBE(tag);
+        break;
+      case 13:
+        PROBE(tag);
+        break;
+      case 14:
+        PROBE(tag);
+        break;
+      default:
+        PROBE(tag);
+        break;
     }
   }
   const long recording = peak_kib();
   MPI_Finalize();
-  printf("rank %d calls %ld peak_recording_kib %ld peak_final_kib %ld\n", rank, calls, recording,
-         peak_kib());
+  printf("rank %d calls %ld peak_recording_kib %ld peak_final_kib %ld\n", rank, calls, recording, peak_kib());
   return 0;
 }

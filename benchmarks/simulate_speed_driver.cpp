@@ -9,9 +9,9 @@
 // Usage: simulate_speed_driver TRACE.sct CALLS [mean|sample] [WARMUP_CALLS (default 3)]
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <exception>
 #include <string>
 #include <vector>
@@ -60,10 +60,11 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     std::sort(cpu_ms.begin(), cpu_ms.end());
     const double median = ms[ms.size() / 2];
-    std::printf("%s events=%llu median=%.3f ms best=%.3f ms %.2f M events/s (median) cpu_median=%.3f ms "
-                "cpu_best=%.3f ms predicted=%.17g ns\n",
-                argv[1], static_cast<unsigned long long>(events), median, ms.front(),
-                static_cast<double>(events) / median / 1e3, cpu_ms[cpu_ms.size() / 2], cpu_ms.front(), predicted);
+    std::printf(
+        "%s events=%llu median=%.3f ms best=%.3f ms %.2f M events/s (median) cpu_median=%.3f ms "
+        "cpu_best=%.3f ms predicted=%.17g ns\n",
+        argv[1], static_cast<unsigned long long>(events), median, ms.front(),
+        static_cast<double>(events) / median / 1e3, cpu_ms[cpu_ms.size() / 2], cpu_ms.front(), predicted);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 1;

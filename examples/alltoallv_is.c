@@ -7,7 +7,7 @@
 
 #include "truth.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "alltoallv_is", 3, 256);
   ex_args_option(&a, 'r', 42, "seed of the key distribution");
@@ -21,15 +21,15 @@ int main(int argc, char **argv) {
 
   int *scounts = malloc(sizeof(int) * (size_t)size), *rcounts = malloc(sizeof(int) * (size_t)size);
   int *sdispls = malloc(sizeof(int) * (size_t)size), *rdispls = malloc(sizeof(int) * (size_t)size);
-  int *keys = calloc((size_t)size * (size_t)maxkeys + 1, sizeof(int));
-  int *sorted = calloc((size_t)size * (size_t)maxkeys + 1, sizeof(int));
+  int* keys = calloc((size_t)size * (size_t)maxkeys + 1, sizeof(int));
+  int* sorted = calloc((size_t)size * (size_t)maxkeys + 1, sizeof(int));
   int *buckets = calloc((size_t)nbuckets, sizeof(int)), *gbuckets = calloc((size_t)nbuckets, sizeof(int));
 
   for (long it = 0; it < a.iters; ++it) {
     ex_compute(a.compute_us);
     for (int j = 0; j < size; ++j) {
-      unsigned long long s = seed * 1000003ULL + (unsigned long long)it * 7919ULL +
-                             (unsigned long long)rank * 131ULL + (unsigned long long)j;
+      unsigned long long s = seed * 1000003ULL + (unsigned long long)it * 7919ULL + (unsigned long long)rank * 131ULL +
+                             (unsigned long long)j;
       scounts[j] = (int)(ex_rand(&s) % (unsigned long long)(maxkeys + 1));
     }
     for (int b = 0; b < nbuckets; ++b) buckets[b] = scounts[b % size] + b;
@@ -43,8 +43,7 @@ int main(int argc, char **argv) {
       rt += rcounts[j];
     }
     ex_compute(a.compute_us);
-    LOG_ALLTOALLV(keys, scounts, sdispls, MPI_INT, sorted, rcounts, rdispls, MPI_INT,
-                  MPI_COMM_WORLD);
+    LOG_ALLTOALLV(keys, scounts, sdispls, MPI_INT, sorted, rcounts, rdispls, MPI_INT, MPI_COMM_WORLD);
   }
 
   free(scounts);

@@ -7,7 +7,7 @@
 
 #include "truth.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "collectives", 3, 64);
   ex_args_parse(&a, argc, argv);
@@ -36,16 +36,13 @@ int main(int argc, char **argv) {
     ex_compute(a.compute_us);
     LOG_ALLREDUCE(sbuf, rbuf, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     LOG_GATHER(sbuf, n, MPI_DOUBLE, rbuf, n, MPI_DOUBLE, root, MPI_COMM_WORLD);
-    LOG_GATHERV(sbuf, counts[rank], MPI_DOUBLE, rbuf, counts, displs, MPI_DOUBLE, root,
-                MPI_COMM_WORLD);
+    LOG_GATHERV(sbuf, counts[rank], MPI_DOUBLE, rbuf, counts, displs, MPI_DOUBLE, root, MPI_COMM_WORLD);
     ex_compute(a.compute_us);
     LOG_SCATTER(sbuf, n, MPI_DOUBLE, rbuf, n, MPI_DOUBLE, root, MPI_COMM_WORLD);
-    LOG_SCATTERV(sbuf, counts, displs, MPI_DOUBLE, rbuf, counts[rank], MPI_DOUBLE, root,
-                 MPI_COMM_WORLD);
+    LOG_SCATTERV(sbuf, counts, displs, MPI_DOUBLE, rbuf, counts[rank], MPI_DOUBLE, root, MPI_COMM_WORLD);
     LOG_ALLGATHER(sbuf, n, MPI_DOUBLE, rbuf, n, MPI_DOUBLE, MPI_COMM_WORLD);
     ex_compute(a.compute_us);
-    LOG_ALLGATHERV(sbuf, counts[rank], MPI_DOUBLE, rbuf, counts, displs, MPI_DOUBLE,
-                   MPI_COMM_WORLD);
+    LOG_ALLGATHERV(sbuf, counts[rank], MPI_DOUBLE, rbuf, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
     LOG_ALLTOALL(sbuf, n, MPI_DOUBLE, rbuf, n, MPI_DOUBLE, MPI_COMM_WORLD);
     LOG_REDUCE_SCATTER(sbuf, rbuf, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     ex_compute(a.compute_us);

@@ -10,7 +10,7 @@
 
 #include "truth.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "comm_split", 3, 64);
   ex_args_parse(&a, argc, argv);

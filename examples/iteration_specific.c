@@ -14,7 +14,7 @@
 
 #include "truth.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "iteration_specific", 2, 64);
   ex_args_option(&a, 'k', 2, "period K of the iteration-specific calls (>= 2)");
@@ -24,8 +24,8 @@ int main(int argc, char **argv) {
   const long period = ex_opt(&a, 'k') >= 2 ? ex_opt(&a, 'k') : 2;
   const int partner = (rank ^ 1) < size ? (rank ^ 1) : MPI_PROC_NULL;
   const int n = (int)a.bytes;
-  MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)(2 * a.iters + 2));
-  char *buf = calloc(((size_t)a.iters + 1) * ((size_t)n + 1), 1);
+  MPI_Request* reqs = malloc(sizeof(MPI_Request) * (size_t)(2 * a.iters + 2));
+  char* buf = calloc(((size_t)a.iters + 1) * ((size_t)n + 1), 1);
   int nreq = 0, sends = 0, recvs = 0;
 
   for (long i = 0; i < a.iters; ++i) {
@@ -37,8 +37,7 @@ int main(int argc, char **argv) {
       sends++;
     }
     if (i % period == 1) {
-      LOG_IRECV(buf + (size_t)(recvs + 1) * (n + 1), n, MPI_BYTE, partner, 3, MPI_COMM_WORLD,
-                &reqs[nreq]);
+      LOG_IRECV(buf + (size_t)(recvs + 1) * (n + 1), n, MPI_BYTE, partner, 3, MPI_COMM_WORLD, &reqs[nreq]);
       nreq++;
       recvs++;
     }
@@ -46,8 +45,7 @@ int main(int argc, char **argv) {
     LOG_BARRIER(MPI_COMM_WORLD);
   }
   while (recvs < sends) {
-    LOG_IRECV(buf + (size_t)(recvs + 1) * (n + 1), n, MPI_BYTE, partner, 3, MPI_COMM_WORLD,
-              &reqs[nreq]);
+    LOG_IRECV(buf + (size_t)(recvs + 1) * (n + 1), n, MPI_BYTE, partner, 3, MPI_COMM_WORLD, &reqs[nreq]);
     nreq++;
     recvs++;
   }

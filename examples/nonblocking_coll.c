@@ -7,7 +7,7 @@
 
 #include "truth.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "nonblocking_coll", 3, 64);
   ex_args_parse(&a, argc, argv);
@@ -44,8 +44,7 @@ int main(int argc, char **argv) {
       LOG_TESTALL(2, pair, &flag, MPI_STATUSES_IGNORE);
     } while (!flag);
 
-    LOG_IGATHER(s1, n, MPI_DOUBLE, r1, n, MPI_DOUBLE, (root + 1) % size, MPI_COMM_WORLD,
-                &pair[0]);
+    LOG_IGATHER(s1, n, MPI_DOUBLE, r1, n, MPI_DOUBLE, (root + 1) % size, MPI_COMM_WORLD, &pair[0]);
     LOG_ISCAN(s2, r2, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &pair[1]);
     for (int k = 0; k < 2; ++k) LOG_WAITANY(2, pair, &index, MPI_STATUS_IGNORE);
   }

@@ -6,7 +6,7 @@
 
 #include "truth.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "persistent", 4, 512);
   ex_args_parse(&a, argc, argv);
@@ -14,7 +14,7 @@ int main(int argc, char **argv) {
   const int rank = ex_rank(), size = ex_size();
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
   const int n = (int)a.bytes;
-  char *buf = calloc(6 * ((size_t)n + 1), 1);
+  char* buf = calloc(6 * ((size_t)n + 1), 1);
   MPI_Request reqs[4], extra[2];
 
   LOG_RECV_INIT(buf, n, MPI_BYTE, left, 1, MPI_COMM_WORLD, &reqs[0]);

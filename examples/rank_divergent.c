@@ -10,7 +10,7 @@
 
 #include "truth.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "rank_divergent", 6, 64);
   ex_args_parse(&a, argc, argv);
@@ -18,9 +18,9 @@ int main(int argc, char **argv) {
   const int rank = ex_rank(), size = ex_size();
   const long trips = a.iters + (rank / 2) % 2;
   const int n = (int)a.bytes;
-  char *sbuf = calloc((size_t)n + 1, 1);
-  char *rbuf = calloc(((size_t)trips + 1) * ((size_t)n + 1), 1);
-  MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)(2 * trips + 2));
+  char* sbuf = calloc((size_t)n + 1, 1);
+  char* rbuf = calloc(((size_t)trips + 1) * ((size_t)n + 1), 1);
+  MPI_Request* reqs = malloc(sizeof(MPI_Request) * (size_t)(2 * trips + 2));
 
   if (rank % 2 == 0) {
     const int peer = rank + 1 < size ? rank + 1 : MPI_PROC_NULL;
@@ -36,8 +36,7 @@ int main(int argc, char **argv) {
       ex_compute(a.compute_us);
       LOG_ISEND(sbuf, n, MPI_BYTE, peer, 9, MPI_COMM_WORLD, &reqs[nreq]);
       nreq++;
-      LOG_IRECV(rbuf + (size_t)(trips - 1) * (n + 1), n, MPI_BYTE, peer, 9, MPI_COMM_WORLD,
-                &reqs[nreq]);
+      LOG_IRECV(rbuf + (size_t)(trips - 1) * (n + 1), n, MPI_BYTE, peer, 9, MPI_COMM_WORLD, &reqs[nreq]);
       nreq++;
     }
     LOG_WAITALL(nreq, reqs, MPI_STATUSES_IGNORE);

@@ -5,7 +5,7 @@
 
 #include "truth.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "ring", 4, 256);
   ex_args_option(&a, 'm', 3, "phases: 1 Send/Recv, 2 Sendrecv, 3 both");
@@ -30,8 +30,7 @@ int main(int argc, char **argv) {
     }
     if (mode & 2) {
       ex_compute(a.compute_us);
-      LOG_SENDRECV(out, n, MPI_CHAR, left, 2, in, n, MPI_CHAR, right, 2, MPI_COMM_WORLD,
-                   MPI_STATUS_IGNORE);
+      LOG_SENDRECV(out, n, MPI_CHAR, left, 2, in, n, MPI_CHAR, right, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
   }
 

@@ -6,7 +6,7 @@
 
 #include "truth.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "stencil2d", 4, 1024);
   ex_args_option(&a, 'k', 2, "Allreduce every K timesteps");
@@ -21,8 +21,8 @@ int main(int argc, char **argv) {
 
   const int edge = (int)(a.bytes / (long)sizeof(double));
   const int corner = edge / 8 > 0 ? edge / 8 : 1;
-  double *sendbuf = calloc(9 * (size_t)(edge + 1), sizeof(double));
-  double *recvbuf = calloc(9 * (size_t)(edge + 1), sizeof(double));
+  double* sendbuf = calloc(9 * (size_t)(edge + 1), sizeof(double));
+  double* recvbuf = calloc(9 * (size_t)(edge + 1), sizeof(double));
   MPI_Request reqs[16];
   double residual = 1.0, global = 0.0;
 
@@ -37,8 +37,8 @@ int main(int argc, char **argv) {
         const int slot = (dr + 1) * 3 + (dc + 1);
         const int count = (dr && dc) ? corner : edge;
         /* tag = direction as seen by the sender */
-        LOG_IRECV(recvbuf + (size_t)slot * (edge + 1), count, MPI_DOUBLE, r * dims[1] + c,
-                  100 + (8 - slot), MPI_COMM_WORLD, &reqs[nreq]);
+        LOG_IRECV(recvbuf + (size_t)slot * (edge + 1), count, MPI_DOUBLE, r * dims[1] + c, 100 + (8 - slot),
+                  MPI_COMM_WORLD, &reqs[nreq]);
         nreq++;
       }
     for (int dr = -1; dr <= 1; ++dr)
@@ -48,8 +48,8 @@ int main(int argc, char **argv) {
         if (r < 0 || r >= dims[0] || c < 0 || c >= dims[1]) continue;
         const int slot = (dr + 1) * 3 + (dc + 1);
         const int count = (dr && dc) ? corner : edge;
-        LOG_ISEND(sendbuf + (size_t)slot * (edge + 1), count, MPI_DOUBLE, r * dims[1] + c,
-                  100 + slot, MPI_COMM_WORLD, &reqs[nreq]);
+        LOG_ISEND(sendbuf + (size_t)slot * (edge + 1), count, MPI_DOUBLE, r * dims[1] + c, 100 + slot, MPI_COMM_WORLD,
+                  &reqs[nreq]);
         nreq++;
       }
     LOG_WAITALL(nreq, reqs, MPI_STATUSES_IGNORE);

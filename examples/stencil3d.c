@@ -6,7 +6,7 @@
 
 #include "truth.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "stencil3d", 3, 512);
   ex_args_option(&a, 'k', 2, "Allreduce every K timesteps");
@@ -35,17 +35,15 @@ int main(int argc, char **argv) {
             const int nx = x + dx, ny = y + dy, nz = z + dz;
             const int zeros = (dx == 0) + (dy == 0) + (dz == 0);
             if (zeros == 3) continue;
-            if (nx < 0 || nx >= dims[0] || ny < 0 || ny >= dims[1] || nz < 0 || nz >= dims[2])
-              continue;
+            if (nx < 0 || nx >= dims[0] || ny < 0 || ny >= dims[1] || nz < 0 || nz >= dims[2]) continue;
             const int peer = (nx * dims[1] + ny) * dims[2] + nz;
             const int slot = (dx + 1) * 9 + (dy + 1) * 3 + (dz + 1);
             const int count = zeros == 2 ? face : zeros == 1 ? edge : corner;
             if (pass == 0) {
-              LOG_IRECV(recvbuf + (size_t)slot * face, count, MPI_BYTE, peer, 200 + (26 - slot),
-                        MPI_COMM_WORLD, &reqs[nreq]);
+              LOG_IRECV(recvbuf + (size_t)slot * face, count, MPI_BYTE, peer, 200 + (26 - slot), MPI_COMM_WORLD,
+                        &reqs[nreq]);
             } else {
-              LOG_ISEND(sendbuf + (size_t)slot * face, count, MPI_BYTE, peer, 200 + slot,
-                        MPI_COMM_WORLD, &reqs[nreq]);
+              LOG_ISEND(sendbuf + (size_t)slot * face, count, MPI_BYTE, peer, 200 + slot, MPI_COMM_WORLD, &reqs[nreq]);
             }
             nreq++;
           }

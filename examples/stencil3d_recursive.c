@@ -19,7 +19,7 @@ typedef struct {
 
 static long g_steps = 0;
 
-static void exchange(grid *g) {
+static void exchange(grid* g) {
   MPI_Request reqs[52];
   int nreq = 0;
   for (int pass = 0; pass < 2; ++pass)
@@ -29,25 +29,23 @@ static void exchange(grid *g) {
           const int nx = g->x + dx, ny = g->y + dy, nz = g->z + dz;
           const int zeros = (dx == 0) + (dy == 0) + (dz == 0);
           if (zeros == 3) continue;
-          if (nx < 0 || nx >= g->dims[0] || ny < 0 || ny >= g->dims[1] || nz < 0 ||
-              nz >= g->dims[2])
-            continue;
+          if (nx < 0 || nx >= g->dims[0] || ny < 0 || ny >= g->dims[1] || nz < 0 || nz >= g->dims[2]) continue;
           const int peer = (nx * g->dims[1] + ny) * g->dims[2] + nz;
           const int slot = (dx + 1) * 9 + (dy + 1) * 3 + (dz + 1);
           const int count = zeros == 2 ? g->face : zeros == 1 ? g->edge : g->corner;
           if (pass == 0) {
-            LOG_IRECV(g->recvbuf + (size_t)slot * g->face, count, MPI_BYTE, peer,
-                      200 + (26 - slot), MPI_COMM_WORLD, &reqs[nreq]);
+            LOG_IRECV(g->recvbuf + (size_t)slot * g->face, count, MPI_BYTE, peer, 200 + (26 - slot), MPI_COMM_WORLD,
+                      &reqs[nreq]);
           } else {
-            LOG_ISEND(g->sendbuf + (size_t)slot * g->face, count, MPI_BYTE, peer, 200 + slot,
-                      MPI_COMM_WORLD, &reqs[nreq]);
+            LOG_ISEND(g->sendbuf + (size_t)slot * g->face, count, MPI_BYTE, peer, 200 + slot, MPI_COMM_WORLD,
+                      &reqs[nreq]);
           }
           nreq++;
         }
   LOG_WAITALL(nreq, reqs, MPI_STATUSES_IGNORE);
 }
 
-static void timestep(grid *g, long n, long depth) {
+static void timestep(grid* g, long n, long depth) {
   if (n <= 0) return;
   ex_set_context(depth == 1 ? "top" : NULL);
   ex_compute(g->compute_us);
@@ -61,7 +59,7 @@ static void timestep(grid *g, long n, long depth) {
   g_steps++; /* keeps the recursive call out of tail position */
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "stencil3d_recursive", 3, 512);
   ex_args_option(&a, 'k', 2, "Allreduce every K timesteps");

@@ -19,8 +19,8 @@ typedef struct {
   int bytes;
 } exchange_args;
 
-static void *exchange(void *p) {
-  const exchange_args *x = p;
+static void* exchange(void* p) {
+  const exchange_args* x = p;
   char *out = calloc((size_t)x->bytes + 1, 1), *in = calloc((size_t)x->bytes + 1, 1);
   for (long it = 0; it < x->iters; ++it) {
     MPI_Request req[2];
@@ -33,7 +33,7 @@ static void *exchange(void *p) {
   return NULL;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "threads_waitall", 400, 8);
   ex_args_option(&a, 't', 2, "threads per rank");
@@ -44,8 +44,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (provided < MPI_THREAD_MULTIPLE || size % 2 != 0) {
-    if (rank == 0)
-      fprintf(stderr, "threads_waitall: needs MPI_THREAD_MULTIPLE and an even number of ranks\n");
+    if (rank == 0) fprintf(stderr, "threads_waitall: needs MPI_THREAD_MULTIPLE and an even number of ranks\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const int nthreads = (int)ex_opt(&a, 't');

@@ -6,7 +6,7 @@
 
 #include "truth.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "waitsome", 3, 256);
   ex_args_parse(&a, argc, argv);
@@ -25,8 +25,7 @@ int main(int argc, char **argv) {
       for (int k = 0; k < 4; ++k) {
         const int peer = rank + offsets[k];
         if (peer < 0 || peer >= size) continue;
-        LOG_IRECV(rbuf + (size_t)k * (n + 1), n, MPI_BYTE, peer, 30 + phase, MPI_COMM_WORLD,
-                  &reqs[nreq]);
+        LOG_IRECV(rbuf + (size_t)k * (n + 1), n, MPI_BYTE, peer, 30 + phase, MPI_COMM_WORLD, &reqs[nreq]);
         nreq++;
       }
       for (int k = 0; k < 4; ++k) {

@@ -10,14 +10,14 @@
 
 #include "truth.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ex_args a;
   ex_args_init(&a, "wildcard_lu", 3, 128);
   ex_args_parse(&a, argc, argv);
   LOG_INIT(&argc, &argv, &a);
   const int rank = ex_rank(), size = ex_size();
   const int n = (int)a.bytes;
-  char *buf = calloc((size_t)n + 1, 1);
+  char* buf = calloc((size_t)n + 1, 1);
   MPI_Status status;
   MPI_Request req;
 
@@ -35,8 +35,7 @@ int main(int argc, char **argv) {
         LOG_RECV(buf, n, MPI_BYTE, src, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       }
       ex_compute(a.compute_us);
-      for (int w = 1; w < size; ++w)
-        LOG_SEND(buf, n / 2, MPI_BYTE, w, 1000 + (int)it, MPI_COMM_WORLD);
+      for (int w = 1; w < size; ++w) LOG_SEND(buf, n / 2, MPI_BYTE, w, 1000 + (int)it, MPI_COMM_WORLD);
     } else {
       ex_compute(a.compute_us * rank);
       LOG_SEND(buf, n, MPI_BYTE, 0, rank, MPI_COMM_WORLD);

@@ -1,7 +1,7 @@
 // Analyses: communication matrices (dense / sparse), summaries, timestep loops.
 #include "bindings.hpp"
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/analysis/analysis.hpp"
+#include "scalatrace/support/errors.hpp"
 
 using namespace scalatrace;
 
@@ -20,15 +20,14 @@ CommKind parse_kind(const std::string& s) {
 }
 
 py::tuple triplets_to_numpy(CommTriplets&& t) {
-  return py::make_tuple(to_numpy(std::move(t.src)), to_numpy(std::move(t.dst)),
-                        to_numpy(std::move(t.value)), t.nranks);
+  return py::make_tuple(to_numpy(std::move(t.src)), to_numpy(std::move(t.dst)), to_numpy(std::move(t.value)), t.nranks);
 }
 
 py::array dense_to_numpy(std::vector<double>&& m, std::int64_t n) {
   auto* heap = new std::vector<double>(std::move(m));
   py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<double>*>(p); });
-  return py::array_t<double>({n, n}, {static_cast<py::ssize_t>(n * sizeof(double)),
-                                      static_cast<py::ssize_t>(sizeof(double))},
+  return py::array_t<double>({n, n},
+                             {static_cast<py::ssize_t>(n * sizeof(double)), static_cast<py::ssize_t>(sizeof(double))},
                              heap->data(), owner);
 }
 
@@ -60,8 +59,7 @@ void register_analysis(py::module_& m) {
         }
         return triplets_to_numpy(std::move(r));
       },
-      py::arg("trace"), py::arg("metric") = "bytes", py::arg("kind") = "p2p",
-      "(src, dst, value, nranks) triplets.");
+      py::arg("trace"), py::arg("metric") = "bytes", py::arg("kind") = "p2p", "(src, dst, value, nranks) triplets.");
   m.def(
       "comm_matrix_by_expansion",
       [](const Trace& t, const std::string& metric, const std::string& kind) {
@@ -70,10 +68,8 @@ void register_analysis(py::module_& m) {
       py::arg("trace"), py::arg("metric") = "bytes", py::arg("kind") = "p2p");
   m.def(
       "comm_matrix_of_recordings",
-      [](const std::vector<RankRecording>& recs, const std::string& metric,
-         const std::string& kind) {
-        return triplets_to_numpy(
-            comm_matrix_of_recordings(recs, parse_metric(metric), parse_kind(kind)));
+      [](const std::vector<RankRecording>& recs, const std::string& metric, const std::string& kind) {
+        return triplets_to_numpy(comm_matrix_of_recordings(recs, parse_metric(metric), parse_kind(kind)));
       },
       py::arg("recordings"), py::arg("metric") = "bytes", py::arg("kind") = "p2p");
 

@@ -5,8 +5,8 @@
 #include <optional>
 
 #include "scalatrace/cluster/clustering.hpp"
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/cluster/signature.hpp"
+#include "scalatrace/support/errors.hpp"
 
 using namespace scalatrace;
 
@@ -31,8 +31,7 @@ FeatureMask parse_features(const std::vector<std::string>& names) {
 std::vector<std::string> feature_names(FeatureMask mask) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < kSignatureFeatureCount; ++i)
-    if (mask & (FeatureMask{1} << i))
-      out.emplace_back(signature_feature_name(static_cast<SignatureFeature>(i)));
+    if (mask & (FeatureMask{1} << i)) out.emplace_back(signature_feature_name(static_cast<SignatureFeature>(i)));
   return out;
 }
 

@@ -1,11 +1,10 @@
 // Concrete events: one rank's calls via Cursor, and rank tables as NumPy structured arrays.
 #include "bindings.hpp"
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/analysis/analysis.hpp"
 #include "scalatrace/read/cursor.hpp"
+#include "scalatrace/support/errors.hpp"
 
 using namespace scalatrace;
-
 
 void RankTableBuilder::add(const Event& e) {
   RankTableRow row{};
@@ -19,9 +18,8 @@ void RankTableBuilder::add(const Event& e) {
   row.duration_ns = e.duration_ns;
   row.peer = -1;
   const OpKind k = op_kind(e.op);
-  const bool p2p = k == OpKind::BlockingSend || k == OpKind::BlockingRecv ||
-                   k == OpKind::SendRecv || k == OpKind::NonblockingSend ||
-                   k == OpKind::NonblockingRecv || k == OpKind::Probe ||
+  const bool p2p = k == OpKind::BlockingSend || k == OpKind::BlockingRecv || k == OpKind::SendRecv ||
+                   k == OpKind::NonblockingSend || k == OpKind::NonblockingRecv || k == OpKind::Probe ||
                    k == OpKind::PersistentSend || k == OpKind::PersistentRecv;
   if (p2p) {
     const std::int64_t peer = e[Field::Peer];
@@ -33,9 +31,18 @@ void RankTableBuilder::add(const Event& e) {
     }
   } else if (op_is_collective(e.op)) {
     switch (e.op) {
-      case Op::Bcast: case Op::Ibcast: case Op::Reduce: case Op::Ireduce:
-      case Op::Gather: case Op::Igather: case Op::Gatherv: case Op::Igatherv:
-      case Op::Scatter: case Op::Iscatter: case Op::Scatterv: case Op::Iscatterv:
+      case Op::Bcast:
+      case Op::Ibcast:
+      case Op::Reduce:
+      case Op::Ireduce:
+      case Op::Gather:
+      case Op::Igather:
+      case Op::Gatherv:
+      case Op::Igatherv:
+      case Op::Scatter:
+      case Op::Iscatter:
+      case Op::Scatterv:
+      case Op::Iscatterv:
         row.peer = world_rank_of(*comms_, row.comm, rank_, e[Field::Root], nranks_);
         break;
       default:
@@ -88,8 +95,7 @@ void register_events(py::module_& m) {
                              [](const Event& e) {
                                py::dict out;
                                for (std::size_t f = 0; f < kArrayFieldCount; ++f)
-                                 out[py::str(std::string(
-                                     array_field_name(static_cast<ArrayField>(f))))] = e.arrays[f];
+                                 out[py::str(std::string(array_field_name(static_cast<ArrayField>(f))))] = e.arrays[f];
                                return out;
                              })
       .def("__getitem__",

@@ -4,9 +4,9 @@
 #include <string>
 
 #include "bindings.hpp"
+#include "scalatrace/format/raw.hpp"
 #include "scalatrace/read/cursor.hpp"
 #include "scalatrace/support/errors.hpp"
-#include "scalatrace/format/raw.hpp"
 
 using namespace scalatrace;
 
@@ -75,13 +75,13 @@ class ColumnCollector {
 void register_frames(py::module_& m) {
   m.def(
       "event_columns",
-      [](const Trace& t, const std::vector<std::int64_t>& ranks, std::uint64_t max_events,
-         const std::string& timing, std::uint64_t seed) {
+      [](const Trace& t, const std::vector<std::int64_t>& ranks, std::uint64_t max_events, const std::string& timing,
+         std::uint64_t seed) {
         const TimingMode mode = parse_timing_mode(timing);
         for (const auto r : ranks)
           if (r < 0 || r >= t.nranks)
-            throw UsageError("rank " + std::to_string(r) + " out of range (trace has " +
-                             std::to_string(t.nranks) + " ranks)");
+            throw UsageError("rank " + std::to_string(r) + " out of range (trace has " + std::to_string(t.nranks) +
+                             " ranks)");
         ColumnCollector columns(t.nranks, t.comms, max_events);
         {
           py::gil_scoped_release release;
@@ -94,8 +94,7 @@ void register_frames(py::module_& m) {
         }
         return columns.finish();
       },
-      py::arg("trace"), py::arg("ranks"), py::arg("max_events"), py::arg("timing") = "mean",
-      py::arg("seed") = 0,
+      py::arg("trace"), py::arg("ranks"), py::arg("max_events"), py::arg("timing") = "mean", py::arg("seed") = 0,
       "Events of `ranks` (in that order) as {'rows': rank-table rows, 'event': index within the "
       "rank, 'start_ns': start on the rank's clock}; TooLargeError beyond max_events rows.");
   m.def(

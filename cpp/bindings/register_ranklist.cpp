@@ -17,8 +17,8 @@ struct RankListIterator {
 
 std::string html(const RankList& r) {
   std::ostringstream s;
-  s << "<code>RankList</code> of " << r.size() << " rank" << (r.size() == 1 ? "" : "s")
-    << ": <code>" << r.to_string() << "</code>";
+  s << "<code>RankList</code> of " << r.size() << " rank" << (r.size() == 1 ? "" : "s") << ": <code>" << r.to_string()
+    << "</code>";
   return s.str();
 }
 
@@ -32,24 +32,19 @@ void register_ranklist(py::module_& m) {
         return it.list->at(it.index++);
       });
 
-  py::class_<RankList>(m, "RankList",
-                       "A compressed set/sequence of ranks: a union of strided descriptors.")
+  py::class_<RankList>(m, "RankList", "A compressed set/sequence of ranks: a union of strided descriptors.")
       .def(py::init<>())
-      .def(py::init([](const std::vector<std::int64_t>& ranks) {
-             return RankList::from_sequence(ranks);
-           }),
+      .def(py::init([](const std::vector<std::int64_t>& ranks) { return RankList::from_sequence(ranks); }),
            py::arg("ranks"), "Builds a ranklist from ranks in sequence order.")
-      .def_static("range", &RankList::range, py::arg("first"), py::arg("count"),
-                  py::arg("stride") = 1)
+      .def_static("range", &RankList::range, py::arg("first"), py::arg("count"), py::arg("stride") = 1)
       .def("__len__", [](const RankList& r) { return r.size(); })
       .def("__contains__", [](const RankList& r, std::int64_t rank) { return r.contains(rank); })
       .def("__contains__", [](const RankList&, const py::object&) { return false; })
-      .def(
-          "__iter__",
-          [](py::object self) {
-            const auto& r = self.cast<const RankList&>();
-            return RankListIterator{&r, self, 0, r.size()};
-          })
+      .def("__iter__",
+           [](py::object self) {
+             const auto& r = self.cast<const RankList&>();
+             return RankListIterator{&r, self, 0, r.size()};
+           })
       .def("__getitem__",
            [](const RankList& r, std::int64_t i) {
              const auto n = r.size();
@@ -57,13 +52,15 @@ void register_ranklist(py::module_& m) {
              if (i < 0 || i >= n) throw py::index_error("rank index out of range");
              return r.at(i);
            })
-      .def("index", [](const RankList& r, std::int64_t rank) {
-        const auto i = r.index_of(rank);
-        if (i < 0) throw py::value_error(std::to_string(rank) + " is not in the ranklist");
-        return i;
-      })
-      .def("to_numpy", [](const RankList& r) { return to_numpy(r.to_vector()); },
-           "All ranks as an int64 array, in sequence order.")
+      .def("index",
+           [](const RankList& r, std::int64_t rank) {
+             const auto i = r.index_of(rank);
+             if (i < 0) throw py::value_error(std::to_string(rank) + " is not in the ranklist");
+             return i;
+           })
+      .def(
+          "to_numpy", [](const RankList& r) { return to_numpy(r.to_vector()); },
+          "All ranks as an int64 array, in sequence order.")
       .def("union", &RankList::unite, py::arg("other"))
       .def_property_readonly(
           "descriptors",
@@ -78,8 +75,6 @@ void register_ranklist(py::module_& m) {
       .def("__hash__", [](const RankList& r) { return py::hash(py::str(r.to_string())); })
       .def("__str__", &RankList::to_string)
       .def("__repr__",
-           [](const RankList& r) {
-             return "RankList(" + r.to_string() + ", size=" + std::to_string(r.size()) + ")";
-           })
+           [](const RankList& r) { return "RankList(" + r.to_string() + ", size=" + std::to_string(r.size()) + ")"; })
       .def("_repr_html_", &html);
 }

@@ -1,8 +1,8 @@
 // Raw recordings (ground truth, one uncompressed stream per rank).
 #include "bindings.hpp"
 #include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/merge/merge.hpp"
 #include "scalatrace/format/raw.hpp"
+#include "scalatrace/merge/merge.hpp"
 
 #include "scalatrace/support/errors.hpp"
 
@@ -24,15 +24,16 @@ void register_raw(py::module_& m) {
              if (i < 0 || i >= n) throw py::index_error("event index out of range");
              return r.events[static_cast<std::size_t>(i)];
            })
-      .def_property_readonly("events",
-                             [](py::object self) {
-                               return list_of_refs(self.cast<const RankRecording&>().events, self);
-                             })
-      .def("rank_table", [](const RankRecording& r, std::int64_t nranks) {
-        RankTableBuilder b(r.rank, nranks > 0 ? nranks : r.nranks, r.comms);
-        for (const auto& e : r.events) b.add(e);
-        return b.finish();
-      }, py::arg("nranks") = 0);
+      .def_property_readonly(
+          "events", [](py::object self) { return list_of_refs(self.cast<const RankRecording&>().events, self); })
+      .def(
+          "rank_table",
+          [](const RankRecording& r, std::int64_t nranks) {
+            RankTableBuilder b(r.rank, nranks > 0 ? nranks : r.nranks, r.comms);
+            for (const auto& e : r.events) b.add(e);
+            return b.finish();
+          },
+          py::arg("nranks") = 0);
   m.def(
       "compress_recordings",
       [](const std::vector<RankRecording>& recs, std::size_t window) {
@@ -48,8 +49,7 @@ void register_raw(py::module_& m) {
           IntraCompressor c(config);
           c.set_sites(&rec.sites);
           for (const auto& e : rec.events) c.push(e);
-          per_rank.push_back(
-              make_rank_trace(rec.rank, nranks, c.finish(), rec.sites, rec.comms, rec.names));
+          per_rank.push_back(make_rank_trace(rec.rank, nranks, c.finish(), rec.sites, rec.comms, rec.names));
         }
         Trace t = merge_tree(std::move(per_rank));
         for (const auto& [k, v] : recs.front().metadata) t.metadata.emplace(k, v);

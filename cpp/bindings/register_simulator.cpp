@@ -11,10 +11,8 @@ using namespace scalatrace;
 namespace {
 
 LogGP loggp_from(const py::sequence& p, const char* which) {
-  if (py::len(p) != 5)
-    throw py::value_error(std::string(which) + " must be (L, o_s, o_r, g, G) in ns");
-  return LogGP{p[0].cast<double>(), p[1].cast<double>(), p[2].cast<double>(), p[3].cast<double>(),
-               p[4].cast<double>()};
+  if (py::len(p) != 5) throw py::value_error(std::string(which) + " must be (L, o_s, o_r, g, G) in ns");
+  return LogGP{p[0].cast<double>(), p[1].cast<double>(), p[2].cast<double>(), p[3].cast<double>(), p[4].cast<double>()};
 }
 
 TimingMode timing_from(const std::string& name) {
@@ -89,11 +87,10 @@ py::dict result_to_dict(SimResult&& r) {
 void register_simulator(py::module_& m) {
   m.def(
       "simulate",
-      [](const Trace& trace, const py::sequence& inter, const py::sequence& intra,
-         std::int64_t ranks_per_node, double eager_threshold, bool contention,
-         const std::string& timing, std::uint64_t seed, double compute_scale,
-         const std::unordered_map<std::uint32_t, double>& site_compute_scale, double size_scale,
-         bool timeline, std::uint64_t timeline_limit, bool pair_counts, bool recorded_local_calls) {
+      [](const Trace& trace, const py::sequence& inter, const py::sequence& intra, std::int64_t ranks_per_node,
+         double eager_threshold, bool contention, const std::string& timing, std::uint64_t seed, double compute_scale,
+         const std::unordered_map<std::uint32_t, double>& site_compute_scale, double size_scale, bool timeline,
+         std::uint64_t timeline_limit, bool pair_counts, bool recorded_local_calls) {
         SimOptions o;
         o.inter_node = loggp_from(inter, "network");
         o.intra_node = loggp_from(intra, "intra_node");
@@ -117,11 +114,10 @@ void register_simulator(py::module_& m) {
         return result_to_dict(std::move(r));
       },
       py::arg("trace"), py::arg("network"), py::arg("intra_node"), py::arg("ranks_per_node") = 1,
-      py::arg("eager_threshold") = 65536.0, py::arg("contention") = false,
-      py::arg("timing") = "mean", py::arg("seed") = 0, py::arg("compute_scale") = 1.0,
-      py::arg("site_compute_scale") = std::unordered_map<std::uint32_t, double>{},
-      py::arg("size_scale") = 1.0, py::arg("timeline") = false,
-      py::arg("timeline_limit") = 10'000'000, py::arg("pair_counts") = false,
+      py::arg("eager_threshold") = 65536.0, py::arg("contention") = false, py::arg("timing") = "mean",
+      py::arg("seed") = 0, py::arg("compute_scale") = 1.0,
+      py::arg("site_compute_scale") = std::unordered_map<std::uint32_t, double>{}, py::arg("size_scale") = 1.0,
+      py::arg("timeline") = false, py::arg("timeline_limit") = 10'000'000, py::arg("pair_counts") = false,
       py::arg("recorded_local_calls") = true,
       "Simulates the trace on a LogGP network; times in ns (see scalatrace.simulate).");
   m.def(

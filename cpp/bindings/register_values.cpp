@@ -1,9 +1,9 @@
 // Elastic values (ValueSeq / ArraySeq + ranklists) and timing histograms.
 #include "bindings.hpp"
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/model/elastic.hpp"
 #include "scalatrace/model/histogram.hpp"
 #include "scalatrace/model/value_seq.hpp"
+#include "scalatrace/support/errors.hpp"
 
 using namespace scalatrace;
 
@@ -82,18 +82,18 @@ void register_values(py::module_& m) {
            })
       .def("to_numpy", [](const ValueSeq& s) { return to_numpy(s.to_vector()); })
       .def("is_constant", &ValueSeq::is_constant)
-      .def_property_readonly("blocks",
-                             [](const ValueSeq& s) {
-                               py::list out;
-                               for (const auto& b : s.blocks()) {
-                                 py::list runs;
-                                 for (const auto& r : b.runs)
-                                   runs.append(py::make_tuple(r.first, r.stride, r.count));
-                                 out.append(py::make_tuple(runs, b.repeat));
-                               }
-                               return out;
-                             },
-                             "[( [(first, stride, count), ...], repeat ), ...]")
+      .def_property_readonly(
+          "blocks",
+          [](const ValueSeq& s) {
+            py::list out;
+            for (const auto& b : s.blocks()) {
+              py::list runs;
+              for (const auto& r : b.runs) runs.append(py::make_tuple(r.first, r.stride, r.count));
+              out.append(py::make_tuple(runs, b.repeat));
+            }
+            return out;
+          },
+          "[( [(first, stride, count), ...], repeat ), ...]")
       .def("__eq__", [](const ValueSeq& a, const ValueSeq& b) { return a == b; })
       .def("__str__", &ValueSeq::to_string)
       .def("__repr__", [](const ValueSeq& s) { return "ValueSeq(" + s.to_string() + ")"; });
@@ -122,8 +122,7 @@ void register_values(py::module_& m) {
             return py::cast(s, py::return_value_policy::reference_internal, self);
           },
           py::arg("rank"), "The value sequence of `rank`, or None.");
-  register_elastic<ArraySeq>(m, "ElasticArray",
-                             "An array parameter's values: (ArraySeq, RankList) alternatives.");
+  register_elastic<ArraySeq>(m, "ElasticArray", "An array parameter's values: (ArraySeq, RankList) alternatives.");
 
   py::class_<Histogram>(m, "Histogram", "Timing histogram (nanoseconds).")
       .def_property_readonly("count", &Histogram::count)
@@ -140,14 +139,12 @@ void register_values(py::module_& m) {
           "bins",
           [](const Histogram& h) {
             py::list out;
-            for (const auto& b : h.bins())
-              out.append(py::make_tuple(b.index, b.count, b.min, b.max, b.sum));
+            for (const auto& b : h.bins()) out.append(py::make_tuple(b.index, b.count, b.min, b.max, b.sum));
             return out;
           },
           "[(index, count, min, max, sum), ...] of the non-empty bins.")
       .def("__repr__", [](const Histogram& h) {
-        return "Histogram(count=" + std::to_string(h.count()) +
-               ", mean=" + std::to_string(h.mean()) + " ns, min=" + std::to_string(h.min()) +
-               ", max=" + std::to_string(h.max()) + ")";
+        return "Histogram(count=" + std::to_string(h.count()) + ", mean=" + std::to_string(h.mean()) +
+               " ns, min=" + std::to_string(h.min()) + ", max=" + std::to_string(h.max()) + ")";
       });
 }

@@ -80,14 +80,26 @@ class JsonWriter {
     std::fputc('"', out_);
     for (unsigned char c : s) {
       switch (c) {
-        case '"': std::fputs("\\\"", out_); break;
-        case '\\': std::fputs("\\\\", out_); break;
-        case '\n': std::fputs("\\n", out_); break;
-        case '\r': std::fputs("\\r", out_); break;
-        case '\t': std::fputs("\\t", out_); break;
+        case '"':
+          std::fputs("\\\"", out_);
+          break;
+        case '\\':
+          std::fputs("\\\\", out_);
+          break;
+        case '\n':
+          std::fputs("\\n", out_);
+          break;
+        case '\r':
+          std::fputs("\\r", out_);
+          break;
+        case '\t':
+          std::fputs("\\t", out_);
+          break;
         default:
-          if (c < 0x20) std::fprintf(out_, "\\u%04x", c);
-          else std::fputc(c, out_);
+          if (c < 0x20)
+            std::fprintf(out_, "\\u%04x", c);
+          else
+            std::fputc(c, out_);
       }
     }
     std::fputc('"', out_);

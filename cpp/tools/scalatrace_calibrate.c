@@ -73,8 +73,7 @@ static double gap(int rank, char* buf, int count, int batches) {
       for (int i = 0; i < count; ++i) MPI_Send(buf, 8, MPI_BYTE, 1, 4, MPI_COMM_WORLD);
       MPI_Recv(buf, 1, MPI_BYTE, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (rank == 1) {
-      for (int i = 0; i < count; ++i)
-        MPI_Recv(buf, 8, MPI_BYTE, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      for (int i = 0; i < count; ++i) MPI_Recv(buf, 8, MPI_BYTE, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       MPI_Send(buf, 1, MPI_BYTE, 0, 5, MPI_COMM_WORLD);
     }
     const double t = (MPI_Wtime() - t0) / count;

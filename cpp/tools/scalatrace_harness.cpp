@@ -24,10 +24,10 @@
 
 #include "scalatrace/cluster/clustering.hpp"
 #include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/format/format.hpp"
-#include "scalatrace/merge/merge.hpp"
 #include "scalatrace/format/raw.hpp"
+#include "scalatrace/merge/merge.hpp"
+#include "scalatrace/support/errors.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 
 namespace {
@@ -35,9 +35,7 @@ namespace {
 using namespace scalatrace;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::size_t peak_rss_bytes() {
   rusage ru{};
@@ -128,14 +126,14 @@ struct Stats {
         "{\"command\":\"%s\",\"pattern\":\"%s\",\"ranks\":%lld,\"timesteps\":%lld,\"wrap\":%s,"
         "\"events\":%llu,\"generate_compress_seconds\":%.6f,\"merge_seconds\":%.6f,"
         "\"merge_critical_path_seconds\":%.6f,\"total_seconds\":%.6f,\"peak_rss_bytes\":%zu,\"intra_bytes_total\":%zu,"
-        "\"trace_bytes\":%zu,\"structure_bytes\":%zu,\"timing_bytes\":%zu,\"nodes\":%zu,\"output\":\"%s\",\"clusters\":%lld,"
+        "\"trace_bytes\":%zu,\"structure_bytes\":%zu,\"timing_bytes\":%zu,\"nodes\":%zu,\"output\":\"%s\",\"clusters\":"
+        "%lld,"
         "\"cluster_signature_seconds\":%.6f,\"cluster_kfarthest_seconds\":%.6f}\n",
-        command.c_str(), json_escape(pattern).c_str(), static_cast<long long>(ranks),
-        static_cast<long long>(timesteps), wrap ? "true" : "false",
-        static_cast<unsigned long long>(events_total), generate_compress_seconds, merge_seconds,
-        critical_path_seconds, total_seconds, peak_rss_bytes(), intra_bytes_total, trace_bytes, structure_bytes, timing_bytes, nodes,
-        json_escape(output).c_str(), static_cast<long long>(clusters), cluster_signature_seconds,
-        cluster_kfarthest_seconds);
+        command.c_str(), json_escape(pattern).c_str(), static_cast<long long>(ranks), static_cast<long long>(timesteps),
+        wrap ? "true" : "false", static_cast<unsigned long long>(events_total), generate_compress_seconds,
+        merge_seconds, critical_path_seconds, total_seconds, peak_rss_bytes(), intra_bytes_total, trace_bytes,
+        structure_bytes, timing_bytes, nodes, json_escape(output).c_str(), static_cast<long long>(clusters),
+        cluster_signature_seconds, cluster_kfarthest_seconds);
   }
 };
 
@@ -212,8 +210,7 @@ int run_synthetic(const std::vector<std::string>& args) {
       throw UsageError("unknown argument '" + a + "' (see scalatrace-harness --help)");
     }
   }
-  if (spec.nranks < 1 || spec.nranks > (std::int64_t{1} << 24))
-    throw UsageError("--ranks must be in [1, 16777216]");
+  if (spec.nranks < 1 || spec.nranks > (std::int64_t{1} << 24)) throw UsageError("--ranks must be in [1, 16777216]");
   st.pattern = std::string(synthetic_pattern_name(spec.pattern));
   st.ranks = spec.nranks;
   st.timesteps = spec.timesteps;
@@ -252,8 +249,8 @@ int run_synthetic(const std::vector<std::string>& args) {
   st.critical_path_seconds = merger.critical_path;
   merged.metadata["program"] = "scalatrace-harness " + st.pattern;
   merged.metadata["command_line"] = "scalatrace-harness --pattern " + st.pattern + " --ranks " +
-                                    std::to_string(spec.nranks) + " --timesteps " +
-                                    std::to_string(spec.timesteps) + (spec.wrap ? " --wrap" : "");
+                                    std::to_string(spec.nranks) + " --timesteps " + std::to_string(spec.timesteps) +
+                                    (spec.wrap ? " --wrap" : "");
   finish_trace(merged, st, merger.critical_path);
   st.total_seconds = seconds_since(t0);
   st.print();
@@ -290,8 +287,8 @@ int run_merge_raw(const std::vector<std::string>& args) {
     st.events_total += rec.events.size();
     if (metadata.empty()) metadata = rec.metadata;
     Trace t = compress_recording(rec, config);
-    Trace rt = make_rank_trace(rec.rank, rec.nranks, std::move(t.nodes), std::move(t.sites),
-                               std::move(t.comms), std::move(t.names));
+    Trace rt = make_rank_trace(rec.rank, rec.nranks, std::move(t.nodes), std::move(t.sites), std::move(t.comms),
+                               std::move(t.names));
     st.intra_bytes_total += encode_trace(rt).size();
     st.generate_compress_seconds += seconds_since(tg);
     merger.push(std::move(rt));

@@ -11,7 +11,7 @@
 
 /* ================================================================== arguments */
 
-void ex_args_init(ex_args *a, const char *prog, long iters, long bytes) {
+void ex_args_init(ex_args* a, const char* prog, long iters, long bytes) {
   memset(a, 0, sizeof *a);
   a->prog = prog;
   a->iters = iters;
@@ -19,7 +19,7 @@ void ex_args_init(ex_args *a, const char *prog, long iters, long bytes) {
   a->compute_us = 20;
 }
 
-void ex_args_option(ex_args *a, char letter, long def, const char *help) {
+void ex_args_option(ex_args* a, char letter, long def, const char* help) {
   int k = letter - 'a';
   if (k < 0 || k >= 26) {
     fprintf(stderr, "%s: option letter must be a-z\n", a->prog);
@@ -30,7 +30,7 @@ void ex_args_option(ex_args *a, char letter, long def, const char *help) {
   a->help[k] = help;
 }
 
-long ex_opt(const ex_args *a, char letter) {
+long ex_opt(const ex_args* a, char letter) {
   int k = letter - 'a';
   if (k < 0 || k >= 26 || !a->known[k]) {
     fprintf(stderr, "%s: internal error: option -%c not declared\n", a->prog, letter);
@@ -39,9 +39,8 @@ long ex_opt(const ex_args *a, char letter) {
   return a->opt[k];
 }
 
-static void usage(const ex_args *a, FILE *out) {
-  fprintf(out,
-          "usage: %s [-i ITER] [-s BYTES] [-c MICROSECONDS] [-v] [--truth DIR]", a->prog);
+static void usage(const ex_args* a, FILE* out) {
+  fprintf(out, "usage: %s [-i ITER] [-s BYTES] [-c MICROSECONDS] [-v] [--truth DIR]", a->prog);
   for (int k = 0; k < 26; ++k)
     if (a->known[k]) fprintf(out, " [-%c N]", 'a' + k);
   fprintf(out,
@@ -55,8 +54,8 @@ static void usage(const ex_args *a, FILE *out) {
     if (a->known[k]) fprintf(out, "  -%c N             %s (default %ld)\n", 'a' + k, a->help[k], a->opt[k]);
 }
 
-static long parse_long(const ex_args *a, const char *flag, const char *text) {
-  char *end = NULL;
+static long parse_long(const ex_args* a, const char* flag, const char* text) {
+  char* end = NULL;
   errno = 0;
   long v = strtol(text, &end, 10);
   if (errno || end == text || *end != '\0') {
@@ -67,9 +66,9 @@ static long parse_long(const ex_args *a, const char *flag, const char *text) {
   return v;
 }
 
-void ex_args_parse(ex_args *a, int argc, char **argv) {
+void ex_args_parse(ex_args* a, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
-    const char *arg = argv[i];
+    const char* arg = argv[i];
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
       usage(a, stdout);
       exit(0);
@@ -82,8 +81,8 @@ void ex_args_parse(ex_args *a, int argc, char **argv) {
       a->truth_dir = arg + 8;
       continue;
     }
-    const int needs_value = strcmp(arg, "--truth") == 0 ||
-                            (arg[0] == '-' && arg[1] >= 'a' && arg[1] <= 'z' && arg[2] == '\0');
+    const int needs_value =
+        strcmp(arg, "--truth") == 0 || (arg[0] == '-' && arg[1] >= 'a' && arg[1] <= 'z' && arg[2] == '\0');
     if (!needs_value) {
       fprintf(stderr, "%s: unknown argument '%s'\n", a->prog, arg);
       usage(a, stderr);
@@ -93,7 +92,7 @@ void ex_args_parse(ex_args *a, int argc, char **argv) {
       fprintf(stderr, "%s: %s needs a value\n", a->prog, arg);
       exit(2);
     }
-    const char *value = argv[++i];
+    const char* value = argv[++i];
     if (strcmp(arg, "--truth") == 0) {
       a->truth_dir = value;
     } else if (arg[1] == 'i') {
@@ -127,7 +126,7 @@ void ex_compute(long us) {
   } while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000L < us);
 }
 
-unsigned long long ex_rand(unsigned long long *state) {
+unsigned long long ex_rand(unsigned long long* state) {
   unsigned long long z = (*state += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
@@ -137,25 +136,26 @@ unsigned long long ex_rand(unsigned long long *state) {
 /* ================================================================== truth state */
 
 static int g_rank = -1, g_size = 0;
-static FILE *g_out = NULL;
-static long g_line = 0;            /* index of the next truth line */
+static FILE* g_out = NULL;
+static long g_line = 0; /* index of the next truth line */
 static int g_verbose = 0;
-static const char *g_prog = "";
+static const char* g_prog = "";
 static char g_context[128] = "";
 
 int ex_rank(void) { return g_rank; }
 int ex_size(void) { return g_size; }
 
-void ex_set_context(const char *context) {
-  snprintf(g_context, sizeof g_context, "%s", context ? context : "");
-}
+void ex_set_context(const char* context) { snprintf(g_context, sizeof g_context, "%s", context ? context : ""); }
 
 /* ---- per-op counts (for -v) */
 #define EX_MAX_OPS 64
-static struct { const char *op; long n; } g_counts[EX_MAX_OPS];
+static struct {
+  const char* op;
+  long n;
+} g_counts[EX_MAX_OPS];
 static int g_nops = 0;
 
-static void count_op(const char *op) {
+static void count_op(const char* op) {
   for (int k = 0; k < g_nops; ++k)
     if (strcmp(g_counts[k].op, op) == 0) {
       g_counts[k].n++;
@@ -170,10 +170,14 @@ static void count_op(const char *op) {
 
 /* ---- communicator members (world ranks in comm-rank order), cached per handle */
 #define EX_MAX_COMMS 64
-static struct { MPI_Comm comm; int n; int *members; } g_comms[EX_MAX_COMMS];
+static struct {
+  MPI_Comm comm;
+  int n;
+  int* members;
+} g_comms[EX_MAX_COMMS];
 static int g_ncomms = 0;
 
-static int comm_members(MPI_Comm comm, const int **members) {
+static int comm_members(MPI_Comm comm, const int** members) {
   for (int k = 0; k < g_ncomms; ++k)
     if (g_comms[k].comm == comm) {
       *members = g_comms[k].members;
@@ -181,8 +185,8 @@ static int comm_members(MPI_Comm comm, const int **members) {
     }
   int n = 0;
   PMPI_Comm_size(comm, &n);
-  int *m = malloc(sizeof(int) * (size_t)(n ? n : 1));
-  int *idx = malloc(sizeof(int) * (size_t)(n ? n : 1));
+  int* m = malloc(sizeof(int) * (size_t)(n ? n : 1));
+  int* idx = malloc(sizeof(int) * (size_t)(n ? n : 1));
   MPI_Group g, wg;
   PMPI_Comm_group(comm, &g);
   PMPI_Comm_group(MPI_COMM_WORLD, &wg);
@@ -204,10 +208,10 @@ static int comm_members(MPI_Comm comm, const int **members) {
 }
 
 static int g_freed_n = 0;
-static int *g_freed_members = NULL;
+static int* g_freed_members = NULL;
 
 void ex_forget_comm(MPI_Comm comm) {
-  const int *m;
+  const int* m;
   int n = comm_members(comm, &m);
   free(g_freed_members);
   g_freed_members = malloc(sizeof(int) * (size_t)(n ? n : 1));
@@ -224,12 +228,15 @@ void ex_forget_comm(MPI_Comm comm) {
 
 /* ---- requests: the truth line that created the request stored at an address */
 #define EX_MAX_REQS 4096
-static struct { const void *addr; long line; } g_reqs[EX_MAX_REQS];
+static struct {
+  const void* addr;
+  long line;
+} g_reqs[EX_MAX_REQS];
 static int g_nreqs = 0;
 static long g_snapshot[EX_MAX_REQS];
 static int g_nsnapshot = 0;
 
-static void remember_request(const void *addr, long line) {
+static void remember_request(const void* addr, long line) {
   for (int k = 0; k < g_nreqs; ++k)
     if (g_reqs[k].addr == addr) {
       g_reqs[k].line = line;
@@ -244,16 +251,15 @@ static void remember_request(const void *addr, long line) {
   g_nreqs++;
 }
 
-static long request_line(const void *addr) {
+static long request_line(const void* addr) {
   for (int k = 0; k < g_nreqs; ++k)
     if (g_reqs[k].addr == addr) return g_reqs[k].line;
   return -2; /* a request the truth never saw being created */
 }
 
-void ex_snapshot_requests(int n, const MPI_Request *reqs) {
+void ex_snapshot_requests(int n, const MPI_Request* reqs) {
   if (n > EX_MAX_REQS) n = EX_MAX_REQS;
-  for (int k = 0; k < n; ++k)
-    g_snapshot[k] = reqs[k] == MPI_REQUEST_NULL ? -1 : request_line(&reqs[k]);
+  for (int k = 0; k < n; ++k) g_snapshot[k] = reqs[k] == MPI_REQUEST_NULL ? -1 : request_line(&reqs[k]);
   g_nsnapshot = n;
 }
 
@@ -263,7 +269,7 @@ static size_t g_len = 0;
 static unsigned g_have = 0; /* which always-present keys were written */
 enum { K_COMM = 1, K_PEER = 2, K_TAG = 4, K_BYTES = 8, K_ROOT = 16, K_NREQ = 32 };
 
-static void put(const char *fmt, ...) {
+static void put(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int w = vsnprintf(g_buf + g_len, sizeof g_buf - g_len, fmt, ap);
@@ -272,49 +278,49 @@ static void put(const char *fmt, ...) {
   if (g_len >= sizeof g_buf) g_len = sizeof g_buf - 1;
 }
 
-static const char *base_name(const char *path) {
-  const char *s = strrchr(path, '/');
+static const char* base_name(const char* path) {
+  const char* s = strrchr(path, '/');
   return s ? s + 1 : path;
 }
 
-static void rec_begin(const char *op, const char *file, int line) {
+static void rec_begin(const char* op, const char* file, int line) {
   g_len = 0;
   g_have = 0;
-  put("{\"i\":%ld,\"op\":\"%s\",\"label\":\"%s:%d%s%s\"", g_line, op, base_name(file), line,
-      g_context[0] ? "#" : "", g_context);
+  put("{\"i\":%ld,\"op\":\"%s\",\"label\":\"%s:%d%s%s\"", g_line, op, base_name(file), line, g_context[0] ? "#" : "",
+      g_context);
   count_op(op);
 }
 
-static void rec_int(const char *key, long long v) { put(",\"%s\":%lld", key, v); }
+static void rec_int(const char* key, long long v) { put(",\"%s\":%lld", key, v); }
 
-static void rec_members(const char *key, const int *m, int n) {
+static void rec_members(const char* key, const int* m, int n) {
   put(",\"%s\":[", key);
   for (int k = 0; k < n; ++k) put(k ? ",%d" : "%d", m[k]);
   put("]");
 }
 
 static void rec_comm(MPI_Comm comm) {
-  const int *m;
+  const int* m;
   int n = comm_members(comm, &m);
   rec_members("comm", m, n);
   g_have |= K_COMM;
 }
 
 /* key "peer" or "peer2": the rank in comm and the world rank, or sentinels */
-static void rec_peer(const char *key, MPI_Comm comm, int peer) {
+static void rec_peer(const char* key, MPI_Comm comm, int peer) {
   if (peer == MPI_ANY_SOURCE) {
     put(",\"%s\":\"any\",\"%s_world\":\"any\"", key, key);
   } else if (peer == MPI_PROC_NULL) {
     put(",\"%s\":\"proc_null\",\"%s_world\":\"proc_null\"", key, key);
   } else {
-    const int *m;
+    const int* m;
     int n = comm_members(comm, &m);
     put(",\"%s\":%d,\"%s_world\":%d", key, peer, key, peer >= 0 && peer < n ? m[peer] : -1);
   }
   if (strcmp(key, "peer") == 0) g_have |= K_PEER;
 }
 
-static void rec_tag(const char *key, int tag) {
+static void rec_tag(const char* key, int tag) {
   if (tag == MPI_ANY_TAG)
     put(",\"%s\":\"any\"", key);
   else
@@ -328,7 +334,7 @@ static int type_size(MPI_Datatype dt) {
   return s;
 }
 
-static void rec_bytes(const char *key, const char *dtkey, long long count, MPI_Datatype dt) {
+static void rec_bytes(const char* key, const char* dtkey, long long count, MPI_Datatype dt) {
   int s = type_size(dt);
   put(",\"%s\":%lld,\"%s\":%d", key, count * s, dtkey, s);
   if (strcmp(key, "bytes") == 0) g_have |= K_BYTES;
@@ -348,10 +354,10 @@ static void rec_end(void) {
 
 /* ================================================================== hooks */
 
-static void make_dirs(const char *dir) {
+static void make_dirs(const char* dir) {
   char path[4096];
   snprintf(path, sizeof path, "%s", dir);
-  for (char *p = path + 1; *p; ++p)
+  for (char* p = path + 1; *p; ++p)
     if (*p == '/') {
       *p = '\0';
       mkdir(path, 0777);
@@ -360,7 +366,7 @@ static void make_dirs(const char *dir) {
   mkdir(path, 0777);
 }
 
-void ex_after_init(const ex_args *a, const char *file, int line, const char *op) {
+void ex_after_init(const ex_args* a, const char* file, int line, const char* op) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &g_size);
   g_verbose = a->verbose;
@@ -380,7 +386,7 @@ void ex_after_init(const ex_args *a, const char *file, int line, const char *op)
   rec_end();
 }
 
-void ex_before_finalize(const char *file, int line) {
+void ex_before_finalize(const char* file, int line) {
   rec_begin("Finalize", file, line);
   rec_comm(MPI_COMM_WORLD);
   rec_end();
@@ -404,8 +410,8 @@ void ex_after_finalize(void) {
   }
 }
 
-void ex_log_p2p(const char *op, const char *file, int line, int count, MPI_Datatype dt, int peer,
-                int tag, MPI_Comm comm, MPI_Request *created) {
+void ex_log_p2p(const char* op, const char* file, int line, int count, MPI_Datatype dt, int peer, int tag,
+                MPI_Comm comm, MPI_Request* created) {
   rec_begin(op, file, line);
   rec_comm(comm);
   rec_peer("peer", comm, peer);
@@ -415,9 +421,8 @@ void ex_log_p2p(const char *op, const char *file, int line, int count, MPI_Datat
   rec_end();
 }
 
-void ex_log_sendrecv(const char *file, int line, int scount, MPI_Datatype sdt, int dest,
-                     int stag, int rcount, MPI_Datatype rdt, int source, int rtag,
-                     MPI_Comm comm) {
+void ex_log_sendrecv(const char* file, int line, int scount, MPI_Datatype sdt, int dest, int stag, int rcount,
+                     MPI_Datatype rdt, int source, int rtag, MPI_Comm comm) {
   rec_begin("Sendrecv", file, line);
   rec_comm(comm);
   rec_peer("peer", comm, dest);
@@ -429,8 +434,7 @@ void ex_log_sendrecv(const char *file, int line, int scount, MPI_Datatype sdt, i
   rec_end();
 }
 
-void ex_log_probe(const char *op, const char *file, int line, int source, int tag,
-                  MPI_Comm comm, int flag) {
+void ex_log_probe(const char* op, const char* file, int line, int source, int tag, MPI_Comm comm, int flag) {
   rec_begin(op, file, line);
   rec_comm(comm);
   rec_peer("peer", comm, source);
@@ -439,8 +443,8 @@ void ex_log_probe(const char *op, const char *file, int line, int source, int ta
   rec_end();
 }
 
-void ex_log_requests(const char *op, const char *file, int line, int n, const MPI_Request *reqs,
-                     int index, int outcount, const int *indices, int flag) {
+void ex_log_requests(const char* op, const char* file, int line, int n, const MPI_Request* reqs, int index,
+                     int outcount, const int* indices, int flag) {
   (void)reqs;
   rec_begin(op, file, line);
   rec_int("nreq", n);
@@ -491,16 +495,16 @@ static int redop_code(MPI_Op op) {
   return 15;
 }
 
-void ex_log_coll(const char *op, const char *file, int line, MPI_Comm comm, int root,
-                 int scount, MPI_Datatype sdt, int rcount, MPI_Datatype rdt, MPI_Op redop,
-                 const int *scounts, const int *rcounts, MPI_Request *created) {
+void ex_log_coll(const char* op, const char* file, int line, MPI_Comm comm, int root, int scount, MPI_Datatype sdt,
+                 int rcount, MPI_Datatype rdt, MPI_Op redop, const int* scounts, const int* rcounts,
+                 MPI_Request* created) {
   rec_begin(op, file, line);
   rec_comm(comm);
   if (root >= 0) {
     rec_int("root", root);
     g_have |= K_ROOT;
   }
-  const int *m;
+  const int* m;
   const int n = comm_members(comm, &m);
   int me = 0;
   PMPI_Comm_rank(comm, &me);
@@ -525,14 +529,14 @@ void ex_log_coll(const char *op, const char *file, int line, MPI_Comm comm, int 
   rec_end();
 }
 
-void ex_log_comm_create(const char *op, const char *file, int line, MPI_Comm comm,
-                        MPI_Comm newcomm, int color, int key, int ndims) {
+void ex_log_comm_create(const char* op, const char* file, int line, MPI_Comm comm, MPI_Comm newcomm, int color, int key,
+                        int ndims) {
   rec_begin(op, file, line);
   rec_comm(comm);
   if (newcomm == MPI_COMM_NULL) {
     put(",\"newcomm\":null");
   } else {
-    const int *m;
+    const int* m;
     int n = comm_members(newcomm, &m);
     rec_members("newcomm", m, n);
   }
@@ -547,7 +551,7 @@ void ex_log_comm_create(const char *op, const char *file, int line, MPI_Comm com
   rec_end();
 }
 
-void ex_log_comm_free(const char *file, int line) {
+void ex_log_comm_free(const char* file, int line) {
   rec_begin("Comm_free", file, line);
   rec_members("comm", g_freed_members, g_freed_n);
   g_have |= K_COMM;

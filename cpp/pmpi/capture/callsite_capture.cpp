@@ -87,8 +87,7 @@ void capture_stack(RawStack& out, int max_depth) {
 void ModuleMap::scan() {
   modules_.clear();
   dl_iterate_phdr(collect_module, &modules_);
-  std::sort(modules_.begin(), modules_.end(),
-            [](const Module& a, const Module& b) { return a.lo < b.lo; });
+  std::sort(modules_.begin(), modules_.end(), [](const Module& a, const Module& b) { return a.lo < b.lo; });
 }
 
 const ModuleMap::Module* ModuleMap::lookup(std::uintptr_t pc) const {
@@ -106,8 +105,7 @@ const ModuleMap::Module* ModuleMap::find(std::uintptr_t pc) {
 }
 
 bool CallSiteCapture::CacheEntry::matches(std::uint64_t h, const RawStack& s) const {
-  return hash == h && static_cast<int>(pcs.size()) == s.depth &&
-         std::equal(pcs.begin(), pcs.end(), s.pcs);
+  return hash == h && static_cast<int>(pcs.size()) == s.depth && std::equal(pcs.begin(), pcs.end(), s.pcs);
 }
 
 std::uint32_t CallSiteCapture::site_id(const RawStack& stack, CallSiteTable& table, int depth) {

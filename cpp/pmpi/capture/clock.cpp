@@ -17,8 +17,7 @@ namespace {
 std::uint64_t monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 struct TscCalibration {
@@ -38,8 +37,7 @@ bool invariant_tsc_is_the_kernel_clock() {
   std::string line;
   while (std::getline(cpu, line)) {
     if (line.rfind("flags", 0) == 0)
-      return line.find(" constant_tsc") != std::string::npos &&
-             line.find(" nonstop_tsc") != std::string::npos;
+      return line.find(" constant_tsc") != std::string::npos && line.find(" nonstop_tsc") != std::string::npos;
   }
 #endif
   return false;
@@ -51,8 +49,8 @@ std::uint64_t now_ns() {
 #ifdef SCALATRACE_HAVE_TSC
   if (g_use_tsc.load(std::memory_order_relaxed)) {
     const auto ticks = static_cast<std::int64_t>(__rdtsc() - g_tsc.tsc0);  // may be < 0
-    return g_tsc.ns0 + static_cast<std::uint64_t>(
-                           static_cast<std::int64_t>(static_cast<double>(ticks) * g_tsc.ns_per_tick));
+    return g_tsc.ns0 +
+           static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<double>(ticks) * g_tsc.ns_per_tick));
   }
 #endif
   return monotonic_ns();

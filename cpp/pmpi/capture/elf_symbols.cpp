@@ -46,8 +46,8 @@ const std::vector<ElfSymbols::Symbol>& ElfSymbols::load(const std::string& path)
   if (!in) return syms;
   const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   Elf64_Ehdr eh;
-  if (!read_at(data, 0, eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr))
+  if (!read_at(data, 0, eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_shentsize != sizeof(Elf64_Shdr))
     return syms;
   std::vector<Elf64_Shdr> sections(eh.e_shnum);
   for (std::size_t i = 0; i < sections.size(); ++i)
@@ -74,8 +74,8 @@ const std::vector<ElfSymbols::Symbol>& ElfSymbols::load(const std::string& path)
 
 std::string ElfSymbols::lookup(const std::string& path, std::uint64_t vaddr) {
   const auto& syms = load(path);
-  auto it = std::upper_bound(syms.begin(), syms.end(), vaddr,
-                             [](std::uint64_t v, const Symbol& s) { return v < s.start; });
+  auto it =
+      std::upper_bound(syms.begin(), syms.end(), vaddr, [](std::uint64_t v, const Symbol& s) { return v < s.start; });
   // Several symbols may share a start (aliases): any of them covering vaddr will do.
   while (it != syms.begin()) {
     --it;

@@ -29,8 +29,7 @@ int collect_code(dl_phdr_info* info, std::size_t, void* data) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const auto& ph = info->dlpi_phdr[i];
     if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
-      scan->out->push_back(CodeRange{info->dlpi_addr + ph.p_vaddr,
-                                     info->dlpi_addr + ph.p_vaddr + ph.p_memsz});
+      scan->out->push_back(CodeRange{info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz});
   }
   return 0;
 }
@@ -68,8 +67,8 @@ bool is_mpi_library(std::string_view path) {
 
 bool is_mpi_fortran_library(std::string_view path) {
   const std::string_view name = base_name(path);
-  return name.starts_with("libmpichfort") || name.starts_with("libmpifort") ||
-         name.starts_with("libmpi_mpifh") || name.starts_with("libmpi_usempi");
+  return name.starts_with("libmpichfort") || name.starts_with("libmpifort") || name.starts_with("libmpi_mpifh") ||
+         name.starts_with("libmpi_usempi");
 }
 
 std::vector<CodeRange> code_ranges_of(bool (*wanted)(std::string_view path)) {

@@ -46,8 +46,7 @@ const CursorApi& cursor_api() {
       a.init_local = reinterpret_cast<decltype(a.init_local)>(dlsym(lib, "_ULx86_64_init_local"));
       a.step = reinterpret_cast<decltype(a.step)>(dlsym(lib, "_ULx86_64_step"));
       a.get_reg = reinterpret_cast<decltype(a.get_reg)>(dlsym(lib, "_ULx86_64_get_reg"));
-      a.get_save_loc =
-          reinterpret_cast<decltype(a.get_save_loc)>(dlsym(lib, "_ULx86_64_get_save_loc"));
+      a.get_save_loc = reinterpret_cast<decltype(a.get_save_loc)>(dlsym(lib, "_ULx86_64_get_save_loc"));
       if (a.ok()) break;
       a = CursorApi{};
     }
@@ -182,8 +181,7 @@ WalkDescription describe_walk(const void* wrapper_frame, const RawStack& walked)
     unw_word_t ip = 0, sp = 0, rbp = 0;
     unw_save_loc_t ip_loc{}, rbp_loc{};
     if (api.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || api.get_reg(&cursor, UNW_REG_SP, &sp) != 0 ||
-        api.get_reg(&cursor, UNW_X86_64_RBP, &rbp) != 0 ||
-        api.get_save_loc(&cursor, UNW_REG_IP, &ip_loc) != 0 ||
+        api.get_reg(&cursor, UNW_X86_64_RBP, &rbp) != 0 || api.get_save_loc(&cursor, UNW_REG_IP, &ip_loc) != 0 ||
         api.get_save_loc(&cursor, UNW_X86_64_RBP, &rbp_loc) != 0)
       return out;
     f.ip = ip;
@@ -211,8 +209,7 @@ WalkDescription describe_walk(const void* wrapper_frame, const RawStack& walked)
 
   // The caller of the wrapper; every frame inside it is the collector's (or MPI's).
   std::size_t first = 0;
-  while (first < all.size() && !(all[first].ip == out.key.ra && all[first].sp == out.key.cfa))
-    ++first;
+  while (first < all.size() && !(all[first].ip == out.key.ra && all[first].sp == out.key.cfa)) ++first;
   if (first == all.size()) return out;
   const LibraryFrames& library = LibraryFrames::get();
   for (std::size_t i = 0; i < first; ++i)

@@ -36,9 +36,7 @@ struct CallerKey {
   std::uint32_t thread = 0;
   static CallerKey of(const void* wrapper_frame);
   std::uint64_t hash() const;
-  bool same_place(const CallerKey& o) const {
-    return ra == o.ra && cfa == o.cfa && thread == o.thread;
-  }
+  bool same_place(const CallerKey& o) const { return ra == o.ra && cfa == o.cfa && thread == o.thread; }
 };
 
 /// One frame of a remembered walk, outward from the caller of the wrapper.
@@ -57,7 +55,7 @@ struct WalkDescription {
   CallerKey key;
   std::vector<MemoFrame> frames;
   std::uintptr_t end_slot = 0;  ///< slot whose 0 ended the walk (0: ended by the unwind rules)
-  bool usable = false;  ///< false: the walk does not fit the model; always walk at this place
+  bool usable = false;          ///< false: the walk does not fit the model; always walk at this place
 };
 
 /// Walks the stack with libunwind's cursor from the wrapper's frame outward and describes it,

@@ -21,15 +21,13 @@ constexpr int kTag = 0x5c7b;
 constexpr std::uint64_t kFailed = UINT64_MAX;
 
 void check(int rc, const char* what) {
-  if (rc != MPI_SUCCESS)
-    throw std::runtime_error(std::string(what) + " failed (MPI error " + std::to_string(rc) + ")");
+  if (rc != MPI_SUCCESS) throw std::runtime_error(std::string(what) + " failed (MPI error " + std::to_string(rc) + ")");
 }
 
 void send_message(const std::optional<std::string>& bytes, int dest, MPI_Comm comm) {
   const std::uint64_t len = bytes ? bytes->size() : kFailed;
   check(PMPI_Send(&len, 1, MPI_UINT64_T, dest, kTag, comm), "PMPI_Send");
-  if (bytes && len > 0)
-    check(PMPI_Send(bytes->data(), static_cast<int>(len), MPI_BYTE, dest, kTag, comm), "PMPI_Send");
+  if (bytes && len > 0) check(PMPI_Send(bytes->data(), static_cast<int>(len), MPI_BYTE, dest, kTag, comm), "PMPI_Send");
 }
 
 std::optional<std::string> recv_message(int src, MPI_Comm comm) {
@@ -38,8 +36,7 @@ std::optional<std::string> recv_message(int src, MPI_Comm comm) {
   if (len == kFailed) return std::nullopt;
   std::string out(len, '\0');
   if (len > 0)
-    check(PMPI_Recv(out.data(), static_cast<int>(len), MPI_BYTE, src, kTag, comm, MPI_STATUS_IGNORE),
-          "PMPI_Recv");
+    check(PMPI_Recv(out.data(), static_cast<int>(len), MPI_BYTE, src, kTag, comm, MPI_STATUS_IGNORE), "PMPI_Recv");
   return out;
 }
 
@@ -55,8 +52,8 @@ std::optional<std::string> broadcast(std::optional<std::string> bytes, MPI_Comm 
 /// One pass up the radix tree: `combine(mine, child)` at each parent; the root's value is
 /// broadcast. nullopt anywhere (a failure) reaches every rank as nullopt.
 template <class Combine>
-std::optional<std::string> up_the_tree_and_back(std::optional<std::string> mine, int rank,
-                                                int size, MPI_Comm comm, Combine combine) {
+std::optional<std::string> up_the_tree_and_back(std::optional<std::string> mine, int rank, int size, MPI_Comm comm,
+                                                Combine combine) {
   for (int step = 1; step < size; step *= 2) {
     if (rank % (2 * step) == step) {
       send_message(mine, rank - step, comm);
@@ -110,8 +107,8 @@ std::string cluster_before_merge(Trace& local, std::uint64_t k) {
     }
     // Alg. 1, Adaptive Signature Building: a parent compares its signature with its child's and
     // ORs the child's format into its own. The message carries (format, the sender's signature).
-    std::optional<std::string> format_msg = up_the_tree_and_back(
-        own, rank, size, comm, [&](const std::string& mine, const std::string& child) {
+    std::optional<std::string> format_msg =
+        up_the_tree_and_back(own, rank, size, comm, [&](const std::string& mine, const std::string& child) {
           FeatureMask mf = 0, cf = 0;
           const auto me = decode_clusters(mine, nranks, mf);
           const auto ch = decode_clusters(child, nranks, cf);
@@ -121,14 +118,14 @@ std::string cluster_before_merge(Trace& local, std::uint64_t k) {
     FeatureMask format = 0;
     decode_clusters(*format_msg, nranks, format);
     // Alg. 2, K-farthest clustering: children's cluster lists join the parent's, K are kept.
-    std::optional<std::string> final_msg = up_the_tree_and_back(
-        encode_clusters(format, {{signature, RankList::single(rank)}}), rank, size, comm,
-        [&](const std::string& mine, const std::string& child) {
-          FeatureMask f = 0;
-          auto list = decode_clusters(mine, nranks, f);
-          for (auto& c : decode_clusters(child, nranks, f)) list.push_back(std::move(c));
-          return encode_clusters(format, kfarthest_step(std::move(list), k, format));
-        });
+    std::optional<std::string> final_msg =
+        up_the_tree_and_back(encode_clusters(format, {{signature, RankList::single(rank)}}), rank, size, comm,
+                             [&](const std::string& mine, const std::string& child) {
+                               FeatureMask f = 0;
+                               auto list = decode_clusters(mine, nranks, f);
+                               for (auto& c : decode_clusters(child, nranks, f)) list.push_back(std::move(c));
+                               return encode_clusters(format, kfarthest_step(std::move(list), k, format));
+                             });
     if (!final_msg) throw std::runtime_error("K-farthest clustering failed on some rank");
     const auto clusters = to_rank_clusters(decode_clusters(*final_msg, nranks, format));
     validate_rank_clusters(clusters, nranks);

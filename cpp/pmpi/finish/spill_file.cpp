@@ -31,12 +31,10 @@ bool SpillFile::append(std::string_view segment) {
   if (!open()) return false;
   std::uint64_t done = 0;
   while (done < segment.size()) {
-    const ssize_t n = ::pwrite(fd_, segment.data() + done, segment.size() - done,
-                               static_cast<off_t>(end_ + done));
+    const ssize_t n = ::pwrite(fd_, segment.data() + done, segment.size() - done, static_cast<off_t>(end_ + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      error_ = "writing the spill file in " + directory_ + ": " +
-               (n < 0 ? std::strerror(errno) : "nothing written");
+      error_ = "writing the spill file in " + directory_ + ": " + (n < 0 ? std::strerror(errno) : "nothing written");
       if (::ftruncate(fd_, static_cast<off_t>(end_)) != 0) {
         // The segments before stay readable at their offsets; the tail is simply unused.
       }
@@ -54,8 +52,7 @@ std::string SpillFile::read(std::size_t i) const {
   std::string out(sizes_.at(i), '\0');
   std::uint64_t done = 0;
   while (done < out.size()) {
-    const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done,
-                              static_cast<off_t>(offsets_[i] + done));
+    const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offsets_[i] + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0)
       throw std::runtime_error("reading back spill segment " + std::to_string(i) + ": " +

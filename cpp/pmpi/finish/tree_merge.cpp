@@ -125,8 +125,8 @@ void send_segments(const SpillFile* spill, MPI_Comm comm) {
 /// they arrive (one held in memory at a time). A segment that cannot be had (or written) makes
 /// the whole file fail: a trace silently missing a rank's events must not appear. The
 /// remaining messages are still received, so no rank waits forever.
-void write_with_segments(const Trace& merged, const std::vector<SpillSummary>& spills,
-                         const SpillFile* own, MPI_Comm comm, const std::string& out_path) {
+void write_with_segments(const Trace& merged, const std::vector<SpillSummary>& spills, const SpillFile* own,
+                         MPI_Comm comm, const std::string& out_path) {
   std::uint64_t total = 0;
   for (const auto& s : spills) total += s.segments;
   SafeFileWriter out(out_path);
@@ -196,9 +196,8 @@ TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_
       }
       local.metadata["compressor_peak_bytes"] = std::to_string(peak);
       if (segments > 0)
-        local.metadata["rank_segments"] = std::to_string(segments) + " segments, " +
-                                          std::to_string(bytes) + " bytes, from " +
-                                          std::to_string(spilling) + " ranks";
+        local.metadata["rank_segments"] = std::to_string(segments) + " segments, " + std::to_string(bytes) +
+                                          " bytes, from " + std::to_string(spilling) + " ranks";
       if (!ok) local.metadata["incomplete"] = res.error;
       write_with_segments(local, all, spill.file, comm, out_path);
       res.wrote = true;

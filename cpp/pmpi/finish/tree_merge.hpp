@@ -11,10 +11,10 @@
 namespace scalatrace::pmpi {
 
 struct TreeMergeResult {
-  double seconds = 0;         ///< wall time of the merge on this rank (rank 0: the whole tree)
-  std::size_t peak_bytes = 0; ///< peak resident memory of this process (getrusage)
-  bool wrote = false;         ///< rank 0: the file was written
-  std::string error;          ///< empty on success; never thrown
+  double seconds = 0;          ///< wall time of the merge on this rank (rank 0: the whole tree)
+  std::size_t peak_bytes = 0;  ///< peak resident memory of this process (getrusage)
+  bool wrote = false;          ///< rank 0: the file was written
+  std::string error;           ///< empty on success; never thrown
 };
 
 /// What a rank's compressor moved out of memory (SCALATRACE_MEMORY), and its measured peak.
@@ -30,7 +30,6 @@ struct RankSpill {
 /// followed by every rank's spilled segments, streamed one at a time (docs/format.md, "Rank
 /// segments"). Never throws: failures are reported in `error` (a rank whose trace or segment
 /// could not be sent sends a failure marker, so no rank waits forever).
-TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path,
-                                          RankSpill spill = {});
+TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path, RankSpill spill = {});
 
 }  // namespace scalatrace::pmpi

@@ -80,7 +80,7 @@ class Recorder {
   std::string raw_path_;
   bool raw_failed_ = false;  ///< this rank's raw stream could not be (completely) written
   std::uint64_t events_ = 0;
-  std::uint64_t stack_walks_ = 0;  ///< calls whose stack was walked (not remembered)
+  std::uint64_t stack_walks_ = 0;     ///< calls whose stack was walked (not remembered)
   unsigned threads_calling_mpi_ = 0;  ///< distinct threads that made a recorded MPI call
   std::uint64_t last_end_ns_ = 0;
   std::map<std::string, std::string> start_metadata_;

@@ -11,8 +11,8 @@ void RequestTracker::created(MPI_Request handle, bool persistent, std::thread::i
   if (handle != MPI_REQUEST_NULL) live_.push_back(Live{slot, handle, persistent, thread});
 }
 
-void RequestTracker::resolve(const MPI_Request* handles, int n,
-                             std::vector<std::int64_t>& offsets, std::thread::id thread) {
+void RequestTracker::resolve(const MPI_Request* handles, int n, std::vector<std::int64_t>& offsets,
+                             std::thread::id thread) {
   offsets.clear();
   claimed_.assign(static_cast<std::size_t>(std::max(n, 0)), -1);
   for (auto& l : live_) l.remove = false;
@@ -55,8 +55,7 @@ void RequestTracker::freed(int i) {
 }
 
 void RequestTracker::commit() {
-  live_.erase(std::remove_if(live_.begin(), live_.end(), [](const Live& l) { return l.remove; }),
-              live_.end());
+  live_.erase(std::remove_if(live_.begin(), live_.end(), [](const Live& l) { return l.remove; }), live_.end());
   claimed_.clear();
 }
 

@@ -8,8 +8,8 @@
 // by an earlier entry of the same call. Under MPI_THREAD_MULTIPLE the shared handle is live in
 // several threads at once: a request created by the calling thread is preferred, so a thread's
 // Waitall is paired with its own requests; one created by another thread is taken only if the
-// calling thread has none with that handle (requests handed between threads). Handles never seen (requests made by functions scalatrace does not
-// model, e.g. MPI_File_iread) resolve to kUndefined; MPI_REQUEST_NULL to kNullRequest.
+// calling thread has none with that handle (requests handed between threads). Handles never seen (requests made by
+// functions scalatrace does not model, e.g. MPI_File_iread) resolve to kUndefined; MPI_REQUEST_NULL to kNullRequest.
 #include <mpi.h>
 
 #include <cstdint>
@@ -22,8 +22,7 @@ class RequestTracker {
  public:
   /// A request-creating op returned in thread `thread`; `handle` may be MPI_REQUEST_NULL
   /// (failed call): the slot is taken anyway so offsets stay aligned across ranks.
-  void created(MPI_Request handle, bool persistent,
-               std::thread::id thread = std::this_thread::get_id());
+  void created(MPI_Request handle, bool persistent, std::thread::id thread = std::this_thread::get_id());
   /// Resolves handles (values before the call, made in thread `thread`) to offsets; remembers
   /// which live entry each array position claimed, for completed() / freed().
   void resolve(const MPI_Request* handles, int n, std::vector<std::int64_t>& offsets,
@@ -45,8 +44,8 @@ class RequestTracker {
     std::thread::id thread;
     bool remove = false;
   };
-  std::vector<Live> live_;           // in creation order
-  std::vector<long> claimed_;        // per position of the last resolve: index in live_ or -1
+  std::vector<Live> live_;     // in creation order
+  std::vector<long> claimed_;  // per position of the last resolve: index in live_ or -1
   std::uint64_t slots_ = 0;
 };
 

@@ -28,8 +28,10 @@ bool called_from_fortran(const void* return_address) {
 void* next_symbol(const char* name) {
   void* fn = dlsym(RTLD_NEXT, name);
   if (!fn) {
-    std::fprintf(stderr, "scalatrace: %s not found in the MPI library (libscalatrace must be "
-                 "loaded before libmpi)\n", name);
+    std::fprintf(stderr,
+                 "scalatrace: %s not found in the MPI library (libscalatrace must be "
+                 "loaded before libmpi)\n",
+                 name);
     std::abort();
   }
   return fn;

@@ -19,7 +19,7 @@ struct Rec {
   Recorder* recorder = nullptr;
   Event e;
   bool ok = false;
-  std::vector<MPI_Request> saved;      ///< request handles before the call
+  std::vector<MPI_Request> saved;        ///< request handles before the call
   MPI_Comm comm_handle = MPI_COMM_NULL;  ///< set by rec::comm
   const CommInfo* comm_info = nullptr;
 };
@@ -46,12 +46,10 @@ inline std::int64_t undefined_or(int v) { return v == MPI_UNDEFINED ? kUndefined
 inline std::int64_t redop_code(MPI_Op op) {
   if (op == MPI_OP_NULL) return static_cast<std::int64_t>(RedOpCode::None);
   const std::pair<MPI_Op, RedOpCode> known[] = {
-      {MPI_SUM, RedOpCode::Sum},       {MPI_PROD, RedOpCode::Prod},
-      {MPI_MAX, RedOpCode::Max},       {MPI_MIN, RedOpCode::Min},
-      {MPI_LAND, RedOpCode::Land},     {MPI_LOR, RedOpCode::Lor},
-      {MPI_LXOR, RedOpCode::Lxor},     {MPI_BAND, RedOpCode::Band},
-      {MPI_BOR, RedOpCode::Bor},       {MPI_BXOR, RedOpCode::Bxor},
-      {MPI_MAXLOC, RedOpCode::Maxloc}, {MPI_MINLOC, RedOpCode::Minloc},
+      {MPI_SUM, RedOpCode::Sum},         {MPI_PROD, RedOpCode::Prod},     {MPI_MAX, RedOpCode::Max},
+      {MPI_MIN, RedOpCode::Min},         {MPI_LAND, RedOpCode::Land},     {MPI_LOR, RedOpCode::Lor},
+      {MPI_LXOR, RedOpCode::Lxor},       {MPI_BAND, RedOpCode::Band},     {MPI_BOR, RedOpCode::Bor},
+      {MPI_BXOR, RedOpCode::Bxor},       {MPI_MAXLOC, RedOpCode::Maxloc}, {MPI_MINLOC, RedOpCode::Minloc},
       {MPI_REPLACE, RedOpCode::Replace}, {MPI_NO_OP, RedOpCode::NoOp}};
   for (const auto& [handle, code] : known)
     if (op == handle) return static_cast<std::int64_t>(code);
@@ -74,8 +72,8 @@ inline bool is_inter(const CommInfo& c) { return c.array_size != c.size; }
 /// One side of a point-to-point call: relative peer, tag, bytes and datatype size, stored in
 /// the given fields (Peer/Tag/Bytes/DtSize, or Peer2/... for the receive side of Sendrecv*).
 template <class Count>
-void p2p_side(Rec& r, Field peer, Field tag_field, Field bytes, Field dtsize, Count count,
-              MPI_Datatype t, int who, int tag, MPI_Comm c) {
+void p2p_side(Rec& r, Field peer, Field tag_field, Field bytes, Field dtsize, Count count, MPI_Datatype t, int who,
+              int tag, MPI_Comm c) {
   const CommInfo& info = comm(r, c);
   const std::int64_t size = type_size(t);
   r.e[peer] = relative(info, who);
@@ -117,8 +115,7 @@ inline void save_requests(Rec& r, int n, const MPI_Request* requests) {
 }
 
 inline void resolve_saved(Rec& r) {
-  r.recorder->requests.resolve(r.saved.data(), static_cast<int>(r.saved.size()),
-                               r.e[ArrayField::Requests]);
+  r.recorder->requests.resolve(r.saved.data(), static_cast<int>(r.saved.size()), r.e[ArrayField::Requests]);
 }
 
 inline void start(Rec& r, int n, const MPI_Request* requests) {
@@ -180,9 +177,7 @@ inline std::int64_t root_value(int root) {
   return root;  // absolute rank in the communicator (MPI_ROOT stays as is)
 }
 /// Does the calling rank act as the root (intracommunicator: root == my rank; inter: MPI_ROOT)?
-inline bool at_root(const CommInfo& c, int root) {
-  return is_inter(c) ? root == MPI_ROOT : root == c.rank;
-}
+inline bool at_root(const CommInfo& c, int root) { return is_inter(c) ? root == MPI_ROOT : root == c.rank; }
 /// Does the calling rank contribute as a non-root member (always for intra; for inter only
 /// in the group opposite the root)?
 inline bool at_leaf(const CommInfo& c, int root) { return is_inter(c) ? root >= 0 : true; }
@@ -217,8 +212,8 @@ void allreduce(Rec& r, Count count, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
 /// Gather: send side at every contributing rank (root with MPI_IN_PLACE: its own block, taken
 /// from the receive side); receive side (bytes per rank) at the root only.
 template <class Count>
-void gather(Rec& r, const void* sendbuf, Count sendcount, MPI_Datatype sendtype, Count recvcount,
-            MPI_Datatype recvtype, int root, MPI_Comm c) {
+void gather(Rec& r, const void* sendbuf, Count sendcount, MPI_Datatype sendtype, Count recvcount, MPI_Datatype recvtype,
+            int root, MPI_Comm c) {
   const CommInfo& info = comm(r, c);
   r.e[Field::Root] = root_value(root);
   const bool is_root = at_root(info, root);
@@ -247,8 +242,8 @@ void scatter(Rec& r, Count sendcount, MPI_Datatype sendtype, const void* recvbuf
 
 /// Allgather / Alltoall: bytes per peer on each side (MPI_IN_PLACE: send side = receive side).
 template <class Count>
-void allgather(Rec& r, const void* sendbuf, Count sendcount, MPI_Datatype sendtype,
-               Count recvcount, MPI_Datatype recvtype, MPI_Comm c) {
+void allgather(Rec& r, const void* sendbuf, Count sendcount, MPI_Datatype sendtype, Count recvcount,
+               MPI_Datatype recvtype, MPI_Comm c) {
   comm(r, c);
   if (sendbuf == MPI_IN_PLACE)
     side(r, Field::Bytes, Field::DtSize, recvcount, recvtype);
@@ -271,8 +266,8 @@ std::int64_t counts(Rec& r, ArrayField f, const Count* n, int len, std::int64_t 
 }
 
 template <class Count, class CountArray>
-void gatherv(Rec& r, const void* sendbuf, Count sendcount, MPI_Datatype sendtype,
-             const CountArray* recvcounts, MPI_Datatype recvtype, int root, MPI_Comm c) {
+void gatherv(Rec& r, const void* sendbuf, Count sendcount, MPI_Datatype sendtype, const CountArray* recvcounts,
+             MPI_Datatype recvtype, int root, MPI_Comm c) {
   const CommInfo& info = comm(r, c);
   r.e[Field::Root] = root_value(root);
   const bool is_root = at_root(info, root);
@@ -292,8 +287,8 @@ void gatherv(Rec& r, const void* sendbuf, Count sendcount, MPI_Datatype sendtype
 }
 
 template <class CountArray, class Count>
-void scatterv(Rec& r, const CountArray* sendcounts, MPI_Datatype sendtype, const void* recvbuf,
-              Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm c) {
+void scatterv(Rec& r, const CountArray* sendcounts, MPI_Datatype sendtype, const void* recvbuf, Count recvcount,
+              MPI_Datatype recvtype, int root, MPI_Comm c) {
   const CommInfo& info = comm(r, c);
   r.e[Field::Root] = root_value(root);
   const bool is_root = at_root(info, root);
@@ -313,8 +308,8 @@ void scatterv(Rec& r, const CountArray* sendcounts, MPI_Datatype sendtype, const
 }
 
 template <class Count, class CountArray>
-void allgatherv(Rec& r, const void* sendbuf, Count sendcount, MPI_Datatype sendtype,
-                const CountArray* recvcounts, MPI_Datatype recvtype, MPI_Comm c) {
+void allgatherv(Rec& r, const void* sendbuf, Count sendcount, MPI_Datatype sendtype, const CountArray* recvcounts,
+                MPI_Datatype recvtype, MPI_Comm c) {
   const CommInfo& info = comm(r, c);
   const std::int64_t rsize = type_size(recvtype);
   r.e[Field::Bytes2] = counts(r, ArrayField::RecvCounts, recvcounts, info.array_size, rsize);
@@ -347,9 +342,8 @@ void alltoallv(Rec& r, const void* sendbuf, const CountArray* sendcounts, MPI_Da
 
 /// Alltoallw: per-peer datatypes, so DtSize/DtSize2 stay 0 and the arrays carry bytes.
 template <class CountArray>
-void alltoallw(Rec& r, const void* sendbuf, const CountArray* sendcounts,
-               const MPI_Datatype* sendtypes, const CountArray* recvcounts,
-               const MPI_Datatype* recvtypes, MPI_Comm c) {
+void alltoallw(Rec& r, const void* sendbuf, const CountArray* sendcounts, const MPI_Datatype* sendtypes,
+               const CountArray* recvcounts, const MPI_Datatype* recvtypes, MPI_Comm c) {
   const CommInfo& info = comm(r, c);
   auto fill = [&](ArrayField f, const CountArray* n, const MPI_Datatype* t) {
     std::int64_t total = 0;
@@ -372,8 +366,7 @@ void alltoallw(Rec& r, const void* sendbuf, const CountArray* sendcounts,
 
 /// Reduce_scatter: RecvCounts = bytes each rank receives; Bytes = all input, Bytes2 = mine.
 template <class CountArray>
-void reduce_scatter(Rec& r, const CountArray* recvcounts, MPI_Datatype t, MPI_Op op,
-                    MPI_Comm c) {
+void reduce_scatter(Rec& r, const CountArray* recvcounts, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
   const CommInfo& info = comm(r, c);
   const std::int64_t size = type_size(t);
   r.e[Field::Bytes] = counts(r, ArrayField::RecvCounts, recvcounts, info.size, size);
@@ -397,9 +390,7 @@ void reduce_scatter_block(Rec& r, Count recvcount, MPI_Datatype t, MPI_Op op, MP
 
 // ---- communicators ----
 
-inline void new_comm(Rec& r, MPI_Comm created) {
-  r.e[Field::NewComm] = r.recorder->comms.created(created);
-}
+inline void new_comm(Rec& r, MPI_Comm created) { r.e[Field::NewComm] = r.recorder->comms.created(created); }
 
 inline void split(Rec& r, int color, int key) {
   r.e[Field::Color] = undefined_or(color);

@@ -59,8 +59,7 @@ class Call {
       std::unique_lock<std::mutex> lock(r.mu);
       std::uint32_t site = 0;
       const WalkMemo::Lookup found = r.walks.find(caller, site);
-      if (found != WalkMemo::Lookup::Hit)
-        site = r.walk_site(frame, found == WalkMemo::Lookup::Learn, lock);
+      if (found != WalkMemo::Lookup::Hit) site = r.walk_site(frame, found == WalkMemo::Lookup::Learn, lock);
       Event& e = rec_.e;
       e.op = op_;
       e.site = site;

@@ -10,12 +10,8 @@ namespace {
 
 // Receive side of a collective: recorded Bytes2 / DtSize2, or the send side where the
 // collector left them 0 (ops whose two sides must match anyway).
-std::int64_t recv_bytes(const Event& e) {
-  return e[Field::Bytes2] != 0 ? e[Field::Bytes2] : e[Field::Bytes];
-}
-std::int64_t recv_dtsize(const Event& e) {
-  return e[Field::DtSize2] != 0 ? e[Field::DtSize2] : e[Field::DtSize];
-}
+std::int64_t recv_bytes(const Event& e) { return e[Field::Bytes2] != 0 ? e[Field::Bytes2] : e[Field::Bytes]; }
+std::int64_t recv_dtsize(const Event& e) { return e[Field::DtSize2] != 0 ? e[Field::DtSize2] : e[Field::DtSize]; }
 
 // Arrays a nonblocking v/w collective reads until it completes.
 struct VectorArgs {
@@ -36,8 +32,12 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
   if (nb) requests_.at_offset(1)->keep = args;
 
   switch (e.op) {
-    case Op::Barrier: MPI_Barrier(c); return;
-    case Op::Ibarrier: MPI_Ibarrier(c, req); return;
+    case Op::Barrier:
+      MPI_Barrier(c);
+      return;
+    case Op::Ibarrier:
+      MPI_Ibarrier(c, req);
+      return;
     case Op::Bcast:
     case Op::Ibcast: {
       Payload p = types_.payload(e[Field::Bytes], e[Field::DtSize], Rounding::Nearest);
@@ -59,14 +59,30 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       const MPI_Count k = r.payload.count;
       const MPI_Datatype t = r.payload.type;
       switch (e.op) {
-        case Op::Reduce: MPI_Reduce_c(s, d, k, t, r.op, root, c); break;
-        case Op::Ireduce: MPI_Ireduce_c(s, d, k, t, r.op, root, c, req); break;
-        case Op::Allreduce: MPI_Allreduce_c(s, d, k, t, r.op, c); break;
-        case Op::Iallreduce: MPI_Iallreduce_c(s, d, k, t, r.op, c, req); break;
-        case Op::Scan: MPI_Scan_c(s, d, k, t, r.op, c); break;
-        case Op::Iscan: MPI_Iscan_c(s, d, k, t, r.op, c, req); break;
-        case Op::Exscan: MPI_Exscan_c(s, d, k, t, r.op, c); break;
-        default: MPI_Iexscan_c(s, d, k, t, r.op, c, req); break;
+        case Op::Reduce:
+          MPI_Reduce_c(s, d, k, t, r.op, root, c);
+          break;
+        case Op::Ireduce:
+          MPI_Ireduce_c(s, d, k, t, r.op, root, c, req);
+          break;
+        case Op::Allreduce:
+          MPI_Allreduce_c(s, d, k, t, r.op, c);
+          break;
+        case Op::Iallreduce:
+          MPI_Iallreduce_c(s, d, k, t, r.op, c, req);
+          break;
+        case Op::Scan:
+          MPI_Scan_c(s, d, k, t, r.op, c);
+          break;
+        case Op::Iscan:
+          MPI_Iscan_c(s, d, k, t, r.op, c, req);
+          break;
+        case Op::Exscan:
+          MPI_Exscan_c(s, d, k, t, r.op, c);
+          break;
+        default:
+          MPI_Iexscan_c(s, d, k, t, r.op, c, req);
+          break;
       }
       return;
     }
@@ -121,20 +137,36 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       // Bytes / Bytes2: per-peer send / receive block.
       Payload sp = types_.payload(e[Field::Bytes], e[Field::DtSize], Rounding::Nearest);
       Payload rp = types_.payload(recv_bytes(e), recv_dtsize(e), Rounding::Nearest);
-      const bool send_all = e.op == Op::Alltoall || e.op == Op::Ialltoall || e.op == Op::Scatter ||
-                            e.op == Op::Iscatter;
+      const bool send_all =
+          e.op == Op::Alltoall || e.op == Op::Ialltoall || e.op == Op::Scatter || e.op == Op::Iscatter;
       const bool recv_all = e.op != Op::Scatter && e.op != Op::Iscatter;
       void* s = send_pool_.get(sp.buffer_bytes * (send_all ? n : 1));
       void* d = recv_pool_.get(rp.buffer_bytes * (recv_all ? n : 1));
       switch (e.op) {
-        case Op::Gather: MPI_Gather_c(s, sp.count, sp.type, d, rp.count, rp.type, root, c); break;
-        case Op::Igather: MPI_Igather_c(s, sp.count, sp.type, d, rp.count, rp.type, root, c, req); break;
-        case Op::Allgather: MPI_Allgather_c(s, sp.count, sp.type, d, rp.count, rp.type, c); break;
-        case Op::Iallgather: MPI_Iallgather_c(s, sp.count, sp.type, d, rp.count, rp.type, c, req); break;
-        case Op::Alltoall: MPI_Alltoall_c(s, sp.count, sp.type, d, rp.count, rp.type, c); break;
-        case Op::Ialltoall: MPI_Ialltoall_c(s, sp.count, sp.type, d, rp.count, rp.type, c, req); break;
-        case Op::Scatter: MPI_Scatter_c(s, sp.count, sp.type, d, rp.count, rp.type, root, c); break;
-        default: MPI_Iscatter_c(s, sp.count, sp.type, d, rp.count, rp.type, root, c, req); break;
+        case Op::Gather:
+          MPI_Gather_c(s, sp.count, sp.type, d, rp.count, rp.type, root, c);
+          break;
+        case Op::Igather:
+          MPI_Igather_c(s, sp.count, sp.type, d, rp.count, rp.type, root, c, req);
+          break;
+        case Op::Allgather:
+          MPI_Allgather_c(s, sp.count, sp.type, d, rp.count, rp.type, c);
+          break;
+        case Op::Iallgather:
+          MPI_Iallgather_c(s, sp.count, sp.type, d, rp.count, rp.type, c, req);
+          break;
+        case Op::Alltoall:
+          MPI_Alltoall_c(s, sp.count, sp.type, d, rp.count, rp.type, c);
+          break;
+        case Op::Ialltoall:
+          MPI_Ialltoall_c(s, sp.count, sp.type, d, rp.count, rp.type, c, req);
+          break;
+        case Op::Scatter:
+          MPI_Scatter_c(s, sp.count, sp.type, d, rp.count, rp.type, root, c);
+          break;
+        default:
+          MPI_Iscatter_c(s, sp.count, sp.type, d, rp.count, rp.type, root, c, req);
+          break;
       }
       return;
     }
@@ -185,11 +217,11 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       void* s = send_pool_.get(sv.buffer_bytes);
       void* d = recv_pool_.get(rv.buffer_bytes);
       if (nb)
-        MPI_Ialltoallv_c(s, sv.counts.data(), sv.displs.data(), sv.type, d, rv.counts.data(),
-                       rv.displs.data(), rv.type, c, req);
+        MPI_Ialltoallv_c(s, sv.counts.data(), sv.displs.data(), sv.type, d, rv.counts.data(), rv.displs.data(), rv.type,
+                         c, req);
       else
-        MPI_Alltoallv_c(s, sv.counts.data(), sv.displs.data(), sv.type, d, rv.counts.data(),
-                      rv.displs.data(), rv.type, c);
+        MPI_Alltoallv_c(s, sv.counts.data(), sv.displs.data(), sv.type, d, rv.counts.data(), rv.displs.data(), rv.type,
+                        c);
       return;
     }
     case Op::Alltoallw:
@@ -204,11 +236,11 @@ void Replayer::collective(const Event& e, MPI_Request* req) {
       void* s = send_pool_.get(sv.buffer_bytes);
       void* d = recv_pool_.get(rv.buffer_bytes);
       if (nb)
-        MPI_Ialltoallw_c(s, sv.counts.data(), sv.displs.data(), args->send_types.data(), d,
-                       rv.counts.data(), rv.displs.data(), args->recv_types.data(), c, req);
+        MPI_Ialltoallw_c(s, sv.counts.data(), sv.displs.data(), args->send_types.data(), d, rv.counts.data(),
+                         rv.displs.data(), args->recv_types.data(), c, req);
       else
-        MPI_Alltoallw_c(s, sv.counts.data(), sv.displs.data(), args->send_types.data(), d,
-                      rv.counts.data(), rv.displs.data(), args->recv_types.data(), c);
+        MPI_Alltoallw_c(s, sv.counts.data(), sv.displs.data(), args->send_types.data(), d, rv.counts.data(),
+                        rv.displs.data(), args->recv_types.data(), c);
       return;
     }
     default:

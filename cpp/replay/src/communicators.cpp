@@ -28,8 +28,7 @@ std::string list_text(const std::vector<std::int64_t>& v) {
 
 }  // namespace
 
-Communicators::Communicators(const CommTable& table, int world_rank)
-    : table_(table), world_rank_(world_rank) {
+Communicators::Communicators(const CommTable& table, int world_rank) : table_(table), world_rank_(world_rank) {
   comms_[0] = info_of(MPI_COMM_WORLD);
   comms_[1] = info_of(MPI_COMM_SELF);
 }
@@ -37,27 +36,25 @@ Communicators::Communicators(const CommTable& table, int world_rank)
 const CommInfo& Communicators::get(std::int64_t id) const {
   auto it = comms_.find(id);
   if (it == comms_.end() || it->second.handle == MPI_COMM_NULL)
-    throw FormatError("communicator id " + std::to_string(id) + " is not live on rank " +
-                      std::to_string(world_rank_) + " (never created, or freed)");
+    throw FormatError("communicator id " + std::to_string(id) + " is not live on rank " + std::to_string(world_rank_) +
+                      " (never created, or freed)");
   return it->second;
 }
 
 std::vector<std::int64_t> Communicators::recorded_members(std::int64_t id) const {
   const CommEntry* entry = table_.find(id, world_rank_);
   if (!entry)
-    throw FormatError("the trace's communicator table has no communicator " + std::to_string(id) +
-                      " for rank " + std::to_string(world_rank_));
+    throw FormatError("the trace's communicator table has no communicator " + std::to_string(id) + " for rank " +
+                      std::to_string(world_rank_));
   return entry->members.to_vector();
 }
 
-std::vector<int> Communicators::to_comm_ranks(const CommInfo& comm,
-                                              const std::vector<std::int64_t>& world) const {
+std::vector<int> Communicators::to_comm_ranks(const CommInfo& comm, const std::vector<std::int64_t>& world) const {
   MPI_Group world_group, group;
   PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
   PMPI_Comm_group(comm.handle, &group);
   std::vector<int> in(world.begin(), world.end()), out(world.size(), MPI_UNDEFINED);
-  if (!in.empty())
-    PMPI_Group_translate_ranks(world_group, static_cast<int>(in.size()), in.data(), group, out.data());
+  if (!in.empty()) PMPI_Group_translate_ranks(world_group, static_cast<int>(in.size()), in.data(), group, out.data());
   PMPI_Group_free(&group);
   PMPI_Group_free(&world_group);
   for (std::size_t i = 0; i < out.size(); ++i)
@@ -67,8 +64,7 @@ std::vector<int> Communicators::to_comm_ranks(const CommInfo& comm,
   return out;
 }
 
-void Communicators::check_members(MPI_Comm comm, const std::vector<std::int64_t>& expected,
-                                  const Event& e) const {
+void Communicators::check_members(MPI_Comm comm, const std::vector<std::int64_t>& expected, const Event& e) const {
   std::vector<std::int64_t> got;
   if (comm != MPI_COMM_NULL) {
     CommInfo c = info_of(comm);
@@ -105,8 +101,7 @@ MPI_Comm Communicators::split_like(const CommInfo& parent, const std::vector<int
 // MPI_Cart_create with the recorded number of dimensions when the recorded members are the
 // parent's first n ranks in order (what MPICH produces, reorder or not): dims from
 // MPI_Dims_create, non-periodic, no reorder. Otherwise a split reproducing the members.
-MPI_Comm Communicators::cart_create(const CommInfo& parent, const Event& e,
-                                    const std::vector<int>& members) {
+MPI_Comm Communicators::cart_create(const CommInfo& parent, const Event& e, const std::vector<int>& members) {
   int n = static_cast<int>(members.size());
   int in_order = 1;
   for (int i = 0; i < n; ++i) in_order &= members[static_cast<std::size_t>(i)] == i;

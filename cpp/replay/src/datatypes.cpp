@@ -4,8 +4,8 @@
 #include <cmath>
 #include <string>
 
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/model/event.hpp"
+#include "scalatrace/support/errors.hpp"
 
 namespace scalatrace::replay {
 namespace {
@@ -22,36 +22,58 @@ void noop_reduce(void*, void*, int*, MPI_Datatype*) {}
 MPI_Datatype reduction_type(std::int64_t size, RedOpCode op) {
   if (op == RedOpCode::Maxloc || op == RedOpCode::Minloc) {
     switch (size) {
-      case 8: return MPI_2INT;
-      case 12: return MPI_DOUBLE_INT;
-      case 6: return MPI_SHORT_INT;
-      default: return MPI_DATATYPE_NULL;
+      case 8:
+        return MPI_2INT;
+      case 12:
+        return MPI_DOUBLE_INT;
+      case 6:
+        return MPI_SHORT_INT;
+      default:
+        return MPI_DATATYPE_NULL;
     }
   }
   switch (size) {
-    case 1: return MPI_UINT8_T;
-    case 2: return MPI_UINT16_T;
-    case 4: return MPI_UINT32_T;
-    case 8: return MPI_UINT64_T;
-    default: return MPI_DATATYPE_NULL;
+    case 1:
+      return MPI_UINT8_T;
+    case 2:
+      return MPI_UINT16_T;
+    case 4:
+      return MPI_UINT32_T;
+    case 8:
+      return MPI_UINT64_T;
+    default:
+      return MPI_DATATYPE_NULL;
   }
 }
 
 MPI_Op predefined_op(RedOpCode op) {
   switch (op) {
-    case RedOpCode::Sum: return MPI_SUM;
-    case RedOpCode::Prod: return MPI_PROD;
-    case RedOpCode::Max: return MPI_MAX;
-    case RedOpCode::Min: return MPI_MIN;
-    case RedOpCode::Land: return MPI_LAND;
-    case RedOpCode::Lor: return MPI_LOR;
-    case RedOpCode::Lxor: return MPI_LXOR;
-    case RedOpCode::Band: return MPI_BAND;
-    case RedOpCode::Bor: return MPI_BOR;
-    case RedOpCode::Bxor: return MPI_BXOR;
-    case RedOpCode::Maxloc: return MPI_MAXLOC;
-    case RedOpCode::Minloc: return MPI_MINLOC;
-    default: return MPI_OP_NULL;
+    case RedOpCode::Sum:
+      return MPI_SUM;
+    case RedOpCode::Prod:
+      return MPI_PROD;
+    case RedOpCode::Max:
+      return MPI_MAX;
+    case RedOpCode::Min:
+      return MPI_MIN;
+    case RedOpCode::Land:
+      return MPI_LAND;
+    case RedOpCode::Lor:
+      return MPI_LOR;
+    case RedOpCode::Lxor:
+      return MPI_LXOR;
+    case RedOpCode::Band:
+      return MPI_BAND;
+    case RedOpCode::Bor:
+      return MPI_BOR;
+    case RedOpCode::Bxor:
+      return MPI_BXOR;
+    case RedOpCode::Maxloc:
+      return MPI_MAXLOC;
+    case RedOpCode::Minloc:
+      return MPI_MINLOC;
+    default:
+      return MPI_OP_NULL;
   }
 }
 
@@ -59,14 +81,12 @@ MPI_Op predefined_op(RedOpCode op) {
 
 int to_count(std::int64_t value, const char* what) {
   if (value < 0 || value > INT_MAX)
-    throw UsageError(std::string(what) + " " + std::to_string(value) +
-                     " is outside the range of an MPI int count");
+    throw UsageError(std::string(what) + " " + std::to_string(value) + " is outside the range of an MPI int count");
   return static_cast<int>(value);
 }
 
 MPI_Count to_large_count(std::int64_t value, const char* what) {
-  if (value < 0)
-    throw UsageError(std::string(what) + " " + std::to_string(value) + " is negative");
+  if (value < 0) throw UsageError(std::string(what) + " " + std::to_string(value) + " is negative");
   return static_cast<MPI_Count>(value);
 }
 
@@ -75,9 +95,12 @@ std::int64_t Datatypes::scaled(std::int64_t bytes, Rounding rounding) const {
   if (scale_ == 1.0) return bytes;
   double v = static_cast<double>(bytes) * scale_;
   switch (rounding) {
-    case Rounding::Down: return static_cast<std::int64_t>(std::floor(v));
-    case Rounding::Up: return static_cast<std::int64_t>(std::ceil(v));
-    case Rounding::Nearest: break;
+    case Rounding::Down:
+      return static_cast<std::int64_t>(std::floor(v));
+    case Rounding::Up:
+      return static_cast<std::int64_t>(std::ceil(v));
+    case Rounding::Nearest:
+      break;
   }
   return std::llround(v);
 }
@@ -114,8 +137,7 @@ Payload Datatypes::payload(std::int64_t bytes, std::int64_t dtsize, Rounding rou
   return p;
 }
 
-VectorPayload Datatypes::vector_payload(const std::vector<std::int64_t>& bytes,
-                                        std::int64_t dtsize, int peers) {
+VectorPayload Datatypes::vector_payload(const std::vector<std::int64_t>& bytes, std::int64_t dtsize, int peers) {
   VectorPayload v;
   std::vector<std::int64_t> b = bytes;
   b.resize(static_cast<std::size_t>(peers), 0);

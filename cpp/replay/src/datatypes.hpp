@@ -47,8 +47,7 @@ class Datatypes {
   /// `bytes` recorded with a datatype of `dtsize` bytes (0 = unknown).
   Payload payload(std::int64_t bytes, std::int64_t dtsize, Rounding rounding);
   /// Per-peer byte counts of a v/w collective (empty: `peers` zeros).
-  VectorPayload vector_payload(const std::vector<std::int64_t>& bytes, std::int64_t dtsize,
-                               int peers);
+  VectorPayload vector_payload(const std::vector<std::int64_t>& bytes, std::int64_t dtsize, int peers);
   /// Reduction of `bytes` with elements of `dtsize` bytes and recorded op code.
   Reduction reduction(std::int64_t bytes, std::int64_t dtsize, std::int64_t redop);
   /// Scaled byte count (what the replay sends for a recorded count).

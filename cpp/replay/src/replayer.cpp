@@ -49,15 +49,19 @@ bool threads_recorded(const Trace& trace) {
 }
 
 std::string event_text(const Event& e, std::int64_t index, int rank) {
-  return "rank " + std::to_string(rank) + ", event #" + std::to_string(index) + " (MPI_" +
-         std::string(op_name(e.op)) + ", call site " + std::to_string(e.site) + ")";
+  return "rank " + std::to_string(rank) + ", event #" + std::to_string(index) + " (MPI_" + std::string(op_name(e.op)) +
+         ", call site " + std::to_string(e.site) + ")";
 }
 
 }  // namespace
 
 Replayer::Replayer(const Trace& trace, const Options& options, int world_rank, Progress& progress)
-    : trace_(trace), options_(options), world_rank_(world_rank), progress_(progress),
-      comms_(trace.comms, world_rank), types_(options.size_scale) {
+    : trace_(trace),
+      options_(options),
+      world_rank_(world_rank),
+      progress_(progress),
+      comms_(trace.comms, world_rank),
+      types_(options.size_scale) {
   defer_waits_ = options.defer_waits == Options::DeferWaits::On ||
                  (options.defer_waits == Options::DeferWaits::Auto && threads_recorded(trace));
 }
@@ -75,8 +79,8 @@ RankStats Replayer::run() {
     try {
       next = cursor.next();
     } catch (const Error& err) {
-      throw FormatError("rank " + std::to_string(world_rank_) + ", after event #" +
-                        std::to_string(index_ - 1) + ": " + err.what());
+      throw FormatError("rank " + std::to_string(world_rank_) + ", after event #" + std::to_string(index_ - 1) + ": " +
+                        err.what());
     }
     if (!next) break;
     const Event& e = *next;
@@ -152,9 +156,8 @@ int Replayer::peer_of(const CommInfo& comm, std::int64_t relative) const {
   if (relative == kProcNull) return MPI_PROC_NULL;
   std::int64_t abs = comm.rank + relative;
   if (abs < 0 || abs >= comm.size)
-    throw FormatError("peer " + std::to_string(relative) + " relative to rank " +
-                      std::to_string(comm.rank) + " is outside the communicator of size " +
-                      std::to_string(comm.size));
+    throw FormatError("peer " + std::to_string(relative) + " relative to rank " + std::to_string(comm.rank) +
+                      " is outside the communicator of size " + std::to_string(comm.size));
   return static_cast<int>(abs);
 }
 
@@ -249,8 +252,7 @@ void Replayer::point_to_point(const Event& e) {
   const int tag = tag_of(e[Field::Tag]);
   const MPI_Comm c = comm.handle;
   auto kind = op_kind(e.op);
-  const bool sends = kind == OpKind::BlockingSend || kind == OpKind::NonblockingSend ||
-                     kind == OpKind::PersistentSend;
+  const bool sends = kind == OpKind::BlockingSend || kind == OpKind::NonblockingSend || kind == OpKind::PersistentSend;
   Payload p = types_.payload(e[Field::Bytes], e[Field::DtSize], sends ? Rounding::Down : Rounding::Up);
   // MPI transfers nothing to or from MPI_PROC_NULL: no buffer of the recorded size is needed
   // (a 3 GiB message to MPI_PROC_NULL replays without allocating 3 GiB).
@@ -260,17 +262,27 @@ void Replayer::point_to_point(const Event& e) {
   if (e.op == Op::Bsend || e.op == Op::Ibsend || e.op == Op::Bsend_init) ensure_bsend(span(p, peer));
 
   switch (e.op) {
-    case Op::Send: MPI_Send_c(sbuf, p.count, p.type, peer, tag, c); return;
-    case Op::Bsend: MPI_Bsend_c(sbuf, p.count, p.type, peer, tag, c); return;
-    case Op::Ssend: MPI_Ssend_c(sbuf, p.count, p.type, peer, tag, c); return;
-    case Op::Rsend: MPI_Rsend_c(sbuf, p.count, p.type, peer, tag, c); return;
-    case Op::Recv: MPI_Recv_c(rbuf, p.count, p.type, peer, tag, c, MPI_STATUS_IGNORE); return;
+    case Op::Send:
+      MPI_Send_c(sbuf, p.count, p.type, peer, tag, c);
+      return;
+    case Op::Bsend:
+      MPI_Bsend_c(sbuf, p.count, p.type, peer, tag, c);
+      return;
+    case Op::Ssend:
+      MPI_Ssend_c(sbuf, p.count, p.type, peer, tag, c);
+      return;
+    case Op::Rsend:
+      MPI_Rsend_c(sbuf, p.count, p.type, peer, tag, c);
+      return;
+    case Op::Recv:
+      MPI_Recv_c(rbuf, p.count, p.type, peer, tag, c, MPI_STATUS_IGNORE);
+      return;
     case Op::Sendrecv: {
       Payload r = types_.payload(e[Field::Bytes2], e[Field::DtSize2], Rounding::Up);
       const int source = peer_of(comm, e[Field::Peer2]);
       rbuf = recv_pool_.get(span(r, source));
-      MPI_Sendrecv_c(sbuf, p.count, p.type, peer, tag, rbuf, r.count, r.type,
-                   source, tag_of(e[Field::Tag2]), c, MPI_STATUS_IGNORE);
+      MPI_Sendrecv_c(sbuf, p.count, p.type, peer, tag, rbuf, r.count, r.type, source, tag_of(e[Field::Tag2]), c,
+                     MPI_STATUS_IGNORE);
       return;
     }
     case Op::Sendrecv_replace: {
@@ -279,15 +291,24 @@ void Replayer::point_to_point(const Event& e) {
       Payload r = types_.payload(bytes, e[Field::DtSize], Rounding::Nearest);
       const int source = peer_of(comm, e[Field::Peer2]);
       rbuf = recv_pool_.get(peer == MPI_PROC_NULL && source == MPI_PROC_NULL ? 0 : r.buffer_bytes);
-      MPI_Sendrecv_replace_c(rbuf, r.count, r.type, peer, tag, source,
-                           tag_of(e[Field::Tag2]), c, MPI_STATUS_IGNORE);
+      MPI_Sendrecv_replace_c(rbuf, r.count, r.type, peer, tag, source, tag_of(e[Field::Tag2]), c, MPI_STATUS_IGNORE);
       return;
     }
-    case Op::Isend: MPI_Isend_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
-    case Op::Ibsend: MPI_Ibsend_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
-    case Op::Issend: MPI_Issend_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
-    case Op::Irsend: MPI_Irsend_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
-    case Op::Irecv: MPI_Irecv_c(rbuf, p.count, p.type, peer, tag, c, &new_request(e).handle); return;
+    case Op::Isend:
+      MPI_Isend_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
+      return;
+    case Op::Ibsend:
+      MPI_Ibsend_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
+      return;
+    case Op::Issend:
+      MPI_Issend_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
+      return;
+    case Op::Irsend:
+      MPI_Irsend_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
+      return;
+    case Op::Irecv:
+      MPI_Irecv_c(rbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
+      return;
     case Op::Send_init:
       MPI_Send_init_c(sbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
       return;
@@ -303,7 +324,9 @@ void Replayer::point_to_point(const Event& e) {
     case Op::Recv_init:
       MPI_Recv_init_c(rbuf, p.count, p.type, peer, tag, c, &new_request(e).handle);
       return;
-    case Op::Probe: MPI_Probe(peer, tag, c, MPI_STATUS_IGNORE); return;
+    case Op::Probe:
+      MPI_Probe(peer, tag, c, MPI_STATUS_IGNORE);
+      return;
     case Op::Iprobe: {
       int flag = 0;
       if (e[Field::Flag] == 1) {
@@ -360,8 +383,8 @@ void Replayer::completion(const Event& e, const std::vector<RequestSlot*>& slots
   };
   auto recorded_index = [&](std::int64_t i) -> RequestSlot* {
     if (i == kUndefined || i < 0) return nullptr;
-    if (i >= n) throw FormatError("completed index " + std::to_string(i) + " outside its " +
-                                  std::to_string(n) + " requests");
+    if (i >= n)
+      throw FormatError("completed index " + std::to_string(i) + " outside its " + std::to_string(n) + " requests");
     return slots[static_cast<std::size_t>(i)];
   };
   int flag = 0, index = MPI_UNDEFINED, outcount = 0;

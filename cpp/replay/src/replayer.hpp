@@ -28,10 +28,10 @@ struct OpStats {
 struct RankStats {
   std::array<OpStats, kOpCount> ops{};
   std::uint64_t events = 0;
-  std::uint64_t issued = 0;           ///< MPI calls re-issued (events minus skipped ones)
+  std::uint64_t issued = 0;              ///< MPI calls re-issued (events minus skipped ones)
   std::uint64_t outcome_mismatches = 0;  ///< completions/probes whose outcome differed from the record
-  double compute_s = 0;               ///< emulated computation
-  double time_s = 0;                  ///< wall time of this rank's replay
+  double compute_s = 0;                  ///< emulated computation
+  double time_s = 0;                     ///< wall time of this rank's replay
 };
 
 class Replayer {

@@ -51,10 +51,10 @@ std::vector<RankStats> gather_stats(const RankStats& mine, int rank, int nranks)
   double doubles[kDoubles] = {mine.time_s, mine.compute_s};
   std::vector<std::uint64_t> all_ints(rank == 0 ? kInts * static_cast<std::size_t>(nranks) : 1);
   std::vector<double> all_doubles(rank == 0 ? kDoubles * static_cast<std::size_t>(nranks) : 1);
-  PMPI_Gather(ints.data(), static_cast<int>(kInts), MPI_UINT64_T, all_ints.data(),
-              static_cast<int>(kInts), MPI_UINT64_T, 0, MPI_COMM_WORLD);
-  PMPI_Gather(doubles, static_cast<int>(kDoubles), MPI_DOUBLE, all_doubles.data(),
-              static_cast<int>(kDoubles), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  PMPI_Gather(ints.data(), static_cast<int>(kInts), MPI_UINT64_T, all_ints.data(), static_cast<int>(kInts),
+              MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  PMPI_Gather(doubles, static_cast<int>(kDoubles), MPI_DOUBLE, all_doubles.data(), static_cast<int>(kDoubles),
+              MPI_DOUBLE, 0, MPI_COMM_WORLD);
   std::vector<RankStats> out;
   if (rank != 0) return out;
   for (int r = 0; r < nranks; ++r) {
@@ -73,8 +73,8 @@ std::vector<RankStats> gather_stats(const RankStats& mine, int rank, int nranks)
 
 std::string trace_info_json(const std::string& path, const Trace& trace) {
   std::ostringstream j;
-  j << "{\"trace\": " << json_string(path) << ", \"nranks\": " << trace.nranks
-    << ", \"nodes\": " << trace.node_count() << ", \"metadata\": {";
+  j << "{\"trace\": " << json_string(path) << ", \"nranks\": " << trace.nranks << ", \"nodes\": " << trace.node_count()
+    << ", \"metadata\": {";
   bool first = true;
   for (const auto& [key, value] : trace.metadata) {
     j << (first ? "" : ", ") << json_string(key) << ": " << json_string(value);
@@ -97,16 +97,16 @@ std::string report_json(const Options& o, std::int64_t nranks, const std::vector
   j << "  \"trace\": " << json_string(o.trace_path) << ",\n";
   j << "  \"nranks\": " << nranks << ",\n";
   j << "  \"options\": {\"compute_scale\": " << json_number(o.compute_scale)
-    << ", \"size_scale\": " << json_number(o.size_scale) << ", \"timing\": "
-    << json_string(std::string(timing_name(o.timing))) << ", \"seed\": " << o.seed
+    << ", \"size_scale\": " << json_number(o.size_scale)
+    << ", \"timing\": " << json_string(std::string(timing_name(o.timing))) << ", \"seed\": " << o.seed
     << ", \"timeout\": " << json_number(o.timeout_s) << "},\n";
   j << "  \"total_time_s\": " << json_number(total) << ",\n";
   j << "  \"rank_time_s\": " << per_rank([](const RankStats& s) { return json_number(s.time_s); }) << ",\n";
   j << "  \"compute_time_s\": " << per_rank([](const RankStats& s) { return json_number(s.compute_s); }) << ",\n";
   j << "  \"events\": " << per_rank([](const RankStats& s) { return std::to_string(s.events); }) << ",\n";
   j << "  \"issued\": " << per_rank([](const RankStats& s) { return std::to_string(s.issued); }) << ",\n";
-  j << "  \"outcome_mismatches\": "
-    << per_rank([](const RankStats& s) { return std::to_string(s.outcome_mismatches); }) << ",\n";
+  j << "  \"outcome_mismatches\": " << per_rank([](const RankStats& s) { return std::to_string(s.outcome_mismatches); })
+    << ",\n";
   j << "  \"ops\": {";
   bool first = true;
   for (std::size_t i = 0; i < kOpCount; ++i) {
@@ -116,8 +116,8 @@ std::string report_json(const Options& o, std::int64_t nranks, const std::vector
     j << (first ? "\n" : ",\n") << "    " << json_string(std::string(op_name(static_cast<Op>(i))))
       << ": {\"count\": " << per_rank([i](const RankStats& s) { return std::to_string(s.ops[i].count); })
       << ", \"bytes\": " << per_rank([i](const RankStats& s) { return std::to_string(s.ops[i].bytes); })
-      << ", \"recv_bytes\": "
-      << per_rank([i](const RankStats& s) { return std::to_string(s.ops[i].recv_bytes); }) << "}";
+      << ", \"recv_bytes\": " << per_rank([i](const RankStats& s) { return std::to_string(s.ops[i].recv_bytes); })
+      << "}";
     first = false;
   }
   j << "\n  }\n}\n";

@@ -6,23 +6,23 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
-#include <deque>
 
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/model/event.hpp"
+#include "scalatrace/support/errors.hpp"
 
 namespace scalatrace::replay {
 
 struct RequestSlot {
   MPI_Request handle = MPI_REQUEST_NULL;
-  std::int64_t event = -1;        ///< index of the creating event
+  std::int64_t event = -1;  ///< index of the creating event
   Op op = Op::Other;
-  std::int64_t peer = 0;          ///< relative, as recorded
+  std::int64_t peer = 0;  ///< relative, as recorded
   std::int64_t abs_peer = 0;
   std::int64_t tag = 0;
-  std::shared_ptr<void> keep;     ///< arrays a nonblocking collective reads until completion
+  std::shared_ptr<void> keep;  ///< arrays a nonblocking collective reads until completion
 };
 
 class RequestBuffer {
@@ -38,8 +38,8 @@ class RequestBuffer {
   RequestSlot* at_offset(std::int64_t offset) {
     if (offset == kNullRequest) return nullptr;
     if (offset < 1 || static_cast<std::uint64_t>(offset) > slots_.size())
-      throw FormatError("request offset " + std::to_string(offset) + " but only " +
-                        std::to_string(slots_.size()) + " requests were created so far");
+      throw FormatError("request offset " + std::to_string(offset) + " but only " + std::to_string(slots_.size()) +
+                        " requests were created so far");
     return &slots_[slots_.size() - static_cast<std::size_t>(offset)];
   }
   std::size_t size() const { return slots_.size(); }

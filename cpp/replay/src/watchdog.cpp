@@ -11,15 +11,13 @@
 namespace scalatrace::replay {
 
 std::int64_t steady_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
 Watchdog::Watchdog(Progress& progress, double timeout_s, int rank,
                    std::function<std::string(std::uint32_t)> describe_site)
-    : progress_(progress), timeout_s_(timeout_s), rank_(rank),
-      describe_site_(std::move(describe_site)) {
+    : progress_(progress), timeout_s_(timeout_s), rank_(rank), describe_site_(std::move(describe_site)) {
   if (timeout_s_ > 0) thread_ = std::thread([this] { run(); });
 }
 
@@ -49,24 +47,23 @@ std::string peer_text(std::int64_t rel, std::int64_t abs) {
   if (rel == kProcNull) return "MPI_PROC_NULL";
   return std::to_string(abs) + " (relative " + (rel >= 0 ? "+" : "") + std::to_string(rel) + ")";
 }
-std::string tag_text(std::int64_t tag) {
-  return tag == kAnyTag ? std::string("MPI_ANY_TAG") : std::to_string(tag);
-}
+std::string tag_text(std::int64_t tag) { return tag == kAnyTag ? std::string("MPI_ANY_TAG") : std::to_string(tag); }
 }  // namespace
 
 void Watchdog::fire(double blocked_s) {
   char head[160];
-  std::snprintf(head, sizeof head, "scalatrace-replay: rank %d: no progress for %.1f s (timeout %.1f s): ",
-                rank_, blocked_s, timeout_s_);
+  std::snprintf(head, sizeof head, "scalatrace-replay: rank %d: no progress for %.1f s (timeout %.1f s): ", rank_,
+                blocked_s, timeout_s_);
   std::string msg = head;
   if (progress_.finishing) {
-    msg += "all of this rank's events were replayed; it is waiting for other ranks at the end of "
-           "the replay (see their messages)\n";
+    msg +=
+        "all of this rank's events were replayed; it is waiting for other ranks at the end of "
+        "the replay (see their messages)\n";
   } else {
     auto op = static_cast<Op>(progress_.op.load());
     auto kind = op_kind(op);
-    msg += "stuck in event #" + std::to_string(progress_.event_index.load()) + " MPI_" +
-           std::string(op_name(op)) + " comm " + std::to_string(progress_.comm.load());
+    msg += "stuck in event #" + std::to_string(progress_.event_index.load()) + " MPI_" + std::string(op_name(op)) +
+           " comm " + std::to_string(progress_.comm.load());
     bool p2p = op_is_point_to_point(op) || kind == OpKind::Probe;
     if (p2p) {
       msg += " peer " + peer_text(progress_.peer.load(), progress_.abs_peer.load()) + " tag " +
@@ -79,15 +76,13 @@ void Watchdog::fire(double blocked_s) {
       std::int64_t origin = progress_.origin_index.load();
       if (origin >= 0) {
         auto oop = static_cast<Op>(progress_.origin_op.load());
-        msg += " waiting for the request of event #" + std::to_string(origin) + " MPI_" +
-               std::string(op_name(oop));
+        msg += " waiting for the request of event #" + std::to_string(origin) + " MPI_" + std::string(op_name(oop));
         if (op_is_point_to_point(oop))
-          msg += " peer " + peer_text(progress_.origin_peer.load(), progress_.origin_abs_peer.load()) +
-                 " tag " + tag_text(progress_.origin_tag.load());
+          msg += " peer " + peer_text(progress_.origin_peer.load(), progress_.origin_abs_peer.load()) + " tag " +
+                 tag_text(progress_.origin_tag.load());
       }
       msg += " (its matching operation is probably missing from the trace)";
-    }
-    else if (op_is_collective(op))
+    } else if (op_is_collective(op))
       msg += " (some rank of the communicator did not reach this collective)";
     msg += "\n";
   }

@@ -23,10 +23,10 @@ struct Progress {
   std::atomic<std::uint16_t> op{0};
   std::atomic<std::uint32_t> site{0};
   std::atomic<std::int64_t> comm{0};
-  std::atomic<std::int64_t> peer{0};           ///< relative, as recorded
-  std::atomic<std::int64_t> abs_peer{0};       ///< absolute comm rank or MPI wildcard value
+  std::atomic<std::int64_t> peer{0};      ///< relative, as recorded
+  std::atomic<std::int64_t> abs_peer{0};  ///< absolute comm rank or MPI wildcard value
   std::atomic<std::int64_t> tag{0};
-  std::atomic<bool> finishing{false};          ///< all events done; in report / MPI_Finalize
+  std::atomic<bool> finishing{false};  ///< all events done; in report / MPI_Finalize
   /// Completion calls: the request not yet complete, as created by event #origin_index
   /// (-1 = unknown).
   std::atomic<std::int64_t> origin_index{-1};
@@ -39,8 +39,7 @@ struct Progress {
 class Watchdog {
  public:
   /// describe_site(site) gives a printable call site (reads only immutable data).
-  Watchdog(Progress& progress, double timeout_s, int rank,
-           std::function<std::string(std::uint32_t)> describe_site);
+  Watchdog(Progress& progress, double timeout_s, int rank, std::function<std::string(std::uint32_t)> describe_site);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;

@@ -7,9 +7,9 @@
 
 #include "scalatrace/analysis/analysis.hpp"
 #include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/merge/merge.hpp"
 #include "scalatrace/read/cursor.hpp"
 #include "scalatrace/support/errors.hpp"
-#include "scalatrace/merge/merge.hpp"
 
 using namespace scalatrace;
 
@@ -36,9 +36,7 @@ class RankProgram {
   }
   /// Offset of the request created `back` requests ago (1 = most recent).
   std::int64_t slot() const { return static_cast<std::int64_t>(created_); }
-  std::int64_t offset_of(std::int64_t slot_number) const {
-    return static_cast<std::int64_t>(created_) - slot_number;
-  }
+  std::int64_t offset_of(std::int64_t slot_number) const { return static_cast<std::int64_t>(created_) - slot_number; }
   RankRecording rec;
 
  private:
@@ -184,8 +182,7 @@ Trace merged(const std::vector<RankRecording>& recs) {
   for (const auto& rec : recs) {
     IntraCompressor c;
     for (const auto& e : rec.events) c.push(e);
-    per_rank.push_back(make_rank_trace(rec.rank, rec.nranks, c.finish(), rec.sites, rec.comms,
-                                       rec.names));
+    per_rank.push_back(make_rank_trace(rec.rank, rec.nranks, c.finish(), rec.sites, rec.comms, rec.names));
   }
   return merge_tree(std::move(per_rank));
 }
@@ -196,8 +193,7 @@ void expect_equal(const CommTriplets& a, const CommTriplets& b, const std::strin
   for (std::size_t i = 0; i < a.src.size(); ++i) {
     EXPECT_EQ(a.src[i], b.src[i]) << what << " entry " << i;
     EXPECT_EQ(a.dst[i], b.dst[i]) << what << " entry " << i;
-    EXPECT_DOUBLE_EQ(a.value[i], b.value[i])
-        << what << " (" << a.src[i] << " -> " << a.dst[i] << ")";
+    EXPECT_DOUBLE_EQ(a.value[i], b.value[i]) << what << " (" << a.src[i] << " -> " << a.dst[i] << ")";
   }
 }
 
@@ -257,8 +253,7 @@ TEST(Analysis, StencilMatrixEqualsBruteForce) {
     for (Metric m : kMetrics)
       for (CommKind k : kKinds) {
         const std::string what = std::to_string(g.rx) + "x" + std::to_string(g.ry) + " metric " +
-                                 std::to_string(static_cast<int>(m)) + " kind " +
-                                 std::to_string(static_cast<int>(k));
+                                 std::to_string(static_cast<int>(m)) + " kind " + std::to_string(static_cast<int>(k));
         auto structural = comm_matrix_sparse(t, m, k);
         expect_equal(structural, comm_matrix_by_expansion(t, m, k), what + " vs cursor");
         expect_equal(structural, comm_matrix_of_recordings(recs, m, k), what + " vs events");
@@ -304,12 +299,26 @@ TEST(Analysis, RandomProgramsMatchBruteForce) {
           const int choice = static_cast<int>(local() % 6);
           Event* e = nullptr;
           switch (choice) {
-            case 0: e = &p.push(Op::Send, 100 + static_cast<std::uint64_t>(i)); break;
-            case 1: e = &p.push(Op::Isend, 200 + static_cast<std::uint64_t>(i)); break;
-            case 2: e = &p.push(Op::Bcast, 300); (*e)[Field::Root] = static_cast<std::int64_t>(local() % P); break;
-            case 3: e = &p.push(Op::Reduce, 301); (*e)[Field::Root] = 0; break;
-            case 4: e = &p.push(Op::Allgather, 302); break;
-            default: e = &p.push(Op::Barrier, 303); break;
+            case 0:
+              e = &p.push(Op::Send, 100 + static_cast<std::uint64_t>(i));
+              break;
+            case 1:
+              e = &p.push(Op::Isend, 200 + static_cast<std::uint64_t>(i));
+              break;
+            case 2:
+              e = &p.push(Op::Bcast, 300);
+              (*e)[Field::Root] = static_cast<std::int64_t>(local() % P);
+              break;
+            case 3:
+              e = &p.push(Op::Reduce, 301);
+              (*e)[Field::Root] = 0;
+              break;
+            case 4:
+              e = &p.push(Op::Allgather, 302);
+              break;
+            default:
+              e = &p.push(Op::Barrier, 303);
+              break;
           }
           (*e)[Field::Comm] = 0;
           (*e)[Field::Bytes] = static_cast<std::int64_t>(8 * (1 + local() % 3));
@@ -325,8 +334,7 @@ TEST(Analysis, RandomProgramsMatchBruteForce) {
     for (Metric m : kMetrics)
       for (CommKind k : kKinds) {
         auto structural = comm_matrix_sparse(t, m, k);
-        expect_equal(structural, comm_matrix_of_recordings(recs, m, k),
-                     "trial " + std::to_string(trial));
+        expect_equal(structural, comm_matrix_of_recordings(recs, m, k), "trial " + std::to_string(trial));
       }
   }
 }

@@ -15,8 +15,8 @@
 #include <gtest/gtest.h>
 
 #include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/format/format.hpp"
+#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 
 using namespace scalatrace;
@@ -74,7 +74,13 @@ Size compressed_size(SyntheticSpec spec, std::int64_t rank, std::int64_t steps, 
   CallSiteTable sites;
   CommTable comms;
   std::uint64_t n = 0;
-  generate(spec, rank, [&](const Event& e) { c.push(e); ++n; }, sites, comms);
+  generate(
+      spec, rank,
+      [&](const Event& e) {
+        c.push(e);
+        ++n;
+      },
+      sites, comms);
   Trace t;
   t.nranks = spec.nranks;
   t.nodes = c.finish();
@@ -90,10 +96,21 @@ SyntheticSpec spec_for(SyntheticPattern p, bool wrap) {
   s.wrap = wrap;
   s.timing_jitter = false;
   switch (p) {
-    case SyntheticPattern::Stencil1D: s.nranks = 32; break;
-    case SyntheticPattern::Stencil2D: s.nranks = 36; s.dims = {6, 6}; break;
-    case SyntheticPattern::Stencil3D: s.nranks = 64; s.dims = {4, 4, 4}; break;
-    default: s.nranks = 24; s.dims = {6, 4}; break;
+    case SyntheticPattern::Stencil1D:
+      s.nranks = 32;
+      break;
+    case SyntheticPattern::Stencil2D:
+      s.nranks = 36;
+      s.dims = {6, 6};
+      break;
+    case SyntheticPattern::Stencil3D:
+      s.nranks = 64;
+      s.dims = {4, 4, 4};
+      break;
+    default:
+      s.nranks = 24;
+      s.dims = {6, 4};
+      break;
   }
   if (p == SyntheticPattern::Collectives) s.dims.clear();
   return s;
@@ -101,10 +118,14 @@ SyntheticSpec spec_for(SyntheticPattern p, bool wrap) {
 
 std::int64_t interior_rank(SyntheticPattern p) {
   switch (p) {
-    case SyntheticPattern::Stencil1D: return 9;
-    case SyntheticPattern::Stencil2D: return 2 * 6 + 3;        // (3, 2)
-    case SyntheticPattern::Stencil3D: return 1 + 4 * (2 + 4 * 1);  // (1, 2, 1)
-    default: return 7;
+    case SyntheticPattern::Stencil1D:
+      return 9;
+    case SyntheticPattern::Stencil2D:
+      return 2 * 6 + 3;  // (3, 2)
+    case SyntheticPattern::Stencil3D:
+      return 1 + 4 * (2 + 4 * 1);  // (1, 2, 1)
+    default:
+      return 7;
   }
 }
 

@@ -9,10 +9,10 @@
 
 #include "scalatrace/cluster/clustering.hpp"
 #include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/read/cursor.hpp"
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/merge/merge.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/support/errors.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 
 using namespace scalatrace;
@@ -103,7 +103,7 @@ TEST(Signature, FeatureNamesRoundTripAndUnknownNameIsAnError) {
 
 TEST(Signature, CallPathDifferenceOutweighsAnyParameterDifference) {
   RankSignature a, b, c;
-  b.call_path = 1;                        // differs from a in the call path only
+  b.call_path = 1;                            // differs from a in the call path only
   c.means = {1e9, -5, 7, 3, 1, 1, 1e9, 1e9};  // differs from a in every parameter
   c.loop = 0xffff;
   EXPECT_GT(signature_distance(a, b), signature_distance(a, c));

@@ -8,8 +8,8 @@
 
 #include "scalatrace/codegen/codegen.hpp"
 #include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/merge/merge.hpp"
+#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 
 using namespace scalatrace;
@@ -51,8 +51,8 @@ struct Program {
     std::vector<Trace> traces;
     for (const auto& rec : recs) {
       Trace t = compress_recording(rec);
-      traces.push_back(make_rank_trace(rec.rank, rec.nranks, std::move(t.nodes), std::move(t.sites),
-                                       std::move(t.comms), std::move(t.names)));
+      traces.push_back(make_rank_trace(rec.rank, rec.nranks, std::move(t.nodes), std::move(t.sites), std::move(t.comms),
+                                       std::move(t.names)));
     }
     return merge_tree(std::move(traces));
   }
@@ -69,8 +69,8 @@ Trace synthetic(SyntheticPattern p, std::int64_t n, std::int64_t steps) {
   for (std::int64_t r = 0; r < n; ++r) {
     RankRecording rec = record_synthetic(spec, r);
     Trace t = compress_recording(rec);
-    traces.push_back(make_rank_trace(r, n, std::move(t.nodes), std::move(t.sites), std::move(t.comms),
-                                     std::move(t.names)));
+    traces.push_back(
+        make_rank_trace(r, n, std::move(t.nodes), std::move(t.sites), std::move(t.comms), std::move(t.names)));
   }
   return merge_tree(std::move(traces));
 }
@@ -81,7 +81,9 @@ std::size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-std::size_t lines(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+std::size_t lines(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
 
 }  // namespace
 
@@ -186,7 +188,7 @@ TEST(Codegen, StencilKeepsItsLoopAndIsShort) {
   EXPECT_GE(count(c, "wait_all(1, "), 1u);
   const std::string ncptl = generate_conceptual(t);
   EXPECT_EQ(count(ncptl, "FOR EACH i1 IN {0, ..., 20-1}"), 1u) << ncptl;  // peers change per iteration
-  EXPECT_EQ(count(ncptl, "varies"), 0u) << ncptl;                            // ... and are exact
+  EXPECT_EQ(count(ncptl, "varies"), 0u) << ncptl;                         // ... and are exact
   EXPECT_LE(lines(ncptl), 30u) << ncptl;
   EXPECT_NE(ncptl.find("ASYNCHRONOUSLY SEND A 4096 BYTE MESSAGE"), std::string::npos) << ncptl;
 }

@@ -10,7 +10,7 @@ namespace scalatrace::test_support {
 
 /// Structural equality of two traces, timing histograms aside; describes the first difference.
 inline void first_node_difference(const std::vector<Node>& a, const std::vector<Node>& b, const std::string& path,
-                       std::string& diff) {
+                                  std::string& diff) {
   if (!diff.empty()) return;
   if (a.size() != b.size()) {
     diff = path + ": " + std::to_string(a.size()) + " vs " + std::to_string(b.size()) + " nodes";
@@ -19,19 +19,25 @@ inline void first_node_difference(const std::vector<Node>& a, const std::vector<
   for (std::size_t i = 0; i < a.size() && diff.empty(); ++i) {
     const auto here = path + "/" + std::to_string(i);
     const Node &x = a[i], &y = b[i];
-    if (!(x.ranks == y.ranks)) diff = here + ": ranks " + x.ranks.to_string() + " vs " + y.ranks.to_string();
-    else if (!(x.presence == y.presence)) diff = here + ": presence";
-    else if (x.is_loop() != y.is_loop()) diff = here + ": loop vs event";
+    if (!(x.ranks == y.ranks))
+      diff = here + ": ranks " + x.ranks.to_string() + " vs " + y.ranks.to_string();
+    else if (!(x.presence == y.presence))
+      diff = here + ": presence";
+    else if (x.is_loop() != y.is_loop())
+      diff = here + ": loop vs event";
     else if (x.is_loop()) {
-      if (!(x.loop->trips == y.loop->trips)) diff = here + ": trip counts";
-      else first_node_difference(x.loop->body, y.loop->body, here, diff);
+      if (!(x.loop->trips == y.loop->trips))
+        diff = here + ": trip counts";
+      else
+        first_node_difference(x.loop->body, y.loop->body, here, diff);
     } else {
       const auto &e = *x.event, &f = *y.event;
       if (e.op != f.op || e.site != f.site) diff = here + ": op/site";
       for (std::size_t k = 0; k < kFieldCount && diff.empty(); ++k)
         if (!(e.fields[k] == f.fields[k])) diff = here + ": field " + std::string(field_name(static_cast<Field>(k)));
       for (std::size_t k = 0; k < kArrayFieldCount && diff.empty(); ++k)
-        if (!(e.arrays[k] == f.arrays[k])) diff = here + ": array " + std::string(array_field_name(static_cast<ArrayField>(k)));
+        if (!(e.arrays[k] == f.arrays[k]))
+          diff = here + ": array " + std::string(array_field_name(static_cast<ArrayField>(k)));
     }
   }
 }

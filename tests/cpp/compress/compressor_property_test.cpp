@@ -16,20 +16,20 @@ using namespace scalatrace;
 
 namespace {
 
-constexpr Op kOps[] = {Op::Send, Op::Recv, Op::Isend, Op::Irecv, Op::Waitall, Op::Barrier,
-                       Op::Allreduce, Op::Bcast, Op::Wait};
+constexpr Op kOps[] = {Op::Send,    Op::Recv,      Op::Isend, Op::Irecv, Op::Waitall,
+                       Op::Barrier, Op::Allreduce, Op::Bcast, Op::Wait};
 
 /// A random program: statements are events, loops, branches and recursive calls.
 struct Stmt {
   enum Kind { Event, Loop, Branch, Recurse } kind = Event;
   Op op = Op::Send;
   std::uint32_t site = 0;
-  int param_mode = 0;         // 0 const, 1 = iteration, 2 = random, 3 = periodic
-  int trip_mode = 0;          // loops: 0 const, 1 varying with outer iteration, 2 random
+  int param_mode = 0;  // 0 const, 1 = iteration, 2 = random, 3 = periodic
+  int trip_mode = 0;   // loops: 0 const, 1 varying with outer iteration, 2 random
   int trips = 1;
-  int branch_mode = 0;        // 0 parity, 1 first iteration only, 2 random
-  std::vector<Stmt> body;     // loop / branch body (branch: "then")
-  std::vector<Stmt> other;    // branch "else"
+  int branch_mode = 0;      // 0 parity, 1 first iteration only, 2 random
+  std::vector<Stmt> body;   // loop / branch body (branch: "then")
+  std::vector<Stmt> other;  // branch "else"
 };
 
 struct Gen {
@@ -87,7 +87,7 @@ struct Runner {
         Event e;
         e.op = s.op;
         e.site = s.site;
-        const std::int64_t v = s.param_mode == 0 ? 7
+        const std::int64_t v = s.param_mode == 0   ? 7
                                : s.param_mode == 1 ? iter
                                : s.param_mode == 2 ? static_cast<std::int64_t>(rng() % 5)
                                                    : iter % 3 - 1;
@@ -101,7 +101,7 @@ struct Runner {
         return;
       }
       case Stmt::Loop: {
-        const std::int64_t n = s.trip_mode == 0 ? s.trips
+        const std::int64_t n = s.trip_mode == 0   ? s.trips
                                : s.trip_mode == 1 ? 1 + (iter + s.trips) % 4
                                                   : 1 + static_cast<std::int64_t>(rng() % 5);
         for (std::int64_t i = 0; i < n && out.size() < limit; ++i) run(s.body, i);
@@ -137,8 +137,7 @@ void check_seed(std::uint64_t seed) {
   if (g.pick(5) == 0) cfg.memory_budget = 1024 * (1 + static_cast<std::size_t>(g.pick(64)));
   CallSiteTable sites;
   const auto m = sites.intern_module("prog");
-  for (std::uint32_t k = 0; k < g.sites; ++k)
-    sites.intern({Frame{m, 10}, Frame{m, 100 + k % 3}, Frame{m, 1000 + k}});
+  for (std::uint32_t k = 0; k < g.sites; ++k) sites.intern({Frame{m, 10}, Frame{m, 100 + k % 3}, Frame{m, 1000 + k}});
   if (g.pick(4) == 0) cfg.site_threshold = 1 + static_cast<std::size_t>(g.pick(2));
 
   IntraCompressor c(cfg);

@@ -5,13 +5,13 @@
 #include <random>
 #include <sstream>
 
+#include "event_streams.hpp"
 #include "scalatrace/analysis/analysis.hpp"
 #include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/format/format.hpp"
 #include "scalatrace/read/cursor.hpp"
 #include "scalatrace/support/errors.hpp"
-#include "scalatrace/format/format.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
-#include "event_streams.hpp"
 
 using namespace scalatrace;
 using namespace scalatrace::test_support;
@@ -165,8 +165,10 @@ TEST(Compressor, RecursionShapedStreams) {
     }
     auto t = compress(s);
     expect_round_trip(s, t);
-    if (calls == 100) nodes_at_100 = t.node_count();
-    else EXPECT_LE(t.node_count(), nodes_at_100 + 2) << shape(t.nodes);
+    if (calls == 100)
+      nodes_at_100 = t.node_count();
+    else
+      EXPECT_LE(t.node_count(), nodes_at_100 + 2) << shape(t.nodes);
     EXPECT_LE(t.node_count(), 20u) << shape(t.nodes);
   }
 }
@@ -243,9 +245,9 @@ TEST(Compressor, SyntheticPatternsRoundTrip) {
       SyntheticSpec spec;
       spec.pattern = p;
       spec.nranks = 27;
-      spec.dims = p == SyntheticPattern::Stencil3D ? std::vector<std::int64_t>{3, 3, 3}
+      spec.dims = p == SyntheticPattern::Stencil3D   ? std::vector<std::int64_t>{3, 3, 3}
                   : p == SyntheticPattern::Stencil1D ? std::vector<std::int64_t>{27}
-                  : std::vector<std::int64_t>{9, 3};
+                                                     : std::vector<std::int64_t>{9, 3};
       if (p == SyntheticPattern::Collectives || p == SyntheticPattern::Irregular) spec.dims.clear();
       spec.wrap = wrap;
       spec.timesteps = 60;

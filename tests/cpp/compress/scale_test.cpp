@@ -7,10 +7,10 @@
 #include <gtest/gtest.h>
 
 #include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/format/format.hpp"
-#include "scalatrace/merge/merge.hpp"
 #include "scalatrace/format/rank_periods.hpp"
+#include "scalatrace/merge/merge.hpp"
+#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 
 using namespace scalatrace;
@@ -79,7 +79,7 @@ TEST_P(StencilScale, ConstantStructureFrom64To16384Ranks) {
   const SyntheticPattern pattern = GetParam();
   Shape base, large;  // 64 ranks; the first larger size
   for (std::int64_t n : {64, 1024, 16384}) {
-    if (pattern == SyntheticPattern::Stencil3D && n == 1024) n = 1000;  // 10^3 grid
+    if (pattern == SyntheticPattern::Stencil3D && n == 1024) n = 1000;   // 10^3 grid
     if (pattern == SyntheticPattern::Stencil3D && n == 16384) n = 4096;  // 16^3
     Trace t = build(pattern, n, 2);
     Shape s = shape_of(t);
@@ -88,8 +88,8 @@ TEST_P(StencilScale, ConstantStructureFrom64To16384Ranks) {
     std::printf(
         "%s %lld ranks: %zu bytes (%zu of timing), %zu nodes, %zu alternatives, %zu descriptors, "
         "%zu items\n",
-        std::string(synthetic_pattern_name(pattern)).c_str(), static_cast<long long>(n), s.bytes,
-        s.timing_bytes, s.nodes, s.alternatives, s.descriptors, s.items);
+        std::string(synthetic_pattern_name(pattern)).c_str(), static_cast<long long>(n), s.bytes, s.timing_bytes,
+        s.nodes, s.alternatives, s.descriptors, s.items);
     if (n == 64) {
       base = s;
       // Spot-check losslessness at this size (the merge tests cover it thoroughly).

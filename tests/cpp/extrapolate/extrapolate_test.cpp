@@ -6,10 +6,10 @@
 #include <cstdlib>
 
 #include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/extrapolate/extrapolate.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/merge/merge.hpp"
+#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 #include "trace_difference.hpp"
 
@@ -32,8 +32,8 @@ Trace harness(SyntheticPattern pattern, std::int64_t nranks, std::int64_t timest
   return t;
 }
 
-ExtrapolationResult extrapolate_harness(SyntheticPattern p, const std::vector<std::int64_t>& sizes,
-                                        std::int64_t target, std::int64_t timesteps) {
+ExtrapolationResult extrapolate_harness(SyntheticPattern p, const std::vector<std::int64_t>& sizes, std::int64_t target,
+                                        std::int64_t timesteps) {
   std::vector<Trace> small;
   for (auto n : sizes) small.push_back(harness(p, n, timesteps));
   std::vector<const Trace*> ptrs;
@@ -178,13 +178,12 @@ TEST_P(ExtrapolateHarness, EqualsTheHarnessTraceAtTheTargetSize) {
 // 4,096 ranks in every run of the suite. The same comparison at 65,536 and 1,048,576 ranks
 // (minutes per case on a loaded 2-core machine: the harness and the extrapolation each build
 // the trace rank by rank) runs when SCALATRACE_EXTRAPOLATE_LARGE=1.
-INSTANTIATE_TEST_SUITE_P(
-    To4096, ExtrapolateHarness,
-    ::testing::Values(HarnessCase{SyntheticPattern::Stencil1D, {6, 7, 8, 9}, 4096},
-                      HarnessCase{SyntheticPattern::Stencil2D, {16, 20, 25, 30}, 4096},
-                      HarnessCase{SyntheticPattern::Stencil3D, {27, 36, 48, 64, 80}, 4096},
-                      HarnessCase{SyntheticPattern::Collectives, {4, 5, 6}, 4096},
-                      HarnessCase{SyntheticPattern::RowColumn, {16, 20, 25, 30}, 4096}));
+INSTANTIATE_TEST_SUITE_P(To4096, ExtrapolateHarness,
+                         ::testing::Values(HarnessCase{SyntheticPattern::Stencil1D, {6, 7, 8, 9}, 4096},
+                                           HarnessCase{SyntheticPattern::Stencil2D, {16, 20, 25, 30}, 4096},
+                                           HarnessCase{SyntheticPattern::Stencil3D, {27, 36, 48, 64, 80}, 4096},
+                                           HarnessCase{SyntheticPattern::Collectives, {4, 5, 6}, 4096},
+                                           HarnessCase{SyntheticPattern::RowColumn, {16, 20, 25, 30}, 4096}));
 
 class ExtrapolateLarge : public ExtrapolateHarness {
  protected:
@@ -200,12 +199,11 @@ TEST_P(ExtrapolateLarge, EqualsTheHarnessTraceAtTheTargetSize) {
   EXPECT_EQ(trace_difference(res.trace, harness(c.pattern, c.target, 2)), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Large, ExtrapolateLarge,
-    ::testing::Values(HarnessCase{SyntheticPattern::Stencil1D, {6, 7, 8, 9}, 65536},
-                      HarnessCase{SyntheticPattern::Stencil2D, {16, 20, 25, 30}, 65536},
-                      HarnessCase{SyntheticPattern::Stencil3D, {27, 36, 48, 64, 80}, 65536},
-                      HarnessCase{SyntheticPattern::Collectives, {4, 5, 6}, 65536},
-                      HarnessCase{SyntheticPattern::RowColumn, {16, 20, 25, 30}, 65536},
-                      HarnessCase{SyntheticPattern::Stencil1D, {6, 7, 8, 9}, 1048576},
-                      HarnessCase{SyntheticPattern::Stencil2D, {16, 20, 25, 30}, 1048576}));
+INSTANTIATE_TEST_SUITE_P(Large, ExtrapolateLarge,
+                         ::testing::Values(HarnessCase{SyntheticPattern::Stencil1D, {6, 7, 8, 9}, 65536},
+                                           HarnessCase{SyntheticPattern::Stencil2D, {16, 20, 25, 30}, 65536},
+                                           HarnessCase{SyntheticPattern::Stencil3D, {27, 36, 48, 64, 80}, 65536},
+                                           HarnessCase{SyntheticPattern::Collectives, {4, 5, 6}, 65536},
+                                           HarnessCase{SyntheticPattern::RowColumn, {16, 20, 25, 30}, 65536},
+                                           HarnessCase{SyntheticPattern::Stencil1D, {6, 7, 8, 9}, 1048576},
+                                           HarnessCase{SyntheticPattern::Stencil2D, {16, 20, 25, 30}, 1048576}));

@@ -8,10 +8,10 @@
 #include <random>
 
 #include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/read/cursor.hpp"
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/merge/merge.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/support/errors.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 #include "synthetic_support.hpp"
 #include "trace_difference.hpp"
@@ -23,8 +23,8 @@ namespace {
 Trace rank_trace(const SyntheticSpec& spec, std::int64_t rank) {
   RankRecording rec = record_synthetic(spec, rank);
   Trace t = compress_recording(rec);
-  return make_rank_trace(rank, spec.nranks, std::move(t.nodes), std::move(t.sites),
-                         std::move(t.comms), std::move(t.names));
+  return make_rank_trace(rank, spec.nranks, std::move(t.nodes), std::move(t.sites), std::move(t.comms),
+                         std::move(t.names));
 }
 
 Trace merged_trace(const SyntheticSpec& spec) {
@@ -46,8 +46,7 @@ Trace handmade() {
   t.sites.sites[s0].location = "handmade.c:42";
   t.names = {"MPI_Type_commit", "MPI_Wtime"};
   t.comms.entries.push_back(CommEntry{0, RankList::range(0, 8), RankList::range(0, 8)});
-  t.comms.entries.push_back(
-      CommEntry{2, RankList::from_sequence({6, 4, 2, 0}), RankList::range(0, 4, 2)});
+  t.comms.entries.push_back(CommEntry{2, RankList::from_sequence({6, 4, 2, 0}), RankList::range(0, 4, 2)});
 
   Node ev;
   ev.ranks = RankList::range(0, 8);
@@ -57,7 +56,8 @@ Trace handmade() {
   ValueSeq peers;
   for (int i = 0; i < 5; ++i) peers.append(i % 2 ? 1 : -1);
   ev.event->fields[static_cast<std::size_t>(Field::Peer)].alternatives = {
-      {peers, RankList::range(1, 6)}, {ValueSeq::constant(1, 5), RankList::single(0)},
+      {peers, RankList::range(1, 6)},
+      {ValueSeq::constant(1, 5), RankList::single(0)},
       {ValueSeq::constant(-1, 5), RankList::single(7)}};
   ev.event->fields[static_cast<std::size_t>(Field::Bytes)].alternatives = {
       {ValueSeq::constant(4096, 5), RankList::range(0, 8)}};
@@ -80,8 +80,7 @@ Trace handmade() {
   reqs.append({1, 2, 3});
   reqs.append({1, 2, 3});
   reqs.append({4});
-  other.event->arrays[static_cast<std::size_t>(ArrayField::Requests)].alternatives = {
-      {reqs, RankList::range(0, 4, 2)}};
+  other.event->arrays[static_cast<std::size_t>(ArrayField::Requests)].alternatives = {{reqs, RankList::range(0, 4, 2)}};
 
   Node loop;
   loop.ranks = RankList::range(0, 8);
@@ -204,9 +203,8 @@ TEST(Format, HandmadeRoundTrip) {
 }
 
 TEST(Format, PerRankAndMergedRoundTrip) {
-  for (auto pattern : {SyntheticPattern::Stencil1D, SyntheticPattern::Stencil2D,
-                       SyntheticPattern::RowColumn, SyntheticPattern::Irregular,
-                       SyntheticPattern::Collectives}) {
+  for (auto pattern : {SyntheticPattern::Stencil1D, SyntheticPattern::Stencil2D, SyntheticPattern::RowColumn,
+                       SyntheticPattern::Irregular, SyntheticPattern::Collectives}) {
     SyntheticSpec spec;
     spec.pattern = pattern;
     spec.nranks = 12;
@@ -281,18 +279,17 @@ TEST(Format, NamedErrors) {
   EXPECT_NE(expect_error("hello world, not a trace").find("bad magic"), std::string::npos);
   std::string v8 = bytes;
   put_u32(v8, 8, 8);
-  EXPECT_NE(expect_error(v8).find("unsupported format version 8 (this reader supports 2 to 7)"),
-            std::string::npos);
+  EXPECT_NE(expect_error(v8).find("unsupported format version 8 (this reader supports 2 to 7)"), std::string::npos);
   std::string flipped = bytes;
   flipped[bytes.size() - 3] ^= 0x10;
   EXPECT_NE(expect_error(flipped).find("checksum mismatch"), std::string::npos);
   EXPECT_NE(expect_error(bytes.substr(0, bytes.size() - 1)).find("truncated"), std::string::npos);
   EXPECT_NE(expect_error(bytes + "x").find("trailing"), std::string::npos);
-  EXPECT_EQ(reference_crc(std::string_view(bytes).substr(28)),
-            static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[24]) |
-                                       static_cast<unsigned char>(bytes[25]) << 8 |
-                                       static_cast<unsigned char>(bytes[26]) << 16 |
-                                       static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[27])) << 24));
+  EXPECT_EQ(
+      reference_crc(std::string_view(bytes).substr(28)),
+      static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[24]) | static_cast<unsigned char>(bytes[25]) << 8 |
+                                 static_cast<unsigned char>(bytes[26]) << 16 |
+                                 static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[27])) << 24));
 }
 
 TEST(Format, FirstOccurrenceHistogramsAreChecked) {
@@ -496,8 +493,8 @@ namespace {
 /// Reads a fixture written by an older writer (`scalatrace-harness --pattern P --ranks N
 /// --timesteps T`), checks every rank's events against the synthetic recording, and returns
 /// the number of events over all ranks.
-std::uint64_t expect_old_fixture_lossless(const Trace& old, SyntheticPattern pattern,
-                                          std::int64_t nranks, std::int64_t timesteps) {
+std::uint64_t expect_old_fixture_lossless(const Trace& old, SyntheticPattern pattern, std::int64_t nranks,
+                                          std::int64_t timesteps) {
   SyntheticSpec spec;
   spec.pattern = pattern;
   spec.nranks = nranks;
@@ -538,8 +535,8 @@ Trace with_compute_count(std::uint64_t count) {
   Trace t = handmade();
   EventNode& isend = *t.nodes[0].loop->body[0].event;
   const double sum = 100.0 * static_cast<double>(count);
-  isend.compute = Histogram::from_parts(
-      4, count, sum, 100, 100, {HistogramBin{Histogram::bin_index(100, 4), count, 100, 100, sum}});
+  isend.compute = Histogram::from_parts(4, count, sum, 100, 100,
+                                        {HistogramBin{Histogram::bin_index(100, 4), count, 100, 100, sum}});
   return t;
 }
 
@@ -550,10 +547,9 @@ TEST(Format, BinCountsTakeTwoBytesWhateverTheirSize) {
   // timesteps). Exact below 2^15, then within 2^-11 of the count.
   const std::size_t size_of_one = encode_trace(with_compute_count(1)).size();
   for (std::uint64_t count :
-       {std::uint64_t{1}, std::uint64_t{127}, std::uint64_t{128}, std::uint64_t{16384},
-        std::uint64_t{32767}, std::uint64_t{32768}, std::uint64_t{32784}, std::uint64_t{65535},
-        std::uint64_t{1'000'000}, std::uint64_t{1'048'576} * 100, std::uint64_t{999'999'999'999},
-        std::uint64_t{1} << 46}) {
+       {std::uint64_t{1}, std::uint64_t{127}, std::uint64_t{128}, std::uint64_t{16384}, std::uint64_t{32767},
+        std::uint64_t{32768}, std::uint64_t{32784}, std::uint64_t{65535}, std::uint64_t{1'000'000},
+        std::uint64_t{1'048'576} * 100, std::uint64_t{999'999'999'999}, std::uint64_t{1} << 46}) {
     const std::string bytes = encode_trace(with_compute_count(count));
     EXPECT_EQ(bytes.size(), size_of_one) << count;
     const Trace back = decode_trace(bytes);
@@ -575,8 +571,7 @@ TEST(Format, BinCountsTakeTwoBytesWhateverTheirSize) {
     std::string as_v3 = bytes;
     put_u32(as_v3, 8, 3);
     put_u32(as_v3, 24, reference_crc(std::string_view(as_v3).substr(28)));
-    EXPECT_NE(expect_error(as_v3).find("header flag 2 (exact bin counts) in a version 3 file"),
-              std::string::npos);
+    EXPECT_NE(expect_error(as_v3).find("header flag 2 (exact bin counts) in a version 3 file"), std::string::npos);
   }
   // Beyond the largest code (2047 << 36): the largest code, still a valid file.
   for (std::uint64_t count : {std::uint64_t{1} << 60, ~std::uint64_t{0}}) {
@@ -634,16 +629,30 @@ TEST(Format, MetadataKeysAreFrontCoded) {
   // The second setting's key is written as the 19 bytes it shares and "B".
   EXPECT_NE(bytes.find("setting.SCALATRACE_A"), std::string::npos);
   EXPECT_EQ(bytes.find("setting.SCALATRACE_B"), std::string::npos);
-  const std::string second_setting("\x13\x01" "B\x02" "22", 6);
+  const std::string second_setting(
+      "\x13\x01"
+      "B\x02"
+      "22",
+      6);
   ASSERT_NE(bytes.find(second_setting), std::string::npos);
   // "être" shares no bytes with "été": a shared "\xC3" would leave "\xAAtre", not UTF-8.
-  const std::string etre("\x00\x05\xC3\xAAtre\x02" "be", 10);
+  const std::string etre(
+      "\x00\x05\xC3\xAAtre\x02"
+      "be",
+      10);
   ASSERT_NE(bytes.find(etre), std::string::npos);
 
-  EXPECT_NE(expect_error(with_replaced_bytes(bytes, second_setting, std::string("\x7F\x01" "B\x02" "22", 6)))
+  EXPECT_NE(expect_error(with_replaced_bytes(bytes, second_setting,
+                                             std::string("\x7F\x01"
+                                                         "B\x02"
+                                                         "22",
+                                                         6)))
                 .find("metadata key shares 127 bytes with a previous key of 20"),
             std::string::npos);
-  EXPECT_NE(expect_error(with_replaced_bytes(bytes, etre, std::string("\x01\x04\xAAtre\x02" "be", 9)))
+  EXPECT_NE(expect_error(with_replaced_bytes(bytes, etre,
+                                             std::string("\x01\x04\xAAtre\x02"
+                                                         "be",
+                                                         9)))
                 .find("metadata key is not valid UTF-8"),
             std::string::npos);
 }

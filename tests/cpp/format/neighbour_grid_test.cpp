@@ -7,12 +7,12 @@
 #include <random>
 
 #include "format/neighbour_grid.hpp"
+#include "model/value_canonical.hpp"
+#include "scalatrace/format/format.hpp"
 #include "scalatrace/read/cursor.hpp"
 #include "scalatrace/support/errors.hpp"
-#include "scalatrace/format/format.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 #include "synthetic_support.hpp"
-#include "model/value_canonical.hpp"
 
 namespace scalatrace {
 namespace {
@@ -109,7 +109,8 @@ Trace halo_trace(std::int64_t n, ElasticValue trips, ElasticValue peer, ElasticV
   send.ranks = RankList::range(0, n);
   send.event = std::make_unique<EventNode>();
   send.event->op = Op::Isend;
-  send.event->fields[static_cast<std::size_t>(Field::Comm)].alternatives = {{ValueSeq::constant(0, peer.alternatives.front().first.size()), RankList::range(0, n)}};
+  send.event->fields[static_cast<std::size_t>(Field::Comm)].alternatives = {
+      {ValueSeq::constant(0, peer.alternatives.front().first.size()), RankList::range(0, n)}};
   send.event->fields[static_cast<std::size_t>(Field::Peer)] = std::move(peer);
   send.event->fields[static_cast<std::size_t>(Field::Tag)] = std::move(tag);
   Node loop;
@@ -129,10 +130,12 @@ TEST(NeighbourGrid, CanonicalRepeatedIsTheCanonicalFormOfTheValues) {
     std::vector<std::int64_t> block(1 + rng() % 12);
     const int kind = static_cast<int>(rng() % 3);
     for (std::size_t i = 0; i < block.size(); ++i)
-      block[i] = kind == 0 ? static_cast<std::int64_t>(rng() % 3) : kind == 1 ? 5 + 2 * static_cast<std::int64_t>(i)
-                                                                      : static_cast<std::int64_t>(rng() % 100) - 50;
+      block[i] = kind == 0   ? static_cast<std::int64_t>(rng() % 3)
+                 : kind == 1 ? 5 + 2 * static_cast<std::int64_t>(i)
+                             : static_cast<std::int64_t>(rng() % 100) - 50;
     // Short and long (past the 2^18 values held in memory) sequences.
-    const std::uint64_t repeat = iter % 10 == 0 ? (std::uint64_t{1} << 18) / block.size() + 1 + rng() % 50 : 1 + rng() % 40;
+    const std::uint64_t repeat =
+        iter % 10 == 0 ? (std::uint64_t{1} << 18) / block.size() + 1 + rng() % 50 : 1 + rng() % 40;
     ValueSeq values;
     for (std::uint64_t r = 0; r < repeat; ++r)
       for (const auto v : block) values.append(v);
@@ -145,7 +148,8 @@ TEST(NeighbourGrid, FindsTheGridOfAHaloExchangeAndStatesItsFields) {
   const std::vector<std::int64_t> dims{4, 5};
   const auto dirs = five_point();
   const ElasticValue peers = halo_values(dims, dirs, 3, [](std::size_t, std::int64_t offset) { return offset; });
-  const ElasticValue tags = halo_values(dims, dirs, 3, [](std::size_t i, std::int64_t) { return 100 + 7 * static_cast<std::int64_t>(i); });
+  const ElasticValue tags =
+      halo_values(dims, dirs, 3, [](std::size_t i, std::int64_t) { return 100 + 7 * static_cast<std::int64_t>(i); });
   ASSERT_EQ(peers.alternatives.size(), 9u);  // corners, edges, interior
 
   const auto grid = ng::find_grid(peers, 20);
@@ -255,9 +259,8 @@ TEST(NeighbourGrid, StencilTracesTakeTheSameBytesWhateverTheGridsSize) {
   // The synthetic 2D and 3D stencils (non-periodic): a 2x2 grid has 4 kinds of rank, 3x3 has 9,
   // 2x2x2 has 8, 3x3x3 27. Written over their grid, the files hold the same template; what
   // still differs is timing and the Waitall's request arrays (one per number of neighbours).
-  for (const auto& [pattern, sizes] :
-       {std::pair{SyntheticPattern::Stencil2D, std::vector<std::int64_t>{4, 9, 16, 64}},
-        std::pair{SyntheticPattern::Stencil3D, std::vector<std::int64_t>{8, 27, 64}}}) {
+  for (const auto& [pattern, sizes] : {std::pair{SyntheticPattern::Stencil2D, std::vector<std::int64_t>{4, 9, 16, 64}},
+                                       std::pair{SyntheticPattern::Stencil3D, std::vector<std::int64_t>{8, 27, 64}}}) {
     std::vector<std::size_t> bytes;
     for (const std::int64_t n : sizes) {
       const SyntheticSpec spec = test_support::synthetic_spec(pattern, n, 4);
@@ -281,7 +284,8 @@ TEST(NeighbourGrid, StencilTracesTakeTheSameBytesWhateverTheGridsSize) {
     }
     const auto [lo, hi] = std::minmax_element(bytes.begin(), bytes.end());
     // Measured: 2D 557 / 557 / 557 / 564, 3D 596 / 576 / 5xx bytes.
-    EXPECT_LE(*hi, *lo * 110 / 100) << synthetic_pattern_name(pattern) << ": " << bytes.front() << " .. " << bytes.back();
+    EXPECT_LE(*hi, *lo * 110 / 100) << synthetic_pattern_name(pattern) << ": " << bytes.front() << " .. "
+                                    << bytes.back();
   }
 }
 

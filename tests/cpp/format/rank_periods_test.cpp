@@ -7,8 +7,8 @@
 #include <random>
 #include <set>
 
-#include "scalatrace/model/rank_list.hpp"
 #include "scalatrace/format/rank_periods.hpp"
+#include "scalatrace/model/rank_list.hpp"
 
 using namespace scalatrace;
 
@@ -90,8 +90,8 @@ TEST(RankPeriods, EmptyAndSingleLists) {
 TEST(RankPeriods, FaceRanksOfA3DGridAreAConstantNumberOfItemsAtAnySize) {
   std::size_t items_first = 0;
   std::size_t descriptors_first = 0;
-  for (auto [nx, ny, nz] : {std::array<std::int64_t, 3>{8, 8, 8}, {16, 16, 16}, {32, 32, 16},
-                            {64, 64, 32}, {128, 128, 64}}) {
+  for (auto [nx, ny, nz] :
+       {std::array<std::int64_t, 3>{8, 8, 8}, {16, 16, 16}, {32, 32, 16}, {64, 64, 32}, {128, 128, 64}}) {
     const RankList faces = face_ranks(nx, ny, nz);
     const auto periods = find_descriptor_periods(faces.descriptors());
     ASSERT_EQ(expand_all(faces.descriptors(), periods), faces.descriptors());

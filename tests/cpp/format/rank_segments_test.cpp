@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/read/cursor.hpp"
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/merge/merge.hpp"
+#include "scalatrace/read/cursor.hpp"
+#include "scalatrace/support/errors.hpp"
 
 using namespace scalatrace;
 

@@ -7,8 +7,8 @@
 #include <random>
 
 #include "format/scale_basis.hpp"
-#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/format/format.hpp"
+#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 #include "synthetic_support.hpp"
 #include "trace_difference.hpp"
@@ -60,9 +60,9 @@ TEST(ScaleBasis, CountsAreScaledAgainstTheGridsExtent) {
   std::array<std::int64_t, 2> scratch{};
   using V = std::vector<std::int64_t>;
   auto as_vector = [](std::span<const std::int64_t> s) { return V(s.begin(), s.end()); };
-  EXPECT_EQ(as_vector(scale_basis::count_basis(1, basis, scratch)), V({4096, 16}));    // along x
-  EXPECT_EQ(as_vector(scale_basis::count_basis(16, basis, scratch)), V({256, 16}));    // along y
-  EXPECT_EQ(as_vector(scale_basis::count_basis(-256, basis, scratch)), V({16}));       // along z
+  EXPECT_EQ(as_vector(scale_basis::count_basis(1, basis, scratch)), V({4096, 16}));       // along x
+  EXPECT_EQ(as_vector(scale_basis::count_basis(16, basis, scratch)), V({256, 16}));       // along y
+  EXPECT_EQ(as_vector(scale_basis::count_basis(-256, basis, scratch)), V({16}));          // along z
   EXPECT_EQ(as_vector(scale_basis::count_basis(7, basis, scratch)), V({4096, 256, 16}));  // not a grid stride
 }
 
@@ -92,13 +92,22 @@ TEST(ScaleBasis, AnyRankValueRoundTrips) {
       for (int i = 0; i < n; ++i) {
         std::int64_t v = 0;
         switch (rng() % 5) {
-          case 0: v = static_cast<std::int64_t>(rng() % 7) - 3; break;
-          case 1: v = (static_cast<std::int64_t>(rng() % 5) - 2) * nx + static_cast<std::int64_t>(rng() % 3) - 1; break;
-          case 2: v = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(t.nranks)) - t.nranks / 2; break;
+          case 0:
+            v = static_cast<std::int64_t>(rng() % 7) - 3;
+            break;
+          case 1:
+            v = (static_cast<std::int64_t>(rng() % 5) - 2) * nx + static_cast<std::int64_t>(rng() % 3) - 1;
+            break;
+          case 2:
+            v = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(t.nranks)) - t.nranks / 2;
+            break;
           // Beyond scaled numbers (2^56): the sequence is written plain. (Values stay within
           // +-2^61 so that a run's stride, a difference of two values, fits 64 bits.)
-          case 3: v = static_cast<std::int64_t>(rng() >> 3) - (std::int64_t{1} << 60); break;
-          default: v = (rng() % 2 ? 1 : -1) * ((std::int64_t{1} << 56) + static_cast<std::int64_t>(rng() % 3) - 1);
+          case 3:
+            v = static_cast<std::int64_t>(rng() >> 3) - (std::int64_t{1} << 60);
+            break;
+          default:
+            v = (rng() % 2 ? 1 : -1) * ((std::int64_t{1} << 56) + static_cast<std::int64_t>(rng() % 3) - 1);
         }
         seq.append(v);
       }
@@ -119,9 +128,9 @@ TEST(ScaleBasis, StencilTracesTakeTheSameBytesAtEveryRankCount) {
     SyntheticPattern pattern;
     std::vector<std::int64_t> ranks;
   };
-  for (const Case& c : {Case{SyntheticPattern::Stencil1D, {64, 1024, 4096}},
-                        Case{SyntheticPattern::Stencil2D, {64, 1024, 4096}},
-                        Case{SyntheticPattern::Stencil3D, {1024, 4096}}}) {
+  for (const Case& c :
+       {Case{SyntheticPattern::Stencil1D, {64, 1024, 4096}}, Case{SyntheticPattern::Stencil2D, {64, 1024, 4096}},
+        Case{SyntheticPattern::Stencil3D, {1024, 4096}}}) {
     std::size_t first = 0;
     for (const std::int64_t n : c.ranks) {
       const SyntheticSpec spec = synthetic_spec(c.pattern, n, 3);

@@ -9,12 +9,12 @@
 #include <filesystem>
 #include <functional>
 
+#include "error_text.hpp"
 #include "reader_fuzz.hpp"
 #include "scalatrace/analysis/analysis.hpp"
-#include "error_text.hpp"
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/format/raw.hpp"
+#include "scalatrace/support/errors.hpp"
 #include "scalatrace/support/safe_file.hpp"
 
 namespace scalatrace {
@@ -23,8 +23,7 @@ namespace {
 using test_support::error_of;
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("scalatrace_validation_" + std::to_string(::getpid()) + "_" + name))
+  return (std::filesystem::temp_directory_path() / ("scalatrace_validation_" + std::to_string(::getpid()) + "_" + name))
       .string();
 }
 
@@ -53,11 +52,14 @@ TEST(Utf8, WellFormedAndIllFormed) {
   EXPECT_TRUE(is_valid_utf8("plain ascii"));
   EXPECT_TRUE(is_valid_utf8("\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
   EXPECT_FALSE(is_valid_utf8("\xff"));
-  EXPECT_FALSE(is_valid_utf8("\xc3"));            // truncated
-  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));        // overlong
-  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));    // surrogate
+  EXPECT_FALSE(is_valid_utf8("\xc3"));              // truncated
+  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));          // overlong
+  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));      // surrogate
   EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // beyond U+10FFFF
-  EXPECT_EQ(to_valid_utf8("a\xff" "b"), "a\xef\xbf\xbd" "b");
+  EXPECT_EQ(to_valid_utf8("a\xff"
+                          "b"),
+            "a\xef\xbf\xbd"
+            "b");
 }
 
 TEST(TraceValidation, WriterStoresTextAsUtf8AndReaderRejectsOtherText) {
@@ -135,8 +137,7 @@ TEST(CommMatrixGuard, CollectivesOn65536RanksAreRefusedBeforeAllocating) {
   EXPECT_EQ(collective_pair_bound(t, CommKind::All), 65536ull * 65535ull);
   EXPECT_EQ(collective_pair_bound(t, CommKind::PointToPoint), 0u);
   for (CommKind kind : {CommKind::All, CommKind::Collective}) {
-    const std::string err =
-        error_of([&] { comm_matrix_sparse(t, Metric::Messages, kind, std::uint64_t{8} << 30); });
+    const std::string err = error_of([&] { comm_matrix_sparse(t, Metric::Messages, kind, std::uint64_t{8} << 30); });
     EXPECT_NE(err.find("4294901760 (sender, receiver) pairs"), std::string::npos) << err;
     EXPECT_NE(err.find("kind=\"p2p\""), std::string::npos) << err;
   }

@@ -9,9 +9,9 @@
 #include <random>
 
 #include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/merge/merge.hpp"
+#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 #include "synthetic_support.hpp"
 #include "trace_difference.hpp"
@@ -20,8 +20,8 @@ using namespace scalatrace;
 
 namespace {
 
-constexpr Op kOps[] = {Op::Send, Op::Recv, Op::Isend, Op::Irecv, Op::Waitall, Op::Barrier,
-                       Op::Allreduce, Op::Bcast, Op::Other};
+constexpr Op kOps[] = {Op::Send,    Op::Recv,      Op::Isend, Op::Irecv, Op::Waitall,
+                       Op::Barrier, Op::Allreduce, Op::Bcast, Op::Other};
 
 /// A random SPMD program: events, loops (trip counts may depend on the rank) and branches
 /// on rank properties.
@@ -29,7 +29,7 @@ struct Stmt {
   enum Kind { Ev, Loop, Branch } kind = Ev;
   Op op = Op::Send;
   int site = 0;
-  int param = 0;      // 0 const, 1 rank-relative, 2 iteration, 3 rank-random
+  int param = 0;  // 0 const, 1 rank-relative, 2 iteration, 3 rank-random
   int trips = 1;
   int trip_mode = 0;  // 0 const, 1 depends on rank, 2 depends on rank class
   int cond = 0;       // branch: 0 rank even, 1 rank == 0, 2 last rank, 3 rank < n/2, 4 random
@@ -93,11 +93,16 @@ struct RankRun {
   }
   bool cond(const Stmt& s) {
     switch (s.cond) {
-      case 0: return rank % 2 == 0;
-      case 1: return rank == 0;
-      case 2: return rank == nranks - 1;
-      case 3: return rank < nranks / 2;
-      default: return rng() % 2 == 0;
+      case 0:
+        return rank % 2 == 0;
+      case 1:
+        return rank == 0;
+      case 2:
+        return rank == nranks - 1;
+      case 3:
+        return rank < nranks / 2;
+      default:
+        return rng() % 2 == 0;
     }
   }
   void run(const std::vector<Stmt>& prog, std::int64_t iter) {
@@ -115,10 +120,17 @@ struct RankRun {
         e.site = site(s.site);
         std::int64_t v = 0;
         switch (s.param) {
-          case 1: v = (rank + 1) % nranks - rank; break;
-          case 2: v = iter; break;
-          case 3: v = static_cast<std::int64_t>(rng() % 3); break;
-          default: v = 7;
+          case 1:
+            v = (rank + 1) % nranks - rank;
+            break;
+          case 2:
+            v = iter;
+            break;
+          case 3:
+            v = static_cast<std::int64_t>(rng() % 3);
+            break;
+          default:
+            v = 7;
         }
         e[Field::Peer] = v;
         e[Field::Tag] = s.site;
@@ -133,8 +145,8 @@ struct RankRun {
   }
 };
 
-RankRecording record(const std::vector<Stmt>& prog, std::int64_t rank, std::int64_t nranks,
-                     std::uint64_t seed, bool divergent) {
+RankRecording record(const std::vector<Stmt>& prog, std::int64_t rank, std::int64_t nranks, std::uint64_t seed,
+                     bool divergent) {
   RankRun rr{rank, nranks, std::mt19937_64(seed * 1000003 + static_cast<std::uint64_t>(rank)), {}, {}, {}};
   rr.rec.rank = rank;
   rr.rec.nranks = nranks;
@@ -153,8 +165,8 @@ RankRecording record(const std::vector<Stmt>& prog, std::int64_t rank, std::int6
 
 Trace to_rank_trace(const RankRecording& rec) {
   Trace t = compress_recording(rec);
-  return make_rank_trace(rec.rank, rec.nranks, std::move(t.nodes), std::move(t.sites),
-                         std::move(t.comms), std::move(t.names));
+  return make_rank_trace(rec.rank, rec.nranks, std::move(t.nodes), std::move(t.sites), std::move(t.comms),
+                         std::move(t.names));
 }
 
 /// The cursor's views of a rank's events (what the simulator reads: arrays referring to the
@@ -173,8 +185,8 @@ void expect_views_equal_copies(const Trace& t, std::int64_t rank) {
   ASSERT_FALSE(views.next(v)) << "rank " << rank << ": views go on after " << seen.size();
   for (std::size_t i = 0; i < events.size(); ++i) {
     const Event back = seen[i].to_event();
-    ASSERT_TRUE(back.same_call(events[i])) << "rank " << rank << " event " << i << ": "
-                                           << describe(back) << " vs " << describe(events[i]);
+    ASSERT_TRUE(back.same_call(events[i]))
+        << "rank " << rank << " event " << i << ": " << describe(back) << " vs " << describe(events[i]);
     ASSERT_EQ(back.compute_ns, events[i].compute_ns);
     ASSERT_EQ(back.duration_ns, events[i].duration_ns);
   }
@@ -256,9 +268,8 @@ TEST(Merge, RandomProgramsLosslessPerRank) {
 }
 
 TEST(Merge, SyntheticPatternsLosslessPerRank) {
-  for (auto pattern : {SyntheticPattern::Stencil1D, SyntheticPattern::Stencil2D,
-                       SyntheticPattern::Stencil3D, SyntheticPattern::Collectives,
-                       SyntheticPattern::RowColumn, SyntheticPattern::Irregular}) {
+  for (auto pattern : {SyntheticPattern::Stencil1D, SyntheticPattern::Stencil2D, SyntheticPattern::Stencil3D,
+                       SyntheticPattern::Collectives, SyntheticPattern::RowColumn, SyntheticPattern::Irregular}) {
     for (bool wrap : {false, true}) {
       SyntheticSpec spec;
       spec.pattern = pattern;
@@ -393,9 +404,8 @@ TEST(Merge, SealedAndUnsealedSequencesMergeAlike) {
   // The same tree with the same alternatives (timing aside: a transfer rounds bin means).
   EXPECT_EQ(test_support::trace_difference(a, b), "");
   std::size_t most_alternatives = 0;
-  test_support::for_each_elastic(a.nodes, [&](const ElasticValue& v) {
-    most_alternatives = std::max(most_alternatives, v.alternatives.size());
-  });
+  test_support::for_each_elastic(
+      a.nodes, [&](const ElasticValue& v) { most_alternatives = std::max(most_alternatives, v.alternatives.size()); });
   EXPECT_GT(most_alternatives, 8u) << "the test needs the hashed merge path";
 }
 
@@ -517,9 +527,8 @@ TEST(Merge, TimingGroupsKeepRanksThatDiffer) {
   // A pipeline's receive: ranks 1 and 2 receive right after sending (no compute before the
   // call), rank 3 (the last stage) computes 1 ms before it. The merged node keeps rank 3's
   // timing apart, so each rank's cursor gives back its own compute time.
-  const auto [merged, recv] = merged_pipeline_receives(50, [](std::int64_t rank, int i) {
-    return (rank == 3 ? 1'000'000 : 2'000) + static_cast<std::uint64_t>(i);
-  });
+  const auto [merged, recv] = merged_pipeline_receives(
+      50, [](std::int64_t rank, int i) { return (rank == 3 ? 1'000'000 : 2'000) + static_cast<std::uint64_t>(i); });
   ASSERT_NE(recv, nullptr);
   EXPECT_EQ(recv->timing_groups.size(), 2u);
   const auto round_trip = decode_trace(encode_trace(merged));
@@ -588,7 +597,8 @@ TEST(Merge, LongNonRepeatingStretchesMergeLosslesslyInBlocks) {
     const auto got = expand(merged, r);
     const auto& want = streams[static_cast<std::size_t>(r)];
     ASSERT_EQ(got.size(), want.size()) << "rank " << r;
-    for (std::size_t i = 0; i < want.size(); ++i) ASSERT_TRUE(got[i].same_call(want[i])) << "rank " << r << " event " << i;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      ASSERT_TRUE(got[i].same_call(want[i])) << "rank " << r << " event " << i;
   }
   EXPECT_LT(merged.nodes.size(), nodes_before * 6 / 10) << "the shared stretch merged";
 }

@@ -1,8 +1,8 @@
 // Histogram: log bins, statistics, merge and sampling.
 #include <gtest/gtest.h>
 
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/model/histogram.hpp"
+#include "scalatrace/support/errors.hpp"
 
 using namespace scalatrace;
 

@@ -5,9 +5,9 @@
 
 #include "scalatrace/compress/compressor.hpp"
 #include "scalatrace/model/elastic.hpp"
+#include "scalatrace/model/value_seq.hpp"
 #include "scalatrace/support/errors.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
-#include "scalatrace/model/value_seq.hpp"
 #include "trace_difference.hpp"
 
 using namespace scalatrace;
@@ -53,9 +53,12 @@ TEST(ValueSeq, ConstantAndArithmeticRuns) {
 }
 
 TEST(ValueSeq, PeriodicPatternsStayConstantSize) {
-  for (std::vector<std::int64_t> period :
-       {std::vector<std::int64_t>{1, 0}, {-2, -1, 1, 2}, {0, 0, 1, 1}, {1, 0, 0},
-        {-11, -10, -9, -1, 1, 9, 10, 11}, {5, 5, 5, 9}}) {
+  for (std::vector<std::int64_t> period : {std::vector<std::int64_t>{1, 0},
+                                           {-2, -1, 1, 2},
+                                           {0, 0, 1, 1},
+                                           {1, 0, 0},
+                                           {-11, -10, -9, -1, 1, 9, 10, 11},
+                                           {5, 5, 5, 9}}) {
     std::size_t size_at_10 = 0;
     std::vector<std::int64_t> v;
     ValueSeq s;
@@ -75,12 +78,16 @@ TEST(ValueSeq, PeriodicPatternsStayConstantSize) {
 TEST(ValueSeq, NestedPeriodsStayConstantSize) {
   // Periods that contain a repetition of their own (message sizes and tags of 3D stencil
   // corners: faces, edges and corners in the order of the neighbour loop), at every phase.
-  for (std::vector<std::int64_t> period :
-       {std::vector<std::int64_t>{64, 8, 64, 8, 64, 8, 8}, {8, 64, 8, 64, 8, 8, 8},
-        {3, 3, 5, 3, 3, 5, 7}, {1, 2, 1, 2, 9, 9}, {4, 4, 4, 1, 4, 4, 4, 2},
-        // stencil3d's default sizes (512 face, 64 edge, 8 corner) on 2x2x2 ranks 0, 1 and 7:
-        // their inner folding leaves 4 blocks per two timesteps.
-        {512, 512, 64, 512, 64, 64, 8}, {512, 64, 512, 64, 512, 8, 64}, {8, 64, 64, 512, 64, 512, 512}}) {
+  for (std::vector<std::int64_t> period : {std::vector<std::int64_t>{64, 8, 64, 8, 64, 8, 8},
+                                           {8, 64, 8, 64, 8, 8, 8},
+                                           {3, 3, 5, 3, 3, 5, 7},
+                                           {1, 2, 1, 2, 9, 9},
+                                           {4, 4, 4, 1, 4, 4, 4, 2},
+                                           // stencil3d's default sizes (512 face, 64 edge, 8 corner) on 2x2x2 ranks 0,
+                                           // 1 and 7: their inner folding leaves 4 blocks per two timesteps.
+                                           {512, 512, 64, 512, 64, 64, 8},
+                                           {512, 64, 512, 64, 512, 8, 64},
+                                           {8, 64, 64, 512, 64, 512, 512}}) {
     for (std::size_t phase = 0; phase < period.size(); ++phase) {
       std::size_t size_at_20 = 0;
       std::vector<std::int64_t> v;
@@ -110,8 +117,10 @@ TEST(ValueSeq, RandomSequencesRoundTrip) {
     const int n = static_cast<int>(rng() % 300);
     const int alphabet = 1 + static_cast<int>(rng() % 5);
     for (int i = 0; i < n; ++i) {
-      if (rng() % 4 == 0 && !v.empty()) v.push_back(v.back() + 1);
-      else v.push_back(static_cast<std::int64_t>(rng() % alphabet) - 2);
+      if (rng() % 4 == 0 && !v.empty())
+        v.push_back(v.back() + 1);
+      else
+        v.push_back(static_cast<std::int64_t>(rng() % alphabet) - 2);
     }
     expect_same(from(v), v);
   }
@@ -299,7 +308,8 @@ std::vector<std::int64_t> random_values(std::mt19937_64& rng) {
   switch (rng() % 4) {
     case 0: {  // arithmetic
       const std::int64_t first = small(), stride = small();
-      for (std::size_t k = 1 + rng() % 50; k > 0; --k) v.push_back(first + stride * static_cast<std::int64_t>(v.size()));
+      for (std::size_t k = 1 + rng() % 50; k > 0; --k)
+        v.push_back(first + stride * static_cast<std::int64_t>(v.size()));
       break;
     }
     case 1:  // random

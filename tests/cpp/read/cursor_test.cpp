@@ -79,17 +79,23 @@ TEST(Cursor, FirstOccurrenceKeepsItsWarmUp) {
     for (std::size_t i = 0; i < s.size(); ++i) {
       auto e = mean.next();
       ASSERT_TRUE(e);
-      if (i == 0) EXPECT_EQ(e->compute_ns, 50'000u);
-      else if (i == 4) EXPECT_EQ(e->compute_ns, 80'000u);
-      else if (s[i].op == Op::Barrier) EXPECT_EQ(e->compute_ns, 2'000u);
-      else EXPECT_NEAR(static_cast<double>(e->compute_ns), 23'360.0 / 23, 1.0) << i;  // the 23 later sends
+      if (i == 0)
+        EXPECT_EQ(e->compute_ns, 50'000u);
+      else if (i == 4)
+        EXPECT_EQ(e->compute_ns, 80'000u);
+      else if (s[i].op == Op::Barrier)
+        EXPECT_EQ(e->compute_ns, 2'000u);
+      else
+        EXPECT_NEAR(static_cast<double>(e->compute_ns), 23'360.0 / 23, 1.0) << i;  // the 23 later sends
     }
     Cursor sample(*trace, 0, TimingMode::Sample, 11);
     for (std::size_t i = 0; i < s.size(); ++i) {
       auto e = sample.next();
       ASSERT_TRUE(e);
-      if (i == 0 || i == 4) EXPECT_EQ(e->compute_ns, s[i].compute_ns);
-      else EXPECT_LE(e->compute_ns, 2'100u) << i;  // never the warm-up again
+      if (i == 0 || i == 4)
+        EXPECT_EQ(e->compute_ns, s[i].compute_ns);
+      else
+        EXPECT_LE(e->compute_ns, 2'100u) << i;  // never the warm-up again
     }
     Cursor median(*trace, 0, TimingMode::Median);
     EXPECT_EQ(median.next()->compute_ns, 50'000u);
@@ -178,8 +184,8 @@ TEST(Cursor, MergedTraceRanksAndAlternatives) {
   ValueSeq peers0, peers1;
   for (int i = 0; i < 2; ++i) peers0.append(i + 1);
   for (int i = 0; i < 3; ++i) peers1.append(-i);
-  send.event->fields[static_cast<std::size_t>(Field::Peer)].alternatives = {
-      {peers0, RankList::range(0, 1)}, {peers1, RankList::range(1, 1)}};
+  send.event->fields[static_cast<std::size_t>(Field::Peer)].alternatives = {{peers0, RankList::range(0, 1)},
+                                                                            {peers1, RankList::range(1, 1)}};
   loop.loop->body.push_back(std::move(send));
   t.nodes.push_back(std::move(loop));
   Node only1;
@@ -244,8 +250,8 @@ TEST(Cursor, EveryRankOfMergedSyntheticRunsIsItsGeneratedStream) {
       ASSERT_EQ(walked.size(), recorded.size()) << synthetic_pattern_name(pattern) << " rank " << rank;
       for (std::size_t i = 0; i < walked.size(); ++i)
         ASSERT_TRUE(walked[i].same_call(recorded[i]))
-            << synthetic_pattern_name(pattern) << " rank " << rank << " event " << i << ": "
-            << describe(walked[i]) << " vs " << describe(recorded[i]);
+            << synthetic_pattern_name(pattern) << " rank " << rank << " event " << i << ": " << describe(walked[i])
+            << " vs " << describe(recorded[i]);
     }
   }
 }

@@ -67,10 +67,16 @@ Event recorded(Op op, std::int64_t r, std::int64_t n, std::int64_t root, std::in
 }
 
 TEST(CollectiveSchedule, EverySendMeetsAReceiveOfTheSameSize) {
-  const std::vector<Op> ops = {Op::Barrier,   Op::Bcast,     Op::Reduce,    Op::Allreduce, Op::Gather,
-                               Op::Gatherv,   Op::Scatter,   Op::Scatterv,  Op::Allgather, Op::Allgatherv,
-                               Op::Alltoall,  Op::Alltoallv, Op::Reduce_scatter, Op::Reduce_scatter_block,
-                               Op::Scan,      Op::Exscan,    Op::Comm_split, Op::Ibcast,   Op::Iallreduce};
+  const std::vector<Op> ops = {Op::Barrier,        Op::Bcast,
+                               Op::Reduce,         Op::Allreduce,
+                               Op::Gather,         Op::Gatherv,
+                               Op::Scatter,        Op::Scatterv,
+                               Op::Allgather,      Op::Allgatherv,
+                               Op::Alltoall,       Op::Alltoallv,
+                               Op::Reduce_scatter, Op::Reduce_scatter_block,
+                               Op::Scan,           Op::Exscan,
+                               Op::Comm_split,     Op::Ibcast,
+                               Op::Iallreduce};
   // Small and large blocks: MPICH switches algorithm by size (binomial / scatter-ring bcast,
   // recursive doubling / Rabenseifner allreduce, recursive doubling / Bruck / ring allgather).
   for (std::int64_t block : {8, 40000, 300000})
@@ -91,8 +97,10 @@ TEST(CollectiveSchedule, EverySendMeetsAReceiveOfTheSameSize) {
               if (s.recv_from >= 0) received[{s.recv_from, r}].push_back(s.recv_bytes);
             }
           EXPECT_EQ(sent, received) << what;
-          if (n > 1) EXPECT_GT(steps, 0U) << what;
-          else EXPECT_EQ(steps, 0U) << what;
+          if (n > 1)
+            EXPECT_GT(steps, 0U) << what;
+          else
+            EXPECT_EQ(steps, 0U) << what;
         }
 }
 

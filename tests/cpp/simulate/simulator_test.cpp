@@ -53,8 +53,7 @@ Trace merged(std::vector<Prog>& progs) {
   for (auto& p : progs) {
     IntraCompressor c;
     for (const auto& e : p.rec.events) c.push(e);
-    per_rank.push_back(make_rank_trace(p.rec.rank, p.rec.nranks, c.finish(), p.rec.sites,
-                                       p.rec.comms, p.rec.names));
+    per_rank.push_back(make_rank_trace(p.rec.rank, p.rec.nranks, c.finish(), p.rec.sites, p.rec.comms, p.rec.names));
   }
   return merge_tree(std::move(per_rank));
 }
@@ -185,15 +184,15 @@ TEST(Simulator, CallsThatNeverWaitTakeTheirRecordedTime) {
   const Trace t = merged(p);
   SimOptions opt = options(L, o, G);
   const SimResult r = simulate(t, opt);
-  EXPECT_DOUBLE_EQ(r.end_ns[0], 3'000);               // Isend: its recorded 3 us (o_s included)
-  EXPECT_DOUBLE_EQ(r.end_ns[1], 2'000 + o);           // the message arrived during the Irecv's 2 us
+  EXPECT_DOUBLE_EQ(r.end_ns[0], 3'000);      // Isend: its recorded 3 us (o_s included)
+  EXPECT_DOUBLE_EQ(r.end_ns[1], 2'000 + o);  // the message arrived during the Irecv's 2 us
   EXPECT_DOUBLE_EQ(r.ranks[1].comm, 2'000 + o);
-  opt.recorded_local_calls = false;                   // the model alone: one eager message
+  opt.recorded_local_calls = false;  // the model alone: one eager message
   const SimResult model = simulate(t, opt);
   EXPECT_DOUBLE_EQ(model.end_ns[0], o);
   EXPECT_DOUBLE_EQ(model.end_ns[1], 2 * o + L + (bytes - 1) * G);
   opt.recorded_local_calls = true;
-  opt.timing = TimingMode::None;                      // no recorded times at all
+  opt.timing = TimingMode::None;  // no recorded times at all
   EXPECT_DOUBLE_EQ(simulate(t, opt).total_ns, model.total_ns);
 }
 
@@ -456,8 +455,8 @@ TEST(Simulator, SyntheticProgramsEndAndMatchTheCommMatrix) {
 TEST(Simulator, CursorIntoOneEventEqualsTheExpandedRank) {
   // The simulator reuses one Event per rank (Cursor::next(Event&)): every field and array of
   // the previous event must be overwritten, so each rank's walk equals expand(), timing included.
-  for (SyntheticPattern pat : {SyntheticPattern::Stencil2D, SyntheticPattern::Collectives,
-                               SyntheticPattern::Irregular}) {
+  for (SyntheticPattern pat :
+       {SyntheticPattern::Stencil2D, SyntheticPattern::Collectives, SyntheticPattern::Irregular}) {
     SyntheticSpec spec;
     spec.pattern = pat;
     spec.nranks = 9;

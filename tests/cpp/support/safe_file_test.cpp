@@ -10,14 +10,14 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 #include "error_text.hpp"
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/format/raw.hpp"
+#include "scalatrace/support/errors.hpp"
 
 namespace scalatrace {
 namespace {
@@ -35,9 +35,8 @@ using test_support::error_of;
 class SafeFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("scalatrace_safe_file_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("scalatrace_safe_file_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -126,8 +125,7 @@ TEST_F(SafeFileTest, DirectoryAtTheTargetIsRefused) {
 }
 
 TEST_F(SafeFileTest, MissingDirectoryIsReportedWithTheSystemReason) {
-  const std::string err =
-      error_of([&] { write_file_safely((dir_ / "no" / "such" / "t.sct").string(), "x"); });
+  const std::string err = error_of([&] { write_file_safely((dir_ / "no" / "such" / "t.sct").string(), "x"); });
   EXPECT_NE(err.find("No such file or directory"), std::string::npos) << err;
 }
 

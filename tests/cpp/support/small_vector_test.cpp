@@ -48,7 +48,7 @@ TEST(SmallVector, MovesInlineAndHeapVectors) {
     }
     SmallVector<Item, 4> moved(std::move(v));
     EXPECT_EQ(values(moved), want);
-    EXPECT_TRUE(v.empty());  // NOLINT(bugprone-use-after-move): a moved-from vector is empty
+    EXPECT_TRUE(v.empty());   // NOLINT(bugprone-use-after-move): a moved-from vector is empty
     v.push_back(Item{7, 0});  // and usable (its own inline storage again)
     EXPECT_EQ(values(v), std::vector<std::int64_t>{7});
     SmallVector<Item, 4> assigned;

@@ -11,17 +11,16 @@
 #include <set>
 #include <string>
 
+#include "analysis/structure_walk.hpp"
 #include "scalatrace/analysis/analysis.hpp"
 #include "scalatrace/read/cursor.hpp"
 #include "scalatrace/support/errors.hpp"
-#include "analysis/structure_walk.hpp"
 
 namespace scalatrace {
 
 std::vector<double> CommTriplets::to_dense() const {
   std::vector<double> m(static_cast<std::size_t>(nranks * nranks), 0.0);
-  for (std::size_t i = 0; i < value.size(); ++i)
-    m[static_cast<std::size_t>(src[i] * nranks + dst[i])] += value[i];
+  for (std::size_t i = 0; i < value.size(); ++i) m[static_cast<std::size_t>(src[i] * nranks + dst[i])] += value[i];
   return m;
 }
 
@@ -33,7 +32,7 @@ namespace {
 /// Calls of one op by one rank with equal communicator / peer / root, aggregated.
 struct CallGroup {
   std::int64_t comm = 0, peer = 0, root = 0;
-  double calls = 0;   ///< number of calls (messages per pair)
+  double calls = 0;  ///< number of calls (messages per pair)
   double bytes = 0, bytes2 = 0;
   std::vector<double> send_counts, recv_counts;  ///< summed per comm rank
 };
@@ -126,8 +125,7 @@ class PairEmitter {
     };
     auto to_all_counts = [&](const std::vector<double>& counts, double fallback) {
       for (std::int64_t j = 0; j < size; ++j)
-        emit(j, static_cast<std::size_t>(j) < counts.size() ? counts[static_cast<std::size_t>(j)]
-                                                            : fallback);
+        emit(j, static_cast<std::size_t>(j) < counts.size() ? counts[static_cast<std::size_t>(j)] : fallback);
     };
     switch (op) {
       case Op::Barrier:
@@ -207,10 +205,8 @@ CallGroup group_of(const Event& e) {
 }
 
 /// Sorts and sums (key, value) pairs into triplets.
-CommTriplets finish_pairs(std::vector<std::pair<std::uint64_t, double>>& pairs,
-                          std::int64_t nranks) {
-  std::sort(pairs.begin(), pairs.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+CommTriplets finish_pairs(std::vector<std::pair<std::uint64_t, double>>& pairs, std::int64_t nranks) {
+  std::sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   CommTriplets t;
   t.nranks = nranks;
   const auto n = static_cast<std::uint64_t>(nranks);
@@ -240,17 +236,16 @@ std::string gib(std::uint64_t bytes) {
 class PairCollector {
  public:
   PairCollector(std::int64_t nranks, std::uint64_t max_bytes)
-      : nranks_(static_cast<std::uint64_t>(nranks)),
-        limit_(std::max<std::uint64_t>(max_bytes / kBytesPerPair, 1024)) {}
+      : nranks_(static_cast<std::uint64_t>(nranks)), limit_(std::max<std::uint64_t>(max_bytes / kBytesPerPair, 1024)) {}
   PairSink sink() {
     return [this](std::int64_t s, std::int64_t d, double v) {
       if (v == 0) return;
       if (pairs_.size() >= limit_)
         throw UsageError("the communication matrix has more entries than fit the memory limit (" +
-                         std::to_string(limit_) + " pairs); restrict the kind (e.g. p2p) or "
+                         std::to_string(limit_) +
+                         " pairs); restrict the kind (e.g. p2p) or "
                          "analyse a smaller trace");
-      pairs_.emplace_back(static_cast<std::uint64_t>(s) * nranks_ + static_cast<std::uint64_t>(d),
-                          v);
+      pairs_.emplace_back(static_cast<std::uint64_t>(s) * nranks_ + static_cast<std::uint64_t>(d), v);
       // Fold duplicates now and then so long loops of pairs stay bounded.
       if (pairs_.size() >= next_fold_) fold();
     };
@@ -262,8 +257,7 @@ class PairCollector {
     auto t = finish_pairs(pairs_, static_cast<std::int64_t>(nranks_));
     pairs_.clear();
     for (std::size_t i = 0; i < t.value.size(); ++i)
-      pairs_.emplace_back(static_cast<std::uint64_t>(t.src[i]) * nranks_ +
-                              static_cast<std::uint64_t>(t.dst[i]),
+      pairs_.emplace_back(static_cast<std::uint64_t>(t.src[i]) * nranks_ + static_cast<std::uint64_t>(t.dst[i]),
                           t.value[i]);
     next_fold_ = std::max<std::size_t>(2 * pairs_.size(), std::size_t{1} << 22);
   }
@@ -278,8 +272,8 @@ class PairCollector {
 // ---------------------------------------------------------------------------------------------
 // Brute force over concrete events
 
-EventAttributor::EventAttributor(std::int64_t rank, std::int64_t nranks, const CommTable* comms,
-                                 Metric metric, CommKind kind)
+EventAttributor::EventAttributor(std::int64_t rank, std::int64_t nranks, const CommTable* comms, Metric metric,
+                                 CommKind kind)
     : rank_(rank), nranks_(nranks), comms_(comms), metric_(metric), kind_(kind) {}
 
 void EventAttributor::add(const Event& e, const PairSink& sink) {
@@ -323,8 +317,7 @@ CommTriplets comm_matrix_by_expansion(const Trace& trace, Metric metric, CommKin
   return out.finish();
 }
 
-CommTriplets comm_matrix_of_recordings(const std::vector<RankRecording>& recs, Metric metric,
-                                       CommKind kind) {
+CommTriplets comm_matrix_of_recordings(const std::vector<RankRecording>& recs, Metric metric, CommKind kind) {
   std::int64_t nranks = 0;
   for (const auto& r : recs) nranks = std::max({nranks, r.nranks, r.rank + 1});
   PairCollector out(nranks, matrix_memory_limit());
@@ -365,10 +358,8 @@ std::vector<CallGroup> call_groups(const EventNode& ev, const AltKey& key, std::
   ScalarView root{alt_seq(ev.fields[static_cast<std::size_t>(Field::Root)], key[kRoot])};
   ScalarView bytes{alt_seq(ev.fields[static_cast<std::size_t>(Field::Bytes)], key[kBytes])};
   ScalarView bytes2{alt_seq(ev.fields[static_cast<std::size_t>(Field::Bytes2)], key[kBytes2])};
-  const ArraySeq* sc =
-      alt_array(ev.arrays[static_cast<std::size_t>(ArrayField::SendCounts)], key[kSendCounts]);
-  const ArraySeq* rc =
-      alt_array(ev.arrays[static_cast<std::size_t>(ArrayField::RecvCounts)], key[kRecvCounts]);
+  const ArraySeq* sc = alt_array(ev.arrays[static_cast<std::size_t>(ArrayField::SendCounts)], key[kSendCounts]);
+  const ArraySeq* rc = alt_array(ev.arrays[static_cast<std::size_t>(ArrayField::RecvCounts)], key[kRecvCounts]);
   if (count == 0) return {};
   if (comm.constant() && peer.constant() && root.constant()) {
     CallGroup g;
@@ -453,16 +444,14 @@ std::uint64_t collective_pair_bound(const Trace& trace, CommKind kind) {
   return bound;
 }
 
-CommTriplets comm_matrix_sparse(const Trace& trace, Metric metric, CommKind kind,
-                                std::uint64_t max_bytes) {
+CommTriplets comm_matrix_sparse(const Trace& trace, Metric metric, CommKind kind, std::uint64_t max_bytes) {
   const std::int64_t P = trace.nranks;
   const std::uint64_t bound = collective_pair_bound(trace, kind);
   if (bound > max_bytes / kBytesPerPair)
-    throw UsageError(
-        "the collectives of this " + std::to_string(P) + "-rank trace can attribute traffic to up to " +
-        std::to_string(bound) + " (sender, receiver) pairs (about " + gib(bound * kBytesPerPair) +
-        " to collect), over the memory limit of " + gib(max_bytes) +
-        "; use kind=\"p2p\" for point-to-point traffic, or summary() for per-operation totals");
+    throw UsageError("the collectives of this " + std::to_string(P) + "-rank trace can attribute traffic to up to " +
+                     std::to_string(bound) + " (sender, receiver) pairs (about " + gib(bound * kBytesPerPair) +
+                     " to collect), over the memory limit of " + gib(max_bytes) +
+                     "; use kind=\"p2p\" for point-to-point traffic, or summary() for per-operation totals");
   PairCollector out(P, max_bytes);
   auto sink = out.sink();
   PairEmitter emitter(trace.comms, P, metric);
@@ -487,8 +476,7 @@ CommTriplets comm_matrix_sparse(const Trace& trace, Metric metric, CommKind kind
       const AltKey key = keys.key(r);
       auto it = cache.find(key);
       if (it == cache.end())
-        it = cache.emplace(key, call_groups(ev, key, exec_count(exec, key[kPresence], key[kTrips])))
-                 .first;
+        it = cache.emplace(key, call_groups(ev, key, exec_count(exec, key[kPresence], key[kTrips]))).first;
       for (const auto& g : it->second) {
         if (coll)
           emitter.collective(ev.op, r, g, sink);
@@ -515,13 +503,12 @@ CommTriplets comm_matrix_sparse(const Trace& trace, Metric metric, CommKind kind
   return out.finish();
 }
 
-std::vector<double> comm_matrix(const Trace& trace, Metric metric, CommKind kind,
-                                std::uint64_t max_bytes) {
+std::vector<double> comm_matrix(const Trace& trace, Metric metric, CommKind kind, std::uint64_t max_bytes) {
   const auto P = static_cast<std::uint64_t>(trace.nranks);
   if (P != 0 && P * P > max_bytes / sizeof(double))
     throw UsageError("a dense " + std::to_string(P) + " x " + std::to_string(P) + " matrix (" +
-                     gib(P * P * sizeof(double)) + ") does not fit the memory limit of " +
-                     gib(max_bytes) + "; use the sparse form");
+                     gib(P * P * sizeof(double)) + ") does not fit the memory limit of " + gib(max_bytes) +
+                     "; use the sparse form");
   return comm_matrix_sparse(trace, metric, kind, max_bytes).to_dense();
 }
 

@@ -13,7 +13,6 @@
 
 namespace scalatrace::structure_walk {
 
-
 /// Per-node labelling of ranks by the elastic alternative that applies to them.
 class AltLabels {
  public:
@@ -26,15 +25,13 @@ class AltLabels {
     empty_ = value.alternatives.empty();
     if (single_) {
       // One alternative applies to every rank unless its ranklist says otherwise.
-      restrict_ = !empty_ && !value.alternatives[0].second.empty() ? &value.alternatives[0].second
-                                                                   : nullptr;
+      restrict_ = !empty_ && !value.alternatives[0].second.empty() ? &value.alternatives[0].second : nullptr;
       // A set of nranks distinct ranks in [0, nranks) is all of them.
       if (restrict_ && restrict_->size() == nranks_) {
         bool in_range = true;
         for (const auto& d : restrict_->descriptors())
           if (d.start < 0 || d.start >= nranks_) in_range = false;
-        if (in_range && restrict_->contains(0) && restrict_->contains(nranks_ - 1))
-          restrict_ = nullptr;
+        if (in_range && restrict_->contains(0) && restrict_->contains(nranks_ - 1)) restrict_ = nullptr;
       }
       return;
     }
@@ -61,8 +58,7 @@ class AltLabels {
 };
 
 // Slots of an event node's elastic parts that matter for analyses.
-enum Slot : std::size_t { kPresence, kTrips, kComm, kPeer, kRoot, kBytes, kBytes2, kSendCounts, kRecvCounts,
-                          kSlots };
+enum Slot : std::size_t { kPresence, kTrips, kComm, kPeer, kRoot, kBytes, kBytes2, kSendCounts, kRecvCounts, kSlots };
 using AltKey = std::array<std::int32_t, kSlots>;
 
 /// How often a rank executes a node: the number of 1s in the node's presence vector if it has
@@ -110,8 +106,7 @@ class TreeWalker {
   }
 
  private:
-  void walk(const std::vector<Node>& nodes, const RankList& parent_ranks,
-            const ElasticValue* parent_trips) {
+  void walk(const std::vector<Node>& nodes, const RankList& parent_ranks, const ElasticValue* parent_trips) {
     for (const auto& n : nodes) {
       const RankList& ranks = n.ranks.empty() ? parent_ranks : n.ranks;
       if (n.is_loop()) {
@@ -119,8 +114,7 @@ class TreeWalker {
         // flags only has trip entries for the visits it actually runs.
         walk(n.loop->body, ranks, &n.loop->trips);
       } else if (n.event) {
-        visit_(*n.event, ranks,
-               ExecSource{n.presence.empty() ? nullptr : &n.presence, parent_trips});
+        visit_(*n.event, ranks, ExecSource{n.presence.empty() ? nullptr : &n.presence, parent_trips});
       }
     }
   }
@@ -129,8 +123,7 @@ class TreeWalker {
 };
 
 /// Executions of an event node by a rank with these presence / trips alternatives.
-inline std::uint64_t exec_count(const ExecSource& exec, std::int32_t presence_alt,
-                         std::int32_t trips_alt) {
+inline std::uint64_t exec_count(const ExecSource& exec, std::int32_t presence_alt, std::int32_t trips_alt) {
   const ValueSeq* s = nullptr;
   if (exec.presence) s = alt_seq(*exec.presence, presence_alt);
   if (!s) {  // no presence vector for this rank: present at every visit

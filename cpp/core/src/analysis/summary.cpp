@@ -3,8 +3,8 @@
 #include <map>
 #include <tuple>
 
-#include "scalatrace/analysis/analysis.hpp"
 #include "analysis/structure_walk.hpp"
+#include "scalatrace/analysis/analysis.hpp"
 
 namespace scalatrace {
 
@@ -17,10 +17,9 @@ bool may_be_proc_null(const ValueSeq* peer) {
   if (!peer) return false;
   for (const auto& block : peer->blocks())
     for (const auto& run : block.runs) {
-      const __int128 last = static_cast<__int128>(run.first) +
-                            static_cast<__int128>(run.stride) * static_cast<__int128>(run.count - 1);
-      if (std::min<__int128>(run.first, last) <= kProcNull &&
-          std::max<__int128>(run.first, last) >= kProcNull)
+      const __int128 last =
+          static_cast<__int128>(run.first) + static_cast<__int128>(run.stride) * static_cast<__int128>(run.count - 1);
+      if (std::min<__int128>(run.first, last) <= kProcNull && std::max<__int128>(run.first, last) >= kProcNull)
         return true;
     }
   return false;
@@ -96,8 +95,7 @@ Summary summary(const Trace& trace) {
       row.duration_ns += ev.duration.sum();
       row.compute_ns += ev.compute.sum();
       if (ev.duration.count() > 0) {
-        row.min_duration_ns =
-            r->timed ? std::min(row.min_duration_ns, ev.duration.min()) : ev.duration.min();
+        row.min_duration_ns = r->timed ? std::min(row.min_duration_ns, ev.duration.min()) : ev.duration.min();
         row.max_duration_ns = std::max(row.max_duration_ns, ev.duration.max());
         r->timed = true;
       }

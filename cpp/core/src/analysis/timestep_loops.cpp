@@ -13,12 +13,12 @@ namespace {
 
 bool is_communication(Op op) {
   const OpKind k = op_kind(op);
-  return op_is_point_to_point(op) || op_is_collective(op) || k == OpKind::Start ||
-         k == OpKind::Completion || k == OpKind::Probe;
+  return op_is_point_to_point(op) || op_is_collective(op) || k == OpKind::Start || k == OpKind::Completion ||
+         k == OpKind::Probe;
 }
 
-void collect_body(const std::vector<Node>& nodes, std::vector<std::uint32_t>& sites,
-                  std::uint64_t& events, bool& comm) {
+void collect_body(const std::vector<Node>& nodes, std::vector<std::uint32_t>& sites, std::uint64_t& events,
+                  bool& comm) {
   for (const auto& n : nodes) {
     if (n.is_loop()) {
       collect_body(n.loop->body, sites, events, comm);
@@ -26,8 +26,7 @@ void collect_body(const std::vector<Node>& nodes, std::vector<std::uint32_t>& si
       ++events;
       if (is_communication(n.event->op)) {
         comm = true;
-        if (std::find(sites.begin(), sites.end(), n.event->site) == sites.end())
-          sites.push_back(n.event->site);
+        if (std::find(sites.begin(), sites.end(), n.event->site) == sites.end()) sites.push_back(n.event->site);
       }
     }
   }
@@ -59,8 +58,8 @@ std::int64_t periodic_extra_factor(const LoopNode& loop) {
   return (k >= 2 && extra < event_nodes(steps.loop->body)) ? k : 1;
 }
 
-void find_timesteps(const std::vector<Node>& nodes, std::vector<std::size_t>& path,
-                    const RankList& parent_ranks, std::vector<TimestepLoop>& out) {
+void find_timesteps(const std::vector<Node>& nodes, std::vector<std::size_t>& path, const RankList& parent_ranks,
+                    std::vector<TimestepLoop>& out) {
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     if (!n.is_loop()) continue;
@@ -69,8 +68,7 @@ void find_timesteps(const std::vector<Node>& nodes, std::vector<std::size_t>& pa
     // The loop as written: where the compressor split it into a loop whose whole body is
     // another loop (Loop(3){Loop(2){B}}), the iterations are the inner loop's (6).
     const LoopNode* counted = n.loop.get();
-    while (counted->body.size() == 1 && counted->body.front().loop &&
-           counted->body.front().presence.empty())
+    while (counted->body.size() == 1 && counted->body.front().loop && counted->body.front().presence.empty())
       counted = counted->body.front().loop.get();
     // Likewise a timestep loop with a call every k-th step (an Allreduce every 2 steps) is
     // folded as Loop(n/k){Loop(k){step} Allreduce}: it is reported with n iterations.
@@ -83,8 +81,7 @@ void find_timesteps(const std::vector<Node>& nodes, std::vector<std::size_t>& pa
       lo = std::min(lo, total);
       hi = std::max(hi, total);
     }
-    for (const auto& [seq, who] : n.loop->trips.alternatives)
-      visits = std::max<std::uint64_t>(visits, seq.size());
+    for (const auto& [seq, who] : n.loop->trips.alternatives) visits = std::max<std::uint64_t>(visits, seq.size());
     if (counted->trips.alternatives.empty()) lo = 0;
     TimestepLoop loop;
     bool comm = false;

@@ -141,8 +141,7 @@ class GroupKeys {
   void add_elastic(const Elastic<Seq>& v, std::uint64_t id) {
     // One alternative for everybody (empty ranklist) tells no rank from another.
     if (v.alternatives.size() == 1 && v.alternatives[0].second.empty()) return;
-    for (std::size_t a = 0; a < v.alternatives.size(); ++a)
-      add(v.alternatives[a].second, mix(id, a + 1));
+    for (std::size_t a = 0; a < v.alternatives.size(); ++a) add(v.alternatives[a].second, mix(id, a + 1));
   }
 
   std::vector<std::uint64_t> keys_;
@@ -177,8 +176,8 @@ void reassign_nodes(std::vector<Node>& nodes, const RankList& from, const RankLi
 
 }  // namespace
 
-std::vector<SignatureCluster> kfarthest_step(std::vector<SignatureCluster> candidates,
-                                             std::size_t k, FeatureMask mask) {
+std::vector<SignatureCluster> kfarthest_step(std::vector<SignatureCluster> candidates, std::size_t k,
+                                             FeatureMask mask) {
   if (k == 0) throw UsageError("K-farthest clustering needs k >= 1");
   const std::size_t n = candidates.size();
   if (n <= 1) return candidates;
@@ -186,8 +185,7 @@ std::vector<SignatureCluster> kfarthest_step(std::vector<SignatureCluster> candi
   std::vector<GroupedDistance> dist(n * n);
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = i + 1; j < n; ++j)
-      dist[i * n + j] = dist[j * n + i] =
-          grouped_signature_distance(candidates[i].head, candidates[j].head, mask);
+      dist[i * n + j] = dist[j * n + i] = grouped_signature_distance(candidates[i].head, candidates[j].head, mask);
   // Farthest-first: the next selected candidate maximizes its distance to the nearest selected.
   std::vector<std::size_t> selected{0};
   std::vector<GroupedDistance> nearest(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(n));
@@ -239,8 +237,7 @@ ClusterAssignment kfarthest_clusters(const std::vector<RankSignature>& signature
   result.format = signature_format(signatures) & features;
   const std::size_t n = signatures.size();
   std::vector<std::vector<SignatureCluster>> lists(n);
-  for (std::size_t i = 0; i < n; ++i)
-    lists[i].push_back({signatures[i], RankList::single(signatures[i].rank)});
+  for (std::size_t i = 0; i < n; ++i) lists[i].push_back({signatures[i], RankList::single(signatures[i].rank)});
   for (std::size_t step = 1; step < n; step *= 2)
     for (std::size_t r = 0; r + step < n; r += 2 * step) {
       auto& mine = lists[r];
@@ -250,16 +247,14 @@ ClusterAssignment kfarthest_clusters(const std::vector<RankSignature>& signature
       mine = kfarthest_step(std::move(mine), k, result.format);
     }
   std::vector<SignatureCluster> clusters = std::move(lists[0]);
-  std::sort(clusters.begin(), clusters.end(),
-            [](const auto& a, const auto& b) { return a.head.rank < b.head.rank; });
+  std::sort(clusters.begin(), clusters.end(), [](const auto& a, const auto& b) { return a.head.rank < b.head.rank; });
   std::unordered_map<std::int64_t, std::size_t> position;
   for (std::size_t i = 0; i < n; ++i) position.emplace(signatures[i].rank, i);
   result.labels.assign(n, -1);
   for (std::size_t c = 0; c < clusters.size(); ++c) {
     result.representatives.push_back(clusters[c].head.rank);
-    for_each_rank(clusters[c].members, [&](std::int64_t r) {
-      result.labels[position.at(r)] = static_cast<std::int64_t>(c);
-    });
+    for_each_rank(clusters[c].members,
+                  [&](std::int64_t r) { result.labels[position.at(r)] = static_cast<std::int64_t>(c); });
   }
   return result;
 }
@@ -274,27 +269,28 @@ void assign_to_cluster(Trace& trace, std::int64_t rank, const RankList& members)
   reassign_nodes(trace.nodes, RankList::single(rank), members);
 }
 
-void prepare_clustered_rank_trace(Trace& local, std::int64_t rank,
-                                  const std::vector<RankCluster>& clusters, FeatureMask format) {
+void prepare_clustered_rank_trace(Trace& local, std::int64_t rank, const std::vector<RankCluster>& clusters,
+                                  FeatureMask format) {
   const RankCluster* mine = nullptr;
   for (const auto& c : clusters)
     if (c.members.contains(rank)) mine = &c;
   if (!mine) throw UsageError("rank " + std::to_string(rank) + " is in no cluster");
-  if (mine->representative == rank) assign_to_cluster(local, rank, mine->members);
-  else local.nodes.clear();
+  if (mine->representative == rank)
+    assign_to_cluster(local, rank, mine->members);
+  else
+    local.nodes.clear();
   if (rank != 0) return;
   local.clusters = clusters;
   std::string features;
   for (std::size_t i = 0; i < kSignatureFeatureCount; ++i)
     if (format & (FeatureMask{1} << i))
-      features += (features.empty() ? "" : ",") +
-                  std::string(signature_feature_name(static_cast<SignatureFeature>(i)));
+      features += (features.empty() ? "" : ",") + std::string(signature_feature_name(static_cast<SignatureFeature>(i)));
   local.metadata["clusters.count"] = std::to_string(clusters.size());
   local.metadata["clusters.signature_format"] = features;
   if (clusters.size() < static_cast<std::size_t>(local.nranks))
     local.metadata["clusters.lossy"] =
-      "only representatives' events are recorded; every other rank reads its representative's "
-      "events with peers relative to itself";
+        "only representatives' events are recorded; every other rank reads its representative's "
+        "events with peers relative to itself";
 }
 
 std::string encode_clusters(FeatureMask format, const std::vector<SignatureCluster>& clusters) {
@@ -308,8 +304,7 @@ std::string encode_clusters(FeatureMask format, const std::vector<SignatureClust
   return w.take();
 }
 
-std::vector<SignatureCluster> decode_clusters(std::string_view bytes, std::int64_t nranks,
-                                              FeatureMask& format) {
+std::vector<SignatureCluster> decode_clusters(std::string_view bytes, std::int64_t nranks, FeatureMask& format) {
   ClusterListReader r(bytes);
   const std::uint64_t f = r.u64();
   if (f & ~std::uint64_t{kAllFeatures}) r.fail("unknown feature bits");
@@ -327,8 +322,7 @@ std::vector<RankCluster> to_rank_clusters(const std::vector<SignatureCluster>& c
   std::vector<RankCluster> out;
   out.reserve(clusters.size());
   for (const auto& c : clusters) out.push_back({c.head.rank, c.members});
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a.representative < b.representative; });
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.representative < b.representative; });
   return out;
 }
 

@@ -20,15 +20,24 @@ constexpr std::array<std::string_view, kSignatureFeatureCount> kFeatureNames = {
 /// Index into RankSignature::means of an averaged feature, or -1.
 int mean_slot(SignatureFeature f) {
   switch (f) {
-    case SignatureFeature::Count: return 0;
-    case SignatureFeature::Src: return 1;
-    case SignatureFeature::Dest: return 2;
-    case SignatureFeature::Tag: return 3;
-    case SignatureFeature::Key: return 4;
-    case SignatureFeature::Color: return 5;
-    case SignatureFeature::Comp: return 6;
-    case SignatureFeature::Comm: return 7;
-    default: return -1;
+    case SignatureFeature::Count:
+      return 0;
+    case SignatureFeature::Src:
+      return 1;
+    case SignatureFeature::Dest:
+      return 2;
+    case SignatureFeature::Tag:
+      return 3;
+    case SignatureFeature::Key:
+      return 4;
+    case SignatureFeature::Color:
+      return 5;
+    case SignatureFeature::Comp:
+      return 6;
+    case SignatureFeature::Comm:
+      return 7;
+    default:
+      return -1;
   }
 }
 
@@ -49,8 +58,7 @@ class SignatureBuilder {
   explicit SignatureBuilder(const Trace& trace) : trace_(trace) {}
 
   void add(const Event& e) {
-    const std::uint64_t site_hash =
-        e.site < trace_.sites.sites.size() ? trace_.sites.sites[e.site].hash : e.site;
+    const std::uint64_t site_hash = e.site < trace_.sites.sites.size() ? trace_.sites.sites[e.site].hash : e.site;
     // Sequence weight (ACURDION §III-A): (i mod 10 + 1) keeps permutations from cancelling.
     // The op is mixed in so that two ops at one (synthetic) site still differ.
     const std::uint64_t weighted =
@@ -64,8 +72,7 @@ class SignatureBuilder {
                           kind == OpKind::PersistentRecv || kind == OpKind::Probe;
     if (sends && is_peer(e[Field::Peer])) dest_.add(static_cast<double>(e[Field::Peer]));
     if (receives && is_peer(e[Field::Peer])) src_.add(static_cast<double>(e[Field::Peer]));
-    if (kind == OpKind::SendRecv && is_peer(e[Field::Peer2]))
-      src_.add(static_cast<double>(e[Field::Peer2]));
+    if (kind == OpKind::SendRecv && is_peer(e[Field::Peer2])) src_.add(static_cast<double>(e[Field::Peer2]));
     if ((sends || receives) && is_peer(e[Field::Peer])) peers_.insert({e[Field::Comm], e[Field::Peer]});
     if (kind == OpKind::SendRecv && is_peer(e[Field::Peer2])) peers_.insert({e[Field::Comm], e[Field::Peer2]});
     if ((sends || receives) && e[Field::Tag] != kAnyTag) tag_.add(static_cast<double>(e[Field::Tag]));
@@ -100,7 +107,7 @@ class SignatureBuilder {
       h = (h ^ static_cast<std::uint64_t>(peer)) * 0x100000001b3ull;
     }
     s.peers = h;
-    s.means = {count_.mean(), src_.mean(), dest_.mean(), tag_.mean(),
+    s.means = {count_.mean(), src_.mean(),   dest_.mean(), tag_.mean(),
                key_.mean(),   color_.mean(), comp_.mean(), comm_.mean()};
     return s;
   }
@@ -115,8 +122,7 @@ class SignatureBuilder {
 };
 
 /// Mean trip count per nesting depth (0 = outermost) of the loops `rank` takes part in.
-void loop_trips(const std::vector<Node>& nodes, std::int64_t rank, std::size_t depth,
-                std::vector<Average>& by_depth) {
+void loop_trips(const std::vector<Node>& nodes, std::int64_t rank, std::size_t depth, std::vector<Average>& by_depth) {
   for (const auto& n : nodes) {
     if (!n.loop || (!n.ranks.empty() && !n.ranks.contains(rank))) continue;
     if (by_depth.size() <= depth) by_depth.resize(depth + 1);
@@ -151,9 +157,7 @@ double relative_difference(double a, double b) {
 
 }  // namespace
 
-std::string_view signature_feature_name(SignatureFeature f) {
-  return kFeatureNames.at(static_cast<std::size_t>(f));
-}
+std::string_view signature_feature_name(SignatureFeature f) { return kFeatureNames.at(static_cast<std::size_t>(f)); }
 
 SignatureFeature signature_feature_from_name(std::string_view name) {
   for (std::size_t i = 0; i < kFeatureNames.size(); ++i)
@@ -165,10 +169,14 @@ SignatureFeature signature_feature_from_name(std::string_view name) {
 
 double RankSignature::value(SignatureFeature f) const {
   switch (f) {
-    case SignatureFeature::CallPath: return static_cast<double>(call_path);
-    case SignatureFeature::Types: return static_cast<double>(types);
-    case SignatureFeature::Loop: return static_cast<double>(loop);
-    case SignatureFeature::Peers: return static_cast<double>(peers);
+    case SignatureFeature::CallPath:
+      return static_cast<double>(call_path);
+    case SignatureFeature::Types:
+      return static_cast<double>(types);
+    case SignatureFeature::Loop:
+      return static_cast<double>(loop);
+    case SignatureFeature::Peers:
+      return static_cast<double>(peers);
     default: {
       const int slot = mean_slot(f);
       return slot >= 0 ? means[static_cast<std::size_t>(slot)] : 0.0;
@@ -214,8 +222,7 @@ FeatureMask signature_difference(const RankSignature& a, const RankSignature& b)
   return m;
 }
 
-GroupedDistance grouped_signature_distance(const RankSignature& a, const RankSignature& b,
-                                           FeatureMask mask) {
+GroupedDistance grouped_signature_distance(const RankSignature& a, const RankSignature& b, FeatureMask mask) {
   GroupedDistance d;
   const FeatureMask differ = signature_difference(a, b) & mask;
   if (!differ) return d;
@@ -225,7 +232,9 @@ GroupedDistance grouped_signature_distance(const RankSignature& a, const RankSig
     switch (f) {
       case SignatureFeature::CallPath:
       case SignatureFeature::Types:
-      case SignatureFeature::Peers: d.call += 1; break;
+      case SignatureFeature::Peers:
+        d.call += 1;
+        break;
       case SignatureFeature::Loop: {
         double levels = 0;
         for (unsigned s = 0; s < 64; s += 16)
@@ -238,8 +247,12 @@ GroupedDistance grouped_signature_distance(const RankSignature& a, const RankSig
       case SignatureFeature::Dest:
       case SignatureFeature::Tag:
       case SignatureFeature::Key:
-      case SignatureFeature::Color: d.params += relative_difference(a.value(f), b.value(f)); break;
-      default: d.timing += relative_difference(a.value(f), b.value(f)); break;
+      case SignatureFeature::Color:
+        d.params += relative_difference(a.value(f), b.value(f));
+        break;
+      default:
+        d.timing += relative_difference(a.value(f), b.value(f));
+        break;
     }
   }
   return d;

@@ -22,12 +22,8 @@ constexpr const char* kRuntime =
 #include "codegen/codegen_c_runtime.inc"
     ;
 
-const ElasticValue& field(const EventNode& e, Field f) {
-  return e.fields[static_cast<std::size_t>(f)];
-}
-const ElasticArray& array(const EventNode& e, ArrayField f) {
-  return e.arrays[static_cast<std::size_t>(f)];
-}
+const ElasticValue& field(const EventNode& e, Field f) { return e.fields[static_cast<std::size_t>(f)]; }
+const ElasticArray& array(const EventNode& e, ArrayField f) { return e.arrays[static_cast<std::size_t>(f)]; }
 
 std::int64_t seq_max(const ValueSeq& seq) {
   std::int64_t best = 0;
@@ -81,8 +77,8 @@ class CBackend final : public CodegenBackend {
     std::string trips = value(loop.trips, occ + "++");  // read once per visit
     if (trips.find(occ) != std::string::npos) declare(occ);
     const std::string i = "i" + std::to_string(depth), n = "n" + std::to_string(depth);
-    line(depth, (cond.empty() ? "" : "if (" + cond + ") ") + "for (long " + i + " = 0, " + n + " = " +
-                    trips + "; " + i + " < " + n + "; ++" + i + ") {");
+    line(depth, (cond.empty() ? "" : "if (" + cond + ") ") + "for (long " + i + " = 0, " + n + " = " + trips + "; " +
+                    i + " < " + n + "; ++" + i + ") {");
     guards_.push_back(node.ranks.empty() ? guards_.back() : node.ranks);
   }
 
@@ -146,7 +142,8 @@ class CBackend final : public CodegenBackend {
         << "#define BUFFER_BYTES " << buffer_bytes() << "L\n"
         << kRuntime;
     const std::string members = needs_members_ ? members_function() : "";  // may add rank tables
-    if (!tables_.str().empty()) out << "\n/* ---- rank sets and parameter tables of the trace ---- */\n" << tables_.str();
+    if (!tables_.str().empty())
+      out << "\n/* ---- rank sets and parameter tables of the trace ---- */\n" << tables_.str();
     out << members;
     out << "\nint main(int argc, char **argv) {\n";
     for (const auto& d : declarations_) out << "  long " << d << " = 0;\n";
@@ -206,10 +203,9 @@ class CBackend final : public CodegenBackend {
     auto p = pieces(ranks);
     if (p.size() == 1) {
       if (p[0][1] == 1) return "me == " + std::to_string(p[0][0]);
-      if (p[0][2] == 1)
-        return "me >= " + std::to_string(p[0][0]) + " && me < " + std::to_string(p[0][0] + p[0][1]);
-      return "in_range(" + std::to_string(p[0][0]) + ", " + std::to_string(p[0][1]) + ", " +
-             std::to_string(p[0][2]) + ")";
+      if (p[0][2] == 1) return "me >= " + std::to_string(p[0][0]) + " && me < " + std::to_string(p[0][0] + p[0][1]);
+      return "in_range(" + std::to_string(p[0][0]) + ", " + std::to_string(p[0][1]) + ", " + std::to_string(p[0][2]) +
+             ")";
     }
     auto key = ranks.to_string();
     auto it = rank_tables_.find(key);
@@ -227,8 +223,7 @@ class CBackend final : public CodegenBackend {
   /// same, and its presence sequence), "" if always.
   std::string guard(const Node& node, int id) {
     std::string cond;
-    if (!node.ranks.empty() && !(node.ranks == guards_.back()) &&
-        !is_everyone(node.ranks, trace_->nranks))
+    if (!node.ranks.empty() && !(node.ranks == guards_.back()) && !is_everyone(node.ranks, trace_->nranks))
       cond = rank_condition(node.ranks);
     if (!node.presence.empty()) {
       const std::string visit = "visit" + std::to_string(id);
@@ -442,8 +437,8 @@ static MPI_Comm cart_sub_like(MPI_Comm parent, long id) {
   }
   /// Per-peer counts of a v-collective (side 0: send, 1: receive) and its displacements.
   std::string v(const Call& x, int side, ArrayField a, Field dt) {
-    return "counts_of(" + std::to_string(side) + ", " + array_value(array(x.e, a)) + ", " + f(x.e, dt) +
-           "), vdispls[" + std::to_string(side) + "]";
+    return "counts_of(" + std::to_string(side) + ", " + array_value(array(x.e, a)) + ", " + f(x.e, dt) + "), vdispls[" +
+           std::to_string(side) + "]";
   }
   static std::string not_generated(const Call& x) { return "/* MPI_" + x.op + " is not generated */"; }
 
@@ -457,17 +452,25 @@ static MPI_Comm cart_sub_like(MPI_Comm parent, long id) {
       case OpKind::PersistentSend:
       case OpKind::BlockingRecv:
       case OpKind::NonblockingRecv:
-      case OpKind::PersistentRecv: return point_to_point(x);
-      case OpKind::SendRecv: return sendrecv(x);
-      case OpKind::Probe: return probe(x);
+      case OpKind::PersistentRecv:
+        return point_to_point(x);
+      case OpKind::SendRecv:
+        return sendrecv(x);
+      case OpKind::Probe:
+        return probe(x);
       case OpKind::Start:
       case OpKind::RequestFree:
-      case OpKind::Completion: return request_call(x);
+      case OpKind::Completion:
+        return request_call(x);
       case OpKind::Collective:
-      case OpKind::NonblockingCollective: return collective(x);
-      case OpKind::CommCreate: return comm_create(x);
-      case OpKind::CommFree: return "free_comm(" + comm + ");";
-      default: break;
+      case OpKind::NonblockingCollective:
+        return collective(x);
+      case OpKind::CommCreate:
+        return comm_create(x);
+      case OpKind::CommFree:
+        return "free_comm(" + comm + ");";
+      default:
+        break;
     }
     return not_generated(x);
   }
@@ -517,17 +520,24 @@ static MPI_Comm cart_sub_like(MPI_Comm parent, long id) {
       return std::string("start_all(") + (e.op == Op::Startall ? "1" : "0") + ", " + offs + ");";
     if (op_kind(e.op) == OpKind::RequestFree) return "free_request(" + offs + ");";
     switch (e.op) {
-      case Op::Wait: return "wait_all(0, " + offs + ");";
-      case Op::Waitall: return "wait_all(1, " + offs + ");";
-      case Op::Waitany: return "wait_any(" + offs + ", " + f(e, Field::Index) + ");";
-      case Op::Test: return "test_all(0, " + offs + ", " + f(e, Field::Flag) + ");";
-      case Op::Testall: return "test_all(1, " + offs + ", " + f(e, Field::Flag) + ");";
-      case Op::Testany: return "test_any(" + offs + ", " + f(e, Field::Flag) + ", " + f(e, Field::Index) + ");";
+      case Op::Wait:
+        return "wait_all(0, " + offs + ");";
+      case Op::Waitall:
+        return "wait_all(1, " + offs + ");";
+      case Op::Waitany:
+        return "wait_any(" + offs + ", " + f(e, Field::Index) + ");";
+      case Op::Test:
+        return "test_all(0, " + offs + ", " + f(e, Field::Flag) + ");";
+      case Op::Testall:
+        return "test_all(1, " + offs + ", " + f(e, Field::Flag) + ");";
+      case Op::Testany:
+        return "test_any(" + offs + ", " + f(e, Field::Flag) + ", " + f(e, Field::Index) + ");";
       case Op::Waitsome:
       case Op::Testsome:
         return std::string("some(") + (e.op == Op::Waitsome ? "1" : "0") + ", " + offs + ", " +
                array_value(array(e, ArrayField::Indices)) + ");";
-      default: return not_generated(x);
+      default:
+        return not_generated(x);
     }
   }
 
@@ -562,8 +572,8 @@ static MPI_Comm cart_sub_like(MPI_Comm parent, long id) {
     const std::string& c = x.c;
     if (b == "Gatherv" || b == "gatherv")
       return mpi + "(sbuf, " + count(x, Field::Bytes, Field::DtSize) + ", " + type(x, Field::DtSize) + ", rbuf, " +
-             v(x, 1, ArrayField::RecvCounts, Field::DtSize2) + ", " + type(x, Field::DtSize2) + ", " + root(x) +
-             ", " + c + req + ");";
+             v(x, 1, ArrayField::RecvCounts, Field::DtSize2) + ", " + type(x, Field::DtSize2) + ", " + root(x) + ", " +
+             c + req + ");";
     if (b == "Scatterv" || b == "scatterv")
       return mpi + "(sbuf, " + v(x, 0, ArrayField::SendCounts, Field::DtSize) + ", " + type(x, Field::DtSize) +
              ", rbuf, " + count(x, Field::Bytes2, Field::DtSize2) + ", " + type(x, Field::DtSize2) + ", " + root(x) +
@@ -573,8 +583,8 @@ static MPI_Comm cart_sub_like(MPI_Comm parent, long id) {
              v(x, 1, ArrayField::RecvCounts, Field::DtSize2) + ", " + type(x, Field::DtSize2) + ", " + c + req + ");";
     if (b == "Alltoallv" || b == "alltoallv")
       return mpi + "(sbuf, " + v(x, 0, ArrayField::SendCounts, Field::DtSize) + ", " + type(x, Field::DtSize) +
-             ", rbuf, " + v(x, 1, ArrayField::RecvCounts, Field::DtSize2) + ", " + type(x, Field::DtSize2) + ", " +
-             c + req + ");";
+             ", rbuf, " + v(x, 1, ArrayField::RecvCounts, Field::DtSize2) + ", " + type(x, Field::DtSize2) + ", " + c +
+             req + ");";
     if (b == "Alltoallw" || b == "alltoallw")
       return mpi + "(sbuf, " + v(x, 0, ArrayField::SendCounts, Field::DtSize) + ", byte_types(), rbuf, " +
              v(x, 1, ArrayField::RecvCounts, Field::DtSize2) + ", byte_types(), " + c + req + ");";
@@ -594,21 +604,24 @@ static MPI_Comm cart_sub_like(MPI_Comm parent, long id) {
     const std::string& c = x.c;
     const std::string nc = f(e, Field::NewComm);
     switch (e.op) {
-      case Op::Comm_dup: return "{ MPI_Comm c; MPI_Comm_dup(" + c + ", &c); set_comm(" + nc + ", c); }";
+      case Op::Comm_dup:
+        return "{ MPI_Comm c; MPI_Comm_dup(" + c + ", &c); set_comm(" + nc + ", c); }";
       case Op::Comm_split: {
         const std::string color = f(e, Field::Color);
         return "{ MPI_Comm c; long color = " + color + "; MPI_Comm_split(" + c +
-               ", color == UNDEFINED_VAL ? MPI_UNDEFINED : (int)color, " + f(e, Field::Key) + ", &c); set_comm(" +
-               nc + ", c); }";
+               ", color == UNDEFINED_VAL ? MPI_UNDEFINED : (int)color, " + f(e, Field::Key) + ", &c); set_comm(" + nc +
+               ", c); }";
       }
       case Op::Comm_create:
         needs_members_ = true;
         return "set_comm(" + nc + ", create_like(" + c + ", " + nc + "));";
-      case Op::Cart_create: return cart_create(x, nc);
+      case Op::Cart_create:
+        return cart_create(x, nc);
       case Op::Cart_sub:
         needs_members_ = true;
         return "set_comm(" + nc + ", cart_sub_like(" + c + ", " + nc + "));";
-      default: return not_generated(x);
+      default:
+        return not_generated(x);
     }
   }
 

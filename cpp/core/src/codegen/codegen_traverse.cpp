@@ -24,12 +24,10 @@ bool wildcard_in(const ElasticValue& value) {
   for (const auto& [seq, ranks] : value.alternatives)
     for (const auto& block : seq.blocks())
       for (const auto& run : block.runs)
-        if (run.count > 0 &&
-            (run.first == kAnySource ||
-             (run.stride != 0 && run.count > 1 &&
-              ((kAnySource - run.first) % run.stride == 0) &&
-              (kAnySource - run.first) / run.stride >= 0 &&
-              static_cast<std::uint64_t>((kAnySource - run.first) / run.stride) < run.count)))
+        if (run.count > 0 && (run.first == kAnySource ||
+                              (run.stride != 0 && run.count > 1 && ((kAnySource - run.first) % run.stride == 0) &&
+                               (kAnySource - run.first) / run.stride >= 0 &&
+                               static_cast<std::uint64_t>((kAnySource - run.first) / run.stride) < run.count)))
           return true;
   return false;
 }
@@ -45,8 +43,7 @@ bool nodes_have_wildcards(const std::vector<Node>& body) {
     const bool receives = kind == OpKind::BlockingRecv || kind == OpKind::NonblockingRecv ||
                           kind == OpKind::PersistentRecv || kind == OpKind::Probe;
     if (receives && wildcard_in(e.fields[static_cast<std::size_t>(Field::Peer)])) return true;
-    if (kind == OpKind::SendRecv && wildcard_in(e.fields[static_cast<std::size_t>(Field::Peer2)]))
-      return true;
+    if (kind == OpKind::SendRecv && wildcard_in(e.fields[static_cast<std::size_t>(Field::Peer2)])) return true;
   }
   return false;
 }

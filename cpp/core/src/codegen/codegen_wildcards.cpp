@@ -69,8 +69,11 @@ struct RankState {
 class Simulation {
  public:
   Simulation(const Trace& trace, std::vector<WildcardResolution>* resolved)
-      : trace_(trace), resolved_(resolved), states_(static_cast<std::size_t>(trace.nranks)),
-        posted_(states_.size()), unexpected_(states_.size()) {
+      : trace_(trace),
+        resolved_(resolved),
+        states_(static_cast<std::size_t>(trace.nranks)),
+        posted_(states_.size()),
+        unexpected_(states_.size()) {
     for (std::int64_t r = 0; r < trace.nranks; ++r)
       states_[static_cast<std::size_t>(r)].cursor = std::make_unique<Cursor>(trace, r, TimingMode::None);
   }
@@ -92,7 +95,8 @@ class Simulation {
     if (n > 16) stuck << "\n  ... and " << (n - 16) << " more blocked ranks";
     throw DeadlockError(
         "wildcard receives cannot be resolved without deadlock: after matching every message "
-        "the trace allows, " + std::to_string(n) + " rank(s) wait forever:" + stuck.str() +
+        "the trace allows, " +
+        std::to_string(n) + " rank(s) wait forever:" + stuck.str() +
         "\n(the recorded run matched its wildcards in an order this trace does not determine; "
         "no benchmark was generated)");
   }
@@ -216,8 +220,7 @@ class Simulation {
   void resolve(const PeerRecord& record, std::int64_t src, const Receive& recv) {
     *record.value = record.members->index_of(src) - record.my_comm_rank;
     if (resolved_)
-      resolved_->push_back(WildcardResolution{static_cast<std::int64_t>(recv.event_rank), recv.position,
-                                              recv.op, src});
+      resolved_->push_back(WildcardResolution{static_cast<std::int64_t>(recv.event_rank), recv.position, recv.op, src});
   }
 
   PeerRecord record_peer(std::size_t r, const Event& e, Field peer_field) {
@@ -283,8 +286,10 @@ class Simulation {
     if (op_kind(e.op) == OpKind::PersistentSend) {
       std::shared_ptr<bool> matched;
       post_message(r, e, Field::Peer, Field::Tag, &matched);
-      if (e.op == Op::Ssend_init) s.done = [matched] { return *matched; };
-      else s.done = [] { return true; };
+      if (e.op == Op::Ssend_init)
+        s.done = [matched] { return *matched; };
+      else
+        s.done = [] { return true; };
     } else {
       auto done = post_receive(r, e, Field::Peer, Field::Tag, s.record);
       s.done = [done] { return *done; };
@@ -375,10 +380,12 @@ class Simulation {
           needed = slots;
         } else if (e.op == Op::Waitany) {
           const std::int64_t i = e[Field::Index];
-          if (i >= 0 && i < static_cast<std::int64_t>(slots.size())) needed.push_back(slots[static_cast<std::size_t>(i)]);
+          if (i >= 0 && i < static_cast<std::int64_t>(slots.size()))
+            needed.push_back(slots[static_cast<std::size_t>(i)]);
         } else if (e.op == Op::Waitsome) {
           for (auto i : e[ArrayField::Indices])
-            if (i >= 0 && i < static_cast<std::int64_t>(slots.size())) needed.push_back(slots[static_cast<std::size_t>(i)]);
+            if (i >= 0 && i < static_cast<std::int64_t>(slots.size()))
+              needed.push_back(slots[static_cast<std::size_t>(i)]);
         }
         if (!needed.empty())
           s.waiting = [needed] {

@@ -151,9 +151,7 @@ std::size_t IntraCompressor::node_count() const {
 }
 
 std::size_t IntraCompressor::memory_bytes() const { return impl_->memory_bytes(); }
-std::size_t IntraCompressor::peak_memory_bytes() const {
-  return std::max(impl_->peak_bytes, impl_->memory_bytes());
-}
+std::size_t IntraCompressor::peak_memory_bytes() const { return std::max(impl_->peak_bytes, impl_->memory_bytes()); }
 void IntraCompressor::set_spill(SpillSink sink) {
   impl_->spill = std::move(sink);
   impl_->check_interval = impl_->next_check_interval(0);

@@ -20,15 +20,16 @@ std::uint32_t IntraCompressor::Impl::lcs(const std::vector<View>& a, const std::
   for (std::size_t i = m; i-- > 0;)
     for (std::size_t j = n; j-- > 0;) {
       std::uint32_t& c = dp[i * (n + 1) + j];
-      if (match(a[i], b[j])) c = dp[(i + 1) * (n + 1) + j + 1] + 1;
-      else c = std::max(dp[(i + 1) * (n + 1) + j], dp[i * (n + 1) + j + 1]);
+      if (match(a[i], b[j]))
+        c = dp[(i + 1) * (n + 1) + j + 1] + 1;
+      else
+        c = std::max(dp[(i + 1) * (n + 1) + j], dp[i * (n + 1) + j + 1]);
     }
   return dp[0];
 }
 
 template <class T>
-void IntraCompressor::Impl::body_merge(std::vector<Node>& a, std::uint64_t va, std::vector<T>&& b,
-                                       std::uint64_t vb) {
+void IntraCompressor::Impl::body_merge(std::vector<Node>& a, std::uint64_t va, std::vector<T>&& b, std::uint64_t vb) {
   std::vector<View> av, bv;
   av.reserve(a.size());
   bv.reserve(b.size());

@@ -32,14 +32,14 @@ struct IntraCompressor::Impl {
   CompressorConfig cfg;
   const CallSiteTable* sites = nullptr;
   std::vector<Entry> q;
-  std::size_t frozen = 0;         ///< entries before this index are no longer searched
-  std::size_t frozen_bytes = 0;   ///< memory of the frozen prefix (it no longer changes)
+  std::size_t frozen = 0;        ///< entries before this index are no longer searched
+  std::size_t frozen_bytes = 0;  ///< memory of the frozen prefix (it no longer changes)
   std::uint64_t pushes_since_check = 0;
   std::uint64_t check_interval = 4096;
-  std::size_t peak_bytes = 0;            ///< largest memory_bytes() seen at a check
-  std::size_t bytes_per_entry = 1024;    ///< of the unfrozen queue, at the last check
-  IntraCompressor::SpillSink spill;      ///< where an over-budget queue goes (optional)
-  std::vector<Node> kept;                ///< nodes a failed spill could not hand over
+  std::size_t peak_bytes = 0;          ///< largest memory_bytes() seen at a check
+  std::size_t bytes_per_entry = 1024;  ///< of the unfrozen queue, at the last check
+  IntraCompressor::SpillSink spill;    ///< where an over-budget queue goes (optional)
+  std::vector<Node> kept;              ///< nodes a failed spill could not hand over
   std::uint64_t spilled_chunks = 0;
   std::vector<std::uint32_t> dp;  ///< LCS table, reused
   /// Alignments that are not the same shape (LCS + pseudo-loop planning) tried per event: a
@@ -62,9 +62,7 @@ struct IntraCompressor::Impl {
     if (a >= sites->sites.size() || b >= sites->sites.size()) return false;
     return frame_distance(sites->sites[a].frames, sites->sites[b].frames) <= cfg.site_threshold;
   }
-  bool key_match(const Key& a, const Key& b) const {
-    return a.op == b.op && site_match(a.site, b.site);
-  }
+  bool key_match(const Key& a, const Key& b) const { return a.op == b.op && site_match(a.site, b.site); }
   bool match(const View& a, const View& b) const {
     return a.loop == b.loop && key_match(a.first, b.first) && key_match(a.last, b.last);
   }

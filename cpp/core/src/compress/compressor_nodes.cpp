@@ -37,9 +37,7 @@ std::uint64_t occurrences(const Node& n) {
   if (n.loop) return seq_size(n.loop->trips);
   return seq_size(n.event->fields[0]);
 }
-std::uint64_t visits(const Node& n) {
-  return n.presence.empty() ? occurrences(n) : seq_size(n.presence);
-}
+std::uint64_t visits(const Node& n) { return n.presence.empty() ? occurrences(n) : seq_size(n.presence); }
 Node make_event_node(const Event& e, std::uint32_t hist_sub_bins) {
   Node n;
   n.event = std::make_unique<EventNode>();
@@ -73,8 +71,10 @@ void merge_event(EventNode& a, EventNode&& b) {
   if (!a.site_ids.empty() || !b.site_ids.empty() || a.site != b.site) {
     ValueSeq& s = single(a.site_ids);
     if (s.empty()) s = ValueSeq::constant(a.site, seq_size(a.fields[0]));
-    if (b.site_ids.empty()) s.append(ValueSeq::constant(b.site, seq_size(b.fields[0])));
-    else s.append(single(b.site_ids));
+    if (b.site_ids.empty())
+      s.append(ValueSeq::constant(b.site, seq_size(b.fields[0])));
+    else
+      s.append(single(b.site_ids));
   }
   for (std::size_t i = 0; i < kFieldCount; ++i) single(a.fields[i]).append(single(b.fields[i]));
   for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(single(b.arrays[i]));
@@ -88,8 +88,10 @@ void merge_presence(Node& a, std::uint64_t va, const ElasticValue& b_presence, s
   const bool had = !a.presence.empty();
   ValueSeq& p = single(a.presence);
   if (!had) p = ValueSeq::constant(1, va);
-  if (b_presence.empty()) p.append(ValueSeq::constant(1, vb));
-  else p.append(b_presence.alternatives.front().first);
+  if (b_presence.empty())
+    p.append(ValueSeq::constant(1, vb));
+  else
+    p.append(b_presence.alternatives.front().first);
 }
 void mark_absent(Node& a, std::uint64_t vb) {
   const std::uint64_t va = visits(a);
@@ -102,8 +104,10 @@ void mark_absent(Node& a, std::uint64_t vb) {
 Node absent_before(Node n, std::uint64_t va) {
   const std::uint64_t vn = visits(n);
   ValueSeq p = ValueSeq::constant(0, va);
-  if (n.presence.empty()) p.append(ValueSeq::constant(1, vn));
-  else p.append(n.presence.alternatives.front().first);
+  if (n.presence.empty())
+    p.append(ValueSeq::constant(1, vn));
+  else
+    p.append(n.presence.alternatives.front().first);
   n.presence.alternatives.clear();
   n.presence.alternatives.emplace_back(std::move(p), RankList{});
   return n;
@@ -146,8 +150,8 @@ std::size_t node_bytes(const Node& n) {
          buffer_bytes(e.timing_groups);
   }
   if (n.loop) {
-    b += sizeof(LoopNode) + kAllocationOverhead + elastic_bytes(n.loop->trips) +
-         buffer_bytes(n.loop->body) - n.loop->body.size() * sizeof(Node);  // children below
+    b += sizeof(LoopNode) + kAllocationOverhead + elastic_bytes(n.loop->trips) + buffer_bytes(n.loop->body) -
+         n.loop->body.size() * sizeof(Node);  // children below
     for (const auto& c : n.loop->body) b += node_bytes(c);
   }
   return b;

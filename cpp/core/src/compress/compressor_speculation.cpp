@@ -153,8 +153,10 @@ auto IntraCompressor::Impl::spec_step(const Event& e) -> Step {
       spec_stack.push_back(SpecFrame{&n, 0, 1});
       continue;
     }
-    if (spec_count == spec_events.size()) spec_events.push_back(e);
-    else spec_events[spec_count] = e;
+    if (spec_count == spec_events.size())
+      spec_events.push_back(e);
+    else
+      spec_events[spec_count] = e;
     spec_actions.push_back(Action{&n, ActionKind::Event, static_cast<std::int64_t>(spec_count)});
     ++spec_count;
     return Step::Ok;
@@ -173,9 +175,15 @@ void IntraCompressor::Impl::spec_commit() {
         Action{spec_stack[i].loop, ActionKind::Trips, static_cast<std::int64_t>(spec_stack[i].iters)});
   for (const auto& a : spec_actions) {
     switch (a.kind) {
-      case ActionKind::Event: cached_append(*a.node->event, spec_events[static_cast<std::size_t>(a.value)]); break;
-      case ActionKind::Presence: single(a.node->presence).append(a.value); break;
-      case ActionKind::Trips: single(a.node->loop->trips).append(a.value); break;
+      case ActionKind::Event:
+        cached_append(*a.node->event, spec_events[static_cast<std::size_t>(a.value)]);
+        break;
+      case ActionKind::Presence:
+        single(a.node->presence).append(a.value);
+        break;
+      case ActionKind::Trips:
+        single(a.node->loop->trips).append(a.value);
+        break;
     }
   }
   ValueSeq& trips = single(spec_stack.front().loop->loop->trips);

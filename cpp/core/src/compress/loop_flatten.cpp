@@ -61,8 +61,10 @@ bool unpeel_one(Node& outer) {
   for (std::size_t i = 1; i < lo.body.size(); ++i) {
     Node& node = lo.body[i];
     ValueSeq presence = ValueSeq::constant(0, static_cast<std::uint64_t>(leading));
-    if (node.presence.empty()) presence.append(ValueSeq::constant(1, static_cast<std::uint64_t>(n)));
-    else presence.append(*only_seq(node.presence));
+    if (node.presence.empty())
+      presence.append(ValueSeq::constant(1, static_cast<std::uint64_t>(n)));
+    else
+      presence.append(*only_seq(node.presence));
     node.presence.alternatives.clear();
     node.presence.alternatives.emplace_back(std::move(presence), RankList{});
   }

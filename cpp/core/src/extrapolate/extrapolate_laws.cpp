@@ -39,32 +39,50 @@ std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index) {
 }
 
 bool is_rank_feature(Feat f) {
-  return f == Feat::Cx || f == Feat::Cy || f == Feat::Cz || f == Feat::CyX || f == Feat::CzXY ||
-         f == Feat::R || f == Feat::R2 || f == Feat::R3;
+  return f == Feat::Cx || f == Feat::Cy || f == Feat::Cz || f == Feat::CyX || f == Feat::CzXY || f == Feat::R ||
+         f == Feat::R2 || f == Feat::R3;
 }
 
 std::int64_t feature_value(Feat f, const Grid& g, const std::vector<std::int64_t>& c, std::int64_t j) {
   auto dim = [&](std::size_t i) { return i < g.dims.size() ? g.dims[i] : 1; };
   auto co = [&](std::size_t i) { return i < c.size() ? c[i] : 0; };
   switch (f) {
-    case Feat::One: return 1;
-    case Feat::X: return dim(0);
-    case Feat::Y: return dim(1);
-    case Feat::Z: return dim(2);
-    case Feat::XY: return dim(0) * dim(1);
-    case Feat::YZ: return dim(1) * dim(2);
-    case Feat::XYZ: return dim(0) * dim(1) * dim(2);
-    case Feat::Cx: return co(0);
-    case Feat::Cy: return co(1);
-    case Feat::Cz: return co(2);
-    case Feat::CyX: return co(1) * dim(0);
-    case Feat::CzXY: return co(2) * dim(0) * dim(1);
-    case Feat::R: return co(0) + dim(0) * (co(1) + dim(1) * co(2));
-    case Feat::R2: return (co(0) + dim(0) * (co(1) + dim(1) * co(2))) % 2;
-    case Feat::R3: return (co(0) + dim(0) * (co(1) + dim(1) * co(2))) % 3;
-    case Feat::J: return j;
-    case Feat::JX: return j * dim(0);
-    case Feat::JXY: return j * dim(0) * dim(1);
+    case Feat::One:
+      return 1;
+    case Feat::X:
+      return dim(0);
+    case Feat::Y:
+      return dim(1);
+    case Feat::Z:
+      return dim(2);
+    case Feat::XY:
+      return dim(0) * dim(1);
+    case Feat::YZ:
+      return dim(1) * dim(2);
+    case Feat::XYZ:
+      return dim(0) * dim(1) * dim(2);
+    case Feat::Cx:
+      return co(0);
+    case Feat::Cy:
+      return co(1);
+    case Feat::Cz:
+      return co(2);
+    case Feat::CyX:
+      return co(1) * dim(0);
+    case Feat::CzXY:
+      return co(2) * dim(0) * dim(1);
+    case Feat::R:
+      return co(0) + dim(0) * (co(1) + dim(1) * co(2));
+    case Feat::R2:
+      return (co(0) + dim(0) * (co(1) + dim(1) * co(2))) % 2;
+    case Feat::R3:
+      return (co(0) + dim(0) * (co(1) + dim(1) * co(2))) % 3;
+    case Feat::J:
+      return j;
+    case Feat::JX:
+      return j * dim(0);
+    case Feat::JXY:
+      return j * dim(0) * dim(1);
   }
   return 0;
 }
@@ -82,8 +100,7 @@ bool rationalize(long double x, std::int64_t& num, std::int64_t& den) {
     k0 = k1;
     k1 = k2;
     const long double frac = v - a;
-    if (std::fabs(static_cast<double>(h1 / k1 - x)) <= 1e-9 * std::max<long double>(1, std::fabs(x)))
-      break;
+    if (std::fabs(static_cast<double>(h1 / k1 - x)) <= 1e-9 * std::max<long double>(1, std::fabs(x))) break;
     if (frac < 1e-18L) break;
     v = 1 / frac;
   }
@@ -233,9 +250,8 @@ bool LinearLaw::uses_rank(const FeatureSpace& space) const {
 
 std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int64_t>>& points,
                                           const std::vector<std::int64_t>& values,
-                                          const std::vector<std::vector<std::int64_t>>& probes,
-                                          std::string* why, std::size_t max_terms,
-                                          std::size_t check_points) {
+                                          const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
+                                          std::size_t max_terms, std::size_t check_points) {
   if (points.empty() || points.size() != values.size())
     throw UsageError("solve_linear_law needs as many values as points (at least one)");
   const std::size_t nfeat = points[0].size();
@@ -250,8 +266,9 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
   }
   for (std::size_t i = 1; i < pts.size(); ++i)
     if (pts[i] == pts[i - 1]) {
-      if (why) *why = "the same sizes and coordinates give different values (" +
-                      std::to_string(vals[i - 1]) + " and " + std::to_string(vals[i]) + ")";
+      if (why)
+        *why = "the same sizes and coordinates give different values (" + std::to_string(vals[i - 1]) + " and " +
+               std::to_string(vals[i]) + ")";
       return std::nullopt;
     }
   if (std::all_of(vals.begin(), vals.end(), [&](std::int64_t v) { return v == vals[0]; })) {
@@ -286,8 +303,8 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
       }
       if (distinct.size() >= law.terms.size() + check_points) return false;
       if (unchecked.empty())
-        unchecked = "under-determined: a " + std::to_string(law.terms.size()) +
-                    "-term law fits only " + std::to_string(distinct.size()) +
+        unchecked = "under-determined: a " + std::to_string(law.terms.size()) + "-term law fits only " +
+                    std::to_string(distinct.size()) +
                     " distinct input points, none left to check it; add an input size";
       return true;
     });
@@ -304,9 +321,10 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
         const auto [s1, l1] = exact_sum(fits[f], probe);
         if (s0 * l1 != s1 * l0) {
           if (why)
-            *why = "ambiguous: the inputs do not separate the candidate laws (their sizes or "
-                   "coordinates vary together); add input sizes that vary each grid dimension "
-                   "on its own";
+            *why =
+                "ambiguous: the inputs do not separate the candidate laws (their sizes or "
+                "coordinates vary together); add input sizes that vary each grid dimension "
+                "on its own";
           return std::nullopt;
         }
       }

@@ -14,8 +14,8 @@
 
 namespace scalatrace::extrap {
 
-std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs,
-                                         const std::vector<Grid>& grids, CanonicalTables& tables) {
+std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs, const std::vector<Grid>& grids,
+                                         CanonicalTables& tables) {
   tables.sites = inputs.back()->sites;
   tables.names = inputs.back()->names;
   std::vector<ExpandedInput> out;
@@ -54,8 +54,7 @@ std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs
         if (entry.id == 1) continue;  // MPI_COMM_SELF: implicit
         held.push_back(HeldComm{entry.id, entry.members.to_vector()});
       }
-      std::stable_sort(held.begin(), held.end(),
-                       [](const HeldComm& a, const HeldComm& b) { return a.id < b.id; });
+      std::stable_sort(held.begin(), held.end(), [](const HeldComm& a, const HeldComm& b) { return a.id < b.id; });
     }
     out.push_back(std::move(in));
   }
@@ -98,9 +97,7 @@ std::vector<std::vector<std::int64_t>> role_corners(const RoleKey& key, const Gr
 
 namespace {
 
-std::string site_text(const EventPlan& e) {
-  return std::string(op_name(e.op)) + "@site " + std::to_string(e.site);
-}
+std::string site_text(const EventPlan& e) { return std::string(op_name(e.op)) + "@site " + std::to_string(e.site); }
 
 std::string values_text(const std::vector<std::int64_t>& values,
                         const std::vector<std::pair<std::size_t, std::int64_t>>& members,
@@ -108,8 +105,8 @@ std::string values_text(const std::vector<std::int64_t>& values,
   std::ostringstream s;
   std::size_t shown = 0;
   for (std::size_t m = 0; m < values.size() && shown < 6; ++m, ++shown)
-    s << (shown ? ", " : "") << values[m] << " (P=" << inputs[members[m].first].grid.size()
-      << " rank " << members[m].second << ")";
+    s << (shown ? ", " : "") << values[m] << " (P=" << inputs[members[m].first].grid.size() << " rank "
+      << members[m].second << ")";
   if (values.size() > 6) s << ", ...";
   return s.str();
 }
@@ -117,11 +114,9 @@ std::string values_text(const std::vector<std::int64_t>& values,
 /// Laws of one role, memoized by value column (every timestep repeats the same columns).
 class RoleSolver {
  public:
-  RoleSolver(const std::vector<ExpandedInput>& inputs, const RolePlan& role, const Grid& target,
-             std::size_t ndims)
+  RoleSolver(const std::vector<ExpandedInput>& inputs, const RolePlan& role, const Grid& target, std::size_t ndims)
       : scalar_(FeatureSpace::make(ndims, false)), indexed_(FeatureSpace::make(ndims, true)) {
-    for (const auto& [k, r] : role.members)
-      points_.push_back(scalar_.values(inputs[k].grid, inputs[k].grid.coords(r)));
+    for (const auto& [k, r] : role.members) points_.push_back(scalar_.values(inputs[k].grid, inputs[k].grid.coords(r)));
     for (const auto& c : role_corners(role.key, target)) {
       probes_.push_back(scalar_.values(target, c));
       for (std::int64_t j : {0, 1, 2, 7}) index_probes_.push_back(indexed_.values(target, c, j));
@@ -183,9 +178,7 @@ std::string plan_text(const ValuePlan& p, const FeatureSpace& space) {
   return p.constant ? std::to_string(p.value) : p.law->formula(space);
 }
 
-bool plan_uses_rank(const ValuePlan& p, const FeatureSpace& space) {
-  return !p.constant && p.law->uses_rank(space);
-}
+bool plan_uses_rank(const ValuePlan& p, const FeatureSpace& space) { return !p.constant && p.law->uses_rank(space); }
 
 /// Collects distinct formulas per (op@site, parameter) of a role, in order of appearance.
 class LawReport {
@@ -204,8 +197,7 @@ class LawReport {
     for (const auto& [key, list] : rows_) {
       // Only parameters that change with the size or the rank are worth a line.
       bool varying = false;
-      for (const auto& f : list)
-        varying = varying || f.find_first_of("XYZxyzjr") != std::string::npos;
+      for (const auto& f : list) varying = varying || f.find_first_of("XYZxyzjr") != std::string::npos;
       if (!varying) continue;
       std::string text;
       for (std::size_t i = 0; i < list.size() && i < 24; ++i) text += (i ? ", " : "") + list[i];
@@ -220,30 +212,28 @@ class LawReport {
 };
 
 /// Checks that every member has the reference member's event shape and communicators.
-bool same_shape(const std::vector<ExpandedInput>& inputs, const RolePlan& role,
-                const std::string& name, std::vector<std::string>& failures) {
+bool same_shape(const std::vector<ExpandedInput>& inputs, const RolePlan& role, const std::string& name,
+                std::vector<std::string>& failures) {
   const auto [k0, r0] = role.members.front();
   const auto& ref = inputs[k0].events[static_cast<std::size_t>(r0)];
   const auto& ref_comms = inputs[k0].comms[static_cast<std::size_t>(r0)];
   for (const auto& [k, r] : role.members) {
     const auto& evs = inputs[k].events[static_cast<std::size_t>(r)];
     auto where = [&, k = k, r = r] {
-      return "role " + name + ": rank " + std::to_string(r) + " of the " +
-             std::to_string(inputs[k].grid.size()) + "-rank trace and rank " + std::to_string(r0) +
-             " of the " + std::to_string(inputs[k0].grid.size()) + "-rank trace";
+      return "role " + name + ": rank " + std::to_string(r) + " of the " + std::to_string(inputs[k].grid.size()) +
+             "-rank trace and rank " + std::to_string(r0) + " of the " + std::to_string(inputs[k0].grid.size()) +
+             "-rank trace";
     };
     if (evs.size() != ref.size()) {
-      failures.push_back(where() + " have " + std::to_string(evs.size()) + " and " +
-                         std::to_string(ref.size()) +
+      failures.push_back(where() + " have " + std::to_string(evs.size()) + " and " + std::to_string(ref.size()) +
                          " events (event counts that change with the size are not extrapolated)");
       return false;
     }
     for (std::size_t i = 0; i < evs.size(); ++i)
       if (evs[i].op != ref[i].op || evs[i].site != ref[i].site) {
-        failures.push_back(where() + " differ at event " + std::to_string(i) + ": " +
-                           std::string(op_name(evs[i].op)) + "@site " + std::to_string(evs[i].site) +
-                           " vs " + std::string(op_name(ref[i].op)) + "@site " +
-                           std::to_string(ref[i].site) + " (different programs or inputs?)");
+        failures.push_back(where() + " differ at event " + std::to_string(i) + ": " + std::string(op_name(evs[i].op)) +
+                           "@site " + std::to_string(evs[i].site) + " vs " + std::string(op_name(ref[i].op)) +
+                           "@site " + std::to_string(ref[i].site) + " (different programs or inputs?)");
         return false;
       }
     const auto& comms = inputs[k].comms[static_cast<std::size_t>(r)];
@@ -499,11 +489,11 @@ class RolePlanner {
   RoleSolver solver_;
   const FeatureSpace& scalar_;
   const FeatureSpace& indexed_;
-  const std::size_t nm_;                                    ///< members of the role
-  std::vector<std::int64_t> column_;                        ///< one value per member (scratch)
+  const std::size_t nm_;              ///< members of the role
+  std::vector<std::int64_t> column_;  ///< one value per member (scratch)
   LawReport report_;
   std::map<std::pair<Op, std::uint32_t>, std::size_t> groups_;  ///< (op, site) -> timing group
-  std::size_t reported_ = 0;                                ///< failures of this role so far
+  std::size_t reported_ = 0;                                    ///< failures of this role so far
 };
 
 /// The needed roles of one (depth, modulus), with the (input, rank) pairs that play each.
@@ -537,11 +527,9 @@ bool plannable(const std::vector<ExpandedInput>& inputs, const RolePlan& role, c
 
 }  // namespace
 
-std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
-                                       const Grid& target, std::size_t ndims, int depth,
-                                       std::int64_t modulus, const std::set<RoleKey>& needed,
-                                       std::vector<std::string>& failures,
-                                       std::vector<ParameterLaw>& laws) {
+std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs, const Grid& target, std::size_t ndims,
+                                       int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
+                                       std::vector<std::string>& failures, std::vector<ParameterLaw>& laws) {
   std::map<RoleKey, RolePlan> roles = group_roles(inputs, depth, modulus, needed);
   for (auto& [key, role] : roles) {
     if (!plannable(inputs, role, key.to_string(), failures)) continue;

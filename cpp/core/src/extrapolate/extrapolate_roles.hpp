@@ -33,8 +33,8 @@ struct CanonicalTables {
 };
 
 /// Expands every rank of every input (inputs sorted by size; the last one is canonical).
-std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs,
-                                         const std::vector<Grid>& grids, CanonicalTables& tables);
+std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs, const std::vector<Grid>& grids,
+                                         CanonicalTables& tables);
 
 /// A parameter value at a target rank: a constant or a law over FeatureSpace features.
 struct ValuePlan {
@@ -48,10 +48,10 @@ struct ValuePlan {
 struct ArrayPlan {
   enum class Kind { Constant, Elementwise, Sequence } kind = Kind::Constant;
   std::vector<std::int64_t> constant;
-  std::vector<ValuePlan> elements;               ///< Elementwise
-  ValuePlan length;                              ///< Sequence
-  std::int64_t modulus = 1;                      ///< Sequence: residue classes of j
-  std::vector<ValuePlan> by_residue;             ///< Sequence: element law per class
+  std::vector<ValuePlan> elements;    ///< Elementwise
+  ValuePlan length;                   ///< Sequence
+  std::int64_t modulus = 1;           ///< Sequence: residue classes of j
+  std::vector<ValuePlan> by_residue;  ///< Sequence: element law per class
 };
 
 struct EventPlan {
@@ -59,14 +59,14 @@ struct EventPlan {
   std::uint32_t site = 0;
   std::array<ValuePlan, kFieldCount> fields;
   std::array<ArrayPlan, kArrayFieldCount> arrays;
-  std::size_t timing_group = 0;  ///< index into RolePlan::timing_scale
+  std::size_t timing_group = 0;                           ///< index into RolePlan::timing_scale
   std::uint64_t sample_compute = 0, sample_duration = 0;  ///< representative's timing
 };
 
 struct CommPlan {
   std::int64_t id = 0;
-  ValuePlan length;   ///< scalar features
-  ValuePlan member;   ///< index features: member j
+  ValuePlan length;  ///< scalar features
+  ValuePlan member;  ///< index features: member j
 };
 
 /// Everything needed to generate any target rank of one role.
@@ -86,11 +86,9 @@ struct RolePlan {
 /// Builds every role plan for one (depth, modulus). Problems (shapes that differ inside a role,
 /// parameters without a law) are appended to `failures`, one line each; laws to `laws`.
 /// Only roles in `needed` (the target's) are planned.
-std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
-                                       const Grid& target, std::size_t ndims, int depth,
-                                       std::int64_t modulus, const std::set<RoleKey>& needed,
-                                       std::vector<std::string>& failures,
-                                       std::vector<ParameterLaw>& laws);
+std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs, const Grid& target, std::size_t ndims,
+                                       int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
+                                       std::vector<std::string>& failures, std::vector<ParameterLaw>& laws);
 
 /// Corners of the coordinate box a role covers at the target grid (probe points for laws).
 std::vector<std::vector<std::int64_t>> role_corners(const RoleKey& key, const Grid& target);

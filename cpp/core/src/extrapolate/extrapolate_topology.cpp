@@ -5,8 +5,8 @@
 #include <set>
 #include <sstream>
 
-#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/extrapolate/extrapolate.hpp"
+#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 
 namespace scalatrace {
@@ -33,8 +33,7 @@ std::string Grid::to_string() const {
 }
 
 Grid balanced_grid(std::int64_t n, std::size_t ndims, GridOrder order) {
-  if (n <= 0 || ndims == 0 || ndims > 3)
-    throw UsageError("balanced_grid needs n > 0 and 1 to 3 dimensions");
+  if (n <= 0 || ndims == 0 || ndims > 3) throw UsageError("balanced_grid needs n > 0 and 1 to 3 dimensions");
   auto dims = synthetic_grid(n, ndims);  // MPI_Dims_create's factors, largest first
   if (order == GridOrder::FastestSmallest) std::reverse(dims.begin(), dims.end());
   return Grid{dims};
@@ -100,8 +99,8 @@ std::vector<Signature> signatures(const Trace& t) {
 
 /// Number of boundary classes the ranks occupy if every end-point group is a union of classes
 /// at this depth in every input; 0 if some class mixes groups.
-std::size_t classes_if_explained(const std::vector<std::vector<Signature>>& sigs,
-                                 const std::vector<Grid>& grids, int depth) {
+std::size_t classes_if_explained(const std::vector<std::vector<Signature>>& sigs, const std::vector<Grid>& grids,
+                                 int depth) {
   std::size_t total = 0;
   for (std::size_t k = 0; k < grids.size(); ++k) {
     std::map<RoleKey, const Signature*> seen;
@@ -118,8 +117,7 @@ std::size_t classes_if_explained(const std::vector<std::vector<Signature>>& sigs
 
 }  // namespace
 
-std::vector<Topology> topology_candidates(const std::vector<const Trace*>& inputs,
-                                          const std::vector<Grid>& given) {
+std::vector<Topology> topology_candidates(const std::vector<const Trace*>& inputs, const std::vector<Grid>& given) {
   std::vector<std::vector<Signature>> sigs;
   for (const Trace* t : inputs) sigs.push_back(signatures(*t));
 
@@ -180,13 +178,12 @@ std::vector<Topology> topology_candidates(const std::vector<const Trace*>& input
     topo.order = s.c->order;
     bool other_order_same = false;
     if (given.empty() && topo.ndims > 1) {
-      const auto other = topo.order == GridOrder::FastestSmallest ? GridOrder::FastestLargest
-                                                                  : GridOrder::FastestSmallest;
+      const auto other =
+          topo.order == GridOrder::FastestSmallest ? GridOrder::FastestLargest : GridOrder::FastestSmallest;
       other_order_same = true;
       for (const Trace* t : inputs)
-        other_order_same = other_order_same &&
-                           balanced_grid(t->nranks, topo.ndims, other) ==
-                               balanced_grid(t->nranks, topo.ndims, topo.order);
+        other_order_same = other_order_same && balanced_grid(t->nranks, topo.ndims, other) ==
+                                                   balanced_grid(t->nranks, topo.ndims, topo.order);
     }
     topo.order_ambiguous = other_order_same;
     topo.depth = s.depth == 4 ? 0 : s.depth;
@@ -198,8 +195,7 @@ std::vector<Topology> topology_candidates(const std::vector<const Trace*>& input
     if (s.depth == 4)
       why << ", not revealed by the point-to-point end points";
     else
-      why << ", boundary depth " << s.depth << ", " << s.classes
-          << " occupied boundary classes over all inputs";
+      why << ", boundary depth " << s.depth << ", " << s.classes << " occupied boundary classes over all inputs";
     if (!given.empty()) why << " (grids given)";
     topo.explanation = why.str();
     out.push_back(std::move(topo));

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "format/sct_codec.hpp"
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/merge/merge.hpp"
+#include "scalatrace/support/errors.hpp"
 #include "scalatrace/support/wire.hpp"
 
 namespace scalatrace {
@@ -51,8 +51,8 @@ void sct::read_rank_segments(Trace& trace, std::string_view trailer) {
     const std::string which = "rank segment " + std::to_string(segments.size());
     const std::string_view rest = trailer.substr(pos);
     if (rest.size() < kSegmentHeaderSize)
-      throw FormatError("truncated: " + which + " has " + std::to_string(rest.size()) +
-                        " bytes, less than its " + std::to_string(kSegmentHeaderSize) + "-byte header");
+      throw FormatError("truncated: " + which + " has " + std::to_string(rest.size()) + " bytes, less than its " +
+                        std::to_string(kSegmentHeaderSize) + "-byte header");
     if (std::memcmp(rest.data(), kSegmentMagic, sizeof kSegmentMagic) != 0)
       throw FormatError("bad magic at " + which + " (bytes after the payload are not a rank segment)");
     wire::Reader header(rest.substr(sizeof kSegmentMagic, kSegmentHeaderSize - sizeof kSegmentMagic));
@@ -63,11 +63,10 @@ void sct::read_rank_segments(Trace& trace, std::string_view trailer) {
       throw FormatError(which + ": rank " + std::to_string(rank) + " outside the trace's " +
                         std::to_string(trace.nranks) + " ranks");
     if (length > rest.size() - kSegmentHeaderSize)
-      throw FormatError("truncated: " + which + " announces " + std::to_string(length) +
-                        " bytes, the file has " + std::to_string(rest.size() - kSegmentHeaderSize));
+      throw FormatError("truncated: " + which + " announces " + std::to_string(length) + " bytes, the file has " +
+                        std::to_string(rest.size() - kSegmentHeaderSize));
     const std::string_view body = rest.substr(kSegmentHeaderSize, length);
-    if (wire::crc32(body) != crc)
-      throw FormatError("checksum mismatch in " + which + ": the trace file is corrupt");
+    if (wire::crc32(body) != crc) throw FormatError("checksum mismatch in " + which + ": the trace file is corrupt");
     if (body.size() >= kTraceFlagsOffset + 4 && wire::Reader(body.substr(kTraceFlagsOffset, 4)).fixed(4) != 0)
       throw FormatError(which + " has header flags of its own (segments do not nest)");
     Trace segment;

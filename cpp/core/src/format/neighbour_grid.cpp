@@ -60,8 +60,7 @@ bool covers(const E& e, std::int64_t n) {
 }
 
 /// Every way of writing n as an ordered product of 1 to kMaxDims factors of at least 2.
-void factorisations(std::int64_t n, std::vector<std::int64_t>& prefix,
-                    std::vector<std::vector<std::int64_t>>& out) {
+void factorisations(std::int64_t n, std::vector<std::int64_t>& prefix, std::vector<std::vector<std::int64_t>>& out) {
   prefix.push_back(n);
   out.push_back(prefix);
   prefix.pop_back();
@@ -268,7 +267,9 @@ GridClasses::GridClasses(Grid grid) : grid_(std::move(grid)) {
     const std::int64_t d = grid_.dims[k];
     position[k].resize(static_cast<std::size_t>(d));
     for (std::int64_t c = 0; c < d; ++c)
-      position[k][static_cast<std::size_t>(c)] = c < reach ? c : d - 1 - c < reach ? positions - 1 - (d - 1 - c) : reach;
+      position[k][static_cast<std::size_t>(c)] = c < reach           ? c
+                                                 : d - 1 - c < reach ? positions - 1 - (d - 1 - c)
+                                                                     : reach;
   }
   std::vector<int> class_of_combination;  // -1: not seen yet
   std::int64_t combinations = 1;
@@ -281,7 +282,8 @@ GridClasses::GridClasses(Grid grid) : grid_(std::move(grid)) {
   Coords c{};
   for (std::int64_t r = 0; r < n; ++r) {
     std::int64_t combination = 0;
-    for (std::size_t k = 0; k < nd; ++k) combination = combination * positions + position[k][static_cast<std::size_t>(c[k])];
+    for (std::size_t k = 0; k < nd; ++k)
+      combination = combination * positions + position[k][static_cast<std::size_t>(c[k])];
     int& cls = class_of_combination[static_cast<std::size_t>(combination)];
     if (cls < 0) {
       const std::uint64_t mask = mask_at(c, grid_);
@@ -339,8 +341,7 @@ std::optional<Elastic<Seq>> by_class(const GridClasses& classes, F&& sequence_of
 }
 
 std::optional<Grid> find_grid(const ElasticValue& peers, std::int64_t nranks) {
-  if (peers.alternatives.size() < 2 || nranks < 2 || nranks > kMaxRanks || !covers(peers, nranks))
-    return std::nullopt;
+  if (peers.alternatives.size() < 2 || nranks < 2 || nranks > kMaxRanks || !covers(peers, nranks)) return std::nullopt;
   // Each alternative is one block of peers per visit, repeated once per visit.
   std::vector<std::pair<std::vector<std::int64_t>, std::uint64_t>> periods;
   std::uint64_t visits = 0;
@@ -390,8 +391,7 @@ std::optional<GridValue> fit(const ElasticValue& e, const GridClasses& classes, 
     for (std::size_t a = 0; a < e.alternatives.size() && ok; ++a) {
       const ValueSeq& seq = e.alternatives[a].first;
       ok = seq.size() == repeat && seq.is_constant();
-      for (const std::size_t c : per_alternative[a])
-        ok = ok && seq.at(0) == std::popcount(classes.mask(c));
+      for (const std::size_t c : per_alternative[a]) ok = ok && seq.at(0) == std::popcount(classes.mask(c));
     }
     if (ok) return GridValue{grid_index, Form::Count, {}, repeat};
   }
@@ -449,7 +449,8 @@ namespace {
 
 /// The exact linear function y = per * k + base through the points (k, y), if there is one
 /// (per = 0 if every point has the same k; 0, 0 for no points).
-std::optional<std::pair<std::int64_t, std::int64_t>> line_through(const std::vector<std::pair<std::int64_t, std::int64_t>>& points) {
+std::optional<std::pair<std::int64_t, std::int64_t>> line_through(
+    const std::vector<std::pair<std::int64_t, std::int64_t>>& points) {
   if (points.empty()) return std::pair<std::int64_t, std::int64_t>{0, 0};
   const auto& [k0, y0] = points.front();
   std::optional<std::int64_t> per;

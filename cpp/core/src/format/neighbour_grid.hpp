@@ -121,7 +121,8 @@ struct GridArray {
 std::optional<Grid> find_grid(const ElasticValue& peers, std::int64_t nranks);
 
 /// `e` stated over the grid of `classes`, if that gives every rank exactly its values (Count
-/// tried first; a Filtered template equal to the grid's offsets becomes Offsets). Needs at least two alternatives covering the grid's ranks.
+/// tried first; a Filtered template equal to the grid's offsets becomes Offsets). Needs at least two alternatives
+/// covering the grid's ranks.
 std::optional<GridValue> fit(const ElasticValue& e, const GridClasses& classes, std::size_t grid_index);
 
 /// The elastic value a GridValue stands for: one alternative per distinct value sequence (in

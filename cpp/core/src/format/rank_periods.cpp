@@ -46,8 +46,8 @@ std::vector<DescriptorPeriod> find_descriptor_periods(const std::vector<RankDesc
   return out;
 }
 
-void expand_descriptor_period(const std::vector<RankDescriptor>& first, std::size_t repeat,
-                              std::int64_t stride, std::vector<RankDescriptor>& out) {
+void expand_descriptor_period(const std::vector<RankDescriptor>& first, std::size_t repeat, std::int64_t stride,
+                              std::vector<RankDescriptor>& out) {
   for (std::size_t j = 0; j < repeat; ++j) {
     for (const RankDescriptor& d : first) {
       RankDescriptor shifted = d;

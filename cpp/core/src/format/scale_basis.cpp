@@ -29,8 +29,7 @@ void count_elastic(const Elastic<Seq>& e, std::int64_t nranks, std::map<std::int
   for (const auto& alternative : e.alternatives) count_candidates(alternative.second, nranks, seen);
 }
 
-void count_nodes(const std::vector<Node>& nodes, std::int64_t nranks,
-                 std::map<std::int64_t, std::uint64_t>& seen) {
+void count_nodes(const std::vector<Node>& nodes, std::int64_t nranks, std::map<std::int64_t, std::uint64_t>& seen) {
   for (const Node& n : nodes) {
     count_candidates(n.ranks, nranks, seen);
     count_elastic(n.presence, nranks, seen);
@@ -82,8 +81,7 @@ std::vector<std::int64_t> find_basis(const Trace& trace) {
   return basis;
 }
 
-std::int64_t decompose(std::int64_t value, std::span<const std::int64_t> basis,
-                       std::span<std::int64_t> coeffs) {
+std::int64_t decompose(std::int64_t value, std::span<const std::int64_t> basis, std::span<std::int64_t> coeffs) {
   std::int64_t rest = value;
   for (std::size_t i = 0; i < basis.size(); ++i) {
     coeffs[i] = 0;

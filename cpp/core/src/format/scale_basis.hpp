@@ -28,8 +28,7 @@ std::vector<std::int64_t> find_basis(const Trace& trace);
 /// the quotient rounded to nearest and is kept only if it makes the remainder strictly smaller
 /// in magnitude (so small numbers stay plain and a tie stays with the remainder). Basis numbers
 /// below 2 get coefficient 0. |value| must be below 2^62.
-std::int64_t decompose(std::int64_t value, std::span<const std::int64_t> basis,
-                       std::span<std::int64_t> coeffs);
+std::int64_t decompose(std::int64_t value, std::span<const std::int64_t> basis, std::span<std::int64_t> coeffs);
 
 /// The basis a ranklist count is written against, given the stride of its dimension (or of its
 /// group). Where the stride is a grid stride (1, or a basis number but the first): the number of

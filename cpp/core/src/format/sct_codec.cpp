@@ -13,18 +13,30 @@ namespace scalatrace::sct {
 
 const char* section_name(std::uint64_t id) {
   switch (id) {
-    case kMetadata: return "metadata";
-    case kCallSites: return "call-site table";
-    case kNames: return "names table";
-    case kRankLists: return "ranklist table";
-    case kValueSeqs: return "value-sequence table";
-    case kArraySeqs: return "array-sequence table";
-    case kValueElastics: return "elastic-value table";
-    case kArrayElastics: return "elastic-array table";
-    case kComms: return "communicator table";
-    case kNodes: return "node tree";
-    case kRankClusters: return "rank clusters";
-    default: return "unknown section";
+    case kMetadata:
+      return "metadata";
+    case kCallSites:
+      return "call-site table";
+    case kNames:
+      return "names table";
+    case kRankLists:
+      return "ranklist table";
+    case kValueSeqs:
+      return "value-sequence table";
+    case kArraySeqs:
+      return "array-sequence table";
+    case kValueElastics:
+      return "elastic-value table";
+    case kArrayElastics:
+      return "elastic-array table";
+    case kComms:
+      return "communicator table";
+    case kNodes:
+      return "node tree";
+    case kRankClusters:
+      return "rank clusters";
+    default:
+      return "unknown section";
   }
 }
 

@@ -18,8 +18,8 @@ namespace scalatrace::sct {
 // ---------------------------------------------------------------- constants of the format
 inline constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 8 + 4;  // magic, version, flags, length, crc
 inline constexpr std::uint32_t kKnownFlags = kFlagRankSegments | kFlagExactCounts;  // docs/format.md
-inline constexpr std::size_t kMaxDepth = 64;                    // loop nesting
-inline constexpr std::size_t kMaxDims = 16;                     // ranklist descriptor dimensions
+inline constexpr std::size_t kMaxDepth = 64;                                        // loop nesting
+inline constexpr std::size_t kMaxDims = 16;                                         // ranklist descriptor dimensions
 inline constexpr std::int64_t kMaxRanks = std::int64_t{1} << 40;
 inline constexpr std::uint64_t kMaxSeqSize = std::uint64_t{1} << 62;
 /// Scaled numbers (version 5) are written for magnitudes below this; a value sequence with a

@@ -61,8 +61,10 @@ RankDescriptor get_descriptor_dims(SectionReader& r, std::int64_t start, std::si
     if (size > kMaxRanks / c) r.fail("ranklist descriptor too large");
     size *= c;
     span += (c - 1) * s;
-    if (s > 0) hi += (c - 1) * s;
-    else lo += (c - 1) * s;
+    if (s > 0)
+      hi += (c - 1) * s;
+    else
+      lo += (c - 1) * s;
     if (hi > kMaxRanks || lo < -kMaxRanks) r.fail("ranklist rank out of range");
     d.dims.emplace_back(c, s);
   }
@@ -99,7 +101,8 @@ std::vector<std::int64_t> get_array_values(SectionReader& r, std::uint32_t versi
     for (std::uint64_t i = 0; i < count; ++i)
       values.push_back(value_arith::wrap_add(first, value_arith::wrap_mul(stride, i)));
   }
-  if (values.size() != n) r.fail("array progressions hold " + std::to_string(values.size()) + " of " + std::to_string(n) + " values");
+  if (values.size() != n)
+    r.fail("array progressions hold " + std::to_string(values.size()) + " of " + std::to_string(n) + " values");
   return values;
 }
 
@@ -133,8 +136,7 @@ RankList get_ranks(SectionReader& r, std::int64_t nranks, std::uint32_t version,
   };
   auto plain = [&](std::int64_t start, std::uint64_t code) {
     if (version >= 3 && code % 2 != 0) r.fail("ranklist group inside a group");
-    return get_descriptor_dims(r, start, static_cast<std::size_t>(version >= 3 ? code / 2 : code),
-                               version, basis);
+    return get_descriptor_dims(r, start, static_cast<std::size_t>(version >= 3 ? code / 2 : code), version, basis);
   };
   for (std::size_t i = 0; i < n; ++i) {
     const std::int64_t first = get_rank_number(r, version, basis);
@@ -150,8 +152,7 @@ RankList get_ranks(SectionReader& r, std::int64_t nranks, std::uint32_t version,
       r.fail("ranklist group of " + std::to_string(period) + " descriptors");
     if (stride == 0 || stride > kMaxRanks || stride < -kMaxRanks)
       r.fail("ranklist group stride " + std::to_string(stride));
-    const auto repeat =
-        static_cast<std::uint64_t>(get_count(r, stride, version, basis, "ranklist group repeat count"));
+    const auto repeat = static_cast<std::uint64_t>(get_count(r, stride, version, basis, "ranklist group repeat count"));
     if (repeat < 2) r.fail("ranklist group repeated " + std::to_string(repeat) + " times");
     if (repeat > budget / period) r.fail("implausible expansion of a ranklist group");
     budget -= (repeat - 1) * period;
@@ -242,8 +243,7 @@ Histogram get_hist(SectionReader& r, bool fixed_width_counts) {
   const auto shift = static_cast<std::uint32_t>(coarsening);
   std::size_t nb = r.count("histogram bin", 5);
   if (nb > Histogram::kMaxBins)
-    r.fail("histogram with " + std::to_string(nb) + " bins (at most " +
-           std::to_string(Histogram::kMaxBins) + ")");
+    r.fail("histogram with " + std::to_string(nb) + " bins (at most " + std::to_string(Histogram::kMaxBins) + ")");
   if (nb == 0) return Histogram::from_parts(sub, 0, 0, 0, 0, {}, shift);
   std::vector<HistogramBin> bins;
   bins.reserve(nb);

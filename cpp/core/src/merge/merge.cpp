@@ -23,8 +23,8 @@
 #include <functional>
 #include <unordered_map>
 
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/merge/timing_groups.hpp"
+#include "scalatrace/support/errors.hpp"
 
 namespace scalatrace {
 namespace {
@@ -164,9 +164,7 @@ struct UniteCache {
 };
 thread_local UniteCache* g_unite_cache = nullptr;
 
-RankList unite(const RankList& a, const RankList& b) {
-  return g_unite_cache ? g_unite_cache->unite(a, b) : a.unite(b);
-}
+RankList unite(const RankList& a, const RankList& b) { return g_unite_cache ? g_unite_cache->unite(a, b) : a.unite(b); }
 
 /// a absorbs b: equal value sequences share one pair with united ranklists.
 template <class Seq>
@@ -191,8 +189,7 @@ void merge_elastic(Elastic<Seq>& a, Elastic<Seq>&& b) {
   }
   std::unordered_multimap<std::uint64_t, std::size_t> index;
   index.reserve(a.alternatives.size() + b.alternatives.size());
-  for (std::size_t i = 0; i < a.alternatives.size(); ++i)
-    index.emplace(seq_hash(a.alternatives[i].first), i);
+  for (std::size_t i = 0; i < a.alternatives.size(); ++i) index.emplace(seq_hash(a.alternatives[i].first), i);
   for (auto& [seq, ranks] : b.alternatives) {
     std::uint64_t h = seq_hash(seq);
     auto [lo, hi] = index.equal_range(h);
@@ -230,8 +227,8 @@ ElasticValue constant_like(const ElasticValue& shape, std::int64_t value) {
 /// Merges an elastic value stored on one side only: the other side's ranks get `fill`
 /// (the value the cursor would have produced for them: 0 for unused fields, the node's own
 /// site for site_ids), shaped by that side's occurrence counts.
-void merge_one_sided(ElasticValue& a, ElasticValue&& b, const EventNode& ea, const EventNode& eb,
-                     std::int64_t fill_a, std::int64_t fill_b, const char* what) {
+void merge_one_sided(ElasticValue& a, ElasticValue&& b, const EventNode& ea, const EventNode& eb, std::int64_t fill_a,
+                     std::int64_t fill_b, const char* what) {
   if (a.empty() == b.empty()) {
     merge_elastic(a, std::move(b));
     return;
@@ -291,8 +288,7 @@ std::uint64_t order_key(const Node& n) {
     if (p->loop->body.empty()) return UINT64_MAX;
     p = &p->loop->body.front();
   }
-  return p->event ? (std::uint64_t{p->event->site} << 16) | static_cast<std::uint64_t>(p->event->op)
-                  : UINT64_MAX;
+  return p->event ? (std::uint64_t{p->event->site} << 16) | static_cast<std::uint64_t>(p->event->op) : UINT64_MAX;
 }
 
 /// The same order as canonicalize's graph walk, for sequences with few distinct ranklists
@@ -432,8 +428,7 @@ struct Aligner {
   }
 
   /// Matched index pairs of a maximal-score alignment, in order.
-  std::vector<std::pair<std::size_t, std::size_t>> align(const std::vector<Node>& x,
-                                                         const std::vector<Node>& y) {
+  std::vector<std::pair<std::size_t, std::size_t>> align(const std::vector<Node>& x, const std::vector<Node>& y) {
     const std::size_t n = x.size(), m = y.size();
     std::vector<std::pair<std::size_t, std::size_t>> pairs;
     // Common prefix and suffix of matching nodes need no table (the SPMD common case).
@@ -492,9 +487,8 @@ struct Aligner {
   static constexpr std::size_t kBlock = 1024;
 
   /// Appends the pairs of a maximal-score alignment of x[xlo, xhi) with y[ylo, yhi), in order.
-  void align_block(const std::vector<Node>& x, std::size_t xlo, std::size_t xhi,
-                   const std::vector<Node>& y, std::size_t ylo, std::size_t yhi,
-                   std::vector<std::pair<std::size_t, std::size_t>>& pairs) {
+  void align_block(const std::vector<Node>& x, std::size_t xlo, std::size_t xhi, const std::vector<Node>& y,
+                   std::size_t ylo, std::size_t yhi, std::vector<std::pair<std::size_t, std::size_t>>& pairs) {
     const std::size_t rn = xhi - xlo, rm = yhi - ylo;
     std::vector<long> dp((rn + 1) * (rm + 1), 0);
     std::vector<long> sc(rn * rm, 0);
@@ -566,8 +560,10 @@ void merge_node(Node& a, Node&& b) {
         }
         return out;
       };
-      if (x.arrays[f].empty()) x.arrays[f] = fill(x);
-      else y.arrays[f] = fill(y);
+      if (x.arrays[f].empty())
+        x.arrays[f] = fill(x);
+      else
+        y.arrays[f] = fill(y);
     }
     merge_elastic(x.arrays[f], std::move(y.arrays[f]));
   }
@@ -601,8 +597,8 @@ std::vector<Node> merge_seq(std::vector<Node>&& a, std::vector<Node>&& b) {
 
 }  // namespace
 
-Trace make_rank_trace(std::int64_t rank, std::int64_t nranks, std::vector<Node> nodes,
-                      CallSiteTable sites, CommTable comms, std::vector<std::string> names) {
+Trace make_rank_trace(std::int64_t rank, std::int64_t nranks, std::vector<Node> nodes, CallSiteTable sites,
+                      CommTable comms, std::vector<std::string> names) {
   Trace t;
   t.nranks = nranks;
   t.sites = std::move(sites);
@@ -631,12 +627,10 @@ void import_tables(Trace& master, Trace& other) {
     remap.sites_identity = remap.sites_identity && remap.sites[j] == j;
   }
   std::unordered_map<std::string, std::int64_t> name_ids;
-  for (std::size_t i = 0; i < master.names.size(); ++i)
-    name_ids.emplace(master.names[i], static_cast<std::int64_t>(i));
+  for (std::size_t i = 0; i < master.names.size(); ++i) name_ids.emplace(master.names[i], static_cast<std::int64_t>(i));
   remap.names.resize(other.names.size());
   for (std::size_t j = 0; j < other.names.size(); ++j) {
-    auto [it, inserted] =
-        name_ids.emplace(other.names[j], static_cast<std::int64_t>(master.names.size()));
+    auto [it, inserted] = name_ids.emplace(other.names[j], static_cast<std::int64_t>(master.names.size()));
     if (inserted) master.names.push_back(other.names[j]);
     remap.names[j] = it->second;
     remap.names_identity = remap.names_identity && it->second == static_cast<std::int64_t>(j);

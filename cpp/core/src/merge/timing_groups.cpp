@@ -67,11 +67,12 @@ void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const Ra
   a.duration.merge(b.duration);
   a.first_compute.merge(b.first_compute);
   for (auto& g : incoming) {
-    auto same = std::find_if(groups.begin(), groups.end(), [&](const TimingGroup& h) {
-      return similar_timing(h.compute, g.compute);
-    });
-    if (same != groups.end()) absorb(*same, std::move(g));
-    else groups.push_back(std::move(g));
+    auto same = std::find_if(groups.begin(), groups.end(),
+                             [&](const TimingGroup& h) { return similar_timing(h.compute, g.compute); });
+    if (same != groups.end())
+      absorb(*same, std::move(g));
+    else
+      groups.push_back(std::move(g));
   }
   while (groups.size() > EventNode::kMaxTimingGroups) {
     std::size_t bi = 0, bj = 1;
@@ -90,9 +91,8 @@ void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const Ra
   }
   if (groups.size() == 1) groups.clear();
   // A canonical order (by first rank) so that equal traces encode equally.
-  std::sort(groups.begin(), groups.end(), [](const TimingGroup& x, const TimingGroup& y) {
-    return x.ranks.at(0) < y.ranks.at(0);
-  });
+  std::sort(groups.begin(), groups.end(),
+            [](const TimingGroup& x, const TimingGroup& y) { return x.ranks.at(0) < y.ranks.at(0); });
   a.timing_groups = std::move(groups);
 }
 

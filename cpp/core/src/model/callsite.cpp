@@ -25,14 +25,11 @@ bool same_block(const std::vector<Frame>& f, std::size_t a, std::size_t b, std::
 
 // The public vectors may have been filled directly (e.g. by a reader): rebuild the lookup
 // indexes whenever they are out of step with them.
-void reindex(const std::vector<std::string>& modules,
-             std::unordered_map<std::string, std::uint32_t>& module_ids,
-             const std::vector<CallSite>& sites,
-             std::unordered_multimap<std::uint64_t, std::uint32_t>& by_hash) {
+void reindex(const std::vector<std::string>& modules, std::unordered_map<std::string, std::uint32_t>& module_ids,
+             const std::vector<CallSite>& sites, std::unordered_multimap<std::uint64_t, std::uint32_t>& by_hash) {
   if (module_ids.size() != modules.size()) {
     module_ids.clear();
-    for (std::size_t i = 0; i < modules.size(); ++i)
-      module_ids.emplace(modules[i], static_cast<std::uint32_t>(i));
+    for (std::size_t i = 0; i < modules.size(); ++i) module_ids.emplace(modules[i], static_cast<std::uint32_t>(i));
   }
   if (by_hash.size() != sites.size()) {
     by_hash.clear();
@@ -78,7 +75,6 @@ std::size_t frame_distance(const std::vector<Frame>& a, const std::vector<Frame>
     if (!(a[i] == b[i])) ++d;
   return d;
 }
-
 
 std::uint32_t CallSiteTable::intern_module(const std::string& path) {
   reindex(modules, module_ids_, sites, by_hash_);

@@ -27,16 +27,17 @@ void ArraySeq::append(const ArraySeq& other) {
   }
   for (const auto& r : other.runs_) {
     if (r.count == 0) continue;
-    if (!runs_.empty() && runs_.back().values == r.values) runs_.back().count += r.count;
-    else runs_.push_back(r);
+    if (!runs_.empty() && runs_.back().values == r.values)
+      runs_.back().count += r.count;
+    else
+      runs_.push_back(r);
     size_ += r.count;
   }
 }
 
 const std::vector<std::int64_t>& ArraySeq::at(std::uint64_t i) const {
   if (i >= size_)
-    throw UsageError("ArraySeq::at: index " + std::to_string(i) + " out of range (size " +
-                     std::to_string(size_) + ")");
+    throw UsageError("ArraySeq::at: index " + std::to_string(i) + " out of range (size " + std::to_string(size_) + ")");
   for (const auto& r : runs_) {
     if (i < r.count) return r.values;
     i -= r.count;

@@ -7,11 +7,11 @@ namespace scalatrace {
 namespace {
 
 constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
-    "Comm",  "Peer", "Tag",     "Bytes", "DtSize", "Peer2", "Tag2",  "Bytes2", "DtSize2",
-    "Root",  "RedOp", "NewComm", "Color", "Key",    "Index", "Flag",  "Count",  "NameId"};
+    "Comm", "Peer",  "Tag",     "Bytes", "DtSize", "Peer2", "Tag2", "Bytes2", "DtSize2",
+    "Root", "RedOp", "NewComm", "Color", "Key",    "Index", "Flag", "Count",  "NameId"};
 
-constexpr std::array<std::string_view, kArrayFieldCount> kArrayFieldNames = {
-    "Requests", "SendCounts", "RecvCounts", "Indices"};
+constexpr std::array<std::string_view, kArrayFieldCount> kArrayFieldNames = {"Requests", "SendCounts", "RecvCounts",
+                                                                             "Indices"};
 
 std::string value_text(std::int64_t v) {
   if (v == kAnySource) return "ANY";  // kAnySource == kAnyTag == kNullRequest

@@ -87,10 +87,13 @@ void Histogram::add(std::uint64_t value) {
   auto it = bins_.end();
   if (!bins_.empty() && bins_.front().index <= idx) {
     const std::size_t guess = idx - bins_.front().index;
-    if (guess < bins_.size() && bins_[guess].index == idx) it = bins_.begin() + static_cast<std::ptrdiff_t>(guess);
-    else if (bins_.back().index < idx) it = bins_.end();
-    else it = std::lower_bound(bins_.begin(), bins_.end(), idx,
-                               [](const HistogramBin& b, std::uint32_t i) { return b.index < i; });
+    if (guess < bins_.size() && bins_[guess].index == idx)
+      it = bins_.begin() + static_cast<std::ptrdiff_t>(guess);
+    else if (bins_.back().index < idx)
+      it = bins_.end();
+    else
+      it = std::lower_bound(bins_.begin(), bins_.end(), idx,
+                            [](const HistogramBin& b, std::uint32_t i) { return b.index < i; });
   } else {
     it = bins_.begin();
   }
@@ -153,11 +156,9 @@ namespace {
 /// A draw from one bin: uniform around the bin's mean, as wide as [min, max] allows on both
 /// sides. Draws keep the bin's mean (a bin of values near its min and one outlier near its max
 /// has a mean near the min, and so do its draws) and stay inside the range seen in the bin.
-std::uint64_t draw_in_bin(std::uint64_t count, double sum, std::uint64_t min, std::uint64_t max,
-                          std::mt19937_64& rng) {
+std::uint64_t draw_in_bin(std::uint64_t count, double sum, std::uint64_t min, std::uint64_t max, std::mt19937_64& rng) {
   if (max <= min || count == 0) return min;
-  const double mean = std::clamp(sum / static_cast<double>(count), static_cast<double>(min),
-                                 static_cast<double>(max));
+  const double mean = std::clamp(sum / static_cast<double>(count), static_cast<double>(min), static_cast<double>(max));
   const double half = std::min(mean - static_cast<double>(min), static_cast<double>(max) - mean);
   const double v = mean + half * std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
   return std::clamp(static_cast<std::uint64_t>(std::llround(v)), min, max);
@@ -230,9 +231,8 @@ std::uint64_t Histogram::sample_excluding(const Histogram& part, std::mt19937_64
   return max_;
 }
 
-Histogram Histogram::from_parts(std::uint32_t sub_bins, std::uint64_t count, double sum,
-                                std::uint64_t min, std::uint64_t max,
-                                std::vector<HistogramBin> bins, std::uint32_t coarsening) {
+Histogram Histogram::from_parts(std::uint32_t sub_bins, std::uint64_t count, double sum, std::uint64_t min,
+                                std::uint64_t max, std::vector<HistogramBin> bins, std::uint32_t coarsening) {
   Histogram h(sub_bins);
   h.shift_ = coarsening;
   h.count_ = count;

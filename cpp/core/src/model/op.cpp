@@ -28,23 +28,40 @@ std::optional<Op> op_from_name(std::string_view name) {
 
 std::string_view op_kind_name(OpKind kind) {
   switch (kind) {
-    case OpKind::Other: return "other";
-    case OpKind::Lifecycle: return "lifecycle";
-    case OpKind::BlockingSend: return "blocking-send";
-    case OpKind::BlockingRecv: return "blocking-recv";
-    case OpKind::SendRecv: return "sendrecv";
-    case OpKind::NonblockingSend: return "nonblocking-send";
-    case OpKind::NonblockingRecv: return "nonblocking-recv";
-    case OpKind::Probe: return "probe";
-    case OpKind::PersistentSend: return "persistent-send";
-    case OpKind::PersistentRecv: return "persistent-recv";
-    case OpKind::Start: return "start";
-    case OpKind::RequestFree: return "request-free";
-    case OpKind::Completion: return "completion";
-    case OpKind::Collective: return "collective";
-    case OpKind::NonblockingCollective: return "nonblocking-collective";
-    case OpKind::CommCreate: return "comm-create";
-    case OpKind::CommFree: return "comm-free";
+    case OpKind::Other:
+      return "other";
+    case OpKind::Lifecycle:
+      return "lifecycle";
+    case OpKind::BlockingSend:
+      return "blocking-send";
+    case OpKind::BlockingRecv:
+      return "blocking-recv";
+    case OpKind::SendRecv:
+      return "sendrecv";
+    case OpKind::NonblockingSend:
+      return "nonblocking-send";
+    case OpKind::NonblockingRecv:
+      return "nonblocking-recv";
+    case OpKind::Probe:
+      return "probe";
+    case OpKind::PersistentSend:
+      return "persistent-send";
+    case OpKind::PersistentRecv:
+      return "persistent-recv";
+    case OpKind::Start:
+      return "start";
+    case OpKind::RequestFree:
+      return "request-free";
+    case OpKind::Completion:
+      return "completion";
+    case OpKind::Collective:
+      return "collective";
+    case OpKind::NonblockingCollective:
+      return "nonblocking-collective";
+    case OpKind::CommCreate:
+      return "comm-create";
+    case OpKind::CommFree:
+      return "comm-free";
   }
   return "unknown";
 }
@@ -55,8 +72,10 @@ bool op_creates_request(Op op) {
     case OpKind::NonblockingRecv:
     case OpKind::PersistentSend:
     case OpKind::PersistentRecv:
-    case OpKind::NonblockingCollective: return true;
-    default: return false;
+    case OpKind::NonblockingCollective:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -75,10 +94,14 @@ bool op_never_waits(Op op) {
     case OpKind::Start:
     case OpKind::RequestFree:
     case OpKind::CommFree:
-    case OpKind::NonblockingCollective: return true;
-    case OpKind::Completion: return op == Op::Test || op == Op::Testall || op == Op::Testany || op == Op::Testsome;
-    case OpKind::Probe: return op == Op::Iprobe;
-    default: return false;
+    case OpKind::NonblockingCollective:
+      return true;
+    case OpKind::Completion:
+      return op == Op::Test || op == Op::Testall || op == Op::Testany || op == Op::Testsome;
+    case OpKind::Probe:
+      return op == Op::Iprobe;
+    default:
+      return false;
   }
 }
 
@@ -90,8 +113,10 @@ bool op_is_point_to_point(Op op) {
     case OpKind::NonblockingSend:
     case OpKind::NonblockingRecv:
     case OpKind::PersistentSend:
-    case OpKind::PersistentRecv: return true;
-    default: return false;
+    case OpKind::PersistentRecv:
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -23,8 +23,7 @@ void for_each_in_descriptor(const RankDescriptor& d, std::size_t dim, std::int64
 
 double run_sum(const ValueRun& r) {
   const double n = static_cast<double>(r.count);
-  return n * static_cast<double>(r.first) +
-         static_cast<double>(r.stride) * n * (n - 1.0) / 2.0;
+  return n * static_cast<double>(r.first) + static_cast<double>(r.stride) * n * (n - 1.0) / 2.0;
 }
 
 }  // namespace
@@ -43,18 +42,16 @@ double sum_values(const ValueSeq& seq) {
   return total;
 }
 
-std::pair<std::int64_t, std::int64_t> comm_rank_and_size(const CommTable& comms,
-                                                         std::int64_t comm_id, std::int64_t rank,
-                                                         std::int64_t nranks) {
-  if (const CommEntry* e = comms.find(comm_id, rank))
-    return {e->members.index_of(rank), e->members.size()};
+std::pair<std::int64_t, std::int64_t> comm_rank_and_size(const CommTable& comms, std::int64_t comm_id,
+                                                         std::int64_t rank, std::int64_t nranks) {
+  if (const CommEntry* e = comms.find(comm_id, rank)) return {e->members.index_of(rank), e->members.size()};
   if (comm_id == 0) return {rank, nranks};
   if (comm_id == 1) return {0, 1};
   return {-1, 0};
 }
 
-std::int64_t world_rank_of(const CommTable& comms, std::int64_t comm_id, std::int64_t rank,
-                           std::int64_t comm_rank, std::int64_t nranks) {
+std::int64_t world_rank_of(const CommTable& comms, std::int64_t comm_id, std::int64_t rank, std::int64_t comm_rank,
+                           std::int64_t nranks) {
   if (const CommEntry* e = comms.find(comm_id, rank)) {
     if (comm_rank < 0 || comm_rank >= e->members.size()) return -1;
     return e->members.at(comm_rank);

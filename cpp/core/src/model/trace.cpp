@@ -62,8 +62,7 @@ void validate_rank_clusters(const std::vector<RankCluster>& clusters, std::int64
   std::int64_t total = 0;
   for (const auto& c : clusters) {
     if (!c.members.contains(c.representative))
-      throw FormatError("rank cluster of representative " + std::to_string(c.representative) +
-                        " does not contain it");
+      throw FormatError("rank cluster of representative " + std::to_string(c.representative) + " does not contain it");
     total += c.members.size();
     if (total > nranks) break;
   }
@@ -74,12 +73,13 @@ void validate_rank_clusters(const std::vector<RankCluster>& clusters, std::int64
   for (const auto& c : clusters) {
     bool overlap = false;
     for_each_rank(c.members, [&](std::int64_t r) {
-      if (r < 0 || r >= nranks || seen[static_cast<std::size_t>(r)]) overlap = true;
-      else seen[static_cast<std::size_t>(r)] = true;
+      if (r < 0 || r >= nranks || seen[static_cast<std::size_t>(r)])
+        overlap = true;
+      else
+        seen[static_cast<std::size_t>(r)] = true;
     });
     if (overlap)
-      throw FormatError("rank clusters overlap (cluster of representative " +
-                        std::to_string(c.representative) + ")");
+      throw FormatError("rank clusters overlap (cluster of representative " + std::to_string(c.representative) + ")");
   }
 }
 

@@ -16,8 +16,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "scalatrace/support/errors.hpp"
 #include "model/value_arith.hpp"
+#include "scalatrace/support/errors.hpp"
 
 namespace scalatrace {
 namespace {
@@ -165,8 +165,7 @@ void ValueSeq::append(std::int64_t value) {
 }
 
 // Appends a run of `count` values; merges into the open run when it continues it.
-static void append_run(std::vector<ValueBlock>& blocks, std::vector<std::uint64_t>& ends,
-                       const ValueRun& run) {
+static void append_run(std::vector<ValueBlock>& blocks, std::vector<std::uint64_t>& ends, const ValueRun& run) {
   if (run.count == 0) return;
   if (!blocks.empty() && blocks.back().repeat == 1) {
     ValueRun& last = blocks.back().runs.back();
@@ -176,8 +175,7 @@ static void append_run(std::vector<ValueBlock>& blocks, std::vector<std::uint64_
       ends.back() += run.count;
       return;
     }
-    if (last.count >= 2 && run_value(last, last.count) == run.first &&
-        (run.count == 1 || run.stride == last.stride)) {
+    if (last.count >= 2 && run_value(last, last.count) == run.first && (run.count == 1 || run.stride == last.stride)) {
       last.count += run.count;
       ends.back() += run.count;
       return;
@@ -231,8 +229,8 @@ void ValueSeq::append(const ValueSeq& other) {
 }
 
 std::int64_t ValueSeq::at(std::uint64_t i) const {
-  if (i >= size_) throw UsageError("ValueSeq::at: index " + std::to_string(i) + " out of range (size " +
-                                   std::to_string(size_) + ")");
+  if (i >= size_)
+    throw UsageError("ValueSeq::at: index " + std::to_string(i) + " out of range (size " + std::to_string(size_) + ")");
   const auto it = std::upper_bound(block_ends_.begin(), block_ends_.end(), i);
   const std::size_t bi = static_cast<std::size_t>(it - block_ends_.begin());
   const ValueBlock& b = blocks_[bi];
@@ -273,8 +271,10 @@ void ValueSeq::set_back(std::int64_t value) {
   ValueBlock& open = blocks_.back();
   ValueRun& last = open.runs.back();
   last.count -= 1;
-  if (last.count == 0) open.runs.pop_back();
-  else if (last.count == 1) last.stride = 0;
+  if (last.count == 0)
+    open.runs.pop_back();
+  else if (last.count == 1)
+    last.stride = 0;
   block_ends_.back() -= 1;
   if (open.runs.empty()) {
     blocks_.pop_back();
@@ -322,8 +322,7 @@ ValueSeq ValueSeq::from_blocks(std::vector<ValueBlock> blocks) {
       if (n + r.count < n) throw FormatError("value sequence length overflows");
       n += r.count;
     }
-    if (n > UINT64_MAX / b.repeat || total + n * b.repeat < total)
-      throw FormatError("value sequence length overflows");
+    if (n > UINT64_MAX / b.repeat || total + n * b.repeat < total) throw FormatError("value sequence length overflows");
     total += n * b.repeat;
     s.block_ends_.push_back(total);
   }
@@ -346,8 +345,10 @@ std::string ValueSeq::to_string() const {
       first_run = false;
       os << r.first;
       if (r.count > 1) {
-        if (r.stride == 0) os << 'x' << r.count;
-        else os << ':' << r.stride << ':' << r.count;
+        if (r.stride == 0)
+          os << 'x' << r.count;
+        else
+          os << ':' << r.stride << ':' << r.count;
       }
     }
     if (b.repeat > 1) os << ")x" << b.repeat;
@@ -355,7 +356,6 @@ std::string ValueSeq::to_string() const {
   os << ']';
   return os.str();
 }
-
 
 namespace {
 

@@ -11,15 +11,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <string>
 #include <memory>
 #include <new>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/merge/timing_groups.hpp"
+#include "scalatrace/support/errors.hpp"
 #include "support/prefetch.hpp"
 #include "support/small_vector.hpp"
 
@@ -68,9 +68,9 @@ struct NodeState {
   std::uint64_t constant_limit = UINT64_MAX;
   /// Timing modes other than Sample: the (fixed) values, computed on first visit.
   std::uint64_t compute_ns = 0, duration_ns = 0;
-  FieldReader* fields = nullptr;        ///< stored varying fields, in field order
-  FieldValues* base = nullptr;          ///< constant fields set, varying ones 0
-  ArrayFieldReader* arrays = nullptr;   ///< stored arrays only, in field order
+  FieldReader* fields = nullptr;         ///< stored varying fields, in field order
+  FieldValues* base = nullptr;           ///< constant fields set, varying ones 0
+  ArrayFieldReader* arrays = nullptr;    ///< stored arrays only, in field order
   ValueSeq::Reader* presence = nullptr;  ///< has_presence only
   ValueSeq::Reader* trips = nullptr;     ///< loops
   ValueSeq::Reader* site_ids = nullptr;  ///< events with per-occurrence call sites
@@ -142,8 +142,7 @@ std::uint64_t histogram_median(const Histogram& h) {
   if (h.count() == 0) return 0;
   std::uint64_t k = (h.count() - 1) / 2;
   for (const auto& b : h.bins()) {
-    if (k < b.count)
-      return static_cast<std::uint64_t>(std::llround(b.sum / static_cast<double>(b.count)));
+    if (k < b.count) return static_cast<std::uint64_t>(std::llround(b.sum / static_cast<double>(b.count)));
     k -= b.count;
   }
   return static_cast<std::uint64_t>(std::llround(h.mean()));
@@ -169,27 +168,26 @@ struct Cursor::Impl {
   std::uint64_t events = 0;
   const Node* last = nullptr;
   SmallVector<WalkFrame, 4> stack;  ///< loop nesting: rarely deeper than a few levels
-  StateArena arena;  ///< every NodeState and what it points to
+  StateArena arena;                 ///< every NodeState and what it points to
 
   Impl(const Trace& t, std::int64_t r, TimingMode m, std::uint64_t seed, TimingMode d)
       : trace(t), rank(r), timing(m), duration_timing(d) {
     if (timing == TimingMode::Sample || duration_timing == TimingMode::Sample)
       rng = std::make_unique<std::mt19937_64>(seed);
-    stack.push_back(WalkFrame{trace.nodes.data(), trace.nodes.size(),
-                              arena.make<NodeState*>(trace.nodes.size()), 0, 0});
+    stack.push_back(
+        WalkFrame{trace.nodes.data(), trace.nodes.size(), arena.make<NodeState*>(trace.nodes.size()), 0, 0});
   }
 
   void prefetch() const {
     // The walk's scalars and stack, then the node states in allocation (= first visit) order.
     const char* p = reinterpret_cast<const char*>(this);
-    const char* end =
-        reinterpret_cast<const char*>(arena.inline_begin()) + StateArena::kInlineBytes;
+    const char* end = reinterpret_cast<const char*>(arena.inline_begin()) + StateArena::kInlineBytes;
     for (; p < end; p += 64) prefetch_line(p);
   }
 
   [[noreturn]] void fail(const std::string& what) const {
-    throw FormatError("trace is inconsistent for rank " + std::to_string(rank) + " (after " +
-                      std::to_string(events) + " events): " + what);
+    throw FormatError("trace is inconsistent for rank " + std::to_string(rank) + " (after " + std::to_string(events) +
+                      " events): " + what);
   }
   /// fail() with a message and a number (out of line: the walk builds no string).
   [[noreturn, gnu::noinline, gnu::cold]] void fail_with(const char* what, std::int64_t value) const {
@@ -292,8 +290,7 @@ struct Cursor::Impl {
       s.arrays = arena.make<ArrayFieldReader>(stored_arrays);
       for (std::size_t i = 0; i < kArrayFieldCount; ++i)
         if (arrays[i] != nullptr)
-          s.arrays[s.array_count++] =
-              ArrayFieldReader{static_cast<std::uint8_t>(i), ArrayReader{arrays[i]}};
+          s.arrays[s.array_count++] = ArrayFieldReader{static_cast<std::uint8_t>(i), ArrayReader{arrays[i]}};
     } else {
       fail("node with neither event nor loop");
     }
@@ -309,9 +306,11 @@ struct Cursor::Impl {
     switch (timing) {
       case TimingMode::Mean:
         return static_cast<std::uint64_t>(std::llround(s.compute->mean_excluding(*s.first_compute)));
-      case TimingMode::Sample: return s.compute->sample_excluding(*s.first_compute, *rng);
+      case TimingMode::Sample:
+        return s.compute->sample_excluding(*s.first_compute, *rng);
       case TimingMode::None:
-      case TimingMode::Median: return timing_value(*s.compute);
+      case TimingMode::Median:
+        return timing_value(*s.compute);
     }
     return 0;
   }
@@ -320,10 +319,14 @@ struct Cursor::Impl {
 
   std::uint64_t value_of(const Histogram& h, TimingMode mode) {
     switch (mode) {
-      case TimingMode::Mean: return static_cast<std::uint64_t>(std::llround(h.mean()));
-      case TimingMode::Sample: return h.sample(*rng);
-      case TimingMode::None: return 0;
-      case TimingMode::Median: return histogram_median(h);
+      case TimingMode::Mean:
+        return static_cast<std::uint64_t>(std::llround(h.mean()));
+      case TimingMode::Sample:
+        return h.sample(*rng);
+      case TimingMode::None:
+        return 0;
+      case TimingMode::Median:
+        return histogram_median(h);
     }
     return 0;
   }
@@ -339,9 +342,8 @@ struct Cursor::Impl {
       if (en.fields[i].empty()) continue;
       const ValueSeq* seq = en.fields[i].for_rank(rank);
       if (seq != nullptr && seq->size() > s.occurrence) continue;
-      fail("field " + std::string(field_name(static_cast<Field>(i))) + " of a " +
-           std::string(op_name(en.op)) + " ran out of values at occurrence " +
-           std::to_string(s.occurrence));
+      fail("field " + std::string(field_name(static_cast<Field>(i))) + " of a " + std::string(op_name(en.op)) +
+           " ran out of values at occurrence " + std::to_string(s.occurrence));
     }
     for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
       if (en.arrays[i].empty()) continue;
@@ -353,7 +355,7 @@ struct Cursor::Impl {
   }
 
   [[noreturn, gnu::noinline, gnu::cold]] void fail_array_ran_out(const EventNode& en, ArrayField a,
-                                                                const NodeState& s) const {
+                                                                 const NodeState& s) const {
     fail("array " + std::string(array_field_name(a)) + " of a " + std::string(op_name(en.op)) +
          " ran out of values at occurrence " + std::to_string(s.occurrence));
   }
@@ -376,8 +378,7 @@ struct Cursor::Impl {
       e.fields[f.field] = f.reader.next();
     }
     if constexpr (std::is_same_v<E, EventView>) {
-      if ((e.arrays[0].size() | e.arrays[1].size() | e.arrays[2].size() | e.arrays[3].size()) != 0)
-        e.arrays = {};
+      if ((e.arrays[0].size() | e.arrays[1].size() | e.arrays[2].size() | e.arrays[3].size()) != 0) e.arrays = {};
       static_assert(kArrayFieldCount == 4);
     } else
       for (auto& a : e.arrays) a.clear();
@@ -393,8 +394,7 @@ struct Cursor::Impl {
       e.compute_ns = timing_value(*s.first_compute);
     else
       e.compute_ns = timing == TimingMode::Sample ? later_compute_value(s) : s.compute_ns;
-    e.duration_ns =
-        duration_timing == TimingMode::Sample ? value_of(*s.duration, TimingMode::Sample) : s.duration_ns;
+    e.duration_ns = duration_timing == TimingMode::Sample ? value_of(*s.duration, TimingMode::Sample) : s.duration_ns;
   }
 
   template <class E>
@@ -430,8 +430,8 @@ struct Cursor::Impl {
         const std::int64_t trips = s.trips->next();
         if (trips < 0) fail_with("negative loop trip count ", trips);
         if (trips == 0 || n.loop->body.empty()) continue;
-        stack.push_back(WalkFrame{n.loop->body.data(), n.loop->body.size(), s.body, 0,
-                                  static_cast<std::uint64_t>(trips - 1)});
+        stack.push_back(
+            WalkFrame{n.loop->body.data(), n.loop->body.size(), s.body, 0, static_cast<std::uint64_t>(trips - 1)});
         top = &stack.back();
         continue;
       }

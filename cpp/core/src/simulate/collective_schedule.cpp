@@ -34,25 +34,31 @@ Event as_recorded_by(const Event& e, std::int64_t me) {
       break;
     }
     case Op::Scatter:
-    case Op::Iscatter: sender[Field::Bytes] = sender[Field::Bytes2] = e[Field::Bytes2]; break;
-    default: break;
+    case Op::Iscatter:
+      sender[Field::Bytes] = sender[Field::Bytes2] = e[Field::Bytes2];
+      break;
+    default:
+      break;
   }
   return sender;
 }
 
 /// Bytes `me` receives in its `nth` receive from `from` (counted from 0).
-std::int64_t received_bytes(const Event& e, std::int64_t me, std::int64_t from, std::int64_t nth,
-                            std::int64_t size) {
+std::int64_t received_bytes(const Event& e, std::int64_t me, std::int64_t from, std::int64_t nth, std::int64_t size) {
   switch (e.op) {  // counts the receiver holds itself
     case Op::Alltoallv:
     case Op::Ialltoallv:
     case Op::Alltoallw:
-    case Op::Ialltoallw: return count_at(e, ArrayField::RecvCounts, from, e[Field::Bytes2]);
+    case Op::Ialltoallw:
+      return count_at(e, ArrayField::RecvCounts, from, e[Field::Bytes2]);
     case Op::Gatherv:
-    case Op::Igatherv: return count_at(e, ArrayField::RecvCounts, from, e[Field::Bytes2]);
+    case Op::Igatherv:
+      return count_at(e, ArrayField::RecvCounts, from, e[Field::Bytes2]);
     case Op::Scatterv:
-    case Op::Iscatterv: return e[Field::Bytes2];
-    default: break;
+    case Op::Iscatterv:
+      return e[Field::Bytes2];
+    default:
+      break;
   }
   sim::CollSteps steps;
   const Event sender = as_recorded_by(e, me);

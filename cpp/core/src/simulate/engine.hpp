@@ -283,13 +283,13 @@ class Engine {
   // ---------------------------------------------------------------- point-to-point
   // (engine_point_to_point.cpp)
 
-  void post_send(RankSim& R, std::int64_t dst, std::int64_t comm, std::int64_t tag, double bytes,
-                 Op op, bool collective, std::int32_t q) {
+  void post_send(RankSim& R, std::int64_t dst, std::int64_t comm, std::int64_t tag, double bytes, Op op,
+                 bool collective, std::int32_t q) {
     post_send_at(R, R.clock, dst, comm, tag, bytes, op, collective, q);
   }
 
-  void post_send_at(RankSim& R, double& clock, std::int64_t dst, std::int64_t comm, std::int64_t tag,
-                    double bytes, Op op, bool collective, std::int32_t q);
+  void post_send_at(RankSim& R, double& clock, std::int64_t dst, std::int64_t comm, std::int64_t tag, double bytes,
+                    Op op, bool collective, std::int32_t q);
 
   /// Hands a message to its destination. An eager message to another rank waits in `outbox_`
   /// while the sender goes on posting sends (its destination's queues being prefetched
@@ -316,13 +316,12 @@ class Engine {
     outbox_.clear();
   }
 
-  void post_recv(RankSim& R, std::int64_t src, std::int64_t comm, std::int64_t tag,
-                 bool collective, std::int32_t q) {
+  void post_recv(RankSim& R, std::int64_t src, std::int64_t comm, std::int64_t tag, bool collective, std::int32_t q) {
     post_recv_at(R, R.clock, src, comm, tag, collective, q);
   }
 
-  void post_recv_at(RankSim& R, double when, std::int64_t src, std::int64_t comm, std::int64_t tag,
-                    bool collective, std::int32_t q);
+  void post_recv_at(RankSim& R, double when, std::int64_t src, std::int64_t comm, std::int64_t tag, bool collective,
+                    std::int32_t q);
   void deliver(std::int64_t d, Message&& m);
   void match(std::int64_t d, const PostedRecv& pr, const Message& m);
   bool resolve_wildcard();
@@ -351,8 +350,10 @@ class Engine {
     if (Q.done > t) {
       const double idle = Q.done - t;
       R.times.wait += idle;
-      if (Q.kind == Request::Kind::Recv) R.times.late_sender += idle;
-      else if (Q.rendezvous) R.times.late_receiver += idle;
+      if (Q.kind == Request::Kind::Recv)
+        R.times.late_sender += idle;
+      else if (Q.rendezvous)
+        R.times.late_receiver += idle;
       t = Q.done;
     }
     if (Q.kind == Request::Kind::Recv) t += Q.o_r;

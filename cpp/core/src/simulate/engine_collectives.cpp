@@ -19,8 +19,7 @@ void Engine::post_schedule_step(RankSim& R, CollSchedule& S) {
   }
   if (st.send_to >= 0) {
     S.step_reqs[1] = new_request(R, Request::Kind::Send);
-    post_send_at(R, S.clock, world_of(R, c, st.send_to), c.key, tag, st.send_bytes, Op::Send, true,
-                 S.step_reqs[1]);
+    post_send_at(R, S.clock, world_of(R, c, st.send_to), c.key, tag, st.send_bytes, Op::Send, true, S.step_reqs[1]);
   }
 }
 

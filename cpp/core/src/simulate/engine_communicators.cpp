@@ -19,8 +19,8 @@ std::size_t Engine::find_comm(RankSim& R, std::int64_t id) {
   c.id = id;
   const auto [me, size] = comm_rank_and_size(trace_.comms, id, R.rank, n_);
   if (me < 0 || size <= 0)
-    fail_event(R, "rank is not a member of communicator " + std::to_string(id) +
-                      " (not in the trace's communicator table)");
+    fail_event(
+        R, "rank is not a member of communicator " + std::to_string(id) + " (not in the trace's communicator table)");
   c.me = me;
   c.size = size;
   c.entry = trace_.comms.find(id, R.rank);
@@ -29,12 +29,11 @@ std::size_t Engine::find_comm(RankSim& R, std::int64_t id) {
     c.key = id == 0 ? 0 : -(R.rank + 1);  // WORLD, or SELF (private to the rank)
   } else {
     // Same members, same communicator (a Comm_dup of a communicator shares its key).
-    const auto [it, added] = comm_keys_.try_emplace(c.entry->members.to_string(),
-                                                    static_cast<std::int64_t>(comm_keys_.size()) + 1);
+    const auto [it, added] =
+        comm_keys_.try_emplace(c.entry->members.to_string(), static_cast<std::int64_t>(comm_keys_.size()) + 1);
     c.key = id == 0 ? 0 : it->second;
     const auto& ds = c.entry->members.descriptors();
-    c.identity = ds.size() == 1 && ds[0].start == 0 && ds[0].dims.size() == 1 &&
-                 ds[0].dims[0].second == 1;
+    c.identity = ds.size() == 1 && ds[0].start == 0 && ds[0].dims.size() == 1 && ds[0].dims[0].second == 1;
   }
   R.comms.push_back(c);
   return R.comms.size() - 1;
@@ -45,8 +44,8 @@ std::int64_t Engine::member_world_mapped(const RankSim& R, const CommInfo& c, st
                                          std::int64_t comm_rank) const {
   const std::int64_t w = world_of(R, c, comm_rank);
   if (w < 0)
-    fail_event(R, "peer " + std::to_string(comm_rank) + " is outside communicator " +
-                      std::to_string(comm) + " of size " + std::to_string(c.size));
+    fail_event(R, "peer " + std::to_string(comm_rank) + " is outside communicator " + std::to_string(comm) +
+                      " of size " + std::to_string(c.size));
   return w;
 }
 

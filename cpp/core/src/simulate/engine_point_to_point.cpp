@@ -70,8 +70,7 @@ void Engine::post_recv_at(RankSim& R, double when, std::int64_t src, std::int64_
   }
   for (std::size_t i = 0; i < R.unexpected.size(); ++i) {
     if (!matches(pr, R.unexpected[i])) continue;
-    const bool held = R.wildcards_posted > 0 &&
-                      std::any_of(R.posted.begin(), R.posted.end(), [&](const PostedRecv& w) {
+    const bool held = R.wildcards_posted > 0 && std::any_of(R.posted.begin(), R.posted.end(), [&](const PostedRecv& w) {
                         return w.src == kAnyWorld && matches(w, R.unexpected[i]);
                       });
     if (held) break;
@@ -124,8 +123,8 @@ void Engine::match(std::int64_t d, const PostedRecv& pr, const Message& m) {
     ++D.received;
     D.recv_bytes += m.bytes;
     if (opt_.pair_counts) {
-      SimPair& pair = pairs_[static_cast<std::uint64_t>(m.src) * static_cast<std::uint64_t>(n_) +
-                             static_cast<std::uint64_t>(d)];
+      SimPair& pair =
+          pairs_[static_cast<std::uint64_t>(m.src) * static_cast<std::uint64_t>(n_) + static_cast<std::uint64_t>(d)];
       pair.src = m.src;
       pair.dst = d;
       ++pair.messages;
@@ -162,8 +161,10 @@ bool Engine::resolve_wildcard() {
           best = Best{m.arrival, m.seq, d, i, j};
       }
     }
-    if (candidate) keep.push_back(d);
-    else in_wild_[static_cast<std::size_t>(d)] = 0;
+    if (candidate)
+      keep.push_back(d);
+    else
+      in_wild_[static_cast<std::size_t>(d)] = 0;
   }
   wild_ = std::move(keep);
   if (!best) return false;
@@ -182,8 +183,8 @@ bool Engine::resolve_wildcard() {
 }
 
 /// Posts the send half of a user point-to-point call; kNoRequest for MPI_PROC_NULL.
-std::int32_t Engine::user_send(RankSim& R, Op op, std::int64_t comm, std::int64_t peer_field,
-                               std::int64_t tag, std::int64_t bytes) {
+std::int32_t Engine::user_send(RankSim& R, Op op, std::int64_t comm, std::int64_t peer_field, std::int64_t tag,
+                               std::int64_t bytes) {
   if (peer_field == kAnySource) fail_event(R, "a send to MPI_ANY_SOURCE");
   if (peer_field == kProcNull) return kNoRequest;
   const std::size_t ci = comm_index(R, comm);
@@ -196,8 +197,7 @@ std::int32_t Engine::user_send(RankSim& R, Op op, std::int64_t comm, std::int64_
 std::int32_t Engine::user_recv(RankSim& R, std::int64_t comm, std::int64_t peer_field, std::int64_t tag) {
   if (peer_field == kProcNull) return kNoRequest;
   const std::size_t ci = comm_index(R, comm);
-  const std::int64_t src =
-      peer_field == kAnySource ? kAnyWorld : member_world(R, ci, comm, peer_field);
+  const std::int64_t src = peer_field == kAnySource ? kAnyWorld : member_world(R, ci, comm, peer_field);
   const std::int32_t q = new_request(R, Request::Kind::Recv);
   post_recv(R, src, R.comms[ci].key, tag, false, q);
   return q;

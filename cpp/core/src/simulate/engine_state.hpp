@@ -65,8 +65,8 @@ struct PostedRecv {
 };
 
 inline bool matches(const PostedRecv& r, const Message& m) {
-  return r.collective == m.collective && r.comm == m.comm &&
-         (r.src == kAnyWorld || r.src == m.src) && (r.tag == kAnyTag || r.tag == m.tag);
+  return r.collective == m.collective && r.comm == m.comm && (r.src == kAnyWorld || r.src == m.src) &&
+         (r.tag == kAnyTag || r.tag == m.tag);
 }
 
 struct CommInfo {
@@ -89,8 +89,7 @@ enum class Stage : std::uint8_t { Next, Waiting, StepWaiting, Collective, Probin
 class ReadyQueue {
  public:
   explicit ReadyQueue(std::int64_t ranks)
-      : slots_(std::bit_ceil(static_cast<std::uint64_t>(std::max<std::int64_t>(ranks, 1)))),
-        mask_(slots_.size() - 1) {}
+      : slots_(std::bit_ceil(static_cast<std::uint64_t>(std::max<std::int64_t>(ranks, 1)))), mask_(slots_.size() - 1) {}
   bool empty() const { return head_ == tail_; }
   std::size_t size() const { return tail_ - head_; }
   void push_back(std::int64_t r) {
@@ -113,10 +112,10 @@ class ReadyQueue {
 struct CollSchedule {
   std::int32_t req = kNoRequest;  ///< the collective's request (the program's handle)
   sim::CollSteps steps;
-  std::size_t pos = 0;             ///< steps[0, pos) are posted
-  std::size_t comm = 0;            ///< index into the rank's comms
-  std::uint64_t tag = 0;           ///< the collective's sequence number on its communicator
-  double clock = 0;                ///< when the schedule can go on
+  std::size_t pos = 0;                                   ///< steps[0, pos) are posted
+  std::size_t comm = 0;                                  ///< index into the rank's comms
+  std::uint64_t tag = 0;                                 ///< the collective's sequence number on its communicator
+  double clock = 0;                                      ///< when the schedule can go on
   std::int32_t step_reqs[2] = {kNoRequest, kNoRequest};  ///< the current step's requests
 };
 
@@ -128,8 +127,8 @@ struct RankSim {
   Stage stage = Stage::Next;
   bool blocked = false, finished = false;
   bool cursor_done = false;  ///< every event walked (finished once its schedules are done too)
-  Op op = Op::Other;          ///< the current event's op and call site (what ending it needs;
-  std::uint32_t site = 0;     ///< the whole event is read again for messages: describe_current)
+  Op op = Op::Other;         ///< the current event's op and call site (what ending it needs;
+  std::uint32_t site = 0;    ///< the whole event is read again for messages: describe_current)
   std::int64_t rank = 0;
   double clock = 0;
   std::size_t waits_known = 0;       ///< waits[0, waits_known) are known to complete (checked)
@@ -162,8 +161,8 @@ struct RankSim {
   SmallVector<std::int32_t, 16> slots;
   sim::CollSteps steps;
   // Laid out before `posted`: prefetched with the scalars (every resumption reads them).
-  SmallVector<CommInfo, 2> comms;                ///< communicators this rank has used
-  std::vector<CollSchedule> schedules;           ///< nonblocking collectives in progress
+  SmallVector<CommInfo, 2> comms;               ///< communicators this rank has used
+  std::vector<CollSchedule> schedules;          ///< nonblocking collectives in progress
   std::vector<PersistentArgs> persistent_args;  ///< by request index, persistent requests only
   // Receiver side.
   SmallVector<PostedRecv, 8> posted;   ///< posted receives in post order

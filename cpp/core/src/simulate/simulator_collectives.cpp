@@ -90,8 +90,7 @@ class StepBuilder {
   // Ring allgather of per-rank blocks (MPICH MPIR_Allgather(v)_intra_ring).
   void ring_allgather(const std::function<double(std::int64_t)>& block_of) {
     const std::int64_t right = (me_ + 1) % n_, left = (me_ - 1 + n_) % n_;
-    for (std::int64_t k = 0; k < n_ - 1; ++k)
-      exchange(left, right, block_of((me_ - k + n_) % n_));
+    for (std::int64_t k = 0; k < n_ - 1; ++k) exchange(left, right, block_of((me_ - k + n_) % n_));
   }
 
   // Recursive doubling allgather, power-of-two sizes (MPICH ..._recursive_doubling).
@@ -141,8 +140,10 @@ class StepBuilder {
       }
     }
     if (me_ < 2 * rem) {
-      if (me_ % 2 == 1) send(me_ - 1, bytes);
-      else recv(me_ + 1);
+      if (me_ % 2 == 1)
+        send(me_ - 1, bytes);
+      else
+        recv(me_ + 1);
     }
   }
 
@@ -199,8 +200,7 @@ class StepBuilder {
 
 }  // namespace
 
-void collective_steps(const EventView& e, std::int64_t me, std::int64_t n, double size_scale,
-                      CollSteps& out) {
+void collective_steps(const EventView& e, std::int64_t me, std::int64_t n, double size_scale, CollSteps& out) {
   out.clear();
   if (n <= 1) return;
   StepBuilder b(me, n, size_scale, out);
@@ -210,7 +210,9 @@ void collective_steps(const EventView& e, std::int64_t me, std::int64_t n, doubl
   if (root < 0 || root >= n) root = 0;
   switch (e.op) {
     case Op::Barrier:
-    case Op::Ibarrier: b.barrier(); break;
+    case Op::Ibarrier:
+      b.barrier();
+      break;
     case Op::Bcast:
     case Op::Ibcast: {
       const double scaled = bytes * size_scale;
@@ -224,15 +226,25 @@ void collective_steps(const EventView& e, std::int64_t me, std::int64_t n, doubl
       break;
     }
     case Op::Reduce:
-    case Op::Ireduce: b.binomial_reduce(root, bytes); break;
+    case Op::Ireduce:
+      b.binomial_reduce(root, bytes);
+      break;
     case Op::Allreduce:
-    case Op::Iallreduce: b.allreduce(bytes, bytes * size_scale > kAllreduceShortMsg); break;
+    case Op::Iallreduce:
+      b.allreduce(bytes, bytes * size_scale > kAllreduceShortMsg);
+      break;
     case Op::Gather:
-    case Op::Igather: b.binomial_gather(root, me == root ? bytes2 : bytes); break;
+    case Op::Igather:
+      b.binomial_gather(root, me == root ? bytes2 : bytes);
+      break;
     case Op::Gatherv:
-    case Op::Igatherv: b.linear_gather(root, bytes); break;
+    case Op::Igatherv:
+      b.linear_gather(root, bytes);
+      break;
     case Op::Scatter:
-    case Op::Iscatter: b.binomial_scatter(root, me == root ? bytes : bytes2); break;
+    case Op::Iscatter:
+      b.binomial_scatter(root, me == root ? bytes : bytes2);
+      break;
     case Op::Scatterv:
     case Op::Iscatterv:
       b.linear_scatter(root, [&](std::int64_t i) { return array_at(e, ArrayField::SendCounts, i, bytes); });
@@ -251,7 +263,9 @@ void collective_steps(const EventView& e, std::int64_t me, std::int64_t n, doubl
       b.ring_allgather([&](std::int64_t i) { return array_at(e, ArrayField::RecvCounts, i, bytes); });
       break;
     case Op::Alltoall:
-    case Op::Ialltoall: b.pairwise([&](std::int64_t) { return bytes; }); break;
+    case Op::Ialltoall:
+      b.pairwise([&](std::int64_t) { return bytes; });
+      break;
     case Op::Alltoallv:
     case Op::Ialltoallv:
     case Op::Alltoallw:
@@ -271,7 +285,9 @@ void collective_steps(const EventView& e, std::int64_t me, std::int64_t n, doubl
     case Op::Scan:
     case Op::Iscan:
     case Op::Exscan:
-    case Op::Iexscan: b.scan(bytes); break;
+    case Op::Iexscan:
+      b.scan(bytes);
+      break;
     default:
       // Communicator creation: MPICH gathers every member's (color, key) or context id.
       b.bruck_allgather(8.0);

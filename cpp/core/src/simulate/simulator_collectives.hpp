@@ -22,7 +22,6 @@ using CollSteps = SmallVector<CollStep, 16>;
 /// The steps of communicator rank `me` (of `n`) in collective event `e`, chosen like MPICH
 /// chooses its algorithm from the message size. Bytes are multiplied by `size_scale`.
 /// Appends to `out` (cleared first).
-void collective_steps(const EventView& e, std::int64_t me, std::int64_t n, double size_scale,
-                      CollSteps& out);
+void collective_steps(const EventView& e, std::int64_t me, std::int64_t n, double size_scale, CollSteps& out);
 
 }  // namespace scalatrace::sim

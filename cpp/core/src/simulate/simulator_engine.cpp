@@ -16,7 +16,10 @@ namespace scalatrace {
 namespace sim {
 
 Engine::Engine(const Trace& trace, const SimOptions& options)
-    : trace_(trace), opt_(options), net_(options, trace.nranks), n_(trace.nranks),
+    : trace_(trace),
+      opt_(options),
+      net_(options, trace.nranks),
+      n_(trace.nranks),
       ranks_(static_cast<std::size_t>(trace.nranks)) {
   for (std::int64_t r = 0; r < n_; ++r) ranks_.emplace_back(trace, r, options);
   for (std::size_t op = 0; op < kOpCount; ++op)
@@ -64,8 +67,8 @@ std::string Engine::describe_current(const RankSim& R) const {
 }
 
 void Engine::fail_event(const RankSim& R, const std::string& what) const {
-  throw SimulationError("simulation: rank " + std::to_string(R.rank) + ", event #" +
-                        std::to_string(R.event_index) + " (" + describe_current(R) + "): " + what);
+  throw SimulationError("simulation: rank " + std::to_string(R.rank) + ", event #" + std::to_string(R.event_index) +
+                        " (" + describe_current(R) + "): " + what);
 }
 
 // ---------------------------------------------------------------- events
@@ -83,8 +86,7 @@ inline void Engine::begin_event(RankSim& R) {
   R.clock += compute;
   R.times.compute += compute;
   R.event_compute = compute;
-  R.event_floor =
-      takes_recorded_time_[static_cast<std::size_t>(ev_.op)] ? static_cast<double>(ev_.duration_ns) : 0.0;
+  R.event_floor = takes_recorded_time_[static_cast<std::size_t>(ev_.op)] ? static_cast<double>(ev_.duration_ns) : 0.0;
   R.event_start = R.clock;
   R.wait_mark = R.times.wait;
   R.late_s_mark = R.times.late_sender;
@@ -95,8 +97,7 @@ void Engine::add_timeline_row(const RankSim& R) {
   if (res_.timeline.size() >= opt_.timeline_limit)
     throw UsageError("the simulated timeline would exceed " + std::to_string(opt_.timeline_limit) +
                      " rows; simulate without a timeline or raise the limit");
-  res_.timeline.push_back(
-      SimTimelineRow{R.rank, R.event_index, R.op, R.site, R.event_start, R.clock});
+  res_.timeline.push_back(SimTimelineRow{R.rank, R.event_index, R.op, R.site, R.event_start, R.clock});
 }
 
 inline void Engine::advance(RankSim& R) {
@@ -143,15 +144,16 @@ inline void Engine::advance(RankSim& R) {
           R.cursor_done = true;
           // Nonblocking collectives never waited for still take part until they end.
           if (!R.schedules.empty()) progress_schedules(R);
-          if (R.schedules.empty()) R.finished = true;
-          else R.blocked = true;
+          if (R.schedules.empty())
+            R.finished = true;
+          else
+            R.blocked = true;
           return;
         }
         begin_event(R);
         // Consecutive sends leave their eager messages in the outbox; anything else first
         // delivers them (send_message).
-        if (const OpKind kind = op_kind(ev_.op);
-            kind != OpKind::NonblockingSend && kind != OpKind::BlockingSend)
+        if (const OpKind kind = op_kind(ev_.op); kind != OpKind::NonblockingSend && kind != OpKind::BlockingSend)
           flush_outbox();
         dispatch(R);
         continue;
@@ -283,7 +285,9 @@ inline void Engine::dispatch(RankSim& R) {
           if (flag)
             for (std::size_t i = 0; i < offs.size(); ++i) add_completions(R, offs, static_cast<std::int64_t>(i));
           break;
-        case Op::Waitany: add_completions(R, offs, e[Field::Index]); break;
+        case Op::Waitany:
+          add_completions(R, offs, e[Field::Index]);
+          break;
         case Op::Testany:
           if (flag) add_completions(R, offs, e[Field::Index]);
           break;
@@ -316,25 +320,23 @@ void Engine::check_finished() const {
   for (const RankSim& R : ranks_) {
     if (R.finished) continue;
     if (++count <= 4)
-      blocked += "\n  rank " + std::to_string(R.rank) + " at event #" +
-                 std::to_string(R.event_index) + ": " + describe_current(R);
+      blocked += "\n  rank " + std::to_string(R.rank) + " at event #" + std::to_string(R.event_index) + ": " +
+                 describe_current(R);
   }
   if (count == 0) return;
   throw SimulationError("simulated deadlock: " + std::to_string(count) +
-                        " rank(s) wait for messages that no rank will send" + blocked +
-                        (count > 4 ? "\n  ..." : ""));
+                        " rank(s) wait for messages that no rank will send" + blocked + (count > 4 ? "\n  ..." : ""));
 }
 
 void Engine::check_unmatched() const {
   for (const RankSim& D : ranks_) {
     if (D.unexpected.empty()) continue;
     const Message& m = D.unexpected.front();
-    throw SimulationError(
-        "simulation: " + std::to_string(D.unexpected.size()) + " message(s) to rank " +
-        std::to_string(D.rank) + " were never received; the first: from rank " +
-        std::to_string(m.src) + ", tag " + std::to_string(m.tag) + ", " +
-        std::to_string(static_cast<std::int64_t>(m.bytes)) + " bytes" +
-        (m.collective ? " (inside a collective)" : ""));
+    throw SimulationError("simulation: " + std::to_string(D.unexpected.size()) + " message(s) to rank " +
+                          std::to_string(D.rank) + " were never received; the first: from rank " +
+                          std::to_string(m.src) + ", tag " + std::to_string(m.tag) + ", " +
+                          std::to_string(static_cast<std::int64_t>(m.bytes)) + " bytes" +
+                          (m.collective ? " (inside a collective)" : ""));
   }
 }
 
@@ -358,18 +360,14 @@ SimResult Engine::collect() {
   }
   for (std::size_t site = 0; site < site_times_.size(); ++site)
     if (site_times_[site].used)
-      res_.sites.push_back(SimSiteRow{static_cast<std::uint32_t>(site), site_times_[site].op,
-                                      site_times_[site].times});
+      res_.sites.push_back(SimSiteRow{static_cast<std::uint32_t>(site), site_times_[site].op, site_times_[site].times});
   for (const auto& [key, times] : other_ops_)
-    res_.sites.push_back(SimSiteRow{static_cast<std::uint32_t>(key >> 16),
-                                    static_cast<Op>(key & 0xffff), times});
-  std::sort(res_.sites.begin(), res_.sites.end(), [](const SimSiteRow& a, const SimSiteRow& b) {
-    return a.site != b.site ? a.site < b.site : a.op < b.op;
-  });
+    res_.sites.push_back(SimSiteRow{static_cast<std::uint32_t>(key >> 16), static_cast<Op>(key & 0xffff), times});
+  std::sort(res_.sites.begin(), res_.sites.end(),
+            [](const SimSiteRow& a, const SimSiteRow& b) { return a.site != b.site ? a.site < b.site : a.op < b.op; });
   for (const auto& [key, pair] : pairs_) res_.pairs.push_back(pair);
-  std::sort(res_.pairs.begin(), res_.pairs.end(), [](const SimPair& a, const SimPair& b) {
-    return a.src != b.src ? a.src < b.src : a.dst < b.dst;
-  });
+  std::sort(res_.pairs.begin(), res_.pairs.end(),
+            [](const SimPair& a, const SimPair& b) { return a.src != b.src ? a.src < b.src : a.dst < b.dst; });
   std::stable_sort(res_.timeline.begin(), res_.timeline.end(),
                    [](const SimTimelineRow& a, const SimTimelineRow& b) { return a.rank < b.rank; });
   return std::move(res_);

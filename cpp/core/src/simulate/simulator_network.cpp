@@ -13,9 +13,8 @@ namespace {
 
 void check_value(double v, const std::string& name, bool positive = false) {
   if (!std::isfinite(v) || v < 0 || (positive && v == 0))
-    throw UsageError("simulator parameter " + name + " must be " +
-                     (positive ? "positive" : "non-negative") + " and finite, got " +
-                     std::to_string(v));
+    throw UsageError("simulator parameter " + name + " must be " + (positive ? "positive" : "non-negative") +
+                     " and finite, got " + std::to_string(v));
 }
 
 void check_loggp(const LogGP& p, const std::string& which) {
@@ -32,8 +31,7 @@ void SimOptions::validate() const {
   check_loggp(inter_node, "inter_node");
   check_loggp(intra_node, "intra_node");
   if (ranks_per_node < 1)
-    throw UsageError("simulator parameter ranks_per_node must be at least 1, got " +
-                     std::to_string(ranks_per_node));
+    throw UsageError("simulator parameter ranks_per_node must be at least 1, got " + std::to_string(ranks_per_node));
   check_value(eager_threshold, "eager_threshold");
   check_value(compute_scale, "compute_scale");
   check_value(size_scale, "size_scale");

@@ -22,9 +22,7 @@ class Network {
     if (node_shift_ >= 0) return (a >> node_shift_) == (b >> node_shift_);
     return a / ranks_per_node_ == b / ranks_per_node_;
   }
-  const LogGP& link(std::int64_t a, std::int64_t b) const {
-    return same_node(a, b) ? intra_ : inter_;
-  }
+  const LogGP& link(std::int64_t a, std::int64_t b) const { return same_node(a, b) ? intra_ : inter_; }
   /// The smallest latency of any link (lower bound of any future arrival).
   double min_latency() const;
   /// Starts loading the sender state of `rank`'s NIC (what its next message reads first).
@@ -61,7 +59,7 @@ class Network {
   std::int64_t ranks_per_node_;
   int node_shift_ = -1;  ///< log2(ranks_per_node) when that is a power of two (1 included)
   bool contention_;
-  std::vector<double> nic_free_;               ///< per rank: earliest next message start
+  std::vector<double> nic_free_;                     ///< per rank: earliest next message start
   std::vector<double> node_tx_free_, node_rx_free_;  ///< per node (contention only)
 };
 

@@ -57,8 +57,7 @@ class SmallVector {
   void truncate(std::size_t n) { size_ = static_cast<std::uint32_t>(n); }
   /// Removes [first, last), keeping the order of the rest.
   void erase(T* first, T* last) {
-    std::memmove(static_cast<void*>(first), last,
-                 static_cast<std::size_t>(end() - last) * sizeof(T));
+    std::memmove(static_cast<void*>(first), last, static_cast<std::size_t>(end() - last) * sizeof(T));
     size_ -= static_cast<std::uint32_t>(last - first);
   }
   /// Removes one element, keeping the order of the rest (the last one: no move at all, the

@@ -27,8 +27,6 @@ std::uint32_t crc32(std::string_view data) {
 
 void Reader::fail(const std::string& what) const { throw FormatError(describe(what)); }
 
-std::string Reader::describe(const std::string& what) const {
-  return what + " at byte " + std::to_string(offset());
-}
+std::string Reader::describe(const std::string& what) const { return what + " at byte " + std::to_string(offset()); }
 
 }  // namespace scalatrace::wire

@@ -58,17 +58,16 @@ struct Emitter {
 std::vector<std::int64_t> grid_of(const SyntheticSpec& spec, std::size_t ndims) {
   if (spec.dims.empty()) return synthetic_grid(spec.nranks, ndims);
   if (spec.dims.size() != ndims)
-    throw UsageError("synthetic pattern " + std::string(synthetic_pattern_name(spec.pattern)) +
-                     " needs a " + std::to_string(ndims) + "-dimensional grid, got " +
-                     std::to_string(spec.dims.size()) + " dimensions");
+    throw UsageError("synthetic pattern " + std::string(synthetic_pattern_name(spec.pattern)) + " needs a " +
+                     std::to_string(ndims) + "-dimensional grid, got " + std::to_string(spec.dims.size()) +
+                     " dimensions");
   std::int64_t p = 1;
   for (auto d : spec.dims) {
     if (d <= 0) throw UsageError("synthetic grid dimensions must be positive");
     p *= d;
   }
   if (p != spec.nranks)
-    throw UsageError("synthetic grid has " + std::to_string(p) + " ranks but nranks is " +
-                     std::to_string(spec.nranks));
+    throw UsageError("synthetic grid has " + std::to_string(p) + " ranks but nranks is " + std::to_string(spec.nranks));
   return spec.dims;
 }
 
@@ -126,8 +125,7 @@ std::vector<std::uint32_t> intern_sites(CallSiteTable& sites, std::uint64_t base
   const std::uint32_t m = sites.intern_module("synthetic");
   std::vector<std::uint32_t> ids;
   ids.reserve(n);
-  for (std::size_t k = 0; k < n; ++k)
-    ids.push_back(sites.intern({Frame{m, base + 0x10 * k}, Frame{m, 0x40}}));
+  for (std::size_t k = 0; k < n; ++k) ids.push_back(sites.intern({Frame{m, base + 0x10 * k}, Frame{m, 0x40}}));
   return ids;
 }
 
@@ -137,12 +135,18 @@ constexpr auto kSum = static_cast<std::int64_t>(RedOpCode::Sum);
 
 std::string_view synthetic_pattern_name(SyntheticPattern p) {
   switch (p) {
-    case SyntheticPattern::Stencil1D: return "stencil1d";
-    case SyntheticPattern::Stencil2D: return "stencil2d";
-    case SyntheticPattern::Stencil3D: return "stencil3d";
-    case SyntheticPattern::Collectives: return "collectives";
-    case SyntheticPattern::RowColumn: return "rowcolumn";
-    case SyntheticPattern::Irregular: return "irregular";
+    case SyntheticPattern::Stencil1D:
+      return "stencil1d";
+    case SyntheticPattern::Stencil2D:
+      return "stencil2d";
+    case SyntheticPattern::Stencil3D:
+      return "stencil3d";
+    case SyntheticPattern::Collectives:
+      return "collectives";
+    case SyntheticPattern::RowColumn:
+      return "rowcolumn";
+    case SyntheticPattern::Irregular:
+      return "irregular";
   }
   return "?";
 }
@@ -173,9 +177,8 @@ std::vector<std::int64_t> synthetic_grid(std::int64_t n, std::size_t ndims) {
   return dims;
 }
 
-void generate(const SyntheticSpec& spec, std::int64_t rank,
-              const std::function<void(const Event&)>& sink, CallSiteTable& sites,
-              CommTable& comms) {
+void generate(const SyntheticSpec& spec, std::int64_t rank, const std::function<void(const Event&)>& sink,
+              CallSiteTable& sites, CommTable& comms) {
   if (spec.nranks <= 0) throw UsageError("synthetic spec needs nranks > 0");
   if (rank < 0 || rank >= spec.nranks)
     throw UsageError("rank " + std::to_string(rank) + " out of range for " + std::to_string(spec.nranks) + " ranks");
@@ -194,8 +197,9 @@ void generate(const SyntheticSpec& spec, std::int64_t rank,
     case SyntheticPattern::Stencil1D:
     case SyntheticPattern::Stencil2D:
     case SyntheticPattern::Stencil3D: {
-      const std::size_t nd = spec.pattern == SyntheticPattern::Stencil1D ? 1
-                             : spec.pattern == SyntheticPattern::Stencil2D ? 2 : 3;
+      const std::size_t nd = spec.pattern == SyntheticPattern::Stencil1D   ? 1
+                             : spec.pattern == SyntheticPattern::Stencil2D ? 2
+                                                                           : 3;
       const auto dims = grid_of(spec, nd);
       const auto nb = neighbours(rank, dims, directions(spec.pattern), spec.wrap);
       const auto k = static_cast<std::int64_t>(nb.size());
@@ -375,7 +379,8 @@ RankRecording record_synthetic(const SyntheticSpec& spec, std::int64_t rank) {
   rec.rank = rank;
   rec.nranks = spec.nranks;
   rec.metadata["program"] = "synthetic:" + std::string(synthetic_pattern_name(spec.pattern));
-  generate(spec, rank, [&](const Event& e) { rec.events.push_back(e); }, rec.sites, rec.comms);
+  generate(
+      spec, rank, [&](const Event& e) { rec.events.push_back(e); }, rec.sites, rec.comms);
   return rec;
 }
 
@@ -385,10 +390,13 @@ Trace synthetic_rank_trace(const SyntheticSpec& spec, std::int64_t rank, const C
   CommTable comms;
   IntraCompressor compressor(config);
   compressor.set_sites(&sites);
-  generate(spec, rank, [&](const Event& e) {
-    compressor.push(e);
-    if (events) ++*events;
-  }, sites, comms);
+  generate(
+      spec, rank,
+      [&](const Event& e) {
+        compressor.push(e);
+        if (events) ++*events;
+      },
+      sites, comms);
   return make_rank_trace(rank, spec.nranks, compressor.finish(), std::move(sites), std::move(comms), {});
 }
 

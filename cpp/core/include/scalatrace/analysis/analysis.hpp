@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "scalatrace/model/comm_table.hpp"
-#include "scalatrace/model/rank_math.hpp"
 #include "scalatrace/model/event.hpp"
+#include "scalatrace/model/rank_math.hpp"
 #include "scalatrace/model/recording.hpp"
 #include "scalatrace/model/trace.hpp"
 
@@ -72,8 +72,7 @@ std::vector<double> comm_matrix(const Trace& trace, Metric metric, CommKind kind
 using PairSink = std::function<void(std::int64_t src, std::int64_t dst, double value)>;
 class EventAttributor {
  public:
-  EventAttributor(std::int64_t rank, std::int64_t nranks, const CommTable* comms, Metric metric,
-                  CommKind kind);
+  EventAttributor(std::int64_t rank, std::int64_t nranks, const CommTable* comms, Metric metric, CommKind kind);
   void add(const Event& e, const PairSink& sink);
 
  private:
@@ -89,18 +88,17 @@ class EventAttributor {
 /// Brute force over Cursor expansion of every rank (tests: must equal comm_matrix_sparse).
 CommTriplets comm_matrix_by_expansion(const Trace& trace, Metric metric, CommKind kind);
 /// Brute force over raw recordings (one per rank, any order).
-CommTriplets comm_matrix_of_recordings(const std::vector<RankRecording>& recs, Metric metric,
-                                       CommKind kind);
+CommTriplets comm_matrix_of_recordings(const std::vector<RankRecording>& recs, Metric metric, CommKind kind);
 
 /// One row of a summary (per op, or per (op, call site)).
 struct SummaryRow {
   Op op = Op::Other;
-  std::uint32_t site = 0;       ///< per-site rows only
-  std::uint64_t calls = 0;      ///< total calls over all ranks
-  std::uint64_t ranks = 0;      ///< ranks that make this call at least once
-  double bytes = 0;             ///< sum of Field::Bytes over all calls (send side)
-  double duration_ns = 0;       ///< total time inside the calls (histogram sums)
-  double compute_ns = 0;        ///< total compute time before the calls
+  std::uint32_t site = 0;   ///< per-site rows only
+  std::uint64_t calls = 0;  ///< total calls over all ranks
+  std::uint64_t ranks = 0;  ///< ranks that make this call at least once
+  double bytes = 0;         ///< sum of Field::Bytes over all calls (send side)
+  double duration_ns = 0;   ///< total time inside the calls (histogram sums)
+  double compute_ns = 0;    ///< total compute time before the calls
   std::uint64_t min_duration_ns = 0, max_duration_ns = 0;
 };
 struct Summary {
@@ -115,15 +113,14 @@ Summary summary(const Trace& trace);
 /// the program wrote the loop: a loop the compressor folded as Loop(3){Loop(2){step}} or as
 /// Loop(3){Loop(2){step} Allreduce} (a call every 2nd step) has 6.
 struct TimestepLoop {
-  std::vector<std::size_t> path;   ///< indices from the top-level node list down to the loop
-  RankList ranks;                  ///< participating ranks ("all" if empty)
-  std::int64_t min_iterations = 0; ///< iterations per rank (sum over the loop's visits)
+  std::vector<std::size_t> path;    ///< indices from the top-level node list down to the loop
+  RankList ranks;                   ///< participating ranks ("all" if empty)
+  std::int64_t min_iterations = 0;  ///< iterations per rank (sum over the loop's visits)
   std::int64_t max_iterations = 0;
-  std::uint64_t visits = 0;        ///< max number of times a rank enters the loop
+  std::uint64_t visits = 0;          ///< max number of times a rank enters the loop
   std::vector<std::uint32_t> sites;  ///< call sites of communication events in the body
-  std::uint64_t body_events = 0;   ///< event nodes in the body (all depths)
+  std::uint64_t body_events = 0;     ///< event nodes in the body (all depths)
 };
 std::vector<TimestepLoop> timestep_loops(const Trace& trace);
-
 
 }  // namespace scalatrace

@@ -30,10 +30,9 @@ inline constexpr std::size_t kMaxCallPathClusters = 64;
 /// nearest selected one. Dynamic K (ACURDION §V): selection goes on past k while a remaining
 /// candidate's call path, types or peer set differ from every selected one (up to
 /// max(k, kMaxCallPathClusters) clusters), so every cluster's members share their
-/// representative's calls and relative peers (when those features are in `mask`). Distances: grouped_signature_distance over `mask`. Order of the
-/// result: selection order.
-std::vector<SignatureCluster> kfarthest_step(std::vector<SignatureCluster> candidates,
-                                             std::size_t k, FeatureMask mask);
+/// representative's calls and relative peers (when those features are in `mask`). Distances: grouped_signature_distance
+/// over `mask`. Order of the result: selection order.
+std::vector<SignatureCluster> kfarthest_step(std::vector<SignatureCluster> candidates, std::size_t k, FeatureMask mask);
 
 /// ACURDION Alg. 1 over the same radix tree the collector uses (step s = 1, 2, 4, ...: rank r
 /// with r % 2s == 0 compares its own signature with that of r + s): the features in which some
@@ -56,8 +55,8 @@ ClusterAssignment kfarthest_clusters(const std::vector<RankSignature>& signature
 /// The exact behaviour groups a merged trace already holds: ranks that take part in exactly the
 /// same event and loop nodes (node ranklists) share a group; with `with_values`, ranks must also
 /// fall in the same elastic-value alternative of every parameter and in the same timing group
-/// of every event node (so they have the same events, relative peers and histogram means). Returns a group label per rank,
-/// groups numbered by their lowest rank.
+/// of every event node (so they have the same events, relative peers and histogram means). Returns a group label per
+/// rank, groups numbered by their lowest rank.
 std::vector<std::int64_t> rank_groups(const Trace& trace, bool with_values = false);
 
 /// Collector support: rewrites a per-rank trace of representative `rank` (make_rank_trace) so
@@ -70,15 +69,14 @@ void assign_to_cluster(Trace& trace, std::int64_t rank, const RankList& members)
 /// rank's trace keeps only its tables (call sites, communicators, names), so that the merge keeps
 /// every call site of every rank while merging only the representatives' events. Rank 0 also
 /// records the clusters and marks the trace lossy in its metadata ("clusters.*").
-void prepare_clustered_rank_trace(Trace& local, std::int64_t rank,
-                                  const std::vector<RankCluster>& clusters, FeatureMask format);
+void prepare_clustered_rank_trace(Trace& local, std::int64_t rank, const std::vector<RankCluster>& clusters,
+                                  FeatureMask format);
 
 /// Collector wire format of a cluster list: the signature format, then per cluster the head
 /// signature and the member ranklist. decode_clusters validates sizes against the input and
 /// ranks against nranks (FormatError).
 std::string encode_clusters(FeatureMask format, const std::vector<SignatureCluster>& clusters);
-std::vector<SignatureCluster> decode_clusters(std::string_view bytes, std::int64_t nranks,
-                                              FeatureMask& format);
+std::vector<SignatureCluster> decode_clusters(std::string_view bytes, std::int64_t nranks, FeatureMask& format);
 
 /// The trace's record of the clustering: one RankCluster per cluster, ascending representative.
 std::vector<RankCluster> to_rank_clusters(const std::vector<SignatureCluster>& clusters);

@@ -30,15 +30,12 @@ enum class SignatureFeature : std::uint8_t {
   Peers,     ///< the set of distinct relative peers (sources and destinations), hashed
   kCount
 };
-inline constexpr std::size_t kSignatureFeatureCount =
-    static_cast<std::size_t>(SignatureFeature::kCount);
+inline constexpr std::size_t kSignatureFeatureCount = static_cast<std::size_t>(SignatureFeature::kCount);
 /// A set of features (bit i = SignatureFeature i).
 using FeatureMask = std::uint32_t;
 inline constexpr FeatureMask kAllFeatures = (FeatureMask{1} << kSignatureFeatureCount) - 1;
 
-constexpr FeatureMask feature_bit(SignatureFeature f) {
-  return FeatureMask{1} << static_cast<unsigned>(f);
-}
+constexpr FeatureMask feature_bit(SignatureFeature f) { return FeatureMask{1} << static_cast<unsigned>(f); }
 std::string_view signature_feature_name(SignatureFeature f);
 /// Inverse of signature_feature_name ("call_path", "types", "count", "src", "dest", "tag", "key",
 /// "color", "loop", "comp", "comm", "peers"); throws UsageError naming the valid names otherwise.
@@ -46,11 +43,11 @@ SignatureFeature signature_feature_from_name(std::string_view name);
 
 struct RankSignature {
   std::int64_t rank = 0;
-  std::uint64_t events = 0;      ///< number of events of the rank (part of the call path)
-  std::uint64_t call_path = 0;   ///< SignatureFeature::CallPath
-  std::uint64_t types = 0;       ///< SignatureFeature::Types
-  std::uint64_t loop = 0;        ///< SignatureFeature::Loop, four 16-bit sections
-  std::uint64_t peers = 0;       ///< SignatureFeature::Peers (order-free hash of the peer set)
+  std::uint64_t events = 0;     ///< number of events of the rank (part of the call path)
+  std::uint64_t call_path = 0;  ///< SignatureFeature::CallPath
+  std::uint64_t types = 0;      ///< SignatureFeature::Types
+  std::uint64_t loop = 0;       ///< SignatureFeature::Loop, four 16-bit sections
+  std::uint64_t peers = 0;      ///< SignatureFeature::Peers (order-free hash of the peer set)
   /// Count, Src, Dest, Tag, Key, Color, Comp, Comm (averages; 0 when nothing to average).
   std::array<double, 8> means{};
 
@@ -87,8 +84,7 @@ GroupedDistance grouped_signature_distance(const RankSignature& a, const RankSig
 /// Tag, Loop: relative difference |a-b|/(|a|+|b|) each, weight 8), which dominates group 1
 /// (Count, Comp, Comm: relative difference, weight 1). A call-path difference therefore always
 /// outweighs any parameter difference, and a parameter difference any timing difference.
-double signature_distance(const RankSignature& a, const RankSignature& b,
-                          FeatureMask mask = kAllFeatures);
+double signature_distance(const RankSignature& a, const RankSignature& b, FeatureMask mask = kAllFeatures);
 
 /// PHANTOM's sequential computation vector of `rank`: the compute time (ns) before each of its
 /// events, in order (histogram means of the nodes, as the Cursor gives them).

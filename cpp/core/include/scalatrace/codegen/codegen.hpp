@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/model/trace.hpp"
+#include "scalatrace/support/errors.hpp"
 
 namespace scalatrace {
 
@@ -53,10 +53,10 @@ bool has_wildcards(const Trace& trace);
 
 /// Where one wildcard was resolved to (for reports and tests).
 struct WildcardResolution {
-  std::int64_t rank = 0;        ///< receiving world rank
-  std::uint64_t position = 0;   ///< index of the event in the rank's event sequence
+  std::int64_t rank = 0;       ///< receiving world rank
+  std::uint64_t position = 0;  ///< index of the event in the rank's event sequence
   Op op = Op::Other;
-  std::int64_t source = 0;      ///< world rank of the matched sender
+  std::int64_t source = 0;  ///< world rank of the matched sender
 };
 
 /// Algorithm 3: simulates every rank's event sequence (message matching in MPI order,

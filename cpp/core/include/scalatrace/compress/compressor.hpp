@@ -14,12 +14,12 @@
 namespace scalatrace {
 
 struct CompressorConfig {
-  std::size_t window = 512;            ///< SCALATRACE_WINDOW: max nodes searched back for a loop
-  std::size_t site_threshold = 0;      ///< SCALATRACE_SITE_THRESHOLD: differing frames tolerated
+  std::size_t window = 512;        ///< SCALATRACE_WINDOW: max nodes searched back for a loop
+  std::size_t site_threshold = 0;  ///< SCALATRACE_SITE_THRESHOLD: differing frames tolerated
   /// SCALATRACE_MEMORY: bound on the queue's estimated bytes. Over it the queue so far is
   /// handed to the spill sink (if set) or frozen (no longer searched).
   std::size_t memory_budget = 256u << 20;
-  std::uint32_t hist_sub_bins = 4;     ///< SCALATRACE_HIST_BINS: histogram bins per octave
+  std::uint32_t hist_sub_bins = 4;  ///< SCALATRACE_HIST_BINS: histogram bins per octave
 };
 
 class IntraCompressor {

@@ -33,7 +33,7 @@ std::vector<DescriptorPeriod> find_descriptor_periods(const std::vector<RankDesc
 
 /// The descriptors a group stands for: `first` (one period's descriptors) repeated `repeat`
 /// times with starts shifted by `stride` each time, appended to `out` in order.
-void expand_descriptor_period(const std::vector<RankDescriptor>& first, std::size_t repeat,
-                              std::int64_t stride, std::vector<RankDescriptor>& out);
+void expand_descriptor_period(const std::vector<RankDescriptor>& first, std::size_t repeat, std::int64_t stride,
+                              std::vector<RankDescriptor>& out);
 
 }  // namespace scalatrace

@@ -28,8 +28,8 @@ class RawWriter {
   /// regular file).
   void open(const std::string& path, std::int64_t rank, std::int64_t nranks);
   void append(const Event& e);
-  void close(const std::map<std::string, std::string>& metadata, const CallSiteTable& sites,
-             const CommTable& comms, const std::vector<std::string>& names);
+  void close(const std::map<std::string, std::string>& metadata, const CallSiteTable& sites, const CommTable& comms,
+             const std::vector<std::string>& names);
   bool is_open() const { return file_ != nullptr; }
   /// Drops the stream (temporary file removed); nothing is left at the path.
   void abandon() noexcept { file_.reset(); }
@@ -49,8 +49,6 @@ RankRecording read_raw(const std::string& path);
 RankRecording decode_raw(const std::string& data, const std::string& name);
 /// Reads DIR/rank-*.straw, sorted by rank; throws if the set is incomplete.
 std::vector<RankRecording> read_raw_dir(const std::string& dir);
-inline std::string raw_file_name(std::int64_t rank) {
-  return "rank-" + std::to_string(rank) + ".straw";
-}
+inline std::string raw_file_name(std::int64_t rank) { return "rank-" + std::to_string(rank) + ".straw"; }
 
 }  // namespace scalatrace

@@ -9,8 +9,8 @@
 namespace scalatrace {
 
 /// Turns one rank's compressed queue into a Trace whose ranklists say {rank}.
-Trace make_rank_trace(std::int64_t rank, std::int64_t nranks, std::vector<Node> nodes,
-                      CallSiteTable sites, CommTable comms, std::vector<std::string> names);
+Trace make_rank_trace(std::int64_t rank, std::int64_t nranks, std::vector<Node> nodes, CallSiteTable sites,
+                      CommTable comms, std::vector<std::string> names);
 
 /// master absorbs slave (ranks must be disjoint). Call-site and name ids of the slave are
 /// remapped into the master's tables.

@@ -10,8 +10,8 @@
 namespace scalatrace {
 
 struct Frame {
-  std::uint32_t module = 0;   ///< index into CallSiteTable::modules
-  std::uint64_t offset = 0;   ///< return address minus the module's load base
+  std::uint32_t module = 0;  ///< index into CallSiteTable::modules
+  std::uint64_t offset = 0;  ///< return address minus the module's load base
   bool operator==(const Frame&) const = default;
 };
 

@@ -9,9 +9,9 @@
 namespace scalatrace {
 
 struct CommEntry {
-  std::int64_t id = 0;   ///< the value stored in Field::Comm / Field::NewComm
-  RankList members;      ///< world ranks, in communicator rank order
-  RankList holders;      ///< world ranks that hold this (id, members) communicator
+  std::int64_t id = 0;  ///< the value stored in Field::Comm / Field::NewComm
+  RankList members;     ///< world ranks, in communicator rank order
+  RankList holders;     ///< world ranks that hold this (id, members) communicator
 };
 
 /// Per rank: one entry per communicator id. Merged trace: several entries may share an id

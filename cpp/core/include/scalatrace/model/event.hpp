@@ -57,8 +57,22 @@ inline constexpr std::int64_t kNoComm = -(std::int64_t{1} << 40) - 3;
 
 /// Reduction ops as stored in Field::RedOp.
 enum class RedOpCode : std::int64_t {
-  None = 0, Sum, Prod, Max, Min, Land, Lor, Lxor, Band, Bor, Bxor, Maxloc, Minloc, Replace,
-  NoOp, UserDefined
+  None = 0,
+  Sum,
+  Prod,
+  Max,
+  Min,
+  Land,
+  Lor,
+  Lxor,
+  Band,
+  Bor,
+  Bxor,
+  Maxloc,
+  Minloc,
+  Replace,
+  NoOp,
+  UserDefined
 };
 
 // Request handle buffer (ScalaTrace paper, Fig. 5): every op that creates a request
@@ -78,9 +92,7 @@ struct Event {
   std::int64_t& operator[](Field f) { return fields[static_cast<std::size_t>(f)]; }
   std::int64_t operator[](Field f) const { return fields[static_cast<std::size_t>(f)]; }
   std::vector<std::int64_t>& operator[](ArrayField f) { return arrays[static_cast<std::size_t>(f)]; }
-  const std::vector<std::int64_t>& operator[](ArrayField f) const {
-    return arrays[static_cast<std::size_t>(f)];
-  }
+  const std::vector<std::int64_t>& operator[](ArrayField f) const { return arrays[static_cast<std::size_t>(f)]; }
 
   /// Equality of everything but timing.
   bool same_call(const Event& other) const {
@@ -99,9 +111,7 @@ struct EventView {
   std::uint64_t duration_ns = 0;
 
   std::int64_t operator[](Field f) const { return fields[static_cast<std::size_t>(f)]; }
-  std::span<const std::int64_t> operator[](ArrayField f) const {
-    return arrays[static_cast<std::size_t>(f)];
-  }
+  std::span<const std::int64_t> operator[](ArrayField f) const { return arrays[static_cast<std::size_t>(f)]; }
   /// A view of `e` (valid while `e` lives and its arrays are not changed).
   static EventView of(const Event& e);
   /// A copy that owns its arrays.

@@ -53,9 +53,8 @@ class Histogram {
   /// holds the median); 0 when empty. Robust to a few outliers, unlike mean().
   double typical() const;
   /// Reader support: rebuilds from stored parts (validated by the caller).
-  static Histogram from_parts(std::uint32_t sub_bins, std::uint64_t count, double sum,
-                              std::uint64_t min, std::uint64_t max, std::vector<HistogramBin> bins,
-                              std::uint32_t coarsening = 0);
+  static Histogram from_parts(std::uint32_t sub_bins, std::uint64_t count, double sum, std::uint64_t min,
+                              std::uint64_t max, std::vector<HistogramBin> bins, std::uint32_t coarsening = 0);
   bool operator==(const Histogram&) const = default;
 
  private:

@@ -57,7 +57,7 @@ std::string_view op_kind_name(OpKind kind);
 
 /// True for ops whose call creates exactly one request in the handle buffer.
 bool op_creates_request(Op op);
-bool op_is_collective(Op op);   ///< blocking or nonblocking collective
+bool op_is_collective(Op op);      ///< blocking or nonblocking collective
 bool op_is_point_to_point(Op op);  ///< sends, receives, sendrecv, persistent inits
 /// True for calls that return without waiting for another rank: nonblocking and persistent
 /// initiations (point-to-point and collective), Start(all), the Test family, Iprobe,

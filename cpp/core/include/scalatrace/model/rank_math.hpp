@@ -13,12 +13,11 @@ namespace scalatrace {
 
 /// World rank of communicator rank `comm_rank` of communicator `comm_id` as seen by `rank`,
 /// or -1 if out of range / unknown. Ids 0 (WORLD) and 1 (SELF) need no table entry.
-std::int64_t world_rank_of(const CommTable& comms, std::int64_t comm_id, std::int64_t rank,
-                           std::int64_t comm_rank, std::int64_t nranks);
+std::int64_t world_rank_of(const CommTable& comms, std::int64_t comm_id, std::int64_t rank, std::int64_t comm_rank,
+                           std::int64_t nranks);
 /// Rank of `rank` inside communicator `comm_id` (-1 if not a member), and its size (0 if unknown).
-std::pair<std::int64_t, std::int64_t> comm_rank_and_size(const CommTable& comms,
-                                                         std::int64_t comm_id, std::int64_t rank,
-                                                         std::int64_t nranks);
+std::pair<std::int64_t, std::int64_t> comm_rank_and_size(const CommTable& comms, std::int64_t comm_id,
+                                                         std::int64_t rank, std::int64_t nranks);
 
 /// Visits every rank of a ranklist in sequence order.
 void for_each_rank(const RankList& ranks, const std::function<void(std::int64_t)>& f);

@@ -60,8 +60,7 @@ class ValueSeq {
   /// True if seal() has nothing to fold: no open last block (one of repeat 1), or the
   /// sequence is a single run.
   bool sealed() const {
-    return blocks_.empty() || blocks_.back().repeat != 1 ||
-           (blocks_.size() == 1 && blocks_.back().runs.size() < 2);
+    return blocks_.empty() || blocks_.back().repeat != 1 || (blocks_.size() == 1 && blocks_.back().runs.size() < 2);
   }
   /// The same values in canonical form (docs/algorithms.md, "Canonical value sequences"): a
   /// sealed form that depends on the values only (one run for a progression, one repeated
@@ -94,12 +93,12 @@ class ValueSeq {
 
    private:
     const ValueSeq* seq_;
-    std::size_t block_ = 0, run_ = 0;  ///< the current run: blocks_[block_].runs[run_]
-    std::uint64_t rep_ = 0;            ///< repetition of the current block
+    std::size_t block_ = 0, run_ = 0;       ///< the current run: blocks_[block_].runs[run_]
+    std::uint64_t rep_ = 0;                 ///< repetition of the current block
     std::uint64_t value_ = 0, stride_ = 0;  ///< the next value and the run's stride (as unsigned)
     std::uint64_t left_ = 0;                ///< values left in the current run (0: done)
-    void advance();  ///< past the current run, to the next one with values
-    void settle();   ///< from the current position to the first run with values
+    void advance();                         ///< past the current run, to the next one with values
+    void settle();                          ///< from the current position to the first run with values
   };
 
  private:

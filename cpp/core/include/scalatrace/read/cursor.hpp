@@ -20,8 +20,8 @@ class Cursor {
   /// The trace must outlive the cursor. Throws UsageError if rank is out of range.
   /// `timing` turns compute histograms into values, `duration_timing` (default: the same)
   /// duration histograms.
-  Cursor(const Trace& trace, std::int64_t rank, TimingMode timing = TimingMode::Mean,
-         std::uint64_t seed = 0, std::optional<TimingMode> duration_timing = std::nullopt);
+  Cursor(const Trace& trace, std::int64_t rank, TimingMode timing = TimingMode::Mean, std::uint64_t seed = 0,
+         std::optional<TimingMode> duration_timing = std::nullopt);
   ~Cursor();
   Cursor(Cursor&&) noexcept;
   /// Next event of the rank (compute_ns / duration_ns from the node's histograms), or

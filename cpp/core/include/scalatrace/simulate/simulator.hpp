@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "scalatrace/model/trace.hpp"
 #include "scalatrace/read/cursor.hpp"
 #include "scalatrace/support/errors.hpp"
-#include "scalatrace/model/trace.hpp"
 
 namespace scalatrace {
 
@@ -27,8 +27,8 @@ struct LogGP {
 };
 
 struct SimOptions {
-  LogGP inter_node;             ///< between ranks on different nodes
-  LogGP intra_node;             ///< between ranks on one node (node = rank / ranks_per_node)
+  LogGP inter_node;  ///< between ranks on different nodes
+  LogGP intra_node;  ///< between ranks on one node (node = rank / ranks_per_node)
   std::int64_t ranks_per_node = 1;
   /// Messages of more bytes than this use the rendezvous protocol (RTS, CTS, data); others are
   /// sent eagerly. Ssend is always rendezvous, Bsend always eager.
@@ -36,14 +36,14 @@ struct SimOptions {
   /// Link contention: inter-node messages share their node's injection and ejection link
   /// (one message at a time per direction). Off: only each sender's own gap applies.
   bool contention = false;
-  TimingMode timing = TimingMode::Mean;  ///< compute time between calls from the histograms
-  std::uint64_t seed = 0;                ///< TimingMode::Sample: seed (rank r uses seed + r)
-  double compute_scale = 1.0;            ///< multiplies every compute time
+  TimingMode timing = TimingMode::Mean;                          ///< compute time between calls from the histograms
+  std::uint64_t seed = 0;                                        ///< TimingMode::Sample: seed (rank r uses seed + r)
+  double compute_scale = 1.0;                                    ///< multiplies every compute time
   std::unordered_map<std::uint32_t, double> site_compute_scale;  ///< per call site, on top
-  double size_scale = 1.0;               ///< multiplies every message size
-  bool timeline = false;                 ///< record start/end of every event (SimResult::timeline)
+  double size_scale = 1.0;                                       ///< multiplies every message size
+  bool timeline = false;                      ///< record start/end of every event (SimResult::timeline)
   std::uint64_t timeline_limit = 10'000'000;  ///< more timeline rows than this: UsageError
-  bool pair_counts = false;              ///< fill SimResult::pairs (user point-to-point only)
+  bool pair_counts = false;                   ///< fill SimResult::pairs (user point-to-point only)
   /// Calls that never wait for another rank (op_never_waits: initiations, Start, the Test
   /// family, Request_free, unmodelled functions) take at least their recorded duration (the
   /// median of their duration histogram; none with TimingMode::None): the MPI library's own
@@ -88,7 +88,7 @@ struct SimPair {
 };
 
 struct SimResult {
-  double total_ns = 0;  ///< max over ranks of the end time
+  double total_ns = 0;         ///< max over ranks of the end time
   std::vector<double> end_ns;  ///< per rank: time of its last event
   std::vector<SimTimes> ranks;
   std::vector<SimSiteRow> sites;  ///< per (call site, op), sorted
@@ -96,10 +96,10 @@ struct SimResult {
   /// self-messages and MPI_PROC_NULL excluded (the comm_matrix model).
   std::vector<std::uint64_t> sent_messages, recv_messages;
   std::vector<double> sent_bytes, recv_bytes;
-  std::vector<SimPair> pairs;               ///< SimOptions::pair_counts only, sorted
-  std::vector<SimTimelineRow> timeline;     ///< SimOptions::timeline only, by rank then index
-  std::uint64_t events = 0;                 ///< trace events simulated (all ranks)
-  std::uint64_t messages = 0;               ///< point-to-point messages incl. collectives' own
+  std::vector<SimPair> pairs;            ///< SimOptions::pair_counts only, sorted
+  std::vector<SimTimelineRow> timeline;  ///< SimOptions::timeline only, by rank then index
+  std::uint64_t events = 0;              ///< trace events simulated (all ranks)
+  std::uint64_t messages = 0;            ///< point-to-point messages incl. collectives' own
 };
 
 /// The trace is inconsistent as a program: it deadlocks in simulation, or sends messages that

@@ -130,7 +130,8 @@ class Reader {
     if constexpr (std::endian::native == std::endian::little) {
       std::memcpy(&v, b.data(), b.size());
     } else {
-      for (std::size_t i = 0; i < b.size(); ++i) v |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(b[i])) << (8 * i);
+      for (std::size_t i = 0; i < b.size(); ++i)
+        v |= static_cast<std::uint64_t>(static_cast<std::uint8_t>(b[i])) << (8 * i);
     }
     return v;
   }

@@ -36,12 +36,12 @@
 #include <string>
 #include <vector>
 
+#include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/format/raw.hpp"
+#include "scalatrace/merge/merge.hpp"
 #include "scalatrace/model/callsite.hpp"
 #include "scalatrace/model/comm_table.hpp"
-#include "scalatrace/compress/compressor.hpp"
 #include "scalatrace/model/event.hpp"
-#include "scalatrace/merge/merge.hpp"
-#include "scalatrace/format/raw.hpp"
 
 namespace scalatrace {
 
@@ -56,9 +56,9 @@ struct SyntheticSpec {
   SyntheticPattern pattern = SyntheticPattern::Stencil2D;
   std::int64_t nranks = 16;
   std::int64_t timesteps = 10;
-  bool wrap = true;            ///< periodic boundaries (stencils)
-  std::int64_t bytes = 4096;   ///< message size of the stencil exchanges
-  std::uint64_t seed = 1;      ///< Irregular: random seed (combined with the rank)
+  bool wrap = true;           ///< periodic boundaries (stencils)
+  std::int64_t bytes = 4096;  ///< message size of the stencil exchanges
+  std::uint64_t seed = 1;     ///< Irregular: random seed (combined with the rank)
   /// Timings vary pseudo-randomly per event (true) or are constant (compute 2000 ns,
   /// duration 500 ns), e.g. to compare compressed sizes without histogram-bin noise.
   bool timing_jitter = true;
@@ -73,9 +73,8 @@ std::vector<std::int64_t> synthetic_grid(std::int64_t n, std::size_t ndims);
 /// Streams rank `rank`'s events into `sink`. Sites are interned into `sites`; the
 /// communicators the rank holds (world, and the split communicators) are added to `comms`
 /// (holders empty, as in a RankRecording). Throws UsageError for an invalid spec.
-void generate(const SyntheticSpec& spec, std::int64_t rank,
-              const std::function<void(const Event&)>& sink, CallSiteTable& sites,
-              CommTable& comms);
+void generate(const SyntheticSpec& spec, std::int64_t rank, const std::function<void(const Event&)>& sink,
+              CallSiteTable& sites, CommTable& comms);
 
 /// Convenience: the whole stream of one rank as a RankRecording (small specs only).
 RankRecording record_synthetic(const SyntheticSpec& spec, std::int64_t rank);
@@ -88,7 +87,6 @@ Trace synthetic_rank_trace(const SyntheticSpec& spec, std::int64_t rank, const C
 
 /// Every rank's synthetic_rank_trace merged over the radix tree (TreeMerger, streaming, one
 /// rank in memory at a time). `after_push`, if given, sees the merger after each rank.
-Trace synthetic_merged_trace(const SyntheticSpec& spec,
-                             const std::function<void(const TreeMerger&)>& after_push = {});
+Trace synthetic_merged_trace(const SyntheticSpec& spec, const std::function<void(const TreeMerger&)>& after_push = {});
 
 }  // namespace scalatrace
