@@ -18,8 +18,10 @@ void register_extrapolate(py::module_& m) {
   m.def(
       "extrapolate",
       [](const std::vector<const Trace*>& traces, std::int64_t ranks, std::vector<std::int64_t> dims,
-         const std::vector<std::vector<std::int64_t>>& input_dims, std::optional<py::function> timing) {
+         const std::vector<std::vector<std::int64_t>>& input_dims, std::optional<py::function> timing,
+         std::int64_t max_ranks) {
         ExtrapolationOptions opt;
+        opt.max_ranks = max_ranks;
         opt.target_ranks = ranks;
         opt.target_grid.dims = std::move(dims);
         for (const auto& g : input_dims) opt.input_grids.push_back(Grid{g});
@@ -34,5 +36,6 @@ void register_extrapolate(py::module_& m) {
         return std::move(res.trace);
       },
       py::arg("traces"), py::arg("ranks"), py::arg("dims"), py::arg("input_dims"), py::arg("timing"),
+      py::arg("max_ranks") = kDefaultMaxExtrapolationRanks,
       "Extrapolated trace at the target size (see scalatrace.extrapolate).");
 }

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .errors import TooLargeError
 
 
 def comm_triplets_to_output(triplets: tuple[Any, Any, Any, int], sparse: bool) -> Any:
@@ -15,9 +18,25 @@ def comm_triplets_to_output(triplets: tuple[Any, Any, Any, int], sparse: bool) -
         import scipy.sparse
 
         return scipy.sparse.coo_matrix((value, (src, dst)), shape=(n, n))
+    limit = _dense_memory_limit()
+    if n * n * 8 > limit:
+        raise TooLargeError(
+            f"a dense {n} x {n} matrix ({n * n * 8 / 2**30:.1f} GiB) does not fit the memory limit "
+            f"of {limit / 2**30:.1f} GiB (half the available memory, at most 8 GiB); use "
+            "sparse=True"
+        )
     m = np.zeros((n, n))
     np.add.at(m, (src, dst), value)
     return m
+
+
+def _dense_memory_limit() -> int:
+    """The core's limit for dense matrices: half the available memory, at most 8 GiB."""
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        available = 0
+    return min(8 << 30, available // 2) if available > 0 else 8 << 30
 
 
 @dataclass(frozen=True)

@@ -359,6 +359,7 @@ def extrapolate(
     *,
     input_dims: Sequence[Sequence[int]] | None = None,
     timing: bool = True,
+    max_ranks: int = 4_194_304,
 ) -> TraceModel:
     """The trace of the same program at a larger size, from traces of several small sizes.
 
@@ -377,6 +378,10 @@ def extrapolate(
     timing : bool
         Timing histograms from per-node :func:`fit_scaling` models (True) or copied from the
         largest input (False).
+    max_ranks : int
+        Largest target accepted (time and memory grow with the rank count: 1,048,576 ranks
+        take minutes); a larger target is refused at once. The trace format's own limit,
+        2^32 - 1 ranks, cannot be lifted.
 
     Returns
     -------
@@ -423,6 +428,7 @@ def extrapolate(
             for g in input_dims
         ]
     timing = check_bool("timing", timing)
+    max_ranks = check_int("max_ranks", max_ranks, lo=1)
     cache: dict = {}
     core = _core.extrapolate(
         [t._core for t in traces],
@@ -430,6 +436,7 @@ def extrapolate(
         [int(d) for d in dims or []],
         [[int(d) for d in g] for g in input_dims or []],
         _timing_model(cache) if timing else None,
+        int(max_ranks),
     )
     return wrap(core)
 

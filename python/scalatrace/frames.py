@@ -14,7 +14,7 @@ import pandas as pd
 
 from . import _core
 from ._base import DEFAULT_MAX_EVENTS, OP_NAMES, with_rank_and_names  # noqa: F401  (re-exported)
-from .errors import UsageError
+from .errors import TooLargeError, UsageError
 
 EVENT_COLUMNS = (
     "op",
@@ -87,8 +87,20 @@ def events_frame(
     if max_events < 0:
         raise UsageError("max_events must be >= 0")
     chosen = normalize_ranks(ranks, core.nranks)
+    if ranks is None:
+        # The whole trace: its event count is known from the structure, so a request beyond
+        # max_events is refused before any row is built (not after max_events rows).
+        _refuse_beyond(int(_core.summary(core).total_calls), core.nranks, max_events)
     cols = _core.event_columns(core, chosen, int(max_events), timing, int(seed))
     return _frame_from_columns(cols)
+
+
+def _refuse_beyond(events: int, nranks: int, max_events: int) -> None:
+    if events > max_events:
+        raise TooLargeError(
+            f"{events} events in {nranks} ranks, more than max_events={max_events}; pass fewer "
+            "ranks (ranks=...) or a larger max_events (each row takes about 80 bytes)"
+        )
 
 
 def recording_frame(
@@ -98,6 +110,7 @@ def recording_frame(
     recorded (measured) times; see :meth:`RawRecording.to_dataframe`."""
     if max_events < 0:
         raise UsageError("max_events must be >= 0")
+    _refuse_beyond(sum(len(r) for r in recordings), nranks, max_events)
     cols = _core.recording_columns(list(recordings), nranks, int(max_events))
     return _frame_from_columns(cols)
 
@@ -143,15 +156,19 @@ def summary_frame(
         data["site"] = np.array([r.site for r in rows], dtype=np.int64)
         data["where"] = [names.get(r.site, str(r.site)) for r in rows]
     for name in SUMMARY_COLUMNS:
-        data[name] = np.array([getattr(r, name) for r in rows], dtype=np.float64)
-        if name != "bytes":
-            data[name] = np.rint(data[name]).astype(np.int64)
-    data["bytes"] = np.rint(data["bytes"]).astype(np.int64)
+        data[name] = _rounded(np.array([getattr(r, name) for r in rows], dtype=np.float64))
     calls = data["calls"]
     data["mean_duration_ns"] = np.divide(
         data["duration_ns"], calls, out=np.zeros(len(rows)), where=calls > 0
     )
     return SummaryFrame(data)
+
+
+def _rounded(values: np.ndarray) -> np.ndarray:
+    """Rounded to int64, or kept as float64 if a value does not fit (a total beyond 2^63, e.g.
+    the times of a raw stream holding durations near 2^64 ns: never wrapped to garbage)."""
+    r = np.rint(values)
+    return r.astype(np.int64) if np.all(np.abs(r) < 2.0**63) else r
 
 
 def labelled_matrix(matrix: Any, name: str) -> pd.DataFrame:

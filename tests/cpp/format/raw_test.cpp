@@ -7,6 +7,8 @@
 #include <iterator>
 #include <random>
 
+#include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/format/format.hpp"
 #include "scalatrace/support/errors.hpp"
 
 namespace scalatrace {
@@ -19,9 +21,8 @@ class RawTest : public ::testing::Test {
   void SetUp() override {
     // Tests write many small files: prefer a memory file system.
     const fs::path base = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-    dir_ = base /
-           ("scalatrace_raw_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = base / ("scalatrace_raw_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -53,10 +54,18 @@ RankRecording sample(std::int64_t rank, std::int64_t nranks, int events) {
     e.site = static_cast<std::uint32_t>(rng() % 2);
     for (auto& f : e.fields) {
       switch (rng() % 4) {
-        case 0: f = 0; break;
-        case 1: f = static_cast<std::int64_t>(rng() % 1000) - 500; break;
-        case 2: f = kAnySource; break;
-        default: f = static_cast<std::int64_t>(rng()); break;
+        case 0:
+          f = 0;
+          break;
+        case 1:
+          f = static_cast<std::int64_t>(rng() % 1000) - 500;
+          break;
+        case 2:
+          f = kAnySource;
+          break;
+        default:
+          f = static_cast<std::int64_t>(rng());
+          break;
       }
     }
     if (e.op == Op::Other) e[Field::NameId] = static_cast<std::int64_t>(rng() % 2);
@@ -114,8 +123,7 @@ void expect_same(const RankRecording& a, const RankRecording& b) {
   EXPECT_EQ(a.names, b.names);
   ASSERT_EQ(a.events.size(), b.events.size());
   for (std::size_t i = 0; i < a.events.size(); ++i) {
-    EXPECT_TRUE(a.events[i].same_call(b.events[i])) << describe(a.events[i]) << " vs "
-                                                    << describe(b.events[i]);
+    EXPECT_TRUE(a.events[i].same_call(b.events[i])) << describe(a.events[i]) << " vs " << describe(b.events[i]);
     EXPECT_EQ(a.events[i].compute_ns, b.events[i].compute_ns);
     EXPECT_EQ(a.events[i].duration_ns, b.events[i].duration_ns);
   }
@@ -251,6 +259,92 @@ TEST_F(RawTest, HugeCountsDoNotAllocate) {
     FAIL() << "expected FormatError";
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("implausible"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(RawTest, RankCountTheStreamCannotJustifyIsRejected) {
+  // A crafted header declaring 10^12 ranks on a 3-rank stream: refused at read (analyses would
+  // allocate per rank), with the declared and the justified counts in the message.
+  auto rec = sample(1, 3, 5);
+  rec.nranks = 1000000000000;
+  write(path("huge.straw"), rec);
+  try {
+    read_raw(path("huge.straw"));
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("declares 1000000000000 ranks"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("name only 3"), std::string::npos) << e.what();
+  }
+  rec.nranks = 4;  // one rank more than MPI_COMM_WORLD lists
+  write(path("four.straw"), rec);
+  EXPECT_THROW(read_raw(path("four.straw")), FormatError);
+  rec.nranks = 3;
+  write(path("ok.straw"), rec);
+  expect_same(rec, read_raw(path("ok.straw")));
+  // Without communicators a stream justifies its own rank only.
+  RankRecording bare;
+  bare.rank = 4;
+  bare.nranks = 5;
+  write(path("bare.straw"), bare);
+  EXPECT_EQ(read_raw(path("bare.straw")).nranks, 5);
+  bare.nranks = 6;
+  write(path("bare6.straw"), bare);
+  EXPECT_THROW(read_raw(path("bare6.straw")), FormatError);
+}
+
+TEST_F(RawTest, DuplicateCallSitesAreRejectedAsInATrace) {
+  // Found by the fuzzer: a stream listing a call site twice loaded, but the trace compressed
+  // from it could be saved and not loaded back ("duplicate call site").
+  auto rec = sample(0, 1, 5);
+  rec.sites.sites.push_back(rec.sites.sites[0]);
+  write(path("d.straw"), rec);
+  try {
+    read_raw(path("d.straw"));
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("duplicate call site 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(RawTest, ExtremeTimingsRoundTripThroughTheCompressedTrace) {
+  // Whatever the raw reader accepts, the trace writer saves and the trace reader loads back.
+  auto rec = sample(0, 1, 200);
+  rec.events[0].duration_ns = ~std::uint64_t{0};
+  rec.events[1].compute_ns = ~std::uint64_t{0};
+  rec.events[2].duration_ns = std::uint64_t{1} << 63;
+  rec.events[3].duration_ns = 0;
+  write(path("t.straw"), rec);
+  const RankRecording back = read_raw(path("t.straw"));
+  EXPECT_EQ(back.events[0].duration_ns, ~std::uint64_t{0});
+  const Trace t = compress_recording(back);
+  Trace loaded;
+  ASSERT_NO_THROW(loaded = decode_trace_checked(encode_trace(t)));
+  EXPECT_EQ(encode_trace(loaded), encode_trace(t));  // the same trace, bin for bin
+  bool largest_kept = false;
+  for (const Node& n : loaded.nodes)
+    if (n.event && n.event->duration.max() == ~std::uint64_t{0}) largest_kept = true;
+  EXPECT_TRUE(largest_kept);
+}
+
+TEST_F(RawTest, HugeForeignFileIsRefusedFromItsFirstBytes) {
+  // A sparse 1 TiB file that is not a trace: refused after its first bytes (reading it whole
+  // would need 1 TiB of memory), by both readers.
+  const std::string big = path("big.bin");
+  spit(big, "not a trace");
+  std::error_code ec;
+  fs::resize_file(big, std::uint64_t{1} << 40, ec);
+  if (ec) GTEST_SKIP() << "cannot make a sparse 1 TiB file here: " << ec.message();
+  try {
+    read_raw(big);
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad magic"), std::string::npos) << e.what();
+  }
+  try {
+    read_trace_file(big);
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad magic"), std::string::npos) << e.what();
   }
 }
 

@@ -10,8 +10,8 @@
 
 #include "extrapolate/extrapolate_roles.hpp"
 #include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/read/cursor.hpp"
 #include "scalatrace/merge/merge.hpp"
+#include "scalatrace/read/cursor.hpp"
 
 namespace scalatrace {
 namespace {
@@ -36,9 +36,8 @@ std::vector<std::size_t> validated_order(const std::vector<const Trace*>& inputs
                    [&](std::size_t a, std::size_t b) { return inputs[a]->nranks < inputs[b]->nranks; });
   for (std::size_t i = 1; i < order.size(); ++i)
     if (inputs[order[i]]->nranks == inputs[order[i - 1]]->nranks)
-      throw ExtrapolationError("the same size twice: input traces " + std::to_string(order[i - 1]) +
-                               " and " + std::to_string(order[i]) + " both have " +
-                               std::to_string(inputs[order[i]]->nranks) +
+      throw ExtrapolationError("the same size twice: input traces " + std::to_string(order[i - 1]) + " and " +
+                               std::to_string(order[i]) + " both have " + std::to_string(inputs[order[i]]->nranks) +
                                " ranks; give each size once");
   std::string program;
   std::size_t program_from = 0;
@@ -50,19 +49,16 @@ std::vector<std::size_t> validated_order(const std::vector<const Trace*>& inputs
       program = p;
       program_from = k;
     } else if (p != program) {
-      throw ExtrapolationError("traces of different programs: input " + std::to_string(program_from) +
-                               " is '" + program + "' (" +
-                               std::to_string(inputs[program_from]->nranks) + " ranks), input " +
-                               std::to_string(k) + " is '" + p + "' (" +
-                               std::to_string(inputs[k]->nranks) + " ranks)");
+      throw ExtrapolationError("traces of different programs: input " + std::to_string(program_from) + " is '" +
+                               program + "' (" + std::to_string(inputs[program_from]->nranks) + " ranks), input " +
+                               std::to_string(k) + " is '" + p + "' (" + std::to_string(inputs[k]->nranks) + " ranks)");
     }
   }
   if (inputs.size() < 3)
-    throw ExtrapolationError(
-        "too few sizes: " + std::to_string(inputs.size()) +
-        " trace(s) given, extrapolation needs at least 3 different sizes (the laws have up to "
-        "2 unknowns per parameter in each dimension, and every law is checked on a size it was "
-        "not solved from)");
+    throw ExtrapolationError("too few sizes: " + std::to_string(inputs.size()) +
+                             " trace(s) given, extrapolation needs at least 3 different sizes (the laws have up to "
+                             "2 unknowns per parameter in each dimension, and every law is checked on a size it was "
+                             "not solved from)");
   return order;
 }
 
@@ -79,14 +75,13 @@ Grid target_grid(const Topology& topo, const ExtrapolationOptions& opt) {
   if (opt.target_ranks <= 0) throw UsageError("give the target size: ranks > 0 or dims");
   const auto grid = balanced_grid(opt.target_ranks, topo.ndims, topo.order);
   if (topo.order_ambiguous) {
-    const auto other = balanced_grid(opt.target_ranks, topo.ndims,
-                                     topo.order == GridOrder::FastestSmallest ? GridOrder::FastestLargest
-                                                                              : GridOrder::FastestSmallest);
+    const auto other = balanced_grid(
+        opt.target_ranks, topo.ndims,
+        topo.order == GridOrder::FastestSmallest ? GridOrder::FastestLargest : GridOrder::FastestSmallest);
     if (!(other == grid))
-      throw ExtrapolationError("the inputs' grids read the same in both orders (" + topo.explanation +
-                               "), but at " + std::to_string(opt.target_ranks) + " ranks they differ (" +
-                               grid.to_string() + " or " + other.to_string() +
-                               "); pass the target dims explicitly");
+      throw ExtrapolationError("the inputs' grids read the same in both orders (" + topo.explanation + "), but at " +
+                               std::to_string(opt.target_ranks) + " ranks they differ (" + grid.to_string() + " or " +
+                               other.to_string() + "); pass the target dims explicitly");
   }
   return grid;
 }
@@ -120,12 +115,15 @@ void apply_timing(RolePlan& role, const std::vector<extrap::ExpandedInput>& inpu
   auto rep = role.members.front();
   for (const auto& m : role.members)
     if (m.first >= rep.first) rep = m;
-  Cursor cur(*inputs[rep.first].trace, rep.second, TimingMode::Sample, 0x5ca1e + static_cast<std::uint64_t>(rep.second));
+  Cursor cur(*inputs[rep.first].trace, rep.second, TimingMode::Sample,
+             0x5ca1e + static_cast<std::uint64_t>(rep.second));
   for (auto& ep : role.events) {
     auto e = cur.next();
     if (!e) break;
-    ep.sample_compute = static_cast<std::uint64_t>(std::llround(static_cast<double>(e->compute_ns) * role.compute_scale[ep.timing_group]));
-    ep.sample_duration = static_cast<std::uint64_t>(std::llround(static_cast<double>(e->duration_ns) * role.duration_scale[ep.timing_group]));
+    ep.sample_compute = static_cast<std::uint64_t>(
+        std::llround(static_cast<double>(e->compute_ns) * role.compute_scale[ep.timing_group]));
+    ep.sample_duration = static_cast<std::uint64_t>(
+        std::llround(static_cast<double>(e->duration_ns) * role.duration_scale[ep.timing_group]));
   }
 }
 
@@ -146,7 +144,9 @@ class RankGenerator {
         const ArrayPlan& ap = ep.arrays[a];
         auto& out = e.arrays[a];
         switch (ap.kind) {
-          case ArrayPlan::Kind::Constant: out = ap.constant; break;
+          case ArrayPlan::Kind::Constant:
+            out = ap.constant;
+            break;
           case ArrayPlan::Kind::Elementwise:
             out.clear();
             for (const auto& el : ap.elements) out.push_back(eval_plan(el, fs));
@@ -157,8 +157,8 @@ class RankGenerator {
               throw ExtrapolationError("an array length law gives " + std::to_string(len) + " at the target");
             out.resize(static_cast<std::size_t>(len));
             for (std::int64_t j = 0; j < len; ++j)
-              out[static_cast<std::size_t>(j)] =
-                  eval_plan(ap.by_residue[static_cast<std::size_t>(j % ap.modulus)], indexed_.values(target_, coords, j));
+              out[static_cast<std::size_t>(j)] = eval_plan(ap.by_residue[static_cast<std::size_t>(j % ap.modulus)],
+                                                           indexed_.values(target_, coords, j));
             break;
           }
         }
@@ -175,7 +175,8 @@ class RankGenerator {
     const auto fs = scalar_.values(target_, coords);
     for (const auto& cp : role.comms) {
       const auto len = eval_plan(cp.length, fs);
-      if (len < 0) throw ExtrapolationError("communicator " + std::to_string(cp.id) + " gets a negative size at the target");
+      if (len < 0)
+        throw ExtrapolationError("communicator " + std::to_string(cp.id) + " gets a negative size at the target");
       const auto first = eval_plan(cp.member, indexed_.values(target_, coords, 0));
       const auto stride = len > 1 ? eval_plan(cp.member, indexed_.values(target_, coords, 1)) - first : 1;
       t.entries.push_back(CommEntry{cp.id, RankList::range(first, len, stride), RankList{}});
@@ -196,7 +197,32 @@ std::string join_laws(const std::vector<ParameterLaw>& laws) {
 
 }  // namespace
 
+/// Refuses a target larger than the options allow before any work: the search and the build
+/// both walk every target rank.
+void check_target_size(const ExtrapolationOptions& opt) {
+  constexpr std::int64_t kFormat = kMaxExtrapolationRanks;
+  std::int64_t n = opt.target_ranks;
+  std::string what = std::to_string(n) + " ranks";
+  if (!opt.target_grid.dims.empty()) {
+    n = 1;
+    for (auto d : opt.target_grid.dims) {
+      if (d <= 0) throw UsageError("target dims must be positive, got " + opt.target_grid.to_string());
+      n = d > kFormat / n ? kFormat + 1 : n * d;  // saturates: only "above the format's limit" matters
+    }
+    what = "dims " + opt.target_grid.to_string() + " (" +
+           (n > kFormat ? "more than " + std::to_string(kFormat) : std::to_string(n)) + " ranks)";
+  }
+  if (n > kFormat)
+    throw UsageError("target of " + what + " exceeds the trace format's limit of " + std::to_string(kFormat) +
+                     " ranks");
+  if (n > opt.max_ranks)
+    throw UsageError("target of " + what + " exceeds max_ranks=" + std::to_string(opt.max_ranks) +
+                     " (extrapolation takes time and memory proportional to the rank count; 1,048,576 ranks "
+                     "take minutes); pass a larger max_ranks to lift the limit");
+}
+
 ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, const ExtrapolationOptions& options) {
+  check_target_size(options);
   const auto order = validated_order(inputs_in);
   std::vector<const Trace*> inputs;
   std::vector<Grid> given;
@@ -246,9 +272,10 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
         std::size_t missing = 0;
         for (const auto& key : needed)
           if (!plans.count(key) && missing++ < 4)
-            failures.push_back("target rank " + std::to_string(first_rank[key]) + " is in role " +
-                               key.to_string() + " which no input shows (the inputs are too small for "
-                               "boundary depth " + std::to_string(depth) + ")");
+            failures.push_back("target rank " + std::to_string(first_rank[key]) + " is in role " + key.to_string() +
+                               " which no input shows (the inputs are too small for "
+                               "boundary depth " +
+                               std::to_string(depth) + ")");
         if (failures.empty()) {
           roles = std::move(plans);
           res.laws = std::move(laws);
@@ -268,8 +295,10 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
   }
   if (!found) {
     if (best_failures.empty()) throw ExtrapolationError(target_problem);
-    std::string msg = "cannot extrapolate: no grid and role partition explains every parameter; "
-                      "the closest (" + best_topology + ") leaves these problems:";
+    std::string msg =
+        "cannot extrapolate: no grid and role partition explains every parameter; "
+        "the closest (" +
+        best_topology + ") leaves these problems:";
     for (const auto& f : best_failures) msg += "\n  " + f;
     throw ExtrapolationError(msg);
   }

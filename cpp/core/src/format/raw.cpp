@@ -112,8 +112,7 @@ void RawWriter::append(const Event& e) {
   if (!file_) throw UsageError("RawWriter::append: not open");
   std::size_t elements = 0;
   for (const auto& a : e.arrays) elements += a.size();
-    const std::size_t bound =
-      1 + wire::kMaxVarintBytes * (2 + 1 + kFieldCount + 1 + kArrayFieldCount + elements + 2);
+  const std::size_t bound = 1 + wire::kMaxVarintBytes * (2 + 1 + kFieldCount + 1 + kArrayFieldCount + elements + 2);
   std::string& out = buffer_.data();
   const std::size_t old_size = out.size();
   out.resize(old_size + bound);
@@ -143,9 +142,8 @@ void RawWriter::append(const Event& e) {
   if (buffer_.size() >= kFlushBytes) flush_buffer();
 }
 
-void RawWriter::close(const std::map<std::string, std::string>& metadata,
-                      const CallSiteTable& sites, const CommTable& comms,
-                      const std::vector<std::string>& names) {
+void RawWriter::close(const std::map<std::string, std::string>& metadata, const CallSiteTable& sites,
+                      const CommTable& comms, const std::vector<std::string>& names) {
   if (!file_) throw UsageError("RawWriter::close: not open");
   buffer_.u8(kTrailerTag);
   buffer_.uv(events_);
@@ -174,8 +172,13 @@ void RawWriter::close(const std::map<std::string, std::string>& metadata,
 
 RankRecording read_raw(const std::string& path) {
   std::string data;
+  // The magic is checked on the first bytes, before the rest of a (possibly huge) file is read.
+  const auto check_start = [&](std::string_view head) {
+    if (head.size() >= sizeof kMagic && std::memcmp(head.data(), kMagic, sizeof kMagic) != 0)
+      throw FormatError(path + ": not a valid raw stream: bad magic (expected a .straw file) (at byte 0)");
+  };
   try {
-    data = read_regular_file(path, "raw stream");
+    data = read_regular_file(path, "raw stream", check_start, sizeof kMagic);
   } catch (const FormatError&) {
     throw;
   } catch (const Error& e) {
@@ -187,7 +190,8 @@ RankRecording read_raw(const std::string& path) {
 RankRecording decode_raw(const std::string& data, const std::string& path) {
   Decoder d(data, path);
   if (data.empty())
-    throw FormatError(path + ": empty raw stream: the rank's recording never finished (it was "
+    throw FormatError(path +
+                      ": empty raw stream: the rank's recording never finished (it was "
                       "killed, or its disk was full)");
   if (data.size() < sizeof kMagic || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
     d.fail("bad magic (expected a .straw file)");
@@ -198,8 +202,7 @@ RankRecording decode_raw(const std::string& data, const std::string& path) {
   d.take(sizeof kMagic);
   const std::uint64_t version = d.fixed(4);
   if (version != kVersion)
-    d.fail("unsupported version " + std::to_string(version) + " (this reader knows " +
-           std::to_string(kVersion) + ")");
+    d.fail("unsupported version " + std::to_string(version) + " (this reader knows " + std::to_string(kVersion) + ")");
 
   RankRecording rec;
   rec.rank = d.sv();
@@ -222,21 +225,24 @@ RankRecording decode_raw(const std::string& data, const std::string& path) {
     std::string k = sct::get_text(d, "metadata key");
     rec.metadata[k] = sct::get_text(d, "metadata value");
   }
-  for (std::size_t n = d.count("module"); n > 0; --n) rec.sites.modules.push_back(sct::get_text(d, "module path"));
-  for (std::size_t n = d.count("call site"); n > 0; --n) {
-    CallSite site;
+  // Modules and sites are interned once each, as in a trace (whose reader refuses duplicates).
+  for (std::size_t n = d.count("module"), i = 0; i < n; ++i) {
+    const std::string path = sct::get_text(d, "module path");
+    if (rec.sites.intern_module(path) != i) d.fail("duplicate module \"" + path + "\"");
+  }
+  for (std::size_t n = d.count("call site"), i = 0; i < n; ++i) {
+    std::vector<Frame> frames;
     for (std::size_t f = d.count("frame"); f > 0; --f) {
       Frame fr;
       const std::uint64_t m = d.uv();
       if (m >= rec.sites.modules.size()) d.fail("frame names unknown module " + std::to_string(m));
       fr.module = static_cast<std::uint32_t>(m);
       fr.offset = d.uv();
-      site.frames.push_back(fr);
+      frames.push_back(fr);
     }
-    site.hash = signature_hash(site.frames);
-    site.symbol = sct::get_text(d, "symbol");
-    site.location = sct::get_text(d, "location");
-    rec.sites.sites.push_back(std::move(site));
+    if (rec.sites.intern(frames) != i) d.fail("duplicate call site " + std::to_string(i));
+    rec.sites.sites[i].symbol = sct::get_text(d, "symbol");
+    rec.sites.sites[i].location = sct::get_text(d, "location");
   }
   for (std::size_t n = d.count("communicator"); n > 0; --n) {
     CommEntry c;
@@ -252,12 +258,18 @@ RankRecording decode_raw(const std::string& data, const std::string& path) {
   }
   for (std::size_t n = d.count("name"); n > 0; --n) rec.names.push_back(sct::get_text(d, "function name"));
   if (d.remaining() != 8) d.fail("unexpected bytes after the tables");
+  // The rank count must be justified by the stream: a real stream lists MPI_COMM_WORLD's
+  // members (one byte or more each), so analyses that allocate per rank stay proportional to
+  // the file's size; a crafted header declaring 10^12 ranks is refused here, not by bad_alloc.
+  std::int64_t justified = rec.rank + 1;
+  for (const auto& c : rec.comms.entries) justified = std::max(justified, max_rank(c.members) + 1);
+  if (rec.nranks > justified)
+    d.fail("the stream declares " + std::to_string(rec.nranks) + " ranks but its communicators name only " +
+           std::to_string(justified) + " (a stream lists every member of MPI_COMM_WORLD)");
 
   for (const Event& e : rec.events) {
-    if (e.site >= rec.sites.sites.size())
-      d.fail("event refers to unknown call site " + std::to_string(e.site));
-    if (e.op == Op::Other &&
-        (e[Field::NameId] < 0 || static_cast<std::size_t>(e[Field::NameId]) >= rec.names.size()))
+    if (e.site >= rec.sites.sites.size()) d.fail("event refers to unknown call site " + std::to_string(e.site));
+    if (e.op == Op::Other && (e[Field::NameId] < 0 || static_cast<std::size_t>(e[Field::NameId]) >= rec.names.size()))
       d.fail("event refers to unknown function name " + std::to_string(e[Field::NameId]));
   }
   return rec;
@@ -277,29 +289,27 @@ std::vector<RankRecording> read_raw_dir(const std::string& dir) {
       unfinished.insert(name.substr(1, name.find(".straw.") + 5));
   }
   if (ec) throw FormatError(dir + ": cannot list the directory: " + ec.message());
-  const std::string unfinished_note =
-      unfinished.empty() ? ""
-                         : " (unfinished temporary files for " + *unfinished.begin() +
-                               (unfinished.size() > 1 ? " and others" : "") +
-                               ": those ranks were killed before finishing their recording)";
+  const std::string unfinished_note = unfinished.empty()
+                                          ? ""
+                                          : " (unfinished temporary files for " + *unfinished.begin() +
+                                                (unfinished.size() > 1 ? " and others" : "") +
+                                                ": those ranks were killed before finishing their recording)";
   if (out.empty()) throw FormatError(dir + ": no rank-*.straw files" + unfinished_note);
-  std::sort(out.begin(), out.end(),
-            [](const RankRecording& a, const RankRecording& b) { return a.rank < b.rank; });
+  std::sort(out.begin(), out.end(), [](const RankRecording& a, const RankRecording& b) { return a.rank < b.rank; });
   const std::int64_t n = out.front().nranks;
   std::set<std::int64_t> seen;
   for (const auto& rec : out) {
     if (rec.nranks != n)
-      throw FormatError(dir + ": streams disagree on the number of ranks (" + std::to_string(n) +
-                        " vs " + std::to_string(rec.nranks) + ")");
-    if (!seen.insert(rec.rank).second)
-      throw FormatError(dir + ": rank " + std::to_string(rec.rank) + " appears twice");
+      throw FormatError(dir + ": streams disagree on the number of ranks (" + std::to_string(n) + " vs " +
+                        std::to_string(rec.nranks) + ")");
+    if (!seen.insert(rec.rank).second) throw FormatError(dir + ": rank " + std::to_string(rec.rank) + " appears twice");
   }
   if (static_cast<std::int64_t>(out.size()) != n) {
     std::string missing;
     for (std::int64_t r = 0; r < n && missing.size() < 200; ++r)
       if (!seen.count(r)) missing += " " + raw_file_name(r);
-    throw FormatError(dir + ": incomplete set of raw streams: " + std::to_string(out.size()) +
-                      " of " + std::to_string(n) + " ranks; missing" + missing + unfinished_note);
+    throw FormatError(dir + ": incomplete set of raw streams: " + std::to_string(out.size()) + " of " +
+                      std::to_string(n) + " ranks; missing" + missing + unfinished_note);
   }
   return out;
 }

@@ -121,8 +121,8 @@ struct TraceReader {
       if (s >= seqs.size())
         r.fail("sequence index " + std::to_string(s) + " out of range (table has " + std::to_string(seqs.size()) + ")");
       if (seqs[s].size() != ndirs)
-        r.fail("neighbour grid template of " + std::to_string(seqs[s].size()) + " values for " +
-               std::to_string(ndirs) + " directions");
+        r.fail("neighbour grid template of " + std::to_string(seqs[s].size()) + " values for " + std::to_string(ndirs) +
+               " directions");
       v.values = seqs[s].to_vector();
     }
     v.repeat = r.uv();
@@ -172,8 +172,10 @@ struct TraceReader {
       std::size_t na = r.count("elastic alternative", 2);
       std::uint64_t cost = 1;
       if (na == 0 && grid_forms) {
-        if constexpr (std::is_same_v<Seq, ValueSeq>) e = read_grid_value(r, cost);
-        else e = read_grid_array(r, cost);
+        if constexpr (std::is_same_v<Seq, ValueSeq>)
+          e = read_grid_value(r, cost);
+        else
+          e = read_grid_array(r, cost);
         out.push_back(std::move(e));
         costs.push_back(cost);
         continue;
@@ -182,8 +184,8 @@ struct TraceReader {
       for (std::size_t k = 0; k < na; ++k) {
         std::uint64_t s = r.uv();
         if (s >= pool.size())
-          r.fail("sequence index " + std::to_string(s) + " out of range (table has " +
-                 std::to_string(pool.size()) + ")");
+          r.fail("sequence index " + std::to_string(s) + " out of range (table has " + std::to_string(pool.size()) +
+                 ")");
         RankList rl = rank_ref(r);
         std::uint64_t c = seq_cost(pool[s]) + rl.descriptors().size() + 1;
         charge(r, c);
@@ -257,18 +259,15 @@ struct TraceReader {
     e.op = static_cast<Op>(op);
     std::uint64_t site = r.uv();
     if (site >= nsites)
-      r.fail("call-site id " + std::to_string(site) + " out of range (table has " +
-             std::to_string(nsites) + ")");
+      r.fail("call-site id " + std::to_string(site) + " out of range (table has " + std::to_string(nsites) + ")");
     e.site = static_cast<std::uint32_t>(site);
     e.site_ids = elastic_ref(r);
     check_ids(r, e.site_ids, nsites, "call-site id");
     std::uint64_t nf = r.uv();
     if (nf > kFieldCount)
-      r.fail("event with " + std::to_string(nf) + " fields (this reader knows " +
-             std::to_string(kFieldCount) + ")");
+      r.fail("event with " + std::to_string(nf) + " fields (this reader knows " + std::to_string(kFieldCount) + ")");
     for (std::size_t f = 0; f < nf; ++f) e.fields[f] = elastic_ref(r);
-    if (e.op == Op::Other)
-      check_ids(r, e.fields[static_cast<std::size_t>(Field::NameId)], nnames, "function-name id");
+    if (e.op == Op::Other) check_ids(r, e.fields[static_cast<std::size_t>(Field::NameId)], nnames, "function-name id");
     std::uint64_t na = r.uv();
     if (na > kArrayFieldCount)
       r.fail("event with " + std::to_string(na) + " array fields (this reader knows " +
@@ -301,8 +300,7 @@ struct TraceReader {
         e.duration = group.duration;
         e.first_compute = group.first_compute;
       } else {
-        if (group.compute.sub_bins() != e.compute.sub_bins() ||
-            group.duration.sub_bins() != e.duration.sub_bins())
+        if (group.compute.sub_bins() != e.compute.sub_bins() || group.duration.sub_bins() != e.duration.sub_bins())
           r.fail("timing groups with different bins per octave");
         e.compute.merge(group.compute);
         e.duration.merge(group.duration);
@@ -343,27 +341,25 @@ Header read_header(std::string_view bytes) {
   r.take(8);
   const std::uint64_t version = r.fixed(4);
   if (version < kOldestReadableFormatVersion || version > kTraceFormatVersion)
-    throw FormatError("unsupported format version " + std::to_string(version) +
-                      " (this reader supports " + std::to_string(kOldestReadableFormatVersion) +
-                      " to " + std::to_string(kTraceFormatVersion) + ")");
+    throw FormatError("unsupported format version " + std::to_string(version) + " (this reader supports " +
+                      std::to_string(kOldestReadableFormatVersion) + " to " + std::to_string(kTraceFormatVersion) +
+                      ")");
   Header h;
   h.version = static_cast<std::uint32_t>(version);
   const std::uint64_t flags = r.fixed(4);
-  if (flags & ~std::uint64_t{kKnownFlags})
-    throw FormatError("unknown header flags " + std::to_string(flags));
+  if (flags & ~std::uint64_t{kKnownFlags}) throw FormatError("unknown header flags " + std::to_string(flags));
   h.flags = static_cast<std::uint32_t>(flags);
   const std::uint64_t length = r.fixed(8);
   const auto crc = static_cast<std::uint32_t>(r.fixed(4));
   const std::size_t have = bytes.size() - kHeaderSize;
   if (length > have)
-    throw FormatError("truncated: header announces " + std::to_string(length) +
-                      " payload bytes, the file has " + std::to_string(have));
+    throw FormatError("truncated: header announces " + std::to_string(length) + " payload bytes, the file has " +
+                      std::to_string(have));
   if ((flags & kFlagExactCounts) && h.version < 4)
-    throw FormatError("header flag 2 (exact bin counts) in a version " + std::to_string(h.version) +
-                      " file");
+    throw FormatError("header flag 2 (exact bin counts) in a version " + std::to_string(h.version) + " file");
   if (length < have && (flags & kFlagRankSegments) == 0)
-    throw FormatError("trailing bytes: header announces " + std::to_string(length) +
-                      " payload bytes, the file has " + std::to_string(have));
+    throw FormatError("trailing bytes: header announces " + std::to_string(length) + " payload bytes, the file has " +
+                      std::to_string(have));
   h.payload = bytes.substr(kHeaderSize, length);
   h.trailer = bytes.substr(kHeaderSize + length);
   if (wire::crc32(h.payload) != crc) throw FormatError("checksum mismatch: the trace file is corrupt");
@@ -397,8 +393,8 @@ void read_metadata(SectionReader& r, Trace& t, TraceReader& tr) {
     if (tr.version >= 4) {
       const std::uint64_t shared = r.uv();
       if (shared > previous.size())
-        r.fail("metadata key shares " + std::to_string(shared) +
-               " bytes with a previous key of " + std::to_string(previous.size()));
+        r.fail("metadata key shares " + std::to_string(shared) + " bytes with a previous key of " +
+               std::to_string(previous.size()));
       tr.charge(r, shared);  // a shared prefix is a copy: bounded like table entries
       k = previous.substr(0, static_cast<std::size_t>(shared)) + get_text(r, "metadata key");
       if (!is_valid_utf8(k)) r.fail("metadata key is not valid UTF-8");
@@ -537,9 +533,12 @@ Trace decode_trace(std::string_view bytes) {
       read_rank_clusters(r, t, tr);
     } else {
       seen[id] = true;
-      if (id == kMetadata) read_metadata(r, t, tr);
-      else if (id == kCallSites) read_call_sites(r, t, tr);
-      else read_tables_and_nodes(id, r, t, tr);
+      if (id == kMetadata)
+        read_metadata(r, t, tr);
+      else if (id == kCallSites)
+        read_call_sites(r, t, tr);
+      else
+        read_tables_and_nodes(id, r, t, tr);
     }
     if (!r.done()) r.fail("unexpected bytes at the end of the section");
     if (id == kRankClusters) validate_rank_clusters(t.clusters, t.nranks);
@@ -557,7 +556,12 @@ Trace decode_trace_checked(std::string_view bytes) {
 }
 
 Trace read_trace_file(const std::string& path) {
-  const std::string bytes = read_regular_file(path, "trace file");
+  // The magic is checked on the first bytes, before the rest of a (possibly huge) file is read.
+  const auto check_start = [&](std::string_view head) {
+    if (head.size() >= 8 && std::memcmp(head.data(), kTraceMagic, 8) != 0)
+      throw FormatError(path + ": bad magic: not a scalatrace trace (.sct)");
+  };
+  const std::string bytes = read_regular_file(path, "trace file", check_start, 8);
   try {
     return decode_trace_checked(bytes);
   } catch (const FormatError& e) {

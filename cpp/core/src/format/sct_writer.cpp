@@ -66,8 +66,7 @@ void put_ranks(wire::Writer& w, const RankList& rl, std::span<const std::int64_t
 bool fits_scaled(const ValueSeq& seq) {
   for (const auto& b : seq.blocks())
     for (const auto& r : b.runs)
-      if (r.first >= kScaledLimit || r.first <= -kScaledLimit || r.stride >= kScaledLimit ||
-          r.stride <= -kScaledLimit)
+      if (r.first >= kScaledLimit || r.first <= -kScaledLimit || r.stride >= kScaledLimit || r.stride <= -kScaledLimit)
         return false;
   return true;
 }
@@ -148,9 +147,14 @@ void put_hist(wire::Writer& w, const Histogram& h, bool exact_counts) {
     w.uv(b.min - previous_max);
     w.uv(b.max - b.min);
     previous_max = b.max;
+    // Clamped to [min, max] as integers: near 2^64 a double rounds up past the largest
+    // uint64_t, and converting it back would be undefined (a stored mean outside its bin).
     const double mean = std::round(b.sum / static_cast<double>(b.count));
-    const auto mean_ns = static_cast<std::uint64_t>(
-        std::clamp(mean, static_cast<double>(b.min), static_cast<double>(b.max)));
+    std::uint64_t mean_ns = b.max;
+    if (mean <= static_cast<double>(b.min))
+      mean_ns = b.min;
+    else if (mean < static_cast<double>(b.max))
+      mean_ns = std::clamp(static_cast<std::uint64_t>(mean), b.min, b.max);
     w.uv(mean_ns - b.min);
   }
 }
@@ -185,7 +189,7 @@ bool is_rank_valued(std::size_t field) {
 }
 
 struct TraceWriter {
-  bool exact_counts = false;  ///< bin counts as uv (header flag bit 1)
+  bool exact_counts = false;        ///< bin counts as uv (header flag bit 1)
   std::vector<std::int64_t> basis;  ///< the scale basis (section 1)
   Table ranks, seqs, arrays, elastics, array_elastics;
   /// Neighbour grids and the elastic values written over them (final files only).
@@ -231,9 +235,7 @@ struct TraceWriter {
     }
     return seqs.add(std::move(sw)) - 1;
   }
-  static ValueSeq grid_template(const neighbour_grid::GridValue& v) {
-    return canonical_repeated(v.values, 1);
-  }
+  static ValueSeq grid_template(const neighbour_grid::GridValue& v) { return canonical_repeated(v.values, 1); }
   std::uint64_t elastic_id(const ElasticValue& e) {
     if (e.empty()) return 0;
     wire::Writer w;
@@ -344,9 +346,8 @@ struct TraceWriter {
     if (e.first_compute.count() == 0) return false;
     if (exact_counts) return true;
     if (!similar_timing(e.first_compute, e.compute)) return true;
-    return std::any_of(e.timing_groups.begin(), e.timing_groups.end(), [](const TimingGroup& g) {
-      return !similar_timing(g.first_compute, g.compute);
-    });
+    return std::any_of(e.timing_groups.begin(), e.timing_groups.end(),
+                       [](const TimingGroup& g) { return !similar_timing(g.first_compute, g.compute); });
   }
 };
 
@@ -376,12 +377,9 @@ void put_metadata(wire::Writer& payload, const Trace& trace, std::span<const std
   for (const auto& [k, v] : trace.metadata) {
     std::string key = to_valid_utf8(k);
     std::size_t shared = 0;
-    while (shared < key.size() && shared < previous.size() && key[shared] == previous[shared])
-      ++shared;
+    while (shared < key.size() && shared < previous.size() && key[shared] == previous[shared]) ++shared;
     // Never split a character: the rest must be well-formed UTF-8 on its own.
-    while (shared > 0 && shared < key.size() &&
-           (static_cast<unsigned char>(key[shared]) & 0xC0) == 0x80)
-      --shared;
+    while (shared > 0 && shared < key.size() && (static_cast<unsigned char>(key[shared]) & 0xC0) == 0x80) --shared;
     s.uv(shared);
     put_text(s, key.substr(shared));
     put_text(s, v);
@@ -470,9 +468,7 @@ std::string encode_trace(const Trace& trace, bool rank_segments_follow) {
   return encode(trace, rank_segments_follow ? kFlagRankSegments : 0);
 }
 
-std::string encode_trace_for_transfer(const Trace& trace) {
-  return encode(trace, kFlagExactCounts);
-}
+std::string encode_trace_for_transfer(const Trace& trace) { return encode(trace, kFlagExactCounts); }
 
 std::size_t structure_bytes(const Trace& trace) {
   Trace copy = trace.clone();
@@ -481,8 +477,6 @@ std::size_t structure_bytes(const Trace& trace) {
   return encode_trace(copy).size();
 }
 
-void write_trace_file(const Trace& trace, const std::string& path) {
-  write_file_safely(path, encode_trace(trace));
-}
+void write_trace_file(const Trace& trace, const std::string& path) { write_file_safely(path, encode_trace(trace)); }
 
 }  // namespace scalatrace

@@ -7,6 +7,17 @@
 #include "scalatrace/support/errors.hpp"
 
 namespace scalatrace {
+
+std::int64_t max_rank(const RankList& rl) {
+  std::int64_t hi = -1;
+  for (const auto& d : rl.descriptors()) {
+    std::int64_t top = d.start;
+    for (const auto& [count, stride] : d.dims)
+      if (stride > 0) top += (count - 1) * stride;
+    hi = std::max(hi, top);
+  }
+  return hi;
+}
 namespace {
 
 /// Length of the well-formed UTF-8 sequence starting at s[i], or 0 if it is ill-formed.
@@ -40,8 +51,8 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
 
 /// Smallest and largest value of a run (first + k * stride, k < count), without overflow.
 std::pair<__int128, __int128> run_range(const ValueRun& run) {
-  const __int128 last = static_cast<__int128>(run.first) +
-                        static_cast<__int128>(run.stride) * static_cast<__int128>(run.count - 1);
+  const __int128 last =
+      static_cast<__int128>(run.first) + static_cast<__int128>(run.stride) * static_cast<__int128>(run.count - 1);
   return {std::min<__int128>(run.first, last), std::max<__int128>(run.first, last)};
 }
 
@@ -79,24 +90,11 @@ void check_node(const Node& n, std::size_t path_index) {
   const EventNode& e = *n.event;
   for (Field f : kNonNegativeFields)
     if (!all_at_least(e.fields[static_cast<std::size_t>(f)], 0))
-      throw FormatError(where() + "negative " + std::string(field_name(f)) + " in a " +
-                        std::string(op_name(e.op)));
+      throw FormatError(where() + "negative " + std::string(field_name(f)) + " in a " + std::string(op_name(e.op)));
   for (ArrayField f : kNonNegativeArrays)
     if (!all_at_least(e.arrays[static_cast<std::size_t>(f)], 0))
-      throw FormatError(where() + "negative value in " + std::string(array_field_name(f)) +
-                        " of a " + std::string(op_name(e.op)));
-}
-
-/// Largest rank a ranklist names (-1 if empty).
-std::int64_t max_rank(const RankList& rl) {
-  std::int64_t hi = -1;
-  for (const auto& d : rl.descriptors()) {
-    std::int64_t top = d.start;
-    for (const auto& [count, stride] : d.dims)
-      if (stride > 0) top += (count - 1) * stride;
-    hi = std::max(hi, top);
-  }
-  return hi;
+      throw FormatError(where() + "negative value in " + std::string(array_field_name(f)) + " of a " +
+                        std::string(op_name(e.op)));
 }
 
 std::int64_t max_rank(const std::vector<Node>& nodes) {
@@ -112,16 +110,15 @@ std::int64_t max_rank(const std::vector<Node>& nodes) {
 /// count larger than that is not justified by the file (a crafted header would make analyses
 /// allocate for ranks that do not exist).
 void check_rank_count(const Trace& trace) {
-  const bool merged = std::any_of(trace.nodes.begin(), trace.nodes.end(),
-                                  [](const Node& n) { return !n.ranks.empty(); });
+  const bool merged =
+      std::any_of(trace.nodes.begin(), trace.nodes.end(), [](const Node& n) { return !n.ranks.empty(); });
   if (!merged) return;
   std::int64_t hi = max_rank(trace.nodes);
-  for (const auto& c : trace.comms.entries)
-    hi = std::max({hi, max_rank(c.members), max_rank(c.holders)});
+  for (const auto& c : trace.comms.entries) hi = std::max({hi, max_rank(c.members), max_rank(c.holders)});
   if (hi + 1 < trace.nranks)
     throw FormatError("the trace declares " + std::to_string(trace.nranks) +
-                      " ranks, but no event or communicator mentions a rank above " +
-                      std::to_string(hi) + ": the rank count is not justified by the file");
+                      " ranks, but no event or communicator mentions a rank above " + std::to_string(hi) +
+                      ": the rank count is not justified by the file");
 }
 
 }  // namespace
@@ -156,8 +153,8 @@ void require_utf8(std::string_view s, const char* what) {
   for (std::size_t i = 0; i < s.size();) {
     const std::size_t n = utf8_sequence_length(s, i);
     if (n == 0)
-      throw FormatError(std::string(what) + " is not valid UTF-8 (byte " + std::to_string(i) +
-                        " of " + std::to_string(s.size()) + ")");
+      throw FormatError(std::string(what) + " is not valid UTF-8 (byte " + std::to_string(i) + " of " +
+                        std::to_string(s.size()) + ")");
     i += n;
   }
 }
@@ -165,13 +162,13 @@ void require_utf8(std::string_view s, const char* what) {
 void validate_event_values(const Event& e) {
   for (Field f : kNonNegativeFields)
     if (e[f] < 0)
-      throw FormatError("negative " + std::string(field_name(f)) + " " + std::to_string(e[f]) +
-                        " in a " + std::string(op_name(e.op)));
+      throw FormatError("negative " + std::string(field_name(f)) + " " + std::to_string(e[f]) + " in a " +
+                        std::string(op_name(e.op)));
   for (ArrayField f : kNonNegativeArrays)
     for (std::int64_t v : e[f])
       if (v < 0)
-        throw FormatError("negative value " + std::to_string(v) + " in " +
-                          std::string(array_field_name(f)) + " of a " + std::string(op_name(e.op)));
+        throw FormatError("negative value " + std::to_string(v) + " in " + std::string(array_field_name(f)) + " of a " +
+                          std::string(op_name(e.op)));
 }
 
 void validate_trace(const Trace& trace, std::uint64_t walk_budget) {

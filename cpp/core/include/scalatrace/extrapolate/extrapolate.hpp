@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "scalatrace/support/errors.hpp"
 #include "scalatrace/model/trace.hpp"
+#include "scalatrace/support/errors.hpp"
 
 namespace scalatrace {
 
@@ -65,14 +65,12 @@ struct Topology {
 /// end points (communicator, relative peer); the grid is the balanced factorization (1, 2 or 3
 /// dimensions, either order) under which every group is a union of boundary classes with the
 /// smallest boundary depth and the fewest classes. `given` (optional) fixes the input grids.
-Topology identify_topology(const std::vector<const Trace*>& inputs,
-                           const std::vector<Grid>& given = {});
+Topology identify_topology(const std::vector<const Trace*>& inputs, const std::vector<Grid>& given = {});
 /// Every candidate topology, best first: those that explain the end-point groups (by depth,
 /// then classes), then the others (codes that talk only through collectives or derived
 /// communicators do not reveal their grid in end points; extrapolation then keeps the first
 /// candidate under which every parameter has a law).
-std::vector<Topology> topology_candidates(const std::vector<const Trace*>& inputs,
-                                          const std::vector<Grid>& given = {});
+std::vector<Topology> topology_candidates(const std::vector<const Trace*>& inputs, const std::vector<Grid>& given = {});
 
 /// Boundary class of a rank: per dimension (distance to the low boundary, distance to the high
 /// boundary), each capped at `depth`, plus rank mod `modulus`. Ranks of one class form one
@@ -101,8 +99,7 @@ struct FeatureSpace {
   std::vector<std::string> names;
   static FeatureSpace make(std::size_t ndims, bool with_index);
   /// Feature values for a rank (coords) of a grid, element index j.
-  std::vector<std::int64_t> values(const Grid& grid, const std::vector<std::int64_t>& coords,
-                                   std::int64_t j = 0) const;
+  std::vector<std::int64_t> values(const Grid& grid, const std::vector<std::int64_t>& coords, std::int64_t j = 0) const;
   /// Indices of features that depend on the rank (coordinates).
   bool rank_dependent(std::size_t feature) const;
 };
@@ -127,9 +124,8 @@ struct LinearLaw {
 /// unknowns from n+1 traces exactly: check_points = 0); constants need no check.
 std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int64_t>>& points,
                                           const std::vector<std::int64_t>& values,
-                                          const std::vector<std::vector<std::int64_t>>& probes,
-                                          std::string* why, std::size_t max_terms = 4,
-                                          std::size_t check_points = 1);
+                                          const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
+                                          std::size_t max_terms = 4, std::size_t check_points = 1);
 
 // ---- extrapolation ----------------------------------------------------------------------
 
@@ -137,8 +133,12 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
 /// (rank counts, mean ns per input, target rank count) -> predicted mean ns. Python passes
 /// scalatrace.fit_scaling here.
 using TimingModel =
-    std::function<double(const std::vector<double>& sizes, const std::vector<double>& means,
-                         double target)>;
+    std::function<double(const std::vector<double>& sizes, const std::vector<double>& means, double target)>;
+
+/// ExtrapolationOptions::max_ranks by default. Targets are also bounded by the trace format
+/// (kMaxExtrapolationRanks: rank counts below 2^32), a limit that cannot be lifted.
+inline constexpr std::int64_t kDefaultMaxExtrapolationRanks = std::int64_t{1} << 22;
+inline constexpr std::int64_t kMaxExtrapolationRanks = (std::int64_t{1} << 32) - 1;
 
 struct ExtrapolationOptions {
   std::int64_t target_ranks = 0;  ///< target rank count (with the inputs' grid rule) or 0
@@ -148,14 +148,17 @@ struct ExtrapolationOptions {
   /// the metadata says so.
   TimingModel timing;
   std::uint64_t seed = 1;  ///< timing samples drawn from the largest input's histograms
+  /// Largest target accepted (time and memory grow with the rank count: 1,048,576 ranks take
+  /// minutes); a larger target is refused before any work with a UsageError naming this limit.
+  std::int64_t max_ranks = kDefaultMaxExtrapolationRanks;
 };
 
 /// One extrapolated parameter as reported (metadata key `extrapolation_laws`).
 struct ParameterLaw {
-  std::string role;      ///< the role (communication group) it applies to
-  std::string where;     ///< "Isend@site 3", "communicator 2", ...
-  std::string field;     ///< "Peer", "members", "SendCounts"...
-  std::string formula;   ///< distinct formulas over the occurrences, comma separated
+  std::string role;     ///< the role (communication group) it applies to
+  std::string where;    ///< "Isend@site 3", "communicator 2", ...
+  std::string field;    ///< "Peer", "members", "SendCounts"...
+  std::string formula;  ///< distinct formulas over the occurrences, comma separated
 };
 
 struct ExtrapolationResult {
@@ -171,7 +174,6 @@ struct ExtrapolationResult {
 /// Extrapolates merged traces of one program at several sizes to the target size. Throws
 /// ExtrapolationError naming the problem: different programs, the same size twice, too few
 /// sizes, a role the inputs never show, parameters without a linear law (listed one per line).
-ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs,
-                                const ExtrapolationOptions& options);
+ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs, const ExtrapolationOptions& options);
 
 }  // namespace scalatrace

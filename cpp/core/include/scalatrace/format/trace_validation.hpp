@@ -18,6 +18,9 @@ std::string to_valid_utf8(std::string_view s);
 /// Throws FormatError("<what> is not valid UTF-8 (byte k)") unless is_valid_utf8(s).
 void require_utf8(std::string_view s, const char* what);
 
+/// Largest rank a ranklist names (-1 if empty).
+std::int64_t max_rank(const RankList& rl);
+
 /// Throws FormatError if one of the event's fields is out of range (negative byte counts or
 /// datatype sizes, negative per-peer counts of v-collectives).
 void validate_event_values(const Event& e);
