@@ -21,6 +21,8 @@ void register_files(py::module_& m);
 
 /// Raises scalatrace.errors.UnknownNameError (a UsageError and a KeyError) with `message`.
 [[noreturn]] void throw_unknown_name(const std::string& message);
+/// Raises scalatrace.errors.OutOfRangeError (a UsageError and an IndexError) with `message`.
+[[noreturn]] void throw_out_of_range(const std::string& message);
 void register_simulator(py::module_& m);
 void register_extrapolate(py::module_& m);
 void register_codegen(py::module_& m);

@@ -34,8 +34,8 @@ const Seq& seq_for(const Elastic<Seq>& e, std::int64_t rank) {
 
 std::uint64_t occurrence_index(std::int64_t occurrence, std::uint64_t size) {
   if (occurrence < 0 || static_cast<std::uint64_t>(occurrence) >= size)
-    throw UsageError("occurrence " + std::to_string(occurrence) + " out of range (" + std::to_string(size) +
-                     " recorded)");
+    throw_out_of_range("occurrence " + std::to_string(occurrence) + " out of range (" + std::to_string(size) +
+                       " recorded)");
   return static_cast<std::uint64_t>(occurrence);
 }
 

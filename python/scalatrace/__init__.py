@@ -34,6 +34,7 @@ from ._trace import CallSiteInfo, Event, Loop, Trace, load
 from .comparison import Comparison, compare
 from .errors import (
     MPIRunError,
+    OutOfRangeError,
     OutputExistsError,
     ReplayError,
     ScalatraceError,
@@ -73,6 +74,7 @@ __all__ = [
     "TooLargeError",
     "Trace",
     "TraceFormatError",
+    "OutOfRangeError",
     "UnknownNameError",
     "UsageError",
     "ValueSeq",

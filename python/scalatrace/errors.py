@@ -71,6 +71,13 @@ class UnknownNameError(UsageError, KeyError):
     __str__ = BaseException.__str__
 
 
+class OutOfRangeError(UsageError, IndexError):
+    """An index out of range (an occurrence a rank never reached, a rank beyond the trace).
+
+    A :class:`UsageError` (so a ``ValueError``) and, for sequence-style access, an ``IndexError``.
+    """
+
+
 class SimulationError(ScalatraceError):
     """The trace cannot be simulated: it deadlocks, sends messages never received, or an
     argument (negative parameter, impossible sweep grid) is invalid (``scalatrace.simulate``)."""
