@@ -301,25 +301,30 @@ def simulate(
         raise SimulationParameterError("network and intra_node must be scalatrace.LogGP instances")
     if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, (int, np.integer)):
         raise SimulationParameterError(f"ranks_per_node must be an integer, got {ranks_per_node!r}")
-    check_int("ranks_per_node", ranks_per_node, lo=1)
-    compute_scale = check_float("compute_scale", compute_scale)
-    size_scale = check_float("size_scale", size_scale)
-    eager_threshold = check_float("eager_threshold", eager_threshold)
-    seed = check_int("seed", seed, lo=0, hi=2**64 - 1)
-    check_choice("timing", timing, ("mean", "median", "sample", "none"))
-    for name, flag in (
-        ("contention", contention),
-        ("timeline", timeline),
-        ("pair_counts", pair_counts),
-        ("recorded_local_calls", recorded_local_calls),
-    ):
-        check_bool(name, flag)
-    site_compute_scale = {
-        check_int("site_compute_scale key", k, lo=0, hi=2**32 - 1): check_float(
-            f"site_compute_scale[{k}]", v
-        )
-        for k, v in (site_compute_scale or {}).items()
-    }
+    # Argument checks raise UsageError; the simulator names them as its parameter errors
+    # (SimulationParameterError is a UsageError too).
+    try:
+        check_int("ranks_per_node", ranks_per_node, lo=1)
+        compute_scale = check_float("compute_scale", compute_scale)
+        size_scale = check_float("size_scale", size_scale)
+        eager_threshold = check_float("eager_threshold", eager_threshold)
+        seed = check_int("seed", seed, lo=0, hi=2**64 - 1)
+        check_choice("timing", timing, ("mean", "median", "sample", "none"))
+        for name, flag in (
+            ("contention", contention),
+            ("timeline", timeline),
+            ("pair_counts", pair_counts),
+            ("recorded_local_calls", recorded_local_calls),
+        ):
+            check_bool(name, flag)
+        site_compute_scale = {
+            check_int("site_compute_scale key", k, lo=0, hi=2**32 - 1): check_float(
+                f"site_compute_scale[{k}]", v
+            )
+            for k, v in (site_compute_scale or {}).items()
+        }
+    except UsageError as e:
+        raise SimulationParameterError(str(e)) from None
     params = {
         "network": net,
         "intra_node": intra,
@@ -332,10 +337,6 @@ def simulate(
         "contention": contention,
         "recorded_local_calls": recorded_local_calls,
     }
-    if not isinstance(recorded_local_calls, (bool, np.bool_)):
-        raise SimulationParameterError(
-            f"recorded_local_calls must be True or False, got {recorded_local_calls!r}"
-        )
     try:
         raw = _core.simulate(
             t._core,

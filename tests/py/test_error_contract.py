@@ -351,7 +351,7 @@ def test_window_below_2_is_raised_to_2_and_bad_settings_are_reported_once(tmp_pa
     env = helpers.collector_env(out=tmp_path / "w.sct")
     env.update(SCALATRACE_WINDOW="0", SCALATRACE_STACK_DEPTH="lots")
     proc = helpers.run_mpi(2, [helpers.example_path("ring")], env=env, cwd=tmp_path)
-    assert scalatrace.load(tmp_path / "w.sct").settings["SCALATRACE_WINDOW"] == "2"
+    assert scalatrace.load(tmp_path / "w.sct").settings["setting.SCALATRACE_WINDOW"] == "2"
     assert proc.stderr.count("SCALATRACE_STACK_DEPTH='lots'") == 1, proc.stderr
     assert "SCALATRACE_WINDOW" not in proc.stderr
 

@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
 
   Progress progress;
   RankStats stats;
+  int exit_code = 0;
   {
     Watchdog watchdog(progress, options.timeout_s, rank, [&trace](std::uint32_t id) { return site_text(trace, id); });
     Replayer replayer(trace, options, rank, progress);
@@ -141,11 +142,13 @@ int main(int argc, char** argv) {
       std::string json = report_json(options, trace.nranks, all);
       if (!options.report_path.empty()) {
         // Checked writes, atomic replace, non-regular targets refused (a full disk is an error).
+        // The replay itself succeeded: every rank still finalizes (an abort here could lose this
+        // message on its way through the launcher), and rank 0 exits with the error.
         try {
           scalatrace::write_file_safely(options.report_path, json);
         } catch (const std::exception& e) {
           std::cerr << "scalatrace-replay: cannot write the report: " << e.what() << std::endl;
-          PMPI_Abort(MPI_COMM_WORLD, kErrorExit);
+          exit_code = kErrorExit;
         }
       }
       double total = 0;
@@ -162,5 +165,5 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     progress.call_start_ns.store(0);
   }
-  return 0;
+  return exit_code;
 }
