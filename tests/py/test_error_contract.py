@@ -279,6 +279,13 @@ def test_cli_other_errors_exit_1_and_debug_shows_the_traceback(tmp_path):
     assert proc.returncode == 1 and "Traceback" in proc.stderr
 
 
+def _run_tool(name: str, argv: list[str]) -> subprocess.CompletedProcess:
+    """One of the C++ tools run directly (no launcher), output captured."""
+    return subprocess.run(
+        [str(helpers.tool_path(name)), *argv], capture_output=True, text=True, timeout=60
+    )
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -293,24 +300,14 @@ def test_cli_other_errors_exit_1_and_debug_shows_the_traceback(tmp_path):
 )
 def test_scalatrace_dump_rejects_bad_arguments_in_one_line(ring, argv):
     argv = [str(ring.path) if a == "T" else a for a in argv]
-    proc = subprocess.run(
-        [str(helpers.tool_path("scalatrace-dump")), *argv],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _run_tool("scalatrace-dump", argv)
     _assert_one_line_usage_error(proc, "scalatrace-dump " + " ".join(argv))
 
 
 def test_scalatrace_dump_unreadable_input_exits_1(tmp_path):
     bad = tmp_path / "bad.sct"
     bad.write_bytes(b"not a trace")
-    proc = subprocess.run(
-        [str(helpers.tool_path("scalatrace-dump")), "tree", str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _run_tool("scalatrace-dump", ["tree", str(bad)])
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
@@ -328,12 +325,7 @@ def test_scalatrace_dump_unreadable_input_exits_1(tmp_path):
 )
 def test_scalatrace_replay_rejects_bad_arguments_in_one_line(ring, argv):
     argv = [str(ring.path) if a == "T" else a for a in argv]
-    proc = subprocess.run(
-        [str(helpers.tool_path("scalatrace-replay")), *argv],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _run_tool("scalatrace-replay", argv)
     _assert_one_line_usage_error(proc, "scalatrace-replay " + " ".join(argv))
 
 
