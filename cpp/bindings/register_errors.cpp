@@ -4,9 +4,14 @@
 
 namespace {
 
-[[noreturn]] void raise_python_error(const char* class_name, const std::string& message) {
+/// Sets the Python error `scalatrace.errors.<class_name>` with `message` (the pending exception).
+void set_python_error(const char* class_name, const char* message) {
   auto cls = py::module_::import("scalatrace.errors").attr(class_name);
-  PyErr_SetString(cls.ptr(), message.c_str());
+  PyErr_SetString(cls.ptr(), message);
+}
+
+[[noreturn]] void raise_python_error(const char* class_name, const std::string& message) {
+  set_python_error(class_name, message.c_str());
   throw py::error_already_set();
 }
 
@@ -21,14 +26,11 @@ void register_errors(py::module_&) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const scalatrace::FormatError& e) {
-      auto cls = py::module_::import("scalatrace.errors").attr("TraceFormatError");
-      PyErr_SetString(cls.ptr(), e.what());
+      set_python_error("TraceFormatError", e.what());
     } catch (const scalatrace::UsageError& e) {
-      auto cls = py::module_::import("scalatrace.errors").attr("UsageError");
-      PyErr_SetString(cls.ptr(), e.what());
+      set_python_error("UsageError", e.what());
     } catch (const scalatrace::Error& e) {
-      auto cls = py::module_::import("scalatrace.errors").attr("ScalatraceError");
-      PyErr_SetString(cls.ptr(), e.what());
+      set_python_error("ScalatraceError", e.what());
     }
   });
 }
