@@ -26,7 +26,8 @@ venv: system $(VENV)/.deps-stamp
 build: venv
 	$(PY) -m pip install -q --no-build-isolation --no-deps \
 	  -C build-dir=$(BUILD_DIR) -C cmake.build-type=RelWithDebInfo \
-	  -C cmake.define.SCALATRACE_BUILD_TESTS=ON .
+	  -C cmake.define.SCALATRACE_BUILD_TESTS=ON \
+	  $(if $(CCACHE),-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -C cmake.define.CMAKE_C_COMPILER_LAUNCHER=$(CCACHE)) .
 
 test: build sanitize
 	cd $(BUILD_DIR) && $(abspath $(VENV))/bin/ctest --output-on-failure -j2
