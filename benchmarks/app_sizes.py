@@ -68,21 +68,23 @@ LULESH_ARGS = ["-s", "8", "-i", "20", "-q"]
 LU_ITMAX = (25, 50, 100)  # class S default: 50
 LULESH_ITERATIONS = (10, 20, 40)
 
-# .sct section ids (cpp/core/src/format/sct_codec.hpp, enum Section) and the names used in the report.
-SECTIONS = {
-    1: "metadata",
-    2: "call sites",
-    3: "names",
-    4: "rank lists",
-    5: "value seqs",
-    6: "array seqs",
-    7: "elastic values",
-    8: "elastic arrays",
-    9: "comms",
-    10: "node tree",
-    11: "rank clusters",
+# Parts of a .sct file as scalatrace.byte_breakdown names them, and the names used in the report.
+PARTS = {
+    "header": "header",
+    "metadata": "metadata",
+    "call-site table": "call sites",
+    "names table": "names",
+    "ranklist table": "rank lists",
+    "value-sequence table": "value seqs",
+    "array-sequence table": "array seqs",
+    "elastic-value table": "elastic values",
+    "elastic-array table": "elastic arrays",
+    "communicator table": "comms",
+    "node tree": "node tree",
+    "timing": "timing",
+    "rank clusters": "rank clusters",
+    "rank segments": "rank segments",
 }
-SCT_HEADER = 8 + 4 + 4 + 8 + 4  # magic, version, flags, payload length, crc
 
 
 @dataclass
@@ -113,35 +115,17 @@ def fmt(value: int | float | None) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:.1f}"
 
 
-def uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-
-
 def sct_sections(path: Path) -> dict[str, int]:
-    """Bytes per section of a .sct file (body plus its id/length prefix); 'header' holds the
-    fixed header and 'rank segments' anything after the announced payload."""
-    data = path.read_bytes()
-    length = int.from_bytes(data[16:24], "little")
-    payload = data[SCT_HEADER : SCT_HEADER + length]
-    out = {"header": SCT_HEADER}
-    pos = 0
-    while pos < len(payload):
-        start = pos
-        sid, pos = uvarint(payload, pos)
-        size, pos = uvarint(payload, pos)
-        pos += size
-        name = SECTIONS.get(sid, f"section {sid}")
-        out[name] = out.get(name, 0) + pos - start
-    if len(data) > SCT_HEADER + length:
-        out["rank segments"] = len(data) - SCT_HEADER - length
-    return out
+    """Bytes of the file per part (``scalatrace.byte_breakdown``: each section with its
+    id/length prefix, the node tree's structure and timing apart, rank segments); in an
+    entropy-coded file, each part's share of the coded bytes."""
+    import scalatrace
+
+    frame = scalatrace.byte_breakdown(path)
+    return {
+        PARTS.get(part, part): int(round(stored))
+        for part, stored in zip(frame["part"], frame["stored_bytes"])
+    }
 
 
 class Runner:
@@ -275,7 +259,7 @@ def main_rows(apps: list[str], ranks_filter: set[int] | None) -> list[tuple[str,
 
 def breakdown_columns(rows: list[Row]) -> list[str]:
     seen: list[str] = []
-    for name in ["header"] + list(SECTIONS.values()) + ["rank segments"]:
+    for name in PARTS.values():
         if any(r.sections.get(name) for r in rows):
             seen.append(name)
     return seen
@@ -379,10 +363,11 @@ def report(
     every = rows + [r for _, _, s in series for r in s]
     columns = breakdown_columns(every)
     lines += [
-        "## Where scalatrace's bytes go (.sct sections, each with its id/length prefix)",
+        "## Where scalatrace's bytes go (`scalatrace stats --bytes`)",
         "",
-        "Timing histograms live in the node tree (and its value tables); the timing column of the "
-        "first table says how much of the file they are.",
+        "Each part's share of the file (sections with their id/length prefix; the node tree's "
+        "structure and its events' timing apart); in an entropy-coded file (format version 8), "
+        "what coding the part's bytes cost.",
         "",
         "| app | ranks | " + " | ".join(columns) + " |",
         "|---|---:|" + "---:|" * len(columns),

@@ -67,6 +67,7 @@ PYTHON_LEVELS = {
     "comparison": 5,
     "replay": 5,
     "_launch": 5,
+    "sizes": 5,
     # L6: plots of traces and of the features' results
     "plot": 6,
     # L7: the user's Trace class (model + feature methods)

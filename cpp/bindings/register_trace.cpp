@@ -139,6 +139,22 @@ void register_trace(py::module_& m) {
 
   m.def("read_trace_file", &read_trace_file, py::arg("path"), py::call_guard<py::gil_scoped_release>());
   m.def("decode_trace", [](const py::bytes& b) { return decode_trace(std::string_view(b)); });
+  m.def(
+      "trace_byte_breakdown",
+      [](const py::bytes& b) {
+        const std::string_view bytes = b;
+        std::vector<ByteBreakdownPart> parts;
+        {
+          py::gil_scoped_release release;
+          parts = trace_byte_breakdown(bytes);
+        }
+        py::list out;
+        for (const auto& p : parts) out.append(py::make_tuple(p.part, p.bytes, p.stored_bytes));
+        return out;
+      },
+      py::arg("data"),
+      "Where a trace file's bytes go: (part, payload bytes, stored bytes) per part. Raises "
+      "TraceFormatError as decode_trace.");
   m.def("op_names", [] {
     std::vector<std::string> out;
     for (std::size_t i = 0; i < kOpCount; ++i) out.emplace_back(op_name(static_cast<Op>(i)));

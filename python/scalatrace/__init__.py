@@ -45,6 +45,7 @@ from .errors import (
 )
 from .export_extrap import to_extrap
 from .extrapolate import ExtrapolationError, Model, extrapolate, extrapolation_laws, fit_scaling
+from .sizes import byte_breakdown
 from .simulate import LogGP, SimResult, SimulationError, calibrate, simulate, sweep
 
 __version__ = "0.1.0"
@@ -78,6 +79,7 @@ __all__ = [
     "UnknownNameError",
     "UsageError",
     "ValueSeq",
+    "byte_breakdown",
     "compare",
     "extrapolate",
     "extrapolation_laws",

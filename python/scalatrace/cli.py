@@ -89,6 +89,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
 def _cmd_stats(args: argparse.Namespace) -> int:
     from ._trace import load
 
+    if args.bytes:
+        return _print_byte_breakdown(args)
     t = load(args.trace)
     table = t.summary(by=args.by)
     loops = t.timestep_loops()
@@ -121,6 +123,34 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         print("\ntimestep loops:")
         for loop in loops:
             print(f"  {loop!r}")
+    return 0
+
+
+def _print_byte_breakdown(args: argparse.Namespace) -> int:
+    from .sizes import byte_breakdown
+
+    frame = byte_breakdown(args.trace)
+    if args.json:
+        json.dump(
+            {
+                "trace": str(args.trace),
+                "file_bytes": int(round(frame["stored_bytes"].sum())),
+                "parts": [
+                    {"part": r.part, "bytes": int(r.bytes), "stored_bytes": round(float(r.stored_bytes), 1)}
+                    for r in frame.itertuples()
+                ],
+            },
+            sys.stdout,
+            indent=2,
+        )
+        print()
+        return 0
+    total = frame["stored_bytes"].sum()
+    print(f"{args.trace}: {total:,.0f} bytes in the file")
+    print(f"{'part':<22} {'bytes':>10} {'in file':>10} {'share':>7}")
+    for r in frame.itertuples():
+        print(f"{r.part:<22} {r.bytes:>10,} {r.stored_bytes:>10,.0f} {100 * r.share:>6.1f}%")
+    print("(bytes: before entropy coding; in file: each part's share of the coded file)")
     return 0
 
 
@@ -346,6 +376,11 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("trace")
     st.add_argument("--by", choices=["op", "site"], default="op")
     st.add_argument("--json", action="store_true", help="machine-readable output")
+    st.add_argument(
+        "--bytes",
+        action="store_true",
+        help="where the file's bytes go (sections, structure, timing) instead of the statistics",
+    )
     st.set_defaults(func=_cmd_stats)
 
     h = sub.add_parser("heatmap", help="communication-matrix heatmap as an image")

@@ -114,6 +114,7 @@ Settings Settings::from_environment(const std::string& program, bool report) {
                    env("SCALATRACE_HIST_BINS"));
     s.hist_sub_bins = 4;
   }
+  read_number("SCALATRACE_TIMING_BINS", s.timing_bins, 1, 8, "a number of bins (1 to 8)");
   read_number("SCALATRACE_CLUSTERS", s.clusters, 1, 1u << 30, "a cluster count");
   read_number("SCALATRACE_EXIT_WAIT", s.exit_wait_s, 0, 3600, "a number of seconds");
   read_flag("SCALATRACE_QUIET", s.quiet);
@@ -131,6 +132,7 @@ std::map<std::string, std::string> Settings::as_metadata() const {
       {"setting.SCALATRACE_SITE_THRESHOLD", std::to_string(site_threshold)},
       {"setting.SCALATRACE_MEMORY", std::to_string(memory_budget)},
       {"setting.SCALATRACE_HIST_BINS", std::to_string(hist_sub_bins)},
+      {"setting.SCALATRACE_TIMING_BINS", std::to_string(timing_bins)},
       {"setting.SCALATRACE_SPILL_DIR", spill_dir},
       {"setting.SCALATRACE_EXIT_WAIT", std::to_string(exit_wait_s)},
       {"setting.SCALATRACE_CLUSTERS", std::to_string(clusters)},

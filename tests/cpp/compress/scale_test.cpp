@@ -64,10 +64,10 @@ Trace build(SyntheticPattern pattern, std::int64_t nranks, std::int64_t timestep
 Shape shape_of(const Trace& t) {
   Shape s;
   count(t.nodes, s);
-  s.bytes = encode_trace(t).size();
+  s.bytes = encode_trace(t, false, PayloadCoding::Plain).size();
   Trace untimed = t.clone();
   untimed.clear_timing();
-  s.timing_bytes = s.bytes - encode_trace(untimed).size();
+  s.timing_bytes = s.bytes - encode_trace(untimed, false, PayloadCoding::Plain).size();
   return s;
 }
 

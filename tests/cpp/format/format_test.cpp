@@ -12,6 +12,7 @@
 #include "scalatrace/merge/merge.hpp"
 #include "scalatrace/read/cursor.hpp"
 #include "scalatrace/support/errors.hpp"
+#include "scalatrace/support/wire.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 #include "synthetic_support.hpp"
 #include "trace_difference.hpp"
@@ -20,17 +21,23 @@ using namespace scalatrace;
 
 namespace {
 
+/// Round trips below compare histograms bin by bin: these traces ask files to keep every bin
+/// (the default keeps kDefaultTimingBins: Format.FilesKeepTwoTimingBinsByDefault...).
 Trace rank_trace(const SyntheticSpec& spec, std::int64_t rank) {
   RankRecording rec = record_synthetic(spec, rank);
   Trace t = compress_recording(rec);
-  return make_rank_trace(rank, spec.nranks, std::move(t.nodes), std::move(t.sites), std::move(t.comms),
-                         std::move(t.names));
+  Trace out = make_rank_trace(rank, spec.nranks, std::move(t.nodes), std::move(t.sites), std::move(t.comms),
+                              std::move(t.names));
+  out.metadata[kTimingBinsKey] = "8";
+  return out;
 }
 
 Trace merged_trace(const SyntheticSpec& spec) {
   std::vector<Trace> traces;
   for (std::int64_t r = 0; r < spec.nranks; ++r) traces.push_back(rank_trace(spec, r));
-  return merge_tree(std::move(traces));
+  Trace merged = merge_tree(std::move(traces));
+  merged.metadata[kTimingBinsKey] = "8";
+  return merged;
 }
 
 /// A trace exercising every part of the model, built by hand.
@@ -39,6 +46,8 @@ Trace handmade() {
   t.nranks = 8;
   t.metadata["program"] = "handmade";
   t.metadata["command_line"] = "./handmade --flag";
+  // Every bin kept in files (the default keeps kDefaultTimingBins), so round trips compare bins.
+  t.metadata[kTimingBinsKey] = "8";
   std::uint32_t m = t.sites.intern_module("/bin/handmade");
   std::uint32_t s0 = t.sites.intern({Frame{m, 0x1234}, Frame{m, 0x99}});
   std::uint32_t s1 = t.sites.intern({Frame{m, 0x2000}});
@@ -96,19 +105,33 @@ Trace handmade() {
 /// come back within half a nanosecond per value, everything else exactly.
 void expect_same_histogram(const Histogram& a, const Histogram& b) {
   EXPECT_EQ(a.sub_bins(), b.sub_bins());
-  EXPECT_EQ(a.coarsening(), b.coarsening());
-  EXPECT_EQ(a.count(), b.count());
-  EXPECT_EQ(a.min(), b.min());
-  EXPECT_EQ(a.max(), b.max());
-  EXPECT_NEAR(a.sum(), b.sum(), 0.5 * static_cast<double>(a.count()) + 1e-9);
+  // Final files keep kDefaultTimingBins bins unless the trace asks for more: then only the
+  // histogram's totals can be compared.
+  const bool coarsened = b.bins().size() < a.bins().size();
+  if (!coarsened) EXPECT_EQ(a.coarsening(), b.coarsening());
+  // Final files (version 8) store times as time codes: within 2^-7 of the value, exact below 128.
+  auto near_time = [](std::uint64_t x, std::uint64_t y) {
+    const std::uint64_t diff = x > y ? x - y : y - x;
+    EXPECT_LE(diff, x >> 7) << x << " read back as " << y;
+  };
+  // Counts above 2^15 are rounded per bin (2^-11 each), so a coarsened histogram's total can
+  // differ from the rounded total by a little.
+  EXPECT_NEAR(static_cast<double>(a.count()), static_cast<double>(b.count()), static_cast<double>(a.count()) / 1024);
+  near_time(a.min(), b.min());
+  near_time(a.max(), b.max());
+  EXPECT_NEAR(a.sum(), b.sum(), a.sum() / 128 + 0.5 * static_cast<double>(a.count()) + 1e-9);
+  if (coarsened) {
+    EXPECT_LE(b.bins().size(), kDefaultTimingBins);
+    return;
+  }
   ASSERT_EQ(a.bins().size(), b.bins().size());
   for (std::size_t i = 0; i < a.bins().size(); ++i) {
     const auto &x = a.bins()[i], &y = b.bins()[i];
     EXPECT_EQ(x.index, y.index);
     EXPECT_EQ(x.count, y.count);
-    EXPECT_EQ(x.min, y.min);
-    EXPECT_EQ(x.max, y.max);
-    EXPECT_NEAR(x.sum, y.sum, 0.5 * static_cast<double>(x.count) + 1e-9);
+    near_time(x.min, y.min);
+    near_time(x.max, y.max);
+    EXPECT_NEAR(x.sum, y.sum, x.sum / 128 + 0.5 * static_cast<double>(x.count) + 1e-9);
   }
 }
 
@@ -277,9 +300,9 @@ TEST(Format, FileRoundTripAndErrors) {
 TEST(Format, NamedErrors) {
   std::string bytes = encode_trace(handmade());
   EXPECT_NE(expect_error("hello world, not a trace").find("bad magic"), std::string::npos);
-  std::string v8 = bytes;
-  put_u32(v8, 8, 8);
-  EXPECT_NE(expect_error(v8).find("unsupported format version 8 (this reader supports 2 to 7)"), std::string::npos);
+  std::string v9 = bytes;
+  put_u32(v9, 8, 9);
+  EXPECT_NE(expect_error(v9).find("unsupported format version 9 (this reader supports 2 to 8)"), std::string::npos);
   std::string flipped = bytes;
   flipped[bytes.size() - 3] ^= 0x10;
   EXPECT_NE(expect_error(flipped).find("checksum mismatch"), std::string::npos);
@@ -313,7 +336,8 @@ TEST(Format, FirstOccurrenceHistogramsAreChecked) {
   Histogram warm_up(e.compute.sub_bins());
   warm_up.add(e.compute.max() + 5'000'000);
   Trace read = decode_trace(with_first(warm_up));
-  EXPECT_EQ(first_event(read).first_compute, warm_up);
+  ASSERT_EQ(first_event(read).first_compute.count(), warm_up.count());
+  EXPECT_NEAR(first_event(read).first_compute.mean(), warm_up.mean(), warm_up.mean() / 128);
   Histogram too_many = warm_up;
   for (std::uint64_t i = 0; i < e.compute.count(); ++i) too_many.add(e.compute.max() + 5'000'000);
   EXPECT_NE(expect_error(with_first(too_many)).find("first-occurrence compute histogram with more values"),
@@ -330,7 +354,7 @@ TEST(Format, TruncationAtEveryByte) {
 
 TEST(Format, TruncatedPayloadWithRepairedHeaderNamesTheSection) {
   // Cut inside the payload, then fix length and checksum: the parser itself must notice.
-  std::string bytes = encode_trace(handmade());
+  std::string bytes = encode_trace(handmade(), false, PayloadCoding::Plain);
   int named = 0;
   for (std::size_t k = 28; k < bytes.size(); ++k) {
     std::string cut = bytes.substr(0, k);
@@ -345,11 +369,14 @@ TEST(Format, TruncatedPayloadWithRepairedHeaderNamesTheSection) {
 
 TEST(Format, RandomCorruptionNeverCrashes) {
   const SyntheticSpec spec = test_support::synthetic_spec(SyntheticPattern::Stencil2D, 9, 4);
-  const std::string inputs[] = {encode_trace(handmade()), encode_trace(merged_trace(spec))};
+  // Plain payloads exercise the parser's checks directly; coded ones the decoder's too.
+  const std::string inputs[] = {encode_trace(handmade(), false, PayloadCoding::Plain),
+                                encode_trace(merged_trace(spec), false, PayloadCoding::Plain), encode_trace(handmade()),
+                                encode_trace(merged_trace(spec))};
   std::mt19937_64 rng(2024);
   int decoded = 0, rejected = 0;
   for (int iter = 0; iter < 2000; ++iter) {
-    std::string bytes = inputs[iter % 2];
+    std::string bytes = inputs[iter % 4];
     const int flips = 1 + static_cast<int>(rng() % 4);
     for (int f = 0; f < flips; ++f) {
       std::size_t at = 28 + rng() % (bytes.size() - 28);
@@ -420,7 +447,7 @@ std::string with_group_bytes(const std::string& file, const std::string& bytes) 
 
 TEST(Format, RanklistGroupsRoundTripAndAreCheckedOnRead) {
   const Trace t = with_grouped_ranklist();
-  const std::string bytes = encode_trace(t);
+  const std::string bytes = encode_trace(t, false, PayloadCoding::Plain);
   ASSERT_NE(bytes.find(kGroupBytes), std::string::npos) << "the ranklist was not written as a group";
   expect_same_trace(t, decode_trace(bytes));
   EXPECT_NO_THROW(decode_trace(with_group_bytes(bytes, kGroupBytes)));
@@ -544,13 +571,13 @@ Trace with_compute_count(std::uint64_t count) {
 
 TEST(Format, BinCountsTakeTwoBytesWhateverTheirSize) {
   // Version 4: a histogram does not grow with the number of values it holds (ranks x
-  // timesteps). Exact below 2^15, then within 2^-11 of the count.
-  const std::size_t size_of_one = encode_trace(with_compute_count(1)).size();
+  // timesteps): a count code of two bytes, exact below 2^15, then within 2^-11 of the count.
+  const std::size_t size_of_one = encode_trace(with_compute_count(1), false, PayloadCoding::Plain).size();
   for (std::uint64_t count :
        {std::uint64_t{1}, std::uint64_t{127}, std::uint64_t{128}, std::uint64_t{16384}, std::uint64_t{32767},
         std::uint64_t{32768}, std::uint64_t{32784}, std::uint64_t{65535}, std::uint64_t{1'000'000},
         std::uint64_t{1'048'576} * 100, std::uint64_t{999'999'999'999}, std::uint64_t{1} << 46}) {
-    const std::string bytes = encode_trace(with_compute_count(count));
+    const std::string bytes = encode_trace(with_compute_count(count), false, PayloadCoding::Plain);
     EXPECT_EQ(bytes.size(), size_of_one) << count;
     const Trace back = decode_trace(bytes);
     const Histogram& h = back.nodes[0].loop->body[0].event->compute;
@@ -624,7 +651,7 @@ TEST(Format, MetadataKeysAreFrontCoded) {
   t.metadata["setting.SCALATRACE_B"] = "22";
   t.metadata["\xC3\xA9t\xC3\xA9"] = "summer";  // "été", then "être": they share half an "é"
   t.metadata["\xC3\xAAtre"] = "be";
-  const std::string bytes = encode_trace(t);
+  const std::string bytes = encode_trace(t, false, PayloadCoding::Plain);
   EXPECT_EQ(decode_trace(bytes).metadata, t.metadata);
   // The second setting's key is written as the 19 bytes it shares and "B".
   EXPECT_NE(bytes.find("setting.SCALATRACE_A"), std::string::npos);
@@ -655,4 +682,141 @@ TEST(Format, MetadataKeysAreFrontCoded) {
                                                          9)))
                 .find("metadata key is not valid UTF-8"),
             std::string::npos);
+}
+
+// ---------------------------------------------------------------- version 8
+
+TEST(Format, CallSitesShareTheirOuterFramesInTheTree) {
+  // 40 call sites reached through one 12-frame path, then 4 routines, then 10 call lines: the
+  // calling-context tree stores each shared frame once.
+  Trace t = handmade();
+  const std::uint32_t m = t.sites.intern_module("/bin/deep");
+  std::vector<Frame> outer;
+  for (std::uint64_t k = 0; k < 12; ++k) outer.push_back(Frame{m, 0x400000 + 0x1000 * k});
+  for (std::uint64_t routine = 0; routine < 4; ++routine)
+    for (std::uint64_t line = 0; line < 10; ++line) {
+      std::vector<Frame> frames{Frame{m, 0x500000 + 0x100 * routine + line}, Frame{m, 0x600000 + routine}};
+      frames.insert(frames.end(), outer.begin(), outer.end());
+      t.sites.intern(frames);
+    }
+  const std::string bytes = encode_trace(t, false, PayloadCoding::Plain);
+  std::size_t tree_bytes = 0;
+  for (const auto& part : trace_byte_breakdown(bytes))
+    if (part.part == "call-site table") tree_bytes = part.bytes;
+  // 14 frames per site written out would be 14 x 40 x ~4 bytes; the tree holds 12 + 4 + 40 nodes.
+  EXPECT_LT(tree_bytes, 600u);
+  const Trace back = decode_trace(bytes);
+  ASSERT_EQ(back.sites.sites.size(), t.sites.sites.size());
+  for (std::size_t i = 0; i < t.sites.sites.size(); ++i) {
+    EXPECT_EQ(back.sites.sites[i].frames, t.sites.sites[i].frames) << "site " << i;
+    EXPECT_EQ(back.sites.sites[i].symbol, t.sites.sites[i].symbol);
+    EXPECT_EQ(back.sites.sites[i].location, t.sites.sites[i].location);
+  }
+}
+
+TEST(Format, EntropyCodedFilesAreSmallerAndReadTheSame) {
+  const SyntheticSpec spec = test_support::synthetic_spec(SyntheticPattern::Stencil2D, 16, 6);
+  const Trace merged = merged_trace(spec);
+  for (const Trace* t : {&merged}) {
+    const std::string coded = encode_trace(*t);
+    const std::string plain = encode_trace(*t, false, PayloadCoding::Plain);
+    EXPECT_LT(coded.size(), plain.size());
+    const std::uint32_t flags = static_cast<unsigned char>(coded[12]);
+    EXPECT_EQ(flags & kFlagEntropyCoded, kFlagEntropyCoded);
+    expect_same_trace(decode_trace(coded), decode_trace(plain));
+    // The byte breakdown adds up to the file, coded or not.
+    for (const std::string* bytes : {&coded, &plain}) {
+      double stored = 0;
+      std::uint64_t timing = 0;
+      for (const auto& part : trace_byte_breakdown(*bytes)) {
+        stored += part.stored_bytes;
+        if (part.part == "timing") timing = part.bytes;
+      }
+      EXPECT_NEAR(stored, static_cast<double>(bytes->size()), 1.0);
+      EXPECT_GT(timing, 0u);
+    }
+  }
+  expect_same_trace(handmade(), decode_trace(encode_trace(handmade())));
+}
+
+TEST(Format, EntropyCodedPayloadErrorsAreNamed) {
+  const std::string bytes = encode_trace(handmade());
+  ASSERT_TRUE(static_cast<unsigned char>(bytes[12]) & kFlagEntropyCoded);
+  // A payload that declares a decoded size beyond 256 times its own: refused before decoding.
+  std::string huge = bytes.substr(0, 28);
+  wire::Writer body;
+  body.uv(std::uint64_t{1} << 40);
+  body.raw("abcd");
+  huge += body.data();
+  for (int i = 0; i < 8; ++i)
+    huge[16 + static_cast<std::size_t>(i)] = static_cast<char>((body.data().size() >> (8 * i)) & 0xFF);
+  put_u32(huge, 24, reference_crc(body.data()));
+  EXPECT_NE(expect_error(huge).find("entropy-coded payload declares"), std::string::npos) << expect_error(huge);
+  // The flag in a version 7 file, or with exact counts, is refused.
+  std::string v7 = bytes;
+  put_u32(v7, 8, 7);
+  EXPECT_NE(expect_error(v7).find("entropy-coded payload) in a version 7 file"), std::string::npos);
+  std::string both = bytes;
+  put_u32(both, 12, kFlagEntropyCoded | kFlagExactCounts);
+  EXPECT_NE(expect_error(both).find("flags 2 and 4 together"), std::string::npos);
+}
+
+TEST(Format, TimingValuesAreStoredWithinTwoToTheMinusSeven) {
+  // Durations from a nanosecond to 2^64 - 1 round-trip within 2^-7 (exact below 128), and a
+  // bin's min <= mean <= max survives the rounding.
+  Trace t = handmade();
+  Node* n = &t.nodes.front();
+  while (n->loop) n = &n->loop->body.front();
+  EventNode& e = *n->event;
+  e.timing_groups.clear();
+  e.compute = Histogram(4);
+  for (const std::uint64_t v : {std::uint64_t{1}, std::uint64_t{255}, std::uint64_t{256}, std::uint64_t{257},
+                                std::uint64_t{1000003}, std::uint64_t{1} << 40, ~std::uint64_t{0} - 1})
+    e.compute.add(v);
+  const Trace back = decode_trace(encode_trace(t));
+  const Node* m = &back.nodes.front();
+  while (m->loop) m = &m->loop->body.front();
+  const Histogram& h = m->event->compute;
+  ASSERT_EQ(h.bins().size(), e.compute.bins().size());
+  for (std::size_t i = 0; i < h.bins().size(); ++i) {
+    const HistogramBin& b = h.bins()[i];
+    const double mean = b.sum / static_cast<double>(b.count);
+    EXPECT_LE(static_cast<double>(b.min), mean * (1 + 1e-12));
+    EXPECT_LE(mean, static_cast<double>(b.max) * (1 + 1e-12));
+    const HistogramBin& a = e.compute.bins()[i];
+    EXPECT_LE(a.min > b.min ? a.min - b.min : b.min - a.min, a.min >> 7);
+    EXPECT_LE(a.max > b.max ? a.max - b.max : b.max - a.max, a.max >> 7);
+  }
+  EXPECT_EQ(h.min(), 1u);
+}
+
+TEST(Format, FilesKeepTwoTimingBinsByDefaultWithCountsMeansAndBounds) {
+  // Without the setting, each histogram keeps two bins (neighbours combined): the count, the
+  // mean, the minimum and the maximum stay (within the time codes' rounding); the setting
+  // keeps more, 1 keeps one bin.
+  Trace t = handmade();
+  t.metadata.erase(kTimingBinsKey);
+  Node* n = &t.nodes.front();
+  while (n->loop) n = &n->loop->body.front();
+  EventNode& e = *n->event;
+  e.timing_groups.clear();
+  e.first_compute = Histogram(e.compute.sub_bins());
+  e.compute = Histogram(4);
+  for (std::uint64_t v = 1000; v < 1'000'000; v = v * 3 / 2) e.compute.add(v);
+  ASSERT_GT(e.compute.bins().size(), 2u);
+  for (const auto& [setting, bins] : {std::pair<const char*, std::size_t>{nullptr, 2}, {"1", 1}, {"5", 5}}) {
+    Trace copy = t.clone();
+    if (setting) copy.metadata[kTimingBinsKey] = setting;
+    const Trace back = decode_trace(encode_trace(copy));
+    const Node* m = &back.nodes.front();
+    while (m->loop) m = &m->loop->body.front();
+    const Histogram& h = m->event->compute;
+    // Coarsening halves the bins per step: at most `bins` remain, and more than half of them.
+    EXPECT_LE(h.bins().size(), bins) << (setting ? setting : "default");
+    EXPECT_GT(2 * h.bins().size(), std::min(bins, e.compute.bins().size())) << (setting ? setting : "default");
+    EXPECT_EQ(h.count(), e.compute.count());
+    EXPECT_NEAR(h.mean(), e.compute.mean(), e.compute.mean() / 128);
+    EXPECT_NEAR(static_cast<double>(h.min()), static_cast<double>(e.compute.min()), e.compute.min() / 128.0);
+    EXPECT_NEAR(static_cast<double>(h.max()), static_cast<double>(e.compute.max()), e.compute.max() / 128.0);
+  }
 }

@@ -291,7 +291,7 @@ TEST(NeighbourGrid, StencilTracesTakeTheSameBytesWhateverTheGridsSize) {
 
 TEST(NeighbourGrid, CorruptGridsAreNamedErrors) {
   const SyntheticSpec spec = test_support::synthetic_spec(SyntheticPattern::Stencil2D, 9, 3);
-  const std::string good = encode_trace(synthetic_merged_trace(spec));
+  const std::string good = encode_trace(synthetic_merged_trace(spec), false, PayloadCoding::Plain);
   // Find the grid in section 7: after its id and length come `uv ngrids` (1) and `uv ndims` (2).
   std::size_t at = 28;
   auto uv = [&](std::size_t& i) {

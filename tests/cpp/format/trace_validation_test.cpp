@@ -70,8 +70,8 @@ TEST(TraceValidation, WriterStoresTextAsUtf8AndReaderRejectsOtherText) {
   EXPECT_EQ(read_trace_file(path).metadata.at("command_line"), "./app caf\xef\xbf\xbd");
 
   // The same file with the replacement character's bytes turned back into 0xE9 (checksum
-  // repaired): a crafted file, rejected at load.
-  std::string bytes = read_regular_file(path, "trace file");
+  // repaired): a crafted file, rejected at load. Written plain, so the text is in its bytes.
+  std::string bytes = encode_trace(t, false, PayloadCoding::Plain);
   const auto at = bytes.find("caf\xef\xbf\xbd");
   ASSERT_NE(at, std::string::npos);
   bytes.replace(at, 6, "caf\xe9\xe9\xe9");

@@ -33,7 +33,8 @@ std::string encode_rank_segment(std::int64_t rank, const Trace& segment) {
   if (rank < 0 || rank >= segment.nranks)
     throw Error("encode_rank_segment: rank " + std::to_string(rank) + " outside the trace's " +
                 std::to_string(segment.nranks) + " ranks");
-  const std::string body = encode_trace(segment);
+  // Plain: a rank writes its segments while its program runs, where coding would cost it time.
+  const std::string body = encode_trace(segment, false, PayloadCoding::Plain);
   wire::Writer out;
   out.data().reserve(kSegmentHeaderSize + body.size());
   out.raw(std::string_view(kSegmentMagic, sizeof kSegmentMagic));

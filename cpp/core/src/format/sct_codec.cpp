@@ -3,7 +3,10 @@
 #include "format/sct_codec.hpp"
 
 #include <array>
+#include <bit>
 #include <limits>
+#include <unordered_map>
+#include <vector>
 
 #include "format/scale_basis.hpp"
 #include "scalatrace/format/trace_validation.hpp"
@@ -65,6 +68,72 @@ void put_call_site_table(wire::Writer& w, const CallSiteTable& sites) {
     put_text(w, site.symbol);
     put_text(w, site.location);
   }
+}
+
+void put_call_site_tree(wire::Writer& w, const CallSiteTable& sites) {
+  w.uv(sites.modules.size());
+  for (const auto& m : sites.modules) put_text(w, m);
+  // The tree: each (parent, frame) once, in order of first use, parents before children.
+  struct Key {
+    std::uint64_t parent;
+    Frame frame;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      return std::hash<std::uint64_t>{}(k.parent * 0x9E3779B97F4A7C15ull ^ k.frame.offset * 31 ^ k.frame.module);
+    }
+  };
+  std::unordered_map<Key, std::uint64_t, KeyHash> ids;  // node id + 1 (0 = the root)
+  wire::Writer nodes;
+  std::vector<std::uint64_t> innermost;
+  innermost.reserve(sites.sites.size());
+  for (const auto& site : sites.sites) {
+    std::uint64_t parent = 0;
+    for (auto f = site.frames.rbegin(); f != site.frames.rend(); ++f) {
+      const auto [it, inserted] = ids.try_emplace(Key{parent, *f}, ids.size() + 1);
+      if (inserted) {
+        nodes.uv(it->second - parent);
+        nodes.uv(f->module);
+        nodes.uv(f->offset);
+      }
+      parent = it->second;
+    }
+    innermost.push_back(parent);
+  }
+  w.uv(ids.size());
+  w.raw(nodes.data());
+  w.uv(sites.sites.size());
+  for (std::size_t i = 0; i < sites.sites.size(); ++i) {
+    w.uv(innermost[i]);  // 0: a site without frames (the root itself)
+    put_text(w, sites.sites[i].symbol);
+    put_text(w, sites.sites[i].location);
+  }
+}
+
+std::uint32_t time_code(std::uint64_t ns) {
+  constexpr std::uint32_t M = kTimeMantissaBits;
+  if (ns < (std::uint64_t{2} << M)) return static_cast<std::uint32_t>(ns);
+  auto e = static_cast<std::uint32_t>(std::bit_width(ns) - 1);  // M + 1 .. 63
+  // The leading M + 1 bits, rounded half up: 2^M .. 2^(M+1).
+  std::uint64_t mantissa = (ns >> (e - M)) + ((ns >> (e - M - 1)) & 1);
+  if (mantissa == (std::uint64_t{2} << M)) {
+    mantissa >>= 1;
+    ++e;
+  }
+  if (e > 63) {
+    e = 63;
+    mantissa = (std::uint64_t{2} << M) - 1;
+  }
+  return (2u << M) + (e - M - 1) * (1u << M) + static_cast<std::uint32_t>(mantissa - (std::uint64_t{1} << M));
+}
+
+std::uint64_t time_from_code(std::uint32_t code) {
+  constexpr std::uint32_t M = kTimeMantissaBits;
+  if (code < (2u << M)) return code;
+  const std::uint32_t e = M + 1 + (code - (2u << M)) / (1u << M);
+  const std::uint64_t mantissa = (std::uint64_t{1} << M) + (code - (2u << M)) % (1u << M);
+  return mantissa << (e - M);
 }
 
 void put_scaled(wire::Writer& w, std::int64_t v, std::span<const std::int64_t> basis) {

@@ -17,9 +17,11 @@ namespace scalatrace::sct {
 
 // ---------------------------------------------------------------- constants of the format
 inline constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 8 + 4;  // magic, version, flags, length, crc
-inline constexpr std::uint32_t kKnownFlags = kFlagRankSegments | kFlagExactCounts;  // docs/format.md
-inline constexpr std::size_t kMaxDepth = 64;                                        // loop nesting
-inline constexpr std::size_t kMaxDims = 16;                                         // ranklist descriptor dimensions
+inline constexpr std::uint32_t kKnownFlags =
+    kFlagRankSegments | kFlagExactCounts | kFlagEntropyCoded;  // docs/format.md
+inline constexpr std::size_t kMaxDepth = 64;                   // loop nesting
+inline constexpr std::size_t kMaxFrames = 1024;                // frames of a call site (version 8 tree)
+inline constexpr std::size_t kMaxDims = 16;                    // ranklist descriptor dimensions
 inline constexpr std::int64_t kMaxRanks = std::int64_t{1} << 40;
 inline constexpr std::uint64_t kMaxSeqSize = std::uint64_t{1} << 62;
 /// Scaled numbers (version 5) are written for magnitudes below this; a value sequence with a
@@ -28,6 +30,15 @@ inline constexpr std::int64_t kScaledLimit = std::int64_t{1} << 56;
 /// Bytes of each scale-basis number (version 5, section 1): a fixed width, so that the basis
 /// takes the same bytes at every rank count.
 inline constexpr int kBasisNumberBytes = 4;
+
+/// Payloads up to this size are entropy-coded in final files (coding runs at about 1 MB/s;
+/// larger payloads, e.g. of traces with long rank segments, are stored plain).
+inline constexpr std::size_t kMaxEntropyCodedPayload = std::size_t{4} << 20;
+/// The most bytes a coded payload of `coded_bytes` may decode to (checked before decoding):
+/// 256 times its size, plus 64 KiB.
+constexpr std::size_t entropy_decoded_limit(std::size_t coded_bytes) {
+  return 256 * coded_bytes + (std::size_t{1} << 16);
+}
 
 enum Section : std::uint64_t {
   kMetadata = 1,
@@ -70,9 +81,15 @@ class SectionReader : public wire::Reader {
 /// that is not UTF-8 ("<what> is not valid UTF-8"). The raw stream stores its text the same way.
 void put_text(wire::Writer& w, std::string_view s);
 std::string get_text(wire::Reader& r, const char* what);
-/// A call-site table: `uv nmodules`, module paths (text), `uv nsites`, per site `uv nframes`,
-/// frames (`uv module, uv offset`), symbol and location (text). The raw stream's trailer
-/// holds it the same way.
+/// The call-site table of version 8 (section 2): `uv nmodules`, module paths, then the calling
+/// context tree: `uv nnodes`, per node `uv back` (its index minus its parent's; a node whose
+/// parent is the root has back = index + 1), `uv module`, `uv offset` (a frame, outermost
+/// first); then `uv nsites`, per site `uv node` (its innermost frame), symbol and location.
+/// Each frame shared by several call sites' paths is stored once.
+void put_call_site_tree(wire::Writer& w, const CallSiteTable& sites);
+/// A call-site table (version 7 and earlier, and the raw stream): `uv nmodules`, module paths (text), `uv nsites`, per
+/// site `uv nframes`, frames (`uv module, uv offset`), symbol and location (text). The raw stream's trailer holds it
+/// the same way.
 void put_call_site_table(wire::Writer& w, const CallSiteTable& sites);
 
 // ---------------------------------------------------------------- scaled numbers (version 5)
@@ -91,6 +108,18 @@ std::int64_t get_scaled(wire::Reader& r, std::span<const std::int64_t> basis);
 std::uint16_t bin_count_code(std::uint64_t count);
 std::uint64_t bin_count_from_code(std::uint16_t code);
 
+// ---------------------------------------------------------------- timing values (version 8)
+/// A nanosecond value as a time code: exact below 2^(M+1), above it the leading bit's position
+/// and the next M bits, rounded to nearest (relative error at most 2^-(M+1)), with M =
+/// kTimeMantissaBits. Monotone: a <= b implies code(a) <= code(b), so bins keep min <= mean <=
+/// max. Final files store timing values this way (docs/format.md, "Histogram"); traces passed
+/// between processes keep them exact.
+inline constexpr std::uint32_t kTimeMantissaBits = 6;
+std::uint32_t time_code(std::uint64_t ns);
+std::uint64_t time_from_code(std::uint32_t code);
+inline constexpr std::uint32_t kMaxTimeCode =
+    (2u << kTimeMantissaBits) + (63 - kTimeMantissaBits) * (1u << kTimeMantissaBits) - 1;
+
 // ---------------------------------------------------------------- values (sct_reader_values.cpp)
 // Each checked as it is read; every problem is r.fail(...). The writer's counterparts are the
 // put_* functions of sct_writer.cpp.
@@ -105,6 +134,9 @@ ValueSeq get_seq(SectionReader& r, std::uint32_t version, std::span<const std::i
 ArraySeq get_array_seq(SectionReader& r, std::uint32_t version, std::uint64_t& budget);
 /// A histogram; bin counts as two-byte codes with `fixed_width_counts`, else as `uv`.
 Histogram get_hist(SectionReader& r, bool fixed_width_counts);
+/// A version 8 histogram: bin counts as `uv` count codes, bin values as time codes (or exact,
+/// with `exact`: traces passed between processes).
+Histogram get_hist_v8(SectionReader& r, bool exact);
 
 // ---------------------------------------------------------------- rank segments
 /// Parses the rank segments after a payload (docs/format.md, "Rank segments"), checks each one

@@ -14,6 +14,7 @@
 
 #include "scalatrace/format/trace_validation.hpp"
 #include "scalatrace/merge/timing_groups.hpp"
+#include "scalatrace/support/entropy_coder.hpp"
 #include "scalatrace/support/errors.hpp"
 #include "scalatrace/support/safe_file.hpp"
 #include "scalatrace/support/wire.hpp"
@@ -45,6 +46,8 @@ struct TraceReader {
   std::vector<ElasticArray> array_elastics;
   std::vector<std::uint64_t> array_elastic_cost;
   std::uint64_t budget = 0;
+  /// Where each event's timing lies (reader offsets), for trace_byte_breakdown; null otherwise.
+  std::vector<std::pair<std::size_t, std::size_t>>* timing_ranges = nullptr;
 
   void charge(SectionReader& r, std::uint64_t units) {
     if (units > budget) r.fail("implausible expansion of shared table entries");
@@ -263,16 +266,29 @@ struct TraceReader {
     e.site = static_cast<std::uint32_t>(site);
     e.site_ids = elastic_ref(r);
     check_ids(r, e.site_ids, nsites, "call-site id");
-    std::uint64_t nf = r.uv();
-    if (nf > kFieldCount)
-      r.fail("event with " + std::to_string(nf) + " fields (this reader knows " + std::to_string(kFieldCount) + ")");
-    for (std::size_t f = 0; f < nf; ++f) e.fields[f] = elastic_ref(r);
+    if (version >= 8) {
+      read_field_mask(r, e);
+    } else {
+      std::uint64_t nf = r.uv();
+      if (nf > kFieldCount)
+        r.fail("event with " + std::to_string(nf) + " fields (this reader knows " + std::to_string(kFieldCount) + ")");
+      for (std::size_t f = 0; f < nf; ++f) e.fields[f] = elastic_ref(r);
+      std::uint64_t na = r.uv();
+      if (na > kArrayFieldCount)
+        r.fail("event with " + std::to_string(na) + " array fields (this reader knows " +
+               std::to_string(kArrayFieldCount) + ")");
+      for (std::size_t f = 0; f < na; ++f) e.arrays[f] = array_elastic_ref(r);
+    }
     if (e.op == Op::Other) check_ids(r, e.fields[static_cast<std::size_t>(Field::NameId)], nnames, "function-name id");
-    std::uint64_t na = r.uv();
-    if (na > kArrayFieldCount)
-      r.fail("event with " + std::to_string(na) + " array fields (this reader knows " +
-             std::to_string(kArrayFieldCount) + ")");
-    for (std::size_t f = 0; f < na; ++f) e.arrays[f] = array_elastic_ref(r);
+    const std::size_t timing_start = r.offset();
+    read_timing(r, e);
+    if (timing_ranges) timing_ranges->emplace_back(timing_start, r.offset());
+    return n;
+  }
+
+  /// An event's timing: its groups' (or the node's) compute, duration and first-occurrence
+  /// histograms.
+  void read_timing(SectionReader& r, EventNode& e) {
     std::uint64_t ngroups = r.uv();
     bool firsts = false;
     if (version >= 7) {
@@ -283,17 +299,17 @@ struct TraceReader {
       r.fail("event with " + std::to_string(ngroups) + " timing groups (0 or 2.." +
              std::to_string(EventNode::kMaxTimingGroups) + ")");
     if (ngroups == 0) {
-      e.compute = get_hist(r, fixed_width_counts);
-      e.duration = get_hist(r, fixed_width_counts);
+      e.compute = hist(r);
+      e.duration = hist(r);
       e.first_compute = firsts ? get_first_compute(r, e.compute) : Histogram(e.compute.sub_bins());
-      return n;
+      return;
     }
     for (std::uint64_t g = 0; g < ngroups; ++g) {
       TimingGroup group;
       group.ranks = rank_ref(r);
       if (group.ranks.empty()) r.fail("timing group without ranks");
-      group.compute = get_hist(r, fixed_width_counts);
-      group.duration = get_hist(r, fixed_width_counts);
+      group.compute = hist(r);
+      group.duration = hist(r);
       group.first_compute = firsts ? get_first_compute(r, group.compute) : Histogram(group.compute.sub_bins());
       if (g == 0) {
         e.compute = group.compute;
@@ -308,14 +324,35 @@ struct TraceReader {
       }
       e.timing_groups.push_back(std::move(group));
     }
-    return n;
+  }
+
+  /// Version 8: one mask of the stored fields (bits 0..17) and arrays (bits 18..21), then
+  /// their references, each non-zero.
+  void read_field_mask(SectionReader& r, EventNode& e) {
+    const std::uint64_t mask = r.uv();
+    if (mask >> (kFieldCount + kArrayFieldCount))
+      r.fail("event field mask " + std::to_string(mask) + " names unknown fields");
+    for (std::size_t f = 0; f < kFieldCount + kArrayFieldCount; ++f) {
+      if (((mask >> f) & 1) == 0) continue;
+      if (f < kFieldCount) {
+        e.fields[f] = elastic_ref(r);
+        if (e.fields[f].empty()) r.fail("event field flagged as stored without a value");
+      } else {
+        e.arrays[f - kFieldCount] = array_elastic_ref(r);
+        if (e.arrays[f - kFieldCount].empty()) r.fail("event array flagged as stored without a value");
+      }
+    }
+  }
+
+  Histogram hist(SectionReader& r) {
+    return version >= 8 ? get_hist_v8(r, !fixed_width_counts) : get_hist(r, fixed_width_counts);
   }
 
   /// A first-occurrence histogram (version 7): one value per rank, so never more values than
   /// the compute histogram it belongs to (up to the rounding of two-byte bin counts, at most
   /// 2^-11 of each), and in the same layout.
   Histogram get_first_compute(SectionReader& r, const Histogram& compute) {
-    Histogram first = get_hist(r, fixed_width_counts);
+    Histogram first = hist(r);
     if (first.sub_bins() != compute.sub_bins())
       r.fail("first-occurrence compute histogram with other bins per octave than its compute times");
     if (first.count() > compute.count() + compute.count() / 1024)
@@ -355,6 +392,10 @@ Header read_header(std::string_view bytes) {
   if (length > have)
     throw FormatError("truncated: header announces " + std::to_string(length) + " payload bytes, the file has " +
                       std::to_string(have));
+  if ((flags & kFlagEntropyCoded) && h.version < 8)
+    throw FormatError("header flag 4 (entropy-coded payload) in a version " + std::to_string(h.version) + " file");
+  if ((flags & kFlagEntropyCoded) && (flags & kFlagExactCounts))
+    throw FormatError("header flags 2 and 4 together (a trace passed between processes is never entropy-coded)");
   if ((flags & kFlagExactCounts) && h.version < 4)
     throw FormatError("header flag 2 (exact bin counts) in a version " + std::to_string(h.version) + " file");
   if (length < have && (flags & kFlagRankSegments) == 0)
@@ -364,6 +405,14 @@ Header read_header(std::string_view bytes) {
   h.trailer = bytes.substr(kHeaderSize + length);
   if (wire::crc32(h.payload) != crc) throw FormatError("checksum mismatch: the trace file is corrupt");
   return h;
+}
+
+/// The payload's sections: the stored bytes, or what they decode to when entropy-coded
+/// (bounded before decoding: entropy_decoded_limit). `decoded` keeps the bytes alive.
+std::string_view payload_sections(const Header& h, std::string& decoded) {
+  if ((h.flags & kFlagEntropyCoded) == 0) return h.payload;
+  decoded = entropy::decode(h.payload, entropy_decoded_limit(h.payload.size()));
+  return decoded;
 }
 
 /// Section 1: the scale basis (version 5; before it, the rank count), then the metadata.
@@ -406,12 +455,55 @@ void read_metadata(SectionReader& r, Trace& t, TraceReader& tr) {
   }
 }
 
+/// Section 2 (version 8): modules, the calling-context tree, then call sites as tree nodes.
+void read_call_site_tree(SectionReader& r, Trace& t, TraceReader& tr, std::size_t nm) {
+  struct TreeNode {
+    std::uint64_t parent;  // node id + 1 (0 = the root)
+    Frame frame;
+    std::size_t depth;
+  };
+  std::size_t nn = r.count("calling-context node", 3);
+  std::vector<TreeNode> tree;
+  tree.reserve(nn);
+  for (std::size_t i = 0; i < nn; ++i) {
+    const std::uint64_t back = r.uv();
+    if (back == 0 || back > i + 1)
+      r.fail("calling-context node " + std::to_string(i) + " with parent distance " + std::to_string(back));
+    TreeNode n;
+    n.parent = i + 1 - back;
+    const std::uint64_t mod = r.uv();
+    if (mod >= nm) r.fail("module id " + std::to_string(mod) + " out of range");
+    n.frame.module = static_cast<std::uint32_t>(mod);
+    n.frame.offset = r.uv();
+    n.depth = n.parent == 0 ? 1 : tree[n.parent - 1].depth + 1;
+    if (n.depth > kMaxFrames) r.fail("call site deeper than " + std::to_string(kMaxFrames) + " frames");
+    tree.push_back(n);
+  }
+  std::size_t ns = r.count("call site", 3);
+  for (std::size_t i = 0; i < ns; ++i) {
+    const std::uint64_t node = r.uv();
+    if (node > nn) r.fail("call site on calling-context node " + std::to_string(node) + " out of range");
+    std::vector<Frame> frames;  // innermost first: from the node up to the root
+    frames.reserve(node == 0 ? 0 : tree[node - 1].depth);
+    tr.charge(r, node == 0 ? 0 : tree[node - 1].depth);
+    for (std::uint64_t k = node; k != 0; k = tree[k - 1].parent) frames.push_back(tree[k - 1].frame);
+    if (t.sites.intern(frames) != i) r.fail("duplicate call site " + std::to_string(i));
+    t.sites.sites[i].symbol = get_text(r, "symbol");
+    t.sites.sites[i].location = get_text(r, "location");
+  }
+  tr.nsites = t.sites.sites.size();
+}
+
 /// Section 2: modules, then call sites (each interned once: no duplicates).
 void read_call_sites(SectionReader& r, Trace& t, TraceReader& tr) {
   std::size_t nm = r.count("module");
   for (std::size_t i = 0; i < nm; ++i) {
     std::string path = get_text(r, "module path");
     if (t.sites.intern_module(path) != i) r.fail("duplicate module \"" + path + "\"");
+  }
+  if (tr.version >= 8) {
+    read_call_site_tree(r, t, tr, nm);
+    return;
   }
   std::size_t ns = r.count("call site", 3);
   for (std::size_t i = 0; i < ns; ++i) {
@@ -504,14 +596,30 @@ void read_rank_clusters(SectionReader& r, Trace& t, TraceReader& tr) {
 
 }  // namespace
 
-Trace decode_trace(std::string_view bytes) {
+namespace {
+
+/// Where decode_payload found each section and each event's timing (trace_byte_breakdown).
+struct PayloadMap {
+  std::string decoded;  ///< the payload's sections, when the file stores them entropy-coded
+  std::vector<std::pair<std::uint64_t, std::pair<std::size_t, std::size_t>>> sections;  // id, [start, end)
+  std::vector<std::pair<std::size_t, std::size_t>> timing;
+};
+
+/// Reads a whole file into `t`; with `map`, notes where its parts are (offsets in the payload's
+/// sections: decoded bytes when coded, else from the payload's first byte). Returns the file's
+/// size with its payload decoded.
+std::size_t decode_into(std::string_view bytes, Trace& t, PayloadMap* map) {
   const Header h = read_header(bytes);
-  Trace t;
   TraceReader tr;
+  if (map) tr.timing_ranges = &map->timing;
   tr.fixed_width_counts = h.version >= 4 && (h.flags & kFlagExactCounts) == 0;
   tr.version = h.version;
-  tr.budget = 64 * static_cast<std::uint64_t>(bytes.size()) + (std::uint64_t{1} << 20);
-  SectionReader outer(h.payload, kHeaderSize);
+  std::string local_decoded;
+  std::string& decoded = map ? map->decoded : local_decoded;
+  const std::string_view payload = payload_sections(h, decoded);
+  tr.budget = 64 * static_cast<std::uint64_t>(bytes.size() + decoded.size()) + (std::uint64_t{1} << 20);
+  // Offsets in messages are file offsets, or offsets in the decoded payload when it was coded.
+  SectionReader outer(payload, (h.flags & kFlagEntropyCoded) ? 0 : kHeaderSize);
   outer.set_section("section list");
   std::uint64_t last_id = 0;
   bool seen[kLastKnownSection + 1] = {};
@@ -520,9 +628,11 @@ Trace decode_trace(std::string_view bytes) {
       if (!seen[before]) outer.fail(std::string("missing section: ") + section_name(before));
   };
   while (!outer.done()) {
+    const std::size_t section_start = outer.offset();
     const std::uint64_t id = outer.uv();
     const std::size_t len = outer.count("section byte");
     const std::size_t base = outer.offset();
+    if (map) map->sections.push_back({id, {section_start, base + len}});
     SectionReader r(outer.take(len), base);
     if (id <= last_id) outer.fail("section " + std::to_string(id) + " out of order");
     last_id = id;
@@ -546,12 +656,80 @@ Trace decode_trace(std::string_view bytes) {
   for (std::uint64_t id = kMetadata; id <= kLastKnownSection; ++id)
     if (!seen[id]) throw FormatError(std::string("missing section: ") + section_name(id));
   if (h.flags & kFlagRankSegments) read_rank_segments(t, h.trailer);
+  if (map && (h.flags & kFlagEntropyCoded) == 0) {
+    // Plain payloads: reader offsets count from the file's first byte; make them payload offsets.
+    for (auto& [id, range] : map->sections) range = {range.first - kHeaderSize, range.second - kHeaderSize};
+    for (auto& range : map->timing) range = {range.first - kHeaderSize, range.second - kHeaderSize};
+  }
+  return bytes.size() - h.payload.size() + payload.size();
+}
+
+}  // namespace
+
+Trace decode_trace(std::string_view bytes) {
+  Trace t;
+  decode_into(bytes, t, nullptr);
   return t;
 }
 
+std::vector<ByteBreakdownPart> trace_byte_breakdown(std::string_view bytes) {
+  Trace t;
+  PayloadMap map;
+  decode_into(bytes, t, &map);
+  const Header h = read_header(bytes);
+  const bool coded = (h.flags & kFlagEntropyCoded) != 0;
+  const std::string_view payload = coded ? std::string_view(map.decoded) : h.payload;
+  // What each payload byte costs in the file: coded, its share of the coded bytes (the
+  // coder's cost of the byte, scaled so that the parts add up to the stored payload).
+  std::vector<double> cost(payload.size(), 1.0);
+  if (coded) {
+    entropy::encode(payload, &cost);
+    double total = 0;
+    for (const double c : cost) total += c;
+    const double scale = total > 0 ? static_cast<double>(h.payload.size()) / total : 0.0;
+    for (double& c : cost) c *= scale;
+  }
+  std::vector<ByteBreakdownPart> parts;
+  auto add = [&](const std::string& name, std::size_t plain, double stored) {
+    for (auto& p : parts)
+      if (p.part == name) {
+        p.bytes += plain;
+        p.stored_bytes += stored;
+        return;
+      }
+    parts.push_back({name, plain, stored});
+  };
+  auto range_cost = [&](std::size_t a, std::size_t b) {
+    double c = 0;
+    for (std::size_t i = a; i < b && i < cost.size(); ++i) c += cost[i];
+    return c;
+  };
+  add("header", kHeaderSize, static_cast<double>(kHeaderSize));
+  std::size_t timing_index = 0;
+  for (const auto& [id, range] : map.sections) {
+    const auto [start, end] = range;
+    if (id != kNodes) {
+      add(section_name(id), end - start, range_cost(start, end));
+      continue;
+    }
+    std::size_t timing_plain = 0;
+    double timing_stored = 0;
+    while (timing_index < map.timing.size() && map.timing[timing_index].first < end) {
+      const auto [a, b] = map.timing[timing_index++];
+      timing_plain += b - a;
+      timing_stored += range_cost(a, b);
+    }
+    add("node tree", end - start - timing_plain, range_cost(start, end) - timing_stored);
+    add("timing", timing_plain, timing_stored);
+  }
+  if (!h.trailer.empty()) add("rank segments", h.trailer.size(), static_cast<double>(h.trailer.size()));
+  return parts;
+}
+
 Trace decode_trace_checked(std::string_view bytes) {
-  Trace trace = decode_trace(bytes);
-  validate_trace(trace, default_walk_budget(bytes.size()));
+  Trace trace;
+  const std::size_t decoded_bytes = decode_into(bytes, trace, nullptr);
+  validate_trace(trace, default_walk_budget(decoded_bytes));
   return trace;
 }
 

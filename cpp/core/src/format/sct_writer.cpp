@@ -14,12 +14,14 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "scalatrace/format/trace_validation.hpp"
 #include "scalatrace/merge/timing_groups.hpp"
+#include "scalatrace/support/entropy_coder.hpp"
 #include "scalatrace/support/errors.hpp"
 #include "scalatrace/support/safe_file.hpp"
 #include "scalatrace/support/wire.hpp"
@@ -159,6 +161,90 @@ void put_hist(wire::Writer& w, const Histogram& h, bool exact_counts) {
   }
 }
 
+/// `h` with neighbouring bins combined (the layout coarsened, as Histogram does beyond
+/// kMaxBins) until at most `max_bins` remain, or, with `to_shift`, until its coarsening is
+/// `to_shift`: count, sum, min and max unchanged. A single bin is coarsened all the way (bin
+/// index 0), so that its index and layout take the same bytes in every node.
+Histogram coarsened(const Histogram& h, std::size_t max_bins, std::optional<std::uint32_t> to_shift = std::nullopt) {
+  std::vector<HistogramBin> bins = h.bins();
+  std::uint32_t shift = h.coarsening();
+  auto more = [&] {
+    if (shift >= Histogram::kMaxCoarsening) return false;
+    if (to_shift) return shift < *to_shift;
+    return bins.size() > max_bins || (bins.size() == 1 && max_bins == 1);
+  };
+  if (bins.empty() || !more()) return h;
+  while (more()) {
+    ++shift;
+    std::vector<HistogramBin> out;
+    for (const auto& b : bins) {
+      const std::uint32_t index = b.index >> 1;
+      if (!out.empty() && out.back().index == index) {
+        HistogramBin& m = out.back();
+        m.count += b.count;
+        m.min = std::min(m.min, b.min);
+        m.max = std::max(m.max, b.max);
+        m.sum += b.sum;
+      } else {
+        HistogramBin c = b;
+        c.index = index;
+        out.push_back(c);
+      }
+    }
+    bins = std::move(out);
+  }
+  return Histogram::from_parts(h.sub_bins(), h.count(), h.sum(), h.min(), h.max(), std::move(bins), shift);
+}
+
+/// The timing histograms of one group (or of a node without groups) as a final file stores
+/// them: compute and duration with at most `bins` bins each, the first occurrences in the
+/// compute histogram's layout (a subset of its values, so never more bins; and the cursor's
+/// mean_excluding needs that layout).
+struct StoredTiming {
+  Histogram compute, duration, first;
+  StoredTiming(const Histogram& c, const Histogram& d, const Histogram& f, std::size_t bins)
+      : compute(coarsened(c, bins)),
+        duration(coarsened(d, bins)),
+        first(f.count() ? coarsened(f, 0, compute.coarsening()) : f) {}
+};
+
+/// Histogram (format version 8): the layout, the bins; per bin its index delta, its count (the
+/// two-byte count code, as in version 7, so that its width depends neither on the rank count
+/// nor on the run's length; exact `uv` with `exact`), then min, max and mean. Final files
+/// write those three as time codes (sct_codec.hpp), each bin's min as the difference from the
+/// previous bin's max code, max and mean as differences from its min code: one or two bytes
+/// each whatever the durations, and never more than a constant per bin. With `exact` (traces
+/// passed between processes) they are nanoseconds, as in version 7.
+void put_hist_v8(wire::Writer& w, const Histogram& h, bool exact) {
+  if (exact) {
+    put_hist(w, h, true);
+    return;
+  }
+  w.uv(static_cast<std::uint64_t>(std::countr_zero(h.sub_bins())) + 5u * h.coarsening());
+  w.uv(h.bins().size());
+  std::uint64_t next_index = 0;
+  std::uint32_t previous_max = 0;
+  for (const auto& b : h.bins()) {
+    w.uv(b.index - next_index);
+    next_index = std::uint64_t{b.index} + 1;
+    w.fixed(bin_count_code(b.count), 2);
+    const double mean = std::round(b.sum / static_cast<double>(b.count));
+    std::uint64_t mean_ns = b.max;
+    if (mean <= static_cast<double>(b.min))
+      mean_ns = b.min;
+    else if (mean < static_cast<double>(b.max))
+      mean_ns = std::clamp(static_cast<std::uint64_t>(mean), b.min, b.max);
+    // Bins are ordered, so codes never decrease (time_code is monotone); clamped anyway.
+    const std::uint32_t lo = std::max(time_code(b.min), previous_max);
+    const std::uint32_t hi = std::max(time_code(b.max), lo);
+    const std::uint32_t mid = std::clamp(time_code(mean_ns), lo, hi);
+    w.uv(lo - previous_max);
+    w.uv(hi - lo);
+    w.uv(mid - lo);
+    previous_max = hi;
+  }
+}
+
 /// Interning table keyed by the encoded bytes of each entry; index 0 is reserved for "empty".
 struct Table {
   std::unordered_map<std::string, std::uint64_t> index;
@@ -189,8 +275,9 @@ bool is_rank_valued(std::size_t field) {
 }
 
 struct TraceWriter {
-  bool exact_counts = false;        ///< bin counts as uv (header flag bit 1)
-  std::vector<std::int64_t> basis;  ///< the scale basis (section 1)
+  bool exact_counts = false;                     ///< bin counts as uv (header flag bit 1)
+  std::size_t timing_bins = kDefaultTimingBins;  ///< bins per timing histogram in final files
+  std::vector<std::int64_t> basis;               ///< the scale basis (section 1)
   Table ranks, seqs, arrays, elastics, array_elastics;
   /// Neighbour grids and the elastic values written over them (final files only).
   neighbour_grid::TraceGrids grids;
@@ -316,25 +403,38 @@ struct TraceWriter {
     w.uv(static_cast<std::uint64_t>(e.op));
     w.uv(e.site);
     w.uv(elastic_id(e.site_ids));
-    w.uv(kFieldCount);
-    for (std::size_t f = 0; f < kFieldCount; ++f) w.uv(elastic_id(e.fields[f]));
-    w.uv(kArrayFieldCount);
-    for (std::size_t f = 0; f < kArrayFieldCount; ++f) w.uv(array_elastic_id(e.arrays[f]));
+    // Version 8: which fields and arrays are stored, as one mask (fields in bits 0..17,
+    // arrays above), then the stored ones' references.
+    std::uint64_t mask = 0;
+    std::array<std::uint64_t, kFieldCount + kArrayFieldCount> refs{};
+    for (std::size_t f = 0; f < kFieldCount; ++f) refs[f] = elastic_id(e.fields[f]);
+    for (std::size_t f = 0; f < kArrayFieldCount; ++f) refs[kFieldCount + f] = array_elastic_id(e.arrays[f]);
+    for (std::size_t f = 0; f < refs.size(); ++f)
+      if (refs[f] != 0) mask |= std::uint64_t{1} << f;
+    w.uv(mask);
+    for (const auto ref : refs)
+      if (ref != 0) w.uv(ref);
     // Timing: 0 groups = the node-wide histograms for every rank; otherwise the groups
     // (the node-wide histograms are their merge). Bit 0 of the count (version 7): each
     // histogram pair is followed by its first-occurrence histogram.
     const bool firsts = keeps_first_compute(e);
     w.uv(2 * e.timing_groups.size() + (firsts ? 1 : 0));
-    if (e.timing_groups.empty()) {
-      put_hist(w, e.compute, exact_counts);
-      put_hist(w, e.duration, exact_counts);
-      if (firsts) put_hist(w, e.first_compute, exact_counts);
-    }
+    auto put_timing = [&](const Histogram& compute, const Histogram& duration, const Histogram& first) {
+      if (exact_counts) {  // passed between processes: everything, exact
+        put_hist_v8(w, compute, true);
+        put_hist_v8(w, duration, true);
+        if (firsts) put_hist_v8(w, first, true);
+        return;
+      }
+      const StoredTiming t(compute, duration, first, timing_bins);
+      put_hist_v8(w, t.compute, false);
+      put_hist_v8(w, t.duration, false);
+      if (firsts) put_hist_v8(w, t.first, false);
+    };
+    if (e.timing_groups.empty()) put_timing(e.compute, e.duration, e.first_compute);
     for (const auto& g : e.timing_groups) {
       w.uv(rank_id(g.ranks));
-      put_hist(w, g.compute, exact_counts);
-      put_hist(w, g.duration, exact_counts);
-      if (firsts) put_hist(w, g.first_compute, exact_counts);
+      put_timing(g.compute, g.duration, g.first_compute);
     }
   }
 
@@ -350,6 +450,16 @@ struct TraceWriter {
                        [](const TimingGroup& g) { return !similar_timing(g.first_compute, g.compute); });
   }
 };
+
+/// The bins per timing histogram a final file keeps: the trace's own setting
+/// (metadata `setting.SCALATRACE_TIMING_BINS`, 1..8, from the collector), else the default.
+std::size_t timing_bins_of(const Trace& trace) {
+  const auto it = trace.metadata.find(kTimingBinsKey);
+  if (it == trace.metadata.end()) return kDefaultTimingBins;
+  const std::string& v = it->second;
+  if (v.size() == 1 && v[0] >= '1' && v[0] <= '8') return static_cast<std::size_t>(v[0] - '0');
+  return kDefaultTimingBins;
+}
 
 void put_section(wire::Writer& out, std::uint64_t id, wire::Writer&& body) {
   out.uv(id);
@@ -391,7 +501,7 @@ void put_metadata(wire::Writer& payload, const Trace& trace, std::span<const std
 /// Section 2: the call-site table.
 void put_call_sites(wire::Writer& payload, const CallSiteTable& sites) {
   wire::Writer s;
-  put_call_site_table(s, sites);
+  put_call_site_tree(s, sites);
   put_section(payload, kCallSites, std::move(s));
 }
 
@@ -403,9 +513,10 @@ void put_names(wire::Writer& payload, const std::vector<std::string>& names) {
   put_section(payload, kNames, std::move(s));
 }
 
-std::string encode(const Trace& trace, std::uint32_t flags) {
+std::string encode(const Trace& trace, std::uint32_t flags, bool entropy_code = true) {
   TraceWriter tw;
   tw.exact_counts = (flags & kFlagExactCounts) != 0;
+  tw.timing_bins = timing_bins_of(trace);
   if (trace.nranks < 0 || trace.nranks >= std::int64_t{1} << (8 * kBasisNumberBytes))
     throw Error("encode_trace: rank count " + std::to_string(trace.nranks) +
                 " out of range (a trace holds fewer than 2^32 ranks)");
@@ -452,20 +563,30 @@ std::string encode(const Trace& trace, std::uint32_t flags) {
     put_section(payload, kRankClusters, std::move(s));
   }
 
+  // Final files are entropy-coded where that is smaller (docs/format.md, "Entropy coding");
+  // traces passed between processes are not (they are read once, at once).
+  std::string stored = std::move(payload.data());
+  if (entropy_code && (flags & kFlagExactCounts) == 0 && stored.size() <= kMaxEntropyCodedPayload) {
+    std::string coded = entropy::encode(stored);
+    if (coded.size() < stored.size() && stored.size() <= entropy_decoded_limit(coded.size())) {
+      stored = std::move(coded);
+      flags |= kFlagEntropyCoded;
+    }
+  }
   wire::Writer out;
   out.raw(std::string_view(kTraceMagic, 8));
   out.fixed(kTraceFormatVersion, 4);
   out.fixed(flags, 4);
-  out.fixed(payload.data().size(), 8);
-  out.fixed(wire::crc32(payload.data()), 4);
-  out.raw(payload.data());
+  out.fixed(stored.size(), 8);
+  out.fixed(wire::crc32(stored), 4);
+  out.raw(stored);
   return std::move(out.data());
 }
 
 }  // namespace
 
-std::string encode_trace(const Trace& trace, bool rank_segments_follow) {
-  return encode(trace, rank_segments_follow ? kFlagRankSegments : 0);
+std::string encode_trace(const Trace& trace, bool rank_segments_follow, PayloadCoding coding) {
+  return encode(trace, rank_segments_follow ? kFlagRankSegments : 0, coding == PayloadCoding::Entropy);
 }
 
 std::string encode_trace_for_transfer(const Trace& trace) { return encode(trace, kFlagExactCounts); }
@@ -474,7 +595,9 @@ std::size_t structure_bytes(const Trace& trace) {
   Trace copy = trace.clone();
   copy.metadata.clear();
   copy.clear_timing();
-  return encode_trace(copy).size();
+  // Plain: the structure's own bytes, comparable across traces (entropy coding would make
+  // them depend on the rest of the file's contents).
+  return encode_trace(copy, false, PayloadCoding::Plain).size();
 }
 
 void write_trace_file(const Trace& trace, const std::string& path) { write_file_safely(path, encode_trace(trace)); }
