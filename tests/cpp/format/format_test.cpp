@@ -12,6 +12,7 @@
 #include "scalatrace/merge/merge.hpp"
 #include "scalatrace/read/cursor.hpp"
 #include "scalatrace/support/errors.hpp"
+#include "scalatrace/support/safe_file.hpp"
 #include "scalatrace/support/wire.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 #include "synthetic_support.hpp"
@@ -643,6 +644,18 @@ TEST(Format, ReadsVersion6Files) {
   // Written by the version-6 writer (neighbour grids; no first-occurrence histograms).
   const Trace old = read_trace_file(std::string(SCALATRACE_TEST_DATA) + "/v6_stencil3d_64.sct");
   expect_old_fixture_lossless(old, SyntheticPattern::Stencil3D, 64, 3);
+}
+
+TEST(Format, ReadsVersion7Files) {
+  // Written by the version-7 writer (call sites as frame lists, fields as counted references,
+  // timing in nanoseconds, no entropy coding).
+  const std::string path = std::string(SCALATRACE_TEST_DATA) + "/v7_stencil2d_64.sct";
+  const Trace old = read_trace_file(path);
+  expect_old_fixture_lossless(old, SyntheticPattern::Stencil2D, 64, 3);
+  // Written again, the same trace in version 8: smaller, and the same events on every rank.
+  const std::string rewritten = encode_trace(old);
+  EXPECT_LT(rewritten.size(), read_regular_file(path, "fixture").size());
+  EXPECT_EQ(test_support::trace_difference(old, decode_trace(rewritten)), "");
 }
 
 TEST(Format, MetadataKeysAreFrontCoded) {
