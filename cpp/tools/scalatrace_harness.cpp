@@ -139,12 +139,16 @@ struct Stats {
 
 /// Bytes of the node tree and its tables, without metadata and timing histograms: the part
 /// that depends only on the communication structure (comparable across runs and rank counts);
-/// and the bytes the timing histograms add to it.
+/// and the bytes the timing histograms add to it. Both plain (before entropy coding), so that
+/// they do not depend on each other; the file's coded bytes per part are in trace_byte_breakdown.
 void measure_structure(const Trace& t, Stats& st) {
   Trace without_metadata = t.clone();
   without_metadata.metadata.clear();
+  // The timing histograms as the file keeps them (the trace's own setting of bins).
+  if (const auto it = t.metadata.find(kTimingBinsKey); it != t.metadata.end())
+    without_metadata.metadata[kTimingBinsKey] = it->second;
   st.structure_bytes = scalatrace::structure_bytes(t);
-  st.timing_bytes = encode_trace(without_metadata).size() - st.structure_bytes;
+  st.timing_bytes = encode_trace(without_metadata, false, PayloadCoding::Plain).size() - st.structure_bytes;
 }
 
 void finish_trace(Trace& merged, Stats& st, double merge_seconds) {
@@ -239,7 +243,7 @@ int run_synthetic(const std::vector<std::string>& args) {
   for (std::int64_t r = 0; r < spec.nranks; ++r) {
     const auto tg = Clock::now();
     Trace t = synthetic_rank_trace(spec, r, config, &st.events_total);
-    if (intra_sizes) st.intra_bytes_total += encode_trace(t).size();
+    if (intra_sizes) st.intra_bytes_total += encode_trace(t, false, PayloadCoding::Plain).size();
     if (!clusters.empty()) prepare_clustered_rank_trace(t, r, clusters, cluster_format);
     st.generate_compress_seconds += seconds_since(tg);
     merger.push(std::move(t));
@@ -258,7 +262,7 @@ int run_synthetic(const std::vector<std::string>& args) {
 }
 
 int run_merge_raw(const std::vector<std::string>& args) {
-  std::string dir;
+  std::string dir, timing_bins;
   CompressorConfig config;
   Stats st;
   st.command = "merge-raw";
@@ -268,14 +272,18 @@ int run_merge_raw(const std::vector<std::string>& args) {
       st.output = args[++i];
     } else if (a == "--window" && i + 1 < args.size()) {
       config.window = static_cast<std::size_t>(parse_int(a, args[++i]));
+    } else if (a == "--timing-bins" && i + 1 < args.size()) {
+      timing_bins = args[++i];
+      if (timing_bins.size() != 1 || timing_bins[0] < '1' || timing_bins[0] > '8')
+        throw UsageError("--timing-bins takes 1 to 8, not '" + timing_bins + "'");
     } else if (!a.empty() && a[0] != '-' && dir.empty()) {
       dir = a;
     } else {
-      throw UsageError("usage: scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W]");
+      throw UsageError("usage: scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W] [--timing-bins N]");
     }
   }
   if (dir.empty() || st.output.empty())
-    throw UsageError("usage: scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W]");
+    throw UsageError("usage: scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W] [--timing-bins N]");
   const auto t0 = Clock::now();
   std::vector<RankRecording> recs = read_raw_dir(dir);
   st.pattern = dir;
@@ -289,12 +297,13 @@ int run_merge_raw(const std::vector<std::string>& args) {
     Trace t = compress_recording(rec, config);
     Trace rt = make_rank_trace(rec.rank, rec.nranks, std::move(t.nodes), std::move(t.sites), std::move(t.comms),
                                std::move(t.names));
-    st.intra_bytes_total += encode_trace(rt).size();
+    st.intra_bytes_total += encode_trace(rt, false, PayloadCoding::Plain).size();
     st.generate_compress_seconds += seconds_since(tg);
     merger.push(std::move(rt));
   }
   Trace merged = merger.finish();
   for (auto& [k, v] : metadata) merged.metadata.emplace(k, v);
+  if (!timing_bins.empty()) merged.metadata[kTimingBinsKey] = timing_bins;
   st.merge_seconds = merger.total;
   st.critical_path_seconds = merger.critical_path;
   finish_trace(merged, st, merger.critical_path);
@@ -309,7 +318,7 @@ void usage(std::FILE* out) {
       "  scalatrace-harness [--pattern stencil1d|stencil2d|stencil3d|collectives|rowcol|irregular]\n"
       "                     [--ranks N] [--timesteps T] [--wrap] [--bytes B] [--seed S]\n"
       "                     [--dims AxBxC] [--window W] [--intra-sizes] [--clusters K] [-o OUT.sct]\n"
-      "  scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W]\n"
+      "  scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W] [--timing-bins N]\n"
       "Prints JSON statistics (times in seconds, peak resident memory, trace bytes).\n",
       out);
 }

@@ -136,7 +136,11 @@ def _print_byte_breakdown(args: argparse.Namespace) -> int:
                 "trace": str(args.trace),
                 "file_bytes": int(round(frame["stored_bytes"].sum())),
                 "parts": [
-                    {"part": r.part, "bytes": int(r.bytes), "stored_bytes": round(float(r.stored_bytes), 1)}
+                    {
+                        "part": r.part,
+                        "bytes": int(r.bytes),
+                        "stored_bytes": round(float(r.stored_bytes), 1),
+                    }
                     for r in frame.itertuples()
                 ],
             },
