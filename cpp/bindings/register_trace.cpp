@@ -133,7 +133,14 @@ void register_trace(py::module_& m) {
       .def_property_readonly("nodes",
                              [](py::object self) { return list_of_refs(self.cast<const Trace&>().nodes, self); })
       .def("node_count", &Trace::node_count)
-      .def("encode", [](const Trace& t) { return py::bytes(encode_trace(t)); })
+      .def(
+          "encode",
+          [](const Trace& t, bool entropy_coded) {
+            return py::bytes(encode_trace(t, false, entropy_coded ? PayloadCoding::Entropy : PayloadCoding::Plain));
+          },
+          py::arg("entropy_coded") = true,
+          "The .sct file's bytes; entropy_coded=False stores the payload plain (its sections readable "
+          "as docs/format.md lays them out).")
       .def("structure_bytes", [](const Trace& t) { return structure_bytes(t); })
       .def("write", &write_trace_file, py::arg("path"));
 

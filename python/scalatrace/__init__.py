@@ -45,8 +45,8 @@ from .errors import (
 )
 from .export_extrap import to_extrap
 from .extrapolate import ExtrapolationError, Model, extrapolate, extrapolation_laws, fit_scaling
-from .sizes import byte_breakdown
 from .simulate import LogGP, SimResult, SimulationError, calibrate, simulate, sweep
+from .sizes import byte_breakdown
 
 __version__ = "0.1.0"
 

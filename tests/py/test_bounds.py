@@ -81,9 +81,10 @@ def test_largest_duration_round_trips_through_save_and_load(tmp_path):
     back = scalatrace.load(out)  # what read_raw accepted, save wrote and load reads
     summary = back.summary()
     assert summary["calls"].sum() == 4
-    # Totals beyond 2^63 ns stay exact floats (never wrapped through int64).
-    assert summary["duration_ns"].sum() == pytest.approx(2**64 - 1 + 2**63 + 7)
-    assert summary["max_duration_ns"].max() == pytest.approx(2**64 - 1)
+    # Totals beyond 2^63 ns stay floats (never wrapped through int64), within the 2^-7 of the
+    # time codes a file stores (docs/format.md, "Histogram").
+    assert summary["duration_ns"].sum() == pytest.approx(2**64 - 1 + 2**63 + 7, rel=2**-7)
+    assert summary["max_duration_ns"].max() == pytest.approx(2**64 - 1, rel=2**-7)
     back.save(tmp_path / "again.sct")
     assert (tmp_path / "again.sct").read_bytes() == out.read_bytes()  # the same trace again
 
