@@ -48,6 +48,7 @@ PYTHON_LEVELS = {
     "_base": 1,
     "_paths": 1,
     "_files": 1,
+    "_core_guard": 1,
     "_summary": 1,
     "conceptual_grammar": 1,
     # L2: pandas tables over core objects

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import replay
+# _core_guard first (it sorts first): importing it wraps every entry point of the compiled core,
+# so an argument the core cannot take is a one-line UsageError wherever the core is called from.
+from . import _core_guard, replay  # noqa: F401
 from ._base import OP_NAMES
 from ._core import (
     ArraySeq,

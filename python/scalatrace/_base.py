@@ -19,6 +19,13 @@ OP_NAMES: tuple[str, ...] = tuple(_core.op_names())
 DEFAULT_MAX_EVENTS = 20_000_000
 """Default row limit of :meth:`Trace.to_dataframe` (about 80 bytes per row: ~1.6 GB)."""
 
+MAX_TIMEOUT_S = 1e9
+"""Largest timeout in seconds an argument may give (about 31 years; beyond some 10^11 seconds
+Python's own clocks overflow). The same bound as ``scalatrace-replay --timeout``."""
+
+MAX_LAUNCH_RANKS = 1 << 20
+"""Most MPI processes ``scalatrace.trace`` or ``calibrate`` will ask ``mpiexec`` to start."""
+
 
 def with_rank_and_names(table: np.ndarray) -> np.ndarray:
     """A rank table with an ``op_name`` column (MPI name) inserted after ``op``."""

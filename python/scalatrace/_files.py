@@ -12,6 +12,7 @@ into place only when complete.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -94,19 +95,52 @@ def staging_directory(near: PathLike, label: str) -> Iterator[Path]:
         shutil.rmtree(staged, ignore_errors=True)
 
 
+def _keep_modes(new_dir: Path, old_dir: Path) -> None:
+    """Gives ``new_dir`` and each of its files the permission bits of the same name in
+    ``old_dir`` (a replaced directory or file keeps its mode)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(new_dir, stat.S_IMODE(os.lstat(old_dir).st_mode))
+    for entry in os.scandir(new_dir):
+        try:
+            old = os.lstat(old_dir / entry.name)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(old.st_mode) and entry.is_file(follow_symlinks=False):
+            os.chmod(entry.path, stat.S_IMODE(old.st_mode))
+
+
+def _swap_in(staged: Path, target: Path, is_ours: Callable[[Path], bool]) -> bool:
+    """Exchanges the complete directory ``staged`` with the existing ``target`` in one atomic step
+    (renameat2 RENAME_EXCHANGE); the old directory is then at ``staged``, inside the caller's
+    staging directory, and goes with it. If the old directory turns out to hold files that are
+    not ours after all (written there since it was checked), the exchange is undone and nothing
+    is replaced. False if the file system cannot exchange (nothing changed)."""
+    if not _core.exchange_paths(os.fspath(staged), os.fspath(target)):
+        return False
+    if not is_ours(staged):
+        _core.exchange_paths(os.fspath(staged), os.fspath(target))
+        raise ScalatraceError(
+            f"{target} changed while the new files were being put in place; nothing replaced"
+        )
+    return True
+
+
 def publish_directory(
     staged: PathLike,
     target: PathLike,
     overwrite: bool = False,
     is_ours: Callable[[Path], bool] | None = None,
 ) -> Path:
-    """Renames the complete directory ``staged`` to ``target``.
+    """Puts the complete directory ``staged`` at ``target`` in one step.
 
-    An absent ``target`` is simply created by the rename. An existing one is refused
+    An absent ``target`` is created by one rename. An existing one is refused
     (:class:`OutputExistsError`) unless ``overwrite`` is true, and even then it is replaced only
     when it is a real directory (not a symlink) that ``is_ours`` recognises as what the package
-    writes there; it is moved aside into ``staged``'s parent staging directory first, so it is
-    removed only together with that directory.
+    writes there: the two are exchanged in one atomic step (:func:`_swap_in`), so ``target``
+    never goes missing, and the old directory is removed with ``staged``'s parent staging
+    directory. Where the file system cannot exchange, the old directory is renamed aside into
+    that staging directory and the new one renamed in (two steps). The replaced directory's
+    permission bits, and those of the files of the same names in it, are kept.
     """
     staged, target = Path(staged), Path(target)
     try:
@@ -122,6 +156,9 @@ def publish_directory(
             raise ScalatraceError(
                 f"{target} exists and holds files scalatrace did not write; refusing to replace it"
             )
+        _keep_modes(staged, target)
+        if _swap_in(staged, target, is_ours):
+            return target
         aside = staged.parent / f".replaced-{staged.name}"
         os.rename(target, aside)
         try:
@@ -139,6 +176,118 @@ def publish_directory(
             f"{target}: cannot move the new directory into place: {e.strerror}"
         ) from None
     return target
+
+
+class DirectoryExport:
+    """The files of one export into a directory (a SimGrid export, its platform), published as a
+    whole.
+
+    ``with DirectoryExport(d, ...) as staged:`` gives a fresh directory to write the files into
+    (next to ``d``, so that renames stay on one file system); when the block ends without an
+    exception the files are published, otherwise nothing is:
+
+    - ``d`` absent: the staged directory becomes ``d`` in one rename;
+    - ``d`` a directory holding only regular files whose names ``family`` matches (files of the
+      same kind of export, from earlier calls): the new directory receives hard links to those
+      of them this export does not write (``writes`` does not match: a platform stays next to a
+      new export, and the other way round; older files of this export's own kind are dropped)
+      and is exchanged with ``d`` in one atomic step (:func:`_swap_in`); ``d``'s permission bits
+      and those of the files replaced are kept;
+    - ``d`` also holding other files (a working directory): no single rename can publish part of
+      a shared directory, so the new files are moved in one at a time (each atomic, modes kept,
+      ``anchor`` last: the file that names the others); nothing else in ``d`` is touched.
+
+    Nothing that was in ``d`` is ever deleted except files of this export's own kind replaced
+    in the second case. A symbolic link to a directory is followed (the link stays); a file,
+    device node or other non-directory at ``d`` is refused. A ``d`` that is a mount point is
+    staged inside itself and published as in the third case.
+    """
+
+    def __init__(
+        self, directory: PathLike, writes: re.Pattern[str], family: re.Pattern[str], anchor: str
+    ) -> None:
+        # A symlink to a directory is followed: the files go where it points, the link stays.
+        self.directory = Path(os.path.realpath(directory))
+        self._writes, self._family, self._anchor = writes, family, anchor
+        self._stack = contextlib.ExitStack()
+        self.staged: Path | None = None
+        self._check_target()
+
+    def _check_target(self) -> os.stat_result | None:
+        try:
+            st = os.lstat(self.directory)
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISDIR(st.st_mode):
+            raise ScalatraceError(
+                f"{self.directory} is {_kind(st.st_mode)}; refusing to write into it"
+            )
+        return st
+
+    def _only_family(self, directory: Path) -> bool:
+        return all(
+            entry.is_file(follow_symlinks=False) and self._family.fullmatch(entry.name)
+            for entry in os.scandir(directory)
+        )
+
+    def __enter__(self) -> Path:
+        parent = self.directory.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ScalatraceError(f"{parent}: cannot create the directory: {e.strerror}") from None
+        st = self._check_target()
+        # A directory that is a mount point cannot be renamed: stage inside it (files moved in).
+        self._inside = st is not None and st.st_dev != os.lstat(parent).st_dev
+        near = self.directory if self._inside else parent
+        stage = self._stack.enter_context(staging_directory(near, self.directory.name))
+        self.staged = stage / self.directory.name
+        self.staged.mkdir()
+        return self.staged
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        with self._stack:
+            if exc_type is None:
+                self._publish()
+
+    def _publish(self) -> None:
+        assert self.staged is not None
+        if not self._inside and self._check_target() is None:
+            try:
+                os.rename(self.staged, self.directory)
+                return
+            except OSError as e:
+                if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise ScalatraceError(
+                        f"{self.directory}: cannot move the new directory into place: {e.strerror}"
+                    ) from None
+            # Created meanwhile, and not empty: publish into what is there now.
+        if not self._inside and self._only_family(self.directory) and self._swap_whole():
+            return
+        names = sorted(os.listdir(self.staged), key=lambda n: (n == self._anchor, n))
+        for name in names:
+            require_replaceable(self.directory / name)
+        for name in names:
+            move_file_into_place(self.staged / name, self.directory / name)
+
+    def _swap_whole(self) -> bool:
+        """The second case of the class description; False (staged as before) if the file
+        system cannot link or exchange here."""
+        assert self.staged is not None
+        carried = []
+        try:
+            for entry in os.scandir(self.directory):
+                if not self._writes.fullmatch(entry.name):
+                    os.link(entry.path, self.staged / entry.name, follow_symlinks=False)
+                    carried.append(self.staged / entry.name)
+            _keep_modes(self.staged, self.directory)
+            if _swap_in(self.staged, self.directory, self._only_family):
+                return True
+        except OSError:
+            pass
+        for link in carried:
+            link.unlink()
+        return False
 
 
 _RANK_FILE = re.compile(r"rank-(\d+)\.straw")
@@ -207,11 +356,17 @@ class RunOutputs:
                 self.raw_dir.rmdir()  # only if still empty: the run failed before publishing
 
     def env(self) -> dict[str, str]:
-        """``SCALATRACE_OUT`` / ``SCALATRACE_RAW`` for the run (``none`` when not wanted)."""
-        return {
-            "SCALATRACE_OUT": str(self.staged_out) if self.staged_out is not None else "none",
-            **({"SCALATRACE_RAW": str(self.staged_raw)} if self.staged_raw is not None else {}),
-        }
+        """``SCALATRACE_OUT`` / ``SCALATRACE_RAW`` for the run (``none`` when not wanted), the
+        staging paths, and ``SCALATRACE_PUBLISH_OUT`` / ``SCALATRACE_PUBLISH_RAW``, the final
+        paths, which the collector names in its messages and records as its settings."""
+        env = {"SCALATRACE_OUT": "none", "SCALATRACE_RAW": "none"}
+        if self.staged_out is not None:
+            env.update(SCALATRACE_OUT=str(self.staged_out), SCALATRACE_PUBLISH_OUT=str(self.out))
+        if self.staged_raw is not None:
+            env.update(
+                SCALATRACE_RAW=str(self.staged_raw), SCALATRACE_PUBLISH_RAW=str(self.raw_dir)
+            )
+        return env
 
     def trace_written(self) -> bool:
         return self.staged_out is not None and self.staged_out.is_file()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
 from . import _paths
+from ._base import MAX_LAUNCH_RANKS, MAX_TIMEOUT_S, check_float, check_int
 from ._files import RunOutputs
 from .errors import MPIRunError, ScalatraceError, UsageError
 
@@ -57,8 +58,9 @@ def run_collected(
     only when the run succeeded and wrote a trace (``_files.RunOutputs``). A device node, FIFO,
     directory or symlink at ``out`` is refused before the run and left alone.
     """
-    if np < 1:
-        raise UsageError("np must be at least 1")
+    np = check_int("np", np, lo=1, hi=MAX_LAUNCH_RANKS)
+    if timeout is not None:
+        timeout = check_float("timeout", timeout, lo=0.0, hi=MAX_TIMEOUT_S)
     out_path = Path(os.path.abspath(out))
     raw_dir: Path | None = None
     if raw:

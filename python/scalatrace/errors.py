@@ -71,6 +71,16 @@ class UnknownNameError(UsageError, KeyError):
     __str__ = BaseException.__str__
 
 
+class CoreArgumentError(UsageError, TypeError):
+    """An argument the compiled core cannot take: an integer beyond 64 bits (``10**20``), a
+    negative number where a count is meant, a value of the wrong type.
+
+    A :class:`UsageError` (so a ``ValueError``) and, as the ``TypeError`` pybind11 raised before
+    (``scalatrace._core_guard``), also a ``TypeError``; the message is one line naming the
+    function, the argument and what the function takes.
+    """
+
+
 class OutOfRangeError(UsageError, IndexError):
     """An index out of range (an occurrence a rank never reached, a rank beyond the trace).
 

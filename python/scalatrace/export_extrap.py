@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from ._base import check_float
 from ._files import write_text
 from ._model import site_key
 from .errors import UsageError, check_choice
@@ -56,7 +57,9 @@ def extrap_text(
         raise UsageError("to_extrap needs at least one trace")
     if values is None:
         values = [t.nranks for t in traces]
-    values = [float(v) for v in values]
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise UsageError(f"values must be a sequence of numbers, one per trace, not {values!r:.60}")
+    values = [check_float("values[]", v, lo=None) for v in values]
     if len(values) != len(traces):
         raise UsageError(f"{len(traces)} traces but {len(values)} parameter values")
     if not parameter or any(c.isspace() for c in parameter):

@@ -23,6 +23,7 @@ Communicators are OTF2 ``Comm`` definitions with their members.
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 from collections.abc import Iterable
@@ -320,16 +321,27 @@ def write_otf2(
     anchor = root / f"{name}.otf2"
     replacing = _check_archive_target(root, name, overwrite)
     chosen = normalize_ranks(ranks, trace.nranks)
-    root.mkdir(parents=True, exist_ok=True)
-    # Everything is written into a fresh directory next to the archive, then moved into place:
-    # nothing the export did not create is ever removed, a failed export leaves the old archive.
-    with staging_directory(root, name) as staged:
+    # Everything is written into a fresh directory and moved into place: nothing the export did
+    # not create is ever removed, a failed export leaves the old archive. Into a directory that
+    # does not exist yet, the whole archive appears in one rename; into an existing one, the
+    # events directory is exchanged in one step, then the definitions and the anchor follow.
+    fresh = not os.path.lexists(root)
+    near = root.parent if fresh else root
+    try:
+        near.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ScalatraceError(f"{near}: cannot create the directory: {e.strerror}") from None
+    with staging_directory(near, name) as stage:
+        staged = stage / root.name if fresh else stage
+        staged.mkdir(exist_ok=True)
         try:
             _write_archive(trace, staged, name, chosen, timing, seed)
         except OSError as e:
             raise ScalatraceError(
                 f"{anchor}: writing the archive failed: {e.strerror} (nothing replaced)"
             ) from None
+        if fresh and _rename_new_directory(staged, root):
+            return anchor
         _check_archive_target(root, name, overwrite)  # again: the directory may have changed
         publish_directory(
             staged / name, root / name, overwrite=replacing, is_ours=_is_event_directory
@@ -337,6 +349,20 @@ def write_otf2(
         move_file_into_place(staged / f"{name}.def", root / f"{name}.def")
         move_file_into_place(staged / f"{name}.otf2", anchor)  # last: the file a viewer opens
     return anchor
+
+
+def _rename_new_directory(staged: Path, root: Path) -> bool:
+    """Renames the complete ``staged`` directory to the new directory ``root``; False if ``root``
+    was created meanwhile and is not empty (then the archive is published into it)."""
+    try:
+        os.rename(staged, root)
+    except OSError as e:
+        if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            return False
+        raise ScalatraceError(
+            f"{root}: cannot move the new archive into place: {e.strerror}"
+        ) from None
+    return True
 
 
 def _is_event_directory(path: Path) -> bool:

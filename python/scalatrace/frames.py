@@ -47,13 +47,18 @@ def normalize_ranks(ranks: int | Iterable[int] | None, nranks: int) -> np.ndarra
         return np.arange(nranks, dtype=np.int64)
     if isinstance(ranks, (int, np.integer)):
         ranks = [int(ranks)]
-    arr = np.unique(np.fromiter((int(r) for r in ranks), dtype=np.int64))
-    bad = arr[(arr < 0) | (arr >= nranks)]
-    if len(bad):
-        raise UsageError(
-            f"rank {int(bad[0])} out of range: the trace has {nranks} ranks (0..{nranks - 1})"
-        )
-    return arr
+    if isinstance(ranks, (str, bytes)) or not isinstance(ranks, Iterable):
+        raise UsageError(f"ranks must be a rank or an iterable of ranks, not {ranks!r:.60}")
+    listed = []
+    for r in ranks:
+        if isinstance(r, bool) or not isinstance(r, (int, np.integer)):
+            raise UsageError(f"ranks must be integers, not {r!r:.60}")
+        if not 0 <= int(r) < nranks:  # checked before NumPy sees it (no OverflowError)
+            raise UsageError(
+                f"rank {int(r)} out of range: the trace has {nranks} ranks (0..{nranks - 1})"
+            )
+        listed.append(int(r))
+    return np.unique(np.array(listed, dtype=np.int64))
 
 
 def _frame_from_columns(cols: dict[str, Any]) -> pd.DataFrame:

@@ -22,16 +22,23 @@ from __future__ import annotations
 import array
 import io
 import os
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from . import _core
-from ._base import OP_NAMES
-from ._files import write_text
+from ._base import OP_NAMES, check_float, check_int
+from ._files import DirectoryExport, write_text
 from ._model import TraceModel, as_trace
-from .errors import SimulationParameterError
+from .errors import SimulationParameterError, UsageError
+
+# What an export directory may hold to be replaced as a whole (_files.DirectoryExport), and what
+# each function writes there.
+_SIMGRID_FILES = re.compile(r"rank-\d+\.txt|index\.txt|platform\.xml|hostfile")
+_TI_FILES = re.compile(r"rank-\d+\.txt|index\.txt")
+_PLATFORM_FILES = re.compile(r"platform\.xml|hostfile")
 
 _SMPI_ANY_SOURCE = -555
 _SMPI_ANY_TAG = -444
@@ -352,6 +359,7 @@ def write_simgrid_platform(
     latency_s: float,
     bandwidth_bytes_per_s: float,
     flops_per_ns: float = 1.0,
+    max_ranks: int = 4_194_304,
 ) -> tuple[Path, Path]:
     """Writes a SimGrid platform of one cluster and its hostfile, for replaying a
     :func:`to_simgrid_ti` export with ``smpirun -platform ... -hostfile ...``.
@@ -366,28 +374,36 @@ def write_simgrid_platform(
         Every link's latency (seconds) and bandwidth (bytes per second).
     flops_per_ns : float
         Host speed; the same value as the export's (1.0: hosts of 1 Gflop/s).
+    max_ranks : int
+        Largest ``nranks`` accepted (the hostfile, about 15 bytes per rank, is built in
+        memory); a larger one is refused at once. The trace format's own limit, 2^32 - 1
+        ranks, cannot be lifted.
 
     Returns
     -------
     (platform.xml, hostfile) paths
     """
-    if nranks < 1 or latency_s < 0 or bandwidth_bytes_per_s <= 0 or flops_per_ns <= 0:
-        raise SimulationParameterError(
-            "nranks >= 1, latency >= 0, bandwidth > 0 and flops_per_ns > 0 needed"
+    try:
+        max_ranks = check_int("max_ranks", max_ranks, lo=1, hi=2**32 - 1)
+        nranks = check_int("nranks", nranks, lo=1, hi=max_ranks)
+        latency_s = check_float("latency_s", latency_s)
+        bandwidth_bytes_per_s = check_float("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+        flops_per_ns = check_float("flops_per_ns", flops_per_ns)
+    except UsageError as e:
+        raise SimulationParameterError(str(e)) from None
+    if bandwidth_bytes_per_s <= 0 or flops_per_ns <= 0:
+        raise SimulationParameterError("bandwidth_bytes_per_s and flops_per_ns must be > 0")
+    export = DirectoryExport(directory, _PLATFORM_FILES, _SIMGRID_FILES, anchor="platform.xml")
+    with export as staged:
+        write_text(
+            staged / "platform.xml",
+            '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+            '<platform version="4.1">\n'
+            f'  <cluster id="c" prefix="node-" suffix="" radical="0-{nranks - 1}" speed="{flops_per_ns:g}Gf" '
+            f'bw="{bandwidth_bytes_per_s:.6g}Bps" lat="{latency_s:.6g}s"/>\n</platform>\n',
         )
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    platform = d / "platform.xml"
-    write_text(
-        platform,
-        '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
-        '<platform version="4.1">\n'
-        f'  <cluster id="c" prefix="node-" suffix="" radical="0-{nranks - 1}" speed="{flops_per_ns:g}Gf" '
-        f'bw="{bandwidth_bytes_per_s:.6g}Bps" lat="{latency_s:.6g}s"/>\n</platform>\n',
-    )
-    hostfile = d / "hostfile"
-    write_text(hostfile, "".join(f"node-{i}\n" for i in range(nranks)))
-    return platform, hostfile
+        write_text(staged / "hostfile", "".join(f"node-{i}\n" for i in range(nranks)))
+    return export.directory / "platform.xml", export.directory / "hostfile"
 
 
 def to_simgrid_ti(
@@ -421,27 +437,30 @@ def to_simgrid_ti(
     t = as_trace(trace)
     if timing not in ("mean", "sample", "none"):
         raise SimulationParameterError(f"timing must be 'mean', 'sample' or 'none', got {timing!r}")
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
+    # Written into a fresh directory, published as a whole (the index names the final paths).
+    export = DirectoryExport(directory, _TI_FILES, _SIMGRID_FILES, anchor="index.txt")
     files: list[os.PathLike[str]] = []
     actions: dict[str, int] = {}
     skipped = decomposed = 0
-    for r in range(t.nranks):
-        path = d / f"rank-{r}.txt"
-        out = io.StringIO()  # one rank in memory, then written whole (_files.write_text)
-        w = _TIWriter(t, r, out, flops_per_ns)
-        for e in _core.rank_events(t._core, r, timing, seed + r):
-            w.event(e)
-        if w.outstanding:
-            w.emit("waitall")
-        write_text(path, out.getvalue())
-        for k, v in w.counts.items():
-            actions[k] = actions.get(k, 0) + v
-        skipped += w.skipped
-        decomposed += w.decomposed
-        files.append(path.resolve())
-    index = d / "index.txt"
-    write_text(index, "".join(f"{p}\n" for p in files))
+    with export as staged:
+        for r in range(t.nranks):
+            out = io.StringIO()  # one rank in memory, then written whole (_files.write_text)
+            w = _TIWriter(t, r, out, flops_per_ns)
+            for e in _core.rank_events(t._core, r, timing, seed + r):
+                w.event(e)
+            if w.outstanding:
+                w.emit("waitall")
+            write_text(staged / f"rank-{r}.txt", out.getvalue())
+            for k, v in w.counts.items():
+                actions[k] = actions.get(k, 0) + v
+            skipped += w.skipped
+            decomposed += w.decomposed
+            files.append(export.directory / f"rank-{r}.txt")
+        write_text(staged / "index.txt", "".join(f"{p}\n" for p in files))
     return SimGridExport(
-        index=index.resolve(), files=files, actions=actions, skipped=skipped, decomposed=decomposed
+        index=export.directory / "index.txt",
+        files=files,
+        actions=actions,
+        skipped=skipped,
+        decomposed=decomposed,
     )

@@ -30,7 +30,16 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from . import _core
-from ._base import OP_NAMES, check_bool, check_choice, check_float, check_int, one_line
+from ._base import (
+    MAX_LAUNCH_RANKS,
+    MAX_TIMEOUT_S,
+    OP_NAMES,
+    check_bool,
+    check_choice,
+    check_float,
+    check_int,
+    one_line,
+)
 from ._model import TraceModel, as_trace, load
 from .errors import (
     MPIRunError,
@@ -317,6 +326,10 @@ def simulate(
             ("recorded_local_calls", recorded_local_calls),
         ):
             check_bool(name, flag)
+        if site_compute_scale is not None and not isinstance(site_compute_scale, Mapping):
+            raise UsageError(
+                f"site_compute_scale must be a mapping of call-site id to factor, not {site_compute_scale!r:.60}"
+            )
         site_compute_scale = {
             check_int("site_compute_scale key", k, lo=0, hi=2**32 - 1): check_float(
                 f"site_compute_scale[{k}]", v
@@ -612,11 +625,11 @@ def calibrate(
     """
     from . import _paths
 
-    np = check_int("np", np, lo=2, hi=1 << 20)
+    np = check_int("np", np, lo=2, hi=MAX_LAUNCH_RANKS)
     reps = check_int("reps", reps, lo=1, hi=1 << 30)
     max_bytes = check_int("max_bytes", max_bytes, lo=1, hi=1 << 40)
     eager_threshold = check_float("eager_threshold", eager_threshold)
-    timeout = check_float("timeout", timeout, lo=0.0)
+    timeout = check_float("timeout", timeout, lo=0.0, hi=MAX_TIMEOUT_S)
     cmd = [
         _paths.mpiexec(),
         "-n",

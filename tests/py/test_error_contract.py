@@ -10,9 +10,12 @@ is raised to 2, a bad setting is reported once (by rank 0), and a rank's exit st
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +25,7 @@ import pytest
 from test_collector import compile_program
 
 import scalatrace
-from scalatrace.errors import ScalatraceError, TraceFormatError, UsageError
+from scalatrace.errors import CoreArgumentError, ScalatraceError, TraceFormatError, UsageError
 
 NAN = math.nan
 
@@ -376,3 +379,159 @@ def test_a_rank_exit_status_survives_the_collector(tmp_path):
     assert plain_rc != 0 and traced_rc != 0
     # Rank 1's own stream is complete: it finished at exit.
     assert (tmp_path / "raw" / "rank-1.straw").stat().st_size > 0
+
+
+# ---- integers the core cannot take: a walk over the public functions -----------------------
+
+OVERFLOW = 10**20  # beyond 64 bits: pybind11 refuses it for any integer parameter
+
+
+def _numeric_parameters(func) -> list[str]:
+    """The parameters of ``func`` that take an int or a float (by default value or annotation)."""
+    out = []
+    for name, p in inspect.signature(func).parameters.items():
+        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) or name == "self":
+            continue
+        annotation = p.annotation if isinstance(p.annotation, str) else str(p.annotation)
+        numeric_default = type(p.default) in (int, float)
+        if numeric_default or re.search(r"\b(int|float)\b", annotation):
+            out.append(name)
+    return out
+
+
+def _public_functions(t, raw) -> list[tuple[str, object, dict]]:
+    """(label, function, required arguments): every public function and method taking numbers."""
+    from scalatrace import clustering, codegen, simgrid
+
+    traces = [t, t, t]
+    required = {
+        "trace": t,
+        "traces": traces,
+        "trace_or_path": str(t.path),
+        "a": t,
+        "b": t,
+        "cmd": [str(helpers.example_path("ring")), "-i", "2"],
+        "sizes": [2, 4, 8],
+        "values": [1.0, 2.0, 3.0],
+        "path": "unused.jsonl",
+        "directory": "unused-dir",
+        "output": "unused.c",
+        "lang": "c",
+        "grid": {"compute_scale": [1.0]},
+        "xs": [2, 4, 8],
+        "ys": [1.0, 2.0, 3.0],
+        "nranks": 2,
+        "latency_s": 1e-6,
+        "bandwidth_bytes_per_s": 1e9,
+        "rank": 0,
+    }
+    functions = [
+        (name, getattr(scalatrace, name))
+        for name in scalatrace.__all__
+        if inspect.isfunction(getattr(scalatrace, name, None))
+    ]
+    functions += [("LogGP", scalatrace.LogGP), ("replay", scalatrace.replay.replay)]
+    functions += [(f"codegen.{n}", getattr(codegen, n)) for n in ("to_c", "to_conceptual")]
+    functions += [
+        (f"simgrid.{n}", getattr(simgrid, n)) for n in ("to_simgrid_ti", "write_simgrid_platform")
+    ]
+    functions += [("clustering.clusters", clustering.clusters)]
+    bound = [(f"Trace.{n}", getattr(t, n)) for n in dir(t) if not n.startswith("_")]
+    bound += [(f"RawRecording.{n}", getattr(raw, n)) for n in dir(raw) if not n.startswith("_")]
+    bound += [("LogGP().scaled", scalatrace.LogGP().scaled)]
+    out = []
+    for label, func in functions + [(lb, f) for lb, f in bound if inspect.ismethod(f)]:
+        params = inspect.signature(func).parameters
+        given = {
+            n: required[n]
+            for n, p in params.items()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        }
+        for name in _numeric_parameters(func):
+            out.append((f"{label}({name}=10**20)", func, {**given, name: OVERFLOW}))
+    return out
+
+
+def _core_calls(t, raw) -> list[tuple[str, object]]:
+    """The compiled core's own classes that scalatrace exports, each with 10**20 somewhere."""
+    event = next(n for n in t.walk() if hasattr(n, "fields") and n.fields)
+    value = next(iter(event.fields.values()))
+    array = next(iter(event.arrays.values()))
+    ranks = scalatrace.RankList([0, 1])
+    seq = value.alternatives[0][0]
+    return [
+        ("ElasticValue.value_at(0, 10**20)", lambda: value.value_at(0, OVERFLOW)),
+        ("ElasticValue.value_at(10**20)", lambda: value.value_at(OVERFLOW)),
+        ("ElasticValue.for_rank(10**20)", lambda: value.for_rank(OVERFLOW)),
+        ("ElasticArray.value_at(0, 10**20)", lambda: array.value_at(0, OVERFLOW)),
+        ("RankList([10**20])", lambda: scalatrace.RankList([OVERFLOW])),
+        ("RankList.range(0, 10**20)", lambda: scalatrace.RankList.range(0, OVERFLOW)),
+        ("RankList[10**20]", lambda: ranks[OVERFLOW]),
+        ("RankList.index(10**20)", lambda: ranks.index(OVERFLOW)),
+        ("ValueSeq[10**20]", lambda: seq[OVERFLOW]),
+        ("RawRecording[0][10**20]", lambda: raw[0][OVERFLOW]),
+        ("RankRecording.rank_table(10**20)", lambda: raw[0].rank_table(OVERFLOW)),
+    ]
+
+
+def _outcome(call) -> str | None:
+    """None if ``call`` returned or raised a one-line UsageError within 60 s, else what it did."""
+
+    def alarm(signum, frame):
+        raise TimeoutError("still running after 60 s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(60)
+    try:
+        call()
+    except UsageError as err:
+        text = str(err)
+        if "\n" in text.strip() or not text.strip():
+            return f"message is not one line: {text!r}"
+    except Exception as err:  # noqa: BLE001 - the class is what is checked
+        return f"{type(err).__name__}: {str(err)[:300]}"
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    return None
+
+
+def test_integers_beyond_64_bits_are_one_line_usage_errors_everywhere(ring, tmp_path, monkeypatch):
+    """Every public function and method that takes a number, called with 10**20 for it (one
+    parameter at a time), either works (a limit may be that large) or raises a one-line
+    UsageError; never pybind11's TypeError listing signatures, an OverflowError or a hang."""
+    monkeypatch.chdir(tmp_path)
+    raw = scalatrace.read_raw(ring.raw_dir)
+    walked = _public_functions(ring, raw)
+    assert len(walked) >= 60, len(walked)  # the walk reaches the public surface
+    failures = []
+    for label, func, kwargs in walked:
+        problem = _outcome(functools.partial(func, **kwargs))
+        if problem:
+            failures.append(f"{label}: {problem}")
+    for label, call in _core_calls(ring, raw):
+        try:
+            call()
+        except CoreArgumentError as err:
+            text = str(err)
+            if "\n" in text or "10000000000000000000" not in text or "out of range" not in text:
+                failures.append(f"{label}: {text!r}")
+            assert isinstance(err, UsageError) and isinstance(err, TypeError)
+        except Exception as err:  # noqa: BLE001
+            failures.append(f"{label}: {type(err).__name__}: {str(err)[:300]}")
+        else:
+            failures.append(f"{label}: accepted")
+    assert not failures, "\n".join(failures)
+
+
+def test_core_argument_error_names_the_function_and_what_it_takes(ring):
+    event = next(n for n in ring.walk() if hasattr(n, "fields") and n.fields)
+    value = next(iter(event.fields.values()))
+    with pytest.raises(CoreArgumentError) as err:
+        value.value_at(0, OVERFLOW)
+    assert str(err.value) == (
+        "ElasticValue.value_at(): occurrence=100000000000000000000 is out of range (beyond 64 bits); "
+        "it takes (rank: int, occurrence: int = 0)"
+    )
+    with pytest.raises(CoreArgumentError, match=r"cannot take rank='x'"):
+        value.value_at("x")

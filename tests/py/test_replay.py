@@ -281,3 +281,54 @@ def test_size_scale_scales_reported_bytes(runs, example):
         assert (numpy.abs(half.bytes[op] - full * 0.5) <= run.result.counts[op]).all()
     assert half.options["size_scale"] == 0.5
     assert sum(int(v.sum()) for v in half.bytes.values()) > 0
+
+
+# Address-space limit of each rank in the out-of-memory test (bytes: prlimit takes no suffix):
+# MPICH starts and a replay at the recorded sizes runs (checked first), but a 1 GiB message
+# buffer cannot be had. A rank needs about 120 MB of address space here.
+OOM_ADDRESS_SPACE = 512 << 20
+
+
+def test_replay_out_of_memory_is_one_line(tmp_path, example, collector_lib):
+    """A 2-rank ring of 1 MiB messages replayed at --size-scale 1024 (within bounds: 1 GiB
+    buffers) under an address-space limit: memory runs out; the replay says so in one line
+    naming the rank, the event and the message size, and exits non-zero (no std::bad_alloc, no
+    terminate)."""
+    traced = scalatrace.trace(
+        [str(example("ring")), "-i", "1", "-m", "1", "-s", "1048576"],
+        np=2,
+        out=tmp_path / "ring.sct",
+    )
+    tool = scalatrace._paths.tool("scalatrace-replay")
+
+    def limited_replay(size_scale: str) -> subprocess.CompletedProcess:
+        # The limit on the ranks only (the launcher itself needs more).
+        limited = ["prlimit", f"--as={OOM_ADDRESS_SPACE}", str(tool), str(traced.path)]
+        return subprocess.run(
+            [
+                helpers.mpiexec(),
+                "-n",
+                "2",
+                *limited,
+                "--compute-scale",
+                "0",
+                "--size-scale",
+                size_scale,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    plain = limited_replay("1")
+    assert plain.returncode == 0, plain.stderr  # the limit leaves room for MPI and the replay
+    proc = limited_replay("1024")
+    assert proc.returncode != 0
+    ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("scalatrace-replay:")]
+    assert ours, proc.stderr
+    line = ours[0]
+    assert line.startswith("scalatrace-replay: out of memory: rank "), proc.stderr
+    assert "(MPI_Send, call site" in line or "(MPI_Recv, call site" in line, line
+    assert "a message of 1073741824 bytes (1048576 recorded x --size-scale 1024)" in line, line
+    assert "lower --size-scale" in line
+    assert "bad_alloc" not in proc.stderr and "terminate called" not in proc.stderr

@@ -9,6 +9,7 @@ import contextlib
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import helpers
@@ -28,18 +29,55 @@ def _device(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _full_filesystem(path: Path):
-    """A 64 KiB tmpfs at ``path``, filled up: every write there fails with ENOSPC."""
+def _tmpfs(path: Path, size: str):
+    """A tmpfs of ``size`` mounted at ``path`` for the block."""
     path.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(path)]).returncode:
+    if subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)]
+    ).returncode:
         pytest.skip("cannot mount a tmpfs here")
     try:
-        with open(path / "filler", "wb", buffering=0) as f, contextlib.suppress(OSError):
-            while True:
-                f.write(b"\0" * 4096)
         yield path
     finally:
         subprocess.run(["umount", str(path)], check=True)
+
+
+def _fill(path: Path) -> None:
+    """Fills the file system of ``path``: every later write there fails with ENOSPC."""
+    with open(path / "filler", "wb", buffering=0) as f, contextlib.suppress(OSError):
+        while True:
+            f.write(b"\0" * 4096)
+
+
+@contextlib.contextmanager
+def _full_filesystem(path: Path):
+    """A 64 KiB tmpfs at ``path``, filled up: every write there fails with ENOSPC."""
+    with _tmpfs(path, "64k"):
+        _fill(path)
+        yield path
+
+
+_RENAMES: list[tuple[str, str]] | None = None
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "os.rename" and _RENAMES is not None:
+        _RENAMES.append((os.fspath(args[0]), os.fspath(args[1])))
+
+
+sys.addaudithook(_audit)  # inert unless _renames() is recording
+
+
+@contextlib.contextmanager
+def _renames():
+    """The ``os.rename(source, target)`` calls made in the block (Python's audit events); the
+    atomic exchange of two directories (renameat2 in the core) is not one of them."""
+    global _RENAMES
+    _RENAMES = []
+    try:
+        yield _RENAMES
+    finally:
+        _RENAMES = None
 
 
 def _no_temporaries(directory: Path) -> None:
@@ -241,3 +279,132 @@ def test_replacing_a_private_trace_keeps_its_mode(ring_sct, example, collector_l
     for p in (saved, run, collected):
         assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
         assert scalatrace.load(p).nranks == 2
+
+
+# ---- multi-file exports: published as a whole -------------------------------------------------
+
+
+def _names(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+def test_simgrid_export_appears_in_one_rename_and_is_replaced_in_one_exchange(ring_sct, tmp_path):
+    from scalatrace.simgrid import to_simgrid_ti, write_simgrid_platform
+
+    t = scalatrace.load(ring_sct)
+    ti = tmp_path / "ti"
+    with _renames() as renames:
+        exp = to_simgrid_ti(t, ti)
+    assert [target for _, target in renames] == [str(ti)]  # the whole directory, once
+    assert _names(ti) == ["index.txt", "rank-0.txt", "rank-1.txt"]
+    listed = Path(exp.index).read_text().split()
+    assert listed == [str(ti / "rank-0.txt"), str(ti / "rank-1.txt")] == [str(f) for f in exp.files]
+    # A platform next to the export, and a stale rank file of an earlier, larger export.
+    platform, hostfile = write_simgrid_platform(ti, 2, 1e-6, 1e9)
+    assert _names(ti) == ["hostfile", "index.txt", "platform.xml", "rank-0.txt", "rank-1.txt"]
+    (ti / "rank-7.txt").write_text("7 init\n")
+    (ti / "rank-0.txt").chmod(0o600)
+    kept = {p: p.read_bytes() for p in (platform, hostfile)}
+    old_directory = ti.stat().st_ino
+    with _renames() as renames:
+        to_simgrid_ti(t, ti, timing="none")
+    # Exchanged with the new directory in one step: never renamed away, never missing.
+    assert renames == [] and ti.stat().st_ino != old_directory
+    assert _names(ti) == ["hostfile", "index.txt", "platform.xml", "rank-0.txt", "rank-1.txt"]
+    assert {p: p.read_bytes() for p in kept} == kept  # the platform came along
+    assert stat.S_IMODE((ti / "rank-0.txt").stat().st_mode) == 0o600  # mode kept
+    assert (ti / "rank-0.txt").read_text().startswith("0 init")
+    _no_temporaries(tmp_path)
+    _no_temporaries(ti)
+
+
+def test_simgrid_export_into_a_shared_directory_touches_only_its_files(ring_sct, tmp_path):
+    from scalatrace.simgrid import to_simgrid_ti
+
+    t = scalatrace.load(ring_sct)
+    (tmp_path / "notes.txt").write_text("mine\n")
+    (tmp_path / "sub").mkdir()
+    with _renames() as renames:
+        exp = to_simgrid_ti(t, tmp_path)
+    # No rename can publish part of a shared directory: one file at a time, the index last.
+    assert [Path(target).name for _, target in renames] == ["rank-0.txt", "rank-1.txt", "index.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "mine\n" and (tmp_path / "sub").is_dir()
+    assert Path(exp.index) == tmp_path / "index.txt"
+    _no_temporaries(tmp_path)
+
+
+def test_simgrid_export_refuses_a_file_and_follows_a_symlinked_directory(ring_sct, tmp_path):
+    from scalatrace.simgrid import to_simgrid_ti
+
+    t = scalatrace.load(ring_sct)
+    (tmp_path / "file").write_text("x\n")
+    with pytest.raises(scalatrace.ScalatraceError, match="refusing"):
+        to_simgrid_ti(t, tmp_path / "file")
+    assert (tmp_path / "file").read_text() == "x\n"
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to("real")
+    to_simgrid_ti(t, tmp_path / "link")
+    assert (tmp_path / "link").is_symlink() and "index.txt" in _names(tmp_path / "real")
+
+
+@needs_root
+def test_failed_simgrid_export_leaves_the_earlier_one(ring_sct, tmp_path):
+    from scalatrace.simgrid import to_simgrid_ti
+
+    t = scalatrace.load(ring_sct)
+    with _tmpfs(tmp_path / "fs", "1m") as fs:
+        to_simgrid_ti(t, fs / "ti")
+        before = {p.name: p.read_bytes() for p in (fs / "ti").iterdir()}
+        _fill(fs)
+        with pytest.raises(scalatrace.ScalatraceError, match="No space left on device"):
+            to_simgrid_ti(t, fs / "ti", timing="none")
+        assert {p.name: p.read_bytes() for p in (fs / "ti").iterdir()} == before
+        assert _names(fs) == ["filler", "ti"]
+
+
+def test_to_otf2_replaces_the_events_directory_in_one_step(ring_sct, tmp_path):
+    t = scalatrace.load(ring_sct)
+    anchor = t.to_otf2(tmp_path, name="run")
+    events = tmp_path / "run"
+    old_directory = events.stat().st_ino
+    with _renames() as renames:
+        t.to_otf2(tmp_path, name="run", overwrite=True)
+    # The old events directory is never renamed away (the path is never missing): exchanged.
+    assert str(events) not in [source for source, _ in renames]
+    assert [Path(target).name for _, target in renames] == ["run.def", "run.otf2"]
+    assert events.stat().st_ino != old_directory and _names(events) == [
+        "0.def",
+        "0.evt",
+        "1.def",
+        "1.evt",
+    ]
+    assert anchor.is_file()
+    _no_temporaries(tmp_path)
+
+
+def test_to_otf2_into_a_new_directory_is_one_rename(ring_sct, tmp_path):
+    t = scalatrace.load(ring_sct)
+    root = tmp_path / "new" / "archive"
+    with _renames() as renames:
+        anchor = t.to_otf2(root, name="run")
+    assert [target for _, target in renames] == [str(root)]
+    assert anchor == root / "run.otf2" and _names(root) == ["run", "run.def", "run.otf2"]
+    _no_temporaries(tmp_path / "new")
+
+
+# ---- the collector's messages under the wrappers ----------------------------------------------
+
+
+def test_collector_messages_name_the_final_paths(example, collector_lib, tmp_path, capfd):
+    out, raw = tmp_path / "t.sct", tmp_path / "raw"
+    assert main(_ring_run(example, out, "--raw", str(raw))) == 0
+    err = capfd.readouterr().err
+    assert f"scalatrace: compressed trace ready for {out} (merge" in err, err
+    assert f"scalatrace: raw streams of all 2 ranks ready for {raw} (rank 0:" in err, err
+    assert ".tmp" not in err, err  # no staging path
+    settings = scalatrace.load(out).settings
+    assert settings["setting.SCALATRACE_OUT"] == str(out)
+    assert settings["setting.SCALATRACE_RAW"] == str(raw)
+    t = scalatrace.trace([str(example("ring")), "-i", "2"], np=2, out=tmp_path / "u.sct")
+    assert f"compressed trace ready for {tmp_path / 'u.sct'}" in t.run_stderr
+    assert ".tmp" not in t.run_stderr and t.settings["setting.SCALATRACE_RAW"] == ""

@@ -309,17 +309,20 @@ void Recorder::report_raw_streams(bool ranks_in_step) {
   const bool counted = ranks_in_step && sync_comm_ != MPI_COMM_NULL &&
                        PMPI_Reduce(&failed, &failed_ranks, 1, MPI_INT, MPI_SUM, 0, sync_comm_) == MPI_SUCCESS;
   if (rank != 0 || settings.quiet) return;
+  // Named by their final directory (settings.publish_raw), not the staging one of a wrapper.
+  const std::string& dir = settings.shown_raw_dir();
+  const char* verb = settings.publish_raw.empty() ? "written to" : "ready for";
   if (counted && failed_ranks == 0)
-    std::fprintf(stderr, "scalatrace: raw streams of all %d ranks written to %s (rank 0: %llu events)\n", nranks,
-                 settings.raw_dir.c_str(), static_cast<unsigned long long>(events_));
+    std::fprintf(stderr, "scalatrace: raw streams of all %d ranks %s %s (rank 0: %llu events%s)\n", nranks, verb,
+                 dir.c_str(), static_cast<unsigned long long>(events_), settings.publish_note());
   else if (counted)
-    warn("raw streams in " + settings.raw_dir + ": " + std::to_string(failed_ranks) + " of " + std::to_string(nranks) +
+    warn("raw streams in " + dir + ": " + std::to_string(failed_ranks) + " of " + std::to_string(nranks) +
          " ranks could not write theirs (see their messages)");
   else if (!raw_failed_)
     std::fprintf(stderr,
-                 "scalatrace: raw stream of rank 0 written to %s (%llu events; other "
-                 "ranks report their own failures)\n",
-                 settings.raw_dir.c_str(), static_cast<unsigned long long>(events_));
+                 "scalatrace: raw stream of rank 0 %s %s (%llu events; other "
+                 "ranks report their own failures%s)\n",
+                 verb, dir.c_str(), static_cast<unsigned long long>(events_), settings.publish_note());
 }
 
 bool Recorder::wait_for_all_ranks() {
@@ -387,17 +390,19 @@ void Recorder::write_compressed(const char* why, bool ranks_in_step) {
   const TreeMergeResult result = merge_over_tree_and_write(std::move(local), settings.out,
                                                            RankSpill{spill_.get(), compressor->peak_memory_bytes()});
   // Errors about the file itself start with its path; others get it prepended.
+  // Errors name the file written (a staging path under a wrapper); the rest the final path.
   const std::string& out = settings.out;
   const std::string about_file = result.error.starts_with(out) ? result.error : out + ": " + result.error;
   if (!result.error.empty() && rank != 0)
-    warn("compressed trace " + out + ": this rank's part could not be merged: " + result.error);
+    warn("compressed trace " + settings.shown_out() + ": this rank's part could not be merged: " + result.error);
   else if (!result.error.empty() && result.wrote)
     warn("compressed trace written but incomplete: " + about_file);
   else if (!result.error.empty())
     warn("compressed trace not written: " + about_file);
   else if (rank == 0 && result.wrote && !settings.quiet)
-    std::fprintf(stderr, "scalatrace: compressed trace written to %s (merge %.3f s)\n", settings.out.c_str(),
-                 result.seconds);
+    std::fprintf(stderr, "scalatrace: compressed trace %s %s (merge %.3f s%s)\n",
+                 settings.publish_out.empty() ? "written to" : "ready for", settings.shown_out().c_str(),
+                 result.seconds, settings.publish_note());
 #endif
 }
 

@@ -119,13 +119,15 @@ Settings Settings::from_environment(const std::string& program, bool report) {
   read_number("SCALATRACE_EXIT_WAIT", s.exit_wait_s, 0, 3600, "a number of seconds");
   read_flag("SCALATRACE_QUIET", s.quiet);
   read_flag("SCALATRACE_STACK_MEMO", s.stack_memo);
+  if (!s.out.empty() && s.out != "none") s.publish_out = read_path("SCALATRACE_PUBLISH_OUT");
+  if (!s.raw_dir.empty()) s.publish_raw = read_path("SCALATRACE_PUBLISH_RAW");
   return s;
 }
 
 std::map<std::string, std::string> Settings::as_metadata() const {
   return {
-      {"setting.SCALATRACE_RAW", raw_dir},
-      {"setting.SCALATRACE_OUT", out},
+      {"setting.SCALATRACE_RAW", shown_raw_dir()},
+      {"setting.SCALATRACE_OUT", shown_out()},
       {"setting.SCALATRACE_STACK_DEPTH", std::to_string(stack_depth)},
       {"setting.SCALATRACE_STACK_MEMO", stack_memo ? "1" : "0"},
       {"setting.SCALATRACE_WINDOW", std::to_string(window)},

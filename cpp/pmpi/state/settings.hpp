@@ -24,6 +24,20 @@ struct Settings {
   std::uint64_t clusters = 0;              ///< SCALATRACE_CLUSTERS: K of K-farthest clustering (0 = off)
   std::uint64_t exit_wait_s = 30;          ///< SCALATRACE_EXIT_WAIT: seconds ranks wait for each
                                            ///< other at exit without MPI_Finalize (0 = no wait)
+  /// SCALATRACE_PUBLISH_OUT / SCALATRACE_PUBLISH_RAW (set by scalatrace run, scalatrace.trace and
+  /// replay, which let the collector write into staging paths and move the results there when
+  /// the run succeeded): the final paths, named in the collector's messages and recorded as the
+  /// settings instead of the staging paths. Empty: the outputs stay where they are written.
+  std::string publish_out;
+  std::string publish_raw;
+
+  /// Where the trace and the raw streams end up (the final paths, else where they are written).
+  const std::string& shown_out() const { return publish_out.empty() ? out : publish_out; }
+  const std::string& shown_raw_dir() const { return publish_raw.empty() ? raw_dir : publish_raw; }
+  /// The note added to "ready" messages when the outputs are moved into place later.
+  const char* publish_note() const {
+    return publish_out.empty() && publish_raw.empty() ? "" : "; put in place when the run succeeds";
+  }
 
   /// Reads the environment; `program` is the executable's base name (default output name).
   /// `report`: print a line for each bad value (rank 0 does; the others read the same values).

@@ -6,9 +6,11 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,18 @@ Trace load_trace(const std::string& path, int rank) {
   return read_trace_file(path);
 }
 
+// Why a step failed, in one line: std::bad_alloc says only "std::bad_alloc".
+std::string reason(const std::exception& e) {
+  return dynamic_cast<const std::bad_alloc*>(&e) != nullptr ? "out of memory" : e.what();
+}
+
+// Ends the run after a problem of this rank alone (its peers may be waiting for it).
+[[noreturn]] void abort_run(const std::string& message) {
+  std::cerr << "scalatrace-replay: " << message << std::endl;
+  PMPI_Abort(MPI_COMM_WORLD, kErrorExit);
+  std::exit(kErrorExit);  // not reached: MPI_Abort ends the process
+}
+
 // Ends every rank after a problem all ranks detect alike (rank 0 reports it).
 int finish_early(int rank, const std::string& message, int code) {
   if (rank == 0) std::cerr << "scalatrace-replay: " << message << std::endl;
@@ -82,7 +96,7 @@ int main(int argc, char** argv) {
     try {
       writer(path);
     } catch (const std::exception& e) {
-      std::cerr << "scalatrace-replay: " << e.what() << std::endl;
+      std::cerr << "scalatrace-replay: " << reason(e) << std::endl;
       return kErrorExit;
     }
     return 0;
@@ -95,6 +109,9 @@ int main(int argc, char** argv) {
     try {
       Trace trace = load_trace(options.trace_path, 0);
       std::cout << trace_info_json(options.trace_path, trace);
+    } catch (const std::bad_alloc&) {
+      std::cerr << "scalatrace-replay: out of memory reading the trace '" << options.trace_path << "'" << std::endl;
+      return kErrorExit;
     } catch (const std::exception& e) {
       std::cerr << "scalatrace-replay: cannot read trace '" << options.trace_path << "': " << e.what() << std::endl;
       return kUsageExit;
@@ -110,6 +127,8 @@ int main(int argc, char** argv) {
   Trace trace;
   try {
     trace = load_trace(options.trace_path, rank);
+  } catch (const std::bad_alloc&) {
+    abort_run("out of memory: rank " + std::to_string(rank) + ", reading the trace '" + options.trace_path + "'");
   } catch (const std::exception& e) {
     return finish_early(rank, "cannot read trace '" + options.trace_path + "': " + e.what(), kUsageExit);
   }
@@ -124,15 +143,19 @@ int main(int argc, char** argv) {
   Progress progress;
   RankStats stats;
   int exit_code = 0;
-  {
+  // Memory running out is a one-line message naming what was being done, and a non-zero exit.
+  try {
     Watchdog watchdog(progress, options.timeout_s, rank, [&trace](std::uint32_t id) { return site_text(trace, id); });
     Replayer replayer(trace, options, rank, progress);
     PMPI_Barrier(MPI_COMM_WORLD);
     try {
       stats = replayer.run();
+    } catch (const OutOfMemory& e) {
+      abort_run(std::string("out of memory: ") + e.what() + "; lower --size-scale or give the replay more memory");
+    } catch (const std::bad_alloc&) {
+      abort_run("out of memory: rank " + std::to_string(rank) + ", walking its events");
     } catch (const std::exception& e) {
-      std::cerr << "scalatrace-replay: " << e.what() << std::endl;
-      PMPI_Abort(MPI_COMM_WORLD, kErrorExit);
+      abort_run(e.what());
     }
     // The watchdog keeps watching the end: a rank whose peers are stuck must not hang here.
     progress.finishing.store(true);
@@ -164,6 +187,8 @@ int main(int argc, char** argv) {
     replayer.release();
     MPI_Finalize();
     progress.call_start_ns.store(0);
+  } catch (const std::bad_alloc&) {
+    abort_run("out of memory: rank " + std::to_string(rank) + ", setting up the replay or gathering its report");
   }
   return exit_code;
 }

@@ -1,7 +1,9 @@
 #include "replayer.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
+#include <new>
 #include <string>
 
 #include "scalatrace/read/cursor.hpp"
@@ -51,6 +53,21 @@ bool threads_recorded(const Trace& trace) {
 std::string event_text(const Event& e, std::int64_t index, int rank) {
   return "rank " + std::to_string(rank) + ", event #" + std::to_string(index) + " (MPI_" + std::string(op_name(e.op)) +
          ", call site " + std::to_string(e.site) + ")";
+}
+
+/// "rank 1, event #3 (MPI_Send, call site 2), a message of 1073741824 bytes (1048576 recorded x
+/// --size-scale 1024)": what the replay was doing when memory ran out.
+std::string out_of_memory_text(const Event& e, std::int64_t index, int rank, std::int64_t scaled_bytes,
+                               double size_scale) {
+  std::string text = event_text(e, index, rank);
+  const std::int64_t recorded = std::max(e[Field::Bytes], e[Field::Bytes2]);
+  if (recorded > 0) {
+    char scale[32];
+    std::snprintf(scale, sizeof scale, "%g", size_scale);
+    text += ", a message of " + std::to_string(scaled_bytes) + " bytes (" + std::to_string(recorded) +
+            " recorded x --size-scale " + scale + ")";
+  }
+  return text;
 }
 
 }  // namespace
@@ -110,6 +127,10 @@ RankStats Replayer::run() {
           issue(e);
       } catch (const Error& err) {
         throw Error(event_text(e, index_, world_rank_) + ": " + err.what());
+      } catch (const std::bad_alloc&) {
+        const std::int64_t bytes = std::max(e[Field::Bytes], e[Field::Bytes2]);
+        throw OutOfMemory(
+            out_of_memory_text(e, index_, world_rank_, types_.scaled(bytes, Rounding::Up), options_.size_scale));
       }
       progress_.call_start_ns.store(0);
       ++stats_.issued;

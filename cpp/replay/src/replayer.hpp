@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <stdexcept>
 #include <vector>
 
 #include "buffer_pool.hpp"
@@ -34,10 +35,17 @@ struct RankStats {
   double time_s = 0;                     ///< wall time of this rank's replay
 };
 
+/// Memory ran out while an event was replayed (std::bad_alloc, e.g. a message buffer at its
+/// --size-scale size): what() names the rank, the event and the size of its message.
+struct OutOfMemory : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class Replayer {
  public:
   Replayer(const Trace& trace, const Options& options, int world_rank, Progress& progress);
-  /// Replays all of this rank's events. Throws scalatrace::Error naming the event on bad input.
+  /// Replays all of this rank's events. Throws scalatrace::Error naming the event on bad input,
+  /// OutOfMemory naming it when memory runs out.
   RankStats run();
   /// Frees derived datatypes, ops and the Bsend buffer (call before MPI_Finalize).
   void release();
