@@ -12,32 +12,12 @@
 #include "scalatrace/read/cursor.hpp"
 #include "scalatrace/support/errors.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
+#include "trace_shape.hpp"
 
 using namespace scalatrace;
 using namespace scalatrace::test_support;
 
 namespace {
-
-std::string seq_text(const ValueSeq& v) {
-  if (v.size() > 12) return v.to_string();
-  std::string out = "[";
-  for (auto x : v.to_vector()) out += (out.size() > 1 ? " " : "") + std::to_string(x);
-  return out + "]";
-}
-
-std::string shape(const std::vector<Node>& nodes) {
-  std::ostringstream os;
-  for (const auto& n : nodes) {
-    if (n.loop) {
-      os << "L" << seq_text(n.loop->trips.alternatives.at(0).first) << "{" << shape(n.loop->body) << "}";
-    } else {
-      os << op_name(n.event->op) << n.event->site;
-    }
-    if (!n.presence.empty()) os << "?" << seq_text(n.presence.alternatives.at(0).first);
-    os << " ";
-  }
-  return os.str();
-}
 
 void expect_round_trip(const std::vector<Event>& events, const Trace& t) {
   const auto out = expand(t, 0);
@@ -327,6 +307,53 @@ TEST(LoopEnds, IterationsMissingCallsAtEitherEndStillCountAsIterations) {
     const auto steps = timestep_loops(t);
     ASSERT_EQ(steps.size(), 1u) << shape(t.nodes);
     EXPECT_EQ(steps[0].max_iterations, 15) << shape(t.nodes);
+    EXPECT_EQ(t.nodes.back().event->op, Op::Finalize) << shape(t.nodes);
+  }
+}
+
+TEST(LoopEnds, LongIterationsLackingACallAtEitherEndJoinTheLoop) {
+  // LULESH-like: each of 20 timesteps opens with an Allreduce (the time increment), exchanges
+  // over 80 distinct calls (longer than the per-event alignment bound) and closes with another
+  // Allreduce; the first or the last timestep skips one call. Whatever the compressor folds
+  // first (for the first case a loop rotated to start at the second call, the first
+  // timestep's remainder after it), the result is one loop of 20 iterations with the same
+  // event nodes as without the skip: the skipped call costs a presence vector, not a second
+  // copy of the timestep (issue 30: 157 of LULESH's 413 event nodes at 8 ranks).
+  constexpr int kSteps = 20, kHalo = 80;
+  struct Case {
+    const char* name;
+    std::function<bool(int step, int call)> present;  ///< call 0..kHalo+1 of timestep `step`
+  };
+  const std::vector<Case> cases{
+      {"no skip", [](int, int) { return true; }},
+      {"first skips the opening Allreduce", [](int step, int call) { return step > 0 || call != 0; }},
+      {"first skips the closing Allreduce", [](int step, int call) { return step > 0 || call != kHalo + 1; }},
+      {"first skips a middle call", [](int step, int call) { return step > 0 || call != 40; }},
+      {"last skips the opening Allreduce", [](int step, int call) { return step < kSteps - 1 || call != 0; }},
+      {"last skips the closing Allreduce", [](int step, int call) { return step < kSteps - 1 || call != kHalo + 1; }},
+      {"first and last skip one each",
+       [](int step, int call) { return (step > 0 || call != 0) && (step < kSteps - 1 || call != kHalo + 1); }},
+  };
+  const Op halo_ops[] = {Op::Irecv, Op::Irecv, Op::Isend, Op::Isend, Op::Waitall};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<Event> s{ev(Op::Init, 9), ev(Op::Bcast, 8, 0, 8)};
+    for (int step = 0; step < kSteps; ++step)
+      for (int call = 0; call < kHalo + 2; ++call) {
+        if (!c.present(step, call)) continue;
+        if (call == 0 || call == kHalo + 1)
+          s.push_back(ev(Op::Allreduce, call == 0 ? 4 : 5, 0, 8));
+        else
+          s.push_back(ev(halo_ops[call % 5], static_cast<std::uint32_t>(100 + call), 1 + call % 3, 64));
+      }
+    s.push_back(ev(Op::Reduce, 6, 0, 8));
+    s.push_back(ev(Op::Finalize, 10));
+    const Trace t = compress(s);
+    expect_round_trip(s, t);
+    const auto steps = timestep_loops(t);
+    ASSERT_EQ(steps.size(), 1u) << shape(t.nodes);
+    EXPECT_EQ(steps[0].max_iterations, kSteps) << shape(t.nodes);
+    EXPECT_EQ(event_nodes(t.nodes), static_cast<std::size_t>(kHalo + 2 + 4)) << shape(t.nodes);
     EXPECT_EQ(t.nodes.back().event->op, Op::Finalize) << shape(t.nodes);
   }
 }
