@@ -1,4 +1,5 @@
-"""Real MPI runs: loops whose first or last iteration lacks a call (issue 30, item 3).
+"""Real MPI runs: loops whose first or last iteration lacks a call, and pipelined sweeps whose
+loops must follow the application's stages (issue 30, item 3).
 
 LULESH's first timestep skips the ``MPI_Allreduce`` of its time increment; its trace kept a
 20th copy of the whole timestep after a loop of 19 (157 of 414 nodes at 8 ranks).
@@ -8,6 +9,13 @@ compressor's per-event alignment bound, as LULESH's timestep is), one of the fou
 skipped. Each run is traced with the raw recording; the merged trace must give back every
 rank's events exactly (``scalatrace-dump check``) and hold no more event nodes than the same
 program without the skip, plus one, in one loop of all the timesteps.
+
+NPB BT's sweeps (``tests/py/programs/pipelined_sweeps.c``, CELLS stages each way as BT's
+x/y/z_solve): the backward sweep's last stage receives without sending on, so its stages came
+out as ``Isend (Irecv Wait Wait Isend) x 2`` plus a copy of ``Irecv Wait Wait`` after the loop,
+and at 16 ranks the loop's trips as ``[2x59 3]`` against the forward sweep's ``[3x60]``. Now
+every sweep loop runs CELLS - 1 iterations in every timestep, the last stage's missing send a
+presence value.
 """
 
 from __future__ import annotations
@@ -68,3 +76,39 @@ def test_a_skipped_collective_costs_no_copy_of_the_timestep(
     loops = skipped.timestep_loops()
     assert len(loops) == 1, skipped.dump()
     assert loops[0].min_iterations == loops[0].max_iterations == STEPS
+
+
+@pytest.fixture(scope="module")
+def pipelined_sweeps(tmp_path_factory) -> Path:
+    return compile_program("pipelined_sweeps", tmp_path_factory.mktemp("pipelined_sweeps"))
+
+
+def trip_counts(loop: scalatrace.Loop, nranks: int) -> set[int]:
+    """Every trip count any rank's visits of `loop` run."""
+    counts: set[int] = set()
+    for rank in range(nranks):
+        seq = loop.trips.for_rank(rank)
+        if seq is not None:
+            counts.update(int(v) for v in seq.to_numpy())
+    return counts
+
+
+# 4 cells: NPB BT's stages at 16 ranks; fewer ranks than cells as BT's multi-partition allows.
+@pytest.mark.parametrize("ranks,cells", [(4, 4), (2, 4), (3, 5)])
+def test_sweep_loops_follow_the_application_stages(
+    ranks, cells, pipelined_sweeps, tmp_path, collector_lib
+):
+    steps = 6
+    trace = traced(pipelined_sweeps, ranks, [str(steps), str(cells)], tmp_path, "sweeps")
+    loops = trace.timestep_loops()
+    assert len(loops) == 1, trace.dump()
+    assert loops[0].min_iterations == loops[0].max_iterations == steps
+    sweeps = [node for node in loops[0].loop.body if isinstance(node, scalatrace.Loop)]
+    # Forward: (Isend Irecv Wait Wait) x (cells - 1); backward: the first stage's Isend, then
+    # (Irecv Wait Wait Isend?) x (cells - 1). Six sibling loops, the same trips in every visit.
+    assert len(sweeps) == 6, trace.dump()
+    for sweep in sweeps:
+        assert trip_counts(sweep, ranks) == {cells - 1}, trace.dump()
+    # Context (Init, Comm_rank, Comm_size, Bcast, Allreduce, Finalize), the face copy (5 calls)
+    # and per direction 4 + 1 + 4 calls: no copy of the last stage.
+    assert event_nodes(trace) == 6 + 5 + 3 * 9, trace.dump()

@@ -358,6 +358,78 @@ TEST(LoopEnds, LongIterationsLackingACallAtEitherEndJoinTheLoop) {
   }
 }
 
+/// NPB BT's pipelined sweeps (x_solve) over `cells` stages, `steps` timesteps: a face copy,
+/// then forward stages (the first sends only, the last receives only) and backward stages
+/// whose first send is a call site of its own (gfortran -O2 peels that iteration).
+std::vector<Event> bt_sweeps(int steps, int cells) {
+  std::vector<Event> s{ev(Op::Init, 9)};
+  for (int step = 0; step < steps; ++step) {
+    s.push_back(ev(Op::Irecv, 1, 1, 64));
+    s.push_back(ev(Op::Isend, 2, 1, 64));
+    s.push_back(ev(Op::Waitall, 3));
+    for (int stage = 0; stage < cells; ++stage) {
+      if (stage > 0) {
+        s.push_back(ev(Op::Irecv, 12, -1, 640));
+        s.push_back(ev(Op::Wait, 13));
+        s.push_back(ev(Op::Wait, 14));
+      }
+      if (stage < cells - 1) s.push_back(ev(Op::Isend, 11, 1, 640));
+    }
+    for (int stage = cells - 1; stage >= 0; --stage) {
+      if (stage == cells - 1) {
+        s.push_back(ev(Op::Isend, 15, -1, 320));
+        continue;
+      }
+      s.push_back(ev(Op::Irecv, 16, 1, 320));
+      s.push_back(ev(Op::Wait, 17));
+      s.push_back(ev(Op::Wait, 18));
+      if (stage > 0) s.push_back(ev(Op::Isend, 19, -1, 320));
+    }
+  }
+  s.push_back(ev(Op::Finalize, 10));
+  return s;
+}
+
+TEST(LoopEnds, PipelinedSweepStagesAreTheLoopsIterations) {
+  // Both sweeps' loops run cells - 1 iterations in every timestep: the forward one as
+  // (Isend Irecv Wait Wait), the backward one as (Irecv Wait Wait Isend?) with the last
+  // stage's missing send a presence value, not a copy of "Irecv Wait Wait" after a loop of
+  // cells - 2 (issue 30: BT at 16 ranks had trips [2x59 3] against the forward [3x60]).
+  for (const int cells : {4, 5, 8}) {
+    SCOPED_TRACE("cells " + std::to_string(cells));
+    const std::vector<Event> s = bt_sweeps(10, cells);
+    const Trace t = compress(s);
+    expect_round_trip(s, t);
+    const auto steps = timestep_loops(t);
+    ASSERT_EQ(steps.size(), 1u) << shape(t.nodes);
+    EXPECT_EQ(steps[0].max_iterations, 10) << shape(t.nodes);
+    const Node& timestep = t.nodes.at(steps[0].path.at(0));
+    int sweeps = 0;
+    for (const Node& n : timestep.loop->body) {
+      if (!n.loop) continue;
+      ++sweeps;
+      EXPECT_EQ(n.loop->trips.alternatives.at(0).first, ValueSeq::constant(cells - 1, 10)) << shape(t.nodes);
+    }
+    EXPECT_EQ(sweeps, 2) << shape(t.nodes);
+    EXPECT_EQ(event_nodes(t.nodes), 2u + 3 + 4 + 1 + 4) << shape(t.nodes);
+  }
+}
+
+TEST(LoopEnds, AnIterationCutAtTheFirstOfTwoAlikeStagesIsNotALoopBoundary) {
+  // With 3 cells a timestep ends with the backward sweep's two "Irecv Wait Wait" stages; the
+  // next timestep so far ends with the first of them. Folding the two timesteps there (all of
+  // the second is in the first) cut every later timestep at the wrong place (before: a loop of
+  // 2 timesteps, then a rotated loop of the others, 38 event nodes for this stream's 17). The
+  // loop waits for the second stage and is the timestep loop as written.
+  const std::vector<Event> s = bt_sweeps(10, 3);
+  const Trace t = compress(s);
+  expect_round_trip(s, t);
+  const auto steps = timestep_loops(t);
+  ASSERT_EQ(steps.size(), 1u) << shape(t.nodes);
+  EXPECT_EQ(steps[0].max_iterations, 10) << shape(t.nodes);
+  EXPECT_EQ(t.nodes.size(), 3u) << shape(t.nodes);  // Init, the timestep loop, Finalize
+}
+
 TEST(LoopEnds, NestedSplitIsReportedAsTheLoopAsWritten) {
   // for step < 6: Bcast; Barrier -- compressed as one loop of 6 (never 3 x 2).
   std::vector<Event> s;

@@ -138,6 +138,64 @@ void IntraCompressor::Impl::absorb_leading() {
   q.push_back(std::move(loop_entry));
 }
 
+/// A pipelined sweep's last stage receives but does not send on (NPB BT's x_solve: stages
+/// R W W S, the last one R W W): the loop of the full stages is followed by a partial iteration,
+/// and whatever comes next cannot continue it. Taken in then, in every visit of the loop (not
+/// only at the end of the stream), the loop runs as many iterations as the application's, the
+/// same in every visit, and the enclosing loop's iterations align: L[3]{R W W S?[1 1 0]}
+/// instead of L[2]{R W W S} R W W. The entries after the last top-level loop must be a partial
+/// iteration (partial_counts, in body order) of it or of a loop down its tail chain (the
+/// sweep's loop ends the enclosing timestep loop, which was folded before the sweep finished),
+/// and `e` must continue neither that iteration (match a body node after them) nor the last
+/// entry (a loop, or a loop ending a loop, that `e` would give one more iteration).
+void IntraCompressor::Impl::close_partial_iteration(const Event& e) {
+  const std::size_t t = q.size();
+  if (t < 3 || t - 3 < frozen) return;
+  // The nearest top-level loop, at most kMaxAlign + 1 entries back.
+  const std::size_t stop = std::max(frozen, t > kMaxAlign + 1 ? t - kMaxAlign - 1 : std::size_t{0});
+  std::size_t j = t;
+  for (std::size_t k = t; k-- > stop;)
+    if (!q[k].raw && q[k].node.loop) {
+      j = k;
+      break;
+    }
+  if (j == t || t - 1 - j < 2) return;  // a partial iteration has two entries or more
+  const Key next{e.op, e.site};
+  for (const Node* c = q[t - 1].raw ? nullptr : &q[t - 1].node; c != nullptr && c->loop; c = &c->loop->body.back())
+    if (key_match(first_key(c->loop->body.front()), next)) return;
+  const std::vector<View> av = views(j + 1, t);
+  for (Node* c = &q[j].node; c->loop;) {
+    LoopNode& loop = *c->loop;
+    if (ends_partial_iteration(loop.body, av, next)) {
+      const std::uint64_t va = visits(loop.body.front());
+      body_merge(loop.body, body_views(loop.body), va, take(j + 1), av, 1);
+      ValueSeq& trips = single(loop.trips);
+      trips.set_back(trips.back() + 1);
+      q[j].view = view_of(q[j].node);
+      return;
+    }
+    Node& last = loop.body.back();  // down the tail chain: a loop that ran last
+    if (!last.loop || (!last.presence.empty() && last.presence.alternatives.front().first.back() == 0)) return;
+    c = &last;
+  }
+}
+
+/// `part` is a partial iteration of `body` that an event `next` cannot continue.
+bool IntraCompressor::Impl::ends_partial_iteration(const std::vector<Node>& body, const std::vector<View>& part,
+                                                   Key next) const {
+  const std::size_t m = body.size();
+  if (!partial_counts(part.size(), m, part.size())) return false;
+  std::size_t pos = 0;  // the body nodes `part` matched, greedily in order
+  for (const View& x : part) {
+    while (pos < m && !match(view_of(body[pos]), x)) ++pos;
+    if (pos == m) return false;
+    ++pos;
+  }
+  for (std::size_t p = pos; p < m; ++p)
+    if (key_match(first_key(body[p]), next)) return false;  // `next` may continue the iteration
+  return true;
+}
+
 /// When both loops' iterations are alike, one loop ran the iterations that lacked calls and
 /// the other the rest, e.g. L[2]{A B} L[18]{C A B} for 20 iterations of A B C whose first
 /// lacked C (the first two A B folded before C came). Their iterations follow one another, so

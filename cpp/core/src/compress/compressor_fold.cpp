@@ -15,6 +15,7 @@ using namespace compressor_nodes;
 
 void IntraCompressor::Impl::normal_push(const Event& e) {
   flush_field_cache();
+  close_partial_iteration(e);
   Entry& en = q.emplace_back();
   en.ev = e;
   en.view = view_of(en);

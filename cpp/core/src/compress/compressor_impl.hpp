@@ -171,6 +171,10 @@ struct IntraCompressor::Impl {
   std::size_t end_reach(std::size_t body_size) const { return std::min(cfg.window, body_size + body_size / 3 + 1); }
   /// When a loop is made (q.back()): what precedes it that is its first iteration(s).
   void absorb_leading();
+  /// Before `e` joins the queue: the entries after the last top-level loop are an iteration
+  /// of it that lacks calls and `e` cannot continue: it becomes one more iteration.
+  void close_partial_iteration(const Event& e);
+  bool ends_partial_iteration(const std::vector<Node>& body, const std::vector<View>& part, Key next) const;
   /// q[i] and q[i + 1] are loops run once each whose bodies are close or partial iterations of
   /// one another: one loop of both's iterations (q[i + 1] removed). False if they are not.
   bool merge_adjacent_loops(std::size_t i);
