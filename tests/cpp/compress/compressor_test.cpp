@@ -12,32 +12,12 @@
 #include "scalatrace/read/cursor.hpp"
 #include "scalatrace/support/errors.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
+#include "trace_shape.hpp"
 
 using namespace scalatrace;
 using namespace scalatrace::test_support;
 
 namespace {
-
-std::string seq_text(const ValueSeq& v) {
-  if (v.size() > 12) return v.to_string();
-  std::string out = "[";
-  for (auto x : v.to_vector()) out += (out.size() > 1 ? " " : "") + std::to_string(x);
-  return out + "]";
-}
-
-std::string shape(const std::vector<Node>& nodes) {
-  std::ostringstream os;
-  for (const auto& n : nodes) {
-    if (n.loop) {
-      os << "L" << seq_text(n.loop->trips.alternatives.at(0).first) << "{" << shape(n.loop->body) << "}";
-    } else {
-      os << op_name(n.event->op) << n.event->site;
-    }
-    if (!n.presence.empty()) os << "?" << seq_text(n.presence.alternatives.at(0).first);
-    os << " ";
-  }
-  return os.str();
-}
 
 void expect_round_trip(const std::vector<Event>& events, const Trace& t) {
   const auto out = expand(t, 0);
@@ -329,6 +309,125 @@ TEST(LoopEnds, IterationsMissingCallsAtEitherEndStillCountAsIterations) {
     EXPECT_EQ(steps[0].max_iterations, 15) << shape(t.nodes);
     EXPECT_EQ(t.nodes.back().event->op, Op::Finalize) << shape(t.nodes);
   }
+}
+
+TEST(LoopEnds, LongIterationsLackingACallAtEitherEndJoinTheLoop) {
+  // LULESH-like: each of 20 timesteps opens with an Allreduce (the time increment), exchanges
+  // over 80 distinct calls (longer than the per-event alignment bound) and closes with another
+  // Allreduce; the first or the last timestep skips one call. Whatever the compressor folds
+  // first (for the first case a loop rotated to start at the second call, the first
+  // timestep's remainder after it), the result is one loop of 20 iterations with the same
+  // event nodes as without the skip: the skipped call costs a presence vector, not a second
+  // copy of the timestep (issue 30: 157 of LULESH's 413 event nodes at 8 ranks).
+  constexpr int kSteps = 20, kHalo = 80;
+  struct Case {
+    const char* name;
+    std::function<bool(int step, int call)> present;  ///< call 0..kHalo+1 of timestep `step`
+  };
+  const std::vector<Case> cases{
+      {"no skip", [](int, int) { return true; }},
+      {"first skips the opening Allreduce", [](int step, int call) { return step > 0 || call != 0; }},
+      {"first skips the closing Allreduce", [](int step, int call) { return step > 0 || call != kHalo + 1; }},
+      {"first skips a middle call", [](int step, int call) { return step > 0 || call != 40; }},
+      {"last skips the opening Allreduce", [](int step, int call) { return step < kSteps - 1 || call != 0; }},
+      {"last skips the closing Allreduce", [](int step, int call) { return step < kSteps - 1 || call != kHalo + 1; }},
+      {"first and last skip one each",
+       [](int step, int call) { return (step > 0 || call != 0) && (step < kSteps - 1 || call != kHalo + 1); }},
+  };
+  const Op halo_ops[] = {Op::Irecv, Op::Irecv, Op::Isend, Op::Isend, Op::Waitall};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<Event> s{ev(Op::Init, 9), ev(Op::Bcast, 8, 0, 8)};
+    for (int step = 0; step < kSteps; ++step)
+      for (int call = 0; call < kHalo + 2; ++call) {
+        if (!c.present(step, call)) continue;
+        if (call == 0 || call == kHalo + 1)
+          s.push_back(ev(Op::Allreduce, call == 0 ? 4 : 5, 0, 8));
+        else
+          s.push_back(ev(halo_ops[call % 5], static_cast<std::uint32_t>(100 + call), 1 + call % 3, 64));
+      }
+    s.push_back(ev(Op::Reduce, 6, 0, 8));
+    s.push_back(ev(Op::Finalize, 10));
+    const Trace t = compress(s);
+    expect_round_trip(s, t);
+    const auto steps = timestep_loops(t);
+    ASSERT_EQ(steps.size(), 1u) << shape(t.nodes);
+    EXPECT_EQ(steps[0].max_iterations, kSteps) << shape(t.nodes);
+    EXPECT_EQ(event_nodes(t.nodes), static_cast<std::size_t>(kHalo + 2 + 4)) << shape(t.nodes);
+    EXPECT_EQ(t.nodes.back().event->op, Op::Finalize) << shape(t.nodes);
+  }
+}
+
+/// NPB BT's pipelined sweeps (x_solve) over `cells` stages, `steps` timesteps: a face copy,
+/// then forward stages (the first sends only, the last receives only) and backward stages
+/// whose first send is a call site of its own (gfortran -O2 peels that iteration).
+std::vector<Event> bt_sweeps(int steps, int cells) {
+  std::vector<Event> s{ev(Op::Init, 9)};
+  for (int step = 0; step < steps; ++step) {
+    s.push_back(ev(Op::Irecv, 1, 1, 64));
+    s.push_back(ev(Op::Isend, 2, 1, 64));
+    s.push_back(ev(Op::Waitall, 3));
+    for (int stage = 0; stage < cells; ++stage) {
+      if (stage > 0) {
+        s.push_back(ev(Op::Irecv, 12, -1, 640));
+        s.push_back(ev(Op::Wait, 13));
+        s.push_back(ev(Op::Wait, 14));
+      }
+      if (stage < cells - 1) s.push_back(ev(Op::Isend, 11, 1, 640));
+    }
+    for (int stage = cells - 1; stage >= 0; --stage) {
+      if (stage == cells - 1) {
+        s.push_back(ev(Op::Isend, 15, -1, 320));
+        continue;
+      }
+      s.push_back(ev(Op::Irecv, 16, 1, 320));
+      s.push_back(ev(Op::Wait, 17));
+      s.push_back(ev(Op::Wait, 18));
+      if (stage > 0) s.push_back(ev(Op::Isend, 19, -1, 320));
+    }
+  }
+  s.push_back(ev(Op::Finalize, 10));
+  return s;
+}
+
+TEST(LoopEnds, PipelinedSweepStagesAreTheLoopsIterations) {
+  // Both sweeps' loops run cells - 1 iterations in every timestep: the forward one as
+  // (Isend Irecv Wait Wait), the backward one as (Irecv Wait Wait Isend?) with the last
+  // stage's missing send a presence value, not a copy of "Irecv Wait Wait" after a loop of
+  // cells - 2 (issue 30: BT at 16 ranks had trips [2x59 3] against the forward [3x60]).
+  for (const int cells : {4, 5, 8}) {
+    SCOPED_TRACE("cells " + std::to_string(cells));
+    const std::vector<Event> s = bt_sweeps(10, cells);
+    const Trace t = compress(s);
+    expect_round_trip(s, t);
+    const auto steps = timestep_loops(t);
+    ASSERT_EQ(steps.size(), 1u) << shape(t.nodes);
+    EXPECT_EQ(steps[0].max_iterations, 10) << shape(t.nodes);
+    const Node& timestep = t.nodes.at(steps[0].path.at(0));
+    int sweeps = 0;
+    for (const Node& n : timestep.loop->body) {
+      if (!n.loop) continue;
+      ++sweeps;
+      EXPECT_EQ(n.loop->trips.alternatives.at(0).first, ValueSeq::constant(cells - 1, 10)) << shape(t.nodes);
+    }
+    EXPECT_EQ(sweeps, 2) << shape(t.nodes);
+    EXPECT_EQ(event_nodes(t.nodes), 2u + 3 + 4 + 1 + 4) << shape(t.nodes);
+  }
+}
+
+TEST(LoopEnds, AnIterationCutAtTheFirstOfTwoAlikeStagesIsNotALoopBoundary) {
+  // With 3 cells a timestep ends with the backward sweep's two "Irecv Wait Wait" stages; the
+  // next timestep so far ends with the first of them. Folding the two timesteps there (all of
+  // the second is in the first) cut every later timestep at the wrong place (before: a loop of
+  // 2 timesteps, then a rotated loop of the others, 38 event nodes for this stream's 17). The
+  // loop waits for the second stage and is the timestep loop as written.
+  const std::vector<Event> s = bt_sweeps(10, 3);
+  const Trace t = compress(s);
+  expect_round_trip(s, t);
+  const auto steps = timestep_loops(t);
+  ASSERT_EQ(steps.size(), 1u) << shape(t.nodes);
+  EXPECT_EQ(steps[0].max_iterations, 10) << shape(t.nodes);
+  EXPECT_EQ(t.nodes.size(), 3u) << shape(t.nodes);  // Init, the timestep loop, Finalize
 }
 
 TEST(LoopEnds, NestedSplitIsReportedAsTheLoopAsWritten) {

@@ -19,9 +19,9 @@
 // pseudo-loops). This repeats until nothing folds.
 //
 // The implementation (IntraCompressor::Impl, compress/compressor_impl.hpp) is split along these
-// steps: speculation and push() in compressor_speculation.cpp, tail folding (a), (b) and the
-// iterations that differ at a loop's ends in compressor_fold.cpp, the alignment of two
-// iterations in compressor_align.cpp. This file: the public API, the memory budget, finish().
+// steps: speculation and push() in compressor_speculation.cpp, tail folding (a), (b) in
+// compressor_fold.cpp, the iterations that differ at a loop's ends in compressor_ends.cpp, the
+// alignment of two iterations in compressor_align.cpp. This file: the public API, the memory budget, finish().
 #include "scalatrace/compress/compressor.hpp"
 
 #include <algorithm>
@@ -93,6 +93,7 @@ bool IntraCompressor::Impl::spill_queue() {
   frozen = 0;
   frozen_bytes = 0;
   loop_flatten::unpeel_leading_iterations(nodes);
+  loop_flatten::inline_single_trip_loops(nodes);
   loop_flatten::flatten_nested_loops(nodes);
   canonicalize_values(nodes);
   if (spill(nodes)) {
@@ -107,11 +108,20 @@ bool IntraCompressor::Impl::spill_queue() {
 std::vector<Node> IntraCompressor::Impl::finish() {
   spec_flush();
   flush_field_cache();
-  absorb_trailing();
+  // The loops in their final form first (unpeeled first iterations, no pseudo-loops that never
+  // repeated), so that the iterations at their ends align with their bodies.
+  for (std::size_t k = frozen; k < q.size(); ++k) {
+    if (q[k].raw || !q[k].node.loop) continue;
+    loop_flatten::unpeel_leading_iterations(q[k].node);
+    loop_flatten::inline_single_trip_loops(q[k].node.loop->body);
+    q[k].view = view_of(q[k].node);
+  }
+  absorb_loop_ends();
   std::vector<Node> out;
   out.reserve(q.size());
   for (auto& e : q) out.push_back(to_node(std::move(e)));
   loop_flatten::unpeel_leading_iterations(out);
+  loop_flatten::inline_single_trip_loops(out);
   loop_flatten::flatten_nested_loops(out);
   canonicalize_values(out);
   if (!kept.empty()) {  // a refused spill: its nodes come first

@@ -1,9 +1,9 @@
 // Tail folding of the intra-rank compressor (IntraCompressor::Impl, compressor_impl.hpp): the
 // general path of an event. After each push the tail of the queue is examined (absorb into a
-// loop, or a new loop of two iterations; the overview at the top of compressor.cpp), and
-// iterations that differ at the ends of a loop are taken in when a loop is made and at the end.
-// Two iterations are merged by the alignment of compressor_align.cpp. See docs/algorithms.md
-// ("Intra-rank compression").
+// loop, or a new loop of two iterations; the overview at the top of compressor.cpp). A loop just
+// made takes in the iterations that differ at its start (compressor_ends.cpp). Two iterations
+// are merged by the alignment of compressor_align.cpp. See docs/algorithms.md ("Intra-rank
+// compression").
 #include <algorithm>
 #include <utility>
 
@@ -15,6 +15,7 @@ using namespace compressor_nodes;
 
 void IntraCompressor::Impl::normal_push(const Event& e) {
   flush_field_cache();
+  close_partial_iteration(e);
   Entry& en = q.emplace_back();
   en.ev = e;
   en.view = view_of(en);
@@ -169,112 +170,6 @@ bool IntraCompressor::Impl::make_loop(std::size_t h, std::size_t j) {
   q.push_back(std::move(loop));
   absorb_leading();
   return true;
-}
-
-// ---- iterations that differ at the ends of a loop ----
-// Real codes often run a first iteration that lacks a call the others make (a call that
-// begins in the second timestep) and a last one that skips a call. Such an iteration only
-// shares its first event with the others, so the fold tests above leave it outside the loop.
-// These passes take it in when it aligns with the body closely (all but a quarter of its
-// nodes, or all but one of at least three, match): lossless, the differences become
-// presence values (thesis §5.2.2 / Alg. 4 "trailing iterations", applied at both ends).
-bool IntraCompressor::Impl::close_enough(const std::vector<View>& a, const std::vector<View>& b) {
-  if (same_shape(a, b, *this)) return true;
-  const std::size_t m = a.size(), n = b.size(), longest = std::max(m, n);
-  // Two-node spans differing in one node are too weak a hint (a previous iteration's tail).
-  if (m > kMaxAlign || n > kMaxAlign || longest < 3) return false;
-  const std::size_t common = lcs(a, b);
-  return common + 1 >= longest || 4 * common >= 3 * longest;
-}
-
-auto IntraCompressor::Impl::body_views(const std::vector<Node>& body) -> std::vector<View> {
-  std::vector<View> v;
-  v.reserve(body.size());
-  for (const auto& n : body) v.push_back(view_of(n));
-  return v;
-}
-
-/// The top-level loop just made (q.back(), one visit) takes the entries before it as its
-/// first iteration if they start like the body and align with it.
-void IntraCompressor::Impl::absorb_leading() {
-  const std::size_t at = q.size() - 1;
-  LoopNode& loop = *q[at].node.loop;
-  if (at == 0 || at <= frozen || loop.body.size() > kMaxAlign) return;
-  const Key first = first_key(loop.body.front());
-  const std::vector<View> bv = body_views(loop.body);
-  const std::size_t stop = std::max(frozen, at > kMaxAlign ? at - kMaxAlign : std::size_t{0});
-  for (std::size_t h = at; h-- > stop;) {
-    if (!key_match(q[h].view.first, first)) continue;
-    const std::vector<View> av = views(h, at);
-    if (!close_enough(av, bv)) return;  // nearest start only: do not reach further back
-    Entry loop_entry = std::move(q[at]);
-    q.pop_back();
-    std::vector<Entry> lead = take(h);
-    std::vector<Node> body;
-    body.reserve(lead.size());
-    for (auto& e : lead) body.push_back(to_node(std::move(e)));
-    LoopNode& l = *loop_entry.node.loop;
-    const std::uint64_t vb = visits(l.body.front());
-    body_merge(body, av, 1, std::move(l.body), bv, vb);
-    l.body = std::move(body);
-    ValueSeq& trips = single(l.trips);
-    trips.set_back(trips.back() + 1);
-    loop_entry.view = view_of(loop_entry.node);
-    q.push_back(std::move(loop_entry));
-    return;
-  }
-}
-
-/// A stretch that is one iteration of a body with some of its nodes absent: in body order,
-/// at least two nodes and at least half the body (a last iteration that stops early or skips
-/// calls, or the end of a loop found rotated, e.g. C D A B ... C D for a body A B C D whose
-/// first iteration lacked A B).
-bool IntraCompressor::Impl::partial_iteration(const std::vector<View>& body, const std::vector<View>& part) {
-  if (part.size() < 2 || part.size() >= body.size() || 2 * part.size() < body.size()) return false;
-  return lcs(body, part) == part.size();
-}
-
-/// At the end: a top-level loop followed by entries that start like its body and align with
-/// it, or that are a partial iteration of it, takes them as one more (last) iteration.
-void IntraCompressor::Impl::absorb_trailing() {
-  for (std::size_t j = q.size(); j-- > frozen;) {
-    if (q[j].raw || !q[j].node.loop || j + 1 >= q.size()) continue;
-    LoopNode& loop = *q[j].node.loop;
-    if (loop.body.size() > kMaxAlign || single(loop.trips).size() != 1) continue;
-    const bool starts_like_body = key_match(first_key(loop.body.front()), q[j + 1].view.first);
-    const std::vector<View> bv = body_views(loop.body);
-    const std::size_t last = std::min(q.size() - 1, j + kMaxAlign);
-    // The candidate sharing the most nodes with the body, the shortest among equals (so
-    // that what follows the last iteration, e.g. MPI_Finalize, stays outside).
-    std::size_t best_k = 0, best_common = 0;
-    for (std::size_t k = j + 1; k <= last; ++k) {
-      const std::vector<View> av = views(j + 1, k + 1);
-      std::size_t common = 0;
-      if (starts_like_body && close_enough(bv, av))
-        common = same_shape(bv, av, *this) ? av.size() : lcs(bv, av);
-      else if (partial_iteration(bv, av))
-        common = av.size();
-      else
-        continue;
-      if (common > best_common) {
-        best_common = common;
-        best_k = k;
-      }
-    }
-    if (best_common > 0) {
-      const std::size_t k = best_k;
-      const std::vector<View> av = views(j + 1, k + 1);
-      std::vector<Entry> rest = take(k + 1);
-      std::vector<Entry> tail = take(j + 1);
-      LoopNode& l = *q[j].node.loop;
-      const std::uint64_t va = visits(l.body.front());
-      body_merge(l.body, bv, va, std::move(tail), av, 1);
-      ValueSeq& trips = single(l.trips);
-      trips.set_back(trips.back() + 1);
-      q[j].view = view_of(q[j].node);
-      for (auto& e : rest) q.push_back(std::move(e));
-    }
-  }
 }
 
 }  // namespace scalatrace

@@ -6,12 +6,15 @@
 //   compressor_speculation.cpp   push(): speculation, the fast path for the next iteration of
 //                                the last top-level loop, with its deferred field values
 //   compressor_fold.cpp          tail folding: the general path (normal_push), loop detection on
-//                                the queue tail and iterations that differ at the ends of a loop
+//                                the queue tail
+//   compressor_ends.cpp          iterations that differ at the ends of a loop (a first iteration
+//                                that lacks a call, a last one that skips one), loop rotation
 //   compressor_align.cpp         iteration alignment: merging two iterations' nodes (LCS),
 //                                pseudo-loops
 // The per-node steps every section uses (matching, building and merging one node) are defined
 // here so that each file inlines them; a per-event path never calls into another file except
 // from speculation into the general path.
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -45,7 +48,9 @@ struct IntraCompressor::Impl {
   /// Alignments that are not the same shape (LCS + pseudo-loop planning) tried per event: a
   /// bound on the work an irregular stream can cause (the simple cases are not counted).
   static constexpr int kMaxAttempts = 2;
-  /// Iterations longer than this (in nodes) only merge when they have the same shape.
+  /// Iterations longer than this (in nodes) only merge when they have the same shape (the
+  /// per-event fold path). The iterations at a loop's ends (absorb_leading, absorb_trailing,
+  /// once per loop) align up to the window instead.
   static constexpr std::size_t kMaxAlign = 48;
   /// Only loops with bodies up to this size are candidates for pseudo-loop wrapping.
   static constexpr std::size_t kMaxPseudoBody = 16;
@@ -150,12 +155,34 @@ struct IntraCompressor::Impl {
   std::vector<View> views(std::size_t from, std::size_t to) const;  ///< of q[from, to)
   std::vector<Entry> take(std::size_t from);                        ///< removes q[from..]
   bool fast_same_shape(const std::vector<Node>& a, std::size_t from) const;
-  // Iterations that differ at the ends of a loop.
-  bool close_enough(const std::vector<View>& a, const std::vector<View>& b);
+  // ---- iterations that differ at the ends of a loop (compressor_ends.cpp) ----
   static std::vector<View> body_views(const std::vector<Node>& body);
+  /// A stretch of entries next to a loop that is best taken in as one more iteration: its
+  /// length (0: none) and how many of its nodes align with the body.
+  struct EndIteration {
+    std::size_t len = 0, common = 0;
+  };
+  /// `outward`: the entries next to the loop, nearest first (after the loop: in order; before
+  /// it: backwards). Every stretch of the first len = 1, 2, ... of them is scored against
+  /// `body` by one incremental LCS (O(body x outward) for all of them).
+  EndIteration best_end_iteration(const std::vector<View>& body, const std::vector<View>& outward, bool leading);
+  /// Entries next to a loop examined for an end iteration, for a body of `body_size` nodes: an
+  /// accepted stretch has at most 4/3 of the body's nodes (close_counts), and at most `window`.
+  std::size_t end_reach(std::size_t body_size) const { return std::min(cfg.window, body_size + body_size / 3 + 1); }
+  /// When a loop is made (q.back()): what precedes it that is its first iteration(s).
   void absorb_leading();
-  bool partial_iteration(const std::vector<View>& body, const std::vector<View>& part);
-  void absorb_trailing();
+  /// Before `e` joins the queue: the entries after the last top-level loop are an iteration
+  /// of it that lacks calls and `e` cannot continue: it becomes one more iteration.
+  void close_partial_iteration(const Event& e);
+  bool ends_partial_iteration(const std::vector<Node>& body, const std::vector<View>& part, Key next) const;
+  /// q[i] and q[i + 1] are loops run once each whose bodies are close or partial iterations of
+  /// one another: one loop of both's iterations (q[i + 1] removed). False if they are not.
+  bool merge_adjacent_loops(std::size_t i);
+  // At the end (finish): every top-level loop's last iteration and rotation.
+  void absorb_loop_ends();
+  bool absorb_trailing_iteration(std::size_t j);
+  bool rotate_into_following(std::size_t j);
+  bool rotate_into_preceding(std::size_t& j);
 
   // ---- speculation (compressor_speculation.cpp) ----
   struct SpecFrame {

@@ -3,6 +3,8 @@
 // smaller and is the loop as written (timestep_loops reports it with its real trip count).
 #include "compress/loop_flatten.hpp"
 
+#include <iterator>
+
 namespace scalatrace::loop_flatten {
 namespace {
 
@@ -70,16 +72,41 @@ bool unpeel_one(Node& outer) {
   }
   own_seq(inner.loop->trips) = ValueSeq::constant(k, static_cast<std::uint64_t>(n + leading));
   own_seq(lo.trips).set_back(n + leading);
-  return true;
+  return true;  // with k = 1 the inner loop is now a pseudo-loop (inline_single_trip_loops)
 }
 
 }  // namespace
 
+void unpeel_leading_iterations(Node& node) {
+  if (!node.loop) return;
+  unpeel_one(node);
+  unpeel_leading_iterations(node.loop->body);
+}
+
 void unpeel_leading_iterations(std::vector<Node>& nodes) {
-  for (auto& n : nodes) {
-    if (!n.loop) continue;
-    unpeel_one(n);
-    unpeel_leading_iterations(n.loop->body);
+  for (auto& n : nodes) unpeel_leading_iterations(n);
+}
+
+void inline_single_trip_loops(std::vector<Node>& nodes) {
+  for (std::size_t i = 0; i < nodes.size();) {
+    Node& n = nodes[i];
+    if (!n.loop) {
+      ++i;
+      continue;
+    }
+    inline_single_trip_loops(n.loop->body);
+    const ValueSeq* trips = only_seq(n.loop->trips);
+    const bool single_trips = trips != nullptr && !trips->empty() && trips->is_constant() && trips->at(0) == 1;
+    if (!single_trips || !n.presence.empty() || n.loop->body.empty()) {
+      ++i;
+      continue;
+    }
+    std::vector<Node> body = std::move(n.loop->body);
+    const std::size_t count = body.size();
+    nodes.erase(nodes.begin() + static_cast<std::ptrdiff_t>(i));
+    nodes.insert(nodes.begin() + static_cast<std::ptrdiff_t>(i), std::make_move_iterator(body.begin()),
+                 std::make_move_iterator(body.end()));
+    i += count;
   }
 }
 

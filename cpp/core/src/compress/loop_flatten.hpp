@@ -19,5 +19,14 @@ void flatten_nested_loops(std::vector<Node>& nodes);
 /// same events in the same order, the main loop with all its iterations. Likewise m·k first
 /// trips (m - 1 such iterations, m <= 4). Per-rank queues only.
 void unpeel_leading_iterations(std::vector<Node>& nodes);
+/// The same for one node (a loop and the loops below it; nothing for an event).
+void unpeel_leading_iterations(Node& node);
+
+/// Replaces every loop that runs one trip at each of its visits and has no presence vector by
+/// its body's nodes (a pseudo-loop that never repeated, e.g. the inner loop left by unpeeling
+/// X | X A | X A ...: L(n){I[1 x n]{X} A?} == L(n){X A?}). The body's nodes keep their value
+/// and presence sequences: with one trip per visit the loop's iterations are its visits.
+/// Per-rank queues only.
+void inline_single_trip_loops(std::vector<Node>& nodes);
 
 }  // namespace scalatrace::loop_flatten
