@@ -36,7 +36,7 @@ void register_raw(py::module_& m) {
           py::arg("nranks") = 0);
   m.def(
       "compress_recordings",
-      [](const std::vector<RankRecording>& recs, std::size_t window) {
+      [](const std::vector<RankRecording>& recs, std::size_t window, std::size_t site_match) {
         py::gil_scoped_release release;
         if (recs.empty()) throw UsageError("no recordings to compress");
         std::int64_t nranks = 0;
@@ -46,17 +46,18 @@ void register_raw(py::module_& m) {
         for (const auto& rec : recs) {
           CompressorConfig config;
           if (window > 0) config.window = window;
+          config.site_match = site_match;
           IntraCompressor c(config);
           c.set_sites(&rec.sites);
           for (const auto& e : rec.events) c.push(e);
           per_rank.push_back(make_rank_trace(rec.rank, nranks, c.finish(), rec.sites, rec.comms, rec.names));
         }
-        Trace t = merge_tree(std::move(per_rank));
+        Trace t = merge_tree(std::move(per_rank), MergeConfig{site_match});
         for (const auto& [k, v] : recs.front().metadata) t.metadata.emplace(k, v);
         t.metadata["compressed_offline"] = "raw recordings";
         return t;
       },
-      py::arg("recordings"), py::arg("window") = 0,
+      py::arg("recordings"), py::arg("window") = 0, py::arg("site_match") = kDefaultSiteMatchFrames,
       "Compresses and merges raw recordings offline, as the collector does at MPI_Finalize.");
   m.def("read_raw", &read_raw, py::arg("path"), py::call_guard<py::gil_scoped_release>());
   m.def("read_raw_dir", &read_raw_dir, py::arg("dir"), py::call_guard<py::gil_scoped_release>());

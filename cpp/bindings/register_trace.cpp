@@ -1,6 +1,7 @@
 // The compressed trace model: Trace, Node (loop or event), call sites, communicators.
 #include "bindings.hpp"
 #include "scalatrace/format/format.hpp"
+#include "scalatrace/model/site_match.hpp"
 #include "scalatrace/model/trace.hpp"
 
 using namespace scalatrace;
@@ -55,6 +56,13 @@ void register_trace(py::module_& m) {
       .def_property_readonly("op_code", [](const EventNode& e) { return static_cast<int>(e.op); })
       .def_property_readonly("kind", [](const EventNode& e) { return std::string(op_kind_name(op_kind(e.op))); })
       .def_readonly("site", &EventNode::site)
+      .def_readonly("site_ids", &EventNode::site_ids,
+                    "Per-occurrence call-site ids where the occurrences' sites differ from `site` (call sites "
+                    "matched by their innermost frames); empty when every occurrence has `site`.")
+      .def(
+          "occurrence_sites", [](const EventNode& e, std::size_t nsites) { return occurrence_sites(e, nsites); },
+          py::arg("nsites"),
+          "Sorted call-site ids of the node's occurrences (`nsites`: size of the trace's call-site table).")
       .def("field", &field_by_name, py::arg("name"), py::return_value_policy::reference_internal)
       .def_property_readonly(
           "fields",

@@ -136,8 +136,18 @@ class Event(_NodeView):
 
     @property
     def site(self) -> int:
-        """Call-site id (index into :attr:`Trace.call_sites`)."""
+        """Call-site id (index into :attr:`Trace.call_sites`) of the node's first occurrence.
+
+        Occurrences may come from other call sites of the same call statement (sites that
+        match by their innermost frames, ``SCALATRACE_SITE_MATCH``): see :attr:`sites`; the
+        events of :meth:`Trace.events` carry each occurrence's own site.
+        """
         return self._ev.site
+
+    @property
+    def sites(self) -> tuple[int, ...]:
+        """Call-site ids of all the node's occurrences, sorted (``(site,)`` for most nodes)."""
+        return tuple(self._ev.occurrence_sites(len(self._trace._core.sites)))
 
     @property
     def call_site(self) -> CallSiteInfo:
@@ -484,7 +494,7 @@ class TraceModel:
             for n in self.walk()
             if isinstance(n, Event)
             and (wanted is None or n.op in wanted)
-            and (site_ids is None or n.site in site_ids)
+            and (site_ids is None or not site_ids.isdisjoint(n.sites))
         ]
 
     # --- analyses -------------------------------------------------------------------------

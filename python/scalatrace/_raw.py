@@ -79,14 +79,17 @@ class RawRecording:
             _core.comm_matrix_of_recordings(self._ranks, metric, kind), sparse
         )
 
-    def compress(self, window: int = 0) -> TraceModel:
+    def compress(self, window: int = 0, site_match: int = 1) -> TraceModel:
         """Compresses and merges the recordings offline into a :class:`Trace`.
 
         Runs the same IntraCompressor and radix-tree merge as the collector does at
-        ``MPI_Finalize`` (``window``: ``SCALATRACE_WINDOW``, 0 = default).
+        ``MPI_Finalize`` (``window``: ``SCALATRACE_WINDOW``, 0 = default; ``site_match``:
+        ``SCALATRACE_SITE_MATCH``, events match when their call sites share this many innermost
+        frames, 0 = the whole stack).
         """
         window = check_int("window", window, lo=0, hi=1 << 20)
-        return wrap(_core.compress_recordings(self._ranks, window))
+        site_match = check_int("site_match", site_match, lo=0, hi=64)
+        return wrap(_core.compress_recordings(self._ranks, window, site_match))
 
     def __repr__(self) -> str:
         return f"RawRecording(ranks={len(self)}, events={self.event_count()})"

@@ -49,7 +49,15 @@ def op_counts(rank: dict) -> collections.Counter:
 def test_bad_settings_fall_back_to_defaults_with_one_message(tmp_path):
     exe = compile_program("no_finalize", tmp_path)
     proc, raw = run(
-        exe, 2, tmp_path, stack_depth="abc", window="-3", memory="12Q", quiet="maybe", hist_bins="3"
+        exe,
+        2,
+        tmp_path,
+        stack_depth="abc",
+        window="-3",
+        memory="12Q",
+        quiet="maybe",
+        hist_bins="3",
+        site_match="65",
     )
     err = proc.stderr
     assert "scalatrace: SCALATRACE_STACK_DEPTH='abc' is not" in err
@@ -58,11 +66,13 @@ def test_bad_settings_fall_back_to_defaults_with_one_message(tmp_path):
     assert "SCALATRACE_MEMORY='12Q'" in err
     assert "SCALATRACE_QUIET='maybe'" in err
     assert "SCALATRACE_HIST_BINS='3' is not 1, 2, 4, 8 or 16; using default 4" in err
+    assert "SCALATRACE_SITE_MATCH='65' is not a frame count (0..64); using default 1" in err
     dump = helpers.dump_raw(raw)
     for rank in dump["ranks"]:
         assert rank["metadata"]["setting.SCALATRACE_STACK_DEPTH"] == "16"
         assert rank["metadata"]["setting.SCALATRACE_WINDOW"] == "512"
         assert rank["metadata"]["setting.SCALATRACE_HIST_BINS"] == "4"
+        assert rank["metadata"]["setting.SCALATRACE_SITE_MATCH"] == "1"
         assert max(len(s["frames"]) for s in rank["sites"]) > 2
 
 

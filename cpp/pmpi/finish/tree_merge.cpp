@@ -66,7 +66,7 @@ bool recv_bytes(std::string& out, int src, MPI_Comm comm) {
 
 /// Phase 1: the radix-tree merge; rank 0 ends with the merged trace in `local`. False if a
 /// part of the tree was lost (the error says which).
-bool merge_up_the_tree(Trace& local, int rank, int size, MPI_Comm comm, std::string& error) {
+bool merge_up_the_tree(Trace& local, int rank, int size, MPI_Comm comm, const MergeConfig& config, std::string& error) {
   bool ok = true;
   for (int step = 1; step < size; step *= 2) {
     if (rank % (2 * step) == step) {
@@ -90,7 +90,7 @@ bool merge_up_the_tree(Trace& local, int rank, int size, MPI_Comm comm, std::str
         continue;
       }
       try {
-        merge_into(local, decode_trace(bytes));
+        merge_into(local, decode_trace(bytes), config);
       } catch (const std::exception& e) {
         ok = false;
         error = "merging the trace of ranks from " + std::to_string(child) + ": " + e.what();
@@ -165,7 +165,8 @@ void write_with_segments(const Trace& merged, const std::vector<SpillSummary>& s
 
 }  // namespace
 
-TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path, RankSpill spill) {
+TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path, const MergeConfig& config,
+                                          RankSpill spill) {
   TreeMergeResult res;
   MPI_Comm comm = MPI_COMM_NULL;
   const double t0 = PMPI_Wtime();
@@ -174,7 +175,7 @@ TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_
     check(PMPI_Comm_dup(MPI_COMM_WORLD, &comm), "PMPI_Comm_dup");
     check(PMPI_Comm_rank(comm, &rank), "PMPI_Comm_rank");
     check(PMPI_Comm_size(comm, &size), "PMPI_Comm_size");
-    const bool ok = merge_up_the_tree(local, rank, size, comm, res.error);
+    const bool ok = merge_up_the_tree(local, rank, size, comm, config, res.error);
     // Phase 2 (every rank, whatever phase 1 gave): who spilled what, then the segments.
     const std::size_t own_segments = spill.file ? spill.file->segments() : 0;
     SpillSummary mine{own_segments, spill.file ? spill.file->bytes() : 0, spill.compressor_peak_bytes};

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "finish/spill_file.hpp"
+#include "scalatrace/merge/merge.hpp"
 #include "scalatrace/model/trace.hpp"
 
 namespace scalatrace::pmpi {
@@ -30,6 +31,8 @@ struct RankSpill {
 /// followed by every rank's spilled segments, streamed one at a time (docs/format.md, "Rank
 /// segments"). Never throws: failures are reported in `error` (a rank whose trace or segment
 /// could not be sent sends a failure marker, so no rank waits forever).
-TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path, RankSpill spill = {});
+/// `config`: the merge's matching rule (the collector's SCALATRACE_SITE_MATCH).
+TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path, const MergeConfig& config,
+                                          RankSpill spill = {});
 
 }  // namespace scalatrace::pmpi

@@ -184,6 +184,7 @@ void Recorder::begin(bool at_init) {
   if (settings.out != "none" && compressed_output_available()) {
     CompressorConfig config;
     config.window = settings.window;
+    config.site_match = settings.site_match;
     config.site_threshold = settings.site_threshold;
     config.memory_budget = settings.memory_budget;
     config.hist_sub_bins = settings.hist_sub_bins;
@@ -387,8 +388,9 @@ void Recorder::write_compressed(const char* why, bool ranks_in_step) {
   if (settings.clusters > 0)
     if (const std::string e = cluster_before_merge(local, settings.clusters); !e.empty())
       warn("SCALATRACE_CLUSTERS: " + e + "; merging every rank's trace");
-  const TreeMergeResult result = merge_over_tree_and_write(std::move(local), settings.out,
-                                                           RankSpill{spill_.get(), compressor->peak_memory_bytes()});
+  const TreeMergeResult result =
+      merge_over_tree_and_write(std::move(local), settings.out, MergeConfig{settings.site_match},
+                                RankSpill{spill_.get(), compressor->peak_memory_bytes()});
   // Errors about the file itself start with its path; others get it prepended.
   // Errors name the file written (a staging path under a wrapper); the rest the final path.
   const std::string& out = settings.out;

@@ -102,6 +102,7 @@ Settings Settings::from_environment(const std::string& program, bool report) {
   read_number("SCALATRACE_STACK_DEPTH", s.stack_depth, 1, 64, "a stack depth");
   read_number("SCALATRACE_WINDOW", s.window, 0, 1u << 20, "a window size");
   if (s.window < 2) s.window = 2;  // loop detection needs both iterations of a loop (README)
+  read_number("SCALATRACE_SITE_MATCH", s.site_match, 0, 64, "a frame count");
   read_number("SCALATRACE_SITE_THRESHOLD", s.site_threshold, 0, 64, "a frame count");
   read_number("SCALATRACE_MEMORY", s.memory_budget, 1u << 20, std::uint64_t{1} << 40,
               "a memory budget in bytes (suffix k/M/G allowed)");
@@ -131,6 +132,7 @@ std::map<std::string, std::string> Settings::as_metadata() const {
       {"setting.SCALATRACE_STACK_DEPTH", std::to_string(stack_depth)},
       {"setting.SCALATRACE_STACK_MEMO", stack_memo ? "1" : "0"},
       {"setting.SCALATRACE_WINDOW", std::to_string(window)},
+      {"setting.SCALATRACE_SITE_MATCH", std::to_string(site_match)},
       {"setting.SCALATRACE_SITE_THRESHOLD", std::to_string(site_threshold)},
       {"setting.SCALATRACE_MEMORY", std::to_string(memory_budget)},
       {"setting.SCALATRACE_HIST_BINS", std::to_string(hist_sub_bins)},

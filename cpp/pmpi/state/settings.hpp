@@ -14,6 +14,7 @@ struct Settings {
   int stack_depth = 16;                    ///< SCALATRACE_STACK_DEPTH: frames recorded per call site
   bool stack_memo = true;                  ///< SCALATRACE_STACK_MEMO: 0 = walk the stack at every call
   std::size_t window = 512;                ///< SCALATRACE_WINDOW (compressor), at least 2
+  std::size_t site_match = 1;              ///< SCALATRACE_SITE_MATCH (compressor and merge)
   std::size_t site_threshold = 0;          ///< SCALATRACE_SITE_THRESHOLD (compressor)
   std::size_t memory_budget = 256u << 20;  ///< SCALATRACE_MEMORY (compressor), bytes
   std::uint32_t hist_sub_bins = 4;         ///< SCALATRACE_HIST_BINS (compressor)

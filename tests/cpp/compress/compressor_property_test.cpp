@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 
+#include "random_blocks.hpp"
 #include "scalatrace/compress/compressor.hpp"
 #include "scalatrace/read/cursor.hpp"
 
@@ -32,17 +33,8 @@ struct Stmt {
   std::vector<Stmt> other;  // branch "else"
 };
 
-struct Gen {
-  std::mt19937_64 rng;
-  std::uint32_t sites;
-  int pick(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
-
-  std::vector<Stmt> block(int depth, int max_len) {
-    std::vector<Stmt> out;
-    const int n = 1 + pick(max_len);
-    for (int i = 0; i < n; ++i) out.push_back(stmt(depth));
-    return out;
-  }
+struct Gen : test_support::RandomBlocks<Gen, Stmt> {
+  std::uint32_t sites = 0;
   Stmt stmt(int depth) {
     Stmt s;
     const int r = pick(10);
@@ -124,7 +116,7 @@ struct Runner {
 
 void check_seed(std::uint64_t seed) {
   SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun: STRESS_SEED=" + std::to_string(seed) + ")");
-  Gen g{std::mt19937_64(seed), 0};
+  Gen g{{std::mt19937_64(seed)}, 0};
   g.sites = 2 + static_cast<std::uint32_t>(g.pick(8));
   const auto program = g.block(0, 5);
   Runner r{std::mt19937_64(seed * 31 + 1), {}, static_cast<std::size_t>(50 + g.pick(1500))};

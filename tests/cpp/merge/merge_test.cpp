@@ -8,6 +8,8 @@
 #include <functional>
 #include <random>
 
+#include "random_blocks.hpp"
+#include "rank_events.hpp"
 #include "scalatrace/compress/compressor.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/merge/merge.hpp"
@@ -17,6 +19,7 @@
 #include "trace_difference.hpp"
 
 using namespace scalatrace;
+using scalatrace::test_support::expect_rank_equal;
 
 namespace {
 
@@ -36,16 +39,8 @@ struct Stmt {
   std::vector<Stmt> body, other;
 };
 
-struct ProgramGen {
-  std::mt19937_64 rng;
+struct ProgramGen : test_support::RandomBlocks<ProgramGen, Stmt> {
   int nsites = 0;
-  int pick(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
-  std::vector<Stmt> block(int depth, int max_len) {
-    std::vector<Stmt> out;
-    int n = 1 + pick(max_len);
-    for (int i = 0; i < n; ++i) out.push_back(stmt(depth));
-    return out;
-  }
   Stmt stmt(int depth) {
     Stmt s;
     int r = pick(10);
@@ -153,7 +148,7 @@ RankRecording record(const std::vector<Stmt>& prog, std::int64_t rank, std::int6
   // Touch sites in a rank-dependent order so that the tables differ between ranks.
   if (rank % 2) rr.site(3);
   if (divergent) {
-    ProgramGen own{std::mt19937_64(seed ^ (static_cast<std::uint64_t>(rank) * 7919)), 0};
+    ProgramGen own{{std::mt19937_64(seed ^ (static_cast<std::uint64_t>(rank) * 7919))}, 0};
     auto p = own.block(0, 5);
     rr.run(p, 0);
   } else {
@@ -167,59 +162,6 @@ Trace to_rank_trace(const RankRecording& rec) {
   Trace t = compress_recording(rec);
   return make_rank_trace(rec.rank, rec.nranks, std::move(t.nodes), std::move(t.sites), std::move(t.comms),
                          std::move(t.names));
-}
-
-/// The cursor's views of a rank's events (what the simulator reads: arrays referring to the
-/// trace) equal its copies, timing included, and stay valid after the walk went on.
-void expect_views_equal_copies(const Trace& t, std::int64_t rank) {
-  Cursor copies(t, rank), views(t, rank);
-  std::vector<Event> events;
-  std::vector<EventView> seen;
-  Event e;
-  EventView v;
-  while (copies.next(e)) {
-    events.push_back(e);
-    ASSERT_TRUE(views.next(v)) << "rank " << rank << ": views end after " << seen.size();
-    seen.push_back(v);
-  }
-  ASSERT_FALSE(views.next(v)) << "rank " << rank << ": views go on after " << seen.size();
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    const Event back = seen[i].to_event();
-    ASSERT_TRUE(back.same_call(events[i]))
-        << "rank " << rank << " event " << i << ": " << describe(back) << " vs " << describe(events[i]);
-    ASSERT_EQ(back.compute_ns, events[i].compute_ns);
-    ASSERT_EQ(back.duration_ns, events[i].duration_ns);
-  }
-}
-
-/// Compares one rank's events from the merged trace with its recording (sites by frames and
-/// modules, names by text, everything but timing).
-void expect_rank_equal(const Trace& merged, const RankRecording& rec) {
-  expect_views_equal_copies(merged, rec.rank);
-  std::vector<Event> got = expand(merged, rec.rank);
-  ASSERT_EQ(got.size(), rec.events.size()) << "rank " << rec.rank;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const Event& a = got[i];
-    const Event& b = rec.events[i];
-    SCOPED_TRACE("rank " + std::to_string(rec.rank) + " event " + std::to_string(i));
-    ASSERT_EQ(a.op, b.op);
-    const CallSite& sa = merged.sites.sites.at(a.site);
-    const CallSite& sb = rec.sites.sites.at(b.site);
-    ASSERT_EQ(sa.frames.size(), sb.frames.size());
-    for (std::size_t k = 0; k < sa.frames.size(); ++k) {
-      ASSERT_EQ(sa.frames[k].offset, sb.frames[k].offset);
-      ASSERT_EQ(merged.sites.modules.at(sa.frames[k].module), rec.sites.modules.at(sb.frames[k].module));
-    }
-    for (std::size_t f = 0; f < kFieldCount; ++f) {
-      if (static_cast<Field>(f) == Field::NameId && a.op == Op::Other) {
-        ASSERT_EQ(merged.names.at(static_cast<std::size_t>(a.fields[f])),
-                  rec.names.at(static_cast<std::size_t>(b.fields[f])));
-        continue;
-      }
-      ASSERT_EQ(a.fields[f], b.fields[f]) << field_name(static_cast<Field>(f));
-    }
-    ASSERT_EQ(a.arrays, b.arrays);
-  }
 }
 
 /// Merges in a random binary tree (any pairing of adjacent or non-adjacent groups).
@@ -242,7 +184,7 @@ TEST(Merge, RandomProgramsLosslessPerRank) {
     const std::uint64_t seed = base + static_cast<std::uint64_t>(it);
     SCOPED_TRACE("MERGE_SEED=" + std::to_string(seed));
     std::mt19937_64 rng(seed);
-    ProgramGen gen{std::mt19937_64(seed), 0};
+    ProgramGen gen{{std::mt19937_64(seed)}, 0};
     auto prog = gen.block(0, 6);
     const std::int64_t nranks = 1 + static_cast<std::int64_t>(rng() % 13);
     const bool divergent = it % 5 == 4;

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "scalatrace/analysis/analysis.hpp"
+#include "scalatrace/model/site_match.hpp"
 
 namespace scalatrace {
 
@@ -17,16 +18,17 @@ bool is_communication(Op op) {
          k == OpKind::Probe;
 }
 
-void collect_body(const std::vector<Node>& nodes, std::vector<std::uint32_t>& sites, std::uint64_t& events,
-                  bool& comm) {
+void collect_body(const std::vector<Node>& nodes, std::size_t nsites, std::vector<std::uint32_t>& sites,
+                  std::uint64_t& events, bool& comm) {
   for (const auto& n : nodes) {
     if (n.is_loop()) {
-      collect_body(n.loop->body, sites, events, comm);
+      collect_body(n.loop->body, nsites, sites, events, comm);
     } else if (n.event) {
       ++events;
       if (is_communication(n.event->op)) {
         comm = true;
-        if (std::find(sites.begin(), sites.end(), n.event->site) == sites.end()) sites.push_back(n.event->site);
+        for (std::uint32_t site : occurrence_sites(*n.event, nsites))
+          if (std::find(sites.begin(), sites.end(), site) == sites.end()) sites.push_back(site);
       }
     }
   }
@@ -58,8 +60,8 @@ std::int64_t periodic_extra_factor(const LoopNode& loop) {
   return (k >= 2 && extra < event_nodes(steps.loop->body)) ? k : 1;
 }
 
-void find_timesteps(const std::vector<Node>& nodes, std::vector<std::size_t>& path, const RankList& parent_ranks,
-                    std::vector<TimestepLoop>& out) {
+void find_timesteps(const std::vector<Node>& nodes, std::size_t nsites, std::vector<std::size_t>& path,
+                    const RankList& parent_ranks, std::vector<TimestepLoop>& out) {
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     if (!n.is_loop()) continue;
@@ -85,7 +87,7 @@ void find_timesteps(const std::vector<Node>& nodes, std::vector<std::size_t>& pa
     if (counted->trips.alternatives.empty()) lo = 0;
     TimestepLoop loop;
     bool comm = false;
-    collect_body(n.loop->body, loop.sites, loop.body_events, comm);
+    collect_body(n.loop->body, nsites, loop.sites, loop.body_events, comm);
     if (comm && hi > 1) {
       loop.path = path;
       loop.ranks = ranks;
@@ -95,7 +97,7 @@ void find_timesteps(const std::vector<Node>& nodes, std::vector<std::size_t>& pa
       std::sort(loop.sites.begin(), loop.sites.end());
       out.push_back(std::move(loop));
     } else if (comm) {
-      find_timesteps(n.loop->body, path, ranks, out);
+      find_timesteps(n.loop->body, nsites, path, ranks, out);
     }
     path.pop_back();
   }
@@ -106,7 +108,7 @@ void find_timesteps(const std::vector<Node>& nodes, std::vector<std::size_t>& pa
 std::vector<TimestepLoop> timestep_loops(const Trace& trace) {
   std::vector<TimestepLoop> out;
   std::vector<std::size_t> path;
-  find_timesteps(trace.nodes, path, RankList::range(0, trace.nranks), out);
+  find_timesteps(trace.nodes, trace.sites.size(), path, RankList::range(0, trace.nranks), out);
   return out;
 }
 

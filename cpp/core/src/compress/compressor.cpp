@@ -167,7 +167,10 @@ void IntraCompressor::set_spill(SpillSink sink) {
   impl_->check_interval = impl_->next_check_interval(0);
 }
 std::uint64_t IntraCompressor::spilled_chunks() const { return impl_->spilled_chunks; }
-void IntraCompressor::set_sites(const CallSiteTable* sites) { impl_->sites = sites; }
+void IntraCompressor::set_sites(const CallSiteTable* sites) {
+  impl_->sites = sites;
+  impl_->site_classes = SiteClasses(sites, impl_->cfg.site_match);
+}
 
 Trace compress_recording(const RankRecording& rec, CompressorConfig config) {
   IntraCompressor c(config);

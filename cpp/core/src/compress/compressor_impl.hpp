@@ -34,6 +34,8 @@ struct IntraCompressor::Impl {
 
   CompressorConfig cfg;
   const CallSiteTable* sites = nullptr;
+  /// Classes of `sites` under cfg.site_match (classified as sites are first matched).
+  mutable SiteClasses site_classes;
   std::vector<Entry> q;
   std::size_t frozen = 0;        ///< entries before this index are no longer searched
   std::size_t frozen_bytes = 0;  ///< memory of the frozen prefix (it no longer changes)
@@ -63,6 +65,7 @@ struct IntraCompressor::Impl {
   // ---- matching ----
   bool site_match(std::uint32_t a, std::uint32_t b) const {
     if (a == b) return true;
+    if (site_classes.same(a, b)) return true;
     if (cfg.site_threshold == 0 || sites == nullptr) return false;
     if (a >= sites->sites.size() || b >= sites->sites.size()) return false;
     return frame_distance(sites->sites[a].frames, sites->sites[b].frames) <= cfg.site_threshold;

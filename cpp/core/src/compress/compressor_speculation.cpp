@@ -74,10 +74,14 @@ auto IntraCompressor::Impl::find_field_cache(EventNode* a) -> FieldCache* {
 
 void IntraCompressor::Impl::cached_append(EventNode& a, const Event& e) {
   if (e.site != a.site || !a.site_ids.empty()) {
-    // Call-site bookkeeping counts occurrences from the field sequences: no deferral.
-    if (FieldCache* c = find_field_cache(&a)) flush_fields(a, *c);
-    append_event(a, e);
-    return;
+    // Occurrences from several call sites of one class (site_match): the site of each is
+    // appended at once, the fields stay deferred. The earlier occurrences all had `site`; they
+    // are counted from the field sequences, so the node's deferred values are flushed first.
+    if (a.site_ids.empty()) {
+      if (FieldCache* c = find_field_cache(&a)) flush_fields(a, *c);
+      single(a.site_ids) = ValueSeq::constant(a.site, seq_size(a.fields[0]));
+    }
+    single(a.site_ids).append(static_cast<std::int64_t>(e.site));
   }
   FieldCache* found = find_field_cache(&a);
   if (found == nullptr) {

@@ -129,12 +129,17 @@ void apply_timing(RolePlan& role, const std::vector<extrap::ExpandedInput>& inpu
 
 class RankGenerator {
  public:
-  RankGenerator(const Grid& target, std::size_t ndims)
-      : target_(target), scalar_(FeatureSpace::make(ndims, false)), indexed_(FeatureSpace::make(ndims, true)) {}
+  /// `sites`: the call-site table the events' sites index (matching by innermost frames).
+  RankGenerator(const Grid& target, std::size_t ndims, const CallSiteTable& sites)
+      : target_(target),
+        sites_(sites),
+        scalar_(FeatureSpace::make(ndims, false)),
+        indexed_(FeatureSpace::make(ndims, true)) {}
 
   std::vector<Node> nodes(const RolePlan& role, const std::vector<std::int64_t>& coords) {
     const auto fs = scalar_.values(target_, coords);
     IntraCompressor compressor;
+    compressor.set_sites(&sites_);
     Event e;
     for (const auto& ep : role.events) {
       e.op = ep.op;
@@ -186,6 +191,7 @@ class RankGenerator {
 
  private:
   const Grid& target_;
+  const CallSiteTable& sites_;
   FeatureSpace scalar_, indexed_;
 };
 
@@ -309,7 +315,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
 
   for (auto& [key, role] : roles) apply_timing(role, expanded, static_cast<double>(n), options.timing);
 
-  RankGenerator gen(target, res.topology.ndims);
+  RankGenerator gen(target, res.topology.ndims, tables.sites);
   std::map<RoleKey, std::vector<Node>> cache;
   std::map<RoleKey, std::int64_t> role_ranks;
   TreeMerger merger;

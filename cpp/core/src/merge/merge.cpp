@@ -8,7 +8,8 @@
 //     and yank lists of the paper achieve: disjoint sequences of different ranks do not
 //     serialize in an arbitrary order that later merges cannot match);
 //  2. a weighted longest common subsequence aligns the two sequences: events match when op and
-//     call site match; loops match when their bodies match well enough, whatever their trip
+//     call-site class match (SiteClasses: the same innermost frames, MergeConfig::site_match);
+//     loops match when their bodies match well enough, whatever their trip
 //     counts (trip counts are elastic); an event matches a loop whose body it matches by being
 //     wrapped in a one-trip pseudo-loop;
 //  3. matched nodes unite ranklists and merge their elastic values ((value sequence, ranklist)
@@ -24,6 +25,7 @@
 #include <unordered_map>
 
 #include "scalatrace/merge/timing_groups.hpp"
+#include "scalatrace/model/site_match.hpp"
 #include "scalatrace/support/errors.hpp"
 
 namespace scalatrace {
@@ -224,26 +226,45 @@ ElasticValue constant_like(const ElasticValue& shape, std::int64_t value) {
   return out;
 }
 
+/// An event node's occurrence counts per rank group (occurrence_source as constant sequences),
+/// taken before its fields merge with another node's: after that, its first field also holds
+/// the other side's ranks. Empty if the node stores no field.
+ElasticValue occurrence_shape(const EventNode& e) {
+  const ElasticValue* source = occurrence_source(e);
+  return source != nullptr ? constant_like(*source, 0) : ElasticValue{};
+}
+
 /// Merges an elastic value stored on one side only: the other side's ranks get `fill`
 /// (the value the cursor would have produced for them: 0 for unused fields, the node's own
-/// site for site_ids), shaped by that side's occurrence counts.
-void merge_one_sided(ElasticValue& a, ElasticValue&& b, const EventNode& ea, const EventNode& eb, std::int64_t fill_a,
-                     std::int64_t fill_b, const char* what) {
+/// site for site_ids), shaped by that side's occurrence counts (occurrence_shape).
+void merge_one_sided(ElasticValue& a, ElasticValue&& b, const ElasticValue& shape_a, const ElasticValue& shape_b,
+                     std::int64_t fill_a, std::int64_t fill_b, const char* what) {
   if (a.empty() == b.empty()) {
     merge_elastic(a, std::move(b));
     return;
   }
-  if (a.empty()) {
-    const ElasticValue* shape = occurrence_source(ea);
-    if (!shape) throw FormatError(std::string("cannot merge ") + what + ": no occurrence counts");
-    a = constant_like(*shape, fill_a);
-  } else {
-    const ElasticValue* shape = occurrence_source(eb);
-    if (!shape) throw FormatError(std::string("cannot merge ") + what + ": no occurrence counts");
-    b = constant_like(*shape, fill_b);
-  }
+  const ElasticValue& shape = a.empty() ? shape_a : shape_b;
+  if (shape.empty()) throw FormatError(std::string("cannot merge ") + what + ": no occurrence counts");
+  (a.empty() ? a : b) = constant_like(shape, a.empty() ? fill_a : fill_b);
   merge_elastic(a, std::move(b));
 }
+
+// ---------------------------------------------------------------- call-site matching
+
+/// What matching needs during one merge_into: the call-site classes of the master's table
+/// (the slave's ids are remapped into it first).
+struct MergeContext {
+  SiteClasses classes;
+
+  /// True if two event nodes are the same call: the same op and call-site class. Sites that
+  /// differ within a class merge into per-occurrence site ids, which needs both sides'
+  /// occurrence counts.
+  bool same_call(const EventNode& x, const EventNode& y) {
+    if (x.op != y.op) return false;
+    if (x.site == y.site) return true;
+    return classes.same(x.site, y.site) && occurrence_source(x) != nullptr && occurrence_source(y) != nullptr;
+  }
+};
 
 // ---------------------------------------------------------------- ranklist dependence
 
@@ -281,14 +302,16 @@ bool may_intersect(const RankList& a, const RankList& b) {
 
 // ---------------------------------------------------------------- alignment
 
-/// Program-order key of a node: its first event's call site (loops: of their first event).
-std::uint64_t order_key(const Node& n) {
+/// Program-order key of a node: its first event's call-site class (the class's smallest site id)
+/// and op (loops: of their first event), so that nodes that match sort alike.
+std::uint64_t order_key(const Node& n, MergeContext& ctx) {
   const Node* p = &n;
   while (p->loop) {
     if (p->loop->body.empty()) return UINT64_MAX;
     p = &p->loop->body.front();
   }
-  return p->event ? (std::uint64_t{p->event->site} << 16) | static_cast<std::uint64_t>(p->event->op) : UINT64_MAX;
+  if (!p->event) return UINT64_MAX;
+  return (std::uint64_t{ctx.classes.of(p->event->site)} << 16) | static_cast<std::uint64_t>(p->event->op);
 }
 
 /// The same order as canonicalize's graph walk, for sequences with few distinct ranklists
@@ -297,7 +320,7 @@ std::uint64_t order_key(const Node& n) {
 /// node of each ranklist can be ready, and it is ready when no ranklist it may share a rank
 /// with still has an earlier node unplaced. O(n k^2) for k ranklists instead of O(n^2) time
 /// and memory. False (nothing changed) if there are too many ranklists.
-bool canonicalize_by_groups(std::vector<Node>& seq) {
+bool canonicalize_by_groups(std::vector<Node>& seq, MergeContext& ctx) {
   constexpr std::size_t kMaxGroups = 64;
   const std::size_t n = seq.size();
   std::vector<const RankList*> lists;
@@ -320,7 +343,7 @@ bool canonicalize_by_groups(std::vector<Node>& seq) {
       if (h != g && may_intersect(*lists[g], *lists[h])) conflicts[g].push_back(h);
   }
   std::vector<std::uint64_t> key(n);
-  for (std::size_t i = 0; i < n; ++i) key[i] = order_key(seq[i]);
+  for (std::size_t i = 0; i < n; ++i) key[i] = order_key(seq[i], ctx);
   std::vector<std::size_t> next(k, 0);
   auto head = [&](std::size_t g) { return next[g] < members[g].size() ? members[g][next[g]] : SIZE_MAX; };
   std::vector<Node> out;
@@ -346,12 +369,12 @@ bool canonicalize_by_groups(std::vector<Node>& seq) {
 
 /// Canonical order: priority topological sort of the rank-dependence graph (a node must stay
 /// after every earlier node that may share a rank with it).
-void canonicalize(std::vector<Node>& seq) {
+void canonicalize(std::vector<Node>& seq, MergeContext& ctx) {
   if (seq.size() < 2) return;
   bool uniform = true;
   for (std::size_t i = 1; i < seq.size() && uniform; ++i) uniform = seq[i].ranks == seq[0].ranks;
   if (uniform) return;
-  if (canonicalize_by_groups(seq)) return;
+  if (canonicalize_by_groups(seq, ctx)) return;
   const std::size_t n = seq.size();
   std::vector<std::vector<std::size_t>> succ(n);
   std::vector<std::size_t> preds(n, 0);
@@ -362,7 +385,7 @@ void canonicalize(std::vector<Node>& seq) {
         ++preds[j];
       }
   std::vector<std::uint64_t> key(n);
-  for (std::size_t i = 0; i < n; ++i) key[i] = order_key(seq[i]);
+  for (std::size_t i = 0; i < n; ++i) key[i] = order_key(seq[i], ctx);
   std::vector<std::size_t> ready, order;
   for (std::size_t i = 0; i < n; ++i)
     if (preds[i] == 0) ready.push_back(i);
@@ -383,10 +406,12 @@ void canonicalize(std::vector<Node>& seq) {
 }
 
 struct Aligner {
+  MergeContext& ctx;
+
   /// Score of matching a with b (0: no match). Every pair of a table is scored once, and the
   /// nested scores of two loops belong to that pair only, so nothing is cached.
   long score(const Node& a, const Node& b) {
-    if (a.event && b.event) return (a.event->op == b.event->op && a.event->site == b.event->site) ? 1 : 0;
+    if (a.event && b.event) return ctx.same_call(*a.event, *b.event) ? 1 : 0;
     if (a.loop && b.loop) {
       // Loop-agnostic (thesis §5.2.4): two loops match when their bodies share any event;
       // the alignment maximizes the total score, so a loop matches a weakly similar one only
@@ -517,7 +542,7 @@ struct Aligner {
   }
 };
 
-std::vector<Node> merge_seq(std::vector<Node>&& a, std::vector<Node>&& b);
+std::vector<Node> merge_seq(std::vector<Node>&& a, std::vector<Node>&& b, MergeContext& ctx);
 
 /// Wraps an event node in a one-trip pseudo-loop (same events for every rank).
 Node wrap_in_pseudo_loop(Node&& ev) {
@@ -531,7 +556,18 @@ Node wrap_in_pseudo_loop(Node&& ev) {
   return loop;
 }
 
-void merge_node(Node& a, Node&& b) {
+/// Merges the per-occurrence call sites of two matched event nodes (x keeps its site as the
+/// node's). Different sites (of one class) are spelled out on both sides: each side's
+/// occurrences get its own site where it stored none.
+void merge_sites(EventNode& x, EventNode& y, const ElasticValue& shape_x, const ElasticValue& shape_y) {
+  if (x.site != y.site) {
+    if (x.site_ids.empty()) x.site_ids = constant_like(shape_x, x.site);
+    if (y.site_ids.empty()) y.site_ids = constant_like(shape_y, y.site);
+  }
+  merge_one_sided(x.site_ids, std::move(y.site_ids), shape_x, shape_y, x.site, y.site, "call-site ids");
+}
+
+void merge_node(Node& a, Node&& b, MergeContext& ctx) {
   if (a.loop && b.event) b = wrap_in_pseudo_loop(std::move(b));
   if (a.event && b.loop) a = wrap_in_pseudo_loop(std::move(a));
   const RankList a_ranks = a.ranks;
@@ -539,21 +575,21 @@ void merge_node(Node& a, Node&& b) {
   merge_elastic(a.presence, std::move(b.presence));
   if (a.loop) {
     merge_elastic(a.loop->trips, std::move(b.loop->trips));
-    a.loop->body = merge_seq(std::move(a.loop->body), std::move(b.loop->body));
+    a.loop->body = merge_seq(std::move(a.loop->body), std::move(b.loop->body), ctx);
     return;
   }
   EventNode& x = *a.event;
   EventNode& y = *b.event;
+  const ElasticValue shape_x = occurrence_shape(x), shape_y = occurrence_shape(y);
   for (std::size_t f = 0; f < kFieldCount; ++f)
-    merge_one_sided(x.fields[f], std::move(y.fields[f]), x, y, 0, 0, "an event field");
+    merge_one_sided(x.fields[f], std::move(y.fields[f]), shape_x, shape_y, 0, 0, "an event field");
   for (std::size_t f = 0; f < kArrayFieldCount; ++f) {
     if (x.arrays[f].empty() != y.arrays[f].empty()) {
       // An array stored on one side only: the other side's occurrences had empty arrays.
-      auto fill = [](const EventNode& e) {
+      auto fill = [](const ElasticValue& shape) {
         ElasticArray out;
-        const ElasticValue* shape = occurrence_source(e);
-        if (!shape) throw FormatError("cannot merge an array field: no occurrence counts");
-        for (const auto& [seq, ranks] : shape->alternatives) {
+        if (shape.empty()) throw FormatError("cannot merge an array field: no occurrence counts");
+        for (const auto& [seq, ranks] : shape.alternatives) {
           ArraySeq s;
           if (seq.size() > 0) s = ArraySeq::from_runs({ArraySeq::Run{{}, seq.size()}});
           out.alternatives.emplace_back(std::move(s), ranks);
@@ -561,22 +597,22 @@ void merge_node(Node& a, Node&& b) {
         return out;
       };
       if (x.arrays[f].empty())
-        x.arrays[f] = fill(x);
+        x.arrays[f] = fill(shape_x);
       else
-        y.arrays[f] = fill(y);
+        y.arrays[f] = fill(shape_y);
     }
     merge_elastic(x.arrays[f], std::move(y.arrays[f]));
   }
-  merge_one_sided(x.site_ids, std::move(y.site_ids), x, y, x.site, y.site, "call-site ids");
+  merge_sites(x, y, shape_x, shape_y);
   merge_timing(x, a_ranks, std::move(y), b.ranks);
 }
 
-std::vector<Node> merge_seq(std::vector<Node>&& a, std::vector<Node>&& b) {
+std::vector<Node> merge_seq(std::vector<Node>&& a, std::vector<Node>&& b, MergeContext& ctx) {
   if (b.empty()) return std::move(a);
   if (a.empty()) return std::move(b);
-  canonicalize(a);
-  canonicalize(b);
-  Aligner aligner;
+  canonicalize(a, ctx);
+  canonicalize(b, ctx);
+  Aligner aligner{ctx};
   auto pairs = aligner.align(a, b);
   std::vector<Node> out;
   out.reserve(a.size() + b.size() - pairs.size());
@@ -584,14 +620,14 @@ std::vector<Node> merge_seq(std::vector<Node>&& a, std::vector<Node>&& b) {
   for (auto [pi, pj] : pairs) {
     while (i < pi) out.push_back(std::move(a[i++]));
     while (j < pj) out.push_back(std::move(b[j++]));
-    merge_node(a[pi], std::move(b[pj]));
+    merge_node(a[pi], std::move(b[pj]), ctx);
     out.push_back(std::move(a[pi]));
     i = pi + 1;
     j = pj + 1;
   }
   while (i < a.size()) out.push_back(std::move(a[i++]));
   while (j < b.size()) out.push_back(std::move(b[j++]));
-  canonicalize(out);
+  canonicalize(out, ctx);
   return out;
 }
 
@@ -641,15 +677,16 @@ void import_tables(Trace& master, Trace& other) {
 
 }  // namespace
 
-void merge_into(Trace& master, Trace&& slave) {
+void merge_into(Trace& master, Trace&& slave, const MergeConfig& config) {
   master.nranks = std::max(master.nranks, slave.nranks);
   import_tables(master, slave);
+  MergeContext ctx{SiteClasses(&master.sites, config.site_match)};
   for (auto& [k, v] : slave.metadata) master.metadata.emplace(k, v);
   UniteCache cache;
   UniteCache* saved = g_unite_cache;
   g_unite_cache = &cache;
   try {
-    master.nodes = merge_seq(std::move(master.nodes), std::move(slave.nodes));
+    master.nodes = merge_seq(std::move(master.nodes), std::move(slave.nodes), ctx);
   } catch (...) {
     g_unite_cache = saved;
     throw;
@@ -668,11 +705,11 @@ void prepend_rank_segments(Trace& trace, std::vector<Trace>&& segments) {
   trace.nodes = std::move(nodes);
 }
 
-Trace merge_tree(std::vector<Trace> traces) {
+Trace merge_tree(std::vector<Trace> traces, const MergeConfig& config) {
   if (traces.empty()) return Trace{};
   const std::size_t n = traces.size();
   for (std::size_t step = 1; step < n; step *= 2)
-    for (std::size_t i = 0; i + step < n; i += 2 * step) merge_into(traces[i], std::move(traces[i + step]));
+    for (std::size_t i = 0; i + step < n; i += 2 * step) merge_into(traces[i], std::move(traces[i + step]), config);
   return std::move(traces[0]);
 }
 
@@ -681,7 +718,7 @@ void TreeMerger::push(Trace&& trace) {
   while (stack_.size() >= 2 && stack_[stack_.size() - 2].first == stack_.back().first) {
     auto top = std::move(stack_.back());
     stack_.pop_back();
-    merge_into(stack_.back().second, std::move(top.second));
+    merge_into(stack_.back().second, std::move(top.second), config_);
     stack_.back().first *= 2;
   }
 }
@@ -691,7 +728,7 @@ Trace TreeMerger::finish() {
   while (stack_.size() >= 2) {
     auto top = std::move(stack_.back());
     stack_.pop_back();
-    merge_into(stack_.back().second, std::move(top.second));
+    merge_into(stack_.back().second, std::move(top.second), config_);
   }
   Trace t = std::move(stack_.back().second);
   stack_.clear();

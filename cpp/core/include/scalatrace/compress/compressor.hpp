@@ -9,12 +9,16 @@
 
 #include "scalatrace/model/event.hpp"
 #include "scalatrace/model/recording.hpp"
+#include "scalatrace/model/site_match.hpp"
 #include "scalatrace/model/trace.hpp"
 
 namespace scalatrace {
 
 struct CompressorConfig {
-  std::size_t window = 512;        ///< SCALATRACE_WINDOW: max nodes searched back for a loop
+  std::size_t window = 512;  ///< SCALATRACE_WINDOW: max nodes searched back for a loop
+  /// SCALATRACE_SITE_MATCH: call sites match when their innermost `site_match` frames are equal
+  /// (0: the whole stack). Needs the site table (set_sites); without it sites match by id.
+  std::size_t site_match = kDefaultSiteMatchFrames;
   std::size_t site_threshold = 0;  ///< SCALATRACE_SITE_THRESHOLD: differing frames tolerated
   /// SCALATRACE_MEMORY: bound on the queue's estimated bytes. Over it the queue so far is
   /// handed to the spill sink (if set) or frozen (no longer searched).
@@ -46,7 +50,9 @@ class IntraCompressor {
   void set_spill(SpillSink sink);
   /// How many times the queue went to the spill sink.
   std::uint64_t spilled_chunks() const;
-  /// For approximate call-site matching: the table the sites come from (optional).
+  /// The table the sites come from, for matching by innermost frames (site_match) and
+  /// approximate matching (site_threshold). Without it sites match by id only. The table may
+  /// grow while events are pushed; its existing sites must not change.
   void set_sites(const CallSiteTable* sites);
 
  private:

@@ -4,9 +4,18 @@
 // values. See docs/algorithms.md.
 #include <vector>
 
+#include "scalatrace/model/site_match.hpp"
 #include "scalatrace/model/trace.hpp"
 
 namespace scalatrace {
+
+struct MergeConfig {
+  /// Event nodes of different ranks match when op and call-site class are equal: the same
+  /// innermost `site_match` frames (0: the same whole stack). The collector passes its
+  /// SCALATRACE_SITE_MATCH, the one its compressor used. Sites that differ within a class are
+  /// kept per occurrence (EventNode::site_ids), so any setting is lossless.
+  std::size_t site_match = kDefaultSiteMatchFrames;
+};
 
 /// Turns one rank's compressed queue into a Trace whose ranklists say {rank}.
 Trace make_rank_trace(std::int64_t rank, std::int64_t nranks, std::vector<Node> nodes, CallSiteTable sites,
@@ -14,7 +23,7 @@ Trace make_rank_trace(std::int64_t rank, std::int64_t nranks, std::vector<Node> 
 
 /// master absorbs slave (ranks must be disjoint). Call-site and name ids of the slave are
 /// remapped into the master's tables.
-void merge_into(Trace& master, Trace&& slave);
+void merge_into(Trace& master, Trace&& slave, const MergeConfig& config = {});
 
 /// Puts the nodes of one-rank traces (rank segments, docs/format.md) before `trace`'s nodes, in
 /// the given order, after importing their call sites, names and communicators. Each rank's
@@ -22,18 +31,20 @@ void merge_into(Trace& master, Trace&& slave);
 void prepend_rank_segments(Trace& trace, std::vector<Trace>&& segments);
 
 /// Merges traces bottom-up over a binary radix tree (index i merges with i + 2^k).
-Trace merge_tree(std::vector<Trace> traces);
+Trace merge_tree(std::vector<Trace> traces, const MergeConfig& config = {});
 
 /// The same radix-tree merge, fed one trace at a time in rank order (0, 1, 2, ...): partial
 /// results are kept like the digits of a binary counter, so at most log2(n) + 1 traces are
 /// held at once. finish() returns what merge_tree would return for the same inputs.
 class TreeMerger {
  public:
+  explicit TreeMerger(MergeConfig config = {}) : config_(config) {}
   void push(Trace&& trace);
   Trace finish();
   std::size_t held() const { return stack_.size(); }
 
  private:
+  MergeConfig config_;
   std::vector<std::pair<std::size_t, Trace>> stack_;  ///< (subtree size, partial result)
 };
 
