@@ -23,7 +23,7 @@ using namespace scalatrace;
 namespace {
 
 /// Round trips below compare histograms bin by bin: these traces ask files to keep every bin
-/// (the default keeps kDefaultTimingBins: Format.FilesKeepTwoTimingBinsByDefault...).
+/// (the default keeps kDefaultTimingBins: Format.FilesKeepTheDefaultTimingBins...).
 Trace rank_trace(const SyntheticSpec& spec, std::int64_t rank) {
   RankRecording rec = record_synthetic(spec, rank);
   Trace t = compress_recording(rec);
@@ -803,10 +803,10 @@ TEST(Format, TimingValuesAreStoredWithinTwoToTheMinusSeven) {
   EXPECT_EQ(h.min(), 1u);
 }
 
-TEST(Format, FilesKeepTwoTimingBinsByDefaultWithCountsMeansAndBounds) {
-  // Without the setting, each histogram keeps two bins (neighbours combined): the count, the
-  // mean, the minimum and the maximum stay (within the time codes' rounding); the setting
-  // keeps more, 1 keeps one bin.
+TEST(Format, FilesKeepTheDefaultTimingBinsWithCountsMeansAndBounds) {
+  // Without the setting, each histogram keeps kDefaultTimingBins bins (neighbours combined):
+  // the count, the mean, the minimum and the maximum stay (within the time codes' rounding);
+  // the setting keeps more.
   Trace t = handmade();
   t.metadata.erase(kTimingBinsKey);
   Node* n = &t.nodes.front();
@@ -817,7 +817,7 @@ TEST(Format, FilesKeepTwoTimingBinsByDefaultWithCountsMeansAndBounds) {
   e.compute = Histogram(4);
   for (std::uint64_t v = 1000; v < 1'000'000; v = v * 3 / 2) e.compute.add(v);
   ASSERT_GT(e.compute.bins().size(), 2u);
-  for (const auto& [setting, bins] : {std::pair<const char*, std::size_t>{nullptr, 2}, {"1", 1}, {"5", 5}}) {
+  for (const auto& [setting, bins] : {std::pair<const char*, std::size_t>{nullptr, kDefaultTimingBins}, {"1", 1}, {"2", 2}, {"5", 5}}) {
     Trace copy = t.clone();
     if (setting) copy.metadata[kTimingBinsKey] = setting;
     const Trace back = decode_trace(encode_trace(copy));
