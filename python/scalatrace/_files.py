@@ -195,7 +195,9 @@ class DirectoryExport:
       and those of the files replaced are kept;
     - ``d`` also holding other files (a working directory): no single rename can publish part of
       a shared directory, so the new files are moved in one at a time (each atomic, modes kept,
-      ``anchor`` last: the file that names the others); nothing else in ``d`` is touched.
+      ``anchor`` last: the file that names the others); nothing else in ``d`` is touched. So
+      is a directory the process works in (``to_simgrid_ti(".")``): exchanged away, it would
+      leave the process in a deleted directory.
 
     Nothing that was in ``d`` is ever deleted except files of this export's own kind replaced
     in the second case. A symbolic link to a directory is followed (the link stays); a file,
@@ -262,13 +264,27 @@ class DirectoryExport:
                         f"{self.directory}: cannot move the new directory into place: {e.strerror}"
                     ) from None
             # Created meanwhile, and not empty: publish into what is there now.
-        if not self._inside and self._only_family(self.directory) and self._swap_whole():
+        if (
+            not self._inside
+            and not self._holds_working_directory()
+            and self._only_family(self.directory)
+            and self._swap_whole()
+        ):
             return
         names = sorted(os.listdir(self.staged), key=lambda n: (n == self._anchor, n))
         for name in names:
             require_replaceable(self.directory / name)
         for name in names:
             move_file_into_place(self.staged / name, self.directory / name)
+
+    def _holds_working_directory(self) -> bool:
+        """Whether this process works in the directory or below it: exchanged away and removed,
+        it would leave the process in a deleted directory, so it is published file by file."""
+        try:
+            cwd = Path(os.path.realpath(os.getcwd()))
+        except OSError:
+            return False
+        return cwd == self.directory or self.directory in cwd.parents
 
     def _swap_whole(self) -> bool:
         """The second case of the class description; False (staged as before) if the file

@@ -333,6 +333,26 @@ def test_simgrid_export_into_a_shared_directory_touches_only_its_files(ring_sct,
     _no_temporaries(tmp_path)
 
 
+def test_simgrid_export_into_the_working_directory_keeps_it(ring_sct, tmp_path, monkeypatch):
+    from scalatrace.simgrid import to_simgrid_ti
+
+    t = scalatrace.load(ring_sct)
+    ti = tmp_path / "ti"
+    to_simgrid_ti(t, ti)
+    monkeypatch.chdir(ti)
+    here = os.stat(".").st_ino
+    with _renames() as renames:
+        exp = to_simgrid_ti(t, ".", timing="none")
+    # Not exchanged (that would leave this process in a deleted directory): file by file.
+    assert os.stat(os.getcwd()).st_ino == here == ti.stat().st_ino
+    assert [Path(target).name for _, target in renames] == ["rank-0.txt", "rank-1.txt", "index.txt"]
+    assert Path(exp.index) == ti / "index.txt" and _names(ti) == [
+        "index.txt",
+        "rank-0.txt",
+        "rank-1.txt",
+    ]
+
+
 def test_simgrid_export_refuses_a_file_and_follows_a_symlinked_directory(ring_sct, tmp_path):
     from scalatrace.simgrid import to_simgrid_ti
 
