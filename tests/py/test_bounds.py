@@ -130,6 +130,8 @@ def test_large_non_trace_file_is_refused_from_its_first_bytes(tmp_path, reader):
             "dims 1000000x1000000 (more than 4294967295 ranks) exceeds the trace format",
         ),
         ({"ranks": 5_000_000}, "exceeds max_ranks=4194304"),
+        ({"ranks": 10**20}, "100000000000000000000 ranks exceeds the trace format's limit"),
+        ({"dims": (10**20, 2)}, "(more than 4294967295 ranks) exceeds the trace format's limit"),
     ],
 )
 def test_extrapolate_to_huge_targets_is_refused_at_once(tmp_path, target, needle):
