@@ -35,6 +35,7 @@ from ._summary import TimestepLoop
 from ._trace import CallSiteInfo, Event, Loop, Trace, load
 from .comparison import Comparison, compare
 from .errors import (
+    CoreArgumentError,
     MPIRunError,
     OutOfRangeError,
     OutputExistsError,
@@ -57,6 +58,7 @@ __all__ = [
     "ArraySeq",
     "CallSiteInfo",
     "Comparison",
+    "CoreArgumentError",
     "ElasticArray",
     "ElasticValue",
     "ExtrapolationError",

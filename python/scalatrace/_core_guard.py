@@ -27,6 +27,10 @@ _UINT64_MAX = (1 << 64) - 1
 _REFUSALS = ("incompatible function arguments", "incompatible constructor arguments")
 # Dunder methods whose arguments come from the caller (the rest take none, or Python's own).
 _CALLER_DUNDERS = {"__init__", "__getitem__", "__setitem__", "__call__"}
+# Left unwrapped: per-event accessors that take no number (a wrapper costs a Python call each,
+# and the exports call them for every field of every event). A field name that is not a string
+# still gets pybind11's TypeError there; an unknown name is an UnknownNameError.
+_UNWRAPPED = {("RecordedEvent", "__getitem__")}
 # "    1. (self: ..., rank: int) -> int", constructors "    1. scalatrace._core.RankList(ranks: ...)".
 _SIGNATURE = re.compile(r"^\s*\d+\. [\w.]*\((.*)\)(?: -> .*)?$", re.MULTILINE)
 # pybind11's spellings of the parameter types, and the plain names shown instead.
@@ -136,7 +140,8 @@ def _guarded(func: Callable[..., Any], name: str, method: bool = False) -> Calla
 
 def _guard_class(cls: type) -> None:
     for attr, member in list(vars(cls).items()):
-        if attr.startswith("__") and attr not in _CALLER_DUNDERS:
+        skipped_dunder = attr.startswith("__") and attr not in _CALLER_DUNDERS
+        if skipped_dunder or (cls.__name__, attr) in _UNWRAPPED:
             continue
         qualified = f"{cls.__name__}.{attr}"
         if isinstance(member, staticmethod):

@@ -112,9 +112,9 @@ def _keep_modes(new_dir: Path, old_dir: Path) -> None:
 def _swap_in(staged: Path, target: Path, is_ours: Callable[[Path], bool]) -> bool:
     """Exchanges the complete directory ``staged`` with the existing ``target`` in one atomic step
     (renameat2 RENAME_EXCHANGE); the old directory is then at ``staged``, inside the caller's
-    staging directory, and goes with it. If the old directory turns out to hold files that are
-    not ours after all (written there since it was checked), the exchange is undone and nothing
-    is replaced. False if the file system cannot exchange (nothing changed)."""
+    staging directory, and goes with it. If ``is_ours`` refuses the old directory after all
+    (files written there since it was checked), the exchange is undone and nothing is
+    replaced. False if the file system cannot exchange (nothing changed)."""
     if not _core.exchange_paths(os.fspath(staged), os.fspath(target)):
         return False
     if not is_ours(staged):
@@ -188,29 +188,30 @@ class DirectoryExport:
 
     - ``d`` absent: the staged directory becomes ``d`` in one rename;
     - ``d`` a directory holding only regular files whose names ``family`` matches (files of the
-      same kind of export, from earlier calls): the new directory receives hard links to those
-      of them this export does not write (``writes`` does not match: a platform stays next to a
-      new export, and the other way round; older files of this export's own kind are dropped)
-      and is exchanged with ``d`` in one atomic step (:func:`_swap_in`); ``d``'s permission bits
-      and those of the files replaced are kept;
+      same kind of export, from earlier calls): the new directory receives hard links to every
+      file of ``d`` the export does not write anew (a platform stays next to a new export, and
+      the other way round) and is exchanged with ``d`` in one atomic step (:func:`_swap_in`);
+      ``d``'s permission bits and those of the files replaced are kept. If ``d`` received a file
+      between the linking and the exchange, the exchange is undone and nothing is replaced;
     - ``d`` also holding other files (a working directory): no single rename can publish part of
       a shared directory, so the new files are moved in one at a time (each atomic, modes kept,
-      ``anchor`` last: the file that names the others); nothing else in ``d`` is touched.
+      ``anchor`` last: the file that names the others); nothing else in ``d`` is touched. So
+      is a directory the process works in (``to_simgrid_ti(".")``): exchanged away, it would
+      leave the process in a deleted directory.
 
-    Nothing that was in ``d`` is ever deleted except files of this export's own kind replaced
-    in the second case. A symbolic link to a directory is followed (the link stays); a file,
-    device node or other non-directory at ``d`` is refused. A ``d`` that is a mount point is
-    staged inside itself and published as in the third case.
+    Nothing that was in ``d`` is deleted: files of the names the export writes are replaced,
+    every other file stays. A symbolic link to a directory is followed (the link stays); a
+    file, device node or other non-directory at ``d`` is refused. A ``d`` that is a mount point
+    is staged inside itself and published as in the third case.
     """
 
-    def __init__(
-        self, directory: PathLike, writes: re.Pattern[str], family: re.Pattern[str], anchor: str
-    ) -> None:
+    def __init__(self, directory: PathLike, family: re.Pattern[str], anchor: str) -> None:
         # A symlink to a directory is followed: the files go where it points, the link stays.
         self.directory = Path(os.path.realpath(directory))
-        self._writes, self._family, self._anchor = writes, family, anchor
+        self._family, self._anchor = family, anchor
         self._stack = contextlib.ExitStack()
         self.staged: Path | None = None
+        self._inside = False
         self._check_target()
 
     def _check_target(self) -> os.stat_result | None:
@@ -252,6 +253,7 @@ class DirectoryExport:
 
     def _publish(self) -> None:
         assert self.staged is not None
+        written = sorted(os.listdir(self.staged), key=lambda n: (n == self._anchor, n))
         if not self._inside and self._check_target() is None:
             try:
                 os.rename(self.staged, self.directory)
@@ -262,26 +264,51 @@ class DirectoryExport:
                         f"{self.directory}: cannot move the new directory into place: {e.strerror}"
                     ) from None
             # Created meanwhile, and not empty: publish into what is there now.
-        if not self._inside and self._only_family(self.directory) and self._swap_whole():
+        if (
+            not self._inside
+            and not self._holds_working_directory()
+            and self._only_family(self.directory)
+            and self._swap_whole(set(written))
+        ):
             return
-        names = sorted(os.listdir(self.staged), key=lambda n: (n == self._anchor, n))
-        for name in names:
+        for name in written:
             require_replaceable(self.directory / name)
-        for name in names:
+        for name in written:
             move_file_into_place(self.staged / name, self.directory / name)
 
-    def _swap_whole(self) -> bool:
+    def _holds_working_directory(self) -> bool:
+        """Whether this process works in the directory or below it: exchanged away and removed,
+        it would leave the process in a deleted directory, so it is published file by file."""
+        try:
+            cwd = Path(os.path.realpath(os.getcwd()))
+        except OSError:
+            return False
+        return cwd == self.directory or self.directory in cwd.parents
+
+    def _swap_whole(self, written: set[str]) -> bool:
         """The second case of the class description; False (staged as before) if the file
         system cannot link or exchange here."""
         assert self.staged is not None
         carried = []
+
+        def settled(old: Path) -> bool:
+            # Every file of the old directory was replaced or came along (the same file).
+            return all(
+                entry.name in written
+                or (
+                    os.path.lexists(self.directory / entry.name)
+                    and os.path.samefile(entry.path, self.directory / entry.name)
+                )
+                for entry in os.scandir(old)
+            )
+
         try:
             for entry in os.scandir(self.directory):
-                if not self._writes.fullmatch(entry.name):
+                if entry.name not in written:
                     os.link(entry.path, self.staged / entry.name, follow_symlinks=False)
                     carried.append(self.staged / entry.name)
             _keep_modes(self.staged, self.directory)
-            if _swap_in(self.staged, self.directory, self._only_family):
+            if _swap_in(self.staged, self.directory, settled):
                 return True
         except OSError:
             pass

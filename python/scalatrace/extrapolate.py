@@ -408,14 +408,22 @@ def extrapolate(
             )
     if ranks is None and dims is None:
         raise UsageError("give the target size: ranks=N or dims=(X, Y, ...)")
+    # The core refuses targets beyond the format's 2^32 - 1 ranks; numbers it cannot even take
+    # (beyond 64 bits) are refused here in the same words.
+    beyond = "exceeds the trace format's limit of 4294967295 ranks"
     if ranks is not None:
         ranks = check_int("ranks", ranks, lo=1)
+        if ranks >= 1 << 63:
+            raise UsageError(f"target of {ranks} ranks {beyond}")
     if dims is not None:
         if isinstance(dims, (str, bytes)) or not isinstance(dims, Sequence) or len(dims) == 0:
             raise UsageError(
                 f"dims must be a sequence of positive integers such as (16, 16), not {dims!r}"
             )
         dims = [check_int("dims", d, lo=1) for d in dims]
+        if any(d >= 1 << 63 for d in dims):
+            shown = "x".join(str(d) for d in dims)
+            raise UsageError(f"target of dims {shown} (more than 4294967295 ranks) {beyond}")
     if input_dims is not None:
         if isinstance(input_dims, (str, bytes)) or not isinstance(input_dims, Sequence):
             raise UsageError(

@@ -34,11 +34,9 @@ from ._files import DirectoryExport, write_text
 from ._model import TraceModel, as_trace
 from .errors import SimulationParameterError, UsageError
 
-# What an export directory may hold to be replaced as a whole (_files.DirectoryExport), and what
-# each function writes there.
+# What an export directory may hold to be replaced as a whole (_files.DirectoryExport): the
+# files of to_simgrid_ti and write_simgrid_platform.
 _SIMGRID_FILES = re.compile(r"rank-\d+\.txt|index\.txt|platform\.xml|hostfile")
-_TI_FILES = re.compile(r"rank-\d+\.txt|index\.txt")
-_PLATFORM_FILES = re.compile(r"platform\.xml|hostfile")
 
 _SMPI_ANY_SOURCE = -555
 _SMPI_ANY_TAG = -444
@@ -393,7 +391,7 @@ def write_simgrid_platform(
         raise SimulationParameterError(str(e)) from None
     if bandwidth_bytes_per_s <= 0 or flops_per_ns <= 0:
         raise SimulationParameterError("bandwidth_bytes_per_s and flops_per_ns must be > 0")
-    export = DirectoryExport(directory, _PLATFORM_FILES, _SIMGRID_FILES, anchor="platform.xml")
+    export = DirectoryExport(directory, _SIMGRID_FILES, anchor="platform.xml")
     with export as staged:
         write_text(
             staged / "platform.xml",
@@ -438,7 +436,7 @@ def to_simgrid_ti(
     if timing not in ("mean", "sample", "none"):
         raise SimulationParameterError(f"timing must be 'mean', 'sample' or 'none', got {timing!r}")
     # Written into a fresh directory, published as a whole (the index names the final paths).
-    export = DirectoryExport(directory, _TI_FILES, _SIMGRID_FILES, anchor="index.txt")
+    export = DirectoryExport(directory, _SIMGRID_FILES, anchor="index.txt")
     files: list[os.PathLike[str]] = []
     actions: dict[str, int] = {}
     skipped = decomposed = 0

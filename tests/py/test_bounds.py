@@ -9,6 +9,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -130,6 +131,8 @@ def test_large_non_trace_file_is_refused_from_its_first_bytes(tmp_path, reader):
             "dims 1000000x1000000 (more than 4294967295 ranks) exceeds the trace format",
         ),
         ({"ranks": 5_000_000}, "exceeds max_ranks=4194304"),
+        ({"ranks": 10**20}, "100000000000000000000 ranks exceeds the trace format's limit"),
+        ({"dims": (10**20, 2)}, "(more than 4294967295 ranks) exceeds the trace format's limit"),
     ],
 )
 def test_extrapolate_to_huge_targets_is_refused_at_once(tmp_path, target, needle):
@@ -163,3 +166,75 @@ def test_dense_comm_matrix_of_a_large_run_is_refused_before_allocating(tmp_path)
         rec.comm_matrix()
     assert "use sparse=True" in str(err.value), str(err.value)
     assert rec.comm_matrix(sparse=True).shape == (40_000, 40_000)
+
+
+# A 2,000,000-rank 2D stencil (1,000 x 2,000 grid) as the harness merges it, in 2 KB:
+#   scalatrace-harness --pattern stencil2d --ranks 2000000 --dims 1000x2000 --timesteps 3 \
+#       -o tests/py/data/stencil2d-2M.sct
+STENCIL_2M = Path(__file__).resolve().parent / "data" / "stencil2d-2M.sct"
+
+SAVE_AND_LOAD = textwrap.dedent(
+    """
+    import resource, sys
+    import scalatrace
+    # A guard, not a timing assertion: the writer's per-rank work once took minutes here.
+    resource.setrlimit(resource.RLIMIT_CPU, (120, 120))
+    t = scalatrace.load(sys.argv[1])
+    t.save(sys.argv[2])
+    back = scalatrace.load(sys.argv[2])
+    back.save(sys.argv[3])
+    ranks = [0, 1, 999, 1000, 1001, 1999, 2000, 1_000_000, 1_998_000, 1_999_999]
+    for r in ranks:
+        assert [e.op for e in t.events(r)] == [e.op for e in back.events(r)], r
+        assert t.rank_table(r).tolist() == back.rank_table(r).tolist(), r
+    print(t.nranks, back.nranks)
+    """
+)
+
+
+def test_a_2M_rank_trace_saves_and_loads_in_seconds(tmp_path):
+    """save() and load() of a trace of 2,000,000 ranks: the writer's neighbour-grid search no
+    longer walks every rank per candidate grid (it took minutes). Corner, edge and interior ranks
+    have the same events after the round trip, and saving again gives the same bytes."""
+    first, again = tmp_path / "first.sct", tmp_path / "again.sct"
+    proc = subprocess.run(
+        [sys.executable, "-c", SAVE_AND_LOAD, str(STENCIL_2M), str(first), str(again)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["2000000", "2000000"]
+    assert first.read_bytes() == again.read_bytes()
+    assert first.stat().st_size < 4096  # still a few KB: the grids were found
+
+
+FRAME_2M = textwrap.dedent(
+    """
+    import resource, sys
+    import scalatrace
+    import scalatrace.frames  # pandas, imported before measuring
+    t = scalatrace.load(sys.argv[1])
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        t.to_dataframe()
+    except scalatrace.TooLargeError as e:
+        print(e, file=sys.stderr)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+    """
+)
+
+
+def test_to_dataframe_of_a_2M_rank_trace_is_refused_before_allocating():
+    """The whole 2,000,000-rank trace as a frame would be over 100 million rows: refused from
+    the trace's event count before a row (or a per-rank array) is built."""
+    proc = subprocess.run(
+        [sys.executable, "-c", FRAME_2M, str(STENCIL_2M)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "events in 2000000 ranks, more than max_events=20000000" in proc.stderr, proc.stderr
+    grown_kib = int(proc.stdout)
+    assert grown_kib < 200 * 1024, f"peak memory grew by {grown_kib} KiB before the refusal"

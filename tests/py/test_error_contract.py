@@ -211,6 +211,7 @@ def _bad_invocations(trace: str) -> list[list[str]]:
             ["run", "-n", "2", "--env", "NOEQUALS", "--", "true"],
             ["run", "-n", "2"],
             ["run", "-n", "0", "--", "true"],
+            ["run", "-n", "100000000000000000000", "--", "true"],
         ],
         "show": [["show"], ["show", trace, "--max-nodes", "many"]],
         "stats": [["stats", trace, "--by", "colour"]],
@@ -220,6 +221,7 @@ def _bad_invocations(trace: str) -> list[list[str]]:
             ["simulate", trace, "--L", "-1"],
             ["simulate", trace, "--timing", "exact"],
             ["simulate", trace, "--compute-scale", "nan"],
+            ["simulate", trace, "--seed", "100000000000000000000"],
         ],
         "sweep": [
             ["sweep", trace, "--param", "colour"],
@@ -230,6 +232,7 @@ def _bad_invocations(trace: str) -> list[list[str]]:
             ["extrapolate", trace, "-o", "x.sct"],
             ["extrapolate", trace, trace, trace, "--dims", "axb", "-o", "x.sct"],
             ["extrapolate", trace, trace, trace, "--ranks", "-4", "-o", "x.sct"],
+            ["extrapolate", trace, trace, trace, "--ranks", "100000000000000000000", "-o", "x.sct"],
         ],
         "generate": [["generate", trace, "--lang", "cobol", "-o", "x"], ["generate", trace]],
         "clusters": [
@@ -240,6 +243,7 @@ def _bad_invocations(trace: str) -> list[list[str]]:
         "replay": [
             ["replay", trace, "--size-scale", "1e12"],
             ["replay", trace, "--timing", "exact"],
+            ["replay", trace, "--seed", "100000000000000000000"],
             ["replay"],
         ],
     }

@@ -299,19 +299,26 @@ def test_simgrid_export_appears_in_one_rename_and_is_replaced_in_one_exchange(ri
     assert _names(ti) == ["index.txt", "rank-0.txt", "rank-1.txt"]
     listed = Path(exp.index).read_text().split()
     assert listed == [str(ti / "rank-0.txt"), str(ti / "rank-1.txt")] == [str(f) for f in exp.files]
-    # A platform next to the export, and a stale rank file of an earlier, larger export.
+    # A platform next to the export, and a rank file of an earlier, larger export.
     platform, hostfile = write_simgrid_platform(ti, 2, 1e-6, 1e9)
     assert _names(ti) == ["hostfile", "index.txt", "platform.xml", "rank-0.txt", "rank-1.txt"]
     (ti / "rank-7.txt").write_text("7 init\n")
     (ti / "rank-0.txt").chmod(0o600)
-    kept = {p: p.read_bytes() for p in (platform, hostfile)}
+    kept = {p: p.read_bytes() for p in (platform, hostfile, ti / "rank-7.txt")}
     old_directory = ti.stat().st_ino
     with _renames() as renames:
         to_simgrid_ti(t, ti, timing="none")
     # Exchanged with the new directory in one step: never renamed away, never missing.
     assert renames == [] and ti.stat().st_ino != old_directory
-    assert _names(ti) == ["hostfile", "index.txt", "platform.xml", "rank-0.txt", "rank-1.txt"]
-    assert {p: p.read_bytes() for p in kept} == kept  # the platform came along
+    assert _names(ti) == [
+        "hostfile",
+        "index.txt",
+        "platform.xml",
+        "rank-0.txt",
+        "rank-1.txt",
+        "rank-7.txt",
+    ]
+    assert {p: p.read_bytes() for p in kept} == kept  # what it does not write came along
     assert stat.S_IMODE((ti / "rank-0.txt").stat().st_mode) == 0o600  # mode kept
     assert (ti / "rank-0.txt").read_text().startswith("0 init")
     _no_temporaries(tmp_path)
@@ -331,6 +338,26 @@ def test_simgrid_export_into_a_shared_directory_touches_only_its_files(ring_sct,
     assert (tmp_path / "notes.txt").read_text() == "mine\n" and (tmp_path / "sub").is_dir()
     assert Path(exp.index) == tmp_path / "index.txt"
     _no_temporaries(tmp_path)
+
+
+def test_simgrid_export_into_the_working_directory_keeps_it(ring_sct, tmp_path, monkeypatch):
+    from scalatrace.simgrid import to_simgrid_ti
+
+    t = scalatrace.load(ring_sct)
+    ti = tmp_path / "ti"
+    to_simgrid_ti(t, ti)
+    monkeypatch.chdir(ti)
+    here = os.stat(".").st_ino
+    with _renames() as renames:
+        exp = to_simgrid_ti(t, ".", timing="none")
+    # Not exchanged (that would leave this process in a deleted directory): file by file.
+    assert os.stat(os.getcwd()).st_ino == here == ti.stat().st_ino
+    assert [Path(target).name for _, target in renames] == ["rank-0.txt", "rank-1.txt", "index.txt"]
+    assert Path(exp.index) == ti / "index.txt" and _names(ti) == [
+        "index.txt",
+        "rank-0.txt",
+        "rank-1.txt",
+    ]
 
 
 def test_simgrid_export_refuses_a_file_and_follows_a_symlinked_directory(ring_sct, tmp_path):
@@ -408,3 +435,26 @@ def test_collector_messages_name_the_final_paths(example, collector_lib, tmp_pat
     t = scalatrace.trace([str(example("ring")), "-i", "2"], np=2, out=tmp_path / "u.sct")
     assert f"compressed trace ready for {tmp_path / 'u.sct'}" in t.run_stderr
     assert ".tmp" not in t.run_stderr and t.settings["setting.SCALATRACE_RAW"] == ""
+
+
+def test_an_exchange_the_old_directory_does_not_allow_is_undone(tmp_path):
+    """_files._swap_in checks the directory it exchanged away (files written there after the
+    check would be removed with it): refused, the exchange is undone and nothing is replaced."""
+    from scalatrace import _files
+
+    old, new = tmp_path / "ti", tmp_path / "staged"
+    for d, text in ((old, "old\n"), (new, "new\n")):
+        d.mkdir()
+        (d / "index.txt").write_text(text)
+    inodes = {d: d.stat().st_ino for d in (old, new)}
+    seen = []
+
+    def refuse(away: Path) -> bool:
+        seen.append((away / "index.txt").read_text())
+        return False
+
+    with pytest.raises(scalatrace.ScalatraceError, match="changed while"):
+        _files._swap_in(new, old, refuse)
+    assert seen == ["old\n"]  # it looked at the old directory, exchanged away
+    assert {d: d.stat().st_ino for d in (old, new)} == inodes  # and put it back
+    assert (old / "index.txt").read_text() == "old\n" and (new / "index.txt").read_text() == "new\n"

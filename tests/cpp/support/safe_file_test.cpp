@@ -1,5 +1,6 @@
 // Output files are never written through planted links, never replace device nodes or FIFOs,
-// and a full disk is reported with its reason, leaving nothing behind (issue 10, items 1-2).
+// and a full disk is reported with its reason, leaving nothing behind (issue 10, items 1-2);
+// directories are exchanged in one step (issue 32).
 #include "scalatrace/support/safe_file.hpp"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/format/raw.hpp"
 #include "scalatrace/support/errors.hpp"
+#include "scalatrace/support/path_exchange.hpp"
 
 namespace scalatrace {
 namespace {
@@ -178,6 +180,41 @@ TEST_F(SafeFileTest, ReadingReportsTheSystemReason) {
     const std::string denied = error_of([&] { read_regular_file((dir_ / "x").string(), "trace file"); });
     EXPECT_NE(denied.find("Permission denied"), std::string::npos) << denied;
   }
+}
+
+// Two paths swapped in one atomic step (renameat2 RENAME_EXCHANGE): how the Python package
+// replaces an export directory as a whole (issue 32; docs/reliability.md, "What the package
+// writes").
+
+ino_t inode(const fs::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+  return st.st_ino;
+}
+
+TEST_F(SafeFileTest, ExchangedDirectoriesTradePlaces) {
+  fs::create_directory(dir_ / "old");
+  fs::create_directory(dir_ / "new");
+  spit(dir_ / "old" / "index.txt", "old\n");
+  spit(dir_ / "new" / "index.txt", "new\n");
+  const ino_t old_inode = inode(dir_ / "old"), new_inode = inode(dir_ / "new");
+  if (!exchange_paths((dir_ / "new").string(), (dir_ / "old").string()))
+    GTEST_SKIP() << "this file system cannot exchange paths";
+  // The very directories swapped names: nothing was copied, and neither name was ever absent.
+  EXPECT_EQ(inode(dir_ / "old"), new_inode);
+  EXPECT_EQ(inode(dir_ / "new"), old_inode);
+  EXPECT_EQ(slurp(dir_ / "old" / "index.txt"), "new\n");
+  EXPECT_EQ(slurp(dir_ / "new" / "index.txt"), "old\n");
+}
+
+TEST_F(SafeFileTest, ExchangeWithAMissingPathIsAnErrorWithTheReasonAndChangesNothing) {
+  fs::create_directory(dir_ / "new");
+  const std::string err = error_of([&] { exchange_paths((dir_ / "new").string(), (dir_ / "gone").string()); });
+  if (err.empty()) GTEST_SKIP() << "this file system cannot exchange paths (nothing was done)";
+  EXPECT_NE(err.find("No such file or directory"), std::string::npos) << err;
+  EXPECT_NE(err.find("gone"), std::string::npos) << err;
+  EXPECT_TRUE(fs::is_directory(dir_ / "new"));
+  EXPECT_FALSE(fs::exists(dir_ / "gone"));
 }
 
 }  // namespace

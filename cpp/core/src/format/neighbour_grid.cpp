@@ -47,6 +47,60 @@ std::uint64_t mask_at(const Coords& c, const Grid& g) {
   return mask;
 }
 
+/// The ranks of a ranklist in sequence order, one at a time, without materialising them (an
+/// odometer over each descriptor's dimensions, innermost first; no division per rank).
+class RankStream {
+ public:
+  explicit RankStream(const RankList& ranks) : descriptors_(ranks.descriptors()) { enter(0); }
+  /// The next rank; false at the end.
+  bool next(std::int64_t& rank) {
+    while (descriptor_ < descriptors_.size()) {
+      if (left_ > 0) {
+        rank = current_;
+        --left_;
+        if (left_ > 0) advance();
+        return true;
+      }
+      enter(descriptor_ + 1);
+    }
+    return false;
+  }
+
+ private:
+  void enter(std::size_t d) {
+    descriptor_ = d;
+    if (d >= descriptors_.size()) return;
+    index_.assign(descriptors_[d].dims.size(), 0);
+    current_ = descriptors_[d].start;
+    left_ = descriptors_[d].size();
+  }
+  void advance() {
+    const auto& dims = descriptors_[descriptor_].dims;
+    for (std::size_t k = 0; k < dims.size(); ++k) {
+      current_ += dims[k].second;
+      if (++index_[k] < dims[k].first) return;
+      current_ -= dims[k].second * dims[k].first;
+      index_[k] = 0;
+    }
+  }
+
+  const std::vector<RankDescriptor>& descriptors_;
+  std::size_t descriptor_ = 0;
+  std::vector<std::int64_t> index_;
+  std::int64_t current_ = 0, left_ = 0;
+};
+
+/// Whether two ranklists hold the same ranks in the same order (descriptors may differ).
+bool same_ranks(const RankList& a, const RankList& b) {
+  if (a == b) return true;
+  if (a.size() != b.size()) return false;
+  RankStream x(a), y(b);
+  std::int64_t r = 0, q = 0;
+  while (x.next(r))
+    if (!y.next(q) || r != q) return false;
+  return true;
+}
+
 /// Sum of the ranklists' sizes equals `n` and every alternative has ranks: together they are
 /// ranks 0..n-1 (ranklists of one elastic value are disjoint and inside the trace).
 template <class E>
@@ -59,16 +113,31 @@ bool covers(const E& e, std::int64_t n) {
   return total == n;
 }
 
-/// Every way of writing n as an ordered product of 1 to kMaxDims factors of at least 2.
-void factorisations(std::int64_t n, std::vector<std::int64_t>& prefix, std::vector<std::vector<std::int64_t>>& out) {
+/// The divisors of n from 2 to n / 2, ascending (trial division up to the square root).
+std::vector<std::int64_t> proper_divisors(std::int64_t n) {
+  std::vector<std::int64_t> low, high;
+  for (std::int64_t f = 2; f * f <= n; ++f) {
+    if (n % f != 0) continue;
+    low.push_back(f);
+    if (f * f != n) high.push_back(n / f);
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
+/// Every way of writing n as an ordered product of 1 to kMaxDims factors of at least 2, the
+/// factors taken from `divisors` (those of the rank count, ascending).
+void factorisations(std::int64_t n, const std::vector<std::int64_t>& divisors, std::vector<std::int64_t>& prefix,
+                    std::vector<std::vector<std::int64_t>>& out) {
   prefix.push_back(n);
   out.push_back(prefix);
   prefix.pop_back();
   if (prefix.size() + 1 >= kMaxDims) return;
-  for (std::int64_t f = 2; f * 2 <= n; ++f) {
+  for (const std::int64_t f : divisors) {
+    if (f * 2 > n) break;
     if (n % f != 0) continue;
     prefix.push_back(f);
-    factorisations(n / f, prefix, out);
+    factorisations(n / f, divisors, prefix, out);
     prefix.pop_back();
   }
 }
@@ -163,19 +232,35 @@ std::vector<std::int64_t> filtered(std::span<const std::int64_t> values, std::ui
 /// nullopt if a rank lies outside the grid.
 template <class E>
 std::optional<std::vector<std::vector<std::size_t>>> classes_per_alternative(const E& e, const GridClasses& classes) {
-  std::vector<std::vector<std::size_t>> out(e.alternatives.size());
-  std::vector<std::size_t> seen(classes.size(), e.alternatives.size());
-  const std::int64_t n = classes.grid().ranks();
-  for (std::size_t a = 0; a < e.alternatives.size(); ++a)
-    for (const std::int64_t r : e.alternatives[a].second.to_vector()) {
-      if (r < 0 || r >= n) return std::nullopt;
-      const std::size_t c = classes.class_of(r);
-      if (seen[c] != a) {
-        seen[c] = a;
-        out[a].push_back(c);
-      }
-    }
+  std::vector<std::vector<std::size_t>> out;
+  for (const auto& alternative : e.alternatives) {
+    const auto& found = classes.classes_of(alternative.second);
+    if (!found) return std::nullopt;
+    out.push_back(*found);
+  }
   return out;
+}
+
+/// A hash of a ranklist's descriptors.
+std::uint64_t descriptors_hash(const RankList& ranks) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const auto mix = [&h](std::int64_t v) { h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull; };
+  for (const RankDescriptor& d : ranks.descriptors()) {
+    mix(d.start);
+    mix(static_cast<std::int64_t>(d.dims.size()));
+    for (const auto& [count, stride] : d.dims) {
+      mix(count);
+      mix(stride);
+    }
+  }
+  return h;
+}
+
+/// The coordinate of a dimension of extent d at position p (0 .. 2 * reach) of its distances
+/// to the two ends: the first `reach` coordinates, one inside, the last `reach`.
+std::int64_t coordinate_at_position(std::int64_t p, std::int64_t reach, std::int64_t d) {
+  const std::int64_t c = p < reach ? p : p > reach ? d - 1 - (2 * reach - p) : reach;
+  return std::clamp<std::int64_t>(c, 0, d - 1);
 }
 
 /// The rank offset of each direction of the grid's template.
@@ -200,8 +285,34 @@ std::optional<Grid> try_dims(const ElasticValue& peers, const std::vector<std::v
   auto order = merge_chains(chains);
   if (!order) return std::nullopt;
   Grid grid{dims, std::move(*order)};
-  GridClasses classes(grid);
   const std::vector<std::int64_t> offsets = offsets_of(grid);
+  // Sample ranks first (cheap), so that a wrong factorisation seldom costs the check of every
+  // rank below: one rank of every class of the candidate grid (a combination of distances to
+  // the grid's ends), and ranks spread over each alternative.
+  const auto fits_at = [&](std::int64_t r, std::size_t a) {
+    return r >= 0 && r < n && filtered(offsets, mask_at(coords_of(r, dims), grid)) == blocks[a];
+  };
+  const std::int64_t reach = grid.reach(), positions = 2 * reach + 1;
+  std::int64_t combinations = 1;
+  for (std::size_t k = 0; k < dims.size(); ++k) combinations *= positions;
+  const std::vector<std::int64_t> strides = grid.strides();
+  for (std::int64_t combination = 0; combination < combinations; ++combination) {
+    std::int64_t r = 0;
+    for (std::int64_t k = static_cast<std::int64_t>(dims.size()), rest = combination; k-- > 0; rest /= positions)
+      r += coordinate_at_position(rest % positions, reach, dims[static_cast<std::size_t>(k)]) *
+           strides[static_cast<std::size_t>(k)];
+    std::size_t a = 0;
+    while (a < blocks.size() && !peers.alternatives[a].second.contains(r)) ++a;
+    if (a == blocks.size() || !fits_at(r, a)) return std::nullopt;
+  }
+  constexpr std::int64_t kSamples = 32;
+  for (std::size_t a = 0; a < blocks.size(); ++a) {
+    const RankList& ranks = peers.alternatives[a].second;
+    const std::int64_t m = ranks.size();
+    for (std::int64_t k = 1; k < kSamples && k < m; ++k)
+      if (!fits_at(ranks.at(m * k / kSamples), a)) return std::nullopt;
+  }
+  GridClasses classes(grid);
   const auto found = classes_per_alternative(peers, classes);
   if (!found) return std::nullopt;
   const auto& per_alternative = *found;
@@ -278,7 +389,6 @@ GridClasses::GridClasses(Grid grid) : grid_(std::move(grid)) {
 
   const std::int64_t n = grid_.ranks();
   class_of_.resize(static_cast<std::size_t>(n));
-  std::vector<std::vector<std::int64_t>> members;
   Coords c{};
   for (std::int64_t r = 0; r < n; ++r) {
     std::int64_t combination = 0;
@@ -289,33 +399,73 @@ GridClasses::GridClasses(Grid grid) : grid_(std::move(grid)) {
       const std::uint64_t mask = mask_at(c, grid_);
       const auto known = std::find(masks_.begin(), masks_.end(), mask);
       cls = static_cast<int>(known - masks_.begin());
-      if (known == masks_.end()) {
-        masks_.push_back(mask);
-        members.emplace_back();
-      }
+      if (known == masks_.end()) masks_.push_back(mask);
     }
     class_of_[static_cast<std::size_t>(r)] = static_cast<std::uint16_t>(cls);
-    members[static_cast<std::size_t>(cls)].push_back(r);
     for (std::size_t k = nd; k-- > 0;) {  // next coordinates, innermost fastest
       if (++c[k] < grid_.dims[k]) break;
       c[k] = 0;
     }
   }
-  for (const auto& m : members) ranks_.push_back(RankList::from_sequence(m));
 }
 
-RankList GridClasses::ranks(const std::vector<bool>& in_group) const {
-  std::size_t members = 0, last = 0;
-  for (std::size_t c = 0; c < in_group.size(); ++c)
-    if (in_group[c]) {
-      ++members;
-      last = c;
+const std::optional<std::vector<std::size_t>>& GridClasses::classes_of(const RankList& ranks) const {
+  const std::uint64_t h = descriptors_hash(ranks);
+  for (auto [it, end] = classes_of_index_.equal_range(h); it != end; ++it)
+    if (classes_of_ranks_[it->second].first == ranks) return classes_of_ranks_[it->second].second;
+  std::optional<std::vector<std::size_t>> found{std::in_place};
+  std::vector<bool> seen(masks_.size(), false);
+  const auto n = static_cast<std::int64_t>(class_of_.size());
+  RankStream stream(ranks);
+  for (std::int64_t r = 0; stream.next(r);) {
+    if (r < 0 || r >= n) {
+      found.reset();
+      break;
     }
-  if (members == 1) return ranks_[last];
-  std::vector<std::int64_t> out;
-  for (std::size_t r = 0; r < class_of_.size(); ++r)
-    if (in_group[class_of_[r]]) out.push_back(static_cast<std::int64_t>(r));
-  return RankList::from_sequence(out);
+    const std::size_t c = class_of_[static_cast<std::size_t>(r)];
+    if (!seen[c]) {
+      seen[c] = true;
+      found->push_back(c);
+    }
+  }
+  classes_of_index_.emplace(h, classes_of_ranks_.size());
+  classes_of_ranks_.emplace_back(ranks, std::move(found));
+  return classes_of_ranks_.back().second;
+}
+
+const RankList& GridClasses::ranks(std::size_t cls) const {
+  const std::vector<std::size_t> key{cls};
+  if (!group_ranks_.contains(key)) {
+    std::vector<std::size_t> group_of(masks_.size(), 1);
+    group_of[cls] = 0;
+    (void)ranks_by_group(group_of, 2);  // remembers the class's ranklist
+  }
+  return group_ranks_.at(key);
+}
+
+std::vector<RankList> GridClasses::ranks_by_group(const std::vector<std::size_t>& group_of, std::size_t ngroups) const {
+  // Each group's classes (its key), then one pass over the ranks for the groups not seen before.
+  std::vector<std::vector<std::size_t>> keys(ngroups);
+  for (std::size_t c = 0; c < group_of.size(); ++c) keys[group_of[c]].push_back(c);
+  std::vector<bool> wanted(ngroups, false);
+  bool any = false;
+  for (std::size_t g = 0; g < ngroups; ++g) {
+    wanted[g] = !group_ranks_.contains(keys[g]);
+    any = any || wanted[g];
+  }
+  if (any) {
+    std::vector<std::vector<std::int64_t>> members(ngroups);
+    for (std::size_t r = 0; r < class_of_.size(); ++r) {
+      const std::size_t g = group_of[class_of_[r]];
+      if (wanted[g]) members[g].push_back(static_cast<std::int64_t>(r));
+    }
+    for (std::size_t g = 0; g < ngroups; ++g)
+      if (wanted[g]) group_ranks_.emplace(keys[g], RankList::from_sequence(members[g]));
+  }
+  std::vector<RankList> out;
+  out.reserve(ngroups);
+  for (std::size_t g = 0; g < ngroups; ++g) out.push_back(group_ranks_.at(keys[g]));
+  return out;
 }
 
 /// The elastic whose alternatives are the distinct sequences `sequence_of(class)` gives (nullopt:
@@ -332,11 +482,8 @@ std::optional<Elastic<Seq>> by_class(const GridClasses& classes, F&& sequence_of
     if (a == out.alternatives.size()) out.alternatives.emplace_back(std::move(*seq), RankList{});
     alternative_of.push_back(a);
   }
-  for (std::size_t a = 0; a < out.alternatives.size(); ++a) {
-    std::vector<bool> in_group(classes.size(), false);
-    for (std::size_t c = 0; c < classes.size(); ++c) in_group[c] = alternative_of[c] == a;
-    out.alternatives[a].second = classes.ranks(in_group);
-  }
+  std::vector<RankList> ranks = classes.ranks_by_group(alternative_of, out.alternatives.size());
+  for (std::size_t a = 0; a < out.alternatives.size(); ++a) out.alternatives[a].second = std::move(ranks[a]);
   return out;
 }
 
@@ -360,7 +507,7 @@ std::optional<Grid> find_grid(const ElasticValue& peers, std::int64_t nranks) {
   }
   std::vector<std::vector<std::int64_t>> candidates;
   std::vector<std::int64_t> prefix;
-  factorisations(nranks, prefix, candidates);
+  factorisations(nranks, proper_divisors(nranks), prefix, candidates);
   // Any grid in which every rank talks to all others fits (2x2x2 ranks also fit as 2x4, with
   // steps of up to 3): the nearest neighbours win, then the fewest directions, then the most
   // dimensions.
@@ -548,8 +695,7 @@ bool same_alternatives(const E& got, const E& want) {
   for (std::size_t a = 0; a < want.alternatives.size(); ++a) {
     const auto& [seq, ranks] = got.alternatives[a];
     if (!(seq == want.alternatives[a].first)) return false;
-    if (!(ranks == want.alternatives[a].second) && ranks.to_vector() != want.alternatives[a].second.to_vector())
-      return false;
+    if (!same_ranks(ranks, want.alternatives[a].second)) return false;
   }
   return true;
 }

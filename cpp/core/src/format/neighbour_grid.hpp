@@ -16,6 +16,8 @@
 // rank exactly the values the elastic gives it.
 #include <array>
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -64,6 +66,12 @@ Direction direction_from_code(std::uint64_t code, std::size_t ndims, int reach);
 
 /// A grid's ranks grouped by mask: ranks whose neighbours inside the grid are the same
 /// directions form one class. Classes are numbered in the order of their first rank.
+///
+/// Built in one pass over the ranks (a table lookup each: a rank's class depends on its
+/// coordinates only through their distance to the grid's ends, up to the reach). What is
+/// derived from the ranks later (the classes of a ranklist, the ranklist of a set of classes)
+/// is remembered: the elastic values of one trace share a few ranklists, and each costs a pass
+/// over its ranks only once.
 class GridClasses {
  public:
   explicit GridClasses(Grid grid);
@@ -72,16 +80,26 @@ class GridClasses {
   /// Bit i: direction i leads to a rank inside the grid.
   std::uint64_t mask(std::size_t cls) const { return masks_[cls]; }
   std::size_t class_of(std::int64_t rank) const { return class_of_[static_cast<std::size_t>(rank)]; }
-  const RankList& ranks(std::size_t cls) const { return ranks_[cls]; }
-  /// The ranks of the classes with in_group[class] set, as RankList::from_sequence builds them
-  /// (the form the merge gives a set of ranks).
-  RankList ranks(const std::vector<bool>& in_group) const;
+  /// The classes of the ranks of `ranks`, each once, in the order of their first rank there;
+  /// nullopt if a rank lies outside the grid.
+  const std::optional<std::vector<std::size_t>>& classes_of(const RankList& ranks) const;
+  /// The class's ranks, as RankList::from_sequence builds them.
+  const RankList& ranks(std::size_t cls) const;
+  /// The ranks of each group, group_of[class] naming a class's group (groups 0..ngroups-1), as
+  /// RankList::from_sequence builds them (the form the merge gives a set of ranks): one pass
+  /// over the ranks for all groups not seen before.
+  std::vector<RankList> ranks_by_group(const std::vector<std::size_t>& group_of, std::size_t ngroups) const;
 
  private:
   Grid grid_;
   std::vector<std::uint64_t> masks_;
   std::vector<std::uint16_t> class_of_;
-  std::vector<RankList> ranks_;
+  /// Ranklists of sets of classes (sorted class numbers), built on first use.
+  mutable std::map<std::vector<std::size_t>, RankList> group_ranks_;
+  /// classes_of, remembered per ranklist (looked up by a hash of its descriptors; a deque keeps
+  /// the references classes_of returns valid).
+  mutable std::deque<std::pair<RankList, std::optional<std::vector<std::size_t>>>> classes_of_ranks_;
+  mutable std::unordered_multimap<std::uint64_t, std::size_t> classes_of_index_;
 };
 
 /// Filtered: the template's values at the rank's directions; Count: their number; Offsets: the
