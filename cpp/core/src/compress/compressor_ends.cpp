@@ -163,10 +163,10 @@ void IntraCompressor::Impl::close_partial_iteration(const Event& e) {
   const Key next{e.op, e.site};
   for (const Node* c = q[t - 1].raw ? nullptr : &q[t - 1].node; c != nullptr && c->loop; c = &c->loop->body.back())
     if (key_match(first_key(c->loop->body.front()), next)) return;
-  const std::vector<View> av = views(j + 1, t);
   for (Node* c = &q[j].node; c->loop;) {
     LoopNode& loop = *c->loop;
-    if (ends_partial_iteration(loop.body, av, next)) {
+    if (ends_partial_iteration(loop.body, j + 1, next)) {
+      const std::vector<View> av = views(j + 1, t);
       const std::uint64_t va = visits(loop.body.front());
       body_merge(loop.body, body_views(loop.body), va, take(j + 1), av, 1);
       ValueSeq& trips = single(loop.trips);
@@ -180,14 +180,14 @@ void IntraCompressor::Impl::close_partial_iteration(const Event& e) {
   }
 }
 
-/// `part` is a partial iteration of `body` that an event `next` cannot continue.
-bool IntraCompressor::Impl::ends_partial_iteration(const std::vector<Node>& body, const std::vector<View>& part,
-                                                   Key next) const {
-  const std::size_t m = body.size();
-  if (!partial_counts(part.size(), m, part.size())) return false;
-  std::size_t pos = 0;  // the body nodes `part` matched, greedily in order
-  for (const View& x : part) {
-    while (pos < m && !match(view_of(body[pos]), x)) ++pos;
+/// The queue's entries from `from` on are a partial iteration of `body` that an event `next`
+/// cannot continue.
+bool IntraCompressor::Impl::ends_partial_iteration(const std::vector<Node>& body, std::size_t from, Key next) const {
+  const std::size_t m = body.size(), len = q.size() - from;
+  if (!partial_counts(len, m, len)) return false;
+  std::size_t pos = 0;  // the body nodes the entries matched, greedily in order
+  for (std::size_t x = from; x < q.size(); ++x) {
+    while (pos < m && !match(view_of(body[pos]), q[x].view)) ++pos;
     if (pos == m) return false;
     ++pos;
   }

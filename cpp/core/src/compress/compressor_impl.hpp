@@ -174,7 +174,7 @@ struct IntraCompressor::Impl {
   /// Before `e` joins the queue: the entries after the last top-level loop are an iteration
   /// of it that lacks calls and `e` cannot continue: it becomes one more iteration.
   void close_partial_iteration(const Event& e);
-  bool ends_partial_iteration(const std::vector<Node>& body, const std::vector<View>& part, Key next) const;
+  bool ends_partial_iteration(const std::vector<Node>& body, std::size_t from, Key next) const;
   /// q[i] and q[i + 1] are loops run once each whose bodies are close or partial iterations of
   /// one another: one loop of both's iterations (q[i + 1] removed). False if they are not.
   bool merge_adjacent_loops(std::size_t i);
