@@ -118,6 +118,8 @@ struct IntraCompressor::Impl {
                   const std::vector<View>& bv, std::uint64_t vb);
   /// Is aligning these two iterations worth a loop? First and last already match.
   bool worth_merging(const std::vector<View>& a, const std::vector<View>& b);
+  /// Is `b` all in `a` before a's last node (an iteration that has most likely not ended)?
+  bool unfinished_iteration(const std::vector<View>& a, const std::vector<View>& b) const;
 
   // Pseudo-loops (thesis §5.2.2 rule 2): a stretch of one iteration that is exactly one
   // iteration of a loop of the other iteration is wrapped into a loop of trip count 1.
