@@ -175,7 +175,7 @@ TEST(LoopEndsProperty, IterationsLackingCallsAtTheEndsFoldLosslessly) {
   // Several calls skipped at both ends (the first iteration lacking its first calls and the
   // last its first few, say) can leave the last iterations' remainders folded into a loop of
   // their own that no longer aligns with the body: lossless, but a copy. Measured on seeds
-  // 1-2000: 59 of 1,771 (3.3%); the compressor before issue 30's loop-end passes kept a copy in
+  // 1-2000: 38 of 1,771 (2.1%); the compressor before issue 30's loop-end passes kept a copy in
   // 729 of them (41%), and 18 of the 229 one-skip streams were not one loop.
   EXPECT_LE(tally.copies * 20, tally.several) << tally.copies << " of " << tally.several;
   std::cerr << done << " streams round-tripped; " << tally.exact << " with one skipped call, the size checked; "

@@ -72,19 +72,22 @@ bool IntraCompressor::Impl::worth_merging(const std::vector<View>& a, const std:
   if (same_shape(a, b, *this)) return true;
   const std::size_t m = a.size(), n = b.size();
   if (m * n > (std::size_t{1} << 22)) return false;  // keep the LCS bounded
-  // The second iteration is all in the first one before its last node (NPB BT: a timestep
-  // ends with a sweep's two "Irecv Wait Wait" stages, and the next timestep so far ends with
-  // the first of them): it has most likely not ended yet, and the loop made now would cut every
-  // later iteration at the wrong place. Such an iteration is taken in when it turns out to be
-  // complete (close_partial_iteration, absorb_loop_ends).
-  if (n < m) {
-    std::size_t k = 0;  // b's nodes found in order in a without its last node
-    for (std::size_t x = 0; x + 1 < m && k < n; ++x)
-      if (match(a[x], b[k])) ++k;
-    if (k == n) return false;
-  }
   const std::uint32_t common = lcs(a, b);
   return 2 * static_cast<std::size_t>(common) >= std::max(m, n);
+}
+
+// The second iteration is all in the first one before its last node (NPB BT: a timestep ends
+// with a sweep's two "Irecv Wait Wait" stages, and the next timestep so far ends with the first
+// of them): it has most likely not ended yet, and a loop made now would cut every later
+// iteration at the wrong place. Such an iteration is taken in when it turns out to be complete
+// (close_partial_iteration, absorb_loop_ends).
+bool IntraCompressor::Impl::unfinished_iteration(const std::vector<View>& a, const std::vector<View>& b) const {
+  const std::size_t m = a.size(), n = b.size();
+  if (n >= m) return false;
+  std::size_t k = 0;  // b's nodes found in order in a without its last node
+  for (std::size_t x = 0; x + 1 < m && k < n; ++x)
+    if (match(a[x], b[k])) ++k;
+  return k == n;
 }
 
 // ---- pseudo-loops (thesis §5.2.2 rule 2) ----

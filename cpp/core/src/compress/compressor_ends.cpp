@@ -43,22 +43,30 @@ bool partial_counts(std::size_t common, std::size_t m, std::size_t len) {
   return len >= 2 && len < m && 2 * len >= m && common == len;
 }
 
-/// The 0/1 presence values of a body node over the loop's `n` iterations (all 1 without a
-/// presence vector); empty if the vector does not have n values.
-std::vector<std::int64_t> presence_values(const Node& node, std::uint64_t n) {
-  if (node.presence.empty()) return std::vector<std::int64_t>(n, 1);
-  const ValueSeq& p = node.presence.alternatives.front().first;
-  if (p.size() != n) return {};
-  return p.to_vector();
+/// A body node whose presence has one value per iteration of its loop's `n` (N's nodes all
+/// have presence vectors).
+bool presence_per_iteration(const Node& node, std::uint64_t n) {
+  return !node.presence.empty() && node.presence.alternatives.front().first.size() == n;
 }
 
-/// Sets a body node's presence from its values; no vector when present in every iteration.
-void set_presence(Node& node, const std::vector<std::int64_t>& values) {
+/// Moves a body node's presence one iteration earlier (`added` its last value, the first
+/// dropped) or later (`added` its first value, the last dropped), read and written as
+/// sequences (a long loop's presence is never expanded); no vector when present throughout.
+void shift_presence(Node& node, bool earlier, std::int64_t added) {
+  const ValueSeq old = std::move(node.presence.alternatives.front().first);
   node.presence.alternatives.clear();
-  if (std::all_of(values.begin(), values.end(), [](std::int64_t v) { return v == 1; })) return;
   ValueSeq p;
-  for (const std::int64_t v : values) p.append(v);
-  node.presence.alternatives.emplace_back(std::move(p), RankList{});
+  bool all_present = added == 1;
+  if (!earlier) p.append(added);
+  ValueSeq::Reader rd(&old);
+  for (std::uint64_t i = 0; i < old.size(); ++i) {
+    const std::int64_t v = rd.next();
+    if ((earlier && i == 0) || (!earlier && i + 1 == old.size())) continue;
+    all_present = all_present && v == 1;
+    p.append(v);
+  }
+  if (earlier) p.append(added);
+  if (!all_present) node.presence.alternatives.emplace_back(std::move(p), RankList{});
 }
 
 /// A body node that is absent in the loop's first (`at_start`) or last iteration.
@@ -163,10 +171,10 @@ void IntraCompressor::Impl::close_partial_iteration(const Event& e) {
   const Key next{e.op, e.site};
   for (const Node* c = q[t - 1].raw ? nullptr : &q[t - 1].node; c != nullptr && c->loop; c = &c->loop->body.back())
     if (key_match(first_key(c->loop->body.front()), next)) return;
-  const std::vector<View> av = views(j + 1, t);
   for (Node* c = &q[j].node; c->loop;) {
     LoopNode& loop = *c->loop;
-    if (ends_partial_iteration(loop.body, av, next)) {
+    if (ends_partial_iteration(loop.body, j + 1, next)) {
+      const std::vector<View> av = views(j + 1, t);
       const std::uint64_t va = visits(loop.body.front());
       body_merge(loop.body, body_views(loop.body), va, take(j + 1), av, 1);
       ValueSeq& trips = single(loop.trips);
@@ -180,14 +188,14 @@ void IntraCompressor::Impl::close_partial_iteration(const Event& e) {
   }
 }
 
-/// `part` is a partial iteration of `body` that an event `next` cannot continue.
-bool IntraCompressor::Impl::ends_partial_iteration(const std::vector<Node>& body, const std::vector<View>& part,
-                                                   Key next) const {
-  const std::size_t m = body.size();
-  if (!partial_counts(part.size(), m, part.size())) return false;
-  std::size_t pos = 0;  // the body nodes `part` matched, greedily in order
-  for (const View& x : part) {
-    while (pos < m && !match(view_of(body[pos]), x)) ++pos;
+/// The queue's entries from `from` on are a partial iteration of `body` that an event `next`
+/// cannot continue.
+bool IntraCompressor::Impl::ends_partial_iteration(const std::vector<Node>& body, std::size_t from, Key next) const {
+  const std::size_t m = body.size(), len = q.size() - from;
+  if (!partial_counts(len, m, len)) return false;
+  std::size_t pos = 0;  // the body nodes the entries matched, greedily in order
+  for (std::size_t x = from; x < q.size(); ++x) {
+    while (pos < m && !match(view_of(body[pos]), q[x].view)) ++pos;
     if (pos == m) return false;
     ++pos;
   }
@@ -266,19 +274,17 @@ bool IntraCompressor::Impl::rotate_into_following(std::size_t j) {
     if ((q[e].raw || q[e].node.presence.empty()) && match(view_of(body[i]), q[e].view)) matched_entry[i] = e++;
   const std::size_t len = e - (j + 1);
   if (len == 0) return false;
-  for (std::size_t i = 0; i < k; ++i) {
-    std::vector<std::int64_t> p = presence_values(body[i], n);
-    if (p.empty()) return false;  // not one value per iteration: leave the loop as it is
-  }
+  for (std::size_t i = 0; i < k; ++i)
+    if (!presence_per_iteration(body[i], n)) return false;  // leave the loop as it is
   std::vector<Entry> rest = take(j + 1 + len);
   std::vector<Entry> following = take(j + 1);
   for (std::size_t i = 0; i < k; ++i) {
-    std::vector<std::int64_t> p = presence_values(body[i], n);
-    p.erase(p.begin());
-    p.push_back(matched_entry[i] == SIZE_MAX ? 0 : 1);
+    const bool matched = matched_entry[i] != SIZE_MAX;
+    ElasticValue presence = std::move(body[i].presence);
     body[i].presence.alternatives.clear();
-    if (matched_entry[i] != SIZE_MAX) merge_node(body[i], std::move(following[matched_entry[i] - (j + 1)]));
-    set_presence(body[i], p);
+    if (matched) merge_node(body[i], std::move(following[matched_entry[i] - (j + 1)]));
+    body[i].presence = std::move(presence);
+    shift_presence(body[i], true, matched ? 1 : 0);
   }
   std::rotate(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(k), body.end());
   q[j].view = view_of(q[j].node);
@@ -307,7 +313,7 @@ bool IntraCompressor::Impl::rotate_into_preceding(std::size_t& j) {
   const std::size_t len = j - e;
   if (len == 0) return false;
   for (std::size_t i = 0; i < k; ++i)
-    if (presence_values(body[m - k + i], n).empty()) return false;
+    if (!presence_per_iteration(body[m - k + i], n)) return false;
   std::vector<Entry> preceding;
   preceding.reserve(len);
   for (std::size_t x = e; x < j; ++x) preceding.push_back(std::move(q[x]));
@@ -315,16 +321,16 @@ bool IntraCompressor::Impl::rotate_into_preceding(std::size_t& j) {
   j = e;
   for (std::size_t i = 0; i < k; ++i) {
     Node& node = body[m - k + i];
-    std::vector<std::int64_t> p = presence_values(node, n);
-    p.pop_back();
-    p.insert(p.begin(), matched_entry[i] == SIZE_MAX ? 0 : 1);
+    const bool matched = matched_entry[i] != SIZE_MAX;
+    ElasticValue presence = std::move(node.presence);
     node.presence.alternatives.clear();
-    if (matched_entry[i] != SIZE_MAX) {
+    if (matched) {
       Node first = to_node(std::move(preceding[matched_entry[i] - e]));
       merge_node(first, std::move(node));  // the entry's occurrence first
       node = std::move(first);
     }
-    set_presence(node, p);
+    node.presence = std::move(presence);
+    shift_presence(node, false, matched ? 1 : 0);
   }
   std::rotate(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(m - k), body.end());
   q[j].view = view_of(q[j].node);

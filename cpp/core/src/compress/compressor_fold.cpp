@@ -93,7 +93,7 @@ bool IntraCompressor::Impl::try_absorb(std::size_t j) {
         const auto b_patterns = loop_patterns(q.begin() + static_cast<std::ptrdiff_t>(j + 1), q.end());
         const auto wb = plan_wraps(bv, std::vector<char>(bv.size(), 1), loop_patterns(body.begin(), body.end()));
         const auto wa = plan_wraps(av, std::move(aw), b_patterns);
-        if (worth_merging(av, bv)) {
+        if (!unfinished_iteration(av, bv) && worth_merging(av, bv)) {
           std::vector<Entry> b = take(j + 1);
           apply_wraps(b, wb);
           apply_wraps(body, wa);
@@ -152,7 +152,7 @@ bool IntraCompressor::Impl::make_loop(std::size_t h, std::size_t j) {
   const auto b_patterns = loop_patterns(qb + static_cast<std::ptrdiff_t>(j + 1), q.end());
   const auto wb = plan_wraps(bv, std::vector<char>(bv.size(), 1), a_patterns);
   const auto wa = plan_wraps(av, std::vector<char>(av.size(), 1), b_patterns);
-  if (!worth_merging(av, bv)) return false;
+  if (unfinished_iteration(av, bv) || !worth_merging(av, bv)) return false;
   std::vector<Entry> b = take(j + 1);
   std::vector<Entry> a = take(h);
   apply_wraps(b, wb);

@@ -121,6 +121,8 @@ struct IntraCompressor::Impl {
                   const std::vector<View>& bv, std::uint64_t vb);
   /// Is aligning these two iterations worth a loop? First and last already match.
   bool worth_merging(const std::vector<View>& a, const std::vector<View>& b);
+  /// Is `b` all in `a` before a's last node (an iteration that has most likely not ended)?
+  bool unfinished_iteration(const std::vector<View>& a, const std::vector<View>& b) const;
 
   // Pseudo-loops (thesis §5.2.2 rule 2): a stretch of one iteration that is exactly one
   // iteration of a loop of the other iteration is wrapped into a loop of trip count 1.
@@ -177,7 +179,7 @@ struct IntraCompressor::Impl {
   /// Before `e` joins the queue: the entries after the last top-level loop are an iteration
   /// of it that lacks calls and `e` cannot continue: it becomes one more iteration.
   void close_partial_iteration(const Event& e);
-  bool ends_partial_iteration(const std::vector<Node>& body, const std::vector<View>& part, Key next) const;
+  bool ends_partial_iteration(const std::vector<Node>& body, std::size_t from, Key next) const;
   /// q[i] and q[i + 1] are loops run once each whose bodies are close or partial iterations of
   /// one another: one loop of both's iterations (q[i + 1] removed). False if they are not.
   bool merge_adjacent_loops(std::size_t i);
