@@ -164,7 +164,7 @@ void check_seed(std::uint64_t seed) {
     run.rec.rank = r;
     run.rec.nranks = nranks;
     if (r % 2) run.site(gen.statements - 1, 3);  // a rank-dependent first site: other ids
-    for (int i = 0; i < outer && run.rec.events.size() < 3000; ++i) run.run(program, i, 0);
+    for (int i = 0; i < outer && run.rec.events.size() < 1500; ++i) run.run(program, i, 0);
     run.rec.comms.entries.push_back(CommEntry{0, RankList::range(0, nranks), {}});
     recs.push_back(std::move(run.rec));
     traces.push_back(rank_trace(recs.back(), config));
@@ -186,8 +186,9 @@ void check_seed(std::uint64_t seed) {
   expect_all_equal("streaming merge", [&](std::size_t) -> const Trace& { return streamed; });
   // docs/format.md: loops nest at most 64 deep. The compressor can nest deeper on streams of
   // few distinct calls in random branches (seed 18: 82 levels, also with one frame per site and
-  // exact matching); such a trace is not written here.
-  if (nesting(merged.nodes) > 64) return;
+  // exact matching); such a trace is not written here. Every third seed only: the format's
+  // entropy coder takes most of the time.
+  if (nesting(merged.nodes) > 64 || seed % 3 != 0) return;
   const Trace back = decode_trace(encode_trace(merged));
   expect_all_equal("written and read", [&](std::size_t) -> const Trace& { return back; });
 }
