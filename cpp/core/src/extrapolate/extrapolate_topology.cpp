@@ -187,6 +187,7 @@ std::vector<Topology> topology_candidates(const std::vector<const Trace*>& input
     }
     topo.order_ambiguous = other_order_same;
     topo.depth = s.depth == 4 ? 0 : s.depth;
+    topo.depth_found = s.depth != 4;
     topo.grids = s.c->grids;
     std::ostringstream why;
     why << topo.ndims << "D grid (";
