@@ -410,6 +410,13 @@ def extrapolate(
         ``MPI_Comm_rank``) of every input before extrapolating. The result has no ``Other``
         events; ``trace.metadata["extrapolation_dropped"]`` gives the share dropped.
 
+    Warns
+    -----
+    UserWarning
+        When a law of the grid sizes was preferred to one with ``log2(P)`` or ``sqrt(P)`` that
+        also reproduces every input value but differs at the target (the simplest law is
+        taken; ``trace.metadata["extrapolation_warnings"]`` lists them).
+
     Returns
     -------
     Trace
@@ -467,7 +474,16 @@ def extrapolate(
         int(max_ranks),
         lossy,
     )
-    return wrap(core)
+    big = wrap(core)
+    chosen = big.metadata.get("extrapolation_warnings", "").strip()
+    if chosen:
+        warnings.warn(
+            "extrapolate: the inputs did not decide these laws, the simplest was taken "
+            f"(add an input size to decide):\n{chosen}",
+            UserWarning,
+            stacklevel=2,
+        )
+    return big
 
 
 def _bad_input_dims(g: object) -> list[int]:

@@ -77,6 +77,21 @@ def test_laws_are_reported_as_formulas(tmp_path_factory):
     assert "copied from the largest input" in big.metadata["extrapolation_timing"]
 
 
+def test_the_simplest_of_several_laws_is_taken_with_a_warning(tmp_path_factory):
+    # The ring's even last rank (2 of 3 ranks, 4 of 5) sends to rank 0: peer -x, which at these
+    # two sizes -2*log2(P) reproduces as well; the law of the grid coordinates is taken (it
+    # is what the program does), and the choice is reported.
+    small = [traced("ring", n, ["-i", "2"], tmp_path_factory) for n in (3, 4, 5, 6)]
+    with pytest.warns(UserWarning, match="chosen over"):
+        big = scalatrace.extrapolate(small, ranks=9, timing=False)
+    assert_same_run(big, traced("ring", 9, ["-i", "2"], tmp_path_factory))
+    table = extrapolation_laws(big)
+    assert table["status"].str.contains("simplest of several: -x chosen over").any(), (
+        table.to_string()
+    )
+    assert "-x chosen over" in big.metadata["extrapolation_warnings"]
+
+
 def test_collectives_v_counts_are_reported_not_guessed(tmp_path_factory):
     # The collectives example's v-collectives send (r % 3 + 1) * 8 bytes per rank: each rank's
     # own counts have a law ((r%3) is a feature), but the root's total, sum over r < P of

@@ -471,6 +471,12 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
   Attempt& chosen = explained.front();
   std::map<RoleKey, RolePlan>& roles = chosen.roles;
   res.laws = std::move(chosen.laws);
+  for (const auto& law : res.laws) {
+    const auto at = law.status.find("; simplest of several: ");
+    if (at != std::string::npos)
+      res.warnings.push_back("role " + law.role + ", " + law.where + ", " + law.field + ": " +
+                             law.status.substr(at + 23));
+  }
   res.depth = chosen.depth;
   res.modulus = chosen.modulus;
   res.topology = *chosen.topo;
@@ -529,6 +535,11 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
   md["extrapolation_laws"] = join_laws(res.laws);
   md["extrapolation_timing"] = options.timing ? "per event node model (mean time over the input sizes)"
                                               : "copied from the largest input (no timing model)";
+  if (!res.warnings.empty()) {
+    std::string text;
+    for (const auto& w : res.warnings) text += w + "\n";
+    md["extrapolation_warnings"] = text;
+  }
   if (options.drop_local) {
     std::ostringstream share;
     share.precision(3);

@@ -367,14 +367,15 @@ std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
                                     const std::vector<std::vector<std::int64_t>>& pts,
                                     const std::vector<std::int64_t>& vals,
                                     const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
-                                    std::size_t max_terms, std::size_t check_points, const FeatureSpace* space);
+                                    std::size_t max_terms, std::size_t check_points, const FeatureSpace* space,
+                                    const LinearLaw* avoid = nullptr);
 }  // namespace
 
 std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int64_t>>& points,
                                           const std::vector<std::int64_t>& values,
                                           const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
                                           std::size_t max_terms, std::size_t check_points, std::size_t linear_features,
-                                          const FeatureSpace* space) {
+                                          const FeatureSpace* space, std::string* note) {
   if (points.empty() || points.size() != values.size())
     throw UsageError("solve_linear_law needs as many values as points (at least one)");
   const std::size_t nfeat = std::min(points[0].size(), linear_features);
@@ -418,6 +419,32 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
     if (with_exotic && !any_exotic) break;
     std::string tier_why;
     auto law = solve_over(usable, pts, vals, probes, &tier_why, max_terms, check_points, space);
+    if (law && !with_exotic && note && space) {
+      // Does a law with log2(P) or sqrt(P) also fit, and differ at the target?
+      std::vector<std::size_t> all = usable;
+      for (std::size_t f = 0; f < nfeat; ++f) {
+        bool varies = false;
+        for (const auto& p : pts) varies = varies || p[f] != pts[0][f];
+        if (space->exotic(f) && varies) all.push_back(f);
+      }
+      std::sort(all.begin(), all.end());
+      if (all.size() > usable.size()) {
+        std::string other_why;
+        auto other = solve_over(all, pts, vals, probes, &other_why, law->terms.size(), check_points, space, &*law);
+        if (!other && other_why.rfind("ambiguous", 0) == 0)
+          *note = law->formula(*space) + " chosen over several laws with log2(P) or sqrt(P) (" + other_why + ")";
+        if (other)
+          for (const auto& probe : probes) {
+            const auto [s0, l0] = exact_sum(*law, probe);
+            const auto [s1, l1] = exact_sum(*other, probe);
+            if (s0 * l1 != s1 * l0) {
+              *note = law->formula(*space) + " chosen over " + other->formula(*space) +
+                      " (both reproduce every input value, they differ at the target)";
+              break;
+            }
+          }
+      }
+    }
     if (law) return law;
     if (first_why.empty()) first_why = tier_why;
     if (tier_why.rfind("ambiguous", 0) == 0) {
@@ -435,7 +462,8 @@ std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
                                     const std::vector<std::vector<std::int64_t>>& pts,
                                     const std::vector<std::int64_t>& vals,
                                     const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
-                                    std::size_t max_terms, std::size_t check_points, const FeatureSpace* space) {
+                                    std::size_t max_terms, std::size_t check_points, const FeatureSpace* space,
+                                    const LinearLaw* avoid) {
   const std::size_t nusable = usable.size();
   std::vector<std::size_t> pick, subset;
   for (std::size_t size = 1; size <= std::min(max_terms, nusable); ++size) {
@@ -469,8 +497,15 @@ std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
                     " distinct input points, none left to check it; add an input size";
       return true;
     });
+    // Looking for another law than `avoid`: only those with a term it does not have.
+    if (avoid)
+      std::erase_if(fits, [&](const LinearLaw& law) {
+        return std::all_of(law.terms.begin(), law.terms.end(), [&](std::size_t t) {
+          return std::find(avoid->terms.begin(), avoid->terms.end(), t) != avoid->terms.end();
+        });
+      });
     if (fits.empty()) {
-      if (!unchecked.empty()) {
+      if (!unchecked.empty() && !avoid) {
         if (why) *why = unchecked;
         return std::nullopt;
       }

@@ -213,7 +213,7 @@ class RoleSolver {
   /// `identity`: the field names a thing (communicator, function, operator, datatype size),
   /// not an amount, and is not read as a multiple of a grid size.
   std::optional<ValuePlan> scalar(const std::vector<std::int64_t>& column, std::string& why, bool& deferrable,
-                                  std::int64_t scale = 0, bool identity = false) {
+                                  std::int64_t scale = 0, bool identity = false, std::string* note = nullptr) {
     deferrable = false;
     ValuePlan p;
     if (std::all_of(column.begin(), column.end(), [&](std::int64_t v) { return v == column[0]; })) {
@@ -239,8 +239,8 @@ class RoleSolver {
     key.push_back(scale);
     auto it = memo_.find(key);
     if (it == memo_.end()) {
-      std::string w;
-      auto law = solve_linear_law(points_, column, probes_, &w, 4, 1, scalar_.linear_count(), &scalar_);
+      std::string w, chosen;
+      auto law = solve_linear_law(points_, column, probes_, &w, 4, 1, scalar_.linear_count(), &scalar_, &chosen);
       bool defer = is_deferrable(w);
       // No checked linear law (none at all, or only one with no point left to check it): a
       // strong-scaling division, which is checked on 3 divisor values at least.
@@ -252,7 +252,9 @@ class RoleSolver {
           defer = true;
         }
       }
-      it = memo_.emplace(std::move(key), Solved{law ? std::make_shared<const LinearLaw>(*law) : nullptr, w, defer})
+      it = memo_
+               .emplace(std::move(key),
+                        Solved{law ? std::make_shared<const LinearLaw>(*law) : nullptr, w, defer, chosen})
                .first;
     }
     if (!it->second.law) {
@@ -262,6 +264,7 @@ class RoleSolver {
     }
     p.constant = false;
     p.law = it->second.law;
+    if (note) *note = it->second.note;
     return p;
   }
 
@@ -292,6 +295,7 @@ class RoleSolver {
     std::shared_ptr<const LinearLaw> law;
     std::string why;
     bool deferrable = false;
+    std::string note;  ///< the simplest of several laws was taken (see solve_linear_law)
   };
   FeatureSpace scalar_, indexed_;
   std::vector<std::vector<std::int64_t>> points_, probes_, index_probes_;
@@ -304,7 +308,7 @@ class RoleSolver {
 class LawReport {
  public:
   void add(const std::string& where, const std::string& field, const std::string& formula, std::size_t points,
-           const std::string& shared_from = "") {
+           const std::string& shared_from = "", const std::string& note = "") {
     auto key = std::make_pair(where, field);
     auto it = index_.find(key);
     if (it == index_.end()) {
@@ -317,13 +321,15 @@ class LawReport {
     row.points = std::min(row.points, points);
     if (!shared_from.empty() && std::find(row.shared.begin(), row.shared.end(), shared_from) == row.shared.end())
       row.shared.push_back(shared_from);
+    if (!note.empty() && std::find(row.notes.begin(), row.notes.end(), note) == row.notes.end())
+      row.notes.push_back(note);
   }
   void flush(const std::string& role, std::vector<ParameterLaw>& out) const {
     for (const auto& row : rows_) {
       // Only parameters that change with the size or the rank are worth a line.
       bool varying = false;
       for (const auto& f : row.formulas) varying = varying || f.find_first_of("XYZxyzjrP") != std::string::npos;
-      if (!varying && row.shared.empty()) continue;
+      if (!varying && row.shared.empty() && row.notes.empty()) continue;
       std::string text;
       for (std::size_t i = 0; i < row.formulas.size() && i < 24; ++i) text += (i ? ", " : "") + row.formulas[i];
       if (row.formulas.size() > 24) text += ", ... (" + std::to_string(row.formulas.size()) + " distinct)";
@@ -332,6 +338,7 @@ class LawReport {
         status += ", shared from role";
         for (std::size_t i = 0; i < row.shared.size(); ++i) status += (i ? ", " : " ") + row.shared[i];
       }
+      for (const auto& note : row.notes) status += "; simplest of several: " + note;
       out.push_back(ParameterLaw{role, row.key.first, row.key.second, text, status});
     }
   }
@@ -342,6 +349,7 @@ class LawReport {
     std::vector<std::string> formulas;
     std::size_t points = 0;
     std::vector<std::string> shared;
+    std::vector<std::string> notes;
   };
   std::map<std::pair<std::string, std::string>, std::size_t> index_;
   std::vector<Row> rows_;
@@ -493,7 +501,7 @@ class RolePlanner {
   /// A scalar parameter (one value per member): its own law, or deferred to a shared one.
   void plan_scalar(ValuePlan& slot, const std::string& where_site, const std::string& where, const std::string& name,
                    std::int64_t scale = 0) {
-    std::string why;
+    std::string why, note;
     bool deferrable = false;
     std::optional<ValuePlan> plan;
     const bool structural = name == "Comm" || name == "NameId" || name == "RedOp" || name == "NewComm" ||
@@ -508,7 +516,7 @@ class RolePlanner {
             "-rank input, so its values cannot show a dependence on the size";
       deferrable = true;
     } else {
-      plan = solver_.scalar(column_, why, deferrable, scale, structural);
+      plan = solver_.scalar(column_, why, deferrable, scale, structural, &note);
     }
     if (!plan) {
       if (deferrable) {
@@ -532,7 +540,7 @@ class RolePlanner {
     slot = *plan;
     note_rank(*plan, scalar_);
     pool_[{where_site, name}].push_back(SharedLaw{*plan, name_, false});
-    report_.add(where_site, name, plan_text(*plan, scalar_), distinct_points(solver_.points()));
+    report_.add(where_site, name, plan_text(*plan, scalar_), distinct_points(solver_.points()), "", note);
   }
 
   /// Bytes and Bytes2 are element counts times the datatype size (DtSize, DtSize2): that size

@@ -145,11 +145,15 @@ struct LinearLaw {
 /// most `max_terms` terms. A law with k terms must be checked on `check_points` more distinct
 /// points than k (the thesis solves n+1 unknowns from n+1 traces exactly: check_points = 0);
 /// constants need no check. Only the first `linear_features` features are used as terms.
+/// Laws of the grid sizes and coordinates are preferred to laws that need log2(P) or sqrt(P)
+/// (the simpler reading); when such a law also fits and differs at a probe, `note` (if given)
+/// names the choice ("X - 1 chosen over 2*log2(P) - 1, ...").
 std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int64_t>>& points,
                                           const std::vector<std::int64_t>& values,
                                           const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
                                           std::size_t max_terms = 4, std::size_t check_points = 1,
-                                          std::size_t linear_features = SIZE_MAX, const FeatureSpace* space = nullptr);
+                                          std::size_t linear_features = SIZE_MAX, const FeatureSpace* space = nullptr,
+                                          std::string* note = nullptr);
 
 /// Strong-scaling laws value = a * floor(N / d) for a divisor feature d (`divisors`) where no
 /// linear law fits: every scale a dividing the values' gcd (or only `scale` if > 0: a message's
@@ -201,7 +205,9 @@ struct ParameterLaw {
   std::string formula;  ///< distinct formulas over the occurrences, comma separated
   /// How the law was established: "exact on N points" (verified on every input value), or
   /// "exact on N points, shared from role R" (the role's own values do not determine it; the
-  /// law of the same parameter at the same call site in role R reproduces them exactly).
+  /// law of the same parameter at the same call site in role R reproduces them exactly);
+  /// "...; simplest of several: A chosen over B" when a law with log2(P) or sqrt(P) also
+  /// reproduces the values but differs at the target (a warning: add an input size to decide).
   std::string status;
 };
 
@@ -212,9 +218,10 @@ struct ExtrapolationResult {
   int depth = 0;
   std::int64_t modulus = 1;
   std::vector<ParameterLaw> laws;
-  std::vector<std::string> roles;    ///< role descriptions with their target ranklists
-  std::uint64_t dropped_events = 0;  ///< drop_local: events dropped over all inputs
-  std::uint64_t input_events = 0;    ///< events of all inputs (before dropping)
+  std::vector<std::string> roles;     ///< role descriptions with their target ranklists
+  std::vector<std::string> warnings;  ///< choices the inputs did not decide (simplest law taken)
+  std::uint64_t dropped_events = 0;   ///< drop_local: events dropped over all inputs
+  std::uint64_t input_events = 0;     ///< events of all inputs (before dropping)
 };
 
 /// Extrapolates merged traces of one program at several sizes to the target size. Throws
