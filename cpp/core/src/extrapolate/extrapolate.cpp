@@ -462,8 +462,11 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
           "\n  add an input size that tells them apart, or pass the input and target grids (input_dims, dims)");
     if (!broken) ++agreeing;
   }
+  // A grid under which some value is only undetermined competes if the end points reveal it:
+  // when they reveal no grid (collectives only), it is no evidence against a reading under
+  // which every value is determined.
   for (const auto& u : undecided)
-    if (competes(u))
+    if (competes(u) && u.topo->depth_found)
       throw ExtrapolationError(
           "ambiguous: two grids fit every input value but the inputs do not decide the trace at the target:\n  (1) " +
           explained.front().describe() + "\n  (2) " + u.describe() + ", under which " + u.failures.front().text +

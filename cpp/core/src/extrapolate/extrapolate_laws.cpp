@@ -446,7 +446,8 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
       }
     }
     if (law) return law;
-    if (first_why.empty()) first_why = tier_why;
+    // The more telling reason: an unchecked law (either tier) over "no law".
+    if (first_why.empty() || first_why.rfind("no linear law", 0) == 0) first_why = tier_why;
     if (tier_why.rfind("ambiguous", 0) == 0) {
       if (why) *why = tier_why;
       return std::nullopt;

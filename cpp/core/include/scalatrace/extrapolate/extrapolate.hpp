@@ -58,7 +58,8 @@ struct Topology {
   /// differently (1 for a nearest-neighbour stencil, 2 for distance-2 neighbours, 0: none).
   int depth = 0;
   /// The end points are explained by this grid at `depth` (false: the code's point-to-point
-  /// calls do not reveal its grid, the candidate is kept for collectives and communicators).
+  /// calls do not reveal its grid, or it has none; the candidate is kept for collectives and
+  /// communicators).
   bool depth_found = false;
   std::vector<Grid> grids;  ///< one per input, in input order
   std::string explanation;  ///< how it was found (for the report)
