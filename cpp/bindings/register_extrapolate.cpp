@@ -19,9 +19,10 @@ void register_extrapolate(py::module_& m) {
       "extrapolate",
       [](const std::vector<const Trace*>& traces, std::int64_t ranks, std::vector<std::int64_t> dims,
          const std::vector<std::vector<std::int64_t>>& input_dims, std::optional<py::function> timing,
-         std::int64_t max_ranks) {
+         std::int64_t max_ranks, bool drop_local) {
         ExtrapolationOptions opt;
         opt.max_ranks = max_ranks;
+        opt.drop_local = drop_local;
         opt.target_ranks = ranks;
         opt.target_grid.dims = std::move(dims);
         for (const auto& g : input_dims) opt.input_grids.push_back(Grid{g});
@@ -36,6 +37,6 @@ void register_extrapolate(py::module_& m) {
         return std::move(res.trace);
       },
       py::arg("traces"), py::arg("ranks"), py::arg("dims"), py::arg("input_dims"), py::arg("timing"),
-      py::arg("max_ranks") = kDefaultMaxExtrapolationRanks,
+      py::arg("max_ranks") = kDefaultMaxExtrapolationRanks, py::arg("drop_local") = false,
       "Extrapolated trace at the target size (see scalatrace.extrapolate).");
 }

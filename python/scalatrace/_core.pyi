@@ -263,6 +263,8 @@ def extrapolate(
     dims: list[int],
     input_dims: list[list[int]],
     timing: Callable[[list[float], list[float], float], float] | None,
+    max_ranks: int = ...,
+    drop_local: bool = ...,
 ) -> Trace: ...
 
 # --- clustering (register_clustering.cpp) ------------------------------------------------------

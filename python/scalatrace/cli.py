@@ -45,6 +45,11 @@ def _extrapolate_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
     e.add_argument(
         "--laws", action="store_true", help="print the formula of every extrapolated parameter"
     )
+    e.add_argument(
+        "--lossy",
+        action="store_true",
+        help="drop local calls (Other: MPI_Comm_rank, ...) before extrapolating",
+    )
     return e
 
 
@@ -334,13 +339,19 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
             f"extrapolate: --dims wants a grid such as 32x32, got {args.dims!r}"
         ) from None
     big = extrapolate(
-        [load(p) for p in args.traces], ranks=args.ranks, dims=dims, timing=not args.no_timing
+        [load(p) for p in args.traces],
+        ranks=args.ranks,
+        dims=dims,
+        timing=not args.no_timing,
+        lossy=args.lossy,
     )
     big.save(args.output)
     print(
         f"scalatrace: wrote {args.output} ({big.nranks} ranks, grid {big.metadata['extrapolation_grid']}, "
         f"from {big.metadata['extrapolated_from']} ranks)"
     )
+    if args.lossy:
+        print(f"scalatrace: {big.metadata['extrapolation_dropped']}")
     if args.laws:
         print(extrapolation_laws(big).to_string(index=False))
     return 0

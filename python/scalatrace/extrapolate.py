@@ -14,6 +14,7 @@ See ``docs/extrapolation.md``.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -49,9 +50,13 @@ class ExtrapolationError(ScalatraceError, ValueError):
 # Extra-P's PMNF exponents: i in {0, 1/4, 1/3, 1/2, 2/3, 3/4, 1, ..., 3}, j in {0, 1, 2}.
 _PMNF_I = sorted({Fraction(a, 4) for a in range(13)} | {Fraction(a, 3) for a in range(10)})
 _PMNF_J = (0, 1, 2)
-# Extension (not in Extra-P): strong-scaling terms p^-1, p^-1/2 (thesis §3.2.5 "inverse
-# proportional" and "inverse proportional + constant").
-_NEGATIVE_I = (Fraction(-1), Fraction(-1, 2))
+# Extension (not in Extra-P): strong-scaling terms p^-2, p^-1, p^-1/2 (thesis §3.2.5 "inverse
+# proportional" and "inverse proportional + constant"; p^-2: NPB FT's Alltoall blocks, a
+# global array split over P ranks and then again over P partners).
+_NEGATIVE_I = (Fraction(-2), Fraction(-1), Fraction(-1, 2))
+# A selected model whose fit on all points is worse than this (SMAPE, percent) is reported
+# with a warning: no hypothesis of the search space describes the measurements.
+_POOR_FIT_SMAPE = 10.0
 
 
 def smape(actual: Any, predicted: Any) -> float:
@@ -246,7 +251,8 @@ def fit_scaling(
     The search space is Extra-P's: ``c0 + sum_k c_k * p**i_k * log2(p)**j_k`` with
     ``i`` in {0, 1/4, 1/3, 1/2, 2/3, 3/4, 1, ..., 3} and ``j`` in {0, 1, 2}, one or two terms
     (and the constant). With ``negative_exponents`` the strong-scaling terms ``p**-1`` and
-    ``p**-1/2`` are added (thesis §3.2.5). Two-term hypotheses are tried from 6 points on
+    ``p**-1/2`` and ``p**-2`` are added (thesis §3.2.5; ``p**-2``: a global array split over
+    the ranks and again over their partners, as NPB FT's Alltoall). Two-term hypotheses are tried from 6 points on
     (twice their coefficients), one-term ones from 3. Each hypothesis is scored by leave-one-out
     cross-validation (fit on all points but one with NumPy least squares, predict the one
     left out) with SMAPE; the best one (ties: fewer terms) is refitted on all points.
@@ -260,7 +266,7 @@ def fit_scaling(
     max_terms : int
         Maximum number of non-constant terms (1 or 2).
     negative_exponents : bool
-        Also try ``p**-1`` and ``p**-1/2`` terms.
+        Also try ``p**-2``, ``p**-1`` and ``p**-1/2`` terms.
 
     Returns
     -------
@@ -271,6 +277,12 @@ def fit_scaling(
     ------
     UsageError
         Fewer than 3 points, lengths differ, non-positive or repeated ``xs``, non-finite values.
+
+    Warns
+    -----
+    UserWarning
+        When the selected model misses the measurements by more than 10 % SMAPE (no
+        hypothesis of the search space describes them).
     """
     try:
         x = np.asarray(xs, dtype=float)
@@ -336,6 +348,13 @@ def fit_scaling(
         candidates=[Candidate(tuple(hyps[i]), float(cv[i])) for i in order],
     )
     model.smape = smape(y, model.predict(x))
+    if model.smape > _POOR_FIT_SMAPE:
+        warnings.warn(
+            f"fit_scaling: the best model {model.formula} misses the measurements by "
+            f"{model.smape:.3g}% SMAPE; no hypothesis of the search space describes them",
+            UserWarning,
+            stacklevel=2,
+        )
     return model
 
 
@@ -346,7 +365,10 @@ def _timing_model(cache: dict) -> Callable[[list[float], list[float], float], fl
             if len(sizes) < 3:
                 cache[key] = means[-1]
             else:
-                cache[key] = max(fit_scaling(sizes, means).predict(target), 0.0)
+                # Per-node timing is noisy; a poor fit there is expected, not news to report.
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)
+                    cache[key] = max(fit_scaling(sizes, means).predict(target), 0.0)
         return cache[key]
 
     return predict
@@ -360,6 +382,7 @@ def extrapolate(
     input_dims: Sequence[Sequence[int]] | None = None,
     timing: bool = True,
     max_ranks: int = 4_194_304,
+    lossy: bool = False,
 ) -> TraceModel:
     """The trace of the same program at a larger size, from traces of several small sizes.
 
@@ -382,6 +405,17 @@ def extrapolate(
         Largest target accepted (time and memory grow with the rank count: 1,048,576 ranks
         take minutes); a larger target is refused at once. The trace format's own limit,
         2^32 - 1 ranks, cannot be lifted.
+    lossy : bool
+        Lossy extrapolation (thesis §3.2.4): drop the local calls (``Other`` events such as
+        ``MPI_Comm_rank``) of every input before extrapolating. The result has no ``Other``
+        events; ``trace.metadata["extrapolation_dropped"]`` gives the share dropped.
+
+    Warns
+    -----
+    UserWarning
+        When a law of the grid sizes was preferred to one with ``log2(P)`` or ``sqrt(P)`` that
+        also reproduces every input value but differs at the target (the simplest law is
+        taken; ``trace.metadata["extrapolation_warnings"]`` lists them).
 
     Returns
     -------
@@ -436,6 +470,7 @@ def extrapolate(
             for g in input_dims
         ]
     timing = check_bool("timing", timing)
+    lossy = check_bool("lossy", lossy)
     max_ranks = check_int("max_ranks", max_ranks, lo=1)
     cache: dict = {}
     core = _core.extrapolate(
@@ -445,8 +480,18 @@ def extrapolate(
         [[int(d) for d in g] for g in input_dims or []],
         _timing_model(cache) if timing else None,
         int(max_ranks),
+        lossy,
     )
-    return wrap(core)
+    big = wrap(core)
+    chosen = big.metadata.get("extrapolation_warnings", "").strip()
+    if chosen:
+        warnings.warn(
+            "extrapolate: the inputs did not decide these laws, the simplest was taken "
+            f"(add an input size to decide):\n{chosen}",
+            UserWarning,
+            stacklevel=2,
+        )
+    return big
 
 
 def _bad_input_dims(g: object) -> list[int]:
@@ -454,8 +499,16 @@ def _bad_input_dims(g: object) -> list[int]:
 
 
 def extrapolation_laws(trace: TraceModel) -> Any:
-    """The extrapolated parameters' formulas of an extrapolated trace as a pandas DataFrame
-    (columns role, where, parameter, formula); empty if the trace was not extrapolated."""
+    """The extrapolated parameters' formulas of an extrapolated trace as a pandas DataFrame.
+
+    Columns: ``role``, ``where`` (``Isend@site 3``, ``communicator 2``), ``parameter``,
+    ``formula`` (the distinct laws over its occurrences, e.g. ``X``, ``8*floor(1000/P)``,
+    ``8*floor(4096/P^2)``, ``4*log2(P) + 4``) and ``status`` (``exact on N points``: reproduces every
+    input value; ``..., shared from role R``: the role's own values did not determine it and
+    the law of the same parameter at the same call site in role R reproduces them). Empty if
+    the trace was not extrapolated; traces extrapolated before the status column existed get
+    an empty status.
+    """
     import pandas as pd
 
     if not isinstance(trace, TraceModel):
@@ -463,9 +516,10 @@ def extrapolation_laws(trace: TraceModel) -> Any:
             f"extrapolation_laws expects a scalatrace.Trace, not {type(trace).__name__}"
         )
 
+    columns = ["role", "where", "parameter", "formula", "status"]
     rows = [
-        line.split("\t")
+        (line.split("\t") + [""] * len(columns))[: len(columns)]
         for line in trace.metadata.get("extrapolation_laws", "").splitlines()
         if line
     ]
-    return pd.DataFrame(rows, columns=["role", "where", "parameter", "formula"])
+    return pd.DataFrame(rows, columns=columns)

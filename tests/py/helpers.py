@@ -304,3 +304,28 @@ def cursor_events(trace, rank: int, relaxed: bool) -> list[dict]:
         arrays = {k.lower(): list(v) for k, v in dict(e.arrays).items()}
         out.append(normalized_event({"op": e.op, **fields, **arrays}, relaxed))
     return out
+
+
+def assert_same_run(got, real, drop_other: bool = False) -> None:
+    """Asserts that two traces record the same run: per rank the same events (op, fields,
+    arrays; call sites and timing aside), the same communication matrices and communicators.
+    ``drop_other``: ``Other`` events (local calls) of ``real`` are left out first, for traces
+    made by lossy extrapolation."""
+    import numpy as np
+
+    assert got.nranks == real.nranks
+    for r in range(real.nranks):
+        a = list(got.events(r, timing="none"))
+        b = [e for e in real.events(r, timing="none") if not (drop_other and e.op == "Other")]
+        assert len(a) == len(b), f"rank {r}: {len(a)} events extrapolated, {len(b)} real"
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert x.op == y.op, f"rank {r} event {i}: {x.op} vs {y.op}"
+            assert x.fields == y.fields, f"rank {r} event {i} ({x.op}): {x.fields} vs {y.fields}"
+            assert x.arrays == y.arrays, f"rank {r} event {i} ({x.op}): {x.arrays} vs {y.arrays}"
+    for kind in ("p2p", "collective"):
+        np.testing.assert_array_equal(got.comm_matrix(kind=kind), real.comm_matrix(kind=kind))
+
+    def held(t):
+        return sorted((c.id, tuple(c.members), tuple(c.holders)) for c in t.communicators)
+
+    assert held(got) == held(real)

@@ -48,23 +48,7 @@ def traced(example: str, n: int, args: list[str], tmp_path_factory) -> scalatrac
     return _traces[key]
 
 
-def assert_same_run(got: scalatrace.Trace, real: scalatrace.Trace) -> None:
-    assert got.nranks == real.nranks
-    for r in range(real.nranks):
-        a = list(got.events(r, timing="none"))
-        b = list(real.events(r, timing="none"))
-        assert len(a) == len(b), f"rank {r}: {len(a)} events extrapolated, {len(b)} real"
-        for i, (x, y) in enumerate(zip(a, b)):
-            assert x.op == y.op, f"rank {r} event {i}: {x.op} vs {y.op}"
-            assert x.fields == y.fields, f"rank {r} event {i} ({x.op}): {x.fields} vs {y.fields}"
-            assert x.arrays == y.arrays, f"rank {r} event {i} ({x.op}): {x.arrays} vs {y.arrays}"
-    for kind in ("p2p", "collective"):
-        np.testing.assert_array_equal(got.comm_matrix(kind=kind), real.comm_matrix(kind=kind))
-
-    def held(t):
-        return sorted((c.id, tuple(c.members), tuple(c.holders)) for c in t.communicators)
-
-    assert held(got) == held(real)
+assert_same_run = helpers.assert_same_run
 
 
 @pytest.mark.parametrize("example,sizes,targets,args", CASES, ids=[c[0] for c in CASES])
@@ -85,11 +69,27 @@ def test_laws_are_reported_as_formulas(tmp_path_factory):
     small = [traced("stencil1d", n, ["-i", "3"], tmp_path_factory) for n in (5, 6, 7)]
     big = scalatrace.extrapolate(small, ranks=9, timing=False)
     table = extrapolation_laws(big)
-    assert set(table.columns) == {"role", "where", "parameter", "formula"}
+    assert set(table.columns) == {"role", "where", "parameter", "formula", "status"}
+    assert table["status"].str.startswith("exact on").all(), table.to_string()
     # The rank P-1 sends to rank 0 only with a wrap-around; here the high boundary ranks' peers
-    # are constants, and the communicator WORLD grows with X = P.
-    assert (table["formula"] == "X").any(), table.to_string()
+    # are constants, and MPI_COMM_WORLD has P members by definition.
+    assert (table["formula"] == "P (MPI_COMM_WORLD)").any(), table.to_string()
     assert "copied from the largest input" in big.metadata["extrapolation_timing"]
+
+
+def test_the_simplest_of_several_laws_is_taken_with_a_warning(tmp_path_factory):
+    # The ring's even last rank (2 of 3 ranks, 4 of 5) sends to rank 0: peer -x, which at these
+    # two sizes -2*log2(P) reproduces as well; the law of the grid coordinates is taken (it
+    # is what the program does), and the choice is reported.
+    small = [traced("ring", n, ["-i", "2"], tmp_path_factory) for n in (3, 4, 5, 6)]
+    with pytest.warns(UserWarning, match="chosen over"):
+        big = scalatrace.extrapolate(small, ranks=9, timing=False)
+    assert_same_run(big, traced("ring", 9, ["-i", "2"], tmp_path_factory))
+    table = extrapolation_laws(big)
+    assert table["status"].str.contains("simplest of several: -x chosen over").any(), (
+        table.to_string()
+    )
+    assert "-x chosen over" in big.metadata["extrapolation_warnings"]
 
 
 def test_collectives_v_counts_are_reported_not_guessed(tmp_path_factory):
@@ -234,3 +234,14 @@ def test_extrapolation_notebook_executes(tmp_path, monkeypatch):
     assert any(
         o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in outputs
     )
+
+
+def test_fit_finds_inverse_square_scaling_and_warns_on_poor_fits():
+    # NPB FT's Alltoall block: 262144, 65536, 16384 B at 4, 8, 16 ranks (4194304 / P^2).
+    p = np.array([4, 8, 16, 32])
+    model = fit_scaling(p, 4194304 / p**2)
+    assert model.terms == (Term(Fraction(-2), 0),), model
+    assert model.predict(64) == pytest.approx(1024, rel=1e-6)
+    # Without the negative exponents nothing describes it: a warning says so.
+    with pytest.warns(UserWarning, match="misses the measurements"):
+        fit_scaling(p, 4194304 / p**2, negative_exponents=False)

@@ -207,3 +207,43 @@ INSTANTIATE_TEST_SUITE_P(Large, ExtrapolateLarge,
                                            HarnessCase{SyntheticPattern::RowColumn, {16, 20, 25, 30}, 65536},
                                            HarnessCase{SyntheticPattern::Stencil1D, {6, 7, 8, 9}, 1048576},
                                            HarnessCase{SyntheticPattern::Stencil2D, {16, 20, 25, 30}, 1048576}));
+
+// Strong scaling: 8*floor(1000/P) bytes (1000 doubles split over P ranks with C's integer
+// division) at 2, 4, 8 ranks; at 9 it is 8*111, found exactly from the interval of N.
+TEST(ExtrapolateLaws, DivisionLawsOfStrongScaling) {
+  const auto space = FeatureSpace::make(1, false);
+  auto at = [&](std::int64_t p) { return space.values(Grid{{p}}, {0}); };
+  std::vector<std::vector<std::int64_t>> pts{at(2), at(4), at(8)};
+  std::string why;
+  // Linear laws do not fit 4000, 2000, 1000 at 2, 4, 8.
+  EXPECT_FALSE(solve_linear_law(pts, {4000, 2000, 1000}, {at(9)}, &why, 4, 1, space.linear_count(), &space));
+  auto law = solve_division_law(pts, {4000, 2000, 1000}, {at(9)}, space.divisors(), &why, &space, 8);
+  ASSERT_TRUE(law) << why;
+  EXPECT_EQ(law->formula(space), "8*floor(1000/P)");
+  EXPECT_EQ(law->eval(at(9)), 8 * (1000 / 9));
+  // FT's Alltoall: 4096 / P^2 doubles, exact at 2, 4, 8 (P^2 divides 4096).
+  law = solve_division_law(pts, {8192, 2048, 512}, {at(9)}, space.divisors(), &why, &space, 8);
+  ASSERT_TRUE(law) << why;
+  EXPECT_EQ(law->formula(space), "8*floor(4096/P^2)");
+  EXPECT_TRUE(law->div_exact);
+  EXPECT_EQ(law->eval(at(9)), 8 * (4096 / 81));
+  // Without the datatype size the scale is free: 8*floor(4096/P^2) and 4*floor(8192/P^2) (and
+  // others) reproduce 8192, 3640, 2048 at 2, 3, 4 but give 400 and 404 at 9: ambiguous.
+  std::vector<std::vector<std::int64_t>> p234{at(2), at(3), at(4)};
+  EXPECT_FALSE(solve_division_law(p234, {8192, 3640, 2048}, {at(9)}, space.divisors(), &why, &space));
+  EXPECT_EQ(why.rfind("ambiguous", 0), 0u) << why;
+  // Two distinct divisor values check nothing.
+  std::vector<std::vector<std::int64_t>> two{at(2), at(4)};
+  EXPECT_FALSE(solve_division_law(two, {4000, 2000}, {at(9)}, space.divisors(), &why, &space, 8));
+}
+
+// floor(log2 P) is a feature: CG's reduction levels, 4*(log2(P) + 1) bytes at 2, 4, 8.
+TEST(ExtrapolateLaws, Log2OfTheRankCount) {
+  const auto space = FeatureSpace::make(1, false);
+  auto at = [&](std::int64_t p) { return space.values(Grid{{p}}, {0}); };
+  std::string why;
+  auto law = solve_linear_law({at(2), at(4), at(8)}, {8, 12, 16}, {at(32)}, &why, 4, 1, space.linear_count(), &space);
+  ASSERT_TRUE(law) << why;
+  EXPECT_EQ(law->formula(space), "4*log2(P) + 4");
+  EXPECT_EQ(law->eval(at(32)), 24);
+}

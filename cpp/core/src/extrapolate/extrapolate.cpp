@@ -117,13 +117,17 @@ void apply_timing(RolePlan& role, const std::vector<extrap::ExpandedInput>& inpu
     if (m.first >= rep.first) rep = m;
   Cursor cur(*inputs[rep.first].trace, rep.second, TimingMode::Sample,
              0x5ca1e + static_cast<std::uint64_t>(rep.second));
-  for (auto& ep : role.events) {
+  const auto& rep_repeats = inputs[rep.first].repeats[static_cast<std::size_t>(rep.second)];
+  for (std::size_t i = 0; i < role.events.size(); ++i) {
+    auto& ep = role.events[i];
     auto e = cur.next();
     if (!e) break;
     ep.sample_compute = static_cast<std::uint64_t>(
         std::llround(static_cast<double>(e->compute_ns) * role.compute_scale[ep.timing_group]));
     ep.sample_duration = static_cast<std::uint64_t>(
         std::llround(static_cast<double>(e->duration_ns) * role.duration_scale[ep.timing_group]));
+    // A run of identical calls: the representative's further calls of the run.
+    for (std::int64_t k = 1; role.runs && i < rep_repeats.size() && k < rep_repeats[i]; ++k) cur.next();
   }
 }
 
@@ -136,10 +140,10 @@ class RankGenerator {
         scalar_(FeatureSpace::make(ndims, false)),
         indexed_(FeatureSpace::make(ndims, true)) {}
 
-  std::vector<Node> nodes(const RolePlan& role, const std::vector<std::int64_t>& coords) {
+  /// The events of the target rank at `coords` (the role's plan evaluated there).
+  std::vector<Event> events(const RolePlan& role, const std::vector<std::int64_t>& coords) {
     const auto fs = scalar_.values(target_, coords);
-    IntraCompressor compressor;
-    compressor.set_sites(&sites_);
+    std::vector<Event> out;
     Event e;
     for (const auto& ep : role.events) {
       e.op = ep.op;
@@ -170,8 +174,19 @@ class RankGenerator {
       }
       e.compute_ns = ep.sample_compute;
       e.duration_ns = ep.sample_duration;
-      compressor.push(e);
+      const auto repeat = eval_plan(ep.repeat, fs);
+      if (repeat < 0 || repeat > (std::int64_t{1} << 28))
+        throw ExtrapolationError("a repeat-count law gives " + std::to_string(repeat) + " calls of " +
+                                 std::string(op_name(ep.op)) + "@site " + std::to_string(ep.site) + " at the target");
+      for (std::int64_t k = 0; k < repeat; ++k) out.push_back(e);
     }
+    return out;
+  }
+
+  std::vector<Node> nodes(const RolePlan& role, const std::vector<std::int64_t>& coords) {
+    IntraCompressor compressor;
+    compressor.set_sites(&sites_);
+    for (const auto& e : events(role, coords)) compressor.push(e);
     return compressor.finish();
   }
 
@@ -197,7 +212,7 @@ class RankGenerator {
 
 std::string join_laws(const std::vector<ParameterLaw>& laws) {
   std::string s;
-  for (const auto& l : laws) s += l.role + "\t" + l.where + "\t" + l.field + "\t" + l.formula + "\n";
+  for (const auto& l : laws) s += l.role + "\t" + l.where + "\t" + l.field + "\t" + l.formula + "\t" + l.status + "\n";
   return s;
 }
 
@@ -227,6 +242,106 @@ void check_target_size(const ExtrapolationOptions& opt) {
                      "take minutes); pass a larger max_ranks to lift the limit");
 }
 
+namespace {
+
+/// One (grid, boundary depth, rank modulus) tried: its role plans and laws, or its failures.
+struct Attempt {
+  const Topology* topo = nullptr;
+  std::size_t candidate = 0;  ///< index of the grid among the candidates
+  Grid target;
+  int depth = 0;
+  std::int64_t modulus = 1;
+  std::map<RoleKey, RolePlan> roles;
+  std::vector<ParameterLaw> laws;
+  std::vector<extrap::Failure> failures;
+
+  /// How many input traces the target's roles draw on: a reading of the inputs under which
+  /// some input plays no role at the target (a 3D grid 1x2x3 whose roles all have X = 1,
+  /// and the target's X = 2) was not checked against that input.
+  std::size_t inputs_used() const {
+    std::set<std::size_t> used;
+    for (const auto& [key, role] : roles)
+      for (const auto& m : role.members) used.insert(m.first);
+    return used.size();
+  }
+  std::size_t structural() const {
+    return static_cast<std::size_t>(
+        std::count_if(failures.begin(), failures.end(), [](const extrap::Failure& f) { return f.structural; }));
+  }
+  std::string describe() const {
+    return topo->explanation + "; boundary depth " + std::to_string(depth) + ", rank modulus " +
+           std::to_string(modulus) + "; target grid " + target.to_string();
+  }
+};
+
+/// The closer of two failed attempts. Grids the point-to-point end points reveal come first, in
+/// the order of identification (the grid the code communicates on is where its parameters'
+/// problems are worth naming), then the others; within one grid, and among the others, fewer
+/// structural problems (a role no input shows, event sequences that differ), then fewer
+/// parameters without a law; ties keep the earlier one.
+bool closer(const Attempt& a, const Attempt& b) {
+  const bool ra = a.topo->depth_found, rb = b.topo->depth_found;
+  if (ra != rb) return ra;
+  if (ra && a.topo != b.topo) return a.candidate < b.candidate;
+  if (a.structural() != b.structural()) return a.structural() < b.structural();
+  return a.failures.size() < b.failures.size();
+}
+
+std::string event_text(const Event& e) {
+  std::string s = std::string(op_name(e.op)) + "@site " + std::to_string(e.site);
+  for (std::size_t f = 0; f < kFieldCount; ++f)
+    if (e.fields[f] != 0) s += " " + std::string(field_name(static_cast<Field>(f))) + "=" + std::to_string(e.fields[f]);
+  for (std::size_t a = 0; a < kArrayFieldCount; ++a)
+    if (!e.arrays[a].empty()) {
+      s += " " + std::string(array_field_name(static_cast<ArrayField>(a))) + "=[";
+      for (std::size_t j = 0; j < e.arrays[a].size() && j < 8; ++j)
+        s += (j ? "," : "") + std::to_string(e.arrays[a][j]);
+      s += e.arrays[a].size() > 8 ? ",...]" : "]";
+    }
+  return s;
+}
+
+/// The first target rank whose events or communicators differ between two successful attempts,
+/// described; "" if they build the same trace. An alternative whose laws cannot be evaluated
+/// at the target (`alternative_broken`) builds no trace and is not a competitor.
+std::string disagreement(const Attempt& a, const Attempt& b, bool& alternative_broken) {
+  RankGenerator ga(a.target, a.topo->ndims), gb(b.target, b.topo->ndims);
+  alternative_broken = false;
+  const std::int64_t n = a.target.size();
+  for (std::int64_t r = 0; r < n; ++r) {
+    const auto& ra = a.roles.at(role_key(a.target, r, a.depth, a.modulus));
+    const auto& rb = b.roles.at(role_key(b.target, r, b.depth, b.modulus));
+    const auto ca = a.target.coords(r), cb = b.target.coords(r);
+    const auto ea = ga.events(ra, ca);
+    std::vector<Event> eb;
+    CommTable ta = ga.comms(ra, ca), tb;
+    try {
+      eb = gb.events(rb, cb);
+      tb = gb.comms(rb, cb);
+    } catch (const Error&) {
+      alternative_broken = true;
+      return "";
+    }
+    const std::string where =
+        "rank " + std::to_string(r) + " (grid " + a.target.to_string() + " or " + b.target.to_string() + ")";
+    for (std::size_t i = 0; i < std::min(ea.size(), eb.size()); ++i)
+      if (!(ea[i].op == eb[i].op && ea[i].site == eb[i].site && ea[i].fields == eb[i].fields &&
+            ea[i].arrays == eb[i].arrays))
+        return where + " event " + std::to_string(i) + ": " + event_text(ea[i]) + " vs " + event_text(eb[i]);
+    if (ea.size() != eb.size())
+      return where + ": " + std::to_string(ea.size()) + " vs " + std::to_string(eb.size()) + " events";
+    for (std::size_t c = 0; c < std::min(ta.entries.size(), tb.entries.size()); ++c)
+      if (ta.entries[c].id != tb.entries[c].id ||
+          ta.entries[c].members.to_vector() != tb.entries[c].members.to_vector())
+        return where + ": communicator " + std::to_string(ta.entries[c].id) + " has members " +
+               ta.entries[c].members.to_string() + " vs " + tb.entries[c].members.to_string();
+    if (ta.entries.size() != tb.entries.size()) return where + ": different communicators";
+  }
+  return "";
+}
+
+}  // namespace
+
 ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, const ExtrapolationOptions& options) {
   check_target_size(options);
   const auto order = validated_order(inputs_in);
@@ -243,16 +358,20 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
   }
   ExtrapolationResult res;
   const auto candidates = topology_candidates(inputs, given);
-
-  // The topology and role partition: the first candidate grid (best explained first), the
-  // smallest boundary depth and rank modulus under which every parameter of every role has a
-  // law and every target rank's role occurs in the inputs.
-  std::map<RoleKey, RolePlan> roles;
-  std::vector<std::string> best_failures;
-  std::string best_topology, target_problem;
-  std::vector<extrap::ExpandedInput> expanded;
   extrap::CanonicalTables tables;
-  bool found = false;
+  auto expanded = extrap::expand_inputs(inputs, candidates.front().grids, tables, options.drop_local,
+                                        res.dropped_events, res.input_events);
+
+  // Every candidate grid (best explained first) with the smallest boundary depth and rank
+  // modulus under which every parameter of every role has a law and every target rank's role
+  // occurs in the inputs. The first such grid builds the trace; every other one that also
+  // explains the inputs must build the same trace at the target, or the inputs do not decide.
+  std::vector<Attempt> explained;
+  Attempt closest;
+  // Grids under which no parameter is wrong but some are ambiguous (several laws reproduce the
+  // values and differ at the target): the inputs fit them too, so they compete.
+  std::vector<Attempt> undecided;
+  std::string target_problem;
   for (const auto& topo : candidates) {
     Grid target;
     try {
@@ -261,57 +380,119 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
       if (target_problem.empty()) target_problem = e.what();
       continue;
     }
+    for (std::size_t k = 0; k < expanded.size(); ++k) expanded[k].grid = topo.grids[k];
     const std::int64_t n = target.size();
-    tables = extrap::CanonicalTables{};
-    expanded = extrap::expand_inputs(inputs, topo.grids, tables);
+    bool found = false;
+    Attempt first_undecided;
     for (std::int64_t modulus : {1, 2, 3, 4}) {
       for (int depth = topo.depth; depth <= 3 && !found; ++depth) {
-        std::vector<std::string> failures;
-        std::vector<ParameterLaw> laws;
+        Attempt a{&topo, static_cast<std::size_t>(&topo - candidates.data()), target, depth, modulus, {}, {}, {}};
         std::set<RoleKey> needed;
         std::map<RoleKey, std::int64_t> first_rank;
         for (std::int64_t r = 0; r < n; ++r) {
           auto key = role_key(target, r, depth, modulus);
           if (needed.insert(key).second) first_rank.emplace(key, r);
         }
-        auto plans = extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, failures, laws);
+        a.roles = extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws);
         std::size_t missing = 0;
         for (const auto& key : needed)
-          if (!plans.count(key) && missing++ < 4)
-            failures.push_back("target rank " + std::to_string(first_rank[key]) + " is in role " + key.to_string() +
-                               " which no input shows (the inputs are too small for "
-                               "boundary depth " +
-                               std::to_string(depth) + ")");
-        if (failures.empty()) {
-          roles = std::move(plans);
-          res.laws = std::move(laws);
-          res.depth = depth;
-          res.modulus = modulus;
-          res.topology = topo;
-          res.target = target;
+          if (!a.roles.count(key) && missing++ < 4)
+            a.failures.push_back({true, "target rank " + std::to_string(first_rank[key]) + " is in role " +
+                                            key.to_string() +
+                                            " which no input shows (the inputs are too small for boundary depth " +
+                                            std::to_string(depth) + ")"});
+        const bool only_ambiguous =
+            std::all_of(a.failures.begin(), a.failures.end(), [](const extrap::Failure& f) { return f.ambiguous; });
+        if (a.failures.empty()) {
+          explained.push_back(std::move(a));
           found = true;
-        } else if (best_failures.empty() || failures.size() < best_failures.size()) {
-          best_failures = std::move(failures);
-          best_topology = topo.explanation;
+        } else {
+          if (only_ambiguous && !first_undecided.topo) first_undecided = a;
+          if (!closest.topo || closer(a, closest)) closest = std::move(a);
         }
       }
       if (found) break;
     }
-    if (found) break;
+    // A dimension of size 1 in every input is no dimension of the inputs: such a reading adds
+    // one at the target and is not a competitor of readings the inputs show.
+    bool degenerate = false;
+    for (std::size_t d = 0; d < topo.ndims; ++d) {
+      bool unit = true;
+      for (const auto& g : topo.grids) unit = unit && g.dims[d] == 1;
+      degenerate = degenerate || (unit && target.dims[d] > 1);
+    }
+    if (!found && first_undecided.topo && !degenerate) undecided.push_back(std::move(first_undecided));
   }
-  if (!found) {
-    if (best_failures.empty()) throw ExtrapolationError(target_problem);
+  if (explained.empty()) {
+    if (!closest.topo) throw ExtrapolationError(target_problem);
+    // The first parameter without a law leads; every structural problem (a role no input
+    // shows: at most a few) follows, then further parameters.
+    std::stable_partition(closest.failures.begin(), closest.failures.end(),
+                          [](const extrap::Failure& f) { return !f.structural; });
+    if (!closest.failures.front().structural)
+      std::stable_partition(closest.failures.begin() + 1, closest.failures.end(),
+                            [](const extrap::Failure& f) { return f.structural; });
     std::string msg =
-        "cannot extrapolate: no grid and role partition explains every parameter; "
-        "the closest (" +
-        best_topology + ") leaves these problems:";
-    for (const auto& f : best_failures) msg += "\n  " + f;
+        "cannot extrapolate: " + closest.failures.front().text + "\n  (closest attempt: " + closest.describe() + ")";
+    const std::size_t shown = std::max<std::size_t>(8, closest.structural());
+    if (closest.failures.size() > 1) msg += "\n  further problems:";
+    for (std::size_t i = 1; i < closest.failures.size() && i <= shown; ++i) msg += "\n  " + closest.failures[i].text;
+    if (closest.failures.size() > shown + 1)
+      msg += "\n  ... and " + std::to_string(closest.failures.size() - shown - 1) + " more";
     throw ExtrapolationError(msg);
   }
+  // The reading the inputs determine best: the one that draws on the most inputs (earlier
+  // candidates first on ties). Readings that draw on fewer inputs are set aside; every
+  // other one must build the same trace.
+  std::stable_sort(explained.begin(), explained.end(),
+                   [](const Attempt& a, const Attempt& b) { return a.inputs_used() > b.inputs_used(); });
+  // Competitors: readings that draw on as many inputs, and whose grid the point-to-point end
+  // points reveal if the chosen one's does (a grid under which ranks with different end points
+  // share a boundary class is contradicted by the inputs).
+  auto competes = [&](const Attempt& a) {
+    return a.inputs_used() >= explained.front().inputs_used() &&
+           (a.topo->depth_found || !explained.front().topo->depth_found);
+  };
+  std::size_t agreeing = 0, set_aside = 0;
+  for (std::size_t i = 1; i < explained.size(); ++i) {
+    if (!competes(explained[i])) {
+      ++set_aside;
+      continue;
+    }
+    bool broken = false;
+    const auto diff = disagreement(explained.front(), explained[i], broken);
+    if (!diff.empty())
+      throw ExtrapolationError(
+          "ambiguous: two grids explain every input value but give different traces at the target:\n  (1) " +
+          explained.front().describe() + "\n  (2) " + explained[i].describe() + "\n  first difference at " + diff +
+          "\n  add an input size that tells them apart, or pass the input and target grids (input_dims, dims)");
+    if (!broken) ++agreeing;
+  }
+  // A grid under which some value is only undetermined competes if the end points reveal it:
+  // when they reveal no grid (collectives only), it is no evidence against a reading under
+  // which every value is determined.
+  for (const auto& u : undecided)
+    if (competes(u) && u.topo->depth_found)
+      throw ExtrapolationError(
+          "ambiguous: two grids fit every input value but the inputs do not decide the trace at the target:\n  (1) " +
+          explained.front().describe() + "\n  (2) " + u.describe() + ", under which " + u.failures.front().text +
+          "\n  add an input size that tells them apart, or pass the input and target grids (input_dims, dims)");
+  Attempt& chosen = explained.front();
+  std::map<RoleKey, RolePlan>& roles = chosen.roles;
+  res.laws = std::move(chosen.laws);
+  for (const auto& law : res.laws) {
+    const auto at = law.status.find("; simplest of several: ");
+    if (at != std::string::npos)
+      res.warnings.push_back("role " + law.role + ", " + law.where + ", " + law.field + ": " +
+                             law.status.substr(at + 23));
+  }
+  res.depth = chosen.depth;
+  res.modulus = chosen.modulus;
+  res.topology = *chosen.topo;
+  res.target = chosen.target;
   const Grid& target = res.target;
   const std::int64_t n = target.size();
-  if (expanded.empty() || !(expanded.front().grid == res.topology.grids.front()))
-    expanded = extrap::expand_inputs(inputs, res.topology.grids, tables);
+  for (std::size_t k = 0; k < expanded.size(); ++k) expanded[k].grid = res.topology.grids[k];
 
   for (auto& [key, role] : roles) apply_timing(role, expanded, static_cast<double>(n), options.timing);
 
@@ -355,9 +536,28 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
   md["extrapolation_topology"] = res.topology.explanation;
   md["extrapolation_roles"] = "boundary depth " + std::to_string(res.depth) + ", rank modulus " +
                               std::to_string(res.modulus) + ", " + std::to_string(roles.size()) + " roles";
+  md["extrapolation_alternatives"] =
+      std::to_string(agreeing) + " other grid(s) also explain the inputs and build the same trace at the target" +
+      (set_aside ? "; " + std::to_string(set_aside) +
+                       " set aside (they leave some input unused at the target, or the end points contradict them)"
+                 : "");
   md["extrapolation_laws"] = join_laws(res.laws);
   md["extrapolation_timing"] = options.timing ? "per event node model (mean time over the input sizes)"
                                               : "copied from the largest input (no timing model)";
+  if (!res.warnings.empty()) {
+    std::string text;
+    for (const auto& w : res.warnings) text += w + "\n";
+    md["extrapolation_warnings"] = text;
+  }
+  if (options.drop_local) {
+    std::ostringstream share;
+    share.precision(3);
+    share << "lossy: " << res.dropped_events << " of " << res.input_events << " input events ("
+          << (res.input_events ? 100.0 * static_cast<double>(res.dropped_events) / static_cast<double>(res.input_events)
+                               : 0.0)
+          << "%) were local calls (Other) and were dropped before extrapolating";
+    md["extrapolation_dropped"] = share.str();
+  }
   return res;
 }
 

@@ -4,6 +4,7 @@
 // See docs/extrapolation.md ("Parameter laws").
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -14,7 +15,7 @@ namespace {
 
 using i128 = __int128;
 
-enum class Feat { One, X, Y, Z, XY, YZ, XYZ, Cx, Cy, Cz, CyX, CzXY, R, R2, R3, J, JX, JXY };
+enum class Feat { One, X, Y, Z, XY, YZ, XYZ, Log2P, SqrtP, Cx, Cy, Cz, CyX, CzXY, R, R2, R3, J, JX, JXY, P2 };
 
 struct FeatureDef {
   Feat feat;
@@ -25,6 +26,7 @@ std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index) {
   std::vector<FeatureDef> d{{Feat::One, "1"}, {Feat::X, "X"}};
   if (ndims >= 2) d.insert(d.end(), {{Feat::Y, "Y"}, {Feat::XY, "X*Y"}});
   if (ndims >= 3) d.insert(d.end(), {{Feat::Z, "Z"}, {Feat::YZ, "Y*Z"}, {Feat::XYZ, "X*Y*Z"}});
+  d.insert(d.end(), {{Feat::Log2P, "log2(P)"}, {Feat::SqrtP, "sqrt(P)"}});
   d.push_back({Feat::Cx, "x"});
   if (ndims >= 2) d.insert(d.end(), {{Feat::Cy, "y"}, {Feat::CyX, "y*X"}});
   if (ndims >= 3) d.insert(d.end(), {{Feat::Cz, "z"}, {Feat::CzXY, "z*X*Y"}});
@@ -35,12 +37,32 @@ std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index) {
     if (ndims >= 2) d.push_back({Feat::JX, "j*X"});
     if (ndims >= 3) d.push_back({Feat::JXY, "j*X*Y"});
   }
+  d.push_back({Feat::P2, "P^2"});  // divisor only: last (FeatureSpace::linear_count)
   return d;
 }
 
 bool is_rank_feature(Feat f) {
   return f == Feat::Cx || f == Feat::Cy || f == Feat::Cz || f == Feat::CyX || f == Feat::CzXY || f == Feat::R ||
          f == Feat::R2 || f == Feat::R3;
+}
+
+/// floor(log2 n) for n >= 1 (0 otherwise).
+std::int64_t floor_log2(std::int64_t n) {
+  std::int64_t l = 0;
+  while (n > 1) {
+    n >>= 1;
+    ++l;
+  }
+  return l;
+}
+
+/// floor(sqrt n) for n >= 0, exact.
+std::int64_t floor_sqrt(std::int64_t n) {
+  if (n <= 0) return 0;
+  auto s = static_cast<std::int64_t>(std::sqrt(static_cast<double>(n)));
+  while (s * s > n) --s;
+  while ((s + 1) * (s + 1) <= n) ++s;
+  return s;
 }
 
 std::int64_t feature_value(Feat f, const Grid& g, const std::vector<std::int64_t>& c, std::int64_t j) {
@@ -61,6 +83,12 @@ std::int64_t feature_value(Feat f, const Grid& g, const std::vector<std::int64_t
       return dim(1) * dim(2);
     case Feat::XYZ:
       return dim(0) * dim(1) * dim(2);
+    case Feat::Log2P:
+      return floor_log2(g.size());
+    case Feat::SqrtP:
+      return floor_sqrt(g.size());
+    case Feat::P2:
+      return g.size() * g.size();
     case Feat::Cx:
       return co(0);
     case Feat::Cy:
@@ -215,7 +243,61 @@ bool FeatureSpace::rank_dependent(std::size_t feature) const {
   return feature < defs.size() && is_rank_feature(defs[feature].feat);
 }
 
+bool FeatureSpace::exotic(std::size_t feature) const {
+  const auto defs = feature_defs(ndims, with_index);
+  return feature < defs.size() && (defs[feature].feat == Feat::Log2P || defs[feature].feat == Feat::SqrtP);
+}
+
+std::vector<std::size_t> FeatureSpace::divisors() const {
+  const auto defs = feature_defs(ndims, with_index);
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < defs.size(); ++i) switch (defs[i].feat) {
+      case Feat::X:
+      case Feat::Y:
+      case Feat::Z:
+      case Feat::XY:
+      case Feat::YZ:
+      case Feat::XYZ:
+      case Feat::P2:
+        out.push_back(i);
+        break;
+      default:
+        break;
+    }
+  return out;
+}
+
+std::size_t FeatureSpace::index(const std::string& name) const {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return i;
+  throw UsageError("no feature named '" + name + "'");
+}
+
+namespace {
+
+/// floor(a / b) for b > 0.
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  std::int64_t q = a / b;
+  if ((a % b != 0) && (a < 0)) --q;
+  return q;
+}
+
+/// The rank count's name in formulas: the product of every grid size is P.
+std::string divisor_name(const FeatureSpace& space, std::size_t feature) {
+  const auto& n = space.names[feature];
+  const std::string product = space.ndims == 1 ? "X" : space.ndims == 2 ? "X*Y" : "X*Y*Z";
+  if (n == product) return "P";
+  return n.find('*') != std::string::npos ? "(" + n + ")" : n;
+}
+
+}  // namespace
+
 std::int64_t LinearLaw::eval(const std::vector<std::int64_t>& features) const {
+  if (div_scale != 0) {
+    const auto d = features.at(div_feature);
+    if (d <= 0) throw ExtrapolationError("a division law divides by " + std::to_string(d) + " at the target");
+    return div_scale * floor_div(div_numerator, d);
+  }
   const auto [sum, l] = exact_sum(*this, features);
   if (sum % l != 0)
     throw ExtrapolationError("a law gives a non-integer value at the target (" +
@@ -224,6 +306,12 @@ std::int64_t LinearLaw::eval(const std::vector<std::int64_t>& features) const {
 }
 
 std::string LinearLaw::formula(const FeatureSpace& space) const {
+  if (div_scale != 0) {
+    // C's integer division; N is the smallest numerator consistent with the inputs, so where
+    // they allow it (div_exact) N/d had no remainder at any of them.
+    const std::string body = "floor(" + std::to_string(div_numerator) + "/" + divisor_name(space, div_feature) + ")";
+    return div_scale == 1 ? body : std::to_string(div_scale) + "*" + body;
+  }
   // Largest features first, the constant last.
   std::vector<std::size_t> order(terms.size());
   std::iota(order.begin(), order.end(), 0);
@@ -245,16 +333,52 @@ std::string LinearLaw::formula(const FeatureSpace& space) const {
 }
 
 bool LinearLaw::uses_rank(const FeatureSpace& space) const {
+  if (div_scale != 0) return space.rank_dependent(div_feature);
   return std::any_of(terms.begin(), terms.end(), [&](std::size_t t) { return space.rank_dependent(t); });
 }
+
+namespace {
+
+/// "ambiguous: A and B both reproduce every input value but give a and b at the target".
+std::string ambiguity(const LinearLaw& a, const LinearLaw& b, const std::vector<std::int64_t>& probe,
+                      const FeatureSpace* space) {
+  std::string s = "ambiguous: ";
+  if (space) {
+    auto value = [&](const LinearLaw& l) {
+      try {
+        return std::to_string(l.eval(probe));
+      } catch (const Error&) {
+        return std::string("a non-integer");
+      }
+    };
+    s += a.formula(*space) + " and " + b.formula(*space) + " both reproduce every input value but give " + value(a) +
+         " and " + value(b) + " at the target";
+  } else {
+    s += "two laws reproduce every input value but differ at the target";
+  }
+  return s + " (the inputs' sizes or coordinates vary together); add an input size that separates them";
+}
+
+}  // namespace
+
+namespace {
+/// The fewest-term law over the `usable` features (see solve_linear_law).
+std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
+                                    const std::vector<std::vector<std::int64_t>>& pts,
+                                    const std::vector<std::int64_t>& vals,
+                                    const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
+                                    std::size_t max_terms, std::size_t check_points, const FeatureSpace* space,
+                                    const LinearLaw* avoid = nullptr);
+}  // namespace
 
 std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int64_t>>& points,
                                           const std::vector<std::int64_t>& values,
                                           const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
-                                          std::size_t max_terms, std::size_t check_points) {
+                                          std::size_t max_terms, std::size_t check_points, std::size_t linear_features,
+                                          const FeatureSpace* space, std::string* note) {
   if (points.empty() || points.size() != values.size())
     throw UsageError("solve_linear_law needs as many values as points (at least one)");
-  const std::size_t nfeat = points[0].size();
+  const std::size_t nfeat = std::min(points[0].size(), linear_features);
   // Distinct points only (many ranks share feature values).
   std::set<std::pair<std::vector<std::int64_t>, std::int64_t>> uniq;
   for (std::size_t i = 0; i < points.size(); ++i) uniq.emplace(points[i], values[i]);
@@ -278,19 +402,85 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
     law.den = {1};
     return law;
   }
-  std::vector<std::size_t> subset;
-  for (std::size_t size = 1; size <= std::min(max_terms, nfeat); ++size) {
+  // Tiers: laws of the grid sizes and coordinates first; log2(P) and sqrt(P) only where no such
+  // law fits (or only an unchecked one), and only where they vary over the points (constant
+  // there, they would only repeat the constant term and alias every law with a spurious twin).
+  std::string first_why;
+  for (const bool with_exotic : {false, true}) {
+    std::vector<std::size_t> usable;
+    bool any_exotic = false;
+    for (std::size_t f = 0; f < nfeat; ++f) {
+      const bool exotic = space && space->exotic(f);
+      bool varies = false;
+      for (const auto& p : pts) varies = varies || p[f] != pts[0][f];
+      if (!exotic || (with_exotic && varies)) usable.push_back(f);
+      any_exotic = any_exotic || (exotic && varies);
+    }
+    if (with_exotic && !any_exotic) break;
+    std::string tier_why;
+    auto law = solve_over(usable, pts, vals, probes, &tier_why, max_terms, check_points, space);
+    if (law && !with_exotic && note && space) {
+      // Does a law with log2(P) or sqrt(P) also fit, and differ at the target?
+      std::vector<std::size_t> all = usable;
+      for (std::size_t f = 0; f < nfeat; ++f) {
+        bool varies = false;
+        for (const auto& p : pts) varies = varies || p[f] != pts[0][f];
+        if (space->exotic(f) && varies) all.push_back(f);
+      }
+      std::sort(all.begin(), all.end());
+      if (all.size() > usable.size()) {
+        std::string other_why;
+        auto other = solve_over(all, pts, vals, probes, &other_why, law->terms.size(), check_points, space, &*law);
+        if (!other && other_why.rfind("ambiguous", 0) == 0)
+          *note = law->formula(*space) + " chosen over several laws with log2(P) or sqrt(P) (" + other_why + ")";
+        if (other)
+          for (const auto& probe : probes) {
+            const auto [s0, l0] = exact_sum(*law, probe);
+            const auto [s1, l1] = exact_sum(*other, probe);
+            if (s0 * l1 != s1 * l0) {
+              *note = law->formula(*space) + " chosen over " + other->formula(*space) +
+                      " (both reproduce every input value, they differ at the target)";
+              break;
+            }
+          }
+      }
+    }
+    if (law) return law;
+    // The more telling reason: an unchecked law (either tier) over "no law".
+    if (first_why.empty() || first_why.rfind("no linear law", 0) == 0) first_why = tier_why;
+    if (tier_why.rfind("ambiguous", 0) == 0) {
+      if (why) *why = tier_why;
+      return std::nullopt;
+    }
+  }
+  if (why) *why = first_why;
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
+                                    const std::vector<std::vector<std::int64_t>>& pts,
+                                    const std::vector<std::int64_t>& vals,
+                                    const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
+                                    std::size_t max_terms, std::size_t check_points, const FeatureSpace* space,
+                                    const LinearLaw* avoid) {
+  const std::size_t nusable = usable.size();
+  std::vector<std::size_t> pick, subset;
+  for (std::size_t size = 1; size <= std::min(max_terms, nusable); ++size) {
     std::vector<LinearLaw> fits;
     // Enumerate combinations of `size` features in lexicographic order.
-    subset.resize(size);
-    std::iota(subset.begin(), subset.end(), 0);
+    pick.resize(size);
+    std::iota(pick.begin(), pick.end(), 0);
     while (true) {
+      subset.resize(size);
+      for (std::size_t k = 0; k < size; ++k) subset[k] = usable[pick[k]];
       if (auto law = fit_subset(subset, pts, vals)) fits.push_back(std::move(*law));
       std::size_t i = size;
-      while (i > 0 && subset[i - 1] == nfeat - size + i - 1) --i;
+      while (i > 0 && pick[i - 1] == nusable - size + i - 1) --i;
       if (i == 0) break;
-      ++subset[i - 1];
-      for (std::size_t k = i; k < size; ++k) subset[k] = subset[k - 1] + 1;
+      ++pick[i - 1];
+      for (std::size_t k = i; k < size; ++k) pick[k] = pick[k - 1] + 1;
     }
     // Only laws checked on a point beyond their unknowns count (k terms: k+1 distinct points).
     std::string unchecked;
@@ -303,13 +493,20 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
       }
       if (distinct.size() >= law.terms.size() + check_points) return false;
       if (unchecked.empty())
-        unchecked = "under-determined: a " + std::to_string(law.terms.size()) + "-term law fits only " +
-                    std::to_string(distinct.size()) +
+        unchecked = "under-determined: " + (space ? law.formula(*space) + ", a " : std::string("a ")) +
+                    std::to_string(law.terms.size()) + "-term law, fits only " + std::to_string(distinct.size()) +
                     " distinct input points, none left to check it; add an input size";
       return true;
     });
+    // Looking for another law than `avoid`: only those with a term it does not have.
+    if (avoid)
+      std::erase_if(fits, [&](const LinearLaw& law) {
+        return std::all_of(law.terms.begin(), law.terms.end(), [&](std::size_t t) {
+          return std::find(avoid->terms.begin(), avoid->terms.end(), t) != avoid->terms.end();
+        });
+      });
     if (fits.empty()) {
-      if (!unchecked.empty()) {
+      if (!unchecked.empty() && !avoid) {
         if (why) *why = unchecked;
         return std::nullopt;
       }
@@ -320,11 +517,7 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
       for (std::size_t f = 1; f < fits.size(); ++f) {
         const auto [s1, l1] = exact_sum(fits[f], probe);
         if (s0 * l1 != s1 * l0) {
-          if (why)
-            *why =
-                "ambiguous: the inputs do not separate the candidate laws (their sizes or "
-                "coordinates vary together); add input sizes that vary each grid dimension "
-                "on its own";
+          if (why) *why = ambiguity(fits[0], fits[f], probe, space);
           return std::nullopt;
         }
       }
@@ -333,6 +526,90 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
   }
   if (why) *why = "no linear law with at most " + std::to_string(max_terms) + " terms fits";
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<LinearLaw> solve_division_law(const std::vector<std::vector<std::int64_t>>& points,
+                                            const std::vector<std::int64_t>& values,
+                                            const std::vector<std::vector<std::int64_t>>& probes,
+                                            const std::vector<std::size_t>& divisors, std::string* why,
+                                            const FeatureSpace* space, std::int64_t scale) {
+  auto fail = [&](const std::string& text) {
+    if (why) *why = text;
+    return std::nullopt;
+  };
+  if (points.empty() || points.size() != values.size())
+    throw UsageError("solve_division_law needs as many values as points (at least one)");
+  if (std::any_of(values.begin(), values.end(), [](std::int64_t v) { return v < 0; }))
+    return fail("no division law: negative values");
+  if (std::all_of(values.begin(), values.end(), [&](std::int64_t v) { return v == values[0]; }))
+    return fail("no division law: constant values");
+  std::int64_t g = 0;
+  for (auto v : values) g = std::gcd(g, v);
+  std::vector<std::int64_t> scales;  // every divisor of g, or the given scale
+  if (scale > 0) {
+    if (g % scale == 0) scales.push_back(scale);
+  } else {
+    for (std::int64_t a = 1; a * a <= g; ++a)
+      if (g % a == 0) {
+        scales.push_back(a);
+        if (a != g / a) scales.push_back(g / a);
+      }
+  }
+  std::sort(scales.rbegin(), scales.rend());
+  std::vector<LinearLaw> fits;
+  std::vector<std::int64_t> upper;  // N's largest consistent value, per fit
+  for (auto d : divisors) {
+    std::set<std::int64_t> distinct;
+    bool usable = true;
+    for (const auto& p : points) {
+      usable = usable && d < p.size() && p[d] > 0;
+      if (usable) distinct.insert(p[d]);
+    }
+    if (!usable || distinct.size() < 3) continue;
+    for (auto a : scales) {
+      // N with floor(N / d_i) = v_i / a for every point: d_i * w_i <= N <= d_i * (w_i + 1) - 1.
+      i128 lo = 0, hi = std::numeric_limits<std::int64_t>::max();
+      bool exact = true;
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        const i128 w = values[i] / a, di = points[i][d];
+        lo = std::max(lo, w * di);
+        hi = std::min(hi, (w + 1) * di - 1);
+      }
+      if (lo > hi) continue;
+      for (std::size_t i = 0; i < points.size(); ++i) exact = exact && lo % points[i][d] == 0;
+      LinearLaw law;
+      law.div_scale = a;
+      law.div_numerator = static_cast<std::int64_t>(lo);
+      law.div_feature = d;
+      law.div_exact = exact;
+      fits.push_back(law);
+      upper.push_back(static_cast<std::int64_t>(hi));
+    }
+  }
+  if (fits.empty()) return fail("no linear law and no division law a*floor(N/d) fits");
+  // Every consistent (divisor, scale, N) must give the same value at every probe.
+  for (const auto& probe : probes) {
+    const auto ref = fits[0].eval(probe);
+    for (std::size_t f = 0; f < fits.size(); ++f) {
+      LinearLaw high = fits[f];
+      high.div_numerator = upper[f];
+      for (const LinearLaw* l : {&fits[f], &high})
+        if (l->eval(probe) != ref) {
+          if (!space) return fail("ambiguous: several division laws fit but differ at the target");
+          return fail("ambiguous: " + fits[0].formula(*space) + " and " + l->formula(*space) +
+                      " both reproduce every input value but give " + std::to_string(ref) + " and " +
+                      std::to_string(l->eval(probe)) + " at the target; add an input size that separates them");
+        }
+    }
+  }
+  // Prefer exact division at every input, then the largest scale (the element size).
+  std::stable_sort(fits.begin(), fits.end(), [](const LinearLaw& a, const LinearLaw& b) {
+    if (a.div_exact != b.div_exact) return a.div_exact;
+    return a.div_scale > b.div_scale;
+  });
+  return fits.front();
 }
 
 }  // namespace scalatrace

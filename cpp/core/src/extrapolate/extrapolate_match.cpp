@@ -14,8 +14,18 @@
 
 namespace scalatrace::extrap {
 
+namespace {
+
+bool same_event(const Event& a, const Event& b) {
+  return a.op == b.op && a.site == b.site && a.fields == b.fields && a.arrays == b.arrays;
+}
+
+}  // namespace
+
 std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs, const std::vector<Grid>& grids,
-                                         CanonicalTables& tables) {
+                                         CanonicalTables& tables, bool drop_local, std::uint64_t& dropped,
+                                         std::uint64_t& total) {
+  dropped = total = 0;
   tables.sites = inputs.back()->sites;
   tables.names = inputs.back()->names;
   std::vector<ExpandedInput> out;
@@ -36,15 +46,30 @@ std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs
     in.trace = &t;
     in.grid = grids[k];
     in.events.resize(static_cast<std::size_t>(t.nranks));
+    in.runs.resize(static_cast<std::size_t>(t.nranks));
+    in.repeats.resize(static_cast<std::size_t>(t.nranks));
     in.comms.resize(static_cast<std::size_t>(t.nranks));
     for (std::int64_t r = 0; r < t.nranks; ++r) {
       auto& evs = in.events[static_cast<std::size_t>(r)];
+      auto& runs = in.runs[static_cast<std::size_t>(r)];
+      auto& reps = in.repeats[static_cast<std::size_t>(r)];
       Cursor cur(t, r, TimingMode::Mean);
       while (auto e = cur.next()) {
+        ++total;
+        if (drop_local && e->op == Op::Other) {
+          ++dropped;
+          continue;
+        }
         if (e->site < site_map.size()) e->site = site_map[e->site];
         if (e->op == Op::Other) {
           auto& id = (*e)[Field::NameId];
           if (id >= 0 && static_cast<std::size_t>(id) < name_map.size()) id = name_map[static_cast<std::size_t>(id)];
+        }
+        if (!runs.empty() && same_event(runs.back(), *e)) {
+          ++reps.back();  // a run of identical calls (the mean timing of its first one is kept)
+        } else {
+          runs.push_back(*e);
+          reps.push_back(1);
         }
         evs.push_back(std::move(*e));
       }
@@ -102,13 +127,57 @@ std::string site_text(const EventPlan& e) { return std::string(op_name(e.op)) + 
 std::string values_text(const std::vector<std::int64_t>& values,
                         const std::vector<std::pair<std::size_t, std::int64_t>>& members,
                         const std::vector<ExpandedInput>& inputs) {
+  // One value per input size first (the values that matter for a law), then others.
   std::ostringstream s;
-  std::size_t shown = 0;
-  for (std::size_t m = 0; m < values.size() && shown < 6; ++m, ++shown)
-    s << (shown ? ", " : "") << values[m] << " (P=" << inputs[members[m].first].grid.size() << " rank "
-      << members[m].second << ")";
-  if (values.size() > 6) s << ", ...";
+  std::set<std::size_t> sizes_shown;
+  std::vector<std::size_t> order;
+  for (std::size_t m = 0; m < values.size(); ++m)
+    if (sizes_shown.insert(members[m].first).second) order.push_back(m);
+  for (std::size_t m = 0; m < values.size() && order.size() < 6; ++m)
+    if (std::find(order.begin(), order.end(), m) == order.end()) order.push_back(m);
+  for (std::size_t i = 0; i < order.size() && i < 6; ++i) {
+    const auto m = order[i];
+    s << (i ? ", " : "") << values[m] << " (P=" << inputs[members[m].first].grid.size() << " rank " << members[m].second
+      << ")";
+  }
+  if (values.size() > order.size()) s << ", ...";
   return s.str();
+}
+
+std::string plan_text(const ValuePlan& p, const FeatureSpace& space) {
+  return p.constant ? std::to_string(p.value) : p.law->formula(space);
+}
+
+bool plan_uses_rank(const ValuePlan& p, const FeatureSpace& space) { return !p.constant && p.law->uses_rank(space); }
+
+/// Does the plan reproduce every value exactly?
+bool reproduces(const ValuePlan& p, const std::vector<std::vector<std::int64_t>>& points,
+                const std::vector<std::int64_t>& values) {
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (p.constant) {
+      if (values[i] != p.value) return false;
+      continue;
+    }
+    try {
+      if (p.law->eval(points[i]) != values[i]) return false;
+    } catch (const Error&) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<std::int64_t> value_at(const ValuePlan& p, const std::vector<std::int64_t>& probe) {
+  if (p.constant) return p.value;
+  try {
+    return p.law->eval(probe);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+std::size_t distinct_points(const std::vector<std::vector<std::int64_t>>& points) {
+  return std::set<std::vector<std::int64_t>>(points.begin(), points.end()).size();
 }
 
 /// Laws of one role, memoized by value column (every timestep repeats the same columns).
@@ -121,15 +190,44 @@ class RoleSolver {
       probes_.push_back(scalar_.values(target, c));
       for (std::int64_t j : {0, 1, 2, 7}) index_probes_.push_back(indexed_.values(target, c, j));
     }
+    // Features that do not vary over the role's inputs but do at the target (a grid size that is
+    // 3 in every input having the role, 4 at the target): a constant may be a multiple of them.
+    for (std::size_t f = 1; f < scalar_.linear_count() && !points_.empty(); ++f) {
+      if (scalar_.exotic(f)) continue;
+      bool constant = true, differs = false;
+      for (const auto& p : points_) constant = constant && p[f] == points_[0][f];
+      for (const auto& p : probes_) differs = differs || p[f] != points_[0][f];
+      if (constant && differs && points_[0][f] != 0) aliases_.push_back(f);
+    }
   }
   const FeatureSpace& scalar_space() const { return scalar_; }
   const FeatureSpace& index_space() const { return indexed_; }
+  const std::vector<std::vector<std::int64_t>>& points() const { return points_; }
+  const std::vector<std::vector<std::int64_t>>& probes() const { return probes_; }
+  const std::vector<std::vector<std::int64_t>>& index_probes() const { return index_probes_; }
 
   /// Scalar law for a column (one value per role member); nullopt with `why` if none.
-  std::optional<ValuePlan> scalar(const std::vector<std::int64_t>& column, std::string& why) {
+  /// `deferrable`: the values fit several laws (ambiguous, under-determined), so a law shared
+  /// with another role may decide.
+  /// `scale` (> 0): the values are element counts times this datatype size.
+  /// `identity`: the field names a thing (communicator, function, operator, datatype size),
+  /// not an amount, and is not read as a multiple of a grid size.
+  std::optional<ValuePlan> scalar(const std::vector<std::int64_t>& column, std::string& why, bool& deferrable,
+                                  std::int64_t scale = 0, bool identity = false, std::string* note = nullptr) {
+    deferrable = false;
     ValuePlan p;
     if (std::all_of(column.begin(), column.end(), [&](std::int64_t v) { return v == column[0]; })) {
-      p.value = column[0];
+      const auto c = column[0];
+      if (!identity && c != 0 && c > -(std::int64_t{1} << 39) && c < (std::int64_t{1} << 50) && !aliases_.empty()) {
+        const auto f = aliases_.front();
+        const auto& name = scalar_.names[f];
+        why = "ambiguous: the constant " + std::to_string(c) + " and " + std::to_string(c) + "*" + name + "/" +
+              std::to_string(points_[0][f]) + " both reproduce every input value (" + name + " is " +
+              std::to_string(points_[0][f]) + " at every input having this role) but differ at the target";
+        deferrable = true;
+        return std::nullopt;
+      }
+      p.value = c;
       return p;
     }
     for (auto v : column)
@@ -137,110 +235,201 @@ class RoleSolver {
         why = "a special value (wildcard, MPI_PROC_NULL, undefined) appears for some ranks only";
         return std::nullopt;
       }
-    auto it = memo_.find(column);
+    auto key = column;
+    key.push_back(scale);
+    auto it = memo_.find(key);
     if (it == memo_.end()) {
-      std::string w;
-      auto law = solve_linear_law(points_, column, probes_, &w);
-      it = memo_.emplace(column, std::make_pair(law ? std::make_shared<const LinearLaw>(*law) : nullptr, w)).first;
+      std::string w, chosen;
+      auto law = solve_linear_law(points_, column, probes_, &w, 4, 1, scalar_.linear_count(), &scalar_, &chosen);
+      bool defer = is_deferrable(w);
+      // No checked linear law (none at all, or only one with no point left to check it): a
+      // strong-scaling division, which is checked on 3 divisor values at least.
+      if (!law && w.rfind("ambiguous", 0) != 0) {
+        std::string wd;
+        law = solve_division_law(points_, column, probes_, scalar_.divisors(), &wd, &scalar_, scale);
+        if (!law && wd.rfind("ambiguous", 0) == 0) {
+          w = wd;
+          defer = true;
+        }
+      }
+      it = memo_
+               .emplace(std::move(key),
+                        Solved{law ? std::make_shared<const LinearLaw>(*law) : nullptr, w, defer, chosen})
+               .first;
     }
-    if (!it->second.first) {
-      why = it->second.second;
+    if (!it->second.law) {
+      why = it->second.why;
+      deferrable = it->second.deferrable;
       return std::nullopt;
     }
     p.constant = false;
-    p.law = it->second.first;
+    p.law = it->second.law;
+    if (note) *note = it->second.note;
     return p;
   }
 
   /// Law over (member, element index) points.
   std::optional<ValuePlan> indexed(const std::vector<std::vector<std::int64_t>>& pts,
-                                   const std::vector<std::int64_t>& vals, std::string& why) {
+                                   const std::vector<std::int64_t>& vals, std::string& why, bool& deferrable) {
+    deferrable = false;
     ValuePlan p;
     if (std::all_of(vals.begin(), vals.end(), [&](std::int64_t v) { return v == vals[0]; })) {
       p.value = vals[0];
       return p;
     }
-    auto law = solve_linear_law(pts, vals, index_probes_, &why);
-    if (!law) return std::nullopt;
+    auto law = solve_linear_law(pts, vals, index_probes_, &why, 4, 1, indexed_.linear_count(), &indexed_);
+    if (!law) {
+      deferrable = is_deferrable(why);
+      return std::nullopt;
+    }
     p.constant = false;
     p.law = std::make_shared<const LinearLaw>(*law);
     return p;
   }
-  const std::vector<std::int64_t>& point(std::size_t m) const { return points_[m]; }
 
  private:
+  static bool is_deferrable(const std::string& why) {
+    return why.rfind("ambiguous", 0) == 0 || why.rfind("under-determined", 0) == 0;
+  }
+  struct Solved {
+    std::shared_ptr<const LinearLaw> law;
+    std::string why;
+    bool deferrable = false;
+    std::string note;  ///< the simplest of several laws was taken (see solve_linear_law)
+  };
   FeatureSpace scalar_, indexed_;
   std::vector<std::vector<std::int64_t>> points_, probes_, index_probes_;
-  std::map<std::vector<std::int64_t>, std::pair<std::shared_ptr<const LinearLaw>, std::string>> memo_;
+  std::vector<std::size_t> aliases_;  ///< features constant over the inputs, not at the target
+  std::map<std::vector<std::int64_t>, Solved> memo_;
 };
 
-std::string plan_text(const ValuePlan& p, const FeatureSpace& space) {
-  return p.constant ? std::to_string(p.value) : p.law->formula(space);
-}
-
-bool plan_uses_rank(const ValuePlan& p, const FeatureSpace& space) { return !p.constant && p.law->uses_rank(space); }
-
-/// Collects distinct formulas per (op@site, parameter) of a role, in order of appearance.
+/// Collects distinct formulas per (op@site, parameter) of a role, in order of appearance, with
+/// how each was established.
 class LawReport {
  public:
-  void add(const std::string& where, const std::string& field, const std::string& formula) {
+  void add(const std::string& where, const std::string& field, const std::string& formula, std::size_t points,
+           const std::string& shared_from = "", const std::string& note = "") {
     auto key = std::make_pair(where, field);
     auto it = index_.find(key);
     if (it == index_.end()) {
       it = index_.emplace(key, rows_.size()).first;
-      rows_.push_back({key, {}});
+      rows_.push_back(Row{key, {}, points, {}});
     }
-    auto& list = rows_[it->second].second;
-    if (std::find(list.begin(), list.end(), formula) == list.end()) list.push_back(formula);
+    auto& row = rows_[it->second];
+    if (std::find(row.formulas.begin(), row.formulas.end(), formula) == row.formulas.end())
+      row.formulas.push_back(formula);
+    row.points = std::min(row.points, points);
+    if (!shared_from.empty() && std::find(row.shared.begin(), row.shared.end(), shared_from) == row.shared.end())
+      row.shared.push_back(shared_from);
+    if (!note.empty() && std::find(row.notes.begin(), row.notes.end(), note) == row.notes.end())
+      row.notes.push_back(note);
   }
   void flush(const std::string& role, std::vector<ParameterLaw>& out) const {
-    for (const auto& [key, list] : rows_) {
+    for (const auto& row : rows_) {
       // Only parameters that change with the size or the rank are worth a line.
       bool varying = false;
-      for (const auto& f : list) varying = varying || f.find_first_of("XYZxyzjr") != std::string::npos;
-      if (!varying) continue;
+      for (const auto& f : row.formulas) varying = varying || f.find_first_of("XYZxyzjrP") != std::string::npos;
+      if (!varying && row.shared.empty() && row.notes.empty()) continue;
       std::string text;
-      for (std::size_t i = 0; i < list.size() && i < 24; ++i) text += (i ? ", " : "") + list[i];
-      if (list.size() > 24) text += ", ... (" + std::to_string(list.size()) + " distinct)";
-      out.push_back(ParameterLaw{role, key.first, key.second, text});
+      for (std::size_t i = 0; i < row.formulas.size() && i < 24; ++i) text += (i ? ", " : "") + row.formulas[i];
+      if (row.formulas.size() > 24) text += ", ... (" + std::to_string(row.formulas.size()) + " distinct)";
+      std::string status = "exact on " + std::to_string(row.points) + " points";
+      if (!row.shared.empty()) {
+        status += ", shared from role";
+        for (std::size_t i = 0; i < row.shared.size(); ++i) status += (i ? ", " : " ") + row.shared[i];
+      }
+      for (const auto& note : row.notes) status += "; simplest of several: " + note;
+      out.push_back(ParameterLaw{role, row.key.first, row.key.second, text, status});
     }
   }
 
  private:
+  struct Row {
+    std::pair<std::string, std::string> key;
+    std::vector<std::string> formulas;
+    std::size_t points = 0;
+    std::vector<std::string> shared;
+    std::vector<std::string> notes;
+  };
   std::map<std::pair<std::string, std::string>, std::size_t> index_;
-  std::vector<std::pair<std::pair<std::string, std::string>, std::vector<std::string>>> rows_;
+  std::vector<Row> rows_;
 };
 
-/// Checks that every member has the reference member's event shape and communicators.
-bool same_shape(const std::vector<ExpandedInput>& inputs, const RolePlan& role, const std::string& name,
-                std::vector<std::string>& failures) {
+/// Laws found in the roles that determine them, by (op@site or communicator, parameter): the
+/// candidates for a parameter whose own values do not determine its law.
+struct SharedLaw {
+  ValuePlan plan;
+  std::string role;
+  bool indexed = false;
+};
+using LawPool = std::map<std::pair<std::string, std::string>, std::vector<SharedLaw>>;
+
+/// A parameter waiting for a shared law: where its plan goes and the values it must reproduce.
+struct Deferred {
+  RolePlan* role = nullptr;
+  LawReport* report = nullptr;
+  std::string role_name;
+  ValuePlan* slot = nullptr;
+  std::pair<std::string, std::string> key;  ///< (where, parameter) as in the pool and report
+  std::string where;                        ///< for the failure text (with the event index)
+  bool indexed = false;
+  std::vector<std::vector<std::int64_t>> points, probes;
+  std::vector<std::int64_t> values;
+  std::string why, values_text;
+};
+
+/// Which event list of the members a role is planned on: one plan per event if every member
+/// has the reference member's (op, call site) sequence; else runs of identical calls if their
+/// run sequences match (a loop of local calls whose trip count changes with the size).
+/// Reports the first difference otherwise.
+bool same_shape(const std::vector<ExpandedInput>& inputs, RolePlan& role, const std::string& name,
+                std::vector<Failure>& failures) {
   const auto [k0, r0] = role.members.front();
-  const auto& ref = inputs[k0].events[static_cast<std::size_t>(r0)];
   const auto& ref_comms = inputs[k0].comms[static_cast<std::size_t>(r0)];
-  for (const auto& [k, r] : role.members) {
-    const auto& evs = inputs[k].events[static_cast<std::size_t>(r)];
-    auto where = [&, k = k, r = r] {
-      return "role " + name + ": rank " + std::to_string(r) + " of the " + std::to_string(inputs[k].grid.size()) +
-             "-rank trace and rank " + std::to_string(r0) + " of the " + std::to_string(inputs[k0].grid.size()) +
-             "-rank trace";
-    };
-    if (evs.size() != ref.size()) {
-      failures.push_back(where() + " have " + std::to_string(evs.size()) + " and " + std::to_string(ref.size()) +
-                         " events (event counts that change with the size are not extrapolated)");
-      return false;
-    }
-    for (std::size_t i = 0; i < evs.size(); ++i)
-      if (evs[i].op != ref[i].op || evs[i].site != ref[i].site) {
-        failures.push_back(where() + " differ at event " + std::to_string(i) + ": " + std::string(op_name(evs[i].op)) +
-                           "@site " + std::to_string(evs[i].site) + " vs " + std::string(op_name(ref[i].op)) +
-                           "@site " + std::to_string(ref[i].site) + " (different programs or inputs?)");
+  auto where = [&](std::size_t k, std::int64_t r) {
+    return "role " + name + ": rank " + std::to_string(r) + " of the " + std::to_string(inputs[k].grid.size()) +
+           "-rank trace and rank " + std::to_string(r0) + " of the " + std::to_string(inputs[k0].grid.size()) +
+           "-rank trace";
+  };
+  auto compare = [&](bool runs, std::string* problem) {
+    const auto& ref = (runs ? inputs[k0].runs : inputs[k0].events)[static_cast<std::size_t>(r0)];
+    for (const auto& [k, r] : role.members) {
+      const auto& evs = (runs ? inputs[k].runs : inputs[k].events)[static_cast<std::size_t>(r)];
+      if (evs.size() != ref.size()) {
+        if (problem)
+          *problem = where(k, r) + " have " + std::to_string(evs.size()) + " and " + std::to_string(ref.size()) +
+                     (runs ? " runs of identical calls" : " events") +
+                     " (event counts that change with the size are extrapolated only for runs of one repeated "
+                     "call; lossy extrapolation drops local calls)";
         return false;
       }
+      for (std::size_t i = 0; i < evs.size(); ++i)
+        if (evs[i].op != ref[i].op || evs[i].site != ref[i].site) {
+          if (problem)
+            *problem = where(k, r) + " differ at " + (runs ? "run " : "event ") + std::to_string(i) + ": " +
+                       std::string(op_name(evs[i].op)) + "@site " + std::to_string(evs[i].site) + " vs " +
+                       std::string(op_name(ref[i].op)) + "@site " + std::to_string(ref[i].site) +
+                       " (different programs or inputs?)";
+          return false;
+        }
+    }
+    return true;
+  };
+  std::string problem;
+  if (compare(false, &problem)) {
+    role.runs = false;
+  } else if (compare(true, nullptr)) {
+    role.runs = true;
+  } else {
+    failures.push_back({true, problem});
+    return false;
+  }
+  for (const auto& [k, r] : role.members) {
     const auto& comms = inputs[k].comms[static_cast<std::size_t>(r)];
     bool same_ids = comms.size() == ref_comms.size();
     for (std::size_t c = 0; same_ids && c < comms.size(); ++c) same_ids = comms[c].id == ref_comms[c].id;
     if (!same_ids) {
-      failures.push_back(where() + " hold different communicators");
+      failures.push_back({true, where(k, r) + " hold different communicators"});
       return false;
     }
   }
@@ -249,37 +438,50 @@ bool same_shape(const std::vector<ExpandedInput>& inputs, const RolePlan& role, 
 
 /// Plans one role: a law for every parameter of every event, for the communicators the role's
 /// ranks hold, and the mean times per timing group. Each step is one method; problems go to
-/// `failures` (at most 8 lines per role), the laws found to the role's LawReport.
+/// `failures` (at most 8 lines per role), the laws found to the role's LawReport and the pool,
+/// parameters whose own values do not determine a law to `deferred`. A role seen at one input
+/// size only (`single_size`) defers every parameter: its values cannot show a dependence on
+/// the size, so only laws shared with other roles are accepted.
 class RolePlanner {
  public:
   RolePlanner(const std::vector<ExpandedInput>& inputs, RolePlan& role, const Grid& target, std::size_t ndims,
-              std::vector<std::string>& failures)
+              bool single_size, std::vector<Failure>& failures, LawReport& report, LawPool& pool,
+              std::vector<Deferred>& deferred)
       : inputs_(inputs),
         role_(role),
         name_(role.key.to_string()),
+        single_size_(single_size),
         failures_(failures),
+        report_(report),
+        pool_(pool),
+        deferred_(deferred),
         solver_(inputs, role, target, ndims),
         scalar_(solver_.scalar_space()),
         indexed_(solver_.index_space()),
         nm_(role.members.size()),
         column_(nm_) {}
 
-  /// Plans the events, the communicators and the timing groups; the role's laws go to `laws`.
-  void plan(std::vector<ParameterLaw>& laws) {
-    const auto [k0, r0] = role_.members.front();
-    const auto& ref = inputs_[k0].events[static_cast<std::size_t>(r0)];
+  /// Plans the events, the communicators and the timing groups.
+  void plan() {
+    const auto& ref = member_events(0);
     role_.events.resize(ref.size());
     for (std::size_t i = 0; i < ref.size(); ++i) plan_event(i, ref[i]);
     // Communicators held by the role's ranks: length and members as laws.
+    const auto [k0, r0] = role_.members.front();
     const auto& ref_comms = inputs_[k0].comms[static_cast<std::size_t>(r0)];
+    role_.comms.reserve(ref_comms.size());  // deferred laws point into it
     for (std::size_t c = 0; c < ref_comms.size(); ++c) plan_comm(c, ref_comms[c].id);
     plan_timing();
-    report_.flush(name_, laws);
   }
 
  private:
   const std::vector<Event>& member_events(std::size_t m) const {
-    return inputs_[role_.members[m].first].events[static_cast<std::size_t>(role_.members[m].second)];
+    const auto& in = inputs_[role_.members[m].first];
+    return (role_.runs ? in.runs : in.events)[static_cast<std::size_t>(role_.members[m].second)];
+  }
+  std::int64_t member_repeat(std::size_t m, std::size_t i) const {
+    if (!role_.runs) return 1;
+    return inputs_[role_.members[m].first].repeats[static_cast<std::size_t>(role_.members[m].second)][i];
   }
   const std::vector<HeldComm>& member_comms(std::size_t m) const {
     return inputs_[role_.members[m].first].comms[static_cast<std::size_t>(role_.members[m].second)];
@@ -290,35 +492,85 @@ class RolePlanner {
     return indexed_.values(inputs_[k].grid, inputs_[k].grid.coords(r), static_cast<std::int64_t>(j));
   }
   void fail(const std::string& text) {
-    if (reported_++ < 8) failures_.push_back("role " + name_ + ", " + text);
+    if (reported_++ < 8) failures_.push_back({false, "role " + name_ + ", " + text});
   }
   void note_rank(const ValuePlan& p, const FeatureSpace& space) {
     role_.rank_dependent = role_.rank_dependent || plan_uses_rank(p, space);
+  }
+
+  /// A scalar parameter (one value per member): its own law, or deferred to a shared one.
+  void plan_scalar(ValuePlan& slot, const std::string& where_site, const std::string& where, const std::string& name,
+                   std::int64_t scale = 0) {
+    std::string why, note;
+    bool deferrable = false;
+    std::optional<ValuePlan> plan;
+    const bool structural = name == "Comm" || name == "NameId" || name == "RedOp" || name == "NewComm" ||
+                            name == "DtSize" || name == "DtSize2";
+    const bool uniform = std::all_of(column_.begin(), column_.end(), [&](std::int64_t v) { return v == column_[0]; });
+    if (single_size_ && structural && uniform) {
+      slot = ValuePlan{true, column_[0], nullptr};  // ids and operators, not sizes
+      return;
+    }
+    if (single_size_) {
+      why = "the role occurs only in the " + std::to_string(inputs_[role_.members[0].first].grid.size()) +
+            "-rank input, so its values cannot show a dependence on the size";
+      deferrable = true;
+    } else {
+      plan = solver_.scalar(column_, why, deferrable, scale, structural, &note);
+    }
+    if (!plan) {
+      if (deferrable) {
+        deferred_.push_back(Deferred{&role_,
+                                     &report_,
+                                     name_,
+                                     &slot,
+                                     {where_site, name},
+                                     where,
+                                     false,
+                                     solver_.points(),
+                                     solver_.probes(),
+                                     column_,
+                                     why,
+                                     values_text(column_, role_.members, inputs_)});
+        return;
+      }
+      fail(where + ", " + name + ": " + why + "; values " + values_text(column_, role_.members, inputs_));
+      return;
+    }
+    slot = *plan;
+    note_rank(*plan, scalar_);
+    pool_[{where_site, name}].push_back(SharedLaw{*plan, name_, false});
+    report_.add(where_site, name, plan_text(*plan, scalar_), distinct_points(solver_.points()), "", note);
+  }
+
+  /// Bytes and Bytes2 are element counts times the datatype size (DtSize, DtSize2): that size
+  /// if every member has the same one, else 0 (any scale).
+  std::int64_t datatype_size(std::size_t i, Field f) const {
+    if (f != Field::Bytes && f != Field::Bytes2) return 0;
+    const Field dt = f == Field::Bytes ? Field::DtSize : Field::DtSize2;
+    const auto d = member_events(0)[i][dt];
+    for (std::size_t m = 1; m < nm_; ++m)
+      if (member_events(m)[i][dt] != d) return 0;
+    return d > 0 ? d : 0;
   }
 
   void plan_event(std::size_t i, const Event& ref) {
     EventPlan& ep = role_.events[i];
     ep.op = ref.op;
     ep.site = ref.site;
-    const std::string where = site_text(ep) + " (event " + std::to_string(i) + ")";
+    const std::string where = site_text(ep) + " (" + (role_.runs ? "run " : "event ") + std::to_string(i) + ")";
     auto [git, fresh] = groups_.emplace(std::make_pair(ep.op, ep.site), groups_.size());
     ep.timing_group = git->second;
-    for (std::size_t f = 0; f < kFieldCount; ++f) plan_field(ep, i, f, where);
-    for (std::size_t a = 0; a < kArrayFieldCount; ++a) plan_array(ep, i, a, where);
-  }
-
-  void plan_field(EventPlan& ep, std::size_t i, std::size_t f, const std::string& where) {
-    for (std::size_t m = 0; m < nm_; ++m) column_[m] = member_events(m)[i].fields[f];
-    std::string why;
-    auto plan = solver_.scalar(column_, why);
-    const auto fname = std::string(field_name(static_cast<Field>(f)));
-    if (!plan) {
-      fail(where + ", " + fname + ": " + why + "; values " + values_text(column_, role_.members, inputs_));
-      return;
+    if (role_.runs) {
+      for (std::size_t m = 0; m < nm_; ++m) column_[m] = member_repeat(m, i);
+      plan_scalar(ep.repeat, site_text(ep), where, "repeat count");
     }
-    ep.fields[f] = *plan;
-    note_rank(*plan, scalar_);
-    report_.add(site_text(ep), fname, plan_text(*plan, scalar_));
+    for (std::size_t f = 0; f < kFieldCount; ++f) {
+      for (std::size_t m = 0; m < nm_; ++m) column_[m] = member_events(m)[i].fields[f];
+      plan_scalar(ep.fields[f], site_text(ep), where, std::string(field_name(static_cast<Field>(f))),
+                  datatype_size(i, static_cast<Field>(f)));
+    }
+    for (std::size_t a = 0; a < kArrayFieldCount; ++a) plan_array(ep, i, a, where);
   }
 
   /// An array parameter: constant if every member has the same array, element by element if
@@ -331,9 +583,15 @@ class RolePlanner {
       all_equal = all_equal && arr == first;
       same_length = same_length && arr.size() == first.size();
     }
-    if (all_equal)
+    // Request offsets follow from the event sequence, which the role shares at every size.
+    const bool structural = static_cast<ArrayField>(a) == ArrayField::Requests;
+    if (all_equal && (!single_size_ || structural)) {
       ep.arrays[a].constant = first;
-    else if (same_length)
+      const auto aname = std::string(array_field_name(static_cast<ArrayField>(a)));
+      for (std::size_t j = 0; j < first.size(); ++j)
+        pool_[{site_text(ep), aname + "[" + std::to_string(j) + "]"}].push_back(
+            SharedLaw{ValuePlan{true, first[j], nullptr}, name_, false});
+    } else if (same_length)
       plan_elementwise(ep, i, a, where);
     else
       plan_sequence(ep, i, a, where);
@@ -344,17 +602,10 @@ class RolePlanner {
     const auto aname = std::string(array_field_name(static_cast<ArrayField>(a)));
     ap.kind = ArrayPlan::Kind::Elementwise;
     const std::size_t length = member_events(0)[i].arrays[a].size();
+    ap.elements.assign(length, ValuePlan{});  // deferred laws point into it
     for (std::size_t j = 0; j < length; ++j) {
       for (std::size_t m = 0; m < nm_; ++m) column_[m] = member_events(m)[i].arrays[a][j];
-      std::string why;
-      auto plan = solver_.scalar(column_, why);
-      if (!plan) {
-        fail(where + ", " + aname + "[" + std::to_string(j) + "]: " + why);
-        plan = ValuePlan{};
-      }
-      note_rank(*plan, scalar_);
-      report_.add(site_text(ep), aname + "[" + std::to_string(j) + "]", plan_text(*plan, scalar_));
-      ap.elements.push_back(*plan);
+      plan_scalar(ap.elements[j], site_text(ep), where, aname + "[" + std::to_string(j) + "]");
     }
   }
 
@@ -363,26 +614,20 @@ class RolePlanner {
     const auto aname = std::string(array_field_name(static_cast<ArrayField>(a)));
     ap.kind = ArrayPlan::Kind::Sequence;
     for (std::size_t m = 0; m < nm_; ++m) column_[m] = static_cast<std::int64_t>(member_events(m)[i].arrays[a].size());
-    std::string why;
-    auto length = solver_.scalar(column_, why);
-    if (!length) {
-      fail(where + ", length of " + aname + ": " + why + "; lengths " + values_text(column_, role_.members, inputs_));
-      return;
-    }
-    ap.length = *length;
+    plan_scalar(ap.length, site_text(ep), where, "length of " + aname);
     if (!solve_residues(ap, i, a)) {
       fail(where + ", " + aname +
            ": the elements follow no linear law in j (nor one per residue of j mod 2, 3, 4 or 6)");
       return;
     }
-    std::string text = "len " + plan_text(ap.length, scalar_) + ": ";
+    std::string text;
     for (std::int64_t c = 0; c < ap.modulus; ++c) {
       note_rank(ap.by_residue[static_cast<std::size_t>(c)], indexed_);
       const std::string residue =
           ap.modulus > 1 ? "j%" + std::to_string(ap.modulus) + "=" + std::to_string(c) + " -> " : "";
       text += (c ? "; " : "") + residue + plan_text(ap.by_residue[static_cast<std::size_t>(c)], indexed_);
     }
-    report_.add(site_text(ep), aname, text);
+    report_.add(site_text(ep), aname + " element j", text, distinct_points(solver_.points()));
   }
 
   /// Element laws of a variable-length array: the smallest modulus (1, 2, 3, 4 or 6) for which
@@ -417,22 +662,46 @@ class RolePlanner {
     }
     if (pts.empty()) return std::nullopt;
     std::string w;
-    return solver_.indexed(pts, vals, w);
+    bool deferrable = false;
+    return solver_.indexed(pts, vals, w, deferrable);
   }
 
-  /// Communicator c of the role's ranks: its size as a scalar law, member j as an indexed law.
+  /// MPI_COMM_WORLD (id 0) by definition: P members 0..P-1, checked on every input.
+  bool plan_world(CommPlan& cp) {
+    for (std::size_t m = 0; m < nm_; ++m) {
+      const auto& mem = member_comms(m)[0].members;
+      const auto p = inputs_[role_.members[m].first].grid.size();
+      if (static_cast<std::int64_t>(mem.size()) != p) return false;
+      for (std::size_t j = 0; j < mem.size(); ++j)
+        if (mem[j] != static_cast<std::int64_t>(j)) return false;
+    }
+    const char* product = scalar_.ndims == 1 ? "X" : scalar_.ndims == 2 ? "X*Y" : "X*Y*Z";
+    auto size = std::make_shared<LinearLaw>();
+    size->terms = {scalar_.index(product)};
+    size->num = {1};
+    size->den = {1};
+    auto member = std::make_shared<LinearLaw>();
+    member->terms = {indexed_.index("j")};
+    member->num = {1};
+    member->den = {1};
+    cp.length = ValuePlan{false, 0, size};
+    cp.member = ValuePlan{false, 0, member};
+    return true;
+  }
+
+  /// Communicator c of the role's ranks: its size as a scalar law, member j as an indexed law
+  /// (MPI_COMM_WORLD: by definition).
   void plan_comm(std::size_t c, std::int64_t id) {
-    CommPlan cp;
+    role_.comms.push_back(CommPlan{});
+    CommPlan& cp = role_.comms.back();
     cp.id = id;
     const std::string where = "communicator " + std::to_string(cp.id);
-    for (std::size_t m = 0; m < nm_; ++m) column_[m] = static_cast<std::int64_t>(member_comms(m)[c].members.size());
-    std::string why;
-    auto length = solver_.scalar(column_, why);
-    if (!length) {
-      fail(where + ", size: " + why + "; sizes " + values_text(column_, role_.members, inputs_));
+    if (id == 0 && c == 0 && plan_world(cp)) {
+      report_.add(where, "size", "P (MPI_COMM_WORLD)", distinct_points(solver_.points()));
       return;
     }
-    cp.length = *length;
+    for (std::size_t m = 0; m < nm_; ++m) column_[m] = static_cast<std::int64_t>(member_comms(m)[c].members.size());
+    plan_scalar(cp.length, where, where, "size");
     std::vector<std::vector<std::int64_t>> pts;
     std::vector<std::int64_t> vals;
     for (std::size_t m = 0; m < nm_; ++m) {
@@ -442,16 +711,37 @@ class RolePlanner {
         vals.push_back(mem[j]);
       }
     }
-    auto member = pts.empty() ? std::optional<ValuePlan>(ValuePlan{}) : solver_.indexed(pts, vals, why);
+    if (pts.empty()) return;
+    std::string why;
+    bool deferrable = single_size_;
+    std::optional<ValuePlan> member;
+    if (single_size_)
+      why = "the role occurs at one input size only";
+    else
+      member = solver_.indexed(pts, vals, why, deferrable);
     if (!member) {
+      if (deferrable) {
+        deferred_.push_back(Deferred{&role_,
+                                     &report_,
+                                     name_,
+                                     &cp.member,
+                                     {where, "member j"},
+                                     where,
+                                     true,
+                                     pts,
+                                     solver_.index_probes(),
+                                     vals,
+                                     why,
+                                     ""});
+        return;
+      }
       fail(where + ", members: " + why);
       return;
     }
     cp.member = *member;
     note_rank(cp.member, indexed_);
-    report_.add(where, "size", plan_text(cp.length, scalar_));
-    report_.add(where, "member j", plan_text(cp.member, indexed_));
-    role_.comms.push_back(std::move(cp));
+    pool_[{where, "member j"}].push_back(SharedLaw{*member, name_, true});
+    report_.add(where, "member j", plan_text(cp.member, indexed_), distinct_points(pts));
   }
 
   /// Timing groups: per (op, site), the mean times of every input (NaN where the role does not
@@ -485,16 +775,61 @@ class RolePlanner {
   const std::vector<ExpandedInput>& inputs_;
   RolePlan& role_;
   const std::string name_;
-  std::vector<std::string>& failures_;
+  const bool single_size_;
+  std::vector<Failure>& failures_;
+  LawReport& report_;
+  LawPool& pool_;
+  std::vector<Deferred>& deferred_;
   RoleSolver solver_;
   const FeatureSpace& scalar_;
   const FeatureSpace& indexed_;
-  const std::size_t nm_;              ///< members of the role
-  std::vector<std::int64_t> column_;  ///< one value per member (scratch)
-  LawReport report_;
+  const std::size_t nm_;                                        ///< members of the role
+  std::vector<std::int64_t> column_;                            ///< one value per member (scratch)
   std::map<std::pair<Op, std::uint32_t>, std::size_t> groups_;  ///< (op, site) -> timing group
   std::size_t reported_ = 0;                                    ///< failures of this role so far
 };
+
+/// Settles a deferred parameter with the laws other roles found for the same parameter at the
+/// same call site: those that reproduce every one of its values; they must agree wherever the
+/// role occurs at the target. Failure otherwise, naming the candidates.
+void resolve(Deferred& d, const LawPool& pool, const FeatureSpace& scalar, const FeatureSpace& indexed,
+             std::vector<Failure>& failures) {
+  const FeatureSpace& space = d.indexed ? indexed : scalar;
+  std::vector<const SharedLaw*> fits;
+  auto it = pool.find(d.key);
+  if (it != pool.end())
+    for (const auto& law : it->second)
+      if (law.indexed == d.indexed && law.role != d.role_name && reproduces(law.plan, d.points, d.values)) {
+        bool seen = false;  // the same law from several roles: once
+        for (const auto* f : fits) seen = seen || plan_text(f->plan, space) == plan_text(law.plan, space);
+        if (!seen) fits.push_back(&law);
+      }
+  auto report_failure = [&](const std::string& text) {
+    failures.push_back({false,
+                        "role " + d.role_name + ", " + d.where + ", " + d.key.second + ": " + text +
+                            (d.values_text.empty() ? "" : "; values " + d.values_text),
+                        text.rfind("ambiguous", 0) == 0});
+  };
+  if (fits.empty()) {
+    report_failure(d.why + "; no law of the same parameter at this call site in another role reproduces its values");
+    return;
+  }
+  for (const auto& probe : d.probes)
+    for (std::size_t f = 1; f < fits.size(); ++f) {
+      const auto a = value_at(fits[0]->plan, probe), b = value_at(fits[f]->plan, probe);
+      if (a != b) {
+        report_failure("ambiguous: the laws " + plan_text(fits[0]->plan, space) + " (role " + fits[0]->role + ") and " +
+                       plan_text(fits[f]->plan, space) + " (role " + fits[f]->role +
+                       ") both reproduce its values but differ at the target (" +
+                       (a ? std::to_string(*a) : std::string("none")) + " vs " +
+                       (b ? std::to_string(*b) : std::string("none")) + "); " + d.why);
+        return;
+      }
+    }
+  *d.slot = fits[0]->plan;
+  d.role->rank_dependent = d.role->rank_dependent || plan_uses_rank(fits[0]->plan, space);
+  d.report->add(d.key.first, d.key.second, plan_text(fits[0]->plan, space), distinct_points(d.points), fits[0]->role);
+}
 
 /// The needed roles of one (depth, modulus), with the (input, rank) pairs that play each.
 std::map<RoleKey, RolePlan> group_roles(const std::vector<ExpandedInput>& inputs, int depth, std::int64_t modulus,
@@ -511,30 +846,35 @@ std::map<RoleKey, RolePlan> group_roles(const std::vector<ExpandedInput>& inputs
   return roles;
 }
 
-/// Can the role get laws? It must occur at two sizes at least, with one event shape.
-bool plannable(const std::vector<ExpandedInput>& inputs, const RolePlan& role, const std::string& name,
-               std::vector<std::string>& failures) {
+std::size_t input_sizes(const RolePlan& role) {
   std::set<std::size_t> sizes;
   for (const auto& m : role.members) sizes.insert(m.first);
-  if (sizes.size() < 2) {
-    failures.push_back("role " + name + " occurs only in the " +
-                       std::to_string(inputs[role.members.front().first].grid.size()) +
-                       "-rank input: its values cannot be checked for a dependence on the size");
-    return false;
-  }
-  return same_shape(inputs, role, name, failures);
+  return sizes.size();
 }
 
 }  // namespace
 
 std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs, const Grid& target, std::size_t ndims,
                                        int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
-                                       std::vector<std::string>& failures, std::vector<ParameterLaw>& laws) {
+                                       std::vector<Failure>& failures, std::vector<ParameterLaw>& laws) {
   std::map<RoleKey, RolePlan> roles = group_roles(inputs, depth, modulus, needed);
-  for (auto& [key, role] : roles) {
-    if (!plannable(inputs, role, key.to_string(), failures)) continue;
-    RolePlanner(inputs, role, target, ndims, failures).plan(laws);
+  std::map<RoleKey, LawReport> reports;
+  LawPool pool;
+  std::vector<Deferred> deferred;
+  // Roles seen at two sizes or more first: their laws form the pool the others draw from.
+  for (bool single : {false, true})
+    for (auto& [key, role] : roles) {
+      if ((input_sizes(role) < 2) != single) continue;
+      if (!same_shape(inputs, role, key.to_string(), failures)) continue;
+      RolePlanner(inputs, role, target, ndims, single, failures, reports[key], pool, deferred).plan();
+    }
+  const auto scalar = FeatureSpace::make(ndims, false), indexed = FeatureSpace::make(ndims, true);
+  const std::size_t before = failures.size();
+  for (auto& d : deferred) {
+    resolve(d, pool, scalar, indexed, failures);
+    if (failures.size() > before + 24) break;  // enough to report
   }
+  for (const auto& [key, report] : reports) report.flush(key.to_string(), laws);
   return roles;
 }
 

@@ -18,11 +18,15 @@ struct HeldComm {
 };
 
 /// One input trace expanded: every rank's events (call sites and function-name ids mapped to
-/// the canonical tables, mean timing) and communicators.
+/// the canonical tables, mean timing), the same events as runs of identical consecutive events
+/// (`runs[r][i]` repeated `repeats[r][i]` times: a local call once per iteration of a loop whose
+/// trip count changes with the size is one run whose count gets a law), and communicators.
 struct ExpandedInput {
   const Trace* trace = nullptr;
   Grid grid;
   std::vector<std::vector<Event>> events;
+  std::vector<std::vector<Event>> runs;
+  std::vector<std::vector<std::int64_t>> repeats;
   std::vector<std::vector<HeldComm>> comms;
 };
 
@@ -33,8 +37,11 @@ struct CanonicalTables {
 };
 
 /// Expands every rank of every input (inputs sorted by size; the last one is canonical).
+/// `drop_local`: Op::Other events are left out (lossy extrapolation); `dropped` and `total`
+/// count the events left out and all events.
 std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs, const std::vector<Grid>& grids,
-                                         CanonicalTables& tables);
+                                         CanonicalTables& tables, bool drop_local, std::uint64_t& dropped,
+                                         std::uint64_t& total);
 
 /// A parameter value at a target rank: a constant or a law over FeatureSpace features.
 struct ValuePlan {
@@ -57,6 +64,7 @@ struct ArrayPlan {
 struct EventPlan {
   Op op = Op::Other;
   std::uint32_t site = 0;
+  ValuePlan repeat{true, 1, nullptr};  ///< how many identical consecutive events
   std::array<ValuePlan, kFieldCount> fields;
   std::array<ArrayPlan, kArrayFieldCount> arrays;
   std::size_t timing_group = 0;                           ///< index into RolePlan::timing_scale
@@ -81,14 +89,31 @@ struct RolePlan {
   std::vector<std::vector<double>> compute_means, duration_means;  ///< [group][input]
   std::vector<double> compute_scale, duration_scale;
   bool rank_dependent = false;  ///< some law uses the rank's coordinates
+  /// The events are runs of identical calls with a repeat-count law (the members' event
+  /// counts differ but their runs match), else one plan per event.
+  bool runs = false;
+};
+
+/// A reason extrapolation cannot proceed. Structural problems (a role the inputs never show,
+/// event sequences that differ inside a role) come before parameter problems in the order of
+/// attempts; parameter problems name the role, call site, parameter and values.
+struct Failure {
+  bool structural = false;
+  std::string text;
+  /// Several laws reproduce the values but differ at the target: the inputs fit this reading,
+  /// they only do not decide it.
+  bool ambiguous = false;
 };
 
 /// Builds every role plan for one (depth, modulus). Problems (shapes that differ inside a role,
 /// parameters without a law) are appended to `failures`, one line each; laws to `laws`.
-/// Only roles in `needed` (the target's) are planned.
+/// Only roles in `needed` (the target's) are planned. A parameter whose own values do not
+/// determine its law (ambiguous, under-determined, or a role seen at one input size only)
+/// takes the law of the same parameter at the same call site in another role, if exactly one
+/// such law reproduces its values and they agree at the target.
 std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs, const Grid& target, std::size_t ndims,
                                        int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
-                                       std::vector<std::string>& failures, std::vector<ParameterLaw>& laws);
+                                       std::vector<Failure>& failures, std::vector<ParameterLaw>& laws);
 
 /// Corners of the coordinate box a role covers at the target grid (probe points for laws).
 std::vector<std::vector<std::int64_t>> role_corners(const RoleKey& key, const Grid& target);

@@ -120,6 +120,10 @@ std::size_t classes_if_explained(const std::vector<std::vector<Signature>>& sigs
 std::vector<Topology> topology_candidates(const std::vector<const Trace*>& inputs, const std::vector<Grid>& given) {
   std::vector<std::vector<Signature>> sigs;
   for (const Trace* t : inputs) sigs.push_back(signatures(*t));
+  // Without point-to-point calls every grid "explains" the (empty) end points: none is revealed.
+  bool point_to_point = false;
+  for (const auto& per_input : sigs)
+    for (const auto& sig : per_input) point_to_point = point_to_point || !sig.empty();
 
   struct Candidate {
     std::size_t ndims;
@@ -187,6 +191,7 @@ std::vector<Topology> topology_candidates(const std::vector<const Trace*>& input
     }
     topo.order_ambiguous = other_order_same;
     topo.depth = s.depth == 4 ? 0 : s.depth;
+    topo.depth_found = s.depth != 4 && point_to_point;
     topo.grids = s.c->grids;
     std::ostringstream why;
     why << topo.ndims << "D grid (";

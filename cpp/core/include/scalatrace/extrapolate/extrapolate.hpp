@@ -57,6 +57,10 @@ struct Topology {
   /// Boundary depth: how many layers of ranks next to each grid boundary communicate
   /// differently (1 for a nearest-neighbour stencil, 2 for distance-2 neighbours, 0: none).
   int depth = 0;
+  /// The end points are explained by this grid at `depth` (false: the code's point-to-point
+  /// calls do not reveal its grid, or it has none; the candidate is kept for collectives and
+  /// communicators).
+  bool depth_found = false;
   std::vector<Grid> grids;  ///< one per input, in input order
   std::string explanation;  ///< how it was found (for the report)
 };
@@ -90,9 +94,11 @@ RoleKey role_key(const Grid& grid, std::int64_t rank, int depth, std::int64_t mo
 // ---- linear laws ------------------------------------------------------------------------
 
 /// The features a law may combine (values at one rank of one grid). Scalars: 1, the grid
-/// sizes X, Y, Z and their products, the rank's coordinates x, y, z, the rank terms y*X,
-/// z*X*Y, the rank r (2D, 3D) and its residues r%2, r%3. Sequences (communicator members, array elements)
-/// add the element index j and j*X, j*X*Y. Names follow the thesis: X is the fastest dimension.
+/// sizes X, Y, Z and their products, floor(log2 P) and floor(sqrt P) (P = the rank count), the
+/// rank's coordinates x, y, z, the rank terms y*X, z*X*Y, the rank r (2D, 3D) and its residues
+/// r%2, r%3. Sequences (communicator members, array elements) add the element index j and j*X,
+/// j*X*Y. The last feature, P^2, is a divisor only (laws floor(N / P^2)), never a linear term.
+/// Names follow the thesis: X is the fastest dimension.
 struct FeatureSpace {
   std::size_t ndims = 1;
   bool with_index = false;
@@ -102,30 +108,65 @@ struct FeatureSpace {
   std::vector<std::int64_t> values(const Grid& grid, const std::vector<std::int64_t>& coords, std::int64_t j = 0) const;
   /// Indices of features that depend on the rank (coordinates).
   bool rank_dependent(std::size_t feature) const;
+  /// log2(P) and sqrt(P): terms only where they vary over the input points.
+  bool exotic(std::size_t feature) const;
+  /// Features that may be linear terms (all but the divisor-only P^2, which is last).
+  std::size_t linear_count() const { return names.size() - 1; }
+  /// Features a division law may divide by: the grid sizes and their products, P and P^2.
+  std::vector<std::size_t> divisors() const;
+  /// Index of the feature named `name`; throws UsageError if there is none.
+  std::size_t index(const std::string& name) const;
 };
 
-/// value = sum_k (num[k] / den[k]) * feature[terms[k]], exact on every input point.
+/// value = sum_k (num[k] / den[k]) * feature[terms[k]], exact on every input point; or, for a
+/// division law (div_scale != 0), value = div_scale * floor(div_numerator / feature[div_feature])
+/// (strong scaling: a global size split over the ranks or a grid dimension with C's integer
+/// division), also exact on every input point.
 struct LinearLaw {
   std::vector<std::size_t> terms;
   std::vector<std::int64_t> num, den;
+  std::int64_t div_scale = 0;      ///< 0: a linear law
+  std::int64_t div_numerator = 0;  ///< N of floor(N / divisor)
+  std::size_t div_feature = 0;     ///< the divisor
+  bool div_exact = false;          ///< N / divisor had no remainder at any input
   /// Exact evaluation; throws ExtrapolationError if the result is not an integer.
   std::int64_t eval(const std::vector<std::int64_t>& features) const;
-  /// "-X - 1", "8", "y*X + j".
+  /// "-X - 1", "8", "y*X + j", "8*floor(1000/P)", "floor(4096/P^2)".
   std::string formula(const FeatureSpace& space) const;
   bool uses_rank(const FeatureSpace& space) const;
+  /// Number of unknowns the law was solved for (terms; 2 for a division law).
+  std::size_t unknowns() const { return div_scale != 0 ? 2 : terms.size(); }
 };
 
 /// Finds the law with the fewest terms that reproduces every (features, value) point exactly
 /// (Gaussian elimination on linearly independent points, then exact integer verification).
 /// `probes` are feature vectors where the law will be used: if two laws with the same number of
 /// terms fit the data but disagree on a probe, the inputs do not determine the value and
-/// nullopt is returned with the reason in `why`. At most `max_terms` terms. A law with k terms
-/// must be checked on `check_points` more distinct points than k (the thesis solves n+1
-/// unknowns from n+1 traces exactly: check_points = 0); constants need no check.
+/// nullopt is returned with the reason in `why` (naming both laws when `space` is given). At
+/// most `max_terms` terms. A law with k terms must be checked on `check_points` more distinct
+/// points than k (the thesis solves n+1 unknowns from n+1 traces exactly: check_points = 0);
+/// constants need no check. Only the first `linear_features` features are used as terms.
+/// Laws of the grid sizes and coordinates are preferred to laws that need log2(P) or sqrt(P)
+/// (the simpler reading); when such a law also fits and differs at a probe, `note` (if given)
+/// names the choice ("X - 1 chosen over 2*log2(P) - 1, ...").
 std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int64_t>>& points,
                                           const std::vector<std::int64_t>& values,
                                           const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
-                                          std::size_t max_terms = 4, std::size_t check_points = 1);
+                                          std::size_t max_terms = 4, std::size_t check_points = 1,
+                                          std::size_t linear_features = SIZE_MAX, const FeatureSpace* space = nullptr,
+                                          std::string* note = nullptr);
+
+/// Strong-scaling laws value = a * floor(N / d) for a divisor feature d (`divisors`) where no
+/// linear law fits: every scale a dividing the values' gcd (or only `scale` if > 0: a message's
+/// bytes are its element count times the datatype size) and every N consistent with all points
+/// (an interval) are considered; the law is returned only if all of them give the same values
+/// at every probe, it was checked on 3 or more distinct divisor values, and values are not
+/// constant. Otherwise nullopt and the reason in `why`.
+std::optional<LinearLaw> solve_division_law(const std::vector<std::vector<std::int64_t>>& points,
+                                            const std::vector<std::int64_t>& values,
+                                            const std::vector<std::vector<std::int64_t>>& probes,
+                                            const std::vector<std::size_t>& divisors, std::string* why,
+                                            const FeatureSpace* space = nullptr, std::int64_t scale = 0);
 
 // ---- extrapolation ----------------------------------------------------------------------
 
@@ -151,6 +192,10 @@ struct ExtrapolationOptions {
   /// Largest target accepted (time and memory grow with the rank count: 1,048,576 ranks take
   /// minutes); a larger target is refused before any work with a UsageError naming this limit.
   std::int64_t max_ranks = kDefaultMaxExtrapolationRanks;
+  /// Lossy extrapolation (thesis §3.2.4): drop the local calls (Op::Other: MPI_Comm_rank,
+  /// MPI_Comm_size, MPI_Type_commit, ...) of every input before extrapolating; the dropped
+  /// share is reported in the metadata (`extrapolation_dropped`).
+  bool drop_local = false;
 };
 
 /// One extrapolated parameter as reported (metadata key `extrapolation_laws`).
@@ -159,6 +204,12 @@ struct ParameterLaw {
   std::string where;    ///< "Isend@site 3", "communicator 2", ...
   std::string field;    ///< "Peer", "members", "SendCounts"...
   std::string formula;  ///< distinct formulas over the occurrences, comma separated
+  /// How the law was established: "exact on N points" (verified on every input value), or
+  /// "exact on N points, shared from role R" (the role's own values do not determine it; the
+  /// law of the same parameter at the same call site in role R reproduces them exactly);
+  /// "...; simplest of several: A chosen over B" when a law with log2(P) or sqrt(P) also
+  /// reproduces the values but differs at the target (a warning: add an input size to decide).
+  std::string status;
 };
 
 struct ExtrapolationResult {
@@ -168,7 +219,10 @@ struct ExtrapolationResult {
   int depth = 0;
   std::int64_t modulus = 1;
   std::vector<ParameterLaw> laws;
-  std::vector<std::string> roles;  ///< role descriptions with their target ranklists
+  std::vector<std::string> roles;     ///< role descriptions with their target ranklists
+  std::vector<std::string> warnings;  ///< choices the inputs did not decide (simplest law taken)
+  std::uint64_t dropped_events = 0;   ///< drop_local: events dropped over all inputs
+  std::uint64_t input_events = 0;     ///< events of all inputs (before dropping)
 };
 
 /// Extrapolates merged traces of one program at several sizes to the target size. Throws
