@@ -194,8 +194,13 @@ class Event(_NodeView):
         return self._ev.first_compute
 
     def describe(self) -> str:
-        """One line: op, call site, ranks and the parameters that were recorded."""
-        parts = [self.op, f"site={self.site}"]
+        """One line: op, call site (and how many sites its occurrences have, if more than one),
+        ranks and the parameters that were recorded."""
+        sites = self.sites
+        parts = [
+            self.op,
+            f"site={self.site}" + (f" ({len(sites)} sites)" if len(sites) > 1 else ""),
+        ]
         if len(self.ranks):
             parts.append(f"ranks={self.ranks}")
         for name, value in self.fields.items():
