@@ -305,7 +305,9 @@ std::string event_text(const Event& e) {
 /// described; "" if they build the same trace. An alternative whose laws cannot be evaluated
 /// at the target (`alternative_broken`) builds no trace and is not a competitor.
 std::string disagreement(const Attempt& a, const Attempt& b, bool& alternative_broken) {
-  RankGenerator ga(a.target, a.topo->ndims), gb(b.target, b.topo->ndims);
+  // Events only (never compressed here), so no call-site table is needed for matching.
+  static const CallSiteTable kNoSites;
+  RankGenerator ga(a.target, a.topo->ndims, kNoSites), gb(b.target, b.topo->ndims, kNoSites);
   alternative_broken = false;
   const std::int64_t n = a.target.size();
   for (std::int64_t r = 0; r < n; ++r) {
