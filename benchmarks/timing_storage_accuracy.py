@@ -11,7 +11,7 @@ of ``MPI_Init`` to ``MPI_Finalize`` (raw recording). From the raw recording:
 * ``v7``: ``scalatrace-harness merge-raw`` of a build from before format version 8 (commit
   d18e4bc or earlier, ``--v7-harness``): exact timing, 8 bins;
 * ``v8-N``: this build's ``scalatrace-harness merge-raw --timing-bins N`` for each N of
-  ``--bins`` (default 1 2 8; 1 is the collector's default).
+  ``--bins`` (default 1 2 8; 2 is the collector's default).
 
 Each file is simulated (``scalatrace.simulate``, LogGP from ``scalatrace.calibrate(np=2)``,
 ``timing="mean"`` and ``timing="sample"`` averaged over 5 seeds) and replayed
@@ -179,7 +179,7 @@ def main() -> int:
         f"{args.replays} times (median); LogGP from `calibrate(np=2)`: L = {net.L * 1e6:.3f} us, "
         f"o = {net.o * 1e6:.3f} us. Error = 100 x (predicted - measured) / measured, median over "
         "the runs. v7 = exact timing (every bin, nanoseconds); v8-N = format version 8 with N bins "
-        "per histogram (the collector's default is 1).",
+        "per histogram (the collector's default is 2).",
         "",
         "| example | measured s | "
         + " | ".join(

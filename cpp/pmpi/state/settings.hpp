@@ -18,7 +18,7 @@ struct Settings {
   std::size_t site_threshold = 0;          ///< SCALATRACE_SITE_THRESHOLD (compressor)
   std::size_t memory_budget = 256u << 20;  ///< SCALATRACE_MEMORY (compressor), bytes
   std::uint32_t hist_sub_bins = 4;         ///< SCALATRACE_HIST_BINS (compressor)
-  std::uint32_t timing_bins = 1;           ///< SCALATRACE_TIMING_BINS (bins per histogram in the file)
+  std::uint32_t timing_bins = 2;           ///< SCALATRACE_TIMING_BINS (bins per histogram in the file)
   std::string spill_dir = "/tmp";          ///< SCALATRACE_SPILL_DIR (default $TMPDIR or /tmp): where a
                                            ///< rank's queue goes when it exceeds SCALATRACE_MEMORY
   bool quiet = false;                      ///< SCALATRACE_QUIET: 1 = no informational messages

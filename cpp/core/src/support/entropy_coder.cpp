@@ -278,7 +278,7 @@ constexpr std::string_view kPrimer =
     "\x19setting.SCALATRACE_MEMORY\x09268435456\x16setting.SCALATRACE_OUT"
     "\x16setting.SCALATRACE_RAW\x00\x22setting.SCALATRACE_SITE_THRESHOLD\x010"
     "\x1esetting.SCALATRACE_SPILL_DIR\x04/tmp\x1fsetting.SCALATRACE_STACK_DEPTH\x0216"
-    "\x1esetting.SCALATRACE_STACK_MEMO\x011\x1fsetting.SCALATRACE_TIMING_BINS\x011"
+    "\x1esetting.SCALATRACE_STACK_MEMO\x011\x1fsetting.SCALATRACE_TIMING_BINS\x012"
     "\x19setting.SCALATRACE_WINDOW\x03512\x0bstack_walks"
     "/usr/lib/x86_64-linux-gnu/libc.so.6/lib/x86_64-linux-gnu/libc.so.6"
     "/usr/lib/x86_64-linux-gnu/libmpich.so.12/usr/lib/x86_64-linux-gnu/libmpichfort.so.12"

@@ -35,7 +35,7 @@ inline constexpr std::uint32_t kFlagEntropyCoded = 4;
 /// with their neighbours, which keeps counts, sums (so means), minima and maxima. A trace whose
 /// metadata holds `setting.SCALATRACE_TIMING_BINS` (1..8; the collector's setting) keeps that
 /// many. Traces passed between processes keep every bin.
-inline constexpr std::size_t kDefaultTimingBins = 1;
+inline constexpr std::size_t kDefaultTimingBins = 2;
 inline constexpr char kTimingBinsKey[] = "setting.SCALATRACE_TIMING_BINS";
 /// How a file's payload is stored: entropy-coded where that is smaller (the default, header
 /// flag kFlagEntropyCoded) or plain (rank segments, written while the program runs; tests and
