@@ -69,7 +69,9 @@ class CounterTable {
   void update(std::size_t i, int bit) {
     const int target = bit ? 65535 : 0;
     const int n = n_[i];
-    p_[i] = static_cast<std::uint16_t>(p_[i] + (target - p_[i]) * kRates[static_cast<std::size_t>(n)] / 65536);
+    // 64-bit: (target - p) * rate reaches 2^31 (and signed overflow would be undefined).
+    const std::int64_t step = static_cast<std::int64_t>(target - p_[i]) * kRates[static_cast<std::size_t>(n)] / 65536;
+    p_[i] = static_cast<std::uint16_t>(p_[i] + step);
     if (n < kLimit) ++n_[i];
   }
   std::size_t size() const { return p_.size(); }
@@ -163,7 +165,9 @@ class Model {
     // Mixer: gradient step on the coding cost.
     const int err = ((bit << 12) - mixed_) * kLearningRate;
     int* w = &weights_[mixer_set_ * kInputs];
-    for (std::size_t i = 0; i < kInputs; ++i) w[i] += (inputs_[i] * err + (1 << 9)) >> 10;
+    // Weights stay within +-2^24 (16.16 fixed point: +-256), so nothing can overflow.
+    for (std::size_t i = 0; i < kInputs; ++i)
+      w[i] = std::clamp(w[i] + ((inputs_[i] * err + (1 << 9)) >> 10), -(1 << 24), 1 << 24);
     order0_.update(slot0_, bit);
     order1_.update(slot1_, bit);
     for (std::size_t k = 0; k < kHashedOrders; ++k) hashed_[k].update(slots_[k], bit);
