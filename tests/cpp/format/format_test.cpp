@@ -817,7 +817,8 @@ TEST(Format, FilesKeepTheDefaultTimingBinsWithCountsMeansAndBounds) {
   e.compute = Histogram(4);
   for (std::uint64_t v = 1000; v < 1'000'000; v = v * 3 / 2) e.compute.add(v);
   ASSERT_GT(e.compute.bins().size(), 2u);
-  for (const auto& [setting, bins] : {std::pair<const char*, std::size_t>{nullptr, kDefaultTimingBins}, {"1", 1}, {"2", 2}, {"5", 5}}) {
+  for (const auto& [setting, bins] :
+       {std::pair<const char*, std::size_t>{nullptr, kDefaultTimingBins}, {"1", 1}, {"2", 2}, {"5", 5}}) {
     Trace copy = t.clone();
     if (setting) copy.metadata[kTimingBinsKey] = setting;
     const Trace back = decode_trace(encode_trace(copy));
