@@ -177,7 +177,7 @@ def main() -> int:
         "",
         f"2 ranks (no more than the cores), {args.repeats} traced runs per example, each file replayed "
         f"{args.replays} times (median); LogGP from `calibrate(np=2)`: L = {net.L * 1e6:.3f} us, "
-        f"o = {net.o * 1e6:.3f} us. Error = 100 x (predicted - measured) / measured, median over "
+        f"o_s = {net.o_s * 1e6:.3f} us. Error = 100 x (predicted - measured) / measured, median over "
         "the runs. v7 = exact timing (every bin, nanoseconds); v8-N = format version 8 with N bins "
         "per histogram (the collector's default is 2).",
         "",
