@@ -233,52 +233,11 @@ ArraySeq get_array_seq(SectionReader& r, std::uint32_t version, std::uint64_t& b
   }
 }
 
-Histogram get_hist(SectionReader& r, bool fixed_width_counts) {
-  const std::uint64_t layout = r.uv();
-  const std::uint64_t log_sub = layout % 5, coarsening = layout / 5;
-  if (coarsening > Histogram::kMaxCoarsening)
-    r.fail("histogram layout " + std::to_string(layout) + ": coarsening above " +
-           std::to_string(Histogram::kMaxCoarsening));
-  const auto sub = static_cast<std::uint32_t>(1u << log_sub);
-  const auto shift = static_cast<std::uint32_t>(coarsening);
-  std::size_t nb = r.count("histogram bin", 5);
-  if (nb > Histogram::kMaxBins)
-    r.fail("histogram with " + std::to_string(nb) + " bins (at most " + std::to_string(Histogram::kMaxBins) + ")");
-  if (nb == 0) return Histogram::from_parts(sub, 0, 0, 0, 0, {}, shift);
-  std::vector<HistogramBin> bins;
-  bins.reserve(nb);
-  std::uint64_t count = 0, next_index = 0, previous_max = 0;
-  double sum = 0;
-  const std::uint64_t max_index = (std::uint64_t{1024} >> shift);
-  for (std::size_t i = 0; i < nb; ++i) {
-    HistogramBin b;
-    std::uint64_t idx = r.uv();
-    if (idx >= max_index || next_index + idx >= max_index) r.fail("histogram bin index out of range");
-    b.index = static_cast<std::uint32_t>(next_index + idx);
-    next_index = std::uint64_t{b.index} + 1;
-    b.count = fixed_width_counts ? bin_count_from_code(static_cast<std::uint16_t>(r.fixed(2))) : r.uv();
-    if (b.count == 0) r.fail("empty histogram bin");
-    if (b.count > ~std::uint64_t{0} - count) r.fail("histogram bin counts overflow");
-    std::uint64_t gap = r.uv();
-    if (gap > ~std::uint64_t{0} - previous_max) r.fail("histogram bin min overflows");
-    b.min = previous_max + gap;
-    std::uint64_t range = r.uv();
-    if (range > ~std::uint64_t{0} - b.min) r.fail("histogram bin max overflows");
-    b.max = b.min + range;
-    previous_max = b.max;
-    std::uint64_t mean_offset = r.uv();
-    if (mean_offset > range) r.fail("histogram bin mean outside the bin");
-    b.sum = static_cast<double>(b.min + mean_offset) * static_cast<double>(b.count);
-    sum += b.sum;
-    count += b.count;
-    bins.push_back(b);
-  }
-  const std::uint64_t mn = bins.front().min, mx = bins.back().max;
-  return Histogram::from_parts(sub, count, sum, mn, mx, std::move(bins), shift);
-}
+namespace {
 
-Histogram get_hist_v8(SectionReader& r, bool exact) {
-  if (exact) return get_hist(r, false);
+/// A histogram: the layout, the bins (index delta, count, then min/max/mean either as
+/// nanoseconds or, with `time_codes`, as version 8 time codes), each checked as it is read.
+Histogram read_histogram(SectionReader& r, bool fixed_width_counts, bool time_codes) {
   const std::uint64_t layout = r.uv();
   const std::uint64_t log_sub = layout % 5, coarsening = layout / 5;
   if (coarsening > Histogram::kMaxCoarsening)
@@ -295,6 +254,7 @@ Histogram get_hist_v8(SectionReader& r, bool exact) {
   std::uint64_t count = 0, next_index = 0, previous_max = 0;
   double sum = 0;
   const std::uint64_t max_index = (std::uint64_t{1024} >> shift);
+  // A time code `delta` above `base` (version 8).
   auto code = [&](std::uint64_t base, const char* what) {
     const std::uint64_t delta = r.uv();
     if (delta > kMaxTimeCode || base + delta > kMaxTimeCode)
@@ -307,23 +267,47 @@ Histogram get_hist_v8(SectionReader& r, bool exact) {
     if (idx >= max_index || next_index + idx >= max_index) r.fail("histogram bin index out of range");
     b.index = static_cast<std::uint32_t>(next_index + idx);
     next_index = std::uint64_t{b.index} + 1;
-    b.count = bin_count_from_code(static_cast<std::uint16_t>(r.fixed(2)));
+    b.count = fixed_width_counts ? bin_count_from_code(static_cast<std::uint16_t>(r.fixed(2))) : r.uv();
     if (b.count == 0) r.fail("empty histogram bin");
     if (b.count > ~std::uint64_t{0} - count) r.fail("histogram bin counts overflow");
-    const std::uint64_t lo = code(previous_max, "min");
-    const std::uint64_t hi = code(lo, "max");
-    const std::uint64_t mid = code(lo, "mean");
-    if (mid > hi) r.fail("histogram bin mean outside the bin");
-    previous_max = hi;
-    b.min = time_from_code(static_cast<std::uint32_t>(lo));
-    b.max = time_from_code(static_cast<std::uint32_t>(hi));
-    b.sum = static_cast<double>(time_from_code(static_cast<std::uint32_t>(mid))) * static_cast<double>(b.count);
+    std::uint64_t mean = 0;
+    if (time_codes) {
+      const std::uint64_t lo = code(previous_max, "min");
+      const std::uint64_t hi = code(lo, "max");
+      const std::uint64_t mid = code(lo, "mean");
+      if (mid > hi) r.fail("histogram bin mean outside the bin");
+      previous_max = hi;
+      b.min = time_from_code(static_cast<std::uint32_t>(lo));
+      b.max = time_from_code(static_cast<std::uint32_t>(hi));
+      mean = time_from_code(static_cast<std::uint32_t>(mid));
+    } else {
+      std::uint64_t gap = r.uv();
+      if (gap > ~std::uint64_t{0} - previous_max) r.fail("histogram bin min overflows");
+      b.min = previous_max + gap;
+      std::uint64_t range = r.uv();
+      if (range > ~std::uint64_t{0} - b.min) r.fail("histogram bin max overflows");
+      b.max = b.min + range;
+      previous_max = b.max;
+      std::uint64_t mean_offset = r.uv();
+      if (mean_offset > range) r.fail("histogram bin mean outside the bin");
+      mean = b.min + mean_offset;
+    }
+    b.sum = static_cast<double>(mean) * static_cast<double>(b.count);
     sum += b.sum;
     count += b.count;
     bins.push_back(b);
   }
   const std::uint64_t mn = bins.front().min, mx = bins.back().max;
   return Histogram::from_parts(sub, count, sum, mn, mx, std::move(bins), shift);
+}
+
+}  // namespace
+
+Histogram get_hist(SectionReader& r, bool fixed_width_counts) { return read_histogram(r, fixed_width_counts, false); }
+
+Histogram get_hist_v8(SectionReader& r, bool exact) {
+  // Exact (traces passed between processes): counts as `uv` and nanoseconds, as version 7.
+  return exact ? read_histogram(r, false, false) : read_histogram(r, true, true);
 }
 
 }  // namespace scalatrace::sct

@@ -130,6 +130,16 @@ void put_array_seq(wire::Writer& w, const ArraySeq& seq) {
   }
 }
 
+/// A bin's mean rounded to a nanosecond, clamped to [min, max] as integers: near 2^64 a double
+/// rounds up past the largest uint64_t, and converting it back would be undefined (a stored
+/// mean outside its bin).
+std::uint64_t bin_mean_ns(const HistogramBin& b) {
+  const double mean = std::round(b.sum / static_cast<double>(b.count));
+  if (mean <= static_cast<double>(b.min)) return b.min;
+  if (mean < static_cast<double>(b.max)) return std::clamp(static_cast<std::uint64_t>(mean), b.min, b.max);
+  return b.max;
+}
+
 /// Histogram (format version 2): one layout number, then the bins; count, min, max and sum
 /// are derived from the bins, and each bin stores its mean (rounded to a nanosecond) instead of
 /// its sum. From version 4 a bin's count has a fixed width (bin_count_code), so the encoded size
@@ -149,15 +159,7 @@ void put_hist(wire::Writer& w, const Histogram& h, bool exact_counts) {
     w.uv(b.min - previous_max);
     w.uv(b.max - b.min);
     previous_max = b.max;
-    // Clamped to [min, max] as integers: near 2^64 a double rounds up past the largest
-    // uint64_t, and converting it back would be undefined (a stored mean outside its bin).
-    const double mean = std::round(b.sum / static_cast<double>(b.count));
-    std::uint64_t mean_ns = b.max;
-    if (mean <= static_cast<double>(b.min))
-      mean_ns = b.min;
-    else if (mean < static_cast<double>(b.max))
-      mean_ns = std::clamp(static_cast<std::uint64_t>(mean), b.min, b.max);
-    w.uv(mean_ns - b.min);
+    w.uv(bin_mean_ns(b) - b.min);
   }
 }
 
@@ -228,12 +230,7 @@ void put_hist_v8(wire::Writer& w, const Histogram& h, bool exact) {
     w.uv(b.index - next_index);
     next_index = std::uint64_t{b.index} + 1;
     w.fixed(bin_count_code(b.count), 2);
-    const double mean = std::round(b.sum / static_cast<double>(b.count));
-    std::uint64_t mean_ns = b.max;
-    if (mean <= static_cast<double>(b.min))
-      mean_ns = b.min;
-    else if (mean < static_cast<double>(b.max))
-      mean_ns = std::clamp(static_cast<std::uint64_t>(mean), b.min, b.max);
+    const std::uint64_t mean_ns = bin_mean_ns(b);
     // Bins are ordered, so codes never decrease (time_code is monotone); clamped anyway.
     const std::uint32_t lo = std::max(time_code(b.min), previous_max);
     const std::uint32_t hi = std::max(time_code(b.max), lo);
