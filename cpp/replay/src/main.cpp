@@ -5,6 +5,9 @@
 // collector tracing the replay records only the replayed calls.
 #include <mpi.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -63,16 +66,29 @@ std::string reason(const std::exception& e) {
   return dynamic_cast<const std::bad_alloc*>(&e) != nullptr ? "out of memory" : e.what();
 }
 
+// One message line on stderr in a single write(2), so the lines of ranks reporting at the same
+// moment never interleave within a line (std::cerr writes the prefix and the text separately).
+void error_line(const std::string& message) {
+  const std::string line = "scalatrace-replay: " + message + "\n";
+  std::size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
 // Ends the run after a problem of this rank alone (its peers may be waiting for it).
 [[noreturn]] void abort_run(const std::string& message) {
-  std::cerr << "scalatrace-replay: " << message << std::endl;
+  error_line(message);
   PMPI_Abort(MPI_COMM_WORLD, kErrorExit);
   std::exit(kErrorExit);  // not reached: MPI_Abort ends the process
 }
 
 // Ends every rank after a problem all ranks detect alike (rank 0 reports it).
 int finish_early(int rank, const std::string& message, int code) {
-  if (rank == 0) std::cerr << "scalatrace-replay: " << message << std::endl;
+  if (rank == 0) error_line(message);
   MPI_Finalize();
   return code;
 }
@@ -110,10 +126,10 @@ int main(int argc, char** argv) {
       Trace trace = load_trace(options.trace_path, 0);
       std::cout << trace_info_json(options.trace_path, trace);
     } catch (const std::bad_alloc&) {
-      std::cerr << "scalatrace-replay: out of memory reading the trace '" << options.trace_path << "'" << std::endl;
+      error_line("out of memory reading the trace '" + options.trace_path + "'");
       return kErrorExit;
     } catch (const std::exception& e) {
-      std::cerr << "scalatrace-replay: cannot read trace '" << options.trace_path << "': " << e.what() << std::endl;
+      error_line("cannot read trace '" + options.trace_path + "': " + e.what());
       return kUsageExit;
     }
     return 0;
@@ -170,7 +186,7 @@ int main(int argc, char** argv) {
         try {
           scalatrace::write_file_safely(options.report_path, json);
         } catch (const std::exception& e) {
-          std::cerr << "scalatrace-replay: cannot write the report: " << e.what() << std::endl;
+          error_line(std::string("cannot write the report: ") + e.what());
           exit_code = kErrorExit;
         }
       }
