@@ -64,7 +64,10 @@ def smpi_time(trace: scalatrace.Trace, net: scalatrace.LogGP, work: Path) -> flo
     if smpirun is None or not REPLAY_MAIN.is_file():
         return None
     exp = to_simgrid_ti(trace, work / "ti")
-    bw = 1.0 / net.G if net.G > 0 else 1e12
+    # SMPI has no per-byte CPU overhead: its links get the whole per-byte time of a transfer
+    # (the half round trip's slope, G + 2 O).
+    per_byte = net.G + 2.0 * net.O
+    bw = 1.0 / per_byte if per_byte > 0 else 1e12
     # Hosts of 1 Gflop/s (compute lines are nanoseconds), links with the calibrated one-way
     # small-message time (LogGP L plus both overheads) and bandwidth; SMPI's latency and
     # bandwidth correction factors set to 1 so that both simulators get the same numbers.
@@ -99,35 +102,40 @@ def smpi_time(trace: scalatrace.Trace, net: scalatrace.LogGP, work: Path) -> flo
     return float(found.group(1))
 
 
+def traced_run(argv: list[str], nranks: int, case: Path, timeout: float) -> tuple[Path, Path]:
+    case.mkdir(parents=True)
+    trace_path, raw = case / "trace.sct", case / "raw"
+    env = dict(
+        os.environ,
+        SCALATRACE_OUT=str(trace_path),
+        SCALATRACE_RAW=str(raw),
+        SCALATRACE_QUIET="1",
+    )
+    subprocess.run(
+        [
+            _paths.mpiexec(),
+            "-genv",
+            "LD_PRELOAD",
+            str(_paths.collector_library()),
+            "-n",
+            str(nranks),
+            *argv,
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=timeout,
+        cwd=case,
+    )
+    return trace_path, raw
+
+
 def accuracy_case(name: str, args: argparse.Namespace, net: scalatrace.LogGP, work: Path) -> dict:
     exe = build_dir() / "examples" / name
     argv = [str(exe), "-i", str(args.iterations), "-c", str(args.compute_us)]
     real, sim, sampled, smpi = [], [], [], []
     for k in range(args.repeats):
-        case = work / f"{name}-{k}"
-        case.mkdir()
-        trace_path, raw = case / "trace.sct", case / "raw"
-        env = dict(
-            os.environ,
-            SCALATRACE_OUT=str(trace_path),
-            SCALATRACE_RAW=str(raw),
-            SCALATRACE_QUIET="1",
-        )
-        subprocess.run(
-            [
-                _paths.mpiexec(),
-                "-genv",
-                "LD_PRELOAD",
-                str(_paths.collector_library()),
-                "-n",
-                "2",
-                *argv,
-            ],
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
+        trace_path, raw = traced_run(argv, 2, work / f"{name}-{k}", 600)
         real.append(program_time_from_raw(raw))
         t = scalatrace.load(trace_path)
         sim.append(scalatrace.simulate(t, network=net).total_time)
@@ -139,7 +147,7 @@ def accuracy_case(name: str, args: argparse.Namespace, net: scalatrace.LogGP, wo
                 for s in range(args.seeds)
             )
         )
-        s = smpi_time(t, net, case)
+        s = smpi_time(t, net, trace_path.parent)
         if s is not None:
             smpi.append(s)
     sim_errs = [100 * (s - r) / r for s, r in zip(sim, real)]

@@ -1,7 +1,7 @@
 /* scalatrace-calibrate: measures LogGP parameters of the local MPI between ranks 0 and 1
- * (ping-pong half round trips of several sizes, send and receive overheads, the gap between
- * back-to-back sends) and prints them as one JSON object on rank 0's standard output.
- * scalatrace.calibrate() runs it under mpiexec and fits L and G (docs/simulator.md).
+ * (ping-pong half round trips of several sizes, send and receive overheads at several sizes, the
+ * gap between back-to-back sends) and prints them as one JSON object on rank 0's standard
+ * output. scalatrace.calibrate() runs it under mpiexec and fits L, G and O (docs/simulator.md).
  *
  * usage: mpiexec -n 2 scalatrace-calibrate [BATCHES] [MAX_BYTES]
  */
@@ -34,16 +34,17 @@ static double half_round_trip(int rank, char* buf, int bytes, int batches) {
   return best;
 }
 
-/* Send overhead: time inside `count` back-to-back MPI_Send of 8 bytes (eager) per message.
+/* Send overhead: time inside `count` back-to-back MPI_Send of `bytes` (eager) per message.
  * Receive overhead: time inside `count` MPI_Recv of messages that have all arrived already.
- * Both the fastest of `batches`. */
-static void overheads(int rank, char* buf, int count, int batches, double* o_s, double* o_r) {
+ * Both the fastest of `batches`. Measured at several sizes, their growth with the size is the
+ * CPU time per byte of the copies (LogGOPS's O). */
+static void overheads(int rank, char* buf, int bytes, int count, int batches, double* o_s, double* o_r) {
   double best_s = 1e30, best_r = 1e30;
   for (int b = 0; b < batches; ++b) {
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
       const double t0 = MPI_Wtime();
-      for (int i = 0; i < count; ++i) MPI_Send(buf, 8, MPI_BYTE, 1, 2, MPI_COMM_WORLD);
+      for (int i = 0; i < count; ++i) MPI_Send(buf, bytes, MPI_BYTE, 1, 2, MPI_COMM_WORLD);
       const double t = (MPI_Wtime() - t0) / count;
       if (t < best_s) best_s = t;
       MPI_Send(buf, 1, MPI_BYTE, 1, 3, MPI_COMM_WORLD); /* "all sent" */
@@ -51,7 +52,7 @@ static void overheads(int rank, char* buf, int count, int batches, double* o_s, 
       int flag = 0; /* the marker comes after every message: wait until it has arrived */
       while (!flag) MPI_Iprobe(0, 3, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
       const double t0 = MPI_Wtime();
-      for (int i = 0; i < count; ++i) MPI_Recv(buf, 8, MPI_BYTE, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      for (int i = 0; i < count; ++i) MPI_Recv(buf, bytes, MPI_BYTE, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       const double t = (MPI_Wtime() - t0) / count;
       if (t < best_r) best_r = t;
       MPI_Recv(buf, 1, MPI_BYTE, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -114,14 +115,33 @@ int main(int argc, char** argv) {
     }
   }
   double o_s = 0, o_r = 0;
-  overheads(rank, buf, 20, reps, &o_s, &o_r);
+  overheads(rank, buf, 8, 20, reps, &o_s, &o_r);
+  /* Overheads by size (the copies): sizes small enough to stay eager (20 of them unexpected at
+   * once) and within the buffer. */
+  static const int kCopySizes[] = {8, 1024, 4096, 8192};
+  enum { kCopyCount = sizeof kCopySizes / sizeof kCopySizes[0] };
+  int copy_sizes[kCopyCount];
+  double copy_s[kCopyCount], copy_r[kCopyCount];
+  int m = 0;
+  for (int i = 0; i < kCopyCount; ++i) {
+    if (kCopySizes[i] > max_bytes) break;
+    copy_sizes[m] = kCopySizes[i];
+    overheads(rank, buf, kCopySizes[i], 20, reps, &copy_s[m], &copy_r[m]);
+    ++m;
+  }
   const double g = gap(rank, buf, 20, reps);
   if (rank == 0) {
     printf("{\"ranks\": %d, \"sizes\": [", size);
     for (int i = 0; i < n; ++i) printf("%s%d", i ? ", " : "", sizes[i]);
     printf("], \"half_round_trip\": [");
     for (int i = 0; i < n; ++i) printf("%s%.9e", i ? ", " : "", times[i]);
-    printf("], \"o_s\": %.9e, \"o_r\": %.9e, \"g\": %.9e}\n", o_s, o_r, g);
+    printf("], \"o_s\": %.9e, \"o_r\": %.9e, \"g\": %.9e, \"copy_sizes\": [", o_s, o_r, g);
+    for (int i = 0; i < m; ++i) printf("%s%d", i ? ", " : "", copy_sizes[i]);
+    printf("], \"o_s_by_size\": [");
+    for (int i = 0; i < m; ++i) printf("%s%.9e", i ? ", " : "", copy_s[i]);
+    printf("], \"o_r_by_size\": [");
+    for (int i = 0; i < m; ++i) printf("%s%.9e", i ? ", " : "", copy_r[i]);
+    printf("]}\n");
     fflush(stdout);
   }
   free(buf);

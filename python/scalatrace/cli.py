@@ -185,7 +185,7 @@ def _cmd_heatmap(args: argparse.Namespace) -> int:
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from .simulate import LogGP, simulate
 
-    net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G)
+    net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G, O=args.O)
     r = simulate(
         args.trace,
         network=net,
@@ -234,7 +234,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         if not values:
             raise UsageError(f"--param wants NAME=V1,V2,..., got {item!r}")
         grid[name] = [_grid_value(name, v) for v in values.split(",")]
-    net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G)
+    net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G, O=args.O)
     df = sweep(args.trace, grid, processes=args.processes, progress=not args.quiet, network=net)
     if args.output:
         write_text(args.output, df.to_csv(index=False))
@@ -272,6 +272,12 @@ def _add_network_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--g", type=float, default=0.0, help="gap between messages, seconds")
     p.add_argument("--G", type=float, default=1e-10, help="gap per byte, seconds (1/bandwidth)")
+    p.add_argument(
+        "--O",
+        type=float,
+        default=0.0,
+        help="CPU overhead per byte (copies), seconds (LogGOPS O; default 0)",
+    )
 
 
 def _cmd_clusters(args: argparse.Namespace) -> int:

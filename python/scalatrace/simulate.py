@@ -59,7 +59,11 @@ _NS = 1e-9
 
 @dataclass(frozen=True)
 class LogGP:
-    """LogGP parameters of a network link, in seconds.
+    """LogGP parameters of a network link, in seconds, with LogGOPS's CPU overhead per byte.
+
+    A k-byte message keeps the sender busy ``o_s + (k - 1) O`` (an eager message is copied out
+    of the user buffer; a rendezvous one costs ``o_s``), travels ``L + (k - 1) G`` and keeps the
+    receiver busy ``o_r + (k - 1) O``.
 
     Attributes
     ----------
@@ -71,6 +75,9 @@ class LogGP:
         Minimum gap between the starts of two messages of one sender.
     G : float
         Gap per byte (inverse bandwidth), seconds per byte.
+    O : float
+        CPU overhead per byte (the copies of a shared-memory or eager transfer), seconds per
+        byte; 0 (the default) is plain LogGP.
     """
 
     L: float = 1.0e-6
@@ -78,6 +85,7 @@ class LogGP:
     o_r: float = 0.5e-6
     g: float = 0.0
     G: float = 1.0e-10
+    O: float = 0.0  # noqa: E741 (LogGOPS's name)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -102,10 +110,18 @@ class LogGP:
             o_r=self.o_r * overhead,
             g=self.g / bandwidth,
             G=self.G / bandwidth,
+            O=self.O * overhead,
         )
 
-    def _ns(self) -> tuple[float, float, float, float, float]:
-        return (self.L / _NS, self.o_s / _NS, self.o_r / _NS, self.g / _NS, self.G / _NS)
+    def _ns(self) -> tuple[float, float, float, float, float, float]:
+        return (
+            self.L / _NS,
+            self.o_s / _NS,
+            self.o_r / _NS,
+            self.g / _NS,
+            self.G / _NS,
+            self.O / _NS,
+        )
 
 
 _TIME_COLUMNS = ("compute", "comm", "wait", "late_sender", "late_receiver")
@@ -389,7 +405,7 @@ _SCALAR_KEYS = {
     "contention",
     "recorded_local_calls",
 }
-_NETWORK_KEYS = {"L", "o_s", "o_r", "g", "G"}
+_NETWORK_KEYS = {"L", "o_s", "o_r", "g", "G", "O"}
 _FACTOR_KEYS = {"bandwidth_scale", "latency_scale", "overhead_scale"}
 _OBJECT_KEYS = {"network", "intra_node"}
 GRID_KEYS = frozenset(_SCALAR_KEYS | _NETWORK_KEYS | _FACTOR_KEYS | _OBJECT_KEYS)
@@ -576,10 +592,20 @@ def _fit_loggp(doc: Mapping[str, Any], eager_threshold: float) -> LogGP:
         )
     slope, intercept = np.polyfit(sizes[small] - 1.0, half[small], 1)
     o_s, o_r = float(doc["o_s"]), float(doc["o_r"])
-    G = max(float(slope), 0.0)
+    # O: the growth of the send and receive overheads with the size (their mean slope); the
+    # half round trip's slope is 2 O + G, the rest is the transfer's.
+    per_byte_cpu = 0.0
+    copy_sizes = np.asarray(doc.get("copy_sizes", []), dtype=float)
+    if len(copy_sizes) >= 2:
+        per_call = (
+            np.asarray(doc["o_s_by_size"], dtype=float)
+            + np.asarray(doc["o_r_by_size"], dtype=float)
+        ) / 2.0
+        per_byte_cpu = max(float(np.polyfit(copy_sizes - 1.0, per_call, 1)[0]), 0.0)
+    G = max(float(slope) - 2.0 * per_byte_cpu, 0.0)
     L = max(float(intercept) - o_s - o_r, 0.0)
     g = max(float(doc["g"]), 0.0)
-    return LogGP(L=L, o_s=o_s, o_r=o_r, g=g, G=G)
+    return LogGP(L=L, o_s=o_s, o_r=o_r, g=g, G=G, O=per_byte_cpu)
 
 
 def calibrate(
@@ -593,11 +619,12 @@ def calibrate(
 
     Runs ``mpiexec -n np scalatrace-calibrate`` (ranks 0 and 1 measure; others idle): half
     round trips of 1 B .. ``max_bytes`` (powers of 4), the time per call of back-to-back
-    ``MPI_Send`` of 8 bytes (``o_s``), of ``MPI_Recv`` of messages already there (``o_r``), and
+    ``MPI_Send`` of 8 bytes (``o_s``), of ``MPI_Recv`` of messages already there (``o_r``), the
+    same at 1, 4 and 8 KiB (their mean growth per byte is ``O``, the copies' CPU time), and
     the per-message time of a stream of sends (``g``); each the fastest of ``reps`` batches (so
     that batches during which a rank was descheduled do not count). ``G`` and ``L`` come from a least-squares
     line through the half round trips of eager-sized messages:
-    ``t(k) = o_s + o_r + L + (k - 1) G``.
+    ``t(k) = o_s + o_r + L + (k - 1) (G + 2 O)``.
 
     Parameters
     ----------

@@ -156,6 +156,18 @@ def tool_path(name: str) -> Path:
     raise FileNotFoundError(f"tool {name!r} not found (installed package or {build_dir()}/cpp)")
 
 
+def mpicc() -> str:
+    """The MPICH C compiler wrapper (``mpicc.mpich``, else ``mpicc``); fails the test if absent."""
+    import shutil
+
+    import pytest
+
+    cc = shutil.which("mpicc.mpich") or shutil.which("mpicc")
+    if cc is None:
+        pytest.fail("mpicc (MPICH) not found")
+    return cc
+
+
 def mpiexec() -> str:
     """The MPICH launcher, found as the package finds it (``scalatrace._paths.mpiexec``)."""
     from scalatrace._paths import mpiexec as package_mpiexec

@@ -482,7 +482,9 @@ def test_smpi_replays_the_export(name, example_traces, tmp_path):
     found = re.search(r"Simulation time ([0-9.eE+-]+)", out)
     assert found, out[-2000:]
     smpi_time = float(found.group(1))
-    ours = scalatrace.simulate(t).total_time
+    # The model alone, as SMPI's replay has it (no recorded library time: under an
+    # oversubscribed test run a collective's fastest recorded calls can take milliseconds).
+    ours = scalatrace.simulate(t, recorded_local_calls=False).total_time
     # the same compute dominates both: the two predictions are close
     assert 0.5 < smpi_time / ours < 2, (smpi_time, ours)
 

@@ -50,6 +50,8 @@ std::string_view timing_name(TimingMode mode) {
       return "none";
     case TimingMode::Median:
       return "median";
+    case TimingMode::Fastest:
+      return "fastest";
   }
   return "?";
 }

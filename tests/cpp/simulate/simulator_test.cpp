@@ -196,6 +196,68 @@ TEST(Simulator, CallsThatNeverWaitTakeTheirRecordedTime) {
   EXPECT_DOUBLE_EQ(simulate(t, opt).total_ns, model.total_ns);
 }
 
+TEST(Simulator, CopyOverheadPerByteChargesBothCPUs) {
+  // LogGOPS's O: an eager message keeps the sender busy o_s + (k-1)O and the receiver
+  // o_r + (k-1)O; a rendezvous sender pays only o_s. The ping-pong's per-byte time is G + 2O.
+  const double L = 1000, o = 250, G = 0.5, O = 0.25;
+  const std::int64_t bytes = 1025;
+  SimOptions opt = options(L, o, G);
+  opt.inter_node.O = opt.intra_node.O = O;
+  const int n = 10;
+  EXPECT_DOUBLE_EQ(simulate(ping_pong(n, bytes), opt).total_ns, n * (2 * o + L + (bytes - 1) * (G + 2 * O)));
+  opt.eager_threshold = 512;  // rendezvous: RTS, CTS, data; the receiver still copies
+  EXPECT_DOUBLE_EQ(simulate(ping_pong(n, bytes), opt).total_ns, n * (2 * o + 3 * L + (bytes - 1) * (G + O)));
+  // A blocking eager send returns after its copy.
+  auto p = programs(2);
+  p[0].p2p(Op::Send, 1, +1, bytes);
+  p[1].p2p(Op::Recv, 2, -1, bytes, 0, 100'000);
+  opt.eager_threshold = 65536;
+  const SimResult r = simulate(merged(p), opt);
+  EXPECT_DOUBLE_EQ(r.end_ns[0], o + (bytes - 1) * O);
+  EXPECT_DOUBLE_EQ(r.end_ns[1], 100'000 + o + (bytes - 1) * O);
+}
+
+TEST(Simulator, CollectivesAndEagerSendsKeepTheirFastestRecordedTime) {
+  // Two Allreduce calls per rank recorded as 6 us when the rank was last to arrive and 40 us
+  // when it waited: the fastest calls (6 us) are the library's time, more than the model's one
+  // message (2o + L + (k-1)G = 1.5 us plus the bytes). Every call lasts at least that. An eager
+  // Send recorded as 4 us lasts 4 us; one above the eager threshold (rendezvous: it can wait
+  // for its receiver) keeps the model's time.
+  const double L = 1000, o = 250, G = 0.5;
+  auto p = programs(2);
+  for (int r = 0; r < 2; ++r) {
+    for (int i = 0; i < 2; ++i) {
+      Event& e = p[r].push(Op::Allreduce, 1);
+      e[Field::Bytes] = 8;
+      e.duration_ns = (i == r) ? 6'000 : 40'000;
+    }
+  }
+  const Trace t = merged(p);
+  SimOptions opt = options(L, o, G);
+  const double hop = 2 * o + L + 7 * G;
+  EXPECT_DOUBLE_EQ(simulate(t, opt).total_ns, 2 * 6'000);
+  opt.recorded_local_calls = false;
+  EXPECT_DOUBLE_EQ(simulate(t, opt).total_ns, 2 * hop);
+
+  for (const std::int64_t bytes : {64, 100'000}) {
+    auto q = programs(2);
+    q[0].p2p(Op::Send, 1, +1, bytes).duration_ns = 4'000;
+    q[1].p2p(Op::Recv, 2, -1, bytes);
+    const Trace sends = merged(q);
+    opt.recorded_local_calls = true;
+    const SimResult r = simulate(sends, opt);
+    opt.recorded_local_calls = false;
+    const SimResult model = simulate(sends, opt);
+    if (bytes == 64) {
+      EXPECT_DOUBLE_EQ(model.end_ns[0], o);
+      EXPECT_DOUBLE_EQ(r.end_ns[0], 4'000);
+    } else {
+      EXPECT_DOUBLE_EQ(r.end_ns[0], model.end_ns[0]);
+      EXPECT_DOUBLE_EQ(model.end_ns[0], o + 2 * L + (bytes - 1) * G);
+    }
+  }
+}
+
 TEST(Simulator, SenderGapSpacesMessages) {
   const double L = 1000, o = 100, g = 700;
   auto p = programs(2);

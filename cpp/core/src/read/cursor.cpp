@@ -327,6 +327,10 @@ struct Cursor::Impl {
         return 0;
       case TimingMode::Median:
         return histogram_median(h);
+      case TimingMode::Fastest:
+        for (const auto& b : h.bins())
+          if (b.count > 0) return static_cast<std::uint64_t>(std::llround(b.sum / static_cast<double>(b.count)));
+        return 0;
     }
     return 0;
   }

@@ -378,9 +378,12 @@ class Engine {
 
   [[gnu::always_inline]] void end_event(RankSim& R) {
     if (R.event_floor > 0) {
-      // A call that never waits: the MPI library's own time, as recorded, where it exceeds
-      // the modelled overheads.
-      const double busy = (R.clock - R.event_start) - (R.times.wait - R.wait_mark);
+      // The MPI library's own time, as recorded (the fastest calls of the node), where it
+      // exceeds the model's: a call that never waits stays busy that long, waiting the model
+      // predicts on top; a collective or blocking send lasts at least that long in all (its
+      // recorded time includes the transfer the model predicts too).
+      const double elapsed = R.clock - R.event_start;
+      const double busy = R.event_floor_elapsed ? elapsed : elapsed - (R.times.wait - R.wait_mark);
       if (busy < R.event_floor) R.clock += R.event_floor - busy;
     }
     const double wait = R.times.wait - R.wait_mark;

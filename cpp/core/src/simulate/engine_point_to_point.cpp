@@ -10,11 +10,15 @@
 
 namespace scalatrace::sim {
 
-/// Posts a send at `clock` (the rank's, or a nonblocking collective's), advanced by o_s.
+/// Posts a send at `clock` (the rank's, or a nonblocking collective's), advanced by o_s (and by
+/// the copy of an eager message, (k-1)*O).
 void Engine::post_send_at(RankSim& R, double& clock, std::int64_t dst, std::int64_t comm, std::int64_t tag,
                           double bytes, Op op, bool collective, std::int32_t q) {
   const LogGP& p = net_.link(R.rank, dst);
-  clock += p.o_s;
+  const bool sync = op == Op::Ssend || op == Op::Issend || op == Op::Ssend_init;
+  const bool buffered = op == Op::Bsend || op == Op::Ibsend || op == Op::Bsend_init;
+  const bool rendezvous = sync || (!buffered && bytes > opt_.eager_threshold);
+  clock += p.o_s + (rendezvous ? 0.0 : p.copy_time(bytes));
   Request& Q = request(R, q);
   Q.kind = Request::Kind::Send;
   Q.active = true;
@@ -27,9 +31,7 @@ void Engine::post_send_at(RankSim& R, double& clock, std::int64_t dst, std::int6
   m.send_req = q;
   m.collective = collective;
   m.user = !collective;
-  const bool sync = op == Op::Ssend || op == Op::Issend || op == Op::Ssend_init;
-  const bool buffered = op == Op::Bsend || op == Op::Ibsend || op == Op::Bsend_init;
-  m.rendezvous = sync || (!buffered && bytes > opt_.eager_threshold);
+  m.rendezvous = rendezvous;
   if (m.rendezvous) {
     Q.known = false;
     Q.rendezvous = true;
@@ -105,7 +107,7 @@ void Engine::match(std::int64_t d, const PostedRecv& pr, const Message& m) {
   RankSim& D = rank(d);
   Request& Q = request(D, pr.req);
   const LogGP& p = net_.link(m.src, d);
-  Q.o_r = p.o_r;
+  Q.o_r = p.o_r + p.copy_time(m.bytes);
   if (!m.rendezvous) {
     Q.done = m.arrival;
   } else {

@@ -139,6 +139,9 @@ struct RankSim {
   /// The least CPU time the current call takes: a call that never waits takes its recorded
   /// duration (SimOptions::recorded_local_calls), 0 otherwise.
   double event_floor = 0;
+  /// The floor bounds the call's whole time (collectives, blocking sends: the recorded time
+  /// includes the transfer the model also predicts), not only its busy part.
+  bool event_floor_elapsed = false;
   SimTimes times;
   /// The rank's walk over the trace (its state behind one pointer, prefetched separately).
   Cursor cursor;
@@ -175,9 +178,10 @@ struct RankSim {
   RankSim(const Trace& t, std::int64_t r, const SimOptions& o)
       : rank(r),
         cursor(t, r, o.timing, o.seed + static_cast<std::uint64_t>(r),
-               // Durations give calls that never wait their floor: the median, robust to the
-               // preempted or first (connection set-up) calls a mean would spread over all.
-               o.timing == TimingMode::None ? TimingMode::None : TimingMode::Median) {}
+               // Durations give calls their floor (recorded_local_calls): the mean of the
+               // fastest bin, the calls that waited least, robust to the preempted or first
+               // (connection set-up) calls a mean would spread over all.
+               o.timing == TimingMode::None ? TimingMode::None : TimingMode::Fastest) {}
 };
 
 }  // namespace scalatrace::sim

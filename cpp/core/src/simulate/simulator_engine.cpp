@@ -22,8 +22,15 @@ Engine::Engine(const Trace& trace, const SimOptions& options)
       n_(trace.nranks),
       ranks_(static_cast<std::size_t>(trace.nranks)) {
   for (std::int64_t r = 0; r < n_; ++r) ranks_.emplace_back(trace, r, options);
-  for (std::size_t op = 0; op < kOpCount; ++op)
-    takes_recorded_time_[op] = options.recorded_local_calls && op_never_waits(static_cast<Op>(op));
+  for (std::size_t op = 0; op < kOpCount; ++op) {
+    const Op o = static_cast<Op>(op);
+    const OpKind kind = op_kind(o);
+    // Calls that never wait, blocking collectives (their fastest calls: the last rank to arrive
+    // waits for nobody) and eager blocking sends (begin_event) keep their library time.
+    takes_recorded_time_[op] = options.recorded_local_calls &&
+                               (op_never_waits(o) || kind == OpKind::Collective || kind == OpKind::CommCreate ||
+                                (kind == OpKind::BlockingSend && o != Op::Ssend));
+  }
   in_wild_.assign(static_cast<std::size_t>(n_), 0);
   site_times_.resize(trace.sites.size());
   site_count_ = site_times_.size();
@@ -87,6 +94,11 @@ inline void Engine::begin_event(RankSim& R) {
   R.times.compute += compute;
   R.event_compute = compute;
   R.event_floor = takes_recorded_time_[static_cast<std::size_t>(ev_.op)] ? static_cast<double>(ev_.duration_ns) : 0.0;
+  R.event_floor_elapsed = R.event_floor > 0 && !op_never_waits(ev_.op);
+  // A blocking send waits for its receiver when it goes rendezvous: only eager ones keep a floor.
+  if (R.event_floor > 0 && op_kind(ev_.op) == OpKind::BlockingSend && ev_.op != Op::Bsend &&
+      static_cast<double>(ev_[Field::Bytes]) * opt_.size_scale > opt_.eager_threshold)
+    R.event_floor = 0.0;
   R.event_start = R.clock;
   R.wait_mark = R.times.wait;
   R.late_s_mark = R.times.late_sender;

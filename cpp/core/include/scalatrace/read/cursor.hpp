@@ -13,7 +13,10 @@ namespace scalatrace {
 
 /// How a cursor turns a timing histogram into one value: its mean, a seeded random draw, no
 /// time at all, or its median (estimated from the bins: the middle bin's mean).
-enum class TimingMode { Mean, Sample, None, Median };
+/// How a histogram becomes one value: its mean, a seeded draw, 0, the median (the mean of the
+/// bin holding the middle value), or Fastest (the mean of its lowest occupied bin: the calls
+/// that waited least).
+enum class TimingMode { Mean, Sample, None, Median, Fastest };
 
 class Cursor {
  public:

@@ -15,15 +15,21 @@
 
 namespace scalatrace {
 
-/// LogGP parameters of one kind of link. Times in nanoseconds, G in nanoseconds per byte.
-/// A k-byte message costs the sender o_s, travels L + (k-1)*G, costs the receiver o_r; a
-/// sender starts consecutive messages at least max(g, (k-1)*G) apart.
+/// LogGP parameters of one kind of link, with LogGOPS's CPU overhead per byte O. Times in
+/// nanoseconds, G and O in nanoseconds per byte. A k-byte message costs the sender
+/// o_s + (k-1)*O (eager: the copy out of the user buffer; rendezvous: o_s), travels L + (k-1)*G,
+/// costs the receiver o_r + (k-1)*O; a sender starts consecutive messages at least
+/// max(g, (k-1)*G) apart.
 struct LogGP {
   double L = 1000.0;   ///< latency
   double o_s = 500.0;  ///< send overhead (CPU busy)
   double o_r = 500.0;  ///< receive overhead (CPU busy)
   double g = 0.0;      ///< gap between consecutive message starts of one sender
   double G = 0.1;      ///< gap per byte (inverse bandwidth)
+  double O = 0.0;      ///< CPU overhead per byte (copies), on the sender (eager) and the receiver
+
+  /// The CPU time a k-byte message adds to an overhead: (k-1)*O.
+  double copy_time(double bytes) const { return bytes > 1 ? (bytes - 1) * O : 0.0; }
 };
 
 struct SimOptions {

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Simulator accuracy on real applications (issue 34, part 1): NPB 3.4-MPI class S and LULESH,
+traced at a calm size, simulated with calibrated LogGP parameters, compared with the real run.
+
+    python benchmarks/app_accuracy.py [--npb /work/apps/npb-nostats/bin] [--codes lu,cg,mg,ft,is,ep]
+        [--ranks 2] [--lulesh /work/apps/lulesh/lulesh2.0] [--lulesh-ranks 1]
+        [--lulesh-args "-s 8 -i 20"] [--repeats 5] [--seeds 5] [--out FILE]
+
+For each application and repeat: one traced run (merged trace and raw recording), the real time
+= slowest rank from the end of MPI_Init to MPI_Finalize in the raw recording (compute plus call
+durations, as the simulator predicts it); the simulated time of the merged trace with LogGP
+parameters from ``scalatrace.calibrate(np=2)`` (``timing="mean"``, and ``timing="sample"``
+averaged over seeds); SimGrid SMPI replay of the same trace's export when ``smpirun`` is present.
+Medians over the repeats, with the range. Accuracy figures mean something only with no more ranks
+than cores on an idle machine: the script prints the load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import scalatrace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from replay_timing import program_time_from_raw  # noqa: E402
+from simulator_bench import error_range, smpi_time, traced_run  # noqa: E402
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def measure(
+    name: str,
+    argv: list[str],
+    nranks: int,
+    net: scalatrace.LogGP,
+    args: argparse.Namespace,
+    work: Path,
+) -> dict:
+    real, sim, sampled, smpi = [], [], [], []
+    compute_share = []
+    for k in range(args.repeats):
+        trace_path, raw = traced_run(argv, nranks, work / f"{name}-{nranks}-{k}", args.timeout)
+        real.append(program_time_from_raw(raw))
+        t = scalatrace.load(trace_path)
+        r = scalatrace.simulate(t, network=net)
+        sim.append(r.total_time)
+        compute_share.append(float(r.compute.sum()) / max(1e-12, float(r.end_time.sum())))
+        sampled.append(
+            statistics.mean(
+                scalatrace.simulate(t, network=net, timing="sample", seed=s).total_time
+                for s in range(args.seeds)
+            )
+        )
+        s = smpi_time(t, net, trace_path.parent) if not args.no_smpi else None
+        if s is not None:
+            smpi.append(s)
+    errs = [100 * (s - r) / r for s, r in zip(sim, real)]
+    sample_errs = [100 * (s - r) / r for s, r in zip(sampled, real)]
+    out = {
+        "app": name,
+        "ranks": nranks,
+        "real": statistics.median(real),
+        "sim": statistics.median(sim),
+        "err": statistics.median(errs),
+        "errs": errs,
+        "sample_err": statistics.median(sample_errs),
+        "sample_errs": sample_errs,
+        "compute_share": statistics.median(compute_share),
+    }
+    if smpi and len(smpi) == len(real):
+        smpi_errs = [100 * (s - r) / r for s, r in zip(smpi, real)]
+        out["smpi_err"] = statistics.median(smpi_errs)
+        out["smpi_errs"] = smpi_errs
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--npb", type=Path, default=Path("/work/apps/npb-nostats/bin"))
+    p.add_argument("--codes", default="lu,cg,mg,ft,is,ep")
+    p.add_argument("--npb-class", default="S")
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--lulesh", type=Path, default=Path("/work/apps/lulesh/lulesh2.0"))
+    p.add_argument("--lulesh-ranks", default="1")
+    p.add_argument("--lulesh-args", default="-s 8 -i 20")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--no-smpi", action="store_true")
+    p.add_argument("--out", type=Path)
+    args = p.parse_args()
+
+    cases: list[tuple[str, list[str], int]] = []
+    for code in [c for c in args.codes.split(",") if c]:
+        exe = args.npb / f"{code}.{args.npb_class}.x"
+        if not exe.is_file():
+            raise SystemExit(f"{exe}: not found (build NPB, see /work/apps/README.txt)")
+        cases.append((code.upper(), [str(exe)], args.ranks))
+    if args.lulesh and args.lulesh.is_file():
+        for n in [int(x) for x in args.lulesh_ranks.split(",") if x]:
+            cases.append(("LULESH", [str(args.lulesh), *shlex.split(args.lulesh_args)], n))
+
+    load_before = load_average()
+    net = scalatrace.calibrate(np=2)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="appacc-") as tmp:
+        for name, argv, n in cases:
+            r = measure(name, argv, n, net, args, Path(tmp))
+            print(r, flush=True)
+            rows.append(r)
+    load_after = load_average()
+
+    lines = [
+        "## Simulator accuracy on real applications",
+        "",
+        f"Command: `python benchmarks/app_accuracy.py {' '.join(sys.argv[1:])}`. "
+        f"Load average (1/5/15 min) before: {load_before}; after: {load_after}. "
+        f"Calibration (`scalatrace.calibrate(np=2)`): L = {net.L * 1e6:.3f} us, "
+        f"o_s = {net.o_s * 1e6:.3f} us, o_r = {net.o_r * 1e6:.3f} us, g = {net.g * 1e6:.3f} us, "
+        f"G = {net.G * 1e9:.4f} ns/B. Real = slowest rank, end of MPI_Init to MPI_Finalize, in the "
+        f"raw recording of each traced run; medians of {args.repeats} runs (range beside).",
+        "",
+        "| app | ranks | real (s) | simulated (s) | error | range | sample error | sample range "
+        "| SMPI error | SMPI range | compute share |",
+        "|---|---:|---:|---:|---:|---|---:|---|---:|---|---:|",
+    ]
+    for r in rows:
+        smpi = (
+            f"{r['smpi_err']:+.1f}% | {error_range(r['smpi_errs'])}"
+            if "smpi_err" in r
+            else "n/a | n/a"
+        )
+        lines.append(
+            f"| {r['app']} | {r['ranks']} | {r['real']:.4f} | {r['sim']:.4f} | {r['err']:+.1f}% | "
+            f"{error_range(r['errs'])} | {r['sample_err']:+.1f}% | {error_range(r['sample_errs'])} | "
+            f"{smpi} | {100 * r['compute_share']:.1f}% |"
+        )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
