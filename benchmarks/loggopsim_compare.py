@@ -14,7 +14,8 @@ and, with ``--examples``, the example programs traced at 4 ranks under ``mpiexec
 Usage::
 
     python benchmarks/loggopsim_compare.py [--source DIR | --git URL] [--ranks 64 256 1024]
-        [--steps 10] [--examples stencil1d ring collectives ...] [--out FILE]
+        [--steps 10] [--examples stencil1d ring collectives ...] [--L 1000 --o 500 --g 0 --G 1 --S 65536]
+        [--out FILE]
 
 Without ``--source`` the repository is cloned from ``--git`` (default the spcl GitHub URL).
 The table is printed, and written to ``--out`` if given.
@@ -25,7 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -68,18 +68,21 @@ def loggopsim_time(loggopsim: Path, txt2bin: Path, goal: Path) -> tuple[float, f
         [str(txt2bin), "-i", str(goal), "-o", str(binary)], check=True, capture_output=True
     )
     args = [f"-{k}{v}" for k, v in PARAMS.items()]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
+    # GNU time's maximum resident set size (KB) of LogGOPSim alone, on stderr.
     proc = subprocess.run(
-        [str(loggopsim), "-f", str(binary), "-b", *args], capture_output=True, text=True
+        ["/usr/bin/time", "-f", "maxrss_kb=%M", str(loggopsim), "-f", str(binary), "-b", *args],
+        capture_output=True,
+        text=True,
     )
     wall = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    rss = re.search(r"maxrss_kb=(\d+)", proc.stderr)
+    peak = int(rss.group(1)) if rss else float("nan")
     found = re.search(r"Maximum finishing time at host \d+: (\d+)", proc.stdout)
     if proc.returncode != 0 or not found:
         sys.exit(f"LogGOPSim failed ({proc.returncode}): {proc.stdout[-500:]} {proc.stderr[-500:]}")
     binary.unlink()
-    return int(found.group(1)) * 1e-9, wall, (peak if peak > before else float("nan")) / 1024
+    return int(found.group(1)) * 1e-9, wall, peak / 1024
 
 
 def scalatrace_time(trace: scalatrace.Trace) -> tuple[float, float]:
@@ -129,7 +132,15 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--examples", nargs="*", default=[])
     ap.add_argument("--out", type=Path)
+    for name in PARAMS:
+        ap.add_argument(
+            f"--{name}",
+            type=int,
+            default=PARAMS[name],
+            help=f"LogGP {name} (integer ns; default {PARAMS[name]})",
+        )
     args = ap.parse_args()
+    PARAMS.update({name: getattr(args, name) for name in PARAMS})
     with tempfile.TemporaryDirectory(prefix="loggopsim-") as tmp:
         work = Path(tmp)
         source = args.source

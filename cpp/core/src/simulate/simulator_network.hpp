@@ -43,8 +43,12 @@ class Network {
   };
   /// Moves `bytes` from src to dst over their link `p` (= link(src, dst)), starting no earlier
   /// than `ready` (inline: once per message).
-  Transfer transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready, double bytes) {
-    if (routes_) return routed_transfer(src, dst, p, ready, bytes);
+  /// Inlined (also with the topology branch, which made GCC call it instead: 4 % of a
+  /// 65,536-rank simulation's time).
+  [[gnu::always_inline]] Transfer transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready,
+                                           double bytes) {
+    if (routes_) [[unlikely]]
+      return routed_transfer(src, dst, p, ready, bytes);
     const double body = bytes > 1 ? (bytes - 1) * p.G : 0.0;
     double& nic = nic_free_[static_cast<std::size_t>(src)];
     Transfer t;
