@@ -55,11 +55,13 @@ PYTHON_LEVELS = {
     "frames": 2,
     # L3: the trace as data (knows no feature module) and the trace-class registry
     "_model": 3,
-    # L4: raw recordings
+    # L4: raw recordings; simulator what-if descriptions (topologies, noise)
     "_raw": 4,
+    "topology": 4,
     # L5: features as functions over the model; running a program under the collector
     "simulate": 5,
     "simgrid": 5,
+    "goal": 5,
     "codegen": 5,
     "clustering": 5,
     "extrapolate": 5,

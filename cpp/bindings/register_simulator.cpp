@@ -1,6 +1,7 @@
 // The trace-driven simulator: _core.simulate(trace, ...) -> dict of NumPy arrays (times in ns).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "bindings.hpp"
 #include "scalatrace/simulate/collective_schedule.hpp"
@@ -85,6 +86,22 @@ py::dict result_to_dict(SimResult&& r) {
   return out;
 }
 
+Topology::Kind topology_from(const std::string& name) {
+  if (name == "flat") return Topology::Kind::Flat;
+  if (name == "torus") return Topology::Kind::Torus;
+  if (name == "fat_tree") return Topology::Kind::FatTree;
+  if (name == "dragonfly") return Topology::Kind::Dragonfly;
+  throw UsageError("topology must be 'flat', 'torus', 'fat_tree' or 'dragonfly', got '" + name + "'");
+}
+
+Placement placement_from(const std::string& name) {
+  if (name == "block") return Placement::Block;
+  if (name == "round_robin") return Placement::RoundRobin;
+  if (name == "random") return Placement::Random;
+  if (name == "explicit") return Placement::Explicit;
+  throw UsageError("placement must be 'block', 'round_robin', 'random' or a list of nodes, got '" + name + "'");
+}
+
 }  // namespace
 
 void register_simulator(py::module_& m) {
@@ -93,8 +110,20 @@ void register_simulator(py::module_& m) {
       [](const Trace& trace, const py::sequence& inter, const py::sequence& intra, std::int64_t ranks_per_node,
          double eager_threshold, bool contention, const std::string& timing, std::uint64_t seed, double compute_scale,
          const std::unordered_map<std::uint32_t, double>& site_compute_scale, double size_scale, bool timeline,
-         std::uint64_t timeline_limit, bool pair_counts, bool recorded_local_calls) {
+         std::uint64_t timeline_limit, bool pair_counts, bool recorded_local_calls, const std::string& topology,
+         const std::vector<std::int64_t>& shape, double hop_latency, double link_G, bool congestion,
+         const std::string& placement, std::uint64_t placement_seed, const std::vector<std::int64_t>& node_of_rank,
+         double noise_period, double noise_duration, bool noise_coscheduled, std::uint64_t noise_seed) {
         SimOptions o;
+        o.topology.kind = topology_from(topology);
+        o.topology.shape = shape;
+        o.topology.hop_latency = hop_latency;
+        o.topology.link_G = link_G;
+        o.topology.congestion = congestion;
+        o.placement = placement_from(placement);
+        o.placement_seed = placement_seed;
+        o.node_of_rank = node_of_rank;
+        o.noise = OsNoise{noise_period, noise_duration, noise_coscheduled, noise_seed};
         o.inter_node = loggp_from(inter, "network");
         o.intra_node = loggp_from(intra, "intra_node");
         o.ranks_per_node = ranks_per_node;
@@ -121,7 +150,11 @@ void register_simulator(py::module_& m) {
       py::arg("seed") = 0, py::arg("compute_scale") = 1.0,
       py::arg("site_compute_scale") = std::unordered_map<std::uint32_t, double>{}, py::arg("size_scale") = 1.0,
       py::arg("timeline") = false, py::arg("timeline_limit") = 10'000'000, py::arg("pair_counts") = false,
-      py::arg("recorded_local_calls") = true,
+      py::arg("recorded_local_calls") = true, py::arg("topology") = "flat",
+      py::arg("shape") = std::vector<std::int64_t>{}, py::arg("hop_latency") = 0.0, py::arg("link_G") = 0.0,
+      py::arg("congestion") = true, py::arg("placement") = "block", py::arg("placement_seed") = 0,
+      py::arg("node_of_rank") = std::vector<std::int64_t>{}, py::arg("noise_period") = 0.0,
+      py::arg("noise_duration") = 0.0, py::arg("noise_coscheduled") = false, py::arg("noise_seed") = 0,
       "Simulates the trace on a LogGP network; times in ns (see scalatrace.simulate).");
   m.def(
       "collective_schedule",

@@ -50,6 +50,7 @@ from .export_extrap import to_extrap
 from .extrapolate import ExtrapolationError, Model, extrapolate, extrapolation_laws, fit_scaling
 from .simulate import LogGP, SimResult, SimulationError, calibrate, simulate, sweep
 from .sizes import byte_breakdown
+from .topology import Noise, Topology
 
 __version__ = "0.1.0"
 
@@ -90,6 +91,8 @@ __all__ = [
     "fit_scaling",
     "load",
     "LogGP",
+    "Noise",
+    "Topology",
     "SimResult",
     "SimulationError",
     "calibrate",

@@ -55,6 +55,18 @@ class Trace(TraceModel):
 
         return to_simgrid_ti(self, directory, timing=timing)
 
+    def to_goal(
+        self,
+        path: str | os.PathLike[str],
+        timing: Literal["mean", "sample", "none"] = "mean",
+        seed: int = 0,
+    ) -> Any:
+        """Writes the trace as a LogGOPSim GOAL schedule (text), collectives as the simulator's
+        point-to-point steps; see :func:`scalatrace.goal.to_goal`."""
+        from .goal import to_goal
+
+        return to_goal(self, path, timing=timing, seed=seed)
+
     # --- benchmark generation (scalatrace.codegen) ----------------------------------------
     def to_c(self, resolve_wildcards: bool = False) -> str:
         """A standalone C+MPI benchmark issuing the recorded calls (see :func:`scalatrace.codegen.to_c`)."""

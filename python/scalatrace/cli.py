@@ -1,4 +1,4 @@
-"""The ``scalatrace`` command: run, show, stats, heatmap, replay, generate.
+"""The ``scalatrace`` command: run, show, stats, heatmap, simulate, sweep, goal, replay, generate.
 
 Errors (docs/python.md, "Errors"): one line ``scalatrace: error: ...`` on stderr, exit status 2
 for a usage error (bad arguments), 1 for any other error, the run's own status for a failed MPI
@@ -184,11 +184,54 @@ def _cmd_heatmap(args: argparse.Namespace) -> int:
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from .simulate import LogGP, simulate
+    from .topology import Noise, Topology
 
-    net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G, O=args.O)
+    net: LogGP | Topology = LogGP(
+        L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G, O=args.O
+    )
+    if args.topology:
+        kind, _, shape = args.topology.partition(":")
+        try:
+            dims = tuple(int(x) for x in shape.split("x")) if shape else ()
+        except ValueError:
+            raise UsageError(
+                f"--topology {args.topology!r}: sizes must be integers, e.g. torus:8x8"
+            ) from None
+        net = Topology(
+            kind,  # type: ignore[arg-type]
+            dims,
+            link_bandwidth=args.link_bandwidth,
+            hop_latency=args.hop_latency,
+            endpoint=net,
+            congestion=not args.no_congestion,
+        )
+    noise = None
+    if args.noise:
+        freq, _, duration = args.noise.partition(":")
+        try:
+            noise = Noise(
+                float(freq),
+                float(duration or "nan"),
+                coscheduled=args.noise_cosched,
+                seed=args.seed,
+            )
+        except ValueError:
+            raise UsageError(
+                f"--noise {args.noise!r}: give FREQUENCY_HZ:DURATION_S, e.g. 1000:25e-6"
+            ) from None
+    placement: str | list[int] = args.placement
+    if "," in args.placement or args.placement.isdigit():
+        try:
+            placement = [int(x) for x in args.placement.split(",")]
+        except ValueError:
+            raise UsageError(
+                f"--placement {args.placement!r}: a name or comma-separated nodes"
+            ) from None
     r = simulate(
         args.trace,
         network=net,
+        placement=placement,  # type: ignore[arg-type]
+        noise=noise,
         ranks_per_node=args.ranks_per_node,
         compute_scale=args.compute_scale,
         size_scale=args.size_scale,
@@ -221,6 +264,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         .loc[["mean", "min", "max"], ["compute", "comm", "wait", "late_sender", "late_receiver"]]
         .to_string()
     )
+    return 0
+
+
+def _cmd_goal(args: argparse.Namespace) -> int:
+    from .goal import to_goal
+
+    export = to_goal(args.trace, args.output, timing=args.timing, seed=args.seed)
+    ops = ", ".join(f"{v} {k}" for k, v in sorted(export.operations.items()))
+    print(f"scalatrace: wrote {args.output} ({export.nranks} ranks: {ops or 'no operations'})")
     return 0
 
 
@@ -418,6 +470,24 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("trace")
     _add_network_arguments(sim)
     sim.add_argument("--ranks-per-node", type=int, default=1)
+    sim.add_argument(
+        "--topology",
+        help="torus:8x8, fat_tree:4 (k) or dragonfly:GROUPS x ROUTERS x NODES, e.g. dragonfly:9x4x2",
+    )
+    sim.add_argument("--link-bandwidth", type=float, default=float("inf"), help="bytes/s per link")
+    sim.add_argument("--hop-latency", type=float, default=0.0, help="seconds per link crossed")
+    sim.add_argument(
+        "--no-congestion", action="store_true", help="links carry any number of messages"
+    )
+    sim.add_argument(
+        "--placement",
+        default="block",
+        help="block, round_robin, random (--seed) or node,node,... per rank",
+    )
+    sim.add_argument("--noise", help="OS noise FREQUENCY_HZ:DURATION_S, e.g. 1000:25e-6")
+    sim.add_argument(
+        "--noise-cosched", action="store_true", help="the same noise phase on every rank"
+    )
     sim.add_argument("--compute-scale", type=float, default=1.0)
     sim.add_argument("--size-scale", type=float, default=1.0)
     sim.add_argument("--timing", choices=["mean", "median", "sample", "none"], default="mean")
@@ -433,6 +503,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--json", action="store_true", help="machine-readable output")
     sim.set_defaults(func=_cmd_simulate)
+
+    go = sub.add_parser(
+        "goal", help="export a trace as a LogGOPSim GOAL schedule (collectives as point-to-point)"
+    )
+    go.add_argument("trace")
+    go.add_argument("-o", "--output", required=True, help="GOAL text file (.goal)")
+    go.add_argument("--timing", choices=["mean", "sample", "none"], default="mean")
+    go.add_argument("--seed", type=int, default=0)
+    go.set_defaults(func=_cmd_goal)
 
     sw = sub.add_parser("sweep", help="simulate a grid of what-if parameters (CSV out)")
     sw.add_argument("trace")

@@ -48,11 +48,13 @@ from .errors import (
     SimulationParameterError,
     UsageError,
 )
+from .topology import Noise, Topology
 
 if TYPE_CHECKING:
     import pandas
 
 Timing = Literal["mean", "median", "sample", "none"]
+Placement = Literal["block", "round_robin", "random"]
 
 _NS = 1e-9
 
@@ -257,10 +259,12 @@ class SimResult:
 
 def simulate(
     trace: TraceModel | str | os.PathLike[str],
-    network: LogGP | None = None,
+    network: LogGP | Topology | None = None,
     *,
     intra_node: LogGP | None = None,
     ranks_per_node: int = 1,
+    placement: Placement | Sequence[int] = "block",
+    noise: Noise | None = None,
     compute_scale: float = 1.0,
     site_compute_scale: Mapping[int, float] | None = None,
     size_scale: float = 1.0,
@@ -278,12 +282,22 @@ def simulate(
     ----------
     trace : Trace or path
         The compressed trace (never expanded: each rank walks its own cursor).
-    network : LogGP, optional
-        Parameters between nodes (default ``LogGP()``).
+    network : LogGP or Topology, optional
+        Parameters between nodes (default ``LogGP()``: every pair of nodes one link), or a
+        :class:`scalatrace.Topology` (torus, fat tree, dragonfly: routes over links with
+        per-hop latency, link bandwidth and congestion; its ``endpoint`` is the LogGP of
+        the NICs).
     intra_node : LogGP, optional
-        Parameters between ranks of one node (default: ``network``).
+        Parameters between ranks of one node (default: ``network``, or the topology's
+        endpoint).
     ranks_per_node : int
-        Consecutive ranks per node (node = rank // ranks_per_node).
+        Ranks per node (the slots of every node).
+    placement : {"block", "round_robin", "random"} or sequence of int
+        Ranks onto nodes: ``block`` (node = rank // ranks_per_node), ``round_robin``
+        (rank % number of nodes used), ``random`` (nodes drawn among the topology's and ranks
+        shuffled over their slots, seeded by ``seed``), or one node per rank.
+    noise : Noise, optional
+        OS noise: compute between calls stretches over periodic detours of the CPU.
     compute_scale : float
         Multiplies every compute time between MPI calls (2 = processors twice as slow).
     site_compute_scale : dict, optional
@@ -320,10 +334,21 @@ def simulate(
         messages that are never received.
     """
     t = as_trace(trace)
-    net = network if network is not None else LogGP()
+    topology = network if isinstance(network, Topology) else None
+    if topology is not None:
+        net = topology.endpoint if topology.endpoint is not None else LogGP()
+    else:
+        net = network if network is not None else LogGP()
     intra = intra_node if intra_node is not None else net
     if not isinstance(net, LogGP) or not isinstance(intra, LogGP):
-        raise SimulationParameterError("network and intra_node must be scalatrace.LogGP instances")
+        raise SimulationParameterError(
+            "network must be a scalatrace.LogGP or scalatrace.Topology, intra_node a scalatrace.LogGP"
+        )
+    if noise is not None and not isinstance(noise, Noise):
+        raise SimulationParameterError(
+            f"noise must be a scalatrace.Noise or None, not {noise!r:.60}"
+        )
+    placement_args = _placement_args(placement, t.nranks, seed if isinstance(seed, int) else 0)
     if isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, (int, np.integer)):
         raise SimulationParameterError(f"ranks_per_node must be an integer, got {ranks_per_node!r}")
     # Argument checks raise UsageError; the simulator names them as its parameter errors
@@ -365,6 +390,9 @@ def simulate(
         "eager_threshold": eager_threshold,
         "contention": contention,
         "recorded_local_calls": recorded_local_calls,
+        "topology": topology,
+        "placement": placement,
+        "noise": noise,
     }
     try:
         raw = _core.simulate(
@@ -383,6 +411,9 @@ def simulate(
             10_000_000,
             bool(pair_counts),
             bool(recorded_local_calls),
+            **(topology._core_args() if topology is not None else {}),
+            **placement_args,
+            **(noise._core_args() if noise is not None else {}),
         )
     except (ValueError, TypeError, OverflowError) as e:
         raise SimulationParameterError(one_line(e)) from None
@@ -391,6 +422,26 @@ def simulate(
             raise SimulationError(str(e)) from None
         raise
     return SimResult(raw, params)
+
+
+def _placement_args(placement: Any, nranks: int, seed: int) -> dict[str, Any]:
+    """The core's placement arguments; seeded by ``simulate``'s ``seed`` for ``random``."""
+    if isinstance(placement, str):
+        if placement not in ("block", "round_robin", "random"):
+            raise SimulationParameterError(
+                f"placement must be 'block', 'round_robin', 'random' or a list of nodes, got {placement!r}"
+            )
+        return {"placement": placement, "placement_seed": seed}
+    if isinstance(placement, (bytes, Mapping)) or not isinstance(placement, (Sequence, np.ndarray)):
+        raise SimulationParameterError(
+            f"placement must be a name or a sequence of nodes, not {placement!r:.60}"
+        )
+    nodes = np.asarray(placement)
+    if nodes.ndim != 1 or len(nodes) != nranks or (len(nodes) and nodes.dtype.kind not in "iu"):
+        raise SimulationParameterError(
+            f"an explicit placement gives one integer node per rank ({nranks} ranks, got {nodes.shape} {nodes.dtype})"
+        )
+    return {"placement": "explicit", "node_of_rank": [int(x) for x in nodes]}
 
 
 # --------------------------------------------------------------------------------------- sweep
@@ -404,10 +455,11 @@ _SCALAR_KEYS = {
     "eager_threshold",
     "contention",
     "recorded_local_calls",
+    "placement",
 }
 _NETWORK_KEYS = {"L", "o_s", "o_r", "g", "G", "O"}
 _FACTOR_KEYS = {"bandwidth_scale", "latency_scale", "overhead_scale"}
-_OBJECT_KEYS = {"network", "intra_node"}
+_OBJECT_KEYS = {"network", "intra_node", "noise"}
 GRID_KEYS = frozenset(_SCALAR_KEYS | _NETWORK_KEYS | _FACTOR_KEYS | _OBJECT_KEYS)
 """Parameters :func:`sweep` can vary."""
 
@@ -437,7 +489,9 @@ def _grid_points(grid: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:
 
 def _point_kwargs(base: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
     kw = dict(base)
-    net: LogGP = point.get("network", kw.get("network")) or LogGP()
+    chosen = point.get("network", kw.get("network")) or LogGP()
+    topology = chosen if isinstance(chosen, Topology) else None
+    net: LogGP = (topology.endpoint or LogGP()) if topology is not None else chosen
     intra: LogGP | None = point.get("intra_node", kw.get("intra_node"))
     changes = {k: v for k, v in point.items() if k in _NETWORK_KEYS}
     if changes:
@@ -451,14 +505,19 @@ def _point_kwargs(base: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str
     if any(f != 1.0 for f in factors.values()):
         net = net.scaled(**factors)
         intra = intra.scaled(**factors) if intra is not None else None
-    kw["network"] = net
+    kw["network"] = dataclasses.replace(topology, endpoint=net) if topology is not None else net
     kw["intra_node"] = intra
+    if "noise" in point:
+        kw["noise"] = point["noise"]
     kw.update({k: v for k, v in point.items() if k in _SCALAR_KEYS})
     return kw
 
 
 def _row(point: Mapping[str, Any], result: SimResult | None, error: str | None) -> dict[str, Any]:
-    row: dict[str, Any] = {k: (repr(v) if isinstance(v, LogGP) else v) for k, v in point.items()}
+    row: dict[str, Any] = {
+        k: (repr(v) if isinstance(v, (LogGP, Topology, Noise, list, tuple)) else v)
+        for k, v in point.items()
+    }
     if result is not None:
         row.update(
             total_time=result.total_time,
@@ -523,9 +582,10 @@ def sweep(
     grid : dict
         Parameter -> list of values; the grid is their Cartesian product. Parameters: any
         :func:`simulate` keyword among ``compute_scale``, ``size_scale``, ``ranks_per_node``,
-        ``timing``, ``seed``, ``eager_threshold``, ``contention``, ``recorded_local_calls``, ``network``,
-        ``intra_node``; one LogGP field ``L``, ``o_s``, ``o_r``, ``g``, ``G`` (set on both
-        networks); or ``latency_scale`` / ``bandwidth_scale`` / ``overhead_scale`` (factors
+        ``timing``, ``seed``, ``eager_threshold``, ``contention``, ``recorded_local_calls``, ``network``
+        (LogGP or :class:`Topology` values), ``intra_node``, ``placement``, ``noise`` (:class:`Noise`
+        or None); one LogGP field ``L``, ``o_s``, ``o_r``, ``g``, ``G`` (set on both
+        networks, a topology's endpoint); or ``latency_scale`` / ``bandwidth_scale`` / ``overhead_scale`` (factors
         applied through :meth:`LogGP.scaled`).
     processes : int, optional
         Worker processes (default: ``os.cpu_count()``); 1 runs in this process.

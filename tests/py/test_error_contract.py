@@ -222,6 +222,16 @@ def _bad_invocations(trace: str) -> list[list[str]]:
             ["simulate", trace, "--timing", "exact"],
             ["simulate", trace, "--compute-scale", "nan"],
             ["simulate", trace, "--seed", "100000000000000000000"],
+            ["simulate", trace, "--topology", "torus:4xq"],
+            ["simulate", trace, "--topology", "hypercube:4"],
+            ["simulate", trace, "--topology", "torus:1", "--placement", "0,x"],
+            ["simulate", trace, "--noise", "1000"],
+            ["simulate", trace, "--noise", "10:1"],
+        ],
+        "goal": [
+            ["goal", trace],
+            ["goal", trace, "-o", "x.goal", "--timing", "exact"],
+            ["goal", trace, "-o", "x.goal", "--seed", "-1"],
         ],
         "sweep": [
             ["sweep", trace, "--param", "colour"],

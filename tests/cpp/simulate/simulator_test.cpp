@@ -659,3 +659,182 @@ TEST(Simulator, OutstandingNonblockingCollectivesAndPointToPointInOneWaitall) {
   EXPECT_LT(res.total_ns, one_after_other.total_ns + 2 * o);
   EXPECT_GT(res.total_ns, one_after_other.total_ns / 2);
 }
+
+// ---------------------------------------------------------------- topology, placement, noise
+
+namespace {
+
+/// LogGP endpoint that costs nothing, so a message takes only its route's time.
+SimOptions routed(Topology::Kind kind, std::vector<std::int64_t> shape, double hop_latency, double link_G) {
+  SimOptions opt = options(0, 0, 0);
+  opt.topology.kind = kind;
+  opt.topology.shape = std::move(shape);
+  opt.topology.hop_latency = hop_latency;
+  opt.topology.link_G = link_G;
+  opt.eager_threshold = 1e12;
+  return opt;
+}
+
+/// Hops between the nodes of ranks 0 and 1 (one hop = 1 ns, nothing else costs).
+double hops_between(Topology::Kind kind, std::vector<std::int64_t> shape, std::int64_t a, std::int64_t b) {
+  SimOptions opt = routed(kind, std::move(shape), 1.0, 0.0);
+  opt.placement = Placement::Explicit;
+  opt.node_of_rank = {a, b};
+  return simulate(ping_pong(2, 1), opt).total_ns / 2;
+}
+
+/// Ranks 0 and 1 send `bytes` to ranks 2 and 3 at time 0.
+Trace two_flows(std::int64_t bytes) {
+  auto p = programs(4);
+  p[0].p2p(Op::Send, 1, +2, bytes);
+  p[1].p2p(Op::Send, 1, +2, bytes);
+  p[2].p2p(Op::Recv, 2, -2, bytes);
+  p[3].p2p(Op::Recv, 2, -2, bytes);
+  return merged(p);
+}
+
+}  // namespace
+
+TEST(SimulatorTopology, TorusMessageTakesHopsTimesLatencyPlusBytesOverBandwidth) {
+  // 4x4 torus: node 0 = (0,0), node 6 = (2,1): 2 + 1 hops; with o = 250 on both sides.
+  SimOptions opt = routed(Topology::Kind::Torus, {4, 4}, 100, 0.5);
+  opt.inter_node = opt.intra_node = LogGP{0, 250, 250, 0, 0.1};  // link slower than the NIC
+  opt.placement = Placement::Explicit;
+  opt.node_of_rank = {0, 6};
+  const std::int64_t bytes = 1001;
+  EXPECT_DOUBLE_EQ(simulate(ping_pong(2, bytes), opt).total_ns, 2 * (2 * 250 + 3 * 100 + (bytes - 1) * 0.5));
+  // The endpoint's L adds to the route's latency; the slower of NIC and link sets the byte time.
+  opt.inter_node.L = 700;
+  opt.inter_node.G = 2.0;
+  EXPECT_DOUBLE_EQ(simulate(ping_pong(2, bytes), opt).total_ns, 2 * (2 * 250 + 700 + 3 * 100 + (bytes - 1) * 2.0));
+  // Wrap-around links: nodes 0 and 7 of a ring of 8 are neighbours; 0 and 4 are 4 apart.
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Torus, {8}, 0, 7), 1);
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Torus, {8}, 0, 4), 4);
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Torus, {4, 4, 4}, 0, 63), 3);
+}
+
+TEST(SimulatorTopology, FatTreeAndDragonflyHopCounts) {
+  // k = 4 fat tree: 2 nodes per edge switch, 4 per pod, 16 nodes.
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::FatTree, {4}, 0, 1), 2);   // same edge switch
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::FatTree, {4}, 0, 3), 4);   // same pod
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::FatTree, {4}, 0, 13), 6);  // through the core
+  // Dragonfly of 3 groups x 2 routers x 2 nodes: group 0's link to group 1 is on its router 0,
+  // to group 2 on router 1; group 1's and group 2's links to group 0 on their router 0.
+  const std::vector<std::int64_t> df{3, 2, 2};
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Dragonfly, df, 0, 1), 2);   // one router
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Dragonfly, df, 0, 2), 3);   // local link
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Dragonfly, df, 0, 4), 3);   // global link only
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Dragonfly, df, 0, 10), 5);  // local, global, local
+}
+
+TEST(SimulatorTopology, TwoFlowsOnOneLinkTakeTwiceTheTransfer) {
+  // Ring of 4 nodes, one rank each: 0->2 and 1->3 both cross link 1->2.
+  const std::int64_t bytes = 1 << 20;
+  SimOptions opt = routed(Topology::Kind::Torus, {4}, 50, 1.0);
+  const double alone = 2 * 50 + (bytes - 1) * 1.0;
+  EXPECT_DOUBLE_EQ(simulate(two_flows(bytes), opt).total_ns, 2 * 50 + 2 * (bytes - 1) * 1.0);
+  opt.topology.congestion = false;
+  EXPECT_DOUBLE_EQ(simulate(two_flows(bytes), opt).total_ns, alone);
+  // Flows on disjoint routes (ranks 0->2 and 1->3 placed on 0->1 and 2->3) do not interfere.
+  opt.topology.congestion = true;
+  opt.placement = Placement::Explicit;
+  opt.node_of_rank = {0, 2, 1, 3};
+  EXPECT_DOUBLE_EQ(simulate(two_flows(bytes), opt).total_ns, 50 + (bytes - 1) * 1.0);
+}
+
+TEST(SimulatorTopology, PlacementDecidesWhichLinkAPairUses) {
+  SimOptions opt = options(5000, 250, 0.5);
+  opt.intra_node = LogGP{100, 50, 50, 0, 0.1};
+  opt.ranks_per_node = 2;
+  const std::int64_t bytes = 1001;
+  const double intra = 10 * (2 * 50 + 100 + 1000 * 0.1), inter = 10 * (2 * 250 + 5000 + 1000 * 0.5);
+  EXPECT_NEAR(simulate(ping_pong(10, bytes), opt).total_ns, intra, 1e-6);  // block: one node
+  opt.placement = Placement::RoundRobin;                                   // 1 node used: still one
+  EXPECT_NEAR(simulate(ping_pong(10, bytes), opt).total_ns, intra, 1e-6);
+  opt.ranks_per_node = 1;
+  EXPECT_DOUBLE_EQ(simulate(ping_pong(10, bytes), opt).total_ns, inter);
+  opt.placement = Placement::Explicit;
+  opt.node_of_rank = {7, 7};
+  EXPECT_NEAR(simulate(ping_pong(10, bytes), opt).total_ns, intra, 1e-6);
+  // Random placement: seeded, the same for the same seed; on a flat network ranks_per_node = 2
+  // puts both ranks on the one node used.
+  opt.placement = Placement::Random;
+  opt.node_of_rank.clear();
+  opt.ranks_per_node = 2;
+  EXPECT_NEAR(simulate(ping_pong(10, bytes), opt).total_ns, intra, 1e-6);
+}
+
+TEST(SimulatorTopology, RandomPlacementIsSeededAndFitsTheTopology) {
+  // 4 ranks on a 64-node torus, one per node: hop counts change with the seed, not between runs.
+  SimOptions opt = routed(Topology::Kind::Torus, {4, 4, 4}, 1.0, 0.0);
+  opt.placement = Placement::Random;
+  std::map<double, int> seen;
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    opt.placement_seed = seed;
+    const double t = simulate(two_flows(1), opt).total_ns;
+    EXPECT_DOUBLE_EQ(simulate(two_flows(1), opt).total_ns, t);
+    EXPECT_GE(t, 1);
+    EXPECT_LE(t, 6);  // at most 6 hops in a 4x4x4 torus
+    ++seen[t];
+  }
+  EXPECT_GT(seen.size(), 1u);
+}
+
+TEST(SimulatorTopology, BadTopologiesAndPlacementsAreUsageErrors) {
+  SimOptions opt = routed(Topology::Kind::Torus, {2}, 1.0, 0.0);
+  EXPECT_THROW(simulate(two_flows(1), opt), UsageError);  // 4 ranks, 2 nodes
+  opt.ranks_per_node = 2;
+  EXPECT_NO_THROW(simulate(two_flows(1), opt));
+  opt.topology.kind = Topology::Kind::FatTree;
+  opt.topology.shape = {3};
+  EXPECT_THROW(simulate(two_flows(1), opt), UsageError);  // k odd
+  opt.topology.kind = Topology::Kind::Dragonfly;
+  opt.topology.shape = {2, 2};
+  EXPECT_THROW(simulate(two_flows(1), opt), UsageError);
+  opt = options();
+  opt.placement = Placement::Explicit;
+  opt.node_of_rank = {0, 1};
+  EXPECT_THROW(simulate(two_flows(1), opt), UsageError);  // one node per rank: 4 needed
+  opt.node_of_rank = {0, 1, -1, 2};
+  EXPECT_THROW(simulate(two_flows(1), opt), UsageError);
+  opt = options();
+  opt.noise = OsNoise{1000, 1000, false, 0};
+  EXPECT_THROW(simulate(two_flows(1), opt), UsageError);  // a detour as long as its period
+}
+
+TEST(SimulatorNoise, DetoursStretchComputeByTheirShare) {
+  // One rank, 90 calls of 900 ns compute: 81,000 ns of work. Detours of 100 ns every 1,000 ns
+  // leave 900 ns of work per period: the work ends after 90 periods, within one detour of
+  // 90,000 ns whatever the phase.
+  auto p = programs(1);
+  for (int i = 0; i < 90; ++i) p[0].push(Op::Other, 5, 900);
+  const Trace t = merged(p);
+  SimOptions opt = options();
+  EXPECT_DOUBLE_EQ(simulate(t, opt).total_ns, 81000);
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    opt.noise = OsNoise{1000, 100, false, seed};
+    const SimResult r = simulate(t, opt);
+    EXPECT_GE(r.total_ns, 90000 - 100 - 1e-6) << seed;
+    EXPECT_LE(r.total_ns, 90000 + 100 + 1e-6) << seed;
+    EXPECT_DOUBLE_EQ(r.ranks[0].compute, r.total_ns);  // the detours count as compute
+  }
+  // A detour of 0 ns changes nothing, bit for bit.
+  opt.noise = OsNoise{1000, 0, false, 3};
+  EXPECT_DOUBLE_EQ(simulate(t, opt).total_ns, 81000);
+}
+
+TEST(SimulatorNoise, CoscheduledNoiseDelaysEveryRankAlike) {
+  // Two ranks computing 5,000 ns then exchanging: coscheduled detours delay both the same, so
+  // the exchange adds no wait; independent phases make one rank wait for the other.
+  auto p = programs(2);
+  p[0].p2p(Op::Send, 1, +1, 8, 0, 5000);
+  p[0].p2p(Op::Recv, 2, +1, 8);
+  p[1].p2p(Op::Recv, 3, -1, 8, 0, 5000);
+  p[1].p2p(Op::Send, 4, -1, 8);
+  const Trace t = merged(p);
+  SimOptions opt = options();
+  opt.noise = OsNoise{1000, 300, true, 11};
+  const SimResult r = simulate(t, opt);
+  EXPECT_DOUBLE_EQ(r.ranks[0].compute, r.ranks[1].compute);
+  EXPECT_GT(r.ranks[0].compute, 5000);
+}

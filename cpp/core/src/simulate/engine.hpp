@@ -61,6 +61,7 @@ class Engine {
   /// By op: the call takes at least its recorded duration (SimOptions::recorded_local_calls).
   std::array<bool, kOpCount> takes_recorded_time_{};
   Network net_;
+  bool noisy_ = false;  ///< OS noise on (SimOptions::noise)
   std::int64_t n_;
   sim::RankArray<RankSim> ranks_;
   ReadyQueue ready_{n_};

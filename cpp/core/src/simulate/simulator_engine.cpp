@@ -11,6 +11,7 @@
 #include "simulate/engine.hpp"
 #include "simulate/engine_collectives.hpp"
 #include "simulate/engine_waiting.hpp"
+#include "simulate/simulator_noise.hpp"
 
 namespace scalatrace {
 namespace sim {
@@ -34,6 +35,7 @@ Engine::Engine(const Trace& trace, const SimOptions& options)
   in_wild_.assign(static_cast<std::size_t>(n_), 0);
   site_times_.resize(trace.sites.size());
   site_count_ = site_times_.size();
+  noisy_ = options.noise.period > 0;
 }
 
 SimResult Engine::run() {
@@ -90,6 +92,8 @@ inline void Engine::begin_event(RankSim& R) {
     const auto it = opt_.site_compute_scale.find(ev_.site);
     if (it != opt_.site_compute_scale.end()) compute *= it->second;
   }
+  if (noisy_ && compute > 0)
+    compute = noisy_end(opt_.noise, noise_phase(opt_.noise, R.rank), R.clock, compute) - R.clock;
   R.clock += compute;
   R.times.compute += compute;
   R.event_compute = compute;

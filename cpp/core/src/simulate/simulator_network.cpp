@@ -34,6 +34,16 @@ void SimOptions::validate() const {
   if (ranks_per_node < 1)
     throw UsageError("simulator parameter ranks_per_node must be at least 1, got " + std::to_string(ranks_per_node));
   check_value(eager_threshold, "eager_threshold");
+  topology.nodes();  // throws for a bad shape
+  check_value(topology.hop_latency, "topology.hop_latency");
+  check_value(topology.link_G, "topology.link_G");
+  check_value(noise.period, "noise.period");
+  check_value(noise.duration, "noise.duration");
+  if (noise.period > 0 && noise.duration >= noise.period)
+    throw UsageError("noise.duration must be shorter than noise.period (got " + std::to_string(noise.duration) +
+                     " ns every " + std::to_string(noise.period) + " ns)");
+  if (placement != Placement::Explicit && !node_of_rank.empty())
+    throw UsageError("node_of_rank is for the explicit placement only");
   check_value(compute_scale, "compute_scale");
   check_value(size_scale, "size_scale");
   for (const auto& [site, scale] : site_compute_scale)
@@ -50,11 +60,44 @@ Network::Network(const SimOptions& options, std::int64_t nranks)
       nic_free_(static_cast<std::size_t>(nranks), 0.0) {
   if (ranks_per_node_ > 0 && (ranks_per_node_ & (ranks_per_node_ - 1)) == 0)
     node_shift_ = std::countr_zero(static_cast<std::uint64_t>(ranks_per_node_));
-  if (contention_) {
-    const auto nodes = static_cast<std::size_t>((nranks + ranks_per_node_ - 1) / ranks_per_node_);
-    node_tx_free_.assign(nodes, 0.0);
-    node_rx_free_.assign(nodes, 0.0);
+  node_of_ = place_ranks(options, nranks);
+  if (options.topology.kind != Topology::Kind::Flat) {
+    routes_ = std::make_unique<Routes>(options.topology);
+    hop_latency_ = options.topology.hop_latency;
+    link_G_ = options.topology.link_G;
+    congestion_ = options.topology.congestion;
+    if (congestion_) link_free_.assign(static_cast<std::size_t>(routes_->links()), 0.0);
   }
+  if (contention_) {
+    std::int64_t nodes = (nranks + ranks_per_node_ - 1) / ranks_per_node_;
+    for (std::int64_t n : node_of_) nodes = std::max(nodes, n + 1);
+    node_tx_free_.assign(static_cast<std::size_t>(nodes), 0.0);
+    node_rx_free_.assign(static_cast<std::size_t>(nodes), 0.0);
+  }
+}
+
+Network::Transfer Network::routed_transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready,
+                                           double bytes) {
+  double& nic = nic_free_[static_cast<std::size_t>(src)];
+  Transfer t;
+  t.start = std::max(ready, nic);
+  if (same_node(src, dst)) {
+    const double body = bytes > 1 ? (bytes - 1) * p.G : 0.0;
+    t.end = t.start + body;
+    t.arrival = t.end + p.L;
+    nic = std::max(nic, t.start + std::max(p.g, body));
+    return t;
+  }
+  routes_->route(node(src), node(dst), path_);
+  const double body = bytes > 1 ? (bytes - 1) * std::max(p.G, link_G_) : 0.0;
+  if (congestion_)
+    for (std::uint32_t l : path_) t.start = std::max(t.start, link_free_[l]);
+  t.end = t.start + body;
+  t.arrival = t.end + p.L + static_cast<double>(path_.size()) * hop_latency_;
+  nic = std::max(nic, t.start + std::max(p.g, body));
+  if (congestion_)
+    for (std::uint32_t l : path_) link_free_[l] = t.end;
+  return t;
 }
 
 double Network::min_latency() const { return std::min(inter_.L, intra_.L); }

@@ -32,10 +32,56 @@ struct LogGP {
   double copy_time(double bytes) const { return bytes > 1 ? (bytes - 1) * O : 0.0; }
 };
 
+/// Links between nodes (docs/simulator.md, "Topology and placement"). Flat: every pair of nodes
+/// one LogGP link (inter_node), the default. Otherwise an inter-node message crosses the links
+/// of its route; it takes inter_node.L + hops * hop_latency plus (k-1) * max(inter_node.G,
+/// link_G) for its bytes, and with `congestion` the links of its route carry one message at a
+/// time (each busy from the message's start to its last byte, in processing order).
+struct Topology {
+  enum class Kind : std::uint8_t { Flat, Torus, FatTree, Dragonfly };
+  Kind kind = Kind::Flat;
+  /// Torus: nodes per dimension (wrap-around links, dimension-order routing on the shorter
+  /// way). FatTree: {k} (three-level k-ary fat tree of k^3/4 nodes, k even; up-down routing,
+  /// the up port chosen by the destination). Dragonfly: {groups, routers per group, nodes per
+  /// router} (all-to-all local links in a group, one global link between every two groups;
+  /// minimal routing).
+  std::vector<std::int64_t> shape;
+  double hop_latency = 0;  ///< ns per link crossed
+  double link_G = 0;       ///< ns per byte on a link (inverse link bandwidth); 0: unlimited
+  bool congestion = true;  ///< messages sharing a link cross it one at a time
+
+  /// Nodes of the topology (0 for Flat: unbounded). Throws UsageError for a bad shape.
+  std::int64_t nodes() const;
+};
+
+/// How ranks are placed on nodes of `ranks_per_node` slots.
+enum class Placement : std::uint8_t {
+  Block,       ///< rank r on node r / ranks_per_node (the default)
+  RoundRobin,  ///< rank r on node r % N, N = ceil(ranks / ranks_per_node)
+  Random,      ///< N nodes drawn among the topology's (placement_seed), ranks shuffled over their slots
+  Explicit,    ///< node_of_rank[r]
+};
+
+/// OS noise (LogGOPSim's noise injection, as a periodic detour): every `period` ns each rank's
+/// CPU is taken away for `duration` ns; compute between calls stretches over the detours it
+/// meets. Each rank's first detour starts at a phase drawn from `seed` (the same phase on every
+/// rank when `coscheduled`). period 0: no noise.
+struct OsNoise {
+  double period = 0;
+  double duration = 0;
+  bool coscheduled = false;
+  std::uint64_t seed = 0;
+};
+
 struct SimOptions {
   LogGP inter_node;  ///< between ranks on different nodes
   LogGP intra_node;  ///< between ranks on one node (node = rank / ranks_per_node)
   std::int64_t ranks_per_node = 1;
+  Topology topology;                       ///< links between nodes (Flat: inter_node only)
+  Placement placement = Placement::Block;  ///< ranks onto nodes
+  std::uint64_t placement_seed = 0;        ///< Placement::Random
+  std::vector<std::int64_t> node_of_rank;  ///< Placement::Explicit: one node per rank
+  OsNoise noise;                           ///< period 0: none
   /// Messages of more bytes than this use the rendezvous protocol (RTS, CTS, data); others are
   /// sent eagerly. Ssend is always rendezvous, Bsend always eager.
   double eager_threshold = 65536;
