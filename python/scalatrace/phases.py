@@ -103,7 +103,10 @@ class Phase:
     bytes : float
         Bytes sent in the whole run (collectives: send-side bytes summed over the ranks).
     occurrences : int
-        Iterations of the innermost loop holding all its call sites (largest over the ranks).
+        Iterations of the phase's loop (the innermost loop holding its call sites, per rank),
+        largest over the ranks.
+    visits : int
+        Entries into that loop (a pipeline fills once per visit).
     overlaps_with : tuple of int
         Phases it can overlap with (MK §4.1: consecutive phases where no rank that receives in
         the first sends in the second).
@@ -124,6 +127,7 @@ class Phase:
     messages: int
     bytes: float
     occurrences: int
+    visits: int = 1
     overlaps_with: tuple[int, ...] = ()
     path: tuple[int, ...] = ()
     pairs: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64), repr=False)
@@ -468,17 +472,38 @@ def _loop_at(trace: _core.Trace, path: tuple[int, ...]) -> Any:
     return node
 
 
-def _occurrences(trace: _core.Trace, path: tuple[int, ...]) -> int:
-    """Iterations of the loop at ``path``, largest over the ranks. Its trip vector holds one
-    entry per visit, so their sum already counts the enclosing loops' iterations."""
+def _occurrences(trace: _core.Trace, path: tuple[int, ...]) -> tuple[int, int]:
+    """(iterations, visits) of the loop at ``path``, largest over the ranks: its trip vector
+    holds one entry per visit, so their sum already counts the enclosing loops' iterations."""
     if not path:
-        return 1
-    best = 0
+        return 1, 1
+    best, visits = 0, 1
     for seq, _rl in _loop_at(trace, path).loop.trips.alternatives:
         arr = seq.to_numpy()
         if arr.size:
             best = max(best, int(arr.sum()))
-    return max(best, 1)
+            visits = max(visits, int(arr.size))
+    return max(best, 1), visits
+
+
+def _phase_loops(trace: _core.Trace, its: list[_Item], n: int) -> tuple[tuple[int, ...], int, int]:
+    """The phase's loop per rank: the innermost loop holding all the phase's nodes that the
+    rank executes (ranks with different nodes may run the phase in loops of their own, as a
+    pipeline's first and last ranks do). Returns (the loop holding all the nodes, iterations,
+    visits), the last two largest over the ranks."""
+    whole = _common_prefix([it.path for it in its]) if len(its) > 1 else its[0].path[:-1]
+    if len(its) > 62:
+        return (whole, *_occurrences(trace, whole))
+    sig = np.zeros(n, dtype=np.int64)
+    for k, it in enumerate(its):
+        sig[it.ranks] |= np.int64(1) << k
+    occ, visits = 1, 1
+    for s in np.unique(sig[sig != 0]).tolist():
+        mine = [it for k, it in enumerate(its) if s >> k & 1]
+        path = _common_prefix([it.path for it in mine]) if len(mine) > 1 else mine[0].path[:-1]
+        o, v = _occurrences(trace, path)
+        occ, visits = max(occ, o), max(visits, v)
+    return whole, occ, visits
 
 
 def _chain(
@@ -617,7 +642,7 @@ def phase_analysis(trace: TraceModel | str) -> PhaseAnalysis:
     for member in groups.values():
         ordered = sorted(member)
         its = [items[i] for i in ordered]
-        path = _common_prefix([it.path for it in its])
+        path, occ, visits = _phase_loops(core, its, n)
         depth, pairs, follows = _chain(items, member, comms, n)
         if pairs.size == 0:
             continue  # receives nothing sends to (or the reverse): no phase to speak of
@@ -643,7 +668,8 @@ def phase_analysis(trace: TraceModel | str) -> PhaseAnalysis:
                 chain_depth=depth,
                 messages=int(msgs),
                 bytes=float(nbytes),
-                occurrences=_occurrences(core, path),
+                occurrences=occ,
+                visits=visits,
                 path=path,
                 pairs=pairs,
                 first_index=ordered[0],
@@ -657,7 +683,7 @@ def phase_analysis(trace: TraceModel | str) -> PhaseAnalysis:
     for site, its in coll.items():
         ranks = np.unique(np.concatenate([it.ranks for it in its]))
         ops = tuple(sorted({it.ev.op for it in its}))
-        path = _common_prefix([it.path for it in its]) if len(its) > 1 else its[0].path[:-1]
+        path, occ, visits = _phase_loops(core, its, n)
         phases.append(
             Phase(
                 id=0,
@@ -670,7 +696,8 @@ def phase_analysis(trace: TraceModel | str) -> PhaseAnalysis:
                 chain_depth=None,
                 messages=int(sum(summary.get((site, op), (0, 0.0))[0] for op in ops)),
                 bytes=float(sum(summary.get((site, op), (0, 0.0))[1] for op in ops)),
-                occurrences=_occurrences(core, path),
+                occurrences=occ,
+                visits=visits,
                 path=path,
                 first_index=its[0].index,
             )

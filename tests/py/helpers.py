@@ -329,3 +329,16 @@ def assert_same_run(got, real, drop_other: bool = False) -> None:
         return sorted((c.id, tuple(c.members), tuple(c.holders)) for c in t.communicators)
 
     assert held(got) == held(real)
+
+
+def compile_program(name: str, out_dir: Path, opt: str = "-O0") -> Path:
+    """Compiles ``tests/py/programs/<name>.c`` with MPICH's mpicc into ``out_dir``."""
+    import shutil
+
+    mpicc = shutil.which("mpicc.mpich") or shutil.which("mpicc")
+    if mpicc is None:
+        raise FileNotFoundError("mpicc (MPICH) not found")
+    exe = Path(out_dir) / name
+    src = Path(__file__).resolve().parent / "programs" / f"{name}.c"
+    subprocess.run([mpicc, opt, "-g", str(src), "-o", str(exe)], check=True, capture_output=True)
+    return exe

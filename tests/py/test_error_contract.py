@@ -428,6 +428,10 @@ def _public_functions(t, raw) -> list[tuple[str, object, dict]]:
         "latency_s": 1e-6,
         "bandwidth_bytes_per_s": 1e9,
         "rank": 0,
+        "m": scalatrace.model(traces),
+        "time": 1.0,
+        "ps": [2, 4],
+        "points": {"P": [2.0, 4.0, 8.0]},
     }
     functions = [
         (name, getattr(scalatrace, name))

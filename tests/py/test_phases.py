@@ -5,7 +5,6 @@ rank count no real run here reaches."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -81,16 +80,7 @@ def test_collectives_are_one_phase_each(example, collector_lib, tmp_path):
 
 @pytest.fixture(scope="module")
 def wavefront(tmp_path_factory) -> Path:
-    mpicc = shutil.which("mpicc.mpich") or shutil.which("mpicc")
-    if mpicc is None:
-        pytest.fail("mpicc (MPICH) not found")
-    out = tmp_path_factory.mktemp("wavefront") / "wavefront2d"
-    subprocess.run(
-        [mpicc, "-O0", "-g", str(PROGRAMS / "wavefront2d.c"), "-o", str(out)],
-        check=True,
-        capture_output=True,
-    )
-    return out
+    return helpers.compile_program("wavefront2d", tmp_path_factory.mktemp("wavefront2d"), "-O0")
 
 
 @pytest.mark.parametrize("px,py", [(3, 2), (2, 4), (3, 3)])
