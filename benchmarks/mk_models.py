@@ -5,7 +5,8 @@ block size it predicts vs the measured best one.
     python benchmarks/mk_models.py [--out benchmarks/results/mk_models.md] [--quick]
                                    [--extrap]
 
-Program: tests/py/programs/blocked_pipeline.c (-O2), ``blocked_pipeline N K SWEEPS``.
+Program: tests/py/programs/blocked_pipeline.c (-O2), ``blocked_pipeline N K SWEEPS WORK`` (4
+sweeps, 16 multiply-adds per cell).
 Training runs (traced): N in {512, 1024, 2048}, K in {4, 16, 64, 256}, P in {2, 3, 4}.
 Held-out runs (traced, never fitted): N = 1536 with K in {8, 32, 128} at every P, and N = 4096
 with K in {16, 64} at P = 2. Measured time of a run: the slowest rank's time from MPI_Init to
@@ -44,6 +45,7 @@ from scalatrace.models import measure, model, optimal_grain
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "tests" / "py" / "programs" / "blocked_pipeline.c"
 SWEEPS = 4
+WORK = 16  # multiply-adds per cell: a block's computation well above a message's cost
 
 
 def load() -> str:
@@ -63,7 +65,9 @@ def traced_run(exe: Path, work: Path, n: int, k: int, p: int) -> tuple[scalatrac
     out = work / f"bp-{n}-{k}-{p}.sct"
     stamp = out.with_suffix(".elapsed")
     if not (out.exists() and stamp.exists()):  # runs are kept in --work: a re-run reuses them
-        _, _, proc = run_collected([str(exe), str(n), str(k), str(SWEEPS)], p, out, timeout=600)
+        _, _, proc = run_collected(
+            [str(exe), str(n), str(k), str(SWEEPS), str(WORK)], p, out, timeout=600
+        )
         stamp.write_text(proc.stdout.split()[1])
     return scalatrace.load(out), float(stamp.read_text())
 
@@ -74,7 +78,7 @@ def plain_run(exe: Path, n: int, k: int, p: int, repeat: int) -> float:
         return float(stamp.read_text())
     mpiexec = shutil.which("mpiexec.mpich") or "mpiexec"
     proc = subprocess.run(
-        [mpiexec, "-n", str(p), str(exe), str(n), str(k), str(SWEEPS)],
+        [mpiexec, "-n", str(p), str(exe), str(n), str(k), str(SWEEPS), str(WORK)],
         capture_output=True,
         text=True,
         check=True,
@@ -259,7 +263,8 @@ def main() -> None:
         f"{platform.node()}, {os.cpu_count()} cores, load average (1 min) during the run: {', '.join(loads)}; "
         f"{wall:.0f} s. P = 2 on 2 cores; P >= 3 oversubscribed.",
         "",
-        f"Training: {len(train)} traced runs (N in {ns}, K in {ks}, P in {ps}, {SWEEPS} sweeps).",
+        f"Training: {len(train)} traced runs (N in {ns}, K in {ks}, P in {ps}, {SWEEPS} sweeps, "
+        f"{WORK} multiply-adds per cell).",
         "",
         "Model (seconds):",
         "",

@@ -300,7 +300,7 @@ class PerformanceModel:
         x = x or self.parameters[0]
         if x not in self.parameters:
             raise UsageError(f"x must be one of {', '.join(self.parameters)}, not {x!r}")
-        fixed = dict(fixed or {})
+        fixed = {k: v for k, v in (fixed or {}).items() if k != x}
         for p in self.parameters:
             if p != x and p not in fixed:
                 vals, counts = np.unique(self.points[p], return_counts=True)

@@ -151,18 +151,23 @@ def blocked_pipeline(tmp_path_factory) -> Path:
     )
 
 
-def test_model_of_a_blocked_pipeline(blocked_pipeline, collector_lib, tmp_path):
-    points = [(k, p) for k in (4, 16, 64) for p in (2, 3)]
-    traces = [
+POINTS = [(k, p) for k in (4, 16, 64) for p in (2, 3)]
+
+
+@pytest.fixture(scope="module")
+def pipeline_traces(blocked_pipeline, tmp_path_factory) -> list[scalatrace.Trace]:
+    helpers.collector_library()
+    out = tmp_path_factory.mktemp("bp_traces")
+    return [
         scalatrace.trace(
-            [str(blocked_pipeline), "256", str(k), "2"],
-            np=p,
-            out=tmp_path / f"{k}-{p}.sct",
-            timeout=120,
+            [str(blocked_pipeline), "256", str(k), "2"], np=p, out=out / f"{k}-{p}.sct", timeout=120
         )
-        for k, p in points
+        for k, p in POINTS
     ]
-    m = scalatrace.model(traces, params={"K": [k for k, _ in points]})
+
+
+def test_model_of_a_blocked_pipeline(pipeline_traces):
+    m = scalatrace.model(pipeline_traces, params={"K": [k for k, _ in POINTS]})
     assert m.parameters == ("K", "P")
     df = m.phases
     assert list(df["kind"]) == ["collective", "pipeline", "collective", "rest"], df
@@ -188,3 +193,35 @@ def test_model_refuses_mismatched_programs(example, collector_lib, tmp_path):
         scalatrace.model(ts[:2])
     with pytest.raises(UsageError, match="one value per trace"):
         scalatrace.model(ts, params={"N": [1, 2]})
+
+
+def test_cli_phases_and_model(pipeline_traces, tmp_path, capsys):
+    import json
+
+    from scalatrace import cli
+
+    assert cli.main(["phases", str(pipeline_traces[1].path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["kind"] for r in rows] == ["collective", "pipeline", "collective"]
+    assert rows[1]["chain_depth"] == 2
+    paths = [str(t.path) for t in pipeline_traces]
+    ks = ",".join(str(k) for k, _ in POINTS)
+    plot = tmp_path / "model.png"
+    argv = ["model", *paths, "--param", f"K={ks}", "--predict", "K=8;P=3", "--json"]
+    assert cli.main([*argv, "--optimal-grain", "K", "--at", "P=3", "--plot", str(plot)]) == 0
+    out = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert out["predictions"][0]["K"] == 8 and out["predictions"][0]["T"] > 0
+    assert out["optimal_grain"]["P"] == 3 and out["optimal_grain"]["K"] > 0
+    assert plot.stat().st_size > 0
+    assert cli.main(["model", *paths, "--param", "K=oops"]) == 2
+    assert "NAME=V1,V2" in capsys.readouterr().err
+
+
+def test_models_notebook_executes(tmp_path):
+    pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
+    helpers.example_path("pipeline")  # fails clearly if the examples are not built
+    outputs = helpers.execute_notebook("03_models.ipynb", tmp_path)
+    assert any(
+        o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in outputs
+    )

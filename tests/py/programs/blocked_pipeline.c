@@ -4,8 +4,10 @@
  * predecessor, updates its strip's K columns (N / P * K dependent multiply-adds), and sends its
  * K boundary values to its successor. After each sweep an Allreduce of the residual.
  *
- *   blocked_pipeline N K [SWEEPS]
+ *   blocked_pipeline N K [SWEEPS] [WORK]
  *
+ * WORK (default 1): dependent multiply-adds per cell, to make the computation outweigh the cost
+ * of a message on a loaded machine.
  * Time ~ SWEEPS * (N / K + P - 1) * (a * N / P * K + message time): small K pays the message
  * time N / K times, large K fills the pipeline slowly; the best K lies between. Rank 0 prints
  * "elapsed <seconds>" (from after a Barrier to after the last Allreduce). */
@@ -13,13 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static double update_block(double* strip, int rows, int n, int col0, int k, const double* in, double* out) {
+static double update_block(double* strip, int rows, int n, int col0, int k, int work, const double* in, double* out) {
   double acc = 0.0;
   for (int c = 0; c < k; ++c) {
     double carry = in[c];
     for (int r = 0; r < rows; ++r) {
       double* cell = &strip[(size_t)r * (size_t)n + (size_t)(col0 + c)];
-      carry = 0.5 * (*cell + carry) + 1e-9;
+      for (int w = 0; w < work; ++w) carry = 0.5 * (*cell + carry) + 1e-9;
       *cell = carry;
     }
     out[c] = carry;
@@ -34,11 +36,12 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (argc < 3) {
-    if (rank == 0) fprintf(stderr, "usage: blocked_pipeline N K [SWEEPS]\n");
+    if (rank == 0) fprintf(stderr, "usage: blocked_pipeline N K [SWEEPS] [WORK]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const int n = atoi(argv[1]), k = atoi(argv[2]), sweeps = argc > 3 ? atoi(argv[3]) : 4;
-  if (n < size || k < 1 || k > n || n % k != 0 || sweeps < 1) {
+  const int work = argc > 4 ? atoi(argv[4]) : 1;
+  if (n < size || k < 1 || k > n || n % k != 0 || sweeps < 1 || work < 1) {
     if (rank == 0) fprintf(stderr, "blocked_pipeline: need N >= P, 1 <= K <= N, K dividing N\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
@@ -53,7 +56,7 @@ int main(int argc, char** argv) {
   for (int s = 0; s < sweeps; ++s) {
     for (int col = 0; col < n; col += k) {
       if (rank > 0) MPI_Recv(in, k, MPI_DOUBLE, rank - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      residual += update_block(strip, rows, n, col, k, in, out);
+      residual += update_block(strip, rows, n, col, k, work, in, out);
       if (rank < size - 1) MPI_Send(out, k, MPI_DOUBLE, rank + 1, 0, MPI_COMM_WORLD);
     }
     MPI_Allreduce(&residual, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
