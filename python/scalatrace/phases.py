@@ -507,13 +507,18 @@ def _phase_loops(trace: _core.Trace, its: list[_Item], n: int) -> tuple[tuple[in
 
 
 def _chain(
-    items: list[_Item], member: set[int], comms: _CommMap, n: int
+    items: list[_Item], member: set[int], comms: _CommMap, n: int, path: tuple[int, ...]
 ) -> tuple[int, np.ndarray, bool]:
     """Chain depth, distinct (sender, receiver) pairs and whether the rank send graph is a
     DAG whose longest path the chain follows, for the items of one phase (indices ``member``)
-    within one occurrence."""
+    within one occurrence of its loop (at ``path``)."""
     phase_items = [items[i] for i in sorted(member)]
-    lo_idx, hi_idx = phase_items[0].index, phase_items[-1].index
+    lo_idx = phase_items[0].index
+    # The occurrence runs to the end of the loop's body: waits after the phase's last call
+    # still complete its receives.
+    hi_idx = phase_items[-1].index
+    while hi_idx + 1 < len(items) and items[hi_idx + 1].path[: len(path)] == path:
+        hi_idx += 1
     window = items[lo_idx : hi_idx + 1]
     s_item, s_src, s_dst, r_item, r_rank, r_src = _messages(phase_items, comms)
     if s_src.size == 0:
@@ -643,7 +648,7 @@ def phase_analysis(trace: TraceModel | str) -> PhaseAnalysis:
         ordered = sorted(member)
         its = [items[i] for i in ordered]
         path, occ, visits = _phase_loops(core, its, n)
-        depth, pairs, follows = _chain(items, member, comms, n)
+        depth, pairs, follows = _chain(items, member, comms, n, path)
         if pairs.size == 0:
             continue  # receives nothing sends to (or the reverse): no phase to speak of
         kind = _kind_of(depth, pairs, follows)
