@@ -426,6 +426,10 @@ def _longest_levels(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarra
     if n == 0:
         return level, True
     indeg = np.bincount(dst, minlength=n).astype(np.int64)
+    if indeg.max(initial=0) <= 1:
+        chains = _chain_levels(n, src, dst)
+        if chains is not None:
+            return chains, True
     order = np.argsort(src, kind="stable")
     ssrc, sdst = src[order], dst[order]
     indptr = np.zeros(n + 1, dtype=np.int64)
@@ -450,6 +454,24 @@ def _longest_levels(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarra
         done += frontier.size
         depth += 1
     return level, done == n
+
+
+def _chain_levels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
+    """Levels of a graph in which every vertex has at most one predecessor (chains and
+    out-trees: a 1D pipeline's messages), by pointer jumping: log2(depth) rounds of
+    ``level += level[ancestor]; ancestor = ancestor[ancestor]``. None if it has a cycle."""
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[dst] = src
+    level = (parent >= 0).astype(np.int64)
+    anc = parent.copy()
+    for _ in range(max(1, int(n).bit_length() + 1)):
+        live = np.flatnonzero(anc >= 0)
+        if live.size == 0:
+            return level
+        up = anc[live]
+        level[live] += level[up]
+        anc[live] = anc[up]
+    return None  # still linked after more rounds than any acyclic depth needs: a cycle
 
 
 # --- the analysis -------------------------------------------------------------------------

@@ -103,7 +103,7 @@ def test_wavefront_chain_depth_is_px_plus_py_minus_2(wavefront, collector_lib, t
 
 
 def test_harness_stencil_at_large_scale_from_the_structure(tmp_path):
-    """A 32,768-rank 2D stencil made in-process: one exchange phase (depth 1) and the
+    """A 16,384-rank 2D stencil made in-process: one exchange phase (depth 1) and the
     Allreduce, found from the compressed structure (no rank's events expanded)."""
     harness = helpers.tool_path("scalatrace-harness")
     out = tmp_path / "big.sct"
@@ -113,7 +113,7 @@ def test_harness_stencil_at_large_scale_from_the_structure(tmp_path):
             "--pattern",
             "stencil2d",
             "--ranks",
-            "32768",
+            "16384",
             "--timesteps",
             "3",
             "-o",
@@ -127,17 +127,18 @@ def test_harness_stencil_at_large_scale_from_the_structure(tmp_path):
     pa = phase_analysis(t)
     assert [p.kind for p in pa.phases] == ["exchange", "collective"]
     assert pa.phases[0].chain_depth == 1
-    assert pa.phases[0].ranks.size == 32768
-    # A 256 x 128 grid without wrap-around: 4 * (255 * 128 + 127 * 256) - 4 * 2 * 255 * 127
-    # neighbour pairs per step (edges both ways, diagonals both ways).
-    px, py = 256, 128
+    assert pa.phases[0].ranks.size == 16384
+    # A 128 x 128 grid without wrap-around: horizontal and vertical neighbours both ways, and
+    # the four diagonals.
+    px, py = 128, 128
     pairs = 2 * ((px - 1) * py + (py - 1) * px) + 4 * (px - 1) * (py - 1)
     assert pa.phases[0].messages == 3 * pairs
 
 
 def test_longest_chain_kernel_at_a_million_vertices():
-    """The level-synchronous longest-path kernel on a 1000 x 1000 wavefront (depth 1998) and
-    a 20,000-vertex chain."""
+    """The longest-path kernel on a 1000 x 1000 wavefront (depth 1998, level-synchronous
+    topological sorting), a 1,000,000-vertex chain and a binary out-tree (pointer jumping),
+    and cycles (found by both)."""
     from scalatrace.phases import _longest_levels
 
     side = 1000
@@ -146,11 +147,16 @@ def test_longest_chain_kernel_at_a_million_vertices():
     dst = np.concatenate([v[:, 1:].ravel(), v[1:, :].ravel()])
     levels, acyclic = _longest_levels(side * side, src, dst)
     assert acyclic and levels.max() == 2 * side - 2
-    n = 20_000
-    levels, acyclic = _longest_levels(n, np.arange(n - 1), np.arange(1, n))
-    assert acyclic and levels.max() == n - 1
-    levels, acyclic = _longest_levels(3, np.array([0, 1, 2]), np.array([1, 2, 0]))
-    assert not acyclic
+    n = 1_000_000
+    perm = np.random.default_rng(3).permutation(n)  # vertex ids in no particular order
+    levels, acyclic = _longest_levels(n, perm[:-1], perm[1:])
+    assert acyclic and levels.max() == n - 1 and levels[perm[-1]] == n - 1
+    tree = np.arange(1, 2**16 - 1)
+    levels, acyclic = _longest_levels(2**16 - 1, (tree - 1) // 2, tree)
+    assert acyclic and levels.max() == 15
+    for a, b in [([0, 1, 2], [1, 2, 0]), ([0, 1, 2, 0], [1, 2, 0, 2])]:
+        levels, acyclic = _longest_levels(3, np.array(a), np.array(b))
+        assert not acyclic
 
 
 def test_phase_graph_and_plot(example, collector_lib, tmp_path):
