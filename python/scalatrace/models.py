@@ -81,6 +81,7 @@ class PhaseMeasurement:
     depth: float
     per_occurrence: float  # seconds: c (synchronous) or w (pipeline stage)
     cost: float  # seconds, as the model combines it
+    overlaps_next: bool = False  # MK §4.1: it and the next phase can overlap
 
 
 @dataclass
@@ -92,7 +93,25 @@ class Measurement:
 
     @property
     def rest(self) -> float:
-        return self.total - sum(p.cost for p in self.phases)
+        """The run time the phases do not account for."""
+        return self.total - combine(
+            [p.cost for p in self.phases], [p.overlaps_next for p in self.phases], max
+        )
+
+
+def combine(costs: Sequence[Any], overlaps_next: Sequence[bool], maximum: Any) -> Any:
+    """MK §4.1's aggregate of phases in program order: a phase that can overlap with the next
+    adds ``maximum(its cost, the next's)`` and the pair counts once; any other adds its cost."""
+    total: Any = 0
+    i = 0
+    while i < len(costs):
+        if i + 1 < len(costs) and overlaps_next[i]:
+            total = total + maximum(costs[i], costs[i + 1])
+            i += 2
+        else:
+            total = total + costs[i]
+            i += 1
+    return total
 
 
 def _ranks_to_expand(t: TraceModel) -> list[int]:
@@ -154,19 +173,12 @@ def measure(trace: TraceModel | str, pipelines: Sequence[int] = ()) -> Measureme
             stages = occ + visits * max(depth - 1, 0.0)
             w = whole[p.id] / stages
             out.append(
-                PhaseMeasurement(
-                    "pipeline",
-                    ",".join(p.ops),
-                    occ,
-                    visits,
-                    depth,
-                    w,
-                    (occ + visits * (depth - 1)) * w,
-                )
+                PhaseMeasurement("pipeline", ",".join(p.ops), occ, visits, depth, w, stages * w)
             )
         else:
             c = (work[p.id] + (calls[p.id] if np.isfinite(calls[p.id]) else 0.0)) / occ
             out.append(PhaseMeasurement(p.kind, ",".join(p.ops), occ, 1.0, 0.0, c, occ * c))
+        out[-1].overlaps_next = p.id + 1 in p.overlaps_with
     return Measurement(total, out)
 
 
@@ -181,6 +193,7 @@ class PhaseModel:
     per_occurrence: MultiModel
     visits: MultiModel | None = None
     depth: MultiModel | None = None
+    overlaps_next: bool = False
 
     def expression(self, symbols: Mapping[str, Any]) -> sympy.Expr:
         b = self.occurrences.expression(symbols)
@@ -228,10 +241,11 @@ class PerformanceModel:
     def expression(self) -> sympy.Expr:
         """T(parameters) in seconds as a SymPy expression."""
         syms = self.symbols
-        expr = self.rest.expression(syms)
-        for pm in self.phase_models:
-            expr = expr + pm.expression(syms)
-        return expr
+        import sympy
+
+        costs = [pm.expression(syms) for pm in self.phase_models]
+        overlaps = [pm.overlaps_next for pm in self.phase_models]
+        return self.rest.expression(syms) + combine(costs, overlaps, sympy.Max)
 
     def predict(self, **values: Any) -> Any:
         """Predicted run time (seconds) at the given parameter values (scalars or arrays)."""
@@ -402,11 +416,15 @@ def model(
             ops=pm_list[0].ops,
             occurrences=_fit(points, [x.occurrences for x in pm_list], max_terms),
             per_occurrence=_fit(points, [x.per_occurrence for x in pm_list], max_terms),
+            overlaps_next=all(x.overlaps_next for x in pm_list),
         )
         if kind == "pipeline":
             pm.visits = _fit(points, [x.visits for x in pm_list], max_terms)
             pm.depth = _fit(points, [x.depth for x in pm_list], max_terms)
         phase_models.append(pm)
+    for m_ in ms:  # one overlap decision for all traces (the model's)
+        for pm, ph in zip(phase_models, m_.phases):
+            ph.overlaps_next = pm.overlaps_next
     rest_values = np.array([m.rest for m in ms])
     # The rest may be negative (the phases' slowest ranks are not the same rank): shift it.
     rest = (

@@ -235,6 +235,14 @@ def _bad_invocations(trace: str) -> list[list[str]]:
             ["extrapolate", trace, trace, trace, "--ranks", "100000000000000000000", "-o", "x.sct"],
         ],
         "generate": [["generate", trace, "--lang", "cobol", "-o", "x"], ["generate", trace]],
+        "phases": [["phases"], ["phases", trace, "--plot"]],
+        "model": [
+            ["model", trace],
+            ["model", trace, trace, trace, "--param", "N=oops"],
+            ["model", trace, trace, trace, "--max-terms", "9"],
+            ["model", trace, trace, trace, "--predict", "N"],
+            ["model", trace, trace, trace, "--optimal-grain", "K", "--at", "P=2"],
+        ],
         "clusters": [
             ["clusters", trace, "-k", "0"],
             ["clusters", trace, "--method", "?"],

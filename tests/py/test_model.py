@@ -112,6 +112,27 @@ def test_expression_combines_the_phases(pipeline_model):
     assert list(df["kind"]) == ["pipeline", "rest"]
 
 
+def test_overlapping_phases_add_their_maximum(pipeline_model):
+    """MK §4.1: two phases no rank of which receives in the first and sends in the second
+    (two pipelines over disjoint ranks) cost the slower of the two, once."""
+    import dataclasses
+
+    import sympy
+
+    first = pipeline_model.phase_models[0]
+    second = dataclasses.replace(first, id=1, per_occurrence=_multi(("N", "K", "P"), 2e-5))
+    both = dataclasses.replace(pipeline_model, phase_models=[first, second], _fn=None)
+    at = {"N": 1000, "K": 10, "P": 4}
+    alone = pipeline_model.predict(**at) - 0.01
+    slower = (1000 / 10 + 4 - 2) * 2e-5
+    assert both.predict(**at) == pytest.approx(0.01 + alone + slower)
+    first.overlaps_next = True
+    both._fn = None  # predict caches the compiled expression
+    assert both.expression.has(sympy.Max)
+    assert both.predict(**at) == pytest.approx(0.01 + max(alone, slower))
+    first.overlaps_next = False
+
+
 def test_optimal_grain_solves_dT_dK(pipeline_model):
     n, p = 4096.0, 8.0
     # dT/dK = 0: K* = sqrt(b P / (a (P - 2))).
