@@ -38,7 +38,7 @@ from ._base import check_float, check_int
 from ._model import TraceModel, as_trace
 from .errors import ScalatraceError, UsageError
 from .extrapolate import smape
-from .phases import phase_analysis
+from .phases import PhaseAnalysis, phase_analysis
 from .pmnf import MultiModel, fit_pmnf
 
 if TYPE_CHECKING:
@@ -120,7 +120,9 @@ def _ranks_to_expand(t: TraceModel) -> list[int]:
     return [int(g[0]) for g in t.rank_groups()]
 
 
-def measure(trace: TraceModel | str, pipelines: Sequence[int] = ()) -> Measurement:
+def measure(
+    trace: TraceModel | str, pipelines: Sequence[int] = (), analysis: PhaseAnalysis | None = None
+) -> Measurement:
     """The run time and the phases' measurements of one trace (see the module documentation).
 
     Parameters
@@ -129,9 +131,11 @@ def measure(trace: TraceModel | str, pipelines: Sequence[int] = ()) -> Measureme
     pipelines : sequence of int
         Phase ids to measure as pipelines even if this trace classifies them otherwise (a
         pipeline over 2 ranks passes nothing on and is a shift).
+    analysis : PhaseAnalysis, optional
+        The trace's phases, if already computed.
     """
     t = as_trace(trace)
-    pa = phase_analysis(t)
+    pa = analysis or phase_analysis(t)
     site_phase = {s: p.id for p in pa.phases for s in p.sites}
     nphases = len(pa.phases)
     work = np.zeros(nphases)  # the busiest rank's computation before the phase's calls
@@ -405,7 +409,7 @@ def model(
         detail = "; ".join(f"trace {i}: {' | '.join(s) or 'none'}" for i, s in enumerate(shapes))
         raise ModelError(f"the traces' communication phases differ ({detail})")
     pipelines = sorted({p.id for a in analyses for p in a.phases if p.kind in ("pipeline", "tree")})
-    ms = [measure(t, pipelines) for t in ts]
+    ms = [measure(t, pipelines, a) for t, a in zip(ts, analyses)]
     phase_models = []
     for g in range(len(shapes[0])):
         pm_list = [m.phases[g] for m in ms]
