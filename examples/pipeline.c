@@ -1,7 +1,7 @@
 /* pipeline: a software pipeline over the ranks (MK toolkit paper, Fig. 1): for every block,
  * rank i receives from i-1, computes, and sends to i+1; -b BLOCKS blocks per sweep, -i sweeps.
  * The first rank only sends, the last only receives, so the phase graph shows a pipeline
- * (chain depth = number of ranks) rather than a synchronous phase. */
+ * (chain depth = number of ranks - 1) rather than a synchronous phase. */
 #include <stdlib.h>
 
 #include "truth.h"

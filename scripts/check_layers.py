@@ -71,6 +71,11 @@ PYTHON_LEVELS = {
     "replay": 5,
     "_launch": 5,
     "sizes": 5,
+    "phases": 5,
+    # L5.3-5.6: features on features (multi-parameter PMNF on fit_scaling's search; models
+    # through the phases)
+    "pmnf": 5.3,
+    "models": 5.6,
     # L6: plots of traces and of the features' results
     "plot": 6,
     # L7: the user's Trace class (model + feature methods)

@@ -48,6 +48,15 @@ from .errors import (
 )
 from .export_extrap import to_extrap
 from .extrapolate import ExtrapolationError, Model, extrapolate, extrapolation_laws, fit_scaling
+from .models import (
+    ModelError,
+    PerformanceModel,
+    constant_time,
+    model,
+    optimal_grain,
+    speedup,
+)
+from .pmnf import fit_pmnf
 from .simulate import LogGP, SimResult, SimulationError, calibrate, simulate, sweep
 from .sizes import byte_breakdown
 from .topology import Noise, Topology
@@ -68,6 +77,8 @@ __all__ = [
     "Loop",
     "MPIRunError",
     "Model",
+    "ModelError",
+    "PerformanceModel",
     "OutputExistsError",
     "RankList",
     "RawRecording",
@@ -86,6 +97,11 @@ __all__ = [
     "ValueSeq",
     "byte_breakdown",
     "compare",
+    "constant_time",
+    "fit_pmnf",
+    "model",
+    "optimal_grain",
+    "speedup",
     "extrapolate",
     "extrapolation_laws",
     "fit_scaling",

@@ -109,6 +109,28 @@ class Trace(TraceModel):
 
         return cluster_map(self)
 
+    # --- communication phases (scalatrace.phases) -----------------------------------------
+    def phases(self) -> Any:
+        """The communication phases (MK toolkit) as a pandas DataFrame: ``phase, kind, ops,
+        ranks, chain_depth, messages, bytes, occurrences, call_sites, overlaps_with``; see
+        :func:`scalatrace.phases.phase_analysis`."""
+        from .phases import phases
+
+        return phases(self)
+
+    def phase_graph(self) -> Any:
+        """MK's communication phase graph as a networkx ``DiGraph`` (call sites joined by the
+        messages between them); see :func:`scalatrace.phases.phase_graph`."""
+        from .phases import phase_graph
+
+        return phase_graph(self)
+
+    def plot_phases(self, ax: Any = None) -> Any:
+        """Phases as bars over the ranks, coloured by kind; returns the matplotlib axes."""
+        from .phases import plot_phases
+
+        return plot_phases(self, ax=ax)
+
 
 _model.register_trace_class(Trace)
 

@@ -1,4 +1,5 @@
-"""The ``scalatrace`` command: run, show, stats, heatmap, simulate, sweep, goal, replay, generate.
+"""The ``scalatrace`` command: run, show, stats, heatmap, simulate, sweep, goal, replay, generate,
+phases, model.
 
 Errors (docs/python.md, "Errors"): one line ``scalatrace: error: ...`` on stderr, exit status 2
 for a usage error (bad arguments), 1 for any other error, the run's own status for a failed MPI
@@ -415,6 +416,128 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _assignments(items: Sequence[str], what: str) -> dict[str, list[float]]:
+    """``NAME=V1,V2,...`` arguments as {name: [values]}."""
+    out: dict[str, list[float]] = {}
+    for item in items:
+        name, eq, values = item.partition("=")
+        try:
+            if not eq or not name.strip():
+                raise ValueError
+            out[name.strip()] = [float(v) for v in values.split(",") if v.strip()]
+        except ValueError:
+            raise UsageError(
+                f"{what} wants NAME=V1,V2,... such as N=512,1024, got {item!r}"
+            ) from None
+    return out
+
+
+def _single_values(items: Sequence[str], what: str) -> dict[str, float]:
+    values = _assignments([x for item in items for x in item.split(";")], what)
+    if any(len(v) != 1 for v in values.values()):
+        raise UsageError(f"{what} wants one value per name, e.g. N=4096 P=16")
+    return {k: v[0] for k, v in values.items()}
+
+
+def _cmd_phases(args: argparse.Namespace) -> int:
+    from ._trace import load
+    from .phases import phase_analysis, plot_phases
+
+    pa = phase_analysis(load(args.trace))
+    df = pa.to_dataframe()
+    if args.json:
+        rows = df.astype(object).where(df.notna(), None).to_dict(orient="records")
+        print(json.dumps(rows, default=lambda v: list(v) if isinstance(v, tuple) else int(v)))
+    else:
+        print(df.to_string(index=False) if len(df) else "no communication phases")
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        ax = plot_phases(pa)
+        ax.figure.savefig(args.plot, bbox_inches="tight")
+        print(f"scalatrace: wrote {args.plot}")
+    return 0
+
+
+def _cmd_model(args: argparse.Namespace) -> int:
+    from ._trace import load
+    from .models import model, optimal_grain
+
+    params = _assignments(args.param, "--param")
+    m = model([load(p) for p in args.traces], params or None, max_terms=args.max_terms)
+    at = _single_values(args.at, "--at")
+    result: dict = {
+        "expression": str(m.expression),
+        "smape_percent": m.smape,
+        "direct": m.direct.formula,
+        "phases": m.phases.to_dict(orient="records"),
+    }
+    predictions = [_single_values([p], "--predict") for p in args.predict]
+    result["predictions"] = [{**p, "T": m.predict(**p)} for p in predictions]
+    if args.optimal_grain:
+        result["optimal_grain"] = {
+            args.optimal_grain: optimal_grain(m, args.optimal_grain, **at),
+            **at,
+        }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"T({', '.join(m.parameters)}) = {result['expression']}")
+        print(f"fit on the traces: SMAPE {m.smape:.3g} %; direct PMNF fit: {m.direct.formula}")
+        print(m.phases.to_string(index=False))
+        for p in result["predictions"]:
+            where = ", ".join(f"{k}={v:g}" for k, v in p.items() if k != "T")
+            print(f"T({where}) = {p['T']:.6g} s")
+        if args.optimal_grain:
+            where = ", ".join(f"{k}={v:g}" for k, v in at.items())
+            k = result["optimal_grain"][args.optimal_grain]
+            print(f"optimal {args.optimal_grain} at {where}: {k:.6g}")
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        ax = m.plot(x=args.plot_x, fixed=at or None)
+        ax.figure.savefig(args.plot, bbox_inches="tight")
+        print(f"scalatrace: wrote {args.plot}")
+    return 0
+
+
+def _model_parsers(sub: argparse._SubParsersAction) -> None:
+    ph = sub.add_parser("phases", help="communication phases of a trace (MK toolkit)")
+    ph.add_argument("trace")
+    ph.add_argument("--json", action="store_true", help="machine-readable output")
+    ph.add_argument("--plot", metavar="FILE", help="also draw the phases into an image")
+    ph.set_defaults(func=_cmd_phases)
+    mo = sub.add_parser(
+        "model", help="closed-form run-time model T(N, P, ...) from traces at several points"
+    )
+    mo.add_argument("traces", nargs="+", help="traces of one program at 3 or more points")
+    mo.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2,...",
+        help="a parameter's value for each trace, in order (repeatable; P defaults to the ranks)",
+    )
+    mo.add_argument("--max-terms", type=int, default=2, help="terms per fitted part (1-3)")
+    mo.add_argument(
+        "--predict",
+        action="append",
+        default=[],
+        metavar="NAME=V;NAME=V",
+        help="print T at these values, e.g. 'N=4096;K=32;P=16' (repeatable)",
+    )
+    mo.add_argument("--optimal-grain", metavar="NAME", help="solve dT/dNAME = 0 at --at values")
+    mo.add_argument(
+        "--at", action="append", default=[], metavar="NAME=V", help="values of the other parameters"
+    )
+    mo.add_argument("--plot", metavar="FILE", help="measured and modelled T against --plot-x")
+    mo.add_argument("--plot-x", default=None, help="parameter of the plot's x axis")
+    mo.add_argument("--json", action="store_true", help="machine-readable output")
+    mo.set_defaults(func=_cmd_model)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="scalatrace",
@@ -528,6 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sw.set_defaults(func=_cmd_sweep)
     _extrapolate_parser(sub).set_defaults(func=_cmd_extrapolate)
+    _model_parsers(sub)
     g = sub.add_parser("generate", help="generate a coNCePTuaL or C+MPI benchmark from a trace")
     g.add_argument("trace")
     g.add_argument("--lang", choices=["conceptual", "c"], default="conceptual")

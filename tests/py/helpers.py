@@ -341,3 +341,34 @@ def assert_same_run(got, real, drop_other: bool = False) -> None:
         return sorted((c.id, tuple(c.members), tuple(c.holders)) for c in t.communicators)
 
     assert held(got) == held(real)
+
+
+def compile_program(name: str, out_dir: Path, opt: str = "-O0") -> Path:
+    """Compiles ``tests/py/programs/<name>.c`` with MPICH's mpicc into ``out_dir``."""
+    import shutil
+
+    mpicc = shutil.which("mpicc.mpich") or shutil.which("mpicc")
+    if mpicc is None:
+        raise FileNotFoundError("mpicc (MPICH) not found")
+    exe = Path(out_dir) / name
+    src = Path(__file__).resolve().parent / "programs" / f"{name}.c"
+    subprocess.run([mpicc, opt, "-g", str(src), "-o", str(exe)], check=True, capture_output=True)
+    return exe
+
+
+def execute_notebook(name: str, cwd: Path, timeout: int = 300) -> list[dict]:
+    """Runs ``notebooks/<name>`` top to bottom in ``cwd`` (the examples found through
+    SCALATRACE_BUILD_DIR) and returns its code cells' outputs; fails on any error output."""
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(REPO_ROOT / "notebooks" / name, as_version=4)
+    os.environ.setdefault("SCALATRACE_BUILD_DIR", str(build_dir()))
+    client = nbclient.NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+    )
+    client.execute(cwd=str(cwd))
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    errors = [o for o in outputs if o.get("output_type") == "error"]
+    assert not errors, errors
+    return outputs

@@ -245,6 +245,14 @@ def _bad_invocations(trace: str) -> list[list[str]]:
             ["extrapolate", trace, trace, trace, "--ranks", "100000000000000000000", "-o", "x.sct"],
         ],
         "generate": [["generate", trace, "--lang", "cobol", "-o", "x"], ["generate", trace]],
+        "phases": [["phases"], ["phases", trace, "--plot"]],
+        "model": [
+            ["model", trace],
+            ["model", trace, trace, trace, "--param", "N=oops"],
+            ["model", trace, trace, trace, "--max-terms", "9"],
+            ["model", trace, trace, trace, "--predict", "N"],
+            ["model", trace, trace, trace, "--optimal-grain", "K", "--at", "P=2"],
+        ],
         "clusters": [
             ["clusters", trace, "-k", "0"],
             ["clusters", trace, "--method", "?"],
@@ -438,6 +446,10 @@ def _public_functions(t, raw) -> list[tuple[str, object, dict]]:
         "latency_s": 1e-6,
         "bandwidth_bytes_per_s": 1e9,
         "rank": 0,
+        "m": scalatrace.model(traces),
+        "time": 1.0,
+        "ps": [2, 4],
+        "points": {"P": [2.0, 4.0, 8.0]},
     }
     functions = [
         (name, getattr(scalatrace, name))

@@ -218,19 +218,11 @@ def test_fit_rejects_bad_input():
         fit_scaling([1, 2, 4], [1, 2])
 
 
-def test_extrapolation_notebook_executes(tmp_path, monkeypatch):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+def test_extrapolation_notebook_executes(tmp_path):
+    pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
     helpers.example_path("stencil1d")  # fails clearly if the examples are not built
-    path = helpers.REPO_ROOT / "notebooks" / "02_extrapolation.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    monkeypatch.chdir(tmp_path)
-    client = nbclient.NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    )
-    client.execute()
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
-    assert not [o for o in outputs if o.get("output_type") == "error"]
+    outputs = helpers.execute_notebook("02_extrapolation.ipynb", tmp_path)
     assert any(
         o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in outputs
     )

@@ -1,0 +1,603 @@
+"""Closed-form performance models from traces (MK toolkit, Block, Sarukkai and Mehra, §4-5).
+
+:func:`model` takes traces of one program at several parameter points (problem size ``N``,
+ranks ``P``, block size ``K``, ...) and builds ``T(N, P, ...)`` through the program's
+communication phases (:mod:`scalatrace.phases`):
+
+* per phase and per trace the measurements the phase's cost is made of: its occurrences ``B``
+  (iterations of the innermost loop holding it), for pipelines and trees its visits ``V``
+  (entries into that loop: each refills the pipeline) and chain depth ``D``, and its time per
+  occurrence: for a synchronous phase (exchange, shift, collective) the busiest rank's
+  computation before the phase's calls plus the least time a rank spends in them (the time a
+  rank waits there is imbalance, paid for elsewhere: a pipeline's first rank waits out the
+  pipeline's drain in the Allreduce after it); for a pipeline the stage time ``w``: the
+  slowest rank's time in the phase (the last rank of the chain) over ``B + V * (D - 1)``, the
+  stages it waits through;
+* each of those fitted as a multi-parameter PMNF model (:func:`scalatrace.pmnf.fit_pmnf`,
+  Extra-P's search with cross-validation);
+* combined as MK does: a synchronous phase costs ``B * c`` (the slowest rank), a pipeline
+  ``(B + V * (D - 1)) * w`` (MK's Remain plus one Fill per visit); the rest of the run (the
+  slowest rank's time minus the phases' costs) is fitted as one more PMNF term.
+
+The result :class:`PerformanceModel` has ``.expression`` (SymPy), ``.predict``, ``.phases``,
+``.plot``, and the analyses of §5: :func:`optimal_grain` (dT/dK = 0), :func:`speedup`
+(T(1) / T(P)) and :func:`constant_time` (N(P) at a fixed T), each with a plot.
+See ``docs/models.md``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._base import check_float, check_int
+from ._model import TraceModel, as_trace
+from .errors import ScalatraceError, UsageError
+from .extrapolate import smape
+from .phases import PhaseAnalysis, phase_analysis
+from .pmnf import MultiModel, fit_pmnf
+
+if TYPE_CHECKING:
+    import matplotlib.axes
+    import pandas
+    import sympy
+
+__all__ = [
+    "ModelError",
+    "PerformanceModel",
+    "PhaseModel",
+    "constant_time",
+    "measure",
+    "model",
+    "optimal_grain",
+    "plot_constant_time",
+    "plot_optimal_grain",
+    "plot_speedup",
+    "speedup",
+]
+
+_COMPLETIONS = frozenset({"Wait", "Waitall", "Waitany", "Waitsome", "Test", "Testall"})
+# Ranks whose events are expanded per trace to measure it; beyond, one rank per rank group.
+_EXPAND_ALL_UP_TO = 256
+
+
+class ModelError(ScalatraceError, ValueError):
+    """The traces cannot be modelled together (different phase structures, too few points);
+    the message says why."""
+
+
+@dataclass
+class PhaseMeasurement:
+    """One phase in one trace."""
+
+    kind: str
+    ops: str
+    occurrences: float
+    visits: float
+    depth: float
+    per_occurrence: float  # seconds: c (synchronous) or w (pipeline stage)
+    cost: float  # seconds, as the model combines it
+    overlaps_next: bool = False  # MK §4.1: it and the next phase can overlap
+
+
+@dataclass
+class Measurement:
+    """What :func:`model` reads from one trace."""
+
+    total: float  # seconds: the slowest rank from the end of MPI_Init to MPI_Finalize
+    phases: list[PhaseMeasurement]
+
+    @property
+    def rest(self) -> float:
+        """The run time the phases do not account for."""
+        return self.total - combine(
+            [p.cost for p in self.phases], [p.overlaps_next for p in self.phases], max
+        )
+
+
+def combine(costs: Sequence[Any], overlaps_next: Sequence[bool], maximum: Any) -> Any:
+    """MK §4.1's aggregate of phases in program order: a phase that can overlap with the next
+    adds ``maximum(its cost, the next's)`` and the pair counts once; any other adds its cost."""
+    total: Any = 0
+    i = 0
+    while i < len(costs):
+        if i + 1 < len(costs) and overlaps_next[i]:
+            total = total + maximum(costs[i], costs[i + 1])
+            i += 2
+        else:
+            total = total + costs[i]
+            i += 1
+    return total
+
+
+def _ranks_to_expand(t: TraceModel) -> list[int]:
+    if t.nranks <= _EXPAND_ALL_UP_TO:
+        return list(range(t.nranks))
+    return [int(g[0]) for g in t.rank_groups()]
+
+
+def measure(
+    trace: TraceModel | str, pipelines: Sequence[int] = (), analysis: PhaseAnalysis | None = None
+) -> Measurement:
+    """The run time and the phases' measurements of one trace (see the module documentation).
+
+    Parameters
+    ----------
+    trace : Trace or path
+    pipelines : sequence of int
+        Phase ids to measure as pipelines even if this trace classifies them otherwise (a
+        pipeline over 2 ranks passes nothing on and is a shift).
+    analysis : PhaseAnalysis, optional
+        The trace's phases, if already computed.
+    """
+    t = as_trace(trace)
+    pa = analysis or phase_analysis(t)
+    site_phase = {s: p.id for p in pa.phases for s in p.sites}
+    nphases = len(pa.phases)
+    work = np.zeros(nphases)  # the busiest rank's computation before the phase's calls
+    calls = np.full(nphases, np.inf)  # the least time a rank spends inside them
+    whole = np.zeros(nphases)  # the slowest rank's time in the phase
+    total = 0.0
+    for r in _ranks_to_expand(t):
+        tab = t.rank_table(r)
+        ops = tab["op_name"].astype(str)
+        compute = tab["compute_ns"].astype(float) * 1e-9
+        duration = tab["duration_ns"].astype(float) * 1e-9
+        mine = compute + duration
+        # The run: everything after Init up to Finalize (Finalize's own time excluded).
+        mine[ops == "Init"] = 0.0
+        fin = ops == "Finalize"
+        mine[fin] = compute[fin]
+        total = max(total, float(mine.sum()))
+        phase = np.array([site_phase.get(int(s), -1) for s in tab["site"]], dtype=np.int64)
+        # Completions belong to the phase of the last call before them that had one.
+        last = -1
+        for i, op in enumerate(ops):
+            if phase[i] >= 0:
+                last = phase[i]
+            elif op in _COMPLETIONS and last >= 0:
+                phase[i] = last
+        for g in range(nphases):
+            sel = phase == g
+            if sel.any():
+                work[g] = max(work[g], float(compute[sel].sum()))
+                calls[g] = min(calls[g], float(duration[sel].sum()))
+                whole[g] = max(whole[g], float(mine[sel].sum()))
+    out = []
+    for p in pa.phases:
+        occ = float(p.occurrences)
+        pipeline = p.kind in ("pipeline", "tree") or p.id in pipelines
+        if pipeline:
+            depth = float(p.chain_depth or 0)
+            visits = float(p.visits)
+            stages = occ + visits * max(depth - 1, 0.0)
+            w = whole[p.id] / stages
+            out.append(
+                PhaseMeasurement("pipeline", ",".join(p.ops), occ, visits, depth, w, stages * w)
+            )
+        else:
+            c = (work[p.id] + (calls[p.id] if np.isfinite(calls[p.id]) else 0.0)) / occ
+            out.append(PhaseMeasurement(p.kind, ",".join(p.ops), occ, 1.0, 0.0, c, occ * c))
+        out[-1].overlaps_next = p.id + 1 in p.overlaps_with
+    return Measurement(total, out)
+
+
+@dataclass
+class PhaseModel:
+    """The fitted parts of one phase."""
+
+    id: int
+    kind: str
+    ops: str
+    occurrences: MultiModel
+    per_occurrence: MultiModel
+    visits: MultiModel | None = None
+    depth: MultiModel | None = None
+    overlaps_next: bool = False
+
+    def expression(self, symbols: Mapping[str, Any]) -> sympy.Expr:
+        b = self.occurrences.expression(symbols)
+        x = self.per_occurrence.expression(symbols)
+        if self.kind == "pipeline":
+            assert self.visits is not None and self.depth is not None
+            return (b + self.visits.expression(symbols) * (self.depth.expression(symbols) - 1)) * x
+        return b * x
+
+
+@dataclass
+class PerformanceModel:
+    """A closed-form model of run time through the program's phases.
+
+    Attributes
+    ----------
+    parameters : tuple of str
+        Parameter names (symbols of :attr:`expression`).
+    points : dict of str to numpy.ndarray
+        The traces' parameter values; ``measured`` their run times (seconds).
+    phase_models : list of PhaseModel
+    rest : MultiModel
+        Time outside the phases.
+    direct : MultiModel
+        The run time fitted directly as one multi-parameter PMNF model (Extra-P's way), for
+        comparison.
+    """
+
+    parameters: tuple[str, ...]
+    points: dict[str, np.ndarray]
+    measured: np.ndarray
+    phase_models: list[PhaseModel]
+    rest: MultiModel
+    direct: MultiModel
+    measurements: list[Measurement] = field(repr=False, default_factory=list)
+    _fn: Any = field(default=None, repr=False)
+
+    @property
+    def symbols(self) -> dict[str, sympy.Symbol]:
+        import sympy
+
+        return {p: sympy.Symbol(p, positive=True) for p in self.parameters}
+
+    @property
+    def expression(self) -> sympy.Expr:
+        """T(parameters) in seconds as a SymPy expression."""
+        syms = self.symbols
+        import sympy
+
+        costs = [pm.expression(syms) for pm in self.phase_models]
+        overlaps = [pm.overlaps_next for pm in self.phase_models]
+        return self.rest.expression(syms) + combine(costs, overlaps, sympy.Max)
+
+    def predict(self, **values: Any) -> Any:
+        """Predicted run time (seconds) at the given parameter values (scalars or arrays)."""
+        import sympy
+
+        missing = [p for p in self.parameters if p not in values]
+        if missing:
+            raise UsageError(f"predict needs values for {', '.join(missing)}")
+        if self._fn is None:
+            syms = self.symbols
+            self._fn = sympy.lambdify([syms[p] for p in self.parameters], self.expression, "numpy")
+        args = np.broadcast_arrays(*[np.asarray(values[p], dtype=float) for p in self.parameters])
+        out = np.asarray(self._fn(*args), dtype=float) * np.ones_like(args[0])
+        return float(out) if out.ndim == 0 else out
+
+    @property
+    def smape(self) -> float:
+        """SMAPE (percent) of :meth:`predict` against the traces' run times."""
+        return smape(self.measured, self.predict(**self.points))
+
+    @property
+    def phases(self) -> pandas.DataFrame:
+        """One row per phase: kind, ops, the fitted occurrences / visits / chain depth / time per
+        occurrence, and the phase's cost expression."""
+        import pandas as pd
+
+        syms = self.symbols
+        rows = []
+        for pm in self.phase_models:
+            rows.append(
+                {
+                    "phase": pm.id,
+                    "kind": pm.kind,
+                    "ops": pm.ops,
+                    "occurrences": pm.occurrences.formula,
+                    "visits": pm.visits.formula if pm.visits else "",
+                    "chain_depth": pm.depth.formula if pm.depth else "",
+                    "time_per_occurrence": pm.per_occurrence.formula,
+                    "cost": str(pm.expression(syms)),
+                }
+            )
+        rows.append(
+            {
+                "phase": -1,
+                "kind": "rest",
+                "ops": "",
+                "occurrences": "",
+                "visits": "",
+                "chain_depth": "",
+                "time_per_occurrence": "",
+                "cost": self.rest.formula,
+            }
+        )
+        return pd.DataFrame(rows)
+
+    def plot(
+        self,
+        x: str | None = None,
+        fixed: Mapping[str, float] | None = None,
+        ax: matplotlib.axes.Axes | None = None,
+    ) -> matplotlib.axes.Axes:
+        """Measured run times against one parameter ``x`` (default: the first) with the model's
+        curve at the ``fixed`` values of the others (default: the most frequent ones); returns
+        the axes."""
+
+        x = x or self.parameters[0]
+        if x not in self.parameters:
+            raise UsageError(f"x must be one of {', '.join(self.parameters)}, not {x!r}")
+        fixed = {k: v for k, v in (fixed or {}).items() if k != x}
+        for p in self.parameters:
+            if p != x and p not in fixed:
+                vals, counts = np.unique(self.points[p], return_counts=True)
+                fixed[p] = float(vals[np.argmax(counts)])
+        ax = _axes(ax)
+        on_line = _on_line(self, fixed)
+        ax.plot(self.points[x][on_line], self.measured[on_line], "o", label="traces")
+        xs = self.points[x]
+        grid = np.geomspace(float(xs.min()), float(xs.max()) * 2, 200)
+        ax.plot(grid, self.predict(**{x: grid}, **fixed), "-", label="model")
+        return _finish(ax, x, "run time (s)", fixed, log=True)
+
+    def optimal_grain(self, k: str = "K", **fixed: float) -> float:
+        """See :func:`optimal_grain`."""
+        return optimal_grain(self, k, **fixed)
+
+    def speedup(self, ps: Sequence[float], p: str = "P", **fixed: float) -> np.ndarray:
+        """See :func:`speedup`."""
+        return speedup(self, ps, p, **fixed)
+
+    def constant_time(
+        self, time: float, ps: Sequence[float], n: str = "N", p: str = "P", **fixed: float
+    ) -> np.ndarray:
+        """See :func:`constant_time`."""
+        return constant_time(self, time, ps, n, p, **fixed)
+
+    def __repr__(self) -> str:
+        return f"PerformanceModel({self.expression}, smape={self.smape:.3g}%)"
+
+
+def _fit(points: dict[str, np.ndarray], ys: Sequence[float], max_terms: int) -> MultiModel:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return fit_pmnf(points, ys, max_terms=max_terms)
+
+
+def model(
+    traces: Sequence[TraceModel | str],
+    params: Mapping[str, Sequence[float]] | None = None,
+    *,
+    max_terms: int = 2,
+) -> PerformanceModel:
+    """A closed-form model of run time from traces at several parameter points.
+
+    Parameters
+    ----------
+    traces : sequence of Trace or path
+        Traces of one program (at least 3; more than 2 per coefficient make the
+        cross-validation meaningful).
+    params : mapping of str to sequence of float, optional
+        Parameter values of each trace, e.g. ``{"N": [...], "K": [...]}``; ``P`` defaults to
+        the traces' rank counts.
+    max_terms : int
+        Terms per fitted part (1 to 3).
+
+    Returns
+    -------
+    PerformanceModel
+
+    Raises
+    ------
+    ModelError
+        Traces whose phases differ (other than in kind, a pipeline over 2 ranks being a shift).
+    UsageError
+        Bad arguments.
+    """
+    if isinstance(traces, (TraceModel, str)):
+        raise UsageError("model needs a list of traces at several parameter points")
+    max_terms = check_int("max_terms", max_terms, lo=1, hi=3)
+    ts = [as_trace(t) for t in traces]
+    if len(ts) < 3:
+        raise UsageError(f"model needs at least 3 traces, got {len(ts)}")
+    if params is not None and not isinstance(params, Mapping):
+        raise UsageError(f"params must map parameter names to values, not {type(params).__name__}")
+    points: dict[str, np.ndarray] = {}
+    for name, values in (params or {}).items():
+        arr = np.asarray(values, dtype=float)
+        if arr.shape != (len(ts),):
+            raise UsageError(
+                f"params[{name!r}] needs one value per trace ({len(ts)}), got {arr.shape}"
+            )
+        points[str(name)] = arr
+    if "P" not in points:
+        points["P"] = np.array([t.nranks for t in ts], dtype=float)
+    analyses = [phase_analysis(t) for t in ts]
+    shapes = [[",".join(p.ops) for p in a.phases] for a in analyses]
+    if any(s != shapes[0] for s in shapes):
+        detail = "; ".join(f"trace {i}: {' | '.join(s) or 'none'}" for i, s in enumerate(shapes))
+        raise ModelError(f"the traces' communication phases differ ({detail})")
+    pipelines = sorted({p.id for a in analyses for p in a.phases if p.kind in ("pipeline", "tree")})
+    ms = [measure(t, pipelines, a) for t, a in zip(ts, analyses)]
+    phase_models = []
+    for g in range(len(shapes[0])):
+        pm_list = [m.phases[g] for m in ms]
+        kind = pm_list[0].kind
+        pm = PhaseModel(
+            id=g,
+            kind=kind,
+            ops=pm_list[0].ops,
+            occurrences=_fit(points, [x.occurrences for x in pm_list], max_terms),
+            per_occurrence=_fit(points, [x.per_occurrence for x in pm_list], max_terms),
+            overlaps_next=all(x.overlaps_next for x in pm_list),
+        )
+        if kind == "pipeline":
+            pm.visits = _fit(points, [x.visits for x in pm_list], max_terms)
+            pm.depth = _fit(points, [x.depth for x in pm_list], max_terms)
+        phase_models.append(pm)
+    for m_ in ms:  # one overlap decision for all traces (the model's)
+        for pm, ph in zip(phase_models, m_.phases):
+            ph.overlaps_next = pm.overlaps_next
+    rest_values = np.array([m.rest for m in ms])
+    # The rest may be negative (the phases' slowest ranks are not the same rank): shift it.
+    rest = (
+        _fit(points, rest_values, max_terms)
+        if np.all(rest_values > 0)
+        else _constant(points, rest_values)
+    )
+    measured = np.array([m.total for m in ms])
+    direct = _fit(points, measured, max_terms)
+    return PerformanceModel(tuple(points), points, measured, phase_models, rest, direct, ms)
+
+
+def _constant(points: dict[str, np.ndarray], values: np.ndarray) -> MultiModel:
+    """The mean as a constant model (for parts PMNF cannot take, e.g. of mixed sign)."""
+    mean = float(values.mean())
+    return MultiModel(
+        tuple(points),
+        (),
+        np.array([mean]),
+        points,
+        values,
+        float("nan"),
+        smape(values, np.full_like(values, mean)),
+    )
+
+
+# --- analyses (MK §5.4, §5.5) -------------------------------------------------------------
+
+
+def _check_params(m: PerformanceModel, names: Sequence[str], fixed: Mapping[str, float]) -> None:
+    for n in names:
+        if n not in m.parameters:
+            raise UsageError(f"{n!r} is not a parameter of the model ({', '.join(m.parameters)})")
+    missing = [p for p in m.parameters if p not in names and p not in fixed]
+    if missing:
+        raise UsageError(f"give values for {', '.join(missing)}")
+
+
+def optimal_grain(
+    m: PerformanceModel,
+    k: str = "K",
+    lo: float | None = None,
+    hi: float | None = None,
+    **fixed: float,
+) -> float:
+    """The grain size ``k`` minimising T at the ``fixed`` values of the other parameters: the
+    root of dT/dk = 0 (SymPy derivative, solved numerically) inside ``[lo, hi]`` (default: a
+    quarter of the smallest to four times the largest ``k`` of the traces); the better end of
+    the range if dT/dk does not change sign there."""
+    import sympy
+    from scipy.optimize import brentq
+
+    _check_params(m, [k], fixed)
+    syms = m.symbols
+    expr = m.expression.subs({syms[p]: v for p, v in fixed.items()})
+    d = sympy.lambdify(syms[k], sympy.diff(expr, syms[k]), "numpy")
+    t = sympy.lambdify(syms[k], expr, "numpy")
+    lo = check_float("lo", lo if lo is not None else m.points[k].min() / 4, lo=1e-300)
+    hi = check_float("hi", hi if hi is not None else m.points[k].max() * 4, lo=lo)
+    grid = np.geomspace(lo, hi, 400)
+    dv = np.asarray(d(grid), dtype=float) * np.ones_like(grid)
+    sign = np.flatnonzero((dv[:-1] < 0) & (dv[1:] >= 0))
+    if sign.size:
+        i = int(sign[0])
+        return float(brentq(lambda x: float(d(x)), grid[i], grid[i + 1]))
+    tv = np.asarray(t(grid), dtype=float) * np.ones_like(grid)
+    return float(grid[int(np.argmin(tv))])
+
+
+def speedup(m: PerformanceModel, ps: Sequence[float], p: str = "P", **fixed: float) -> np.ndarray:
+    """T(1) / T(P) at each ``P`` in ``ps`` (other parameters ``fixed``)."""
+    _check_params(m, [p], fixed)
+    ps = np.asarray(ps, dtype=float)
+    return m.predict(**{p: 1.0}, **fixed) / m.predict(**{p: ps}, **fixed)
+
+
+def constant_time(
+    m: PerformanceModel,
+    time: float,
+    ps: Sequence[float],
+    n: str = "N",
+    p: str = "P",
+    lo: float = 1.0,
+    hi: float = 1e12,
+    **fixed: float,
+) -> np.ndarray:
+    """The problem size ``n`` that keeps T at ``time`` seconds for each ``P`` in ``ps`` (NaN
+    where no size in ``[lo, hi]`` does)."""
+    from scipy.optimize import brentq
+
+    _check_params(m, [n, p], fixed)
+    time = check_float("time", time)
+    lo = check_float("lo", lo, lo=1e-300)
+    hi = check_float("hi", hi, lo=lo)
+    out = []
+    for pv in np.asarray(ps, dtype=float):
+
+        def gap(x: float, pv: float = pv) -> float:
+            return float(m.predict(**{n: x, p: pv}, **fixed)) - time
+
+        grid = np.geomspace(lo, hi, 200)
+        g = np.array([gap(x) for x in grid])
+        cross = np.flatnonzero((g[:-1] < 0) & (g[1:] >= 0))
+        out.append(brentq(gap, grid[cross[0]], grid[cross[0] + 1]) if cross.size else np.nan)
+    return np.array(out)
+
+
+def _on_line(m: PerformanceModel, fixed: Mapping[str, float]) -> np.ndarray:
+    """Which traces lie at the ``fixed`` values."""
+    on_line = np.ones(m.measured.size, dtype=bool)
+    for p, v in fixed.items():
+        on_line &= np.isclose(m.points[p], v)
+    return on_line
+
+
+def _finish(ax: Any, x: str, y: str, fixed: Mapping[str, float], log: bool = False) -> Any:
+    """Labels, title (the fixed values) and legend; returns the axes."""
+    if log:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.set_title(", ".join(f"{a}={b:g}" for a, b in fixed.items()))
+    ax.legend()
+    return ax
+
+
+def _axes(ax: Any) -> Any:
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots()
+    return ax
+
+
+def plot_optimal_grain(m: PerformanceModel, k: str = "K", ax: Any = None, **fixed: float) -> Any:
+    """T against ``k`` with the optimum marked (and the traces on that line); returns the axes."""
+    ax = _axes(ax)
+    best = optimal_grain(m, k, **fixed)
+    grid = np.geomspace(m.points[k].min() / 4, m.points[k].max() * 4, 200)
+    ax.plot(grid, m.predict(**{k: grid}, **fixed), "-", label="model")
+    ax.axvline(best, ls="--", color="k", label=f"optimal {k} = {best:.3g}")
+    on_line = _on_line(m, fixed)
+    if on_line.any():
+        ax.plot(m.points[k][on_line], m.measured[on_line], "o", label="traces")
+    return _finish(ax, k, "run time (s)", fixed, log=True)
+
+
+def plot_speedup(
+    m: PerformanceModel, ps: Sequence[float], p: str = "P", ax: Any = None, **fixed: float
+) -> Any:
+    """Speedup T(1) / T(P) against ``P`` (and the ideal line); returns the axes."""
+    ax = _axes(ax)
+    ps = np.asarray(ps, dtype=float)
+    ax.plot(ps, speedup(m, ps, p, **fixed), "o-", label="model")
+    ax.plot(ps, ps, ":", color="gray", label="ideal")
+    return _finish(ax, p, "speedup", fixed)
+
+
+def plot_constant_time(
+    m: PerformanceModel,
+    time: float,
+    ps: Sequence[float],
+    n: str = "N",
+    p: str = "P",
+    ax: Any = None,
+    **fixed: float,
+) -> Any:
+    """The problem size keeping T constant against ``P``; returns the axes."""
+    ax = _axes(ax)
+    ps = np.asarray(ps, dtype=float)
+    ax.plot(ps, constant_time(m, time, ps, n, p, **fixed), "o-", label=f"T = {time:g} s")
+    return _finish(ax, p, n, fixed)

@@ -1,0 +1,266 @@
+"""Multi-parameter PMNF fits (Extra-P's multi-parameter modeling, on :func:`fit_scaling`'s
+machinery).
+
+A multi-parameter hypothesis is ``c0 + sum_k c_k * prod_{l in S_k} x_l**i_l * log2(x_l)**j_l``.
+As Extra-P does it: for every parameter the best single-parameter terms are found first (on the
+lines of measurements where the other parameters stay fixed, scored by leave-one-out SMAPE with
+:mod:`scalatrace.extrapolate`'s batched least squares), then every sum of up to ``max_terms``
+products of those terms is scored by leave-one-out cross-validation and the best kept (a
+hypothesis with more terms must halve the cross-validated SMAPE of the simpler one).
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import UsageError
+from .extrapolate import _NEGATIVE_I, _PMNF_I, _PMNF_J, Term, _loo_fit, _smape_terms, smape
+
+if TYPE_CHECKING:
+    import sympy
+
+__all__ = ["MultiModel", "MultiTerm", "fit_pmnf"]
+
+# Terms per parameter carried into the combination step.
+_PER_PARAMETER = 3
+# A hypothesis with more terms replaces a simpler one only if it cuts the CV SMAPE this much.
+_MORE_TERMS_FACTOR = 0.25
+
+
+@dataclass(frozen=True)
+class MultiTerm:
+    """A product of single-parameter terms: ((parameter name, Term), ...)."""
+
+    factors: tuple[tuple[str, Term], ...]
+
+    def values(self, points: Mapping[str, np.ndarray]) -> np.ndarray:
+        """The term at the points (``points[name]`` arrays of one length)."""
+        out: np.ndarray | None = None
+        for name, t in self.factors:
+            v = t.values(np.asarray(points[name], dtype=float))
+            out = v if out is None else out * v
+        assert out is not None
+        return out
+
+    def text(self) -> str:
+        """E.g. ``N*K^(-1)``."""
+        return "*".join(t.text().replace("p", name) for name, t in self.factors)
+
+    def sympy(self, symbols: Mapping[str, sympy.Symbol]) -> sympy.Expr:
+        import sympy
+
+        expr = sympy.Integer(1)
+        for name, t in self.factors:
+            x = symbols[name]
+            expr *= x ** sympy.Rational(t.i.numerator, t.i.denominator) * sympy.log(x, 2) ** t.j
+        return expr
+
+
+@dataclass
+class MultiModel:
+    """A fitted multi-parameter PMNF model.
+
+    Attributes
+    ----------
+    parameters : tuple of str
+        Parameter names.
+    terms : tuple of MultiTerm
+        The selected terms (empty: constant).
+    coefficients : numpy.ndarray
+        ``c0, c1, ...``.
+    points : dict of str to numpy.ndarray
+        The measurement coordinates; ``ys`` the measurements.
+    cv_smape, smape : float
+        Leave-one-out SMAPE of the hypothesis and SMAPE of the fit on all points (percent).
+    """
+
+    parameters: tuple[str, ...]
+    terms: tuple[MultiTerm, ...]
+    coefficients: np.ndarray
+    points: dict[str, np.ndarray]
+    ys: np.ndarray
+    cv_smape: float
+    smape: float
+    candidates: int = field(default=0, repr=False)
+
+    def predict(self, **values: Any) -> Any:
+        """Model value(s) at the given parameter values (scalars or arrays that broadcast)."""
+        missing = [p for p in self.parameters if p not in values]
+        if missing:
+            raise UsageError(f"predict needs values for {', '.join(missing)}")
+        arrays = np.broadcast_arrays(*[np.asarray(values[p], dtype=float) for p in self.parameters])
+        pts = dict(zip(self.parameters, arrays))
+        out = np.full(arrays[0].shape, self.coefficients[0], dtype=float)
+        for c, t in zip(self.coefficients[1:], self.terms):
+            out = out + c * t.values(pts)
+        return float(out) if out.ndim == 0 else out
+
+    @property
+    def formula(self) -> str:
+        """Readable formula, e.g. ``0.5 + 2e-06*N*K^(-1)``."""
+        text = f"{self.coefficients[0]:.6g}"
+        for c, t in zip(self.coefficients[1:], self.terms):
+            text += f" {'-' if c < 0 else '+'} {abs(c):.6g}*{t.text()}"
+        return text
+
+    def expression(self, symbols: Mapping[str, sympy.Symbol] | None = None) -> sympy.Expr:
+        """The model as a SymPy expression (symbols named after the parameters, positive)."""
+        import sympy
+
+        syms = symbols or {p: sympy.Symbol(p, positive=True) for p in self.parameters}
+        # Full precision: predictions of a PerformanceModel are evaluated from the expression.
+        expr = sympy.Float(float(self.coefficients[0]))
+        for c, t in zip(self.coefficients[1:], self.terms):
+            expr += sympy.Float(float(c)) * t.sympy(syms)
+        return expr
+
+    def __repr__(self) -> str:
+        return f"MultiModel({self.formula!r}, cv_smape={self.cv_smape:.3g}%)"
+
+
+def _single_terms(negative: bool) -> list[Term]:
+    exps = list(_PMNF_I) + (list(_NEGATIVE_I) if negative else [])
+    return [Term(i, j) for i in exps for j in _PMNF_J if not (i == 0 and j == 0)]
+
+
+def _cv_scores(columns: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Leave-one-out SMAPE of each hypothesis (columns: (H, n, m)); inf where undefined or a
+    term coefficient is negative."""
+    loo, coef, _ = _loo_fit(columns, y)
+    per_point = _smape_terms(loo, y)
+    bad = np.any(coef[:, 1:] < 0, axis=1) | ~np.all(np.isfinite(coef), axis=1)
+    per_point[bad] = np.inf
+    return per_point.mean(axis=1)
+
+
+def _best_single(
+    name: str, pts: dict[str, np.ndarray], y: np.ndarray, terms: list[Term]
+) -> list[Term]:
+    """The parameter's best single terms: summed leave-one-out SMAPE over the lines where the
+    other parameters are fixed (each line with 3 or more distinct values of this one)."""
+    x = pts[name]
+    others = [p for p in pts if p != name]
+    keys = (
+        np.stack([pts[p] for p in others], axis=1) if others else np.zeros((x.size, 1), dtype=float)
+    )
+    _, line = np.unique(keys, axis=0, return_inverse=True)
+    total = np.zeros(len(terms))
+    lines = 0
+    for k in np.unique(line):
+        sel = np.flatnonzero(line == k)
+        if np.unique(x[sel]).size < 3:
+            continue
+        xs, ys = x[sel], y[sel]
+        cols = np.stack([np.column_stack([np.ones_like(xs), t.values(xs)]) for t in terms])
+        total += np.minimum(_cv_scores(cols, ys), 1e6)
+        lines += 1
+    if lines == 0:
+        # No line varies this parameter alone: score the terms on all points.
+        cols = np.stack([np.column_stack([np.ones_like(x), t.values(x)]) for t in terms])
+        total = _cv_scores(cols, y)
+    order = np.argsort(total, kind="stable")
+    return [terms[i] for i in order[:_PER_PARAMETER] if np.isfinite(total[i])]
+
+
+def fit_pmnf(
+    points: Mapping[str, Sequence[float]],
+    ys: Sequence[float],
+    *,
+    max_terms: int = 2,
+    negative_exponents: bool = True,
+    warn: bool = True,
+) -> MultiModel:
+    """Fits a multi-parameter PMNF model to measurements ``ys`` at ``points``.
+
+    Parameters
+    ----------
+    points : mapping of str to sequence of float
+        One sequence of positive values per parameter, all of the length of ``ys``.
+    ys : sequence of float
+        Measured values.
+    max_terms : int
+        Maximum number of (product) terms besides the constant, 1 to 3.
+    negative_exponents : bool
+        Also try ``x**-2``, ``x**-1`` and ``x**-1/2`` (strong scaling, block sizes).
+    warn : bool
+        Warn when the selected model misses the measurements by more than 10 % SMAPE.
+
+    Returns
+    -------
+    MultiModel
+        With ``formula``, ``expression()``, ``predict(**values)``.
+
+    Raises
+    ------
+    UsageError
+        Fewer than 3 points, lengths differ, non-positive or non-finite values.
+    """
+    if not isinstance(points, Mapping):
+        raise UsageError(f"points must map parameter names to values, not {type(points).__name__}")
+    names = tuple(points)
+    if not names:
+        raise UsageError("fit_pmnf needs at least one parameter")
+    try:
+        y = np.asarray(ys, dtype=float)
+        pts = {p: np.asarray(points[p], dtype=float) for p in names}
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"points and ys must be numbers ({e})") from None
+    if y.ndim != 1 or any(v.shape != y.shape for v in pts.values()):
+        raise UsageError("every parameter needs one value per measurement")
+    if y.size < 3:
+        raise UsageError(f"fit_pmnf needs at least 3 measurements, got {y.size}")
+    if not np.all(np.isfinite(y)) or not all(np.all(np.isfinite(v)) for v in pts.values()):
+        raise UsageError("points and ys must be finite")
+    if any(np.any(v <= 0) for v in pts.values()):
+        raise UsageError("parameter values must be positive")
+    if isinstance(max_terms, bool) or max_terms not in (1, 2, 3):
+        raise UsageError(f"max_terms must be 1, 2 or 3, got {max_terms}")
+    singles = _single_terms(negative_exponents)
+    varying = [p for p in names if np.unique(pts[p]).size > 1]
+    per_param = {p: _best_single(p, pts, y, singles) for p in varying}
+    products: list[MultiTerm] = []
+    for size in range(1, len(varying) + 1):
+        for subset in itertools.combinations(varying, size):
+            for choice in itertools.product(*[per_param[p] for p in subset]):
+                products.append(MultiTerm(tuple(zip(subset, choice))))
+    # Leave-one-out needs more points than coefficients, with a margin (two per coefficient).
+    usable = min(max_terms, max(0, y.size // 2 - 1))
+    values = [t.values(pts) for t in products]
+    ones = np.ones_like(y)
+    best: tuple[MultiTerm, ...] = ()
+    best_cv = float(_cv_scores(ones[None, :, None], y)[0])
+    considered = 1
+    for k in range(1, usable + 1):
+        combos = list(itertools.combinations(range(len(products)), k))
+        if not combos:
+            break
+        cv = np.full(len(combos), np.inf)
+        chunk = 20000
+        for start in range(0, len(combos), chunk):
+            part = combos[start : start + chunk]
+            cols = np.stack([np.column_stack([ones] + [values[i] for i in c]) for c in part])
+            cv[start : start + len(part)] = _cv_scores(cols, y)
+        considered += len(combos)
+        i = int(np.argmin(cv))
+        if np.isfinite(cv[i]) and cv[i] < _MORE_TERMS_FACTOR * best_cv:
+            best, best_cv = tuple(products[j] for j in combos[i]), float(cv[i])
+        elif best_cv == 0 or not np.isfinite(cv[i]):
+            break
+    a = np.column_stack([ones] + [t.values(pts) for t in best])
+    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    model = MultiModel(names, best, coef, pts, y, best_cv, 0.0, considered)
+    model.smape = smape(y, model.predict(**pts))
+    if warn and model.smape > 10.0:
+        warnings.warn(
+            f"fit_pmnf: the best model {model.formula} misses the measurements by "
+            f"{model.smape:.3g}% SMAPE",
+            UserWarning,
+            stacklevel=2,
+        )
+    return model

@@ -1,0 +1,248 @@
+"""Closed-form models (MK toolkit §4-5, issue 35): multi-parameter PMNF fits, the model built
+through the phases of a blocked pipeline traced at a few points (tests/py/programs/
+blocked_pipeline.c), and the analyses (optimal grain, speedup, constant time) on a model whose
+answers are known in closed form. No timing is asserted."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+from pathlib import Path
+
+import helpers
+import numpy as np
+import pytest
+
+import scalatrace
+from scalatrace.errors import UsageError
+from scalatrace.extrapolate import Term
+from scalatrace.models import (
+    ModelError,
+    PerformanceModel,
+    PhaseModel,
+    constant_time,
+    optimal_grain,
+    plot_constant_time,
+    plot_optimal_grain,
+    plot_speedup,
+    speedup,
+)
+from scalatrace.pmnf import MultiModel, MultiTerm, fit_pmnf
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+
+
+def grid(**axes):
+    names = list(axes)
+    cols = np.array(list(itertools.product(*axes.values())), dtype=float).T
+    return dict(zip(names, cols))
+
+
+def test_fit_pmnf_finds_products_and_logs():
+    pts = grid(N=[256, 512, 1024, 2048], P=[2, 4, 8, 16])
+    y = 3 + 2e-3 * pts["N"] * np.log2(pts["N"]) / pts["P"]
+    m = fit_pmnf(pts, y)
+    assert m.formula.replace(" ", "").endswith("*N*log2(N)*P^(-1)"), m
+    assert m.smape < 1e-6
+    assert m.predict(N=4096, P=32) == pytest.approx(3 + 2e-3 * 4096 * 12 / 32, rel=1e-9)
+
+
+def test_fit_pmnf_three_parameters_with_noise():
+    pts = grid(N=[512, 1024, 2048], K=[4, 16, 64], P=[2, 3, 4])
+    rng = np.random.default_rng(7)
+    truth = 4 * pts["N"] / pts["K"]
+    m = fit_pmnf(pts, truth * (1 + 0.01 * rng.standard_normal(truth.size)))
+    assert [t.text() for t in m.terms] == ["N*K^(-1)"], m
+    assert m.coefficients[1] == pytest.approx(4, rel=0.02)
+    expr = m.expression()
+    assert {str(s) for s in expr.free_symbols} == {"N", "K"}
+
+
+def test_fit_pmnf_refuses_bad_input():
+    with pytest.raises(UsageError, match="at least 3"):
+        fit_pmnf({"N": [1, 2]}, [1, 2])
+    with pytest.raises(UsageError, match="positive"):
+        fit_pmnf({"N": [0, 1, 2, 3]}, [1, 2, 3, 4])
+    with pytest.raises(UsageError, match="one value per measurement"):
+        fit_pmnf({"N": [1, 2, 3]}, [1, 2, 3, 4])
+    with pytest.raises(UsageError, match="max_terms"):
+        fit_pmnf({"N": [1, 2, 3]}, [1, 2, 3], max_terms=5)
+
+
+def _multi(params, coef0, *terms):
+    """A MultiModel c0 + sum c * prod x**i from (c, {name: i}) pairs."""
+    mts = tuple(
+        MultiTerm(tuple((n, Term(Fraction(i), 0)) for n, i in factors.items()))
+        for _, factors in terms
+    )
+    coefs = np.array([coef0] + [c for c, _ in terms], dtype=float)
+    return MultiModel(tuple(params), mts, coefs, {}, np.zeros(0), 0.0, 0.0)
+
+
+@pytest.fixture
+def pipeline_model():
+    """T = (N/K + (P - 1) - 1) * (a N K / P + b) + c with a = 1e-9, b = 1e-5, c = 0.01."""
+    params = ("N", "K", "P")
+    pm = PhaseModel(
+        id=0,
+        kind="pipeline",
+        ops="Recv,Send",
+        occurrences=_multi(params, 0, (1.0, {"N": 1, "K": -1})),
+        per_occurrence=_multi(params, 1e-5, (1e-9, {"N": 1, "K": 1, "P": -1})),
+        visits=_multi(params, 1),
+        depth=_multi(params, -1, (1.0, {"P": 1})),
+    )
+    pts = grid(N=[1024, 2048], K=[8, 64], P=[2, 4])
+    return PerformanceModel(
+        params, pts, np.ones(8), [pm], _multi(params, 0.01), _multi(params, 1.0)
+    )
+
+
+def test_expression_combines_the_phases(pipeline_model):
+    import sympy
+
+    n, k, p = sympy.symbols("N K P", positive=True)
+    expected = (n / k + p - 2) * (1e-9 * n * k / p + 1e-5) + 0.01
+    diff = sympy.simplify(pipeline_model.expression.subs({}) - expected)
+    assert abs(float(diff.subs({n: 1000, k: 10, p: 4}))) < 1e-12
+    assert pipeline_model.predict(N=1000, K=10, P=4) == pytest.approx(
+        float(expected.subs({n: 1000, k: 10, p: 4}))
+    )
+    df = pipeline_model.phases
+    assert list(df["kind"]) == ["pipeline", "rest"]
+
+
+def test_overlapping_phases_add_their_maximum(pipeline_model):
+    """MK §4.1: two phases no rank of which receives in the first and sends in the second
+    (two pipelines over disjoint ranks) cost the slower of the two, once."""
+    import dataclasses
+
+    import sympy
+
+    first = pipeline_model.phase_models[0]
+    second = dataclasses.replace(first, id=1, per_occurrence=_multi(("N", "K", "P"), 2e-5))
+    both = dataclasses.replace(pipeline_model, phase_models=[first, second], _fn=None)
+    at = {"N": 1000, "K": 10, "P": 4}
+    alone = pipeline_model.predict(**at) - 0.01
+    slower = (1000 / 10 + 4 - 2) * 2e-5
+    assert both.predict(**at) == pytest.approx(0.01 + alone + slower)
+    first.overlaps_next = True
+    both._fn = None  # predict caches the compiled expression
+    assert both.expression.has(sympy.Max)
+    assert both.predict(**at) == pytest.approx(0.01 + max(alone, slower))
+    first.overlaps_next = False
+
+
+def test_optimal_grain_solves_dT_dK(pipeline_model):
+    n, p = 4096.0, 8.0
+    # dT/dK = 0: K* = sqrt(b P / (a (P - 2))).
+    expected = np.sqrt(1e-5 * p / (1e-9 * (p - 2)))
+    assert optimal_grain(pipeline_model, "K", N=n, P=p) == pytest.approx(expected, rel=1e-6)
+    assert pipeline_model.optimal_grain("K", N=n, P=p) == pytest.approx(expected, rel=1e-6)
+
+
+def test_speedup_and_constant_time(pipeline_model):
+    ps = np.array([2.0, 4.0, 8.0])
+    s = speedup(pipeline_model, ps, N=4096, K=32)
+    t1 = pipeline_model.predict(N=4096, K=32, P=1)
+    assert s == pytest.approx(t1 / pipeline_model.predict(N=4096, K=32, P=ps))
+    target = 0.05
+    ns = constant_time(pipeline_model, target, ps, K=32)
+    for n_, p_ in zip(ns, ps):
+        assert pipeline_model.predict(N=n_, K=32, P=p_) == pytest.approx(target, rel=1e-6)
+    with pytest.raises(UsageError, match="give values for K"):
+        speedup(pipeline_model, ps, N=4096)
+
+
+def test_analysis_plots(pipeline_model):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = plot_optimal_grain(pipeline_model, "K", N=4096, P=8)
+    assert ax.get_xlabel() == "K"
+    assert plot_speedup(pipeline_model, [2, 4, 8], N=4096, K=32).get_ylabel() == "speedup"
+    assert plot_constant_time(pipeline_model, 0.05, [2, 4, 8], K=32).get_ylabel() == "N"
+    assert pipeline_model.plot("K", fixed={"N": 1024, "P": 2}).get_xlabel() == "K"
+
+
+@pytest.fixture(scope="module")
+def blocked_pipeline(tmp_path_factory) -> Path:
+    return helpers.compile_program(
+        "blocked_pipeline", tmp_path_factory.mktemp("blocked_pipeline"), "-O2"
+    )
+
+
+POINTS = [(k, p) for k in (4, 16, 64) for p in (2, 3)]
+
+
+@pytest.fixture(scope="module")
+def pipeline_traces(blocked_pipeline, tmp_path_factory) -> list[scalatrace.Trace]:
+    helpers.collector_library()
+    out = tmp_path_factory.mktemp("bp_traces")
+    return [
+        scalatrace.trace(
+            [str(blocked_pipeline), "256", str(k), "2"], np=p, out=out / f"{k}-{p}.sct", timeout=120
+        )
+        for k, p in POINTS
+    ]
+
+
+def test_model_of_a_blocked_pipeline(pipeline_traces):
+    m = scalatrace.model(pipeline_traces, params={"K": [k for k, _ in POINTS]})
+    assert m.parameters == ("K", "P")
+    df = m.phases
+    assert list(df["kind"]) == ["collective", "pipeline", "collective", "rest"], df
+    # 2 sweeps of 256 / K blocks: the occurrences law is exact.
+    occ = m.phase_models[1].occurrences
+    assert [t.text() for t in occ.terms] == ["K^(-1)"] and occ.coefficients[1] == pytest.approx(512)
+    assert m.phase_models[1].visits.predict(K=8, P=4) == pytest.approx(2)
+    assert {str(s) for s in m.expression.free_symbols} <= {"K", "P"}
+    pred = m.predict(K=np.array([8, 32]), P=np.array([2, 3]))
+    assert pred.shape == (2,) and np.all(np.isfinite(pred))
+    assert m.direct.parameters == ("K", "P")
+
+
+def test_model_refuses_mismatched_programs(example, collector_lib, tmp_path):
+    ts = [
+        scalatrace.trace([str(example("ring")), "-c", "1"], np=2, out=tmp_path / "a.sct"),
+        scalatrace.trace([str(example("ring")), "-c", "1"], np=3, out=tmp_path / "b.sct"),
+        scalatrace.trace([str(example("pipeline")), "-c", "1"], np=3, out=tmp_path / "c.sct"),
+    ]
+    with pytest.raises(ModelError, match="phases differ"):
+        scalatrace.model(ts)
+    with pytest.raises(UsageError, match="at least 3"):
+        scalatrace.model(ts[:2])
+    with pytest.raises(UsageError, match="one value per trace"):
+        scalatrace.model(ts, params={"N": [1, 2]})
+
+
+def test_cli_phases_and_model(pipeline_traces, tmp_path, capsys):
+    import json
+
+    from scalatrace import cli
+
+    assert cli.main(["phases", str(pipeline_traces[1].path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["kind"] for r in rows] == ["collective", "pipeline", "collective"]
+    assert rows[1]["chain_depth"] == 2
+    paths = [str(t.path) for t in pipeline_traces]
+    ks = ",".join(str(k) for k, _ in POINTS)
+    plot = tmp_path / "model.png"
+    argv = ["model", *paths, "--param", f"K={ks}", "--predict", "K=8;P=3", "--json"]
+    assert cli.main([*argv, "--optimal-grain", "K", "--at", "P=3", "--plot", str(plot)]) == 0
+    out = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert out["predictions"][0]["K"] == 8 and out["predictions"][0]["T"] > 0
+    assert out["optimal_grain"]["P"] == 3 and out["optimal_grain"]["K"] > 0
+    assert plot.stat().st_size > 0
+    assert cli.main(["model", *paths, "--param", "K=oops"]) == 2
+    assert "NAME=V1,V2" in capsys.readouterr().err
+
+
+def test_models_notebook_executes(tmp_path):
+    pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
+    helpers.example_path("pipeline")  # fails clearly if the examples are not built
+    outputs = helpers.execute_notebook("03_models.ipynb", tmp_path)
+    assert any(
+        o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in outputs
+    )
