@@ -187,9 +187,10 @@ TEST(Codegen, StencilKeepsItsLoopAndIsShort) {
   EXPECT_GE(count(c, "MPI_Isend("), 1u);
   EXPECT_GE(count(c, "wait_all(1, "), 1u);
   const std::string ncptl = generate_conceptual(t);
-  EXPECT_EQ(count(ncptl, "FOR EACH i1 IN {0, ..., 20-1}"), 1u) << ncptl;  // peers change per iteration
-  EXPECT_EQ(count(ncptl, "varies"), 0u) << ncptl;                         // ... and are exact
-  EXPECT_LE(lines(ncptl), 30u) << ncptl;
+  EXPECT_EQ(count(ncptl, "FOR EACH i1 IN {0, ..., 19}"), 1u) << ncptl;  // peers change per iteration
+  EXPECT_EQ(count(ncptl, "varies"), 0u) << ncptl;                       // ... and are exact
+  // one statement per group of ranks with the same neighbours (edges have fewer)
+  EXPECT_LE(lines(ncptl), 60u) << ncptl;
   EXPECT_NE(ncptl.find("ASYNCHRONOUSLY SEND A 4096 BYTE MESSAGE"), std::string::npos) << ncptl;
 }
 
