@@ -207,6 +207,21 @@ def test_resolved_wildcards_run_without_deadlock(generated, example):
     assert not scalatrace._core.has_wildcards(scalatrace.load(out)._core)
 
 
+def test_reductions_of_16_byte_and_pair_types_keep_their_type_and_op(tmp_path):
+    """NPB FT's MPI_DOUBLE_COMPLEX sum and other predefined types that are not 1/2/4/8 bytes
+    are regenerated with a predefined type of their size and their real op (no user op)."""
+    exe = tmp_path / "reduce_types"
+    subprocess.run([_mpicc(), "-O1", "-o", str(exe), str(PROGRAMS / "reduce_types.c")], check=True)
+    original, raw = tmp_path / "o.sct", tmp_path / "raw"
+    helpers.run_mpi(3, [exe], env=helpers.collector_env(raw=raw, out=original), timeout=120)
+    _, gen_raw, stderr = _build_and_trace(scalatrace.load(original).to_c(), tmp_path, 3, "bench")
+    recorded = helpers.dump_raw(raw)
+    ops = {e.get("redop") for e in recorded["ranks"][0]["events"] if e["op"].endswith("educe")}
+    assert len(ops) >= 4, ops  # sum, prod, max, minloc, maxloc recorded as themselves
+    problems = compare_recordings(recorded, helpers.dump_raw(gen_raw), _mismatch_ranks(stderr))
+    assert not problems, "\n".join(problems)
+
+
 def test_timing_dependent_wildcards_are_reported_not_generated(tmp_path):
     exe = tmp_path / "wildcard_order"
     subprocess.run(
