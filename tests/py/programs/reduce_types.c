@@ -4,14 +4,20 @@
 #include <complex.h>
 #include <mpi.h>
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   int rank;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   double complex z[2] = {rank + 1.0 * I, 2.0}, zsum[2];
   long double l = rank, lmax;
-  struct { long value; int rank; } li = {rank, rank}, limin;
-  struct { int value; int rank; } ii = {rank, rank}, iimax;
+  struct {
+    long value;
+    int rank;
+  } li = {rank, rank}, limin;
+  struct {
+    int value;
+    int rank;
+  } ii = {rank, rank}, iimax;
   for (int it = 0; it < 3; ++it) {
     MPI_Reduce(z, zsum, 2, MPI_C_DOUBLE_COMPLEX, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Allreduce(z, zsum, 2, MPI_DOUBLE_COMPLEX, MPI_PROD, MPI_COMM_WORLD);
