@@ -69,7 +69,13 @@ def cases(work: Path) -> list[tuple[str, int, list[str]]]:
 
 
 def check(
-    name: str, n: int, argv: list[str], prefix: Path, work: Path, generator: str | None
+    name: str,
+    n: int,
+    argv: list[str],
+    prefix: Path,
+    work: Path,
+    generator: str | None,
+    run_timeout: float = 300,
 ) -> dict:
     row = {"name": name, "ranks": n, "accepted": False, "ran": False, "matched": False, "why": ""}
     d = work / name
@@ -115,7 +121,7 @@ def check(
         "SCALATRACE_OUT": str(generated),
     }
     try:
-        proc = run(n, [str(d / "bench"), f"--logfile={d}/log-%p.txt"], env, timeout=300)
+        proc = run(n, [str(d / "bench"), f"--logfile={d}/log-%p.txt"], env, timeout=run_timeout)
     except subprocess.TimeoutExpired:
         row["why"] = "generated program timed out (deadlock?)"
         return row
@@ -157,6 +163,9 @@ def main() -> int:
         "--generator",
         help="python of another scalatrace installation to generate with (before/after)",
     )
+    ap.add_argument(
+        "--run-timeout", type=float, default=300, help="seconds before a run counts as hung"
+    )
     ap.add_argument("--keep", help="keep the work files in this directory")
     args = ap.parse_args()
     prefix = conceptual.compiler(args.prefix, search_from=ROOT)
@@ -168,7 +177,7 @@ def main() -> int:
     for name, n, argv in cases(work):
         if args.only and name not in args.only:
             continue
-        row = check(name, n, argv, prefix, work, args.generator)
+        row = check(name, n, argv, prefix, work, args.generator, args.run_timeout)
         rows.append(row)
         print(
             f"| {name} | {n} | {'yes' if row['accepted'] else 'no'} | {'yes' if row['ran'] else 'no'} | "

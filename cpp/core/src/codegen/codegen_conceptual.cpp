@@ -11,6 +11,7 @@
 // thesis' Table 4.1. Wildcards are resolved first (Algorithm 3), collectives split over call
 // sites are aligned (Algorithm 2, sibling nodes). See docs/codegen.md.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <functional>
@@ -21,6 +22,7 @@
 
 #include "codegen/codegen_support.hpp"
 #include "scalatrace/codegen/codegen.hpp"
+#include "scalatrace/read/cursor.hpp"
 
 namespace scalatrace {
 namespace {
@@ -163,6 +165,82 @@ void collect_unaligned(const Trace& t, const std::vector<Node>& body, std::vecto
   }
 }
 
+/// What the Start nodes of a trace start: per Start node, per started request (in the order
+/// the Start lists them), an Isend / Irecv event node whose fields hold, per rank and per
+/// occurrence of the Start, the parameters of the persistent request it started.
+using StartedRequests = std::map<const Node*, std::vector<EventNode>>;
+
+bool has_start(const std::vector<Node>& body) {
+  for (const Node& n : body)
+    if ((n.loop && has_start(n.loop->body)) || (n.event && op_kind(n.event->op) == OpKind::Start)) return true;
+  return false;
+}
+
+/// Walks every rank's events (handle buffer as the collector records it) and collects the
+/// parameters of the persistent requests each Start starts.
+StartedRequests started_requests(const Trace& t, std::vector<std::string>& notes) {
+  StartedRequests out;
+  if (!has_start(t.nodes)) return out;
+  // per Start node, per started position, per field: per rank the values over occurrences
+  std::map<const Node*, std::vector<std::array<std::map<std::int64_t, ValueSeq>, kFieldCount>>> values;
+  std::map<std::pair<const Node*, std::size_t>, Op> kinds;
+  for (std::int64_t r = 0; r < t.nranks; ++r) {
+    Cursor cursor(t, r, TimingMode::None);
+    std::vector<std::optional<Event>> slots;
+    Event e;
+    while (cursor.next(e)) {
+      const OpKind kind = op_kind(e.op);
+      if (kind == OpKind::PersistentSend || kind == OpKind::PersistentRecv) {
+        slots.push_back(e);
+      } else if (op_creates_request(e.op)) {
+        slots.push_back(std::nullopt);
+      } else if (kind == OpKind::Start) {
+        const Node* node = cursor.last_node();
+        auto& positions = values[node];
+        std::size_t j = 0;
+        for (auto offset : e[ArrayField::Requests]) {
+          if (offset < 1 || offset > static_cast<std::int64_t>(slots.size())) continue;
+          const auto& init = slots[slots.size() - static_cast<std::size_t>(offset)];
+          if (!init) continue;
+          if (positions.size() <= j) positions.resize(j + 1);
+          for (Field f : {Field::Comm, Field::Peer, Field::Tag, Field::Bytes, Field::DtSize})
+            positions[j][static_cast<std::size_t>(f)][r].append((*init)[f]);
+          const Op as = op_kind(init->op) == OpKind::PersistentRecv ? Op::Irecv : Op::Isend;
+          auto [it, inserted] = kinds.try_emplace({node, j}, as);
+          if (!inserted && it->second != as)
+            notes.push_back(
+                "an MPI_Start starts a send on some ranks and a receive on others at one position; "
+                "the first rank's kind is used");
+          ++j;
+        }
+      }
+    }
+  }
+  for (auto& [node, positions] : values) {
+    for (std::size_t j = 0; j < positions.size(); ++j) {
+      EventNode started;
+      started.op = kinds[{node, j}];
+      started.site = node->event->site;
+      if (j == 0) started.compute = node->event->compute;  // the computation before the Start
+      for (Field f : {Field::Comm, Field::Peer, Field::Tag, Field::Bytes, Field::DtSize}) {
+        std::vector<std::pair<ValueSeq, std::vector<std::int64_t>>> groups;
+        for (auto& [rank, seq] : positions[j][static_cast<std::size_t>(f)]) {
+          auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == seq; });
+          if (g == groups.end())
+            groups.push_back({std::move(seq), {rank}});
+          else
+            g->second.push_back(rank);
+        }
+        ElasticValue v;
+        for (auto& [seq, ranks] : groups) v.alternatives.push_back({std::move(seq), RankList::from_sequence(ranks)});
+        started.fields[static_cast<std::size_t>(f)] = std::move(v);
+      }
+      out[node].push_back(std::move(started));
+    }
+  }
+  return out;
+}
+
 /// An enclosing loop as the program writes it: always a FOR EACH loop, so that values,
 /// presence and trip counts that change between iterations can be written as expressions of
 /// the loop variables.
@@ -191,7 +269,7 @@ std::int64_t seq_max(const ValueSeq& seq) {
 
 class ConceptualBackend final : public CodegenBackend {
  public:
-  explicit ConceptualBackend(const CodegenOptions& o) : options_(o) {}
+  ConceptualBackend(const CodegenOptions& o, const StartedRequests& started) : options_(o), started_(started) {}
 
   void begin(const Trace& t) override { trace_ = &t; }
 
@@ -231,6 +309,19 @@ class ConceptualBackend final : public CodegenBackend {
     if (!node.presence.empty()) presence_.push_back({&node.presence, loops_.size()});
     if (op_is_collective(e.op)) {
       collective_event(e, all);
+    } else if (op_kind(e.op) == OpKind::Start) {  // the sends / receives it starts
+      if (auto it = started_.find(&node); it != started_.end())
+        for (const EventNode& started : it->second) {
+          std::vector<std::int64_t> present;
+          const ElasticValue& comm = field(started, Field::Comm);
+          for (auto r : all.to_vector())
+            if (comm.for_rank(r)) present.push_back(r);
+          if (present.empty()) continue;
+          for (const RankList& ranks : rank_groups(started, RankList::from_sequence(present))) {
+            std::string text = point_to_point(started, ranks);
+            if (!text.empty()) emit(ranks, started, source_set(ranks), text);
+          }
+        }
     } else {
       for (const RankList& ranks : rank_groups(e, all)) {
         std::string text = point_to_point(e, ranks);
@@ -239,6 +330,8 @@ class ConceptualBackend final : public CodegenBackend {
     }
     if (!node.presence.empty()) presence_.pop_back();
   }
+
+  void add_note(const std::string& n) { note(n); }
 
   std::string finish() override {
     std::ostringstream out;
@@ -595,9 +688,7 @@ class ConceptualBackend final : public CodegenBackend {
       case OpKind::PersistentSend:
       case OpKind::PersistentRecv:
       case OpKind::Start:
-        note("persistent requests (MPI_" + std::string(op_name(e.op)) +
-             ") are not expressed: coNCePTuaL has no persistent operations; use the C back end");
-        return "";
+        return "";  // each MPI_Start is the asynchronous sends / receives it starts (event())
       case OpKind::Probe:
         note("MPI_" + std::string(op_name(e.op)) + " has no coNCePTuaL counterpart and is left out");
         return "";
@@ -773,6 +864,7 @@ class ConceptualBackend final : public CodegenBackend {
   }
 
   CodegenOptions options_;
+  const StartedRequests& started_;
   const Trace* trace_ = nullptr;
   std::vector<std::string> lines_;
   std::vector<std::string> notes_;
@@ -795,7 +887,10 @@ std::string generate_conceptual(const Trace& trace, const CodegenOptions& option
       has_wildcards(trace) || has_wildcard_tags(trace) ? resolve_wildcards(trace, nullptr, true) : trace.clone();
   std::vector<std::string> unaligned = unaligned_collectives(work);
   if (!unaligned.empty()) align_siblings(work.nodes, work.nranks);
-  ConceptualBackend backend(options);
+  std::vector<std::string> start_notes;
+  const StartedRequests started = started_requests(work, start_notes);
+  ConceptualBackend backend(options, started);
+  for (const auto& n : start_notes) backend.add_note(n);
   traverse(work, backend);
   std::string text = backend.finish();
   for (const auto& u : unaligned_collectives(work))
