@@ -37,7 +37,12 @@ PROGRAMS = ROOT / "tests" / "py" / "programs"
 NPB = Path("/work/apps/npb-nostats/bin")
 LULESH = Path("/work/apps/lulesh/lulesh2.0")
 
-OWN_PROGRAMS = [("extrap_halo2d", 4), ("extrap_rowcol", 6), ("pipelined_sweeps", 4), ("ft_like", 4)]
+OWN_PROGRAMS = [
+    ("extrap_halo2d", 4, []),
+    ("extrap_rowcol", 6, []),
+    ("pipelined_sweeps", 4, ["3", "4"]),
+    ("ft_like", 4, []),
+]
 
 
 def run(
@@ -54,12 +59,12 @@ def cases(work: Path) -> list[tuple[str, int, list[str]]]:
     for name, n, _ in helpers.EXAMPLE_RUNS:
         if (EXAMPLES / name).is_file():
             out.append((name, n, [str(EXAMPLES / name), "-i", "3"]))
-    for name, n in OWN_PROGRAMS:
+    for name, n, extra in OWN_PROGRAMS:
         src = PROGRAMS / f"{name}.c"
         exe = work / "bin" / name
         exe.parent.mkdir(exist_ok=True)
         subprocess.run(["mpicc.mpich", "-O1", "-w", "-o", str(exe), str(src)], check=True)
-        out.append((name, n, [str(exe)]))
+        out.append((name, n, [str(exe), *extra]))
     for b in ("bt", "cg", "ep", "ft", "is", "lu", "mg", "sp"):
         if (NPB / f"{b}.S.x").is_file():
             out.append((f"npb-{b}.S", 4, [str(NPB / f"{b}.S.x")]))
@@ -137,18 +142,45 @@ def check(
     return row
 
 
-def timing(argv: list[str], exe: Path, prefix: Path, d: Path) -> tuple[float, float]:
-    def median(cmd, env=None):
+#: Programs timed at 2 ranks (--timing): examples that run at any size, and NPB kernels.
+TIMED = [
+    "ring",
+    "stencil1d",
+    "collectives",
+    "pipeline",
+    "npb-cg.S",
+    "npb-ep.S",
+    "npb-is.S",
+    "npb-mg.S",
+]
+
+
+def timing(
+    name: str, argv: list[str], prefix: Path, work: Path, repeats: int = 3
+) -> tuple[float, float] | None:
+    """Median wall time of the original and of its generated benchmark at 2 ranks (no collector)."""
+    d = work / f"timing-{name}"
+    d.mkdir()
+    original = d / "original.sct"
+    env = {"LD_PRELOAD": str(collector_library()), "SCALATRACE_OUT": str(original)}
+    if run(2, argv, env, timeout=600).returncode != 0:
+        return None
+    (d / "bench.ncptl").write_text(scalatrace.load(original).to_conceptual())
+    try:
+        conceptual.compile_conceptual(d / "bench.ncptl", d / "bench", prefix)
+    except scalatrace.ScalatraceError:
+        return None
+
+    def median(cmd: list[str], env: dict | None = None) -> float:
         times = []
-        for _ in range(3):
+        for _ in range(repeats):
             t = time.perf_counter()
-            run(2, cmd, env)
+            run(2, cmd, env, timeout=600)
             times.append(time.perf_counter() - t)
         return statistics.median(times)
 
-    return median(argv), median(
-        [str(exe), f"--logfile={d}/t-%p.txt"], conceptual.run_environment(prefix)
-    )
+    bench = [str(d / "bench"), f"--logfile={d}/t-%p.txt"]
+    return median(argv), median(bench, conceptual.run_environment(prefix))
 
 
 def main() -> int:
@@ -166,6 +198,10 @@ def main() -> int:
     ap.add_argument(
         "--run-timeout", type=float, default=300, help="seconds before a run counts as hung"
     )
+    ap.add_argument(
+        "--timing", action="store_true", help="also time original vs generated at 2 ranks"
+    )
+    ap.add_argument("--skip-check", action="store_true", help="only the timing")
     ap.add_argument("--keep", help="keep the work files in this directory")
     args = ap.parse_args()
     prefix = conceptual.compiler(args.prefix, search_from=ROOT)
@@ -175,7 +211,7 @@ def main() -> int:
     print("| program | ranks | accepted | ran | matched | notes | first difference / reason |")
     print("|---|---|---|---|---|---|---|")
     for name, n, argv in cases(work):
-        if args.only and name not in args.only:
+        if (args.only and name not in args.only) or args.skip_check:
             continue
         row = check(name, n, argv, prefix, work, args.generator, args.run_timeout)
         rows.append(row)
@@ -184,6 +220,19 @@ def main() -> int:
             f"{'yes' if row['matched'] else 'no'} | {row.get('notes', '')} | {row['why']} |",
             flush=True,
         )
+    if args.timing:
+        print(f"\nTiming at 2 ranks, median of 3 runs each (load before: {os.getloadavg()[0]:.1f})")
+        print("| program | original (s) | generated (s) | difference |")
+        print("|---|---|---|---|")
+        for name, _, argv in cases(work):
+            if name in TIMED and (not args.only or name in args.only):
+                t = timing(name, argv, prefix, work)
+                if t:
+                    print(
+                        f"| {name} | {t[0]:.3f} | {t[1]:.3f} | {100 * (t[1] - t[0]) / t[0]:+.1f}% |",
+                        flush=True,
+                    )
+        print(f"(load after: {os.getloadavg()[0]:.1f})")
     acc = sum(r["accepted"] for r in rows)
     ran = sum(r["ran"] for r in rows)
     match = sum(r["matched"] for r in rows)
