@@ -44,13 +44,12 @@ PYTHON_LEVELS = {
     # L0: the compiled core and the exceptions
     "_core": 0,
     "errors": 0,
-    # L1: shared constants and helpers (OP_NAMES once), paths, result types, the coNCePTuaL grammar
+    # L1: shared constants and helpers (OP_NAMES once), paths, result types
     "_base": 1,
     "_paths": 1,
     "_files": 1,
     "_core_guard": 1,
     "_summary": 1,
-    "conceptual_grammar": 1,
     # L2: pandas tables over core objects
     "frames": 2,
     # L3: the trace as data (knows no feature module) and the trace-class registry
@@ -62,6 +61,7 @@ PYTHON_LEVELS = {
     "simulate": 5,
     "simgrid": 5,
     "goal": 5,
+    "conceptual": 5,
     "codegen": 5,
     "clustering": 5,
     "extrapolate": 5,

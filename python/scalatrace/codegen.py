@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -80,7 +81,14 @@ def to_c(
 
 
 def to_conceptual(trace: TraceModel, computation: bool = True, min_compute_ns: int = 500) -> str:
-    """A coNCePTuaL program (thesis ch. 4) for the trace; wildcards are always resolved.
+    """A coNCePTuaL program (thesis ch. 4) for the trace; wildcard sources and tags are always
+    resolved (Algorithm 3).
+
+    Where the language cannot express the trace exactly (persistent requests, Table 4.1's
+    approximations of collectives, values that follow no pattern of the loop variables, ...) the
+    program says so in a ``# note:`` comment, and each note is also issued as a
+    :class:`UserWarning`. Check a program with the real compiler:
+    :func:`scalatrace.conceptual.compile_conceptual`.
 
     Raises
     ------
@@ -89,7 +97,11 @@ def to_conceptual(trace: TraceModel, computation: bool = True, min_compute_ns: i
     """
     core = _core_of(trace)
     min_compute_ns = check_int("min_compute_ns", min_compute_ns, lo=0)
-    return _core.generate_conceptual(core, check_bool("computation", computation), min_compute_ns)
+    text = _core.generate_conceptual(core, check_bool("computation", computation), min_compute_ns)
+    for line in text.splitlines():
+        if line.startswith("# note: "):
+            warnings.warn(f"coNCePTuaL benchmark: {line[len('# note: ') :]}", stacklevel=2)
+    return text
 
 
 def resolve_wildcards(trace: TraceModel) -> tuple[TraceModel, list[tuple[int, int, str, int]]]:

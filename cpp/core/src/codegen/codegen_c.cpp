@@ -168,7 +168,7 @@ class CBackend final : public CodegenBackend {
         << "  if (outcome_mismatches)\n"
         << "    fprintf(stderr, \"rank %d: outcome_mismatches %ld (requests completed at other "
            "times than recorded)\\n\", me, outcome_mismatches);\n"
-        << "  MPI_Finalize();\n  free(sbuf);\n  free(rbuf);\n  free(reqs);\n  free(scratch);\n"
+        << "  free_types();\n  MPI_Finalize();\n  free(sbuf);\n  free(rbuf);\n  free(reqs);\n  free(scratch);\n"
         << "  return 0;\n}\n";
     return out.str();
   }

@@ -11,8 +11,10 @@
 // thesis' Table 4.1. Wildcards are resolved first (Algorithm 3), collectives split over call
 // sites are aligned (Algorithm 2, sibling nodes). See docs/codegen.md.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -20,6 +22,7 @@
 
 #include "codegen/codegen_support.hpp"
 #include "scalatrace/codegen/codegen.hpp"
+#include "scalatrace/read/cursor.hpp"
 
 namespace scalatrace {
 namespace {
@@ -162,133 +165,173 @@ void collect_unaligned(const Trace& t, const std::vector<Node>& body, std::vecto
   }
 }
 
+/// What the Start nodes of a trace start: per Start node, per started request (in the order
+/// the Start lists them), an Isend / Irecv event node whose fields hold, per rank and per
+/// occurrence of the Start, the parameters of the persistent request it started.
+using StartedRequests = std::map<const Node*, std::vector<EventNode>>;
+
+bool has_start(const std::vector<Node>& body) {
+  for (const Node& n : body)
+    if ((n.loop && has_start(n.loop->body)) || (n.event && op_kind(n.event->op) == OpKind::Start)) return true;
+  return false;
+}
+
+/// Walks every rank's events (handle buffer as the collector records it) and collects the
+/// parameters of the persistent requests each Start starts.
+StartedRequests started_requests(const Trace& t, std::vector<std::string>& notes) {
+  StartedRequests out;
+  if (!has_start(t.nodes)) return out;
+  // per Start node, per started position, per field: per rank the values over occurrences
+  std::map<const Node*, std::vector<std::array<std::map<std::int64_t, ValueSeq>, kFieldCount>>> values;
+  std::map<std::pair<const Node*, std::size_t>, Op> kinds;
+  for (std::int64_t r = 0; r < t.nranks; ++r) {
+    Cursor cursor(t, r, TimingMode::None);
+    std::vector<std::optional<Event>> slots;
+    Event e;
+    while (cursor.next(e)) {
+      const OpKind kind = op_kind(e.op);
+      if (kind == OpKind::PersistentSend || kind == OpKind::PersistentRecv) {
+        slots.push_back(e);
+      } else if (op_creates_request(e.op)) {
+        slots.push_back(std::nullopt);
+      } else if (kind == OpKind::Start) {
+        const Node* node = cursor.last_node();
+        auto& positions = values[node];
+        std::size_t j = 0;
+        for (auto offset : e[ArrayField::Requests]) {
+          if (offset < 1 || offset > static_cast<std::int64_t>(slots.size())) continue;
+          const auto& init = slots[slots.size() - static_cast<std::size_t>(offset)];
+          if (!init) continue;
+          if (positions.size() <= j) positions.resize(j + 1);
+          for (Field f : {Field::Comm, Field::Peer, Field::Tag, Field::Bytes, Field::DtSize})
+            positions[j][static_cast<std::size_t>(f)][r].append((*init)[f]);
+          const Op as = op_kind(init->op) == OpKind::PersistentRecv ? Op::Irecv : Op::Isend;
+          auto [it, inserted] = kinds.try_emplace({node, j}, as);
+          if (!inserted && it->second != as)
+            notes.push_back(
+                "an MPI_Start starts a send on some ranks and a receive on others at one position; "
+                "the first rank's kind is used");
+          ++j;
+        }
+      }
+    }
+  }
+  for (auto& [node, positions] : values) {
+    for (std::size_t j = 0; j < positions.size(); ++j) {
+      EventNode started;
+      started.op = kinds[{node, j}];
+      started.site = node->event->site;
+      if (j == 0) started.compute = node->event->compute;  // the computation before the Start
+      for (Field f : {Field::Comm, Field::Peer, Field::Tag, Field::Bytes, Field::DtSize}) {
+        std::vector<std::pair<ValueSeq, std::vector<std::int64_t>>> groups;
+        for (auto& [rank, seq] : positions[j][static_cast<std::size_t>(f)]) {
+          auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == seq; });
+          if (g == groups.end())
+            groups.push_back({std::move(seq), {rank}});
+          else
+            g->second.push_back(rank);
+        }
+        ElasticValue v;
+        for (auto& [seq, ranks] : groups) v.alternatives.push_back({std::move(seq), RankList::from_sequence(ranks)});
+        started.fields[static_cast<std::size_t>(f)] = std::move(v);
+      }
+      out[node].push_back(std::move(started));
+    }
+  }
+  return out;
+}
+
+/// An enclosing loop as the program writes it: always a FOR EACH loop, so that values,
+/// presence and trip counts that change between iterations can be written as expressions of
+/// the loop variables.
 struct LoopFrame {
-  std::string var;                        ///< FOR EACH variable ("" for FOR n REPETITIONS)
-  std::optional<std::int64_t> trips;      ///< uniform constant trip count
-  std::optional<std::string> trips_text;  ///< trip count as an expression of the task variable
-  const ElasticValue* trips_value = nullptr;
+  std::string var;                      ///< FOR EACH variable ("" for a loop that never runs)
+  const ElasticValue* trips = nullptr;  ///< the loop's trip counts
+  std::size_t outside = 0;              ///< loops enclosing this one (its visits are counted there)
+  bool bounded = false;                 ///< runs to the largest count; statements check var < count
+  bool presence = false;                ///< the loop node has a presence sequence (pushed below)
 };
+
+/// A node with a presence sequence (the statement's own or an enclosing loop's).
+struct PresenceFrame {
+  const ElasticValue* presence = nullptr;
+  std::size_t outside = 0;  ///< loops enclosing the node
+};
+
+/// The largest value of a sequence (runs are arithmetic: their ends are the extremes).
+std::int64_t seq_max(const ValueSeq& seq) {
+  std::int64_t most = 0;
+  for (const auto& b : seq.blocks())
+    for (const auto& r : b.runs)
+      if (r.count > 0) most = std::max({most, r.first, r.first + r.stride * static_cast<std::int64_t>(r.count - 1)});
+  return most;
+}
 
 class ConceptualBackend final : public CodegenBackend {
  public:
-  explicit ConceptualBackend(const CodegenOptions& o) : options_(o) {}
+  ConceptualBackend(const CodegenOptions& o, const StartedRequests& started) : options_(o), started_(started) {}
 
   void begin(const Trace& t) override { trace_ = &t; }
 
   void enter_loop(const Node& node, const LoopNode& loop, int depth) override {
-    (void)node.ranks;  // the statements inside carry their own task sets
     LoopFrame frame;
-    frame.trips = codegen_support::uniform_of(loop.trips);
-    frame.trips_value = &loop.trips;
-    const bool varying = needs_loop_variable(loop.body);
-    std::string count = frame.trips ? std::to_string(*frame.trips) : per_task_value(loop.trips, "", "t");
-    if (!frame.trips) {
-      // trip counts differ between ranks: coNCePTuaL loops are global, so loop to the largest
-      // count and let each statement's task set keep the ranks still iterating
-      std::int64_t most = 0;
-      for (const auto& [seq, r] : loop.trips.alternatives)
-        for (std::uint64_t k = 0; k < seq.size() && k < 64; ++k) most = std::max(most, seq.at(k));
-      count = std::to_string(most);
-      frame.var = "i" + std::to_string(depth + 1);
-      limits_.push_back({frame.var, &loop.trips});
-    } else if (varying && node.presence.empty()) {
-      frame.var = "i" + std::to_string(depth + 1);
+    frame.trips = &loop.trips;
+    frame.outside = loops_.size();
+    if (!node.presence.empty()) {
+      presence_.push_back({&node.presence, loops_.size()});
+      frame.presence = true;
     }
-    bool per_task_constant = true;
-    for (const auto& [seq, r] : loop.trips.alternatives)
-      per_task_constant &= seq.empty() || constant_of(seq).has_value();
-    if (frame.trips)
-      frame.trips_text = std::to_string(*frame.trips);
-    else if (per_task_constant)
-      frame.trips_text = per_task_value(loop.trips, "", "t");
-    if (frame.var.empty())
-      open("FOR " + count + " REPETITIONS {");
-    else
-      open("FOR EACH " + frame.var + " IN {0, ..., " + count + "-1} {");
+    std::int64_t most = 0;
+    const auto uniform = codegen_support::uniform_of(loop.trips);
+    if (uniform) {
+      most = *uniform;
+    } else {
+      for (const auto& [seq, r] : loop.trips.alternatives) most = std::max(most, seq_max(seq));
+      frame.bounded = true;  // trip counts differ between ranks or visits
+    }
+    if (most <= 0) {
+      open("FOR 0 REPETITIONS {");
+    } else {
+      frame.var = "i" + std::to_string(depth + 1);
+      open("FOR EACH " + frame.var + " IN {0, ..., " + std::to_string(most - 1) + "} {");
+    }
     loops_.push_back(frame);
   }
 
-  void leave_loop(const Node&, const LoopNode& loop, int) override {
-    if (!limits_.empty() && limits_.back().second == &loop.trips) limits_.pop_back();
+  void leave_loop(const Node&, const LoopNode&, int) override {
+    if (loops_.back().presence) presence_.pop_back();
     loops_.pop_back();
     close();
   }
 
   void event(const Node& node, const EventNode& e, int) override {
     const RankList all = codegen_support::ranks_of(node, trace_->nranks);
-    // one statement per group of ranks whose parameters share their elastic alternatives
-    // (collectives stay one statement: every member takes part in the same operation)
-    std::vector<RankList> groups = rank_groups(e, all);
-    const bool shared = groups.size() == 1;
-    if (op_is_collective(e.op)) groups = {all};
-    for (const RankList& ranks : groups) {
-      group_ = shared || !op_is_collective(e.op) ? &ranks : nullptr;
-      std::string tasks = task_set(ranks, "t");
-      std::string s = translate(e, ranks, tasks);
-      if (tasks.rfind("TASK ", 0) == 0)  // a single task binds no variable: use its number
-        s = std::regex_replace(s, std::regex("\\bt\\b"), "(" + std::to_string(ranks.at(0)) + ")");
-      if (!s.empty()) {  // the computation before the call, then the call, on one line
-        std::string compute;
-        const double us = static_cast<double>(codegen_support::mean_compute_ns(e)) / 1000.0;
-        if (options_.computation && codegen_support::mean_compute_ns(e) >= options_.min_compute_ns &&
-            std::llround(us) > 0)
-          compute = tasks + " COMPUTE FOR " + std::to_string(std::llround(us)) + " MICROSECONDS then ";
-        statement(compute + s);
+    if (!node.presence.empty()) presence_.push_back({&node.presence, loops_.size()});
+    if (op_is_collective(e.op)) {
+      collective_event(e, all);
+    } else if (op_kind(e.op) == OpKind::Start) {  // the sends / receives it starts
+      if (auto it = started_.find(&node); it != started_.end())
+        for (const EventNode& started : it->second) {
+          std::vector<std::int64_t> present;
+          const ElasticValue& comm = field(started, Field::Comm);
+          for (auto r : all.to_vector())
+            if (comm.for_rank(r)) present.push_back(r);
+          if (present.empty()) continue;
+          for (const RankList& ranks : rank_groups(started, RankList::from_sequence(present))) {
+            std::string text = point_to_point(started, ranks);
+            if (!text.empty()) emit(ranks, started, source_set(ranks), text);
+          }
+        }
+    } else {
+      for (const RankList& ranks : rank_groups(e, all)) {
+        std::string text = point_to_point(e, ranks);
+        if (!text.empty()) emit(ranks, e, source_set(ranks), text);
       }
-      group_ = nullptr;
     }
+    if (!node.presence.empty()) presence_.pop_back();
   }
 
-  static int alternative_of(const ElasticValue& v, std::int64_t rank) {
-    if (v.alternatives.size() <= 1) return 0;
-    for (std::size_t a = 0; a < v.alternatives.size(); ++a)
-      if (v.alternatives[a].second.empty() || v.alternatives[a].second.contains(rank)) return static_cast<int>(a);
-    return -1;
-  }
-
-  std::vector<RankList> rank_groups(const EventNode& e, const RankList& ranks) const {
-    std::map<std::vector<int>, std::vector<std::int64_t>> by;
-    for (auto r : ranks.to_vector()) {
-      std::vector<int> signature;
-      for (const auto& f : e.fields) signature.push_back(alternative_of(f, r));
-      for (const auto& l : loops_)
-        if (l.trips_value) signature.push_back(alternative_of(*l.trips_value, r));
-      by[signature].push_back(r);
-    }
-    std::vector<RankList> out;
-    for (auto& [sig, members] : by) out.push_back(RankList::from_sequence(members));
-    std::sort(out.begin(), out.end(), [](const RankList& a, const RankList& b) { return a.at(0) < b.at(0); });
-    return out;
-  }
-
-  /// The group's value of a loop's trip count, if one constant.
-  std::optional<std::int64_t> group_trips(const LoopFrame& l) const {
-    if (l.trips) return l.trips;
-    if (!group_ || !l.trips_value) return std::nullopt;
-    const ValueSeq* seq = l.trips_value->for_rank(group_->at(0));
-    return seq ? constant_of(*seq) : std::nullopt;
-  }
-
-  /// A sequence that repeats the innermost loop's iterations: an expression of its variable.
-  std::optional<std::string> periodic_value(const ValueSeq& seq) const {
-    if (loops_.empty() || loops_.back().var.empty() || seq.size() > 100000) return std::nullopt;
-    auto period = group_trips(loops_.back());
-    if (!period || *period < 1 || seq.size() % static_cast<std::uint64_t>(*period) != 0) return std::nullopt;
-    const auto p = static_cast<std::uint64_t>(*period);
-    for (std::uint64_t k = p; k < seq.size(); ++k)
-      if (seq.at(k) != seq.at(k % p)) return std::nullopt;
-    const std::string& var = loops_.back().var;
-    const std::int64_t first = seq.at(0), stride = p > 1 ? seq.at(1) - seq.at(0) : 0;
-    bool linear = true;
-    for (std::uint64_t k = 0; k < p; ++k) linear &= seq.at(k) == first + stride * static_cast<std::int64_t>(k);
-    if (linear) return stride == 0 ? num(first) : "(" + num(first) + "+" + num(stride) + "*" + var + ")";
-    if (p > 8) return std::nullopt;
-    std::string out;
-    for (std::uint64_t k = 0; k + 1 < p; ++k)
-      out += "(" + num(seq.at(k)) + " IF " + var + " = " + std::to_string(k) + " OTHERWISE ";
-    out += num(seq.at(p - 1)) + std::string(p - 1, ')');
-    return out;
-  }
+  void add_note(const std::string& n) { note(n); }
 
   std::string finish() override {
     std::ostringstream out;
@@ -302,7 +345,10 @@ class ConceptualBackend final : public CodegenBackend {
     for (const auto& n : notes_) out << "# note: " << n << "\n";
     out << "All tasks synchronize then\nall tasks reset their counters then\n";
     for (const auto& l : lines_) out << l << "\n";
-    out << "all tasks synchronize then\n"
+    // requests the trace completed with Test calls (or never completed) are awaited here:
+    // coNCePTuaL requires every asynchronous operation to be awaited
+    out << "all tasks await completion then\n"
+        << "all tasks synchronize then\n"
         << "task 0 logs elapsed_usecs as \"Elapsed time (us)\" and bytes_sent as \"Bytes sent by task 0\".\n";
     return out.str();
   }
@@ -324,31 +370,68 @@ class ConceptualBackend final : public CodegenBackend {
     lines_.back() += " then";
   }
 
-  bool needs_loop_variable(const std::vector<Node>& body) const {
-    for (const Node& n : body) {
-      if (n.loop) {
-        if (needs_loop_variable(n.loop->body)) return true;
-        continue;
-      }
-      for (Field f : {Field::Peer, Field::Peer2, Field::Bytes, Field::Bytes2, Field::Root, Field::Tag})
-        for (const auto& [seq, r] : field(*n.event, f).alternatives)
-          if (!seq.empty() && !constant_of(seq)) return true;
-    }
-    return false;
+  void note(const std::string& n) {
+    if (std::find(notes_.begin(), notes_.end(), n) == notes_.end()) notes_.push_back(n);
   }
 
-  /// Occurrence index of an event node as an expression of the FOR EACH variables, if every
-  /// enclosing loop has one and a uniform trip count.
-  std::optional<std::string> occurrence() const {
-    if (loops_.empty()) return std::string("0");
+  /// Writes one statement for `ranks` (sharing their parameters): the computation before the
+  /// call, then the call, under the conditions of the enclosing loops and presence sequences.
+  void emit(const RankList& ranks, const EventNode& e, const std::string& tasks, const std::string& text) {
+    auto cond = conditions(ranks.at(0));
+    if (!cond) return;  // never present for these ranks
+    std::string s = text;
+    const double us = static_cast<double>(codegen_support::mean_compute_ns(e)) / 1000.0;
+    if (options_.computation && codegen_support::mean_compute_ns(e) >= options_.min_compute_ns && std::llround(us) > 0)
+      s = tasks + " COMPUTE FOR " + std::to_string(std::llround(us)) + " MICROSECONDS then\n" + indent() + "  " + s;
+    if (ranks.size() == 1) s = std::regex_replace(s, std::regex("\\bt\\b"), "(" + std::to_string(ranks.at(0)) + ")");
+    if (cond->empty()) {
+      statement(s);
+    } else if (s.find(" then\n") == std::string::npos) {
+      statement("IF " + *cond + " THEN " + s);
+    } else {
+      statement("IF " + *cond + " THEN {\n" + indent() + "  " + s + "\n" + indent() + "}");
+    }
+  }
+
+  // ---- which iterations a statement runs in ----
+
+  /// Trip count of loop frame k for `rank` if it is one constant.
+  std::optional<std::int64_t> constant_trips(std::size_t k, std::int64_t rank) const {
+    const ValueSeq* seq = loops_[k].trips->for_rank(rank);
+    return seq ? constant_of(*seq) : std::nullopt;
+  }
+
+  /// Index of the current visit of a node enclosed by the first `frames` loops, for `rank`,
+  /// as an expression of the loop variables; nullopt if a loop inside the outermost has a trip
+  /// count that changes between visits (no closed form).
+  std::optional<std::string> occurrence(std::int64_t rank, std::size_t frames) const {
+    if (frames == 0) return std::string("0");
     std::string expr;
-    for (const auto& l : loops_) {
+    for (std::size_t k = 0; k < frames; ++k) {
+      const LoopFrame& l = loops_[k];
       if (l.var.empty()) return std::nullopt;
-      auto trips = group_trips(l);
-      if (!trips && !l.trips_text) return std::nullopt;
-      expr = expr.empty() ? l.var : "(" + expr + ")*" + (trips ? std::to_string(*trips) : *l.trips_text) + "+" + l.var;
+      if (k == 0) {
+        expr = l.var;
+        continue;
+      }
+      auto trips = constant_trips(k, rank);
+      if (!trips) return std::nullopt;
+      expr = "(" + expr + ")*" + std::to_string(*trips) + "+" + l.var;
     }
     return expr;
+  }
+
+  /// A sequence that repeats the innermost loop's iterations: an expression of its variable.
+  std::optional<std::string> periodic_value(const ValueSeq& seq, std::int64_t rank) const {
+    if (loops_.empty() || loops_.back().var.empty() || seq.size() > 100000) return std::nullopt;
+    auto period = constant_trips(loops_.size() - 1, rank);
+    if (!period || *period < 1 || seq.size() % static_cast<std::uint64_t>(*period) != 0) return std::nullopt;
+    const auto p = static_cast<std::uint64_t>(*period);
+    for (std::uint64_t k = p; k < seq.size(); ++k)
+      if (seq.at(k) != seq.at(k % p)) return std::nullopt;
+    ValueSeq period_values;  // one period, indexed by the innermost loop variable alone
+    for (std::uint64_t k = 0; k < p; ++k) period_values.append(seq.at(k));
+    return sequence_value(period_values, loops_.back().var);
   }
 
   /// A value sequence at occurrence `occ` (an expression), or nullopt if not expressible.
@@ -361,238 +444,432 @@ class ConceptualBackend final : public CodegenBackend {
     for (const auto& b : seq.blocks()) {
       std::uint64_t period = 0;
       for (const auto& r : b.runs) period += r.count;
-      const std::string local = b.repeat > 1
-                                    ? "((" + *occ + ")-" + std::to_string(start) + ") MOD " + std::to_string(period)
-                                    : "(" + *occ + ")-" + std::to_string(start);
+      const std::string shifted = start == 0 ? *occ : "(" + *occ + ")-" + std::to_string(start);
+      const std::string local = b.repeat > 1 ? "(" + shifted + ") MOD " + std::to_string(period) : shifted;
+      // within a block: one branch per run, the last one unconditional
+      std::string block;
+      int block_open = 0;
       std::uint64_t offset = 0;
       for (const auto& r : b.runs) {
         std::string v = num(r.first);
         if (r.stride != 0 && r.count > 1)
-          v = "(" + v + "+" + num(r.stride) + "*(" + local + "-" + std::to_string(offset) + "))";
+          v = "(" + v + "+" + num(r.stride) + "*(" + local + (offset ? "-" + std::to_string(offset) : "") + "))";
         offset += r.count;
-        const bool last_run = &r == &b.runs.back() && &b == &seq.blocks().back();
-        if (last_run) {
-          out += v;
+        if (&r == &b.runs.back()) {
+          block += v;
         } else {
-          out += "(" + v + " IF " + local + " < " + std::to_string(offset) + " OTHERWISE ";
-          ++open;
+          block += "(" + v + " IF " + local + " < " + std::to_string(offset) + " OTHERWISE ";
+          ++block_open;
         }
       }
+      block += std::string(static_cast<std::size_t>(block_open), ')');
       start += period * b.repeat;
+      if (&b == &seq.blocks().back()) {
+        out += block;
+      } else {  // later blocks start after this one's occurrences
+        out += "(" + block + " IF " + *occ + " < " + std::to_string(start) + " OTHERWISE ";
+        ++open;
+      }
     }
-    for (int i = 0; i < open; ++i) out += ")";
+    out += std::string(static_cast<std::size_t>(open), ')');
     return out;
   }
 
-  /// Per-task value: alternatives as IF/OTHERWISE on the task variable.
-  std::string per_task_value(const ElasticValue& v, const std::string& mean_note, const std::string& var) {
-    if (v.empty()) return "0";
-    if (auto u = codegen_support::uniform_of(v)) return num(*u);
-    if (group_) {  // the statement's ranks share one alternative
-      const ValueSeq* seq = v.for_rank(group_->at(0));
-      if (!seq || seq->empty()) return "0";
-      if (auto c = constant_of(*seq)) return num(*c);
-      if (auto p = periodic_value(*seq)) return *p;
-      if (auto x = sequence_value(*seq, occurrence())) return *x;
-      double sum = 0;
-      for (std::uint64_t k = 0; k < seq->size(); ++k) sum += static_cast<double>(seq->at(k));
-      if (!mean_note.empty()) note(mean_note + " varies between iterations; its mean is used");
-      return num(std::llround(sum / static_cast<double>(seq->size())));
+  /// `rank`'s value of `v` at the current visit of a node inside the first `frames` loops.
+  std::optional<std::string> value_at(const ValueSeq& seq, std::int64_t rank, std::size_t frames) const {
+    if (seq.empty()) return std::nullopt;
+    if (auto c = constant_of(seq)) return num(*c);
+    if (frames == loops_.size())
+      if (auto p = periodic_value(seq, rank)) return p;
+    return sequence_value(seq, occurrence(rank, frames));
+  }
+
+  /// `rank`'s value of `v` for the statement being written; the mean with a note (and so a
+  /// warning) when it changes between iterations in a way the loop variables cannot express.
+  std::string value_of(const ElasticValue& v, std::int64_t rank, const std::string& what) {
+    const ValueSeq* seq = v.for_rank(rank);
+    if (!seq || seq->empty()) return "0";
+    if (auto x = value_at(*seq, rank, loops_.size())) return *x;
+    note(what + " varies between iterations in a way the loop variables cannot express; its mean is used");
+    double sum = 0;
+    for (std::uint64_t k = 0; k < seq->size(); ++k) sum += static_cast<double>(seq->at(k));
+    return num(std::llround(sum / static_cast<double>(seq->size())));
+  }
+
+  /// The condition (on loop variables) under which `rank` runs the current statement: the
+  /// trip counts of bounded loops and the presence sequences. "" always; nullopt never.
+  std::optional<std::string> conditions(std::int64_t rank) {
+    std::vector<std::string> parts;
+    for (std::size_t k = 0; k < loops_.size(); ++k) {
+      const LoopFrame& l = loops_[k];
+      if (!l.bounded || l.var.empty()) continue;
+      const ValueSeq* seq = l.trips->for_rank(rank);
+      if (!seq || seq->empty()) return std::nullopt;
+      if (auto x = value_at(*seq, rank, l.outside)) {
+        parts.push_back(l.var + " < " + *x);
+      } else {
+        note("the trip count of loop " + l.var +
+             " changes between visits in a way the loop variables cannot "
+             "express; the largest count is used");
+      }
     }
-    const auto occ = occurrence();
+    for (const PresenceFrame& p : presence_) {
+      const ValueSeq* seq = p.presence->for_rank(rank);
+      if (!seq || seq->empty()) return std::nullopt;
+      if (auto c = constant_of(*seq)) {
+        if (*c == 0) return std::nullopt;
+        continue;
+      }
+      if (auto x = value_at(*seq, rank, p.outside)) {
+        parts.push_back("(" + *x + ") = 1");
+      } else {
+        note(
+            "a call made only on some iterations follows no pattern of the loop variables; it is made on "
+            "every iteration");
+      }
+    }
     std::string out;
-    int open = 0;
-    for (std::size_t a = 0; a < v.alternatives.size(); ++a) {
-      const auto& [seq, ranks] = v.alternatives[a];
-      auto value = sequence_value(seq, occ);
-      if (!value) {  // varies over iterations that have no loop variable: the mean (Table 4.1 style)
-        double sum = 0;
-        for (std::uint64_t k = 0; k < seq.size(); ++k) sum += static_cast<double>(seq.at(k));
-        value = num(std::llround(sum / static_cast<double>(std::max<std::uint64_t>(seq.size(), 1))));
-        if (!mean_note.empty()) note(mean_note + " varies between iterations; its mean is used");
-      }
-      if (a + 1 == v.alternatives.size() || ranks.empty() || is_everyone(ranks, trace_->nranks)) {
-        out += *value;
-        break;
-      }
-      out += "(" + *value + " IF " + rank_condition(ranks, var, trace_->nranks) + " OTHERWISE ";
-      ++open;
-    }
-    for (int i = 0; i < open; ++i) out += ")";
+    for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? " /\\ " : "") + parts[i];
     return out;
   }
 
-  void note(const std::string& n) {
-    if (std::find(notes_.begin(), notes_.end(), n) == notes_.end()) notes_.push_back(n);
+  // ---- task sets ----
+
+  static int alternative_of(const ElasticValue& v, std::int64_t rank) {
+    if (v.alternatives.size() <= 1) return 0;
+    for (std::size_t a = 0; a < v.alternatives.size(); ++a)
+      if (v.alternatives[a].second.empty() || v.alternatives[a].second.contains(rank)) return static_cast<int>(a);
+    return -1;
   }
 
-  std::string task_set(const RankList& ranks, const std::string& var) {
-    std::string cond;
-    if (!is_everyone(ranks, trace_->nranks)) cond = rank_condition(ranks, var, trace_->nranks);
-    for (const auto& [loop_var, trips] : limits_) {  // loops whose trip count differs per task
-      std::string limit = loop_var + " < " + per_task_value(*trips, "", var);
-      cond = cond.empty() ? limit : "(" + cond + ") /\\ " + limit;
-    }
-    if (cond.empty()) return "ALL TASKS " + var;
-    if (ranks.size() == 1 && limits_.empty()) return "TASK " + std::to_string(ranks.at(0));
-    return "TASKS " + var + " SUCH THAT " + cond;
-  }
-
-  /// World rank of a communicator member, as an expression of the task variable: the member
-  /// `rel` positions from the task (peer) or member `root` (root).
-  std::string absolute(const EventNode& e, const RankList& ranks, Field which, bool relative) {
-    const ElasticValue& comm = field(e, Field::Comm);
-    auto c = codegen_support::uniform_of(comm);
-    const ElasticValue& value = field(e, which);
-    if (c && *c == 0) {  // MPI_COMM_WORLD: the recorded value is already a world offset / rank
-      std::string v = per_task_value(value, "peer", "t");
-      return relative ? (v == "0" ? "t" : "t+" + v) : v;
-    }
-    // other communicators: world offsets per task, grouped into a per-task value
-    std::map<std::vector<std::int64_t>, std::vector<std::int64_t>> groups;
+  /// Groups of ranks that share every parameter, trip count and presence sequence: one
+  /// statement each. Peers on other communicators are grouped by their world offsets.
+  std::vector<RankList> rank_groups(const EventNode& e, const RankList& ranks) {
+    std::map<std::vector<std::int64_t>, std::vector<std::int64_t>> by;
+    std::map<std::vector<std::int64_t>, std::int64_t> offset_ids;
+    const auto comm = codegen_support::uniform_of(field(e, Field::Comm));
     for (auto r : ranks.to_vector()) {
-      const ValueSeq* cs = comm.for_rank(r);
-      const ValueSeq* vs = value.for_rank(r);
-      if (!cs || !vs || cs->empty()) continue;
-      std::vector<std::int64_t> offsets;
-      for (std::uint64_t k = 0; k < vs->size() && k < 4096; ++k) {
-        const std::int64_t id = cs->at(std::min<std::uint64_t>(k, cs->size() - 1));
-        const std::int64_t v = vs->at(k);
-        RankList members = id == 1 ? RankList::single(r) : RankList::range(0, trace_->nranks);
-        if (id > 1) {
-          const CommEntry* entry = trace_->comms.find(id, r);
-          if (!entry) continue;
-          members = entry->members;
+      std::vector<std::int64_t> signature;
+      for (const auto& f : e.fields) signature.push_back(alternative_of(f, r));
+      for (const auto& l : loops_) signature.push_back(alternative_of(*l.trips, r));
+      for (const auto& p : presence_) signature.push_back(alternative_of(*p.presence, r));
+      if (!comm || *comm != 0)
+        for (Field f : {Field::Peer, Field::Peer2}) {
+          const auto offsets = world_offsets(e, r, f).to_vector();
+          signature.push_back(
+              offset_ids.try_emplace(offsets, static_cast<std::int64_t>(offset_ids.size())).first->second);
         }
-        const std::int64_t at = relative ? members.index_of(r) + v : v;
-        const std::int64_t world = at >= 0 && at < members.size() ? members.at(at) : r;
-        offsets.push_back(relative ? world - r : world);
+      by[signature].push_back(r);
+    }
+    std::vector<RankList> out;
+    for (auto& [sig, members] : by) out.push_back(RankList::from_sequence(members));
+    std::sort(out.begin(), out.end(), [](const RankList& a, const RankList& b) { return a.at(0) < b.at(0); });
+    return out;
+  }
+
+  /// Members of a communicator a rank names, in communicator rank order.
+  RankList members_of(std::int64_t comm, std::int64_t rank) const {
+    if (comm == 0) return RankList::range(0, trace_->nranks);
+    if (comm == 1) return RankList::single(rank);
+    if (const CommEntry* entry = trace_->comms.find(comm, rank)) return entry->members;
+    return {};
+  }
+
+  /// A rank's peers (relative to its communicator) as world offsets, occurrence by occurrence.
+  ValueSeq world_offsets(const EventNode& e, std::int64_t rank, Field which) const {
+    ValueSeq out;
+    const ValueSeq* cs = field(e, Field::Comm).for_rank(rank);
+    const ValueSeq* vs = field(e, which).for_rank(rank);
+    if (!cs || !vs || cs->empty()) return out;
+    if (auto c = constant_of(*cs); c && *c == 0) return *vs;
+    for (std::uint64_t k = 0; k < vs->size() && k < 100000; ++k) {
+      const std::int64_t v = vs->at(k);
+      if (v == kAnySource || v == kProcNull) {
+        out.append(v);
+        continue;
       }
-      groups[offsets].push_back(r);
+      const RankList members = members_of(cs->at(std::min<std::uint64_t>(k, cs->size() - 1)), rank);
+      const std::int64_t at = members.index_of(rank) + v;
+      out.append(at >= 0 && at < members.size() ? members.at(at) - rank : 0);
     }
-    ElasticValue offsets;
-    for (auto& [seq_values, group] : groups) {
-      ValueSeq seq;
-      for (auto x : seq_values) seq.append(x);
-      offsets.alternatives.push_back({std::move(seq), RankList::from_sequence(group)});
-    }
-    std::string v = per_task_value(offsets, "peer", "t");
-    return relative ? (v == "0" ? "t" : "t+" + v) : v;
+    return out;
   }
 
-  std::string members_set(const EventNode& e, const RankList& ranks, const std::string& var) {
-    auto c = codegen_support::uniform_of(field(e, Field::Comm));
-    if (c && *c == 0) return "ALL TASKS " + var;
-    RankList all;
-    for (auto r : ranks.to_vector()) {
-      const ValueSeq* cs = field(e, Field::Comm).for_rank(r);
-      if (!cs || cs->empty()) continue;
-      if (const CommEntry* entry = trace_->comms.find(cs->at(0), r)) {
-        std::vector<std::int64_t> m = entry->members.to_vector();
-        std::sort(m.begin(), m.end());
-        all = all.unite(RankList::from_sequence(m));
+  std::string source_set(const RankList& ranks) const {
+    if (is_everyone(ranks, trace_->nranks)) return "ALL TASKS t";
+    if (ranks.size() == 1) return "TASK " + std::to_string(ranks.at(0));
+    return "TASKS t SUCH THAT " + rank_condition(ranks, "t", trace_->nranks);
+  }
+
+  /// Receivers are a target set: the language accepts no ALL TASKS there.
+  std::string target_set(const RankList& ranks, const std::string& var) const {
+    if (ranks.size() == 1) return "TASK " + std::to_string(ranks.at(0));
+    if (is_everyone(ranks, trace_->nranks)) return "TASKS " + var + " SUCH THAT " + var + " >= 0";
+    return "TASKS " + var + " SUCH THAT " + rank_condition(ranks, var, trace_->nranks);
+  }
+
+  // ---- point-to-point ----
+
+  /// The peer of the group's statement: "t+offset" (an expression of the loop variables when
+  /// it changes between iterations); nullopt for MPI_PROC_NULL / unresolved wildcards.
+  std::optional<std::string> peer(const EventNode& e, const RankList& ranks, Field which) {
+    const std::int64_t r = ranks.at(0);
+    const ValueSeq offsets = world_offsets(e, r, which);
+    for (std::uint64_t k = 0; k < offsets.size() && k < 100000; ++k)
+      if (offsets.at(k) == kProcNull || offsets.at(k) == kAnySource) {
+        note("MPI_" + std::string(op_name(e.op)) +
+             " with MPI_PROC_NULL or an unresolved MPI_ANY_SOURCE peer is left out");
+        return std::nullopt;
       }
-    }
-    if (all.empty()) all = ranks;
-    return is_everyone(all, trace_->nranks) ? "ALL TASKS " + var
-                                            : "TASKS " + var + " SUCH THAT " + rank_condition(all, var, trace_->nranks);
+    ElasticValue v;
+    v.alternatives.push_back({offsets, RankList()});
+    const std::string x = value_of(v, r, "peer");
+    return x == "0" ? "t" : "t+" + x;
   }
 
-  std::string bytes(const EventNode& e, Field f) {
-    std::string v = per_task_value(field(e, f), "message size", "t");
-    return v;
+  std::string tag_clause(const EventNode& e, const RankList& ranks, Field which) {
+    const ValueSeq* seq = field(e, which).for_rank(ranks.at(0));
+    if (seq)
+      for (std::uint64_t k = 0; k < seq->size() && k < 100000; ++k)
+        if (seq->at(k) == kAnyTag) {
+          note("an MPI_ANY_TAG receive that matches no message is written without a tag");
+          return "";
+        }
+    const std::string tag = value_of(field(e, which), ranks.at(0), "tag");
+    return tag == "0" ? "" : " USING TAG " + tag;
   }
 
-  std::string translate(const EventNode& e, const RankList& ranks, const std::string& tasks) {
-    const std::string tag = " USING TAG ";
-    switch (op_kind(e.op)) {
+  std::string point_to_point(const EventNode& e, const RankList& ranks) {
+    const std::int64_t r = ranks.at(0);
+    const OpKind kind = op_kind(e.op);
+    auto bytes = [&](Field f) { return value_of(field(e, f), r, "message size"); };
+    auto send = [&](bool async, Field peer_f, Field bytes_f, Field tag_f) -> std::string {
+      auto to = peer(e, ranks, peer_f);
+      if (!to) return "";
+      return source_set(ranks) + (async ? " ASYNCHRONOUSLY" : "") + " SEND A " + bytes(bytes_f) + " BYTE MESSAGE" +
+             tag_clause(e, ranks, tag_f) + " TO UNSUSPECTING TASK " + *to;
+    };
+    auto receive = [&](bool async, Field peer_f, Field bytes_f, Field tag_f) -> std::string {
+      auto from = peer(e, ranks, peer_f);
+      if (!from) return "";
+      return target_set(ranks, "t") + (async ? " ASYNCHRONOUSLY" : "") + " RECEIVE A " + bytes(bytes_f) +
+             " BYTE MESSAGE" + tag_clause(e, ranks, tag_f) + " FROM TASK " + *from;
+    };
+    switch (kind) {
       case OpKind::BlockingSend:
       case OpKind::NonblockingSend:
-        return tasks + (op_kind(e.op) == OpKind::NonblockingSend ? " ASYNCHRONOUSLY" : "") + " SEND A " +
-               bytes(e, Field::Bytes) + " BYTE MESSAGE" + tag + per_task_value(field(e, Field::Tag), "tag", "t") +
-               " TO UNSUSPECTING TASK " + absolute(e, ranks, Field::Peer, true);
+        return send(kind == OpKind::NonblockingSend, Field::Peer, Field::Bytes, Field::Tag);
       case OpKind::BlockingRecv:
       case OpKind::NonblockingRecv:
-        return tasks + (op_kind(e.op) == OpKind::NonblockingRecv ? " ASYNCHRONOUSLY" : "") + " RECEIVE A " +
-               bytes(e, Field::Bytes) + " BYTE MESSAGE" + tag + per_task_value(field(e, Field::Tag), "tag", "t") +
-               " FROM TASK " + absolute(e, ranks, Field::Peer, true);
-      case OpKind::SendRecv:
-        return tasks + " ASYNCHRONOUSLY SEND A " + bytes(e, Field::Bytes) + " BYTE MESSAGE" + tag +
-               per_task_value(field(e, Field::Tag), "tag", "t") + " TO UNSUSPECTING TASK " +
-               absolute(e, ranks, Field::Peer, true) + " then\n" + indent() + tasks + " ASYNCHRONOUSLY RECEIVE A " +
-               bytes(e, Field::Bytes2) + " BYTE MESSAGE" + tag + per_task_value(field(e, Field::Tag2), "tag", "t") +
-               " FROM TASK " + absolute(e, ranks, Field::Peer2, true) + " then\n" + indent() + tasks +
-               " AWAIT COMPLETION";
+        return receive(kind == OpKind::NonblockingRecv, Field::Peer, Field::Bytes, Field::Tag);
+      case OpKind::SendRecv: {
+        const std::string s = send(true, Field::Peer, Field::Bytes, Field::Tag);
+        const std::string v = receive(true, Field::Peer2, Field::Bytes2, Field::Tag2);
+        std::string out;
+        for (const std::string& part : {s, v})
+          if (!part.empty()) out += (out.empty() ? "" : " then\n" + indent() + "  ") + part;
+        if (out.empty()) return "";
+        note(
+            "MPI_Sendrecv is an asynchronous send and receive followed by AWAIT COMPLETION, which also "
+            "completes the task's other outstanding requests");
+        return out + " then\n" + indent() + "  " + source_set(ranks) + " AWAIT COMPLETION";
+      }
       case OpKind::Completion:
+        if (e.op == Op::Waitany || e.op == Op::Waitsome)
+          note("MPI_" + std::string(op_name(e.op)) +
+               " completes only some of its requests; AWAIT COMPLETION waits for all of the task's outstanding "
+               "requests and can block where the traced run did not");
         if (e.op == Op::Wait || e.op == Op::Waitall || e.op == Op::Waitany || e.op == Op::Waitsome)
-          return tasks + " AWAIT COMPLETION";
-        return "";  // Test*: no waiting
-      case OpKind::Collective:
-      case OpKind::NonblockingCollective:
-        return collective(e, ranks);
+          return source_set(ranks) + " AWAIT COMPLETION";
+        note(
+            "Test calls are not expressed; the requests they completed are awaited by the next AWAIT "
+            "COMPLETION (at the latest at the end)");
+        return "";
       case OpKind::PersistentSend:
       case OpKind::PersistentRecv:
       case OpKind::Start:
-        note("persistent requests (MPI_" + std::string(op_name(e.op)) +
-             ") are not expressed: coNCePTuaL has no persistent operations; use the C back end");
+        return "";  // each MPI_Start is the asynchronous sends / receives it starts (event())
+      case OpKind::Probe:
+        note("MPI_" + std::string(op_name(e.op)) + " has no coNCePTuaL counterpart and is left out");
         return "";
       default:
-        return "";  // Init/Finalize (the frame), communicator management (absolute ranks), Other
+        return "";  // Init/Finalize (the frame), communicator management (task sets), Other
     }
   }
 
-  std::string collective(const EventNode& e, const RankList& ranks) {
+  // ---- collectives: one statement per communicator instance, over its task set ----
+
+  void collective_event(const EventNode& e, const RankList& all) {
+    std::map<std::vector<std::int64_t>, std::pair<RankList, std::vector<std::int64_t>>> instances;
+    for (auto r : all.to_vector()) {
+      const ValueSeq* cs = field(e, Field::Comm).for_rank(r);
+      if (!cs || cs->empty()) continue;
+      if (!cs->is_constant())
+        note("MPI_" + std::string(op_name(e.op)) + " at call site " + std::to_string(e.site) +
+             " uses different communicators on different iterations; the first is used");
+      const RankList members = members_of(cs->at(0), r);
+      if (members.empty()) continue;
+      auto sorted = members.to_vector();
+      std::sort(sorted.begin(), sorted.end());
+      auto& inst = instances[sorted];
+      inst.first = members;
+      inst.second.push_back(r);
+    }
+    for (const auto& [sorted, inst] : instances) {
+      const RankList present = RankList::from_sequence(inst.second);
+      const RankList members = RankList::from_sequence(sorted);
+      std::string text = collective(e, inst.first, members, present);
+      if (!text.empty()) emit(present, e, source_set(present), text);
+    }
+  }
+
+  /// One value of a collective's parameter for all of `present`: the members agree, else
+  /// their mean (noted).
+  std::string agreed_value(const EventNode& e, Field f, const RankList& present, const std::string& what) {
+    const ValueSeq* first = field(e, f).for_rank(present.at(0));
+    bool same = true;
+    double sum = 0, n = 0;
+    for (auto r : present.to_vector()) {
+      const ValueSeq* seq = field(e, f).for_rank(r);
+      if (!seq || !first || !(*seq == *first)) same = false;
+      if (seq)
+        for (std::uint64_t k = 0; k < seq->size() && k < 100000; ++k, ++n) sum += static_cast<double>(seq->at(k));
+    }
+    if (same) return value_of(field(e, f), present.at(0), what);
+    note(what + " differs between the members; their mean is used (Table 4.1)");
+    return num(std::llround(n > 0 ? sum / n : 0));
+  }
+
+  /// Reduction data as the language allows: DOUBLEWORDS or INTEGERS.
+  std::string items(const EventNode& e, Field f, const RankList& present) {
+    const std::string b = agreed_value(e, f, present, "MPI_" + std::string(op_name(e.op)) + " size");
+    bool by8 = true, by4 = true;
+    for (auto r : present.to_vector())
+      if (const ValueSeq* seq = field(e, f).for_rank(r))
+        for (std::uint64_t k = 0; k < seq->size() && k < 100000; ++k) {
+          by8 &= seq->at(k) % 8 == 0;
+          by4 &= seq->at(k) % 4 == 0;
+        }
+    const bool constant = b.find_first_not_of("0123456789") == std::string::npos;
+    if (constant && b == "0") return "0 INTEGERS";
+    if (by8) return (constant ? std::to_string(std::stoll(b) / 8) : "(" + b + ")/8") + " DOUBLEWORDS";
+    if (by4) return (constant ? std::to_string(std::stoll(b) / 4) : "(" + b + ")/4") + " INTEGERS";
+    note("MPI_" + std::string(op_name(e.op)) +
+         " reduces a size that is no multiple of 4 bytes; rounded up to INTEGERS");
+    return (constant ? std::to_string((std::stoll(b) + 3) / 4) : "((" + b + ")+3)/4") + " INTEGERS";
+  }
+
+  /// World ranks the root takes, and the condition on the loop variables for each.
+  std::vector<std::pair<std::int64_t, std::string>> roots(const EventNode& e, const RankList& order,
+                                                          const RankList& present) {
+    const std::int64_t r = present.at(0);
+    const ValueSeq* seq = field(e, Field::Root).for_rank(r);
+    if (!seq || seq->empty()) return {{order.at(0), ""}};
+    ValueSeq world;
+    std::set<std::int64_t> distinct;
+    for (std::uint64_t k = 0; k < seq->size() && k < 100000; ++k) {
+      const std::int64_t v = seq->at(k);
+      const std::int64_t w = v >= 0 && v < order.size() ? order.at(v) : order.at(0);
+      world.append(w);
+      distinct.insert(w);
+    }
+    if (distinct.size() == 1) return {{*distinct.begin(), ""}};
+    auto x = value_at(world, r, loops_.size());
+    if (!x || distinct.size() > 16) {
+      note("the root of MPI_" + std::string(op_name(e.op)) +
+           " changes between iterations in a way the loop variables cannot express; the first is used");
+      return {{world.at(0), ""}};
+    }
+    // a root that changes per iteration: one statement per root value (a task expression with
+    // IF/OTHERWISE in it meets a precedence bug in the compiler's C output)
+    std::vector<std::pair<std::int64_t, std::string>> out;
+    for (auto w : distinct) out.push_back({w, "(" + *x + ") = " + std::to_string(w)});
+    return out;
+  }
+
+  std::string others(const RankList& members, const std::string& var, const std::string& except) const {
+    if (is_everyone(members, trace_->nranks)) return "ALL OTHER TASKS";
+    return "TASKS " + var + " SUCH THAT (" + rank_condition(members, var, trace_->nranks) + ") /\\ " + var + " <> " +
+           except;
+  }
+
+  std::string collective(const EventNode& e, const RankList& order, const RankList& members, const RankList& present) {
     const std::string op(op_name(e.op));
     const std::string base = op_kind(e.op) == OpKind::NonblockingCollective ? op.substr(1) : op;
-    auto lower = [](std::string s) {
-      for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      return s;
-    };
-    const std::string b = lower(base);
-    const std::string group = members_set(e, ranks, "t");
-    const std::string group_u = members_set(e, ranks, "u");
-    auto root = [&] { return absolute(e, ranks, Field::Root, false); };
-    // a multicast has one size: the mean over the receivers where they differ (Table 4.1)
-    auto mean_bytes = [&](Field f) {
-      std::string v = bytes(e, f);
-      if (v.find('t') == std::string::npos) return v;
-      double sum = 0, n = 0;
-      for (auto r : ranks.to_vector())
-        if (const ValueSeq* seq = field(e, f).for_rank(r))
-          for (std::uint64_t k = 0; k < seq->size(); ++k, ++n) sum += static_cast<double>(seq->at(k));
-      note("MPI_" + op + " sends different sizes to different tasks: a MULTICAST of their mean (Table 4.1)");
-      return std::to_string(std::llround(n > 0 ? sum / n : 0));
+    std::string b = base;
+    for (auto& c : b) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (op_kind(e.op) == OpKind::NonblockingCollective)
+      note("MPI_" + op + " is written as its blocking counterpart (the language has no nonblocking collectives)");
+    if (members.size() < 2) {
+      note("MPI_" + op + " on a communicator of one task is left out (it moves no data)");
+      return "";
+    }
+    if (!(present == members))
+      note("MPI_" + op + " at call site " + std::to_string(e.site) +
+           " is not called by every member of its communicator in the trace; the members that call it form "
+           "the task set");
+    const std::string group = source_set(present);
+    const std::string all_u = target_set(present, "u");
+    auto rooted = [&](const std::function<std::string(std::int64_t)>& make) {
+      std::string out;
+      for (const auto& [w, cond] : roots(e, order, present)) {
+        std::string s = make(w);
+        if (!cond.empty()) s = "IF " + cond + " THEN " + s;
+        out += (out.empty() ? "" : " then\n" + indent() + "  ") + s;
+      }
+      return out;
     };
     if (b == "barrier") return group + " SYNCHRONIZE";
-    if (b == "bcast" || b == "scatter" || b == "scatterv")
-      return "TASK " + root() + " MULTICASTS A " + mean_bytes(b == "bcast" ? Field::Bytes : Field::Bytes2) +
-             " BYTE MESSAGE TO " + group_u;
-    if (b == "reduce" || b == "gather" || b == "gatherv")
-      return group + " REDUCE " + bytes(e, Field::Bytes) + " BYTES TO TASK " + root();
-    if (b == "allreduce" || b == "scan" || b == "exscan")
-      return group + " REDUCE " + bytes(e, Field::Bytes) + " BYTES TO " + group_u;
-    if (b == "allgather" || b == "allgatherv")
-      return group + " REDUCE " + bytes(e, Field::Bytes) + " BYTES TO TASK 0 then\n" + indent() +
-             "TASK 0 MULTICASTS A " + mean_bytes(Field::Bytes2) + " BYTE MESSAGE TO " + group_u;
-    if (b == "alltoall" || b == "alltoallv" || b == "alltoallw") {
-      if (b != "alltoall") note("MPI_" + op + " is a MULTICAST of its mean per-peer size (Table 4.1)");
-      std::string size = bytes(e, Field::Bytes);
-      if (b != "alltoall") size = "(" + size + ")/num_tasks";
-      return group + " MULTICAST A " + size + " BYTE MESSAGE TO " + group_u;
+    if (b == "bcast" || b == "scatter" || b == "scatterv") {
+      const std::string size =
+          agreed_value(e, b == "bcast" ? Field::Bytes : Field::Bytes2, present, "MPI_" + op + " message size");
+      return rooted([&](std::int64_t w) {
+        return "TASK " + std::to_string(w) + " MULTICASTS A " + size + " BYTE MESSAGE TO " +
+               others(present, "u", std::to_string(w));
+      });
     }
-    if (b == "reduce_scatter" || b == "reduce_scatter_block")
-      return group + " REDUCE " + bytes(e, Field::Bytes2) + " BYTES TO " + group_u;
+    if (b == "reduce" || b == "gather" || b == "gatherv") {
+      if (b != "reduce") note("MPI_" + op + " is a REDUCE to its root (Table 4.1)");
+      const std::string n = items(e, Field::Bytes, present);
+      return rooted([&](std::int64_t w) { return group + " REDUCE " + n + " TO TASK " + std::to_string(w); });
+    }
+    if (b == "allreduce" || b == "scan" || b == "exscan" || b == "reduce_scatter" || b == "reduce_scatter_block") {
+      if (b != "allreduce") note("MPI_" + op + " is a REDUCE to all its tasks (Table 4.1)");
+      return group + " REDUCE " + items(e, b.rfind("reduce_scatter", 0) == 0 ? Field::Bytes2 : Field::Bytes, present) +
+             " TO " + all_u;
+    }
+    if (b == "allgather" || b == "allgatherv") {
+      note("MPI_" + op + " is a REDUCE to its first task and a MULTICAST from it (Table 4.1)");
+      const std::string first = std::to_string(present.at(0));
+      return group + " REDUCE " + items(e, Field::Bytes, present) + " TO TASK " + first + " then\n" + indent() +
+             "  TASK " + first + " MULTICASTS A " + agreed_value(e, Field::Bytes2, present, "MPI_" + op + " size") +
+             " BYTE MESSAGE TO " + others(present, "u", first);
+    }
+    if (b == "alltoall" || b == "alltoallv" || b == "alltoallw") {
+      std::string size;
+      if (b == "alltoall") {
+        size = agreed_value(e, Field::Bytes, present, "MPI_" + op + " message size");
+      } else {  // the mean per-peer size (Table 4.1)
+        note("MPI_" + op + " is a MULTICAST of its mean per-peer size (Table 4.1)");
+        double sum = 0, n = 0;
+        for (auto r : present.to_vector())
+          if (const ValueSeq* seq = field(e, Field::Bytes).for_rank(r))
+            for (std::uint64_t k = 0; k < seq->size() && k < 100000; ++k, ++n) sum += static_cast<double>(seq->at(k));
+        size = num(std::llround(n > 0 ? sum / n / static_cast<double>(members.size()) : 0));
+      }
+      return group + " MULTICAST A " + size + " BYTE MESSAGE TO " + others(present, "u", "t");
+    }
     note("MPI_" + op + " has no coNCePTuaL counterpart and is left out");
     return "";
   }
 
   CodegenOptions options_;
+  const StartedRequests& started_;
   const Trace* trace_ = nullptr;
   std::vector<std::string> lines_;
   std::vector<std::string> notes_;
   std::vector<LoopFrame> loops_;
-  std::vector<std::pair<std::string, const ElasticValue*>> limits_;
-  const RankList* group_ = nullptr;  ///< ranks of the statement being written, when per group
+  std::vector<PresenceFrame> presence_;
 };
 
 }  // namespace
@@ -605,10 +882,15 @@ std::vector<std::string> unaligned_collectives(const Trace& trace) {
 
 std::string generate_conceptual(const Trace& trace, const CodegenOptions& options) {
   if (trace.nranks < 1) throw UsageError("cannot generate a benchmark from a trace without ranks");
-  Trace work = has_wildcards(trace) ? resolve_wildcards(trace) : trace.clone();
+  // coNCePTuaL has neither MPI_ANY_SOURCE nor MPI_ANY_TAG: both take the matched message's
+  Trace work =
+      has_wildcards(trace) || has_wildcard_tags(trace) ? resolve_wildcards(trace, nullptr, true) : trace.clone();
   std::vector<std::string> unaligned = unaligned_collectives(work);
   if (!unaligned.empty()) align_siblings(work.nodes, work.nranks);
-  ConceptualBackend backend(options);
+  std::vector<std::string> start_notes;
+  const StartedRequests started = started_requests(work, start_notes);
+  ConceptualBackend backend(options, started);
+  for (const auto& n : start_notes) backend.add_note(n);
   traverse(work, backend);
   std::string text = backend.finish();
   for (const auto& u : unaligned_collectives(work))

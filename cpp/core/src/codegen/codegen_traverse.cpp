@@ -20,30 +20,33 @@ void walk(const std::vector<Node>& body, CodegenBackend& backend, int depth) {
   }
 }
 
-bool wildcard_in(const ElasticValue& value) {
+bool wildcard_in(const ElasticValue& value, std::int64_t wildcard = kAnySource) {
   for (const auto& [seq, ranks] : value.alternatives)
     for (const auto& block : seq.blocks())
       for (const auto& run : block.runs)
-        if (run.count > 0 && (run.first == kAnySource ||
-                              (run.stride != 0 && run.count > 1 && ((kAnySource - run.first) % run.stride == 0) &&
-                               (kAnySource - run.first) / run.stride >= 0 &&
-                               static_cast<std::uint64_t>((kAnySource - run.first) / run.stride) < run.count)))
+        if (run.count > 0 &&
+            (run.first == wildcard || (run.stride != 0 && run.count > 1 && ((wildcard - run.first) % run.stride == 0) &&
+                                       (wildcard - run.first) / run.stride >= 0 &&
+                                       static_cast<std::uint64_t>((wildcard - run.first) / run.stride) < run.count)))
           return true;
   return false;
 }
 
-bool nodes_have_wildcards(const std::vector<Node>& body) {
+/// `peer`: MPI_ANY_SOURCE in a receive's source; else MPI_ANY_TAG in its tag.
+bool nodes_have_wildcards(const std::vector<Node>& body, bool peer) {
+  const Field first = peer ? Field::Peer : Field::Tag, second = peer ? Field::Peer2 : Field::Tag2;
+  const std::int64_t wildcard = peer ? kAnySource : kAnyTag;
   for (const Node& node : body) {
     if (node.loop) {
-      if (nodes_have_wildcards(node.loop->body)) return true;
+      if (nodes_have_wildcards(node.loop->body, peer)) return true;
       continue;
     }
     const EventNode& e = *node.event;
     const OpKind kind = op_kind(e.op);
     const bool receives = kind == OpKind::BlockingRecv || kind == OpKind::NonblockingRecv ||
                           kind == OpKind::PersistentRecv || kind == OpKind::Probe;
-    if (receives && wildcard_in(e.fields[static_cast<std::size_t>(Field::Peer)])) return true;
-    if (kind == OpKind::SendRecv && wildcard_in(e.fields[static_cast<std::size_t>(Field::Peer2)])) return true;
+    if (receives && wildcard_in(e.fields[static_cast<std::size_t>(first)], wildcard)) return true;
+    if (kind == OpKind::SendRecv && wildcard_in(e.fields[static_cast<std::size_t>(second)], wildcard)) return true;
   }
   return false;
 }
@@ -55,7 +58,9 @@ void traverse(const Trace& trace, CodegenBackend& backend) {
   walk(trace.nodes, backend, 0);
 }
 
-bool has_wildcards(const Trace& trace) { return nodes_have_wildcards(trace.nodes); }
+bool has_wildcards(const Trace& trace) { return nodes_have_wildcards(trace.nodes, true); }
+
+bool has_wildcard_tags(const Trace& trace) { return nodes_have_wildcards(trace.nodes, false); }
 
 namespace codegen_support {
 

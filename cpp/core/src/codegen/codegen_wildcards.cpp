@@ -32,7 +32,8 @@ struct Message {
 
 /// Where a receive's resolved source is written: the recorded peer value of one occurrence.
 struct PeerRecord {
-  std::int64_t* value = nullptr;  ///< relative peer in the rank's record list
+  std::int64_t* value = nullptr;      ///< relative peer in the rank's record list
+  std::int64_t* tag_value = nullptr;  ///< the occurrence's tag when it is MPI_ANY_TAG
   std::int64_t my_comm_rank = 0;
   const RankList* members = nullptr;
 };
@@ -62,15 +63,17 @@ struct RankState {
   std::uint64_t position = 0;     ///< events taken so far
   std::vector<RequestSlot> requests;
   std::map<int, std::uint64_t> collectives;  ///< per communicator: collectives entered
-  // Recorded peers of this rank's receive occurrences, per node and field (Peer / Peer2).
+  // Recorded peers and tags of this rank's receive occurrences, per node and field (Peer /
+  // Peer2, Tag / Tag2).
   std::map<std::pair<const Node*, int>, std::deque<std::int64_t>> peers;
 };
 
 class Simulation {
  public:
-  Simulation(const Trace& trace, std::vector<WildcardResolution>* resolved)
+  Simulation(const Trace& trace, std::vector<WildcardResolution>* resolved, bool any_tags)
       : trace_(trace),
         resolved_(resolved),
+        any_tags_(any_tags),
         states_(static_cast<std::size_t>(trace.nranks)),
         posted_(states_.size()),
         unexpected_(states_.size()) {
@@ -215,6 +218,7 @@ class Simulation {
     *recv.done = true;
     *msg.matched = true;
     if (recv.record.value && *recv.record.value == kAnySource) resolve(recv.record, msg.src, recv);
+    if (recv.record.tag_value && *recv.record.tag_value == kAnyTag) *recv.record.tag_value = msg.tag;
   }
 
   void resolve(const PeerRecord& record, std::int64_t src, const Receive& recv) {
@@ -228,7 +232,11 @@ class Simulation {
     const Node* node = s.cursor->last_node();
     auto& values = s.peers[{node, static_cast<int>(peer_field)}];
     values.push_back(e[peer_field]);
+    const Field tag_field = peer_field == Field::Peer2 ? Field::Tag2 : Field::Tag;
+    auto& tags = s.peers[{node, static_cast<int>(tag_field)}];
+    tags.push_back(e[tag_field]);
     PeerRecord rec;
+    if (any_tags_ && e[tag_field] == kAnyTag) rec.tag_value = &tags.back();
     if (e[peer_field] != kAnySource) return rec;
     rec.value = &values.back();
     const RankList& m = members(e[Field::Comm], static_cast<std::int64_t>(r));
@@ -362,6 +370,7 @@ class Simulation {
           for (const Message& m : unexpected_[r])
             if (fits(probe, m)) {
               if (probe.record.value && *probe.record.value == kAnySource) resolve(probe.record, m.src, probe);
+              if (probe.record.tag_value && *probe.record.tag_value == kAnyTag) *probe.record.tag_value = m.tag;
               return true;
             }
           return false;
@@ -469,6 +478,7 @@ class Simulation {
 
   const Trace& trace_;
   std::vector<WildcardResolution>* resolved_;
+  bool any_tags_ = false;  ///< also resolve MPI_ANY_TAG to the matched message's tag
   std::vector<RankState> states_;
   std::vector<std::deque<Receive>> posted_;
   std::vector<std::deque<Message>> unexpected_;
@@ -481,9 +491,9 @@ class Simulation {
 
 }  // namespace
 
-Trace resolve_wildcards(const Trace& trace, std::vector<WildcardResolution>* resolved) {
+Trace resolve_wildcards(const Trace& trace, std::vector<WildcardResolution>* resolved, bool any_tags) {
   if (trace.nranks < 1) throw UsageError("cannot resolve wildcards of a trace without ranks");
-  Simulation sim(trace, resolved);
+  Simulation sim(trace, resolved, any_tags);
   sim.run();
   return sim.rebuilt();
 }

@@ -51,6 +51,9 @@ void traverse(const Trace& trace, CodegenBackend& backend);
 /// True if some receive or probe of the trace has an MPI_ANY_SOURCE source (O(nodes)).
 bool has_wildcards(const Trace& trace);
 
+/// True if some receive or probe of the trace has an MPI_ANY_TAG tag (O(nodes)).
+bool has_wildcard_tags(const Trace& trace);
+
 /// Where one wildcard was resolved to (for reports and tests).
 struct WildcardResolution {
   std::int64_t rank = 0;       ///< receiving world rank
@@ -63,7 +66,9 @@ struct WildcardResolution {
 /// collectives waiting for all members, standard sends buffered, Ssend/Issend synchronous) and
 /// returns a copy of `trace` whose wildcard sources are the matched senders, still compressed.
 /// Throws DeadlockError naming the blocked events if the simulation cannot finish.
-Trace resolve_wildcards(const Trace& trace, std::vector<WildcardResolution>* resolved = nullptr);
+/// `any_tags`: also replace MPI_ANY_TAG receive and probe tags by the tags of the messages
+/// they match (coNCePTuaL has no wildcard tag).
+Trace resolve_wildcards(const Trace& trace, std::vector<WildcardResolution>* resolved = nullptr, bool any_tags = false);
 
 /// Algorithm 2's check: collective event nodes whose ranks are not all members of their
 /// communicator (several call sites sharing one collective). Returns one description per node.
