@@ -5,8 +5,9 @@
 #include "simulate/simulator_topology.hpp"
 
 #include <limits>
-#include <numeric>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "scalatrace/support/errors.hpp"
 
@@ -213,12 +214,21 @@ std::vector<std::int64_t> place_ranks(const SimOptions& o, std::int64_t nranks) 
     case Placement::Random: {
       SplitMix rng{o.placement_seed};
       // The job's nodes: `used` distinct nodes of the machine (partial Fisher-Yates over the
-      // first ones drawn), then the ranks shuffled over their slots.
+      // first ones drawn; the positions moved kept in a map, so a large machine costs memory for
+      // the job's nodes only), then the ranks shuffled over their slots.
       const std::int64_t pool = capacity > 0 ? capacity : used;
-      std::vector<std::int64_t> nodes(static_cast<std::size_t>(pool));
-      std::iota(nodes.begin(), nodes.end(), 0);
-      for (std::int64_t i = 0; i < used; ++i)
-        std::swap(nodes[static_cast<std::size_t>(i)], nodes[static_cast<std::size_t>(i + rng.below(pool - i))]);
+      std::unordered_map<std::int64_t, std::int64_t> moved;
+      const auto at = [&](std::int64_t i) {
+        const auto it = moved.find(i);
+        return it == moved.end() ? i : it->second;
+      };
+      std::vector<std::int64_t> nodes(static_cast<std::size_t>(used));
+      for (std::int64_t i = 0; i < used; ++i) {
+        const std::int64_t j = i + rng.below(pool - i);
+        const std::int64_t picked = at(j);
+        moved[j] = at(i);
+        nodes[static_cast<std::size_t>(i)] = picked;
+      }
       for (std::int64_t r = 0; r < nranks; ++r)
         node[static_cast<std::size_t>(r)] = nodes[static_cast<std::size_t>(r / rpn)];
       for (std::int64_t r = nranks - 1; r > 0; --r)
