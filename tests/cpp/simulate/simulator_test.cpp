@@ -707,7 +707,7 @@ TEST(SimulatorTopology, PlacementDecidesWhichLinkAPairUses) {
   opt.ranks_per_node = 1;
   EXPECT_DOUBLE_EQ(simulate(ping_pong(10, bytes), opt).total_ns, inter);
   opt.placement = Placement::Explicit;
-  opt.node_of_rank = {7, 7};
+  opt.node_of_rank = {1, 1};
   EXPECT_NEAR(simulate(ping_pong(10, bytes), opt).total_ns, intra, 1e-6);
   // Random placement: seeded, the same for the same seed; on a flat network ranks_per_node = 2
   // puts both ranks on the one node used.
@@ -749,6 +749,8 @@ TEST(SimulatorTopology, BadTopologiesAndPlacementsAreUsageErrors) {
   opt.node_of_rank = {0, 1};
   EXPECT_THROW(simulate(two_flows(1), opt), UsageError);  // one node per rank: 4 needed
   opt.node_of_rank = {0, 1, -1, 2};
+  EXPECT_THROW(simulate(two_flows(1), opt), UsageError);
+  opt.node_of_rank = {0, 1, 2, 1'000'000'000'000};  // a flat network numbers nodes below the ranks
   EXPECT_THROW(simulate(two_flows(1), opt), UsageError);
   opt = options();
   opt.noise = OsNoise{1000, 1000, false, 0};

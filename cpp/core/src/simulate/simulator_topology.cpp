@@ -191,10 +191,13 @@ std::vector<std::int64_t> place_ranks(const SimOptions& o, std::int64_t nranks) 
                        std::to_string(o.node_of_rank.size()) + " nodes given)");
     for (std::int64_t r = 0; r < nranks; ++r) {
       const std::int64_t n = o.node_of_rank[static_cast<std::size_t>(r)];
-      if (n < 0 || (capacity > 0 && n >= capacity))
+      // A flat network's nodes are numbered below the rank count (as many nodes as ranks at
+      // most): per-node link state stays bounded by the trace.
+      const std::int64_t limit = capacity > 0 ? capacity : nranks;
+      if (n < 0 || n >= limit)
         throw UsageError("explicit placement: rank " + std::to_string(r) + " on node " + std::to_string(n) +
-                         (capacity > 0 ? ", outside the topology's nodes 0.." + std::to_string(capacity - 1)
-                                       : ", a node must be non-negative"));
+                         (capacity > 0 ? ", outside the topology's nodes 0.." : ", outside nodes 0..") +
+                         std::to_string(limit - 1));
       node[static_cast<std::size_t>(r)] = n;
     }
     return node;
