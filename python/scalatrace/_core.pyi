@@ -240,6 +240,18 @@ def simulate(
     timeline_limit: int = 10000000,
     pair_counts: bool = False,
     recorded_local_calls: bool = True,
+    topology: str = "flat",
+    shape: list[int] = ...,
+    hop_latency: float = 0.0,
+    link_G: float = 0.0,
+    congestion: bool = True,
+    placement: str = "block",
+    placement_seed: int = 0,
+    node_of_rank: list[int] = ...,
+    noise_period: float = 0.0,
+    noise_duration: float = 0.0,
+    noise_coscheduled: bool = False,
+    noise_seed: int = 0,
 ) -> dict[str, Any]: ...
 
 # --- benchmark generation (register_codegen.cpp) ---

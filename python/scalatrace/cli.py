@@ -301,8 +301,9 @@ _BOOLEAN_GRID_KEYS = {"contention", "recorded_local_calls"}
 
 
 def _grid_value(name: str, text: str) -> object:
-    """One value of a ``--param`` axis: a word for ``timing``, true/false for switches, else a number."""
-    if name == "timing":
+    """One value of a ``--param`` axis: a word for ``timing`` and ``placement``, true/false for
+    switches, else a number."""
+    if name in ("timing", "placement"):
         return text
     if name in _BOOLEAN_GRID_KEYS:
         word = text.strip().lower()
@@ -311,6 +312,11 @@ def _grid_value(name: str, text: str) -> object:
         if word in ("0", "false", "no", "off"):
             return False
         raise UsageError(f"--param {name} wants true or false, got {text!r}")
+    if name in ("ranks_per_node", "seed"):
+        try:
+            return int(text)
+        except ValueError:
+            raise UsageError(f"--param {name} wants integers, got {text!r}") from None
     try:
         return float(text)
     except ValueError:

@@ -140,3 +140,8 @@ def test_cli_topology_and_noise(stencil, capsys):
     assert '"total_time"' in capsys.readouterr().out
     assert main(["simulate", str(stencil.path), "--topology", "torus:4xq"]) == 2
     assert "sizes must be integers" in capsys.readouterr().err
+    sweep = ["sweep", str(stencil.path), "--param", "placement=block,random", "--param",
+             "ranks_per_node=1,4", "-j", "1", "-q"]  # fmt: skip
+    assert main(sweep) == 0
+    table = capsys.readouterr().out
+    assert "random" in table and "Error" not in table

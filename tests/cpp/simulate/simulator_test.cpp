@@ -742,6 +742,21 @@ TEST(SimulatorTopology, TwoFlowsOnOneLinkTakeTwiceTheTransfer) {
   EXPECT_DOUBLE_EQ(simulate(two_flows(bytes), opt).total_ns, 50 + (bytes - 1) * 1.0);
 }
 
+TEST(SimulatorTopology, ALaterReservationLeavesTheGapBeforeItFree) {
+  // Rank 0 computes 1 ms, then sends 0->2 over links 0->1->2; rank 1 sends 1->3 over 1->2->3 at
+  // time 0. Rank 0 is processed first and reserves link 1->2 at 1 ms; rank 1's message, done
+  // long before, takes the gap before it instead of queueing behind it.
+  auto p = programs(4);
+  const std::int64_t bytes = 1000;
+  p[0].p2p(Op::Send, 1, +2, bytes, 0, 1'000'000);
+  p[1].p2p(Op::Send, 1, +2, bytes);
+  p[2].p2p(Op::Recv, 2, -2, bytes);
+  p[3].p2p(Op::Recv, 2, -2, bytes);
+  const SimResult r = simulate(merged(p), routed(Topology::Kind::Torus, {4}, 50, 1.0));
+  EXPECT_DOUBLE_EQ(r.end_ns[3], 2 * 50 + (bytes - 1) * 1.0);
+  EXPECT_DOUBLE_EQ(r.total_ns, 1'000'000 + 2 * 50 + (bytes - 1) * 1.0);
+}
+
 TEST(SimulatorTopology, PlacementDecidesWhichLinkAPairUses) {
   SimOptions opt = options(5000, 250, 0.5);
   opt.intra_node = LogGP{100, 50, 50, 0, 0.1};
@@ -754,7 +769,7 @@ TEST(SimulatorTopology, PlacementDecidesWhichLinkAPairUses) {
   opt.ranks_per_node = 1;
   EXPECT_DOUBLE_EQ(simulate(ping_pong(10, bytes), opt).total_ns, inter);
   opt.placement = Placement::Explicit;
-  opt.node_of_rank = {7, 7};
+  opt.node_of_rank = {1, 1};
   EXPECT_NEAR(simulate(ping_pong(10, bytes), opt).total_ns, intra, 1e-6);
   // Random placement: seeded, the same for the same seed; on a flat network ranks_per_node = 2
   // puts both ranks on the one node used.
@@ -796,6 +811,8 @@ TEST(SimulatorTopology, BadTopologiesAndPlacementsAreUsageErrors) {
   opt.node_of_rank = {0, 1};
   EXPECT_THROW(simulate(two_flows(1), opt), UsageError);  // one node per rank: 4 needed
   opt.node_of_rank = {0, 1, -1, 2};
+  EXPECT_THROW(simulate(two_flows(1), opt), UsageError);
+  opt.node_of_rank = {0, 1, 2, 1'000'000'000'000};  // a flat network numbers nodes below the ranks
   EXPECT_THROW(simulate(two_flows(1), opt), UsageError);
   opt = options();
   opt.noise = OsNoise{1000, 1000, false, 0};

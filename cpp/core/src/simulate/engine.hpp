@@ -54,6 +54,8 @@ class Engine {
   }
 
   SimResult run();
+  /// A lower bound of every future transfer's start (topology congestion's horizon).
+  double earliest_clock();
 
  private:
   const Trace& trace_;

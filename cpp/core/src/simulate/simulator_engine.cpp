@@ -4,6 +4,8 @@
 // are errors and the result is collected. simulate() is the public entry point (simulator.hpp).
 // See docs/simulator.md ("Event engine").
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -55,12 +57,28 @@ SimResult Engine::run() {
         prefetch_cursor(soon);
       }
       advance(rank(r));
+      if (net_.wants_horizon()) [[unlikely]]
+        net_.forget_before(earliest_clock());
     }
     if (!resolve_wildcard()) break;
   }
   check_finished();
   check_unmatched();
   return collect();
+}
+
+/// A lower bound of every future transfer's start: the least clock of the unfinished ranks and
+/// of their nonblocking collectives' schedules (clocks only move forward; a message starts no
+/// earlier than the clock that sends it, a rendezvous' data no earlier than its receive's post).
+double Engine::earliest_clock() {
+  double t = std::numeric_limits<double>::infinity();
+  for (std::int64_t r = 0; r < n_; ++r) {
+    const RankSim& R = rank(r);
+    if (R.finished) continue;
+    t = std::min(t, R.clock);
+    for (const CollSchedule& S : R.schedules) t = std::min(t, S.clock);
+  }
+  return std::isfinite(t) ? t : 0.0;
 }
 
 // ---------------------------------------------------------------- errors

@@ -66,7 +66,11 @@ Network::Network(const SimOptions& options, std::int64_t nranks)
     hop_latency_ = options.topology.hop_latency;
     link_G_ = options.topology.link_G;
     congestion_ = options.topology.congestion;
-    if (congestion_) link_free_.assign(static_cast<std::size_t>(routes_->links()), 0.0);
+    if (congestion_) {
+      link_busy_.resize(static_cast<std::size_t>(routes_->links()));
+      horizon_every_ = std::max<std::int64_t>(nranks, 64);
+      horizon_due_ = horizon_every_;
+    }
   }
   if (contention_) {
     std::int64_t nodes = (nranks + ranks_per_node_ - 1) / ranks_per_node_;
@@ -90,14 +94,46 @@ Network::Transfer Network::routed_transfer(std::int64_t src, std::int64_t dst, c
   }
   routes_->route(node(src), node(dst), path_);
   const double body = bytes > 1 ? (bytes - 1) * std::max(p.G, link_G_) : 0.0;
-  if (congestion_)
-    for (std::uint32_t l : path_) t.start = std::max(t.start, link_free_[l]);
+  if (congestion_ && body > 0) {
+    // The earliest start from which every link of the route is free for `body`: move past
+    // each link's reservation that overlaps, until none does (reservations made for later
+    // messages leave the gaps before them usable, so the order in which the engine processes
+    // senders does not hold an earlier message behind a later one).
+    --horizon_due_;
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (std::uint32_t l : path_) {
+        const std::vector<Busy>& busy = link_busy_[l];
+        // The first reservation ending after the candidate start (ends are sorted too).
+        const auto it =
+            std::upper_bound(busy.begin(), busy.end(), t.start, [](double v, const Busy& b) { return v < b.end; });
+        if (it != busy.end() && it->start < t.start + body) {
+          t.start = it->end;
+          moved = true;
+        }
+      }
+    }
+    for (std::uint32_t l : path_) {
+      std::vector<Busy>& busy = link_busy_[l];
+      if (!busy.empty() && busy.front().end <= horizon_) {  // drop what no transfer can meet
+        const auto keep =
+            std::upper_bound(busy.begin(), busy.end(), horizon_, [](double v, const Busy& b) { return v < b.end; });
+        busy.erase(busy.begin(), keep);
+      }
+      const auto at =
+          std::upper_bound(busy.begin(), busy.end(), t.start, [](double v, const Busy& b) { return v < b.start; });
+      busy.insert(at, Busy{t.start, t.start + body});
+    }
+  }
   t.end = t.start + body;
   t.arrival = t.end + p.L + static_cast<double>(path_.size()) * hop_latency_;
   nic = std::max(nic, t.start + std::max(p.g, body));
-  if (congestion_)
-    for (std::uint32_t l : path_) link_free_[l] = t.end;
   return t;
+}
+
+void Network::forget_before(double t) {
+  horizon_ = std::max(horizon_, t);
+  horizon_due_ = horizon_every_;
 }
 
 double Network::min_latency() const { return std::min(inter_.L, intra_.L); }

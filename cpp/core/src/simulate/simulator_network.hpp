@@ -31,6 +31,11 @@ class Network {
     return a / ranks_per_node_ == b / ranks_per_node_;
   }
   const LogGP& link(std::int64_t a, std::int64_t b) const { return same_node(a, b) ? intra_ : inter_; }
+  /// Topology congestion: true every so many routed messages, when the engine should call
+  /// forget_before() with a lower bound of every future transfer's start.
+  bool wants_horizon() const { return horizon_due_ <= 0 && congestion_; }
+  /// No transfer will start before `t`: link reservations ending by then are dropped.
+  void forget_before(double t);
   /// The smallest latency of any link (lower bound of any future arrival).
   double min_latency() const;
   /// Starts loading the sender state of `rank`'s NIC (what its next message reads first).
@@ -82,8 +87,15 @@ class Network {
   std::unique_ptr<Routes> routes_;                   ///< topology routes (null: flat)
   double hop_latency_ = 0, link_G_ = 0;
   bool congestion_ = false;
-  std::vector<double> link_free_;    ///< per topology link (congestion only)
-  std::vector<std::uint32_t> path_;  ///< the current message's route
+  /// A link's reservations: disjoint busy intervals sorted by start (congestion only), those
+  /// ending at or before `horizon_` not yet dropped.
+  struct Busy {
+    double start, end;
+  };
+  std::vector<std::vector<Busy>> link_busy_;
+  double horizon_ = 0;
+  std::int64_t horizon_due_ = 0, horizon_every_ = 1;  ///< routed messages until the next horizon
+  std::vector<std::uint32_t> path_;                   ///< the current message's route
 };
 
 }  // namespace scalatrace::sim

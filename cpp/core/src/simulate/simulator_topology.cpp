@@ -5,8 +5,9 @@
 #include "simulate/simulator_topology.hpp"
 
 #include <limits>
-#include <numeric>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "scalatrace/support/errors.hpp"
 
@@ -190,10 +191,13 @@ std::vector<std::int64_t> place_ranks(const SimOptions& o, std::int64_t nranks) 
                        std::to_string(o.node_of_rank.size()) + " nodes given)");
     for (std::int64_t r = 0; r < nranks; ++r) {
       const std::int64_t n = o.node_of_rank[static_cast<std::size_t>(r)];
-      if (n < 0 || (capacity > 0 && n >= capacity))
+      // A flat network's nodes are numbered below the rank count (as many nodes as ranks at
+      // most): per-node link state stays bounded by the trace.
+      const std::int64_t limit = capacity > 0 ? capacity : nranks;
+      if (n < 0 || n >= limit)
         throw UsageError("explicit placement: rank " + std::to_string(r) + " on node " + std::to_string(n) +
-                         (capacity > 0 ? ", outside the topology's nodes 0.." + std::to_string(capacity - 1)
-                                       : ", a node must be non-negative"));
+                         (capacity > 0 ? ", outside the topology's nodes 0.." : ", outside nodes 0..") +
+                         std::to_string(limit - 1));
       node[static_cast<std::size_t>(r)] = n;
     }
     return node;
@@ -213,12 +217,21 @@ std::vector<std::int64_t> place_ranks(const SimOptions& o, std::int64_t nranks) 
     case Placement::Random: {
       SplitMix rng{o.placement_seed};
       // The job's nodes: `used` distinct nodes of the machine (partial Fisher-Yates over the
-      // first ones drawn), then the ranks shuffled over their slots.
+      // first ones drawn; the positions moved kept in a map, so a large machine costs memory for
+      // the job's nodes only), then the ranks shuffled over their slots.
       const std::int64_t pool = capacity > 0 ? capacity : used;
-      std::vector<std::int64_t> nodes(static_cast<std::size_t>(pool));
-      std::iota(nodes.begin(), nodes.end(), 0);
-      for (std::int64_t i = 0; i < used; ++i)
-        std::swap(nodes[static_cast<std::size_t>(i)], nodes[static_cast<std::size_t>(i + rng.below(pool - i))]);
+      std::unordered_map<std::int64_t, std::int64_t> moved;
+      const auto at = [&](std::int64_t i) {
+        const auto it = moved.find(i);
+        return it == moved.end() ? i : it->second;
+      };
+      std::vector<std::int64_t> nodes(static_cast<std::size_t>(used));
+      for (std::int64_t i = 0; i < used; ++i) {
+        const std::int64_t j = i + rng.below(pool - i);
+        const std::int64_t picked = at(j);
+        moved[j] = at(i);
+        nodes[static_cast<std::size_t>(i)] = picked;
+      }
       for (std::int64_t r = 0; r < nranks; ++r)
         node[static_cast<std::size_t>(r)] = nodes[static_cast<std::size_t>(r / rpn)];
       for (std::int64_t r = nranks - 1; r > 0; --r)
