@@ -51,6 +51,7 @@ PYTHON_LEVELS = {
     "_core_guard": 1,
     "_summary": 1,
     "conceptual_grammar": 1,
+    "debuginfo": 1,
     # L2: pandas tables over core objects
     "frames": 2,
     # L3: the trace as data (knows no feature module) and the trace-class registry

@@ -186,9 +186,19 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     from .simulate import LogGP, simulate
 
     net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G)
+    intra = None
+    if args.intra is not None:
+        try:
+            values = [float(v) for v in args.intra.split(",")]
+        except ValueError:
+            values = []
+        if len(values) != 5:
+            raise UsageError(f"--intra takes five numbers L,o_s,o_r,g,G, not {args.intra!r}")
+        intra = LogGP(*values)
     r = simulate(
         args.trace,
         network=net,
+        intra_node=intra,
         ranks_per_node=args.ranks_per_node,
         compute_scale=args.compute_scale,
         size_scale=args.size_scale,
@@ -279,7 +289,7 @@ def _cmd_clusters(args: argparse.Namespace) -> int:
 
     t = load(args.trace)
     features = args.features.split(",") if args.features else None
-    c = t.clusters(k=args.k, method=args.method, features=features)
+    c = t.clusters(k=args.k, method=args.method, features=features, grow=args.grow)
     print(f"{c.k} clusters ({c.method}; features: {', '.join(c.features)})")
     for label, rep in enumerate(c.representatives):
         members = [r for r, lab in enumerate(c.labels) if lab == label]
@@ -412,6 +422,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("trace")
     _add_network_arguments(sim)
     sim.add_argument("--ranks-per-node", type=int, default=1)
+    sim.add_argument(
+        "--intra",
+        default=None,
+        metavar="L,o_s,o_r,g,G",
+        help="LogGP parameters between ranks of one node (seconds; needed with --ranks-per-node)",
+    )
     sim.add_argument("--compute-scale", type=float, default=1.0)
     sim.add_argument("--size-scale", type=float, default=1.0)
     sim.add_argument("--timing", choices=["mean", "median", "sample", "none"], default="mean")
@@ -459,7 +475,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cl.add_argument("trace")
     cl.add_argument(
-        "-k", type=int, default=None, help="number of clusters (default 9; dynamic K may keep more)"
+        "-k", type=int, default=None, help="number of clusters (default 9, or fewer behaviours)"
+    )
+    cl.add_argument(
+        "--grow",
+        action="store_true",
+        help="K-farthest: dynamic K as the collector runs it (more clusters while calls or peers differ)",
     )
     cl.add_argument("--method", choices=["kfarthest", "hierarchical"], default="kfarthest")
     cl.add_argument(

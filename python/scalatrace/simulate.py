@@ -239,6 +239,13 @@ class SimResult:
         )
 
 
+_NO_INTRA_NODE = (
+    "ranks_per_node={n} without intra_node= changes nothing: messages within a node would use "
+    "the same parameters as between nodes. Pass intra_node=LogGP(...) (for example "
+    "scalatrace.calibrate(), measured on one node) or leave ranks_per_node=1"
+)
+
+
 def simulate(
     trace: TraceModel | str | os.PathLike[str],
     network: LogGP | None = None,
@@ -265,9 +272,11 @@ def simulate(
     network : LogGP, optional
         Parameters between nodes (default ``LogGP()``).
     intra_node : LogGP, optional
-        Parameters between ranks of one node (default: ``network``).
+        Parameters between ranks of one node. Needed when ``ranks_per_node`` > 1 (the node
+        layout only matters through them; :func:`calibrate` measures them on one node).
     ranks_per_node : int
-        Consecutive ranks per node (node = rank // ranks_per_node).
+        Consecutive ranks per node (node = rank // ranks_per_node); messages within a node use
+        ``intra_node``, the others ``network``.
     compute_scale : float
         Multiplies every compute time between MPI calls (2 = processors twice as slow).
     site_compute_scale : dict, optional
@@ -298,7 +307,8 @@ def simulate(
     Raises
     ------
     SimulationParameterError
-        A negative or non-finite parameter, an unknown timing mode (also a ValueError).
+        A negative or non-finite parameter, an unknown timing mode (also a ValueError), or
+        ``ranks_per_node`` > 1 without ``intra_node`` (it would change nothing).
     SimulationError
         The trace deadlocks in simulation (the message names ranks and events) or sends
         messages that are never received.
@@ -314,6 +324,8 @@ def simulate(
     # (SimulationParameterError is a UsageError too).
     try:
         check_int("ranks_per_node", ranks_per_node, lo=1)
+        if ranks_per_node > 1 and intra_node is None:
+            raise UsageError(_NO_INTRA_NODE.format(n=int(ranks_per_node)))
         compute_scale = check_float("compute_scale", compute_scale)
         size_scale = check_float("size_scale", size_scale)
         eager_threshold = check_float("eager_threshold", eager_threshold)
@@ -537,6 +549,11 @@ def sweep(
     unknown = set(base) - (_SCALAR_KEYS | _OBJECT_KEYS | {"site_compute_scale"})
     if unknown:
         raise SimulationParameterError(f"unknown simulate() keyword(s) {sorted(unknown)}")
+    for p in points:  # refused before any point runs, not once per point
+        merged = {**base, **p}
+        rpn = merged.get("ranks_per_node", 1)
+        if isinstance(rpn, (int, np.integer)) and rpn > 1 and merged.get("intra_node") is None:
+            raise SimulationParameterError(_NO_INTRA_NODE.format(n=int(rpn)))
     if processes is not None and (isinstance(processes, bool) or int(processes) < 1):
         raise SimulationParameterError(f"processes must be a positive integer, got {processes!r}")
     workers = min(int(processes or os.cpu_count() or 1), len(points))
