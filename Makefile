@@ -18,12 +18,15 @@ PIP_INSTALL_PACKAGE = $(PROGRESS) --label "building scalatrace" -- \
 	  -C build-dir=$(BUILD_DIR) -C cmake.build-type=RelWithDebInfo \
 	  $(if $(CCACHE),-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -C cmake.define.CMAKE_C_COMPILER_LAUNCHER=$(CCACHE))
 
-.PHONY: all build package demo test sanitize system venv clean
+.PHONY: all build package demo test sanitize system system-test venv clean
 
 all: build
 
 system:
 	@./scripts/setup-system.sh
+
+system-test:
+	@./scripts/setup-system.sh test
 
 $(VENV)/.deps-stamp: requirements-dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,7 +38,7 @@ venv: system $(VENV)/.deps-stamp
 
 # Everything: the package plus the examples, GoogleTest suites and benchmarks (what `make test`
 # runs).
-build: venv
+build: system-test venv
 	$(PIP_INSTALL_PACKAGE) -C cmake.define.SCALATRACE_BUILD_TESTS=ON .
 
 # The package alone (core, collector, replay, tools, Python extension): what the demo needs.
@@ -49,7 +52,7 @@ test: build sanitize
 
 # The core's GoogleTest suites under AddressSanitizer + UndefinedBehaviorSanitizer: a separate
 # small build (core and tests only, no MPI/Python; ccache when available).
-sanitize: venv
+sanitize: system-test venv
 	$(VENV)/bin/cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja \
 	  -DSCALATRACE_CORE_ONLY=ON -DSCALATRACE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_FLAGS=-O1 $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE))

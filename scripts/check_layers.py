@@ -70,13 +70,16 @@ PYTHON_LEVELS = {
     "replay": 5,
     "_launch": 5,
     "sizes": 5,
+    "views": 5,
     # L6: plots of traces and of the features' results
     "plot": 6,
     # L7: the user's Trace class (model + feature methods)
     "_trace": 7,
+    "report": 7,
     # L8: entry points
     "cli": 8,
     "demo": 8,
+    "tools": 8,
     "__init__": 8,
 }
 

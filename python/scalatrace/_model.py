@@ -314,7 +314,8 @@ class TraceModel:
         #: Raw recording directory when the trace came from ``scalatrace.trace(..., raw=...)``.
         self.raw_dir: Path | None = None
         #: Standard error of the traced run (``scalatrace.trace`` only).
-        self.run_stderr: str = ""
+        self.run_stdout: str | None = ""
+        self.run_stderr: str | None = ""
 
     # --- metadata -------------------------------------------------------------------------
     @property

@@ -64,8 +64,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if not eq or not name:
             raise UsageError(f"run: --env wants NAME=VALUE, got {kv!r}")
         env[name] = value
+    import shlex
+
     out, raw_dir, proc = run_collected(
-        args.command, args.np, args.output, env, args.raw or False, args.timeout, capture=False
+        args.command,
+        args.np,
+        args.output,
+        env,
+        args.raw or False,
+        args.timeout,
+        capture=False,
+        launcher=shlex.split(args.launcher) if args.launcher else None,
+        launcher_args=shlex.split(args.launcher_args or ""),
     )
     size = out.stat().st_size
     print(
@@ -88,6 +98,18 @@ def _cmd_show(args: argparse.Namespace) -> int:
         print("\ncall sites:")
         for c in t.call_sites:
             print(f"  {c}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from ._raw import read_raw
+    from ._trace import load
+    from .report import write_report
+
+    t = load(args.trace)
+    raw = read_raw(args.raw) if args.raw else None
+    path = write_report(t, args.output, raw=raw, title=args.title)
+    print(f"scalatrace: wrote {path}")
     return 0
 
 
@@ -388,6 +410,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="extra environment for the run",
     )
     r.add_argument("--timeout", type=float, default=None, help="seconds before the run is killed")
+    r.add_argument(
+        "--launcher",
+        default=None,
+        help="what starts the ranks instead of MPICH's mpiexec, e.g. srun (called as LAUNCHER -n N "
+        "LAUNCHER_ARGS env LD_PRELOAD=<collector> PROGRAM)",
+    )
+    r.add_argument(
+        "--launcher-args",
+        default=None,
+        help="extra launcher arguments, e.g. '-f hosts -ppn 2' (MPICH) or '--ntasks-per-node=2'",
+    )
     r.add_argument("command", nargs=argparse.REMAINDER, help="-- program [args...]")
     r.set_defaults(func=_cmd_run)
 
@@ -396,6 +429,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-nodes", type=int, default=None)
     s.add_argument("--sites", action="store_true", help="also list the call sites")
     s.set_defaults(func=_cmd_show)
+
+    rp = sub.add_parser(
+        "report", help="one self-contained HTML page: summary, heatmap, timeline, imbalance, loops"
+    )
+    rp.add_argument("trace")
+    rp.add_argument("-o", "--output", default="report.html", help="HTML file (report.html)")
+    rp.add_argument(
+        "--raw", default=None, help="the run's raw recording directory: measured times in the views"
+    )
+    rp.add_argument("--title", default=None)
+    rp.set_defaults(func=_cmd_report)
 
     st = sub.add_parser("stats", help="per-op statistics and timestep loops")
     st.add_argument("trace")

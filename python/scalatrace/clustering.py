@@ -75,12 +75,38 @@ class Clusters:
         """The ranks of each cluster (ascending), in cluster order."""
         return [np.flatnonzero(self.labels == c) for c in range(self.k)]
 
+    def _repr_html_(self) -> str:
+        """Jupyter: one row per cluster (representative, size, ranks)."""
+        import html
+
+        rows = "".join(
+            f"<tr><td>{c}</td><td>{int(self.representatives[c])}</td><td>{len(g)}</td>"
+            f"<td>{html.escape(_rank_ranges(g.tolist()))}</td></tr>"
+            for c, g in enumerate(self.groups())
+        )
+        return (
+            f"<b>Clusters</b> ({html.escape(self.method)}; features: "
+            f"{html.escape(', '.join(self.features))})<table><tr><th>cluster</th>"
+            f"<th>representative</th><th>ranks</th><th>members</th></tr>{rows}</table>"
+        )
+
     def __repr__(self) -> str:
         sizes = np.bincount(self.labels, minlength=self.k).tolist()
         return (
             f"Clusters(method={self.method!r}, k={self.k}, sizes={sizes}, "
             f"representatives={self.representatives.tolist()})"
         )
+
+
+def _rank_ranges(ranks: list[int]) -> str:
+    """``0-3, 7, 9-10`` for ``[0, 1, 2, 3, 7, 9, 10]``."""
+    runs: list[list[int]] = []
+    for r in sorted(ranks):
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def signatures(trace: TraceModel) -> dict[str, np.ndarray]:

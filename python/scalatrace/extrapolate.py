@@ -239,6 +239,19 @@ class Model:
     def __repr__(self) -> str:
         return f"Model({self.formula!r}, cv_smape={self.cv_smape:.3g}%)"
 
+    def _repr_html_(self) -> str:
+        """Jupyter: the formula, its errors and the closest candidates of the search."""
+        import html
+
+        head = (
+            f"<b>Model</b> <code>{html.escape(self.formula)}</code>: leave-one-out SMAPE "
+            f"{self.cv_smape:.3g} %, fit SMAPE {self.smape:.3g} % over p = "
+            f"{html.escape(', '.join(f'{v:g}' for v in self.xs))}"
+        )
+        if not self.candidates:
+            return head
+        return head + self.candidate_table(n=4).to_html(index=False, float_format="{:.4g}".format)
+
 
 def _fit_terms(terms: tuple[Term, ...], x: np.ndarray, y: np.ndarray) -> Model:
     """Least-squares fit of ``c0 + sum c_k * term_k`` on all points (no selection)."""

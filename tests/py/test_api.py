@@ -333,3 +333,25 @@ def test_failed_program_raises_mpi_run_error(collector_lib, tmp_path):
         )
     assert err.value.returncode != 0
     assert "boom-on-stderr" in err.value.stderr_tail
+
+
+def test_trace_with_another_launcher_keeps_the_program_output(example, tmp_path):
+    # Any launcher taking -n runs the program through `env LD_PRELOAD=...` (srun, mpirun, ...);
+    # here MPICH's own mpiexec given by path, with a launcher argument, and the output kept.
+    launcher = helpers.mpiexec()
+    t = scalatrace.trace(
+        [str(example("ring")), "-i", "2", "-c", "5"],
+        np=3,
+        out=tmp_path / "ring.sct",
+        launcher=[launcher],
+        launcher_args=["-env", "SCALATRACE_TEST_MARK", "1"],
+        timeout=120,
+    )
+    assert t.nranks == 3 and isinstance(t.run_stdout, str)
+    argv = scalatrace._launch.launch_command(["true"], 3, [launcher, "-v"], ["-x"])
+    library = str(scalatrace._paths.collector_library())
+    assert argv == [launcher, "-v", "-n", "3", "-x", "env", f"LD_PRELOAD={library}", "true"]
+    with pytest.raises(FileNotFoundError, match="launcher not found"):
+        scalatrace.trace(["true"], np=1, out=tmp_path / "x.sct", launcher="no-such-launcher")
+    with pytest.raises(scalatrace.UsageError, match="launcher_args"):
+        scalatrace.trace(["true"], np=1, out=tmp_path / "x.sct", launcher_args=42)

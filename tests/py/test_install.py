@@ -74,6 +74,12 @@ def test_pip_install_and_run_from_outside(example, tmp_path):
         [str(cli), "stats", "ring.sct", "--json"], cwd=work, env=env, capture_output=True, text=True
     )
     assert stats.returncode == 0 and '"nranks": 4' in stats.stdout
+    # The C++ tools are console entry points on the environment's PATH (issue 37).
+    for tool in ("scalatrace-dump", "scalatrace-replay", "scalatrace-harness"):
+        helped = subprocess.run(
+            [str(env_dir / "bin" / tool), "--help"], env=env, capture_output=True, text=True
+        )
+        assert helped.returncode == 0 and "usage" in (helped.stdout + helped.stderr).lower(), tool
     # The demo after a plain pip install (issue 37): it builds its example from the sources
     # installed with the package, with mpicc, and runs to the end.
     demo = subprocess.run(

@@ -300,6 +300,19 @@ def test_sweep_reports_failed_points_and_goes_on(example_traces):
         t, {"compute_scale": [0.5, 1.0], "bandwidth_scale": [1, 4]}, processes=1, progress=False
     )
     np.testing.assert_allclose(one["total_time"].to_numpy(), ok["total_time"].to_numpy())
+    # Any concurrent.futures executor (Dask's client.get_executor(), ...): the same rows.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pooled = scalatrace.sweep(
+            t,
+            {"compute_scale": [0.5, 1.0], "bandwidth_scale": [1, 4]},
+            progress=False,
+            executor=pool,
+        )
+    np.testing.assert_allclose(pooled["total_time"].to_numpy(), ok["total_time"].to_numpy())
+    with pytest.raises(SimulationParameterError, match="concurrent.futures.Executor"):
+        scalatrace.sweep(t, {"compute_scale": [1.0]}, progress=False, executor="dask")
 
 
 def test_cli_simulate_and_sweep(example_traces, tmp_path):
