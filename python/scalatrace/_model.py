@@ -24,7 +24,7 @@ from . import _core
 from ._base import DEFAULT_MAX_EVENTS, OP_NAMES, with_rank_and_names
 from ._summary import TimestepLoop, comm_triplets_to_output
 from .debuginfo import first_source_line
-from .errors import TraceFormatError, UnknownNameError, UsageError, check_choice
+from .errors import ScalatraceError, TraceFormatError, UnknownNameError, UsageError, check_choice
 
 if TYPE_CHECKING:
     import pandas
@@ -201,7 +201,7 @@ class Event(_NodeView):
         ranks and the parameters that were recorded."""
         sites = self.sites
         parts = [
-            self.op,
+            self.op if self.op != "Other" else f"Other({self.function_name or '?'})",
             f"site={self.site}" + (f" ({len(sites)} sites)" if len(sites) > 1 else ""),
         ]
         if len(self.ranks):
@@ -212,6 +212,24 @@ class Event(_NodeView):
         if self.duration.count:
             parts.append(f"t={self.duration.mean / 1e3:.1f}us")
         return " ".join(parts)
+
+    @property
+    def function_name(self) -> str:
+        """The MPI function of an ``Other`` event (``MPI_Comm_rank``, its first occurrence's:
+        a call site calls one function); "" for the other ops."""
+        if self.op != "Other":
+            return ""
+        name_id = self.fields.get("NameId")
+        names = self._trace.function_names
+        if name_id is None or not name_id:
+            return names[0] if len(names) == 1 else ""
+        ranks = self.ranks
+        first = int(ranks[0]) if len(ranks) else 0
+        try:
+            index = int(name_id.value_at(first, 0))
+        except (IndexError, ValueError, ScalatraceError):
+            return ""
+        return names[index] if 0 <= index < len(names) else ""
 
     def __repr__(self) -> str:
         return f"Event({self.describe()})"

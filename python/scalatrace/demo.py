@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ._base import OP_NAMES
 from ._files import save_figure
 from ._launch import trace
 from ._raw import read_raw
@@ -129,16 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     raw = read_raw(outdir / "raw")
     sct_size, raw_size = _size(outdir / "stencil2d.sct"), _size(outdir / "raw")
     print("\n== what was recorded")
-    ops: dict[str, np.ndarray] = {}
-    for rec in raw:
-        table = raw.rank_table(rec.rank)
-        for code in np.unique(table["op"]):
-            ops.setdefault(OP_NAMES[code], np.zeros(nranks, dtype=np.int64))[rec.rank] = int(
-                (table["op"] == code).sum()
-            )
+    frame = raw.to_dataframe()  # functions recorded as Other under their own names
+    ops = (
+        frame.groupby([frame["op"].astype(str), frame.index.get_level_values("rank")])
+        .size()
+        .unstack(fill_value=0)
+        .reindex(columns=range(nranks), fill_value=0)
+    )
     print("   calls per rank:")
-    for op, counts in sorted(ops.items()):
-        print(f"     {op:<10} " + " ".join(f"{c:4d}" for c in counts))
+    for op, counts in ops.iterrows():
+        print(f"     {op:<12} " + " ".join(f"{c:4d}" for c in counts))
     sent = raw.comm_matrix("bytes", "p2p").sum(axis=1)
     print("   p2p bytes sent per rank: " + " ".join(f"{int(b)}" for b in sent))
     print(f"   {raw.event_count()} events in total")
@@ -174,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     save_figure(fig, png, dpi=110)
     plt.close(fig)
     print(f"\n== heatmap written to {png}")
+
+    from .report import write_report
+
+    page = write_report(t, outdir / "report.html", raw=raw)
+    print(f"== report (summary, heatmap, timeline, imbalance, loops) written to {page}")
 
     try:
         from .replay import replay

@@ -28,6 +28,10 @@ def test_functions_recorded_as_other_are_named_everywhere(traced, tmp_path):
     by_op = t.summary().set_index("op")
     assert by_op.loc["Comm_rank", "calls"] == 2 and by_op.loc["Comm_size", "calls"] == 2
     assert "Other" not in by_op.index
+    assert "Other(MPI_Comm_rank)" in t.dump() and "Other(MPI_Comm_size)" in t.dump()
+    others = {e.function_name for e in t.find(op="Other")}
+    assert others == {"MPI_Comm_rank", "MPI_Comm_size"}
+    assert {e.function_name for e in t.find(op="Irecv")} == {""}
     by_site = t.summary(by="site")
     assert {"Comm_rank", "Comm_size"} <= set(by_site["op"])
     df = t.to_dataframe()
