@@ -17,7 +17,7 @@ namespace {
 /// Where an event's compute or duration value in a frame comes from (scalatrace.frames
 /// TIMING_SOURCES, same order): the event's own recorded time; the mean of this rank's own
 /// occurrences of the node; the mean of a timing group (or of the node's ranks) of several
-/// ranks; a draw from such a histogram; no time (timing "none").
+/// ranks; a draw from such a histogram; no time (timing "none", or no value recorded).
 enum class TimingSource : std::uint8_t { Measured, PerRank, PerGroup, Sampled, None };
 
 /// Follows a cursor's walk and says, event by event, where its compute and duration came from:
@@ -58,7 +58,7 @@ class TimingSourceTracker {
 
  private:
   TimingSource source(std::int64_t scope, std::uint64_t values) const {
-    if (mode_ == TimingMode::None) return TimingSource::None;
+    if (mode_ == TimingMode::None || values == 0) return TimingSource::None;  // no time recorded
     if (scope <= 1 && values <= 1) return TimingSource::Measured;
     if (mode_ == TimingMode::Sample) return TimingSource::Sampled;
     return scope <= 1 ? TimingSource::PerRank : TimingSource::PerGroup;

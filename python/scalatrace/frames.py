@@ -47,7 +47,7 @@ TIMING_SOURCES = ("measured", "per-rank", "per-group", "sampled", "none", "estim
 ``sampled``
     a seeded draw from such a histogram (``timing="sample"``);
 ``none``
-    no time (``timing="none"``);
+    no time (``timing="none"``, or a histogram without values);
 ``estimated``
     not recorded for this rank at all: an extrapolated trace, or a clustered trace
     (``SCALATRACE_CLUSTERS``) whose members read their representative's times.
@@ -119,7 +119,9 @@ def _sources(codes: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(np.asarray(codes, dtype=np.int64), categories=TIMING_SOURCES)
 
 
-def _frame_from_columns(cols: dict[str, Any], estimated: bool = False) -> pd.DataFrame:
+def _frame_from_columns(cols: dict[str, Any], unrecorded: Any = None) -> pd.DataFrame:
+    """``unrecorded(ranks) -> bool array``: the rows whose ranks' times were never recorded
+    (their times become ``estimated``)."""
     rows = cols["rows"]
     start = cols["start_ns"].astype(np.int64)
     duration = rows["duration_ns"].astype(np.int64)
@@ -136,10 +138,12 @@ def _frame_from_columns(cols: dict[str, Any], estimated: bool = False) -> pd.Dat
         "start_ns": start,
         "end_ns": start + duration,
     }
+    guessed = unrecorded(rows["rank"]) if unrecorded is not None else None
     for column in ("compute", "duration"):
         codes = np.asarray(cols[f"{column}_source"], dtype=np.int64)
-        if estimated:
-            codes = np.where(codes == TIMING_SOURCES.index("none"), codes, len(TIMING_SOURCES) - 1)
+        if guessed is not None:
+            keep = ~guessed | (codes == TIMING_SOURCES.index("none"))
+            codes = np.where(keep, codes, TIMING_SOURCES.index("estimated"))
         data[f"{column}_from"] = _sources(codes)
     data["timing_group"] = np.asarray(cols["timing_group"], dtype=np.int64)
     frame = pd.DataFrame(data, index=index, copy=False)
@@ -159,10 +163,17 @@ def _timing_attrs(frame: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def is_estimated(core: _core.Trace) -> bool:
-    """True for traces whose times were not recorded for every rank (extrapolated or clustered)."""
-    meta = core.metadata
-    return "extrapolated_from" in meta or "clusters.k" in meta
+def unrecorded_ranks(core: _core.Trace) -> Any:
+    """For traces whose times were not recorded for every rank, a function telling which of
+    given ranks were not: every rank of an extrapolated trace, every rank but the
+    representatives of a clustered one (``SCALATRACE_CLUSTERS``). None for other traces."""
+    if "extrapolated_from" in core.metadata:
+        return lambda ranks: np.ones(len(ranks), dtype=bool)
+    clusters = _core.rank_clusters(core)
+    if not clusters:
+        return None
+    representatives = np.array([int(rep) for rep, _members in clusters], dtype=np.int64)
+    return lambda ranks: ~np.isin(np.asarray(ranks, dtype=np.int64), representatives)
 
 
 def events_frame(
@@ -181,7 +192,7 @@ def events_frame(
         # max_events is refused before any row is built (not after max_events rows).
         _refuse_beyond(int(_core.summary(core).total_calls), core.nranks, max_events)
     cols = _core.event_columns(core, chosen, int(max_events), timing, int(seed))
-    return _frame_from_columns(cols, estimated=is_estimated(core))
+    return _frame_from_columns(cols, unrecorded=unrecorded_ranks(core))
 
 
 def _refuse_beyond(events: int, nranks: int, max_events: int) -> None:

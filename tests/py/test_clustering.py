@@ -235,6 +235,11 @@ def test_collector_clusters_merge_representatives_and_map_the_others(tmp_path):
     }
     assert t.metadata["clusters.count"] == "9" and "clusters.lossy" in t.metadata
     assert t.metadata["setting.SCALATRACE_CLUSTERS"] == "3"
+    # The frame says whose times were never recorded: the members', not the representatives'.
+    df = t.to_dataframe()
+    estimated = (df["duration_from"] == "estimated").groupby(level="rank").all()
+    representatives = {rep for rep, _ in cmap}
+    assert estimated.to_dict() == {r: r not in representatives for r in range(nranks)}
 
     tsites = t._core.sites
     tframes = lambda s: frames_of(tsites.sites, tsites.modules, s)  # noqa: E731

@@ -59,6 +59,9 @@ def test_extrapolated_trace_equals_real_run(example, sizes, targets, args, tmp_p
         real = traced(example, target, args, tmp_path_factory)
         assert_same_run(big, real)
         assert big.metadata["extrapolated_from"] == ",".join(map(str, sizes))
+        frame = big.to_dataframe()  # no rank's times were recorded: it says so
+        assert frame["compute_from"].isin(["estimated", "none"]).all()
+        assert (frame["compute_from"] == "estimated").any()
         # A normal trace: it survives a save/load round trip.
         path = tmp_path_factory.mktemp("x") / "big.sct"
         big.save(path)

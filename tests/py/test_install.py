@@ -13,7 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1500)
 def test_pip_install_and_run_from_outside(example, tmp_path):
     ring = example("ring")
     env_dir = tmp_path / "venv"
