@@ -157,6 +157,7 @@ class RankRecording:
 
 class SummaryRow:
     op: str
+    name_id: int  # Op::Other: index into Trace.names (function name), else -1
     site: int
     calls: int
     ranks: int
