@@ -29,7 +29,7 @@ system-test:
 	@./scripts/setup-system.sh test
 
 $(VENV)/.deps-stamp: requirements-dev.txt
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@test -x $(PY) || $(PROGRESS) --label "python -m venv" -- $(PYTHON) -m venv $(VENV)
 	$(PROGRESS) --label "pip" -- $(PY) -m pip install --progress-bar off --upgrade pip
 	$(PROGRESS) --label "pip" -- $(PY) -m pip install --progress-bar off -r requirements-dev.txt
 	@touch $@
