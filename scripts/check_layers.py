@@ -50,6 +50,7 @@ PYTHON_LEVELS = {
     "_files": 1,
     "_core_guard": 1,
     "_summary": 1,
+    "debuginfo": 1,
     # L2: pandas tables over core objects
     "frames": 2,
     # L3: the trace as data (knows no feature module) and the trace-class registry
@@ -76,13 +77,16 @@ PYTHON_LEVELS = {
     # through the phases)
     "pmnf": 5.3,
     "models": 5.6,
+    "views": 5,
     # L6: plots of traces and of the features' results
     "plot": 6,
     # L7: the user's Trace class (model + feature methods)
     "_trace": 7,
+    "report": 7,
     # L8: entry points
     "cli": 8,
     "demo": 8,
+    "tools": 8,
     "__init__": 8,
 }
 

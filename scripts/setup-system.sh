@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages scalatrace needs, if any is missing. Idempotent and quick.
+# `setup-system.sh` (make demo / build): what building and running the package needs.
+# `setup-system.sh test` (make test): also what the tests need: GoogleTest, gfortran (Fortran
+# examples), clang-format (style test), chromium (the HTML report opened headless).
 set -euo pipefail
-packages=(mpich libmpich-dev libgtest-dev libunwind-dev gfortran pkg-config clang-format)
+packages=(mpich libmpich-dev libunwind-dev pkg-config)
+if [ "${1:-}" = "test" ]; then
+  packages+=(libgtest-dev gfortran clang-format chromium)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

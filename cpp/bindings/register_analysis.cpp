@@ -75,6 +75,7 @@ void register_analysis(py::module_& m) {
 
   py::class_<SummaryRow>(m, "SummaryRow")
       .def_property_readonly("op", [](const SummaryRow& r) { return std::string(op_name(r.op)); })
+      .def_readonly("name_id", &SummaryRow::name_id)
       .def_readonly("site", &SummaryRow::site)
       .def_readonly("calls", &SummaryRow::calls)
       .def_readonly("ranks", &SummaryRow::ranks)

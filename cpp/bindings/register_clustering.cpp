@@ -82,19 +82,19 @@ void register_clustering(py::module_& m) {
   m.def("signature_feature_names", []() { return feature_names(kAllFeatures); });
   m.def(
       "kfarthest_clusters",
-      [](const RankSignatures& s, std::size_t k, const std::vector<std::string>& features) {
+      [](const RankSignatures& s, std::size_t k, const std::vector<std::string>& features, bool grow) {
         const FeatureMask mask = parse_features(features);
         if (k == 0) throw py::value_error("k must be at least 1");
         if (s.items.empty()) throw py::value_error("the trace has no ranks to cluster");
         ClusterAssignment a;
         {
           py::gil_scoped_release release;
-          a = kfarthest_clusters(s.items, k, mask);
+          a = kfarthest_clusters(s.items, k, mask, grow);
         }
         return py::make_tuple(to_numpy(std::move(a.labels)), to_numpy(std::move(a.representatives)),
                               feature_names(a.format));
       },
-      py::arg("signatures"), py::arg("k"), py::arg("features"));
+      py::arg("signatures"), py::arg("k"), py::arg("features"), py::arg("grow") = true);
   m.def(
       "signature_distances",
       [](const RankSignatures& s, const std::vector<std::string>& features,

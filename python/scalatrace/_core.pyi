@@ -157,6 +157,7 @@ class RankRecording:
 
 class SummaryRow:
     op: str
+    name_id: int  # Op::Other: index into Trace.names (function name), else -1
     site: int
     calls: int
     ranks: int
@@ -287,7 +288,7 @@ class RankSignatures:
 def signatures(trace: Trace) -> RankSignatures: ...
 def signature_feature_names() -> list[str]: ...
 def kfarthest_clusters(
-    signatures: RankSignatures, k: int, features: list[str]
+    signatures: RankSignatures, k: int, features: list[str], grow: bool = True
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], list[str]]: ...
 def signature_distances(
     signatures: RankSignatures, features: list[str], positions: list[int] | None = None

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
 from . import _paths
-from ._base import MAX_LAUNCH_RANKS, MAX_TIMEOUT_S, check_float, check_int
+from ._base import MAX_LAUNCH_RANKS, MAX_TIMEOUT_S, check_bool, check_float, check_int
 from ._files import RunOutputs
 from .errors import MPIRunError, ScalatraceError, UsageError
 
@@ -18,28 +18,43 @@ if TYPE_CHECKING:
     from ._model import TraceModel
 
 Command = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
+Launcher = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]], None]
 
 
 def _tail(text: str, lines: int = 30) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def launch_command(cmd: Command, np: int) -> list[str]:
-    """The ``mpiexec`` command line that runs ``cmd`` with the collector preloaded."""
-    argv = [os.fspath(cmd)] if isinstance(cmd, (str, os.PathLike)) else [os.fspath(c) for c in cmd]
+def _argv(value: Command, what: str) -> list[str]:
+    if isinstance(value, (str, os.PathLike)):
+        return [os.fspath(value)]
+    if isinstance(value, (bytes, Mapping)) or not isinstance(value, Sequence):
+        raise UsageError(f"{what} must be a string or a sequence of strings, not {value!r:.60}")
+    return [os.fspath(c) for c in value]
+
+
+def launch_command(
+    cmd: Command, np: int, launcher: Launcher = None, launcher_args: Sequence[str] = ()
+) -> list[str]:
+    """The command line that runs ``cmd`` on ``np`` ranks with the collector preloaded.
+
+    Default launcher: MPICH's ``mpiexec`` (``-genv LD_PRELOAD``). Any other (``"srun"``,
+    ``["mpirun", "--oversubscribe"]``, ...) is called as ``LAUNCHER -n NP LAUNCHER_ARGS env
+    LD_PRELOAD=<collector> CMD``, which every launcher taking ``-n`` runs.
+    """
+    argv = _argv(cmd, "the command")
     if not argv:
         raise UsageError("empty command")
     if shutil.which(argv[0]) is None:
         raise FileNotFoundError(f"program not found (or not executable): {argv[0]}")
-    return [
-        _paths.mpiexec(),
-        "-n",
-        str(np),
-        "-genv",
-        "LD_PRELOAD",
-        str(_paths.collector_library()),
-        *argv,
-    ]
+    extra = _argv(launcher_args, "launcher_args") if launcher_args else []
+    library = str(_paths.collector_library())
+    if launcher is None:
+        return [_paths.mpiexec(), "-n", str(np), "-genv", "LD_PRELOAD", library, *extra, *argv]
+    front = _argv(launcher, "launcher")
+    if not front or shutil.which(front[0]) is None:
+        raise FileNotFoundError(f"launcher not found: {front[0] if front else '(empty)'}")
+    return [*front, "-n", str(np), *extra, "env", f"LD_PRELOAD={library}", *argv]
 
 
 def run_collected(
@@ -48,8 +63,10 @@ def run_collected(
     out: str | os.PathLike[str],
     env: Mapping[str, str] | None = None,
     raw: bool | str | os.PathLike[str] = False,
-    timeout: float | None = 600,
+    timeout: float | None = None,
     capture: bool = True,
+    launcher: Launcher = None,
+    launcher_args: Sequence[str] = (),
 ) -> tuple[Path, Path | None, subprocess.CompletedProcess]:
     """Runs ``cmd`` under the collector; returns (trace path, raw dir or None, process).
 
@@ -69,7 +86,7 @@ def run_collected(
             if raw is True
             else Path(raw).resolve()
         )
-    argv = launch_command(cmd, np)
+    argv = launch_command(cmd, np, launcher, launcher_args)
     with RunOutputs(out_path, raw_dir, np) as outputs:
         run_env = dict(os.environ)
         run_env.update(env or {})
@@ -108,7 +125,10 @@ def trace(
     out: str | os.PathLike[str] = "trace.sct",
     env: Mapping[str, str] | None = None,
     raw: bool | str | os.PathLike[str] = False,
-    timeout: float | None = 600,
+    timeout: float | None = None,
+    launcher: Launcher = None,
+    launcher_args: Sequence[str] = (),
+    capture_output: bool = True,
 ) -> TraceModel:
     """Runs an MPI program under the scalatrace collector and loads the trace.
 
@@ -117,7 +137,7 @@ def trace(
     cmd : str or sequence of str
         Program and arguments (an MPI program; no rebuild needed, the collector is preloaded).
     np : int
-        Number of ranks (``mpiexec.mpich -n np``).
+        Number of ranks (``-n np`` of the launcher).
     out : path
         Where the compressed trace is written (``SCALATRACE_OUT``).
     env : mapping, optional
@@ -127,12 +147,23 @@ def trace(
         ``<out without suffix>-raw/``; a path names the directory. Read with :func:`read_raw`
         or ``trace.raw_dir``.
     timeout : float, optional
-        Seconds before the run is killed.
+        Seconds before the run is killed (default: no limit).
+    launcher : str or sequence of str, optional
+        What starts the ranks. Default: MPICH's ``mpiexec`` (``$SCALATRACE_MPIEXEC``,
+        ``mpiexec.mpich``). Another, e.g. ``"srun"`` or ``["mpirun"]``, is called as
+        ``LAUNCHER -n NP LAUNCHER_ARGS env LD_PRELOAD=<collector> CMD``.
+    launcher_args : sequence of str
+        Extra launcher arguments before the program: a host file and ranks per node
+        (``["-f", "hosts", "-ppn", "2"]`` for MPICH, ``["--ntasks-per-node=2"]`` for srun).
+    capture_output : bool
+        True (default): the program's stdout and stderr are kept on the trace
+        (``run_stdout``, ``run_stderr``); False: they go to this process's terminal.
 
     Returns
     -------
     Trace
-        With ``raw_dir`` set to the raw directory (or None) and ``run_stderr`` the run's stderr.
+        With ``raw_dir`` set to the raw directory (or None), ``run_stdout`` / ``run_stderr``
+        the run's output (None when not captured).
 
     Raises
     ------
@@ -141,8 +172,12 @@ def trace(
     """
     from ._model import load
 
-    out_path, raw_dir, proc = run_collected(cmd, np, out, env, raw, timeout)
+    capture_output = check_bool("capture_output", capture_output)
+    out_path, raw_dir, proc = run_collected(
+        cmd, np, out, env, raw, timeout, capture_output, launcher, launcher_args
+    )
     t = load(out_path)
     t.raw_dir = raw_dir
+    t.run_stdout = proc.stdout
     t.run_stderr = proc.stderr
     return t

@@ -23,7 +23,8 @@ import numpy as np
 from . import _core
 from ._base import DEFAULT_MAX_EVENTS, OP_NAMES, with_rank_and_names
 from ._summary import TimestepLoop, comm_triplets_to_output
-from .errors import TraceFormatError, UnknownNameError, UsageError, check_choice
+from .debuginfo import first_source_line
+from .errors import ScalatraceError, TraceFormatError, UnknownNameError, UsageError, check_choice
 
 if TYPE_CHECKING:
     import pandas
@@ -58,7 +59,9 @@ class CallSiteInfo:
     symbol : str
         Innermost resolvable function name ("" if unknown).
     location : str
-        ``file:line`` if it could be resolved ("" otherwise).
+        ``file:line`` of the innermost frame whose module has DWARF line information (a
+        program built with ``-g``), read when the trace is analysed
+        (:mod:`scalatrace.debuginfo`); "" otherwise.
     """
 
     id: int
@@ -198,7 +201,7 @@ class Event(_NodeView):
         ranks and the parameters that were recorded."""
         sites = self.sites
         parts = [
-            self.op,
+            self.op if self.op != "Other" else f"Other({self.function_name or '?'})",
             f"site={self.site}" + (f" ({len(sites)} sites)" if len(sites) > 1 else ""),
         ]
         if len(self.ranks):
@@ -209,6 +212,24 @@ class Event(_NodeView):
         if self.duration.count:
             parts.append(f"t={self.duration.mean / 1e3:.1f}us")
         return " ".join(parts)
+
+    @property
+    def function_name(self) -> str:
+        """The MPI function of an ``Other`` event (``MPI_Comm_rank``, its first occurrence's:
+        a call site calls one function); "" for the other ops."""
+        if self.op != "Other":
+            return ""
+        name_id = self.fields.get("NameId")
+        names = self._trace.function_names
+        if name_id is None or not name_id:
+            return names[0] if len(names) == 1 else ""
+        ranks = self.ranks
+        first = int(ranks[0]) if len(ranks) else 0
+        try:
+            index = int(name_id.value_at(first, 0))
+        except (IndexError, ValueError, ScalatraceError):
+            return ""
+        return names[index] if 0 <= index < len(names) else ""
 
     def __repr__(self) -> str:
         return f"Event({self.describe()})"
@@ -311,7 +332,8 @@ class TraceModel:
         #: Raw recording directory when the trace came from ``scalatrace.trace(..., raw=...)``.
         self.raw_dir: Path | None = None
         #: Standard error of the traced run (``scalatrace.trace`` only).
-        self.run_stderr: str = ""
+        self.run_stdout: str | None = ""
+        self.run_stderr: str | None = ""
 
     # --- metadata -------------------------------------------------------------------------
     @property
@@ -384,7 +406,7 @@ class TraceModel:
             frames = [
                 (modules[f.module] if f.module < len(modules) else "?", f.offset) for f in s.frames
             ]
-            out.append(CallSiteInfo(i, frames, s.symbol, s.location))
+            out.append(CallSiteInfo(i, frames, s.symbol, s.location or first_source_line(frames)))
         return out
 
     @property
@@ -457,7 +479,20 @@ class TraceModel:
             or wildcard, -2 ``MPI_PROC_NULL``, rooted collectives: the root), ``bytes``, ``tag``,
             ``comm``, ``site``, and int64 nanoseconds ``compute_ns`` (before the call),
             ``duration_ns`` (inside it), ``start_ns`` / ``end_ns`` (on the rank's own clock,
-            starting at 0).
+            starting at 0); ``compute_from`` / ``duration_from``: where each time comes from
+            (categorical of :data:`scalatrace.frames.TIMING_SOURCES`: ``measured``,
+            ``per-rank``, ``per-group``, ``sampled``, ``estimated``, ``none``);
+            ``timing_group``: the (event node, timing group) the times came from; rows with one
+            number share one histogram pair (their sums are measured sums). ``df.attrs["timing"]`` names the least exact source per time
+            column.
+
+        Notes
+        -----
+        Ops, peers, bytes, tags, sites and the event order are exact. Times are each rank's own
+        where the trace keeps them (a timing group of its own, first occurrences) and a group's
+        mean otherwise: per-rank totals are exact only over ``per-rank`` / ``measured`` rows.
+        For the measured time of every call, record with ``raw=True`` and use
+        :meth:`RawRecording.to_dataframe` (docs/python.md, "Which times are whose").
         """
         from .frames import events_frame
 
@@ -557,10 +592,11 @@ class TraceModel:
 
         check_choice("by", by, ("op", "site"))
         s = _core.summary(self._core)
+        names = self.function_names
         if by == "op":
-            return summary_frame(s.by_op, by_site=False)
+            return summary_frame(s.by_op, by_site=False, function_names=names)
         sites = {c.id: str(c) for c in self.call_sites}
-        return summary_frame(s.by_site, by_site=True, site_names=sites)
+        return summary_frame(s.by_site, by_site=True, site_names=sites, function_names=names)
 
     def timestep_loops(self) -> list[TimestepLoop]:
         """Outermost loops that repeat communication (ScalaTrace §5.3), with trip counts."""

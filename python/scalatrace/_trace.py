@@ -87,12 +87,15 @@ class Trace(TraceModel):
         method: Literal["kfarthest", "hierarchical"] = "kfarthest",
         features: Any = None,
         threshold: float | None = None,
+        grow: bool = False,
     ) -> Any:
-        """Ranks grouped by behaviour (ACURDION K-farthest or PHANTOM hierarchical); see
-        :func:`scalatrace.clustering.clusters`. Returns a :class:`~scalatrace.clustering.Clusters`."""
+        """Ranks grouped by behaviour (ACURDION K-farthest or PHANTOM hierarchical): ``k``
+        clusters (fewer only when fewer behaviours exist, with a warning; ``grow=True``:
+        the collector's dynamic K); see :func:`scalatrace.clustering.clusters`. Returns a
+        :class:`~scalatrace.clustering.Clusters`."""
         from .clustering import clusters
 
-        return clusters(self, k=k, method=method, features=features, threshold=threshold)
+        return clusters(self, k=k, method=method, features=features, threshold=threshold, grow=grow)
 
     def rank_groups(self, with_values: bool = False) -> list[np.ndarray]:
         """The exact groups of ranks the merged trace holds (same event nodes; with

@@ -65,8 +65,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if not eq or not name:
             raise UsageError(f"run: --env wants NAME=VALUE, got {kv!r}")
         env[name] = value
+    import shlex
+
     out, raw_dir, proc = run_collected(
-        args.command, args.np, args.output, env, args.raw or False, args.timeout, capture=False
+        args.command,
+        args.np,
+        args.output,
+        env,
+        args.raw or False,
+        args.timeout,
+        capture=False,
+        launcher=shlex.split(args.launcher) if args.launcher else None,
+        launcher_args=shlex.split(args.launcher_args or ""),
     )
     size = out.stat().st_size
     print(
@@ -89,6 +99,18 @@ def _cmd_show(args: argparse.Namespace) -> int:
         print("\ncall sites:")
         for c in t.call_sites:
             print(f"  {c}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from ._raw import read_raw
+    from ._trace import load
+    from .report import write_report
+
+    t = load(args.trace)
+    raw = read_raw(args.raw) if args.raw else None
+    path = write_report(t, args.output, raw=raw, title=args.title)
+    print(f"scalatrace: wrote {path}")
     return 0
 
 
@@ -206,6 +228,17 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             endpoint=net,
             congestion=not args.no_congestion,
         )
+    intra = None
+    if args.intra is not None:
+        try:
+            values = [float(v) for v in args.intra.split(",")]
+        except ValueError:
+            values = []
+        if len(values) not in (5, 6):
+            raise UsageError(
+                f"--intra takes five or six numbers L,o_s,o_r,g,G[,O], not {args.intra!r}"
+            )
+        intra = LogGP(*values)
     noise = None
     if args.noise:
         freq, _, duration = args.noise.partition(":")
@@ -231,6 +264,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     r = simulate(
         args.trace,
         network=net,
+        intra_node=intra,
         placement=placement,  # type: ignore[arg-type]
         noise=noise,
         ranks_per_node=args.ranks_per_node,
@@ -344,7 +378,7 @@ def _cmd_clusters(args: argparse.Namespace) -> int:
 
     t = load(args.trace)
     features = args.features.split(",") if args.features else None
-    c = t.clusters(k=args.k, method=args.method, features=features)
+    c = t.clusters(k=args.k, method=args.method, features=features, grow=args.grow)
     print(f"{c.k} clusters ({c.method}; features: {', '.join(c.features)})")
     for label, rep in enumerate(c.representatives):
         members = [r for r, lab in enumerate(c.labels) if lab == label]
@@ -565,6 +599,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="extra environment for the run",
     )
     r.add_argument("--timeout", type=float, default=None, help="seconds before the run is killed")
+    r.add_argument(
+        "--launcher",
+        default=None,
+        help="what starts the ranks instead of MPICH's mpiexec, e.g. srun (called as LAUNCHER -n N "
+        "LAUNCHER_ARGS env LD_PRELOAD=<collector> PROGRAM)",
+    )
+    r.add_argument(
+        "--launcher-args",
+        default=None,
+        help="extra launcher arguments, e.g. '-f hosts -ppn 2' (MPICH) or '--ntasks-per-node=2'",
+    )
     r.add_argument("command", nargs=argparse.REMAINDER, help="-- program [args...]")
     r.set_defaults(func=_cmd_run)
 
@@ -573,6 +618,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-nodes", type=int, default=None)
     s.add_argument("--sites", action="store_true", help="also list the call sites")
     s.set_defaults(func=_cmd_show)
+
+    rp = sub.add_parser(
+        "report", help="one self-contained HTML page: summary, heatmap, timeline, imbalance, loops"
+    )
+    rp.add_argument("trace")
+    rp.add_argument("-o", "--output", default="report.html", help="HTML file (report.html)")
+    rp.add_argument(
+        "--raw", default=None, help="the run's raw recording directory: measured times in the views"
+    )
+    rp.add_argument("--title", default=None)
+    rp.set_defaults(func=_cmd_report)
 
     st = sub.add_parser("stats", help="per-op statistics and timestep loops")
     st.add_argument("trace")
@@ -599,6 +655,13 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("trace")
     _add_network_arguments(sim)
     sim.add_argument("--ranks-per-node", type=int, default=1)
+    sim.add_argument(
+        "--intra",
+        default=None,
+        metavar="L,o_s,o_r,g,G[,O]",
+        help="LogGP parameters between ranks of one node (seconds; needed with --ranks-per-node "
+        "on the flat network without contention)",
+    )
     sim.add_argument(
         "--topology",
         help="torus:8x8, fat_tree:4 (k) or dragonfly:GROUPS x ROUTERS x NODES, e.g. dragonfly:9x4x2",
@@ -674,7 +737,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cl.add_argument("trace")
     cl.add_argument(
-        "-k", type=int, default=None, help="number of clusters (default 9; dynamic K may keep more)"
+        "-k", type=int, default=None, help="number of clusters (default 9, or fewer behaviours)"
+    )
+    cl.add_argument(
+        "--grow",
+        action="store_true",
+        help="K-farthest: dynamic K as the collector runs it (more clusters while calls or peers differ)",
     )
     cl.add_argument("--method", choices=["kfarthest", "hierarchical"], default="kfarthest")
     cl.add_argument(

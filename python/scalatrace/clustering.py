@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal, Union
 import numpy as np
 
 from . import _core
-from ._base import check_float
+from ._base import check_bool, check_float
 from .errors import UsageError
 
 if TYPE_CHECKING:
@@ -75,12 +75,38 @@ class Clusters:
         """The ranks of each cluster (ascending), in cluster order."""
         return [np.flatnonzero(self.labels == c) for c in range(self.k)]
 
+    def _repr_html_(self) -> str:
+        """Jupyter: one row per cluster (representative, size, ranks)."""
+        import html
+
+        rows = "".join(
+            f"<tr><td>{c}</td><td>{int(self.representatives[c])}</td><td>{len(g)}</td>"
+            f"<td>{html.escape(_rank_ranges(g.tolist()))}</td></tr>"
+            for c, g in enumerate(self.groups())
+        )
+        return (
+            f"<b>Clusters</b> ({html.escape(self.method)}; features: "
+            f"{html.escape(', '.join(self.features))})<table><tr><th>cluster</th>"
+            f"<th>representative</th><th>ranks</th><th>members</th></tr>{rows}</table>"
+        )
+
     def __repr__(self) -> str:
         sizes = np.bincount(self.labels, minlength=self.k).tolist()
         return (
             f"Clusters(method={self.method!r}, k={self.k}, sizes={sizes}, "
             f"representatives={self.representatives.tolist()})"
         )
+
+
+def _rank_ranges(ranks: list[int]) -> str:
+    """``0-3, 7, 9-10`` for ``[0, 1, 2, 3, 7, 9, 10]``."""
+    runs: list[list[int]] = []
+    for r in sorted(ranks):
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def signatures(trace: TraceModel) -> dict[str, np.ndarray]:
@@ -128,6 +154,7 @@ def clusters(
     method: Method = "kfarthest",
     features: Features = None,
     threshold: float | None = None,
+    grow: bool = False,
 ) -> Clusters:
     """Groups the ranks of a trace by behaviour.
 
@@ -152,6 +179,11 @@ def clusters(
         hierarchical.
     threshold : float, optional
         Hierarchical only, instead of ``k``: cut the dendrogram at this distance.
+    grow : bool
+        K-farthest only: ACURDION's dynamic K, as the collector runs it for
+        ``SCALATRACE_CLUSTERS``: go on past ``k`` (up to 64 clusters) while some rank makes other
+        calls or talks to other relative peers than every selected representative, so each
+        member can be read through its representative. Default False: ``k`` clusters.
 
     Returns
     -------
@@ -171,14 +203,31 @@ def clusters(
         raise UsageError("threshold= applies to method='hierarchical' only")
     if threshold is not None:
         threshold = check_float("threshold", threshold)
+    grow = check_bool("grow", grow)
+    if grow and method != "kfarthest":
+        raise UsageError("grow=True (dynamic K) applies to method='kfarthest' only")
+    asked = k
     k = _checked_k(k, n, threshold is None)
     names = _feature_names(features, method)
     if method == "kfarthest":
         labels, reps, _used = _core.kfarthest_clusters(
-            _signatures(trace), k or DEFAULT_K, list(names)
+            _signatures(trace), k or DEFAULT_K, list(names), grow
         )
-        return Clusters(np.asarray(labels), np.asarray(reps), "kfarthest", names)
-    return _hierarchical(trace, k, threshold, names)
+        result = Clusters(np.asarray(labels), np.asarray(reps), "kfarthest", names)
+    else:
+        result = _hierarchical(trace, k, threshold, names)
+    if asked is not None and k is not None and result.k < k:
+        warnings.warn(
+            f"k={k}: only {result.k} distinct behaviours over {names_text(names)}, so "
+            f"{result.k} clusters",
+            stacklevel=3,
+        )
+    return result
+
+
+def names_text(names: tuple[str, ...]) -> str:
+    """Features as text for messages (``"the signature"`` for all of them)."""
+    return "the signature" if names == SIGNATURE_FEATURES else ", ".join(names)
 
 
 def _checked_k(k: int | None, n: int, need_default: bool) -> int | None:
@@ -231,7 +280,7 @@ def _hierarchical(
     events, relative peers and timing: ``rank_groups(with_values=True)``) have identical
     signatures and computation vectors, so each group is one point (complete linkage of
     identical points is that of one point), weighted by its size where a centre is taken."""
-    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.cluster.hierarchy import cut_tree, fcluster, linkage
 
     n = trace.nranks
     group_of = np.asarray(_core.rank_groups(trace._core, True), dtype=np.int64)
@@ -267,7 +316,9 @@ def _hierarchical(
     if threshold is not None:
         raw = fcluster(z, t=float(threshold), criterion="distance")
     else:
-        raw = fcluster(z, t=int(k or 1), criterion="maxclust")
+        # cut_tree follows the merge order, so ties in the distances (equal linkage heights)
+        # still give exactly k clusters, where fcluster's maxclust may give fewer.
+        raw = cut_tree(z, n_clusters=min(int(k or 1), m))[:, 0]
     labels = _renumber(raw[group_of])
     leaf_labels = labels[leaves]
     square = _square(condensed, m)
@@ -294,19 +345,25 @@ def _square(condensed: np.ndarray, m: int) -> np.ndarray:
 
 
 def _manhattan_matrix(vectors: list[np.ndarray]) -> np.ndarray:
-    """Manhattan distances; vectors of different lengths get a distance above every other one
-    (PHANTOM: infinite) so that they join only when nothing else is left."""
+    """Manhattan distances. Vectors of different lengths (other event counts) are farther apart
+    than any two of one length (PHANTOM: infinitely far), so they join only when nothing else is
+    left: above the largest same-length distance D by 1 plus the Manhattan distance of the two
+    vectors with the shorter padded by zeros. So they are still ordered among themselves (a
+    vector one event longer is nearer than one with twice the events) and a cut at k clusters
+    finds k, where one constant for every such pair made complete linkage merge them all at one
+    height."""
     from scipy.spatial.distance import cdist
 
     n = len(vectors)
-    square = np.full((n, n), np.inf)
     lengths = np.array([len(v) for v in vectors])
-    for length in np.unique(lengths):
-        idx = np.flatnonzero(lengths == length)
-        block = np.vstack([vectors[i] for i in idx]) if length else np.zeros((len(idx), 1))
-        square[np.ix_(idx, idx)] = cdist(block, block, metric="cityblock")
-    finite = square[np.isfinite(square)]
-    square[~np.isfinite(square)] = 2.0 * (float(finite.max()) if finite.size else 0.0) + 1.0
+    width = max(1, int(lengths.max()) if n else 1)
+    padded = np.zeros((n, width))
+    for i, v in enumerate(vectors):
+        padded[i, : len(v)] = v
+    square = cdist(padded, padded, metric="cityblock")
+    same = lengths[:, None] == lengths[None, :]
+    within = float(square[same].max()) if n else 0.0
+    square = np.where(same, square, within + 1.0 + square)
     np.fill_diagonal(square, 0.0)
     return square
 

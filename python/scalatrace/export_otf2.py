@@ -233,7 +233,9 @@ def _event_records(frame, comms: _Comms, region_of: dict[str, int]) -> Iterable[
     cols = {c: frame[c].to_numpy() for c in ("peer", "bytes", "tag", "comm", "start_ns", "end_ns")}
     for i, op in enumerate(ops):
         start, end = int(cols["start_ns"][i]), int(cols["end_ns"][i])
-        region = region_of[op]
+        # Functions recorded as Other (Comm_rank, ...) get regions of their own, numbered as
+        # they first occur: the definitions are written after the events.
+        region = region_of.setdefault(op, len(region_of))
         comm = comms.otf2_comm(cols["comm"][i])
         peer, nbytes, tag = int(cols["peer"][i]), max(0, int(cols["bytes"][i])), int(cols["tag"][i])
         yield start, bytes([_EV_ENTER]) + _u32(region)

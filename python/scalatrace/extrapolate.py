@@ -29,6 +29,7 @@ from .errors import ScalatraceError, UsageError
 
 if TYPE_CHECKING:
     import matplotlib.axes
+    import pandas
     import sympy
 
 __all__ = [
@@ -178,6 +179,43 @@ class Model:
             )
         return expr
 
+    def candidate_table(self, n: int = 5, at: float | None = None) -> pandas.DataFrame:
+        """The ``n`` best hypotheses of the search, each refitted on all points.
+
+        Measurements over a narrow range of ``p`` with some noise often fit several hypotheses
+        about equally well (``p*log2(p)`` and ``p^(4/3)`` on 4..64), and they part ways when
+        extrapolated: look at them before trusting one.
+
+        Parameters
+        ----------
+        n : int
+            How many candidates (best leave-one-out SMAPE first).
+        at : float, optional
+            Also predict every candidate at this process count (column ``at_<p>``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``hypothesis``, ``formula`` (fitted on all points), ``cv_smape`` (percent),
+            ``selected`` (the one :func:`fit_scaling` chose) [, ``at_<p>``].
+        """
+        import pandas as pd
+
+        n = check_int("n", n, lo=1)
+        rows = []
+        for cand in [c for c in self.candidates if np.isfinite(c.cv_smape)][:n]:
+            fitted = _fit_terms(cand.terms, self.xs, self.ys)
+            row: dict[str, Any] = {
+                "hypothesis": cand.hypothesis,
+                "formula": fitted.formula,
+                "cv_smape": cand.cv_smape,
+                "selected": cand.terms == self.terms,
+            }
+            if at is not None:
+                row[f"at_{at:g}"] = fitted.predict(float(at))
+            rows.append(row)
+        return pd.DataFrame(rows)
+
     def plot(
         self,
         ax: matplotlib.axes.Axes | None = None,
@@ -200,6 +238,26 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model({self.formula!r}, cv_smape={self.cv_smape:.3g}%)"
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the formula, its errors and the closest candidates of the search."""
+        import html
+
+        head = (
+            f"<b>Model</b> <code>{html.escape(self.formula)}</code>: leave-one-out SMAPE "
+            f"{self.cv_smape:.3g} %, fit SMAPE {self.smape:.3g} % over p = "
+            f"{html.escape(', '.join(f'{v:g}' for v in self.xs))}"
+        )
+        if not self.candidates:
+            return head
+        return head + self.candidate_table(n=4).to_html(index=False, float_format="{:.4g}".format)
+
+
+def _fit_terms(terms: tuple[Term, ...], x: np.ndarray, y: np.ndarray) -> Model:
+    """Least-squares fit of ``c0 + sum c_k * term_k`` on all points (no selection)."""
+    a = np.column_stack([np.ones_like(x)] + [t.values(x) for t in terms])
+    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    return Model(terms=tuple(terms), coefficients=coef, xs=x, ys=y, cv_smape=np.nan, smape=0.0)
 
 
 def _hypotheses(max_terms: int, negative_exponents: bool) -> list[tuple[Term, ...]]:
@@ -336,8 +394,7 @@ def fit_scaling(
             best_idx = cand
     order = sorted(range(len(hyps)), key=lambda i: (cv[i], len(hyps[i])))
     best = hyps[best_idx]
-    a = np.column_stack([np.ones_like(x)] + [t.values(x) for t in best])
-    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    coef = _fit_terms(best, x, y).coefficients
     model = Model(
         terms=tuple(best),
         coefficients=coef,

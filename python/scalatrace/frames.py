@@ -27,12 +27,66 @@ EVENT_COLUMNS = (
     "duration_ns",
     "start_ns",
     "end_ns",
+    "compute_from",
+    "duration_from",
+    "timing_group",
 )
 
+TIMING_SOURCES = ("measured", "per-rank", "per-group", "sampled", "none", "estimated")
+"""Where a frame's ``compute_ns`` / ``duration_ns`` value comes from (columns ``compute_from`` /
+``duration_from``):
 
-def op_categorical(codes: np.ndarray) -> pd.Categorical:
-    """Operation codes (``rank_table``'s ``op``) as a categorical of MPI names (no ``MPI_``)."""
-    return pd.Categorical.from_codes(np.asarray(codes, dtype=np.int64), categories=list(OP_NAMES))
+``measured``
+    the event's own recorded time (a raw recording, or a histogram holding just this value);
+``per-rank``
+    the mean of this rank's own occurrences of the event (the rank has a timing group of its
+    own): sums over the rank's occurrences are the rank's measured totals;
+``per-group``
+    the mean of a timing group of several ranks whose times agreed (or of all the node's ranks):
+    sums over the group are measured, one rank's share is not;
+``sampled``
+    a seeded draw from such a histogram (``timing="sample"``);
+``none``
+    no time (``timing="none"``, or a histogram without values);
+``estimated``
+    not recorded for this rank at all: an extrapolated trace, or a clustered trace
+    (``SCALATRACE_CLUSTERS``) whose members read their representative's times.
+
+Final ``.sct`` files store times within 2^-7 (0.8 %), docs/format.md.
+"""
+
+
+def op_categorical(
+    codes: np.ndarray, functions: np.ndarray | None = None, names: Sequence[str] = ()
+) -> pd.Categorical:
+    """Operation codes (``rank_table``'s ``op``) as a categorical of MPI names (no ``MPI_``).
+
+    ``functions`` (one per code, -1 for none) index ``names``, the functions recorded as
+    ``Other`` (``MPI_Comm_rank``, ...): those rows get the function's name (``Comm_rank``)."""
+    codes = np.asarray(codes, dtype=np.int64)
+    categories = list(OP_NAMES)
+    if functions is not None and len(names):
+        position = {name: i for i, name in enumerate(categories)}
+        index = []
+        for name in names:
+            short = function_label(name)
+            if short not in position:
+                position[short] = len(categories)
+                categories.append(short)
+            index.append(position[short])
+        functions = np.asarray(functions, dtype=np.int64)
+        named = functions >= 0
+        codes = codes.copy()
+        codes[named] = np.asarray(index, dtype=np.int64)[functions[named]]
+    return pd.Categorical.from_codes(codes, categories=categories)
+
+
+def function_label(name: str) -> str:
+    """A function recorded as ``Other`` named as the ops are: without ``MPI_`` / ``PMPI_``."""
+    for prefix in ("PMPI_", "MPI_"):
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
 
 
 def normalize_ranks(ranks: int | Iterable[int] | None, nranks: int) -> np.ndarray:
@@ -61,13 +115,19 @@ def normalize_ranks(ranks: int | Iterable[int] | None, nranks: int) -> np.ndarra
     return np.unique(np.array(listed, dtype=np.int64))
 
 
-def _frame_from_columns(cols: dict[str, Any]) -> pd.DataFrame:
+def _sources(codes: np.ndarray) -> pd.Categorical:
+    return pd.Categorical.from_codes(np.asarray(codes, dtype=np.int64), categories=TIMING_SOURCES)
+
+
+def _frame_from_columns(cols: dict[str, Any], unrecorded: Any = None) -> pd.DataFrame:
+    """``unrecorded(ranks) -> bool array``: the rows whose ranks' times were never recorded
+    (their times become ``estimated``)."""
     rows = cols["rows"]
     start = cols["start_ns"].astype(np.int64)
     duration = rows["duration_ns"].astype(np.int64)
     index = pd.MultiIndex.from_arrays([rows["rank"], cols["event"]], names=["rank", "event"])
     data = {
-        "op": op_categorical(rows["op"]),
+        "op": op_categorical(rows["op"], cols.get("function"), cols.get("functions", ())),
         "peer": rows["peer"],
         "bytes": rows["bytes"],
         "tag": rows["tag"],
@@ -78,7 +138,42 @@ def _frame_from_columns(cols: dict[str, Any]) -> pd.DataFrame:
         "start_ns": start,
         "end_ns": start + duration,
     }
-    return pd.DataFrame(data, index=index, copy=False)
+    guessed = unrecorded(rows["rank"]) if unrecorded is not None else None
+    for column in ("compute", "duration"):
+        codes = np.asarray(cols[f"{column}_source"], dtype=np.int64)
+        if guessed is not None:
+            keep = ~guessed | (codes == TIMING_SOURCES.index("none"))
+            codes = np.where(keep, codes, TIMING_SOURCES.index("estimated"))
+        data[f"{column}_from"] = _sources(codes)
+    data["timing_group"] = np.asarray(cols["timing_group"], dtype=np.int64)
+    frame = pd.DataFrame(data, index=index, copy=False)
+    frame.attrs["timing"] = _timing_attrs(frame)
+    return frame
+
+
+def _timing_attrs(frame: pd.DataFrame) -> dict[str, str]:
+    """Per time column, the least exact source of its values (``df.attrs["timing"]``)."""
+    out: dict[str, str] = {}
+    order = ("measured", "per-rank", "per-group", "sampled", "estimated", "none")
+    for column in ("compute", "duration"):
+        present = set(frame[f"{column}_from"].unique()) if len(frame) else {"measured"}
+        out[f"{column}_ns"] = max(present, key=order.index)
+    both = max(out.values(), key=order.index)
+    out["start_ns"] = out["end_ns"] = both  # sums of the compute and duration before them
+    return out
+
+
+def unrecorded_ranks(core: _core.Trace) -> Any:
+    """For traces whose times were not recorded for every rank, a function telling which of
+    given ranks were not: every rank of an extrapolated trace, every rank but the
+    representatives of a clustered one (``SCALATRACE_CLUSTERS``). None for other traces."""
+    if "extrapolated_from" in core.metadata:
+        return lambda ranks: np.ones(len(ranks), dtype=bool)
+    clusters = _core.rank_clusters(core)
+    if not clusters:
+        return None
+    representatives = np.array([int(rep) for rep, _members in clusters], dtype=np.int64)
+    return lambda ranks: ~np.isin(np.asarray(ranks, dtype=np.int64), representatives)
 
 
 def events_frame(
@@ -97,7 +192,7 @@ def events_frame(
         # max_events is refused before any row is built (not after max_events rows).
         _refuse_beyond(int(_core.summary(core).total_calls), core.nranks, max_events)
     cols = _core.event_columns(core, chosen, int(max_events), timing, int(seed))
-    return _frame_from_columns(cols)
+    return _frame_from_columns(cols, unrecorded=unrecorded_ranks(core))
 
 
 def _refuse_beyond(events: int, nranks: int, max_events: int) -> None:
@@ -148,14 +243,18 @@ SUMMARY_COLUMNS = (
 
 
 def summary_frame(
-    rows: Sequence[Any], by_site: bool, site_names: dict[int, str] | None = None
+    rows: Sequence[Any],
+    by_site: bool,
+    site_names: dict[int, str] | None = None,
+    function_names: Sequence[str] = (),
 ) -> SummaryFrame:
-    """Summary rows of the core -> DataFrame.
+    """Summary rows of the core -> DataFrame; functions recorded as ``Other`` are named by
+    ``function_names`` (``Comm_rank``, one row each).
 
     Columns: ``op`` [, ``site``, ``where``], ``calls``, ``ranks``, ``bytes``, ``duration_ns``,
     ``compute_ns``, ``min_duration_ns``, ``max_duration_ns``, ``mean_duration_ns``.
     """
-    data: dict[str, Any] = {"op": [r.op for r in rows]}
+    data: dict[str, Any] = {"op": [_row_op(r, function_names) for r in rows]}
     if by_site:
         names = site_names or {}
         data["site"] = np.array([r.site for r in rows], dtype=np.int64)
@@ -167,6 +266,13 @@ def summary_frame(
         data["duration_ns"], calls, out=np.zeros(len(rows)), where=calls > 0
     )
     return SummaryFrame(data)
+
+
+def _row_op(row: Any, function_names: Sequence[str]) -> str:
+    name_id = getattr(row, "name_id", -1)
+    if row.op == "Other" and 0 <= name_id < len(function_names):
+        return function_label(function_names[name_id])
+    return row.op
 
 
 def _rounded(values: np.ndarray) -> np.ndarray:

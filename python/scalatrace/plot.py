@@ -99,9 +99,14 @@ def comm_heatmap(
         else None
     )
     im = ax.imshow(shown, cmap=cmap, norm=norm, interpolation="nearest", origin="upper")
+    from matplotlib.ticker import MaxNLocator
+
     ax.set_xlabel("receiver rank")
     ax.set_ylabel("sender rank")
-    ax.set_title(f"{kind} {metric}")
+    kinds = {"p2p": "point-to-point", "collective": "collective", "all": "all"}
+    ax.set_title(f"{kinds[kind]} {'bytes sent' if metric == 'bytes' else 'messages'}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # ranks, not 0.5 steps
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     if permutation is not None:
         _mark_clusters(ax, order, permutation)
     if colorbar:
@@ -142,6 +147,8 @@ def op_bars(
     ax.set_xticks(range(len(ops)))
     ax.set_xticklabels(ops, rotation=45, ha="right")
     ax.set_ylabel(OP_BAR_VALUES[value])
+    ax.set_xlabel("MPI operation")
+    ax.set_title(f"{OP_BAR_VALUES[value]} per operation")
     if log:
         ax.set_yscale("log")
     return ax
@@ -272,27 +279,162 @@ def timeline(result: Any, ranks: Any = None, ax: Any = None, max_events: int = 2
     order = np.argsort(tl["start"][keep], kind="stable")[:max_events]
     rank, op = tl["rank"][keep][order], tl["op"][keep][order]
     start, end = tl["start"][keep][order], tl["end"][keep][order]
+    names = np.array(OP_NAMES)[op] if len(op) else np.array([], dtype=str)
+    _gantt(ax, shown, rank, start, end, names)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_title(f"simulated timeline ({result.total_time:.3g} s)")
+    return ax
+
+
+def op_colours(ops: Any) -> dict[str, Any]:
+    """A colour per op name, far apart: ``tab10`` up to 10 ops, else ``tab20``'s dark shades
+    first and its light shades after (neighbouring ops never get a pair of similar shades)."""
+    import matplotlib.pyplot as plt
+
+    names = sorted(set(ops))
+    if len(names) <= 10:
+        cmap = plt.get_cmap("tab10")
+        return {o: cmap(i) for i, o in enumerate(names)}
     cmap = plt.get_cmap("tab20")
-    ops = sorted(set(op.tolist()))
-    colour = {o: cmap(i % 20) for i, o in enumerate(ops)}
+    order = list(range(0, 20, 2)) + list(range(1, 20, 2))
+    return {o: cmap(order[i % 20]) for i, o in enumerate(names)}
+
+
+def _gantt(
+    ax: Axes, shown: list[int], rank: np.ndarray, start: Any, end: Any, ops: np.ndarray
+) -> None:
+    """Bars per (rank row, op), one colour per op, the legend outside the data on the right."""
     row = {r: i for i, r in enumerate(shown)}
-    for o in ops:
-        sel = op == o
+    colour = op_colours(ops.tolist())
+    start, end = np.asarray(start), np.asarray(end)
+    for o, c in colour.items():
+        sel = ops == o
         ax.barh(
             [row[r] for r in rank[sel]],
             end[sel] - start[sel],
             left=start[sel],
             height=0.8,
-            color=colour[o],
-            label=OP_NAMES[o],
+            color=c,
+            label=o,
         )
     ax.set_yticks(range(len(shown)))
     ax.set_yticklabels([str(r) for r in shown])
-    ax.set_xlabel("simulated time (s)")
     ax.set_ylabel("rank")
-    ax.set_title(f"simulated timeline ({result.total_time:.3g} s)")
-    ax.legend(loc="upper right", fontsize=7, ncol=2)
+    ax.invert_yaxis()
+    if colour:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+
+
+def _exactness(frame: Any) -> str:
+    return "measured" if frame.attrs.get("exact") else "from the trace's timing statistics"
+
+
+def run_timeline(
+    source: Any, ranks: Any = None, ax: Axes | None = None, max_events: int = 20000
+) -> Axes:
+    """Gantt chart of the recorded run: one row per rank, one bar per MPI call, coloured by
+    operation; gaps are computation. Times since each rank's ``MPI_Init`` returned.
+
+    Parameters
+    ----------
+    source : RawRecording, Trace or to_dataframe() frame
+        A raw recording gives the measured times (exact); a trace its timing statistics
+        (see :mod:`scalatrace.views`).
+    ranks : sequence of int, optional
+        Ranks to show (default: all, up to 64).
+    max_events : int
+        At most this many bars (the earliest).
+    """
+    from .views import events
+
+    ax = _axes(ax)
+    ev = events(source)
+    all_ranks = np.unique(ev.index.get_level_values("rank"))
+    shown = [int(r) for r in (all_ranks[:64] if ranks is None else ranks)]
+    ev = ev[ev.index.get_level_values("rank").isin(shown)]
+    ev = ev.sort_values("start_ns", kind="stable").iloc[:max_events]
+    rank = ev.index.get_level_values("rank").to_numpy()
+    _gantt(
+        ax, shown, rank, ev["start_ns"] / 1e6, ev["end_ns"] / 1e6, ev["op"].astype(str).to_numpy()
+    )
+    ax.set_xlabel("time since MPI_Init (ms)")
+    ax.set_title(f"timeline of the run ({_exactness(ev)})")
     return ax
+
+
+def time_profile(source: Any, bins: int = 50, ax: Axes | None = None) -> Axes:
+    """Stacked time per op (and computation) in equal time bins, summed over ranks
+    (:func:`scalatrace.views.time_profile`)."""
+    from .views import time_profile as profile
+
+    ax = _axes(ax)
+    table = profile(source, bins=bins)
+    x = table.index.to_numpy() / 1e6
+    width = table.attrs["bin_ns"] / 1e6
+    colour = op_colours([c for c in table.columns if c != "compute"])
+    colour["compute"] = (0.85, 0.85, 0.85, 1.0)
+    bottom = np.zeros(len(table))
+    ordered = ["compute"] + [c for c in table.columns if c != "compute"]
+    for column in ordered:
+        if column not in table:
+            continue
+        values = table[column].to_numpy() / 1e6
+        ax.bar(
+            x, values, width=width, bottom=bottom, align="edge", color=colour[column], label=column
+        )
+        bottom += values
+    ax.set_xlabel("time since MPI_Init (ms)")
+    ax.set_ylabel("time in bin, all ranks (ms)")
+    ax.set_title(f"time profile ({_exactness(table)})")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    return ax
+
+
+def rank_times(source: Any, ax: Axes | None = None) -> Axes:
+    """Per rank: computation, waiting (blocking calls) and other MPI time, stacked
+    (:func:`scalatrace.views.rank_times`): the load imbalance and idle time of the run."""
+    from .views import rank_times as times
+
+    ax = _axes(ax)
+    table = times(source)
+    ranks = table.index.to_numpy()
+    compute = table["compute_ns"].to_numpy() / 1e6
+    wait = table["wait_ns"].to_numpy() / 1e6
+    other = (table["mpi_ns"] - table["wait_ns"]).to_numpy() / 1e6
+    ax.bar(ranks, compute, color="tab:green", label="computation")
+    ax.bar(ranks, wait, bottom=compute, color="tab:red", label="waiting in MPI")
+    ax.bar(ranks, other, bottom=compute + wait, color="tab:blue", label="other MPI")
+    ax.set_xlabel("rank")
+    ax.set_ylabel("time (ms)")
+    ax.set_title(f"time per rank ({_exactness(table)})")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    return ax
+
+
+def message_histogram(source: Any, ax: Axes | None = None) -> Axes:
+    """Point-to-point messages by size class (:func:`scalatrace.views.message_histogram`)."""
+    from .views import message_histogram as histogram
+
+    ax = _axes(ax)
+    table = histogram(source)
+    labels = [
+        "0" if hi == 0 else _bytes_text(lo) if lo == hi else f"{_bytes_text(lo)}-{_bytes_text(hi)}"
+        for lo, hi in zip(table["min_bytes"], table["max_bytes"])
+    ]
+    ax.bar(range(len(table)), table["messages"], color="tab:purple")
+    ax.set_xticks(range(len(table)))
+    ax.set_xticklabels(labels, rotation=45, ha="right")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("messages")
+    ax.set_title("point-to-point message sizes")
+    return ax
+
+
+def _bytes_text(n: int) -> str:
+    for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size}{unit}"
+    return str(int(n))
 
 
 def _labels_of(order: Any) -> np.ndarray:

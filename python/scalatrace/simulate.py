@@ -23,7 +23,7 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -256,6 +256,35 @@ class SimResult:
             f"wait={self.wait.mean():.3g} s per rank)"
         )
 
+    def _repr_html_(self) -> str:
+        """Jupyter: the predicted time and the per-rank table (seconds)."""
+        head = (
+            f"<b>SimResult</b>: predicted {self.total_time:.6g} s on {self.nranks} ranks, "
+            f"{self.events} events (times in seconds, per rank)"
+        )
+        return head + self.to_pandas().head(32).to_html(index=False, float_format="{:.4g}".format)
+
+
+_NO_INTRA_NODE = (
+    "ranks_per_node={n} without intra_node= changes nothing: messages within a node would use "
+    "the same parameters as between nodes. Pass intra_node=LogGP(...) (for example "
+    "scalatrace.calibrate(), measured on one node) or leave ranks_per_node=1"
+)
+
+
+def _layout_changes_nothing(
+    ranks_per_node: Any, intra_node: Any, topology: Any, contention: Any
+) -> bool:
+    """``ranks_per_node`` > 1 on the flat network, without contention and without
+    ``intra_node``: every message would cost the same as with one rank per node."""
+    return (
+        isinstance(ranks_per_node, (int, np.integer))
+        and ranks_per_node > 1
+        and intra_node is None
+        and not isinstance(topology, Topology)
+        and not contention
+    )
+
 
 def simulate(
     trace: TraceModel | str | os.PathLike[str],
@@ -288,10 +317,12 @@ def simulate(
         per-hop latency, link bandwidth and congestion; its ``endpoint`` is the LogGP of
         the NICs).
     intra_node : LogGP, optional
-        Parameters between ranks of one node (default: ``network``, or the topology's
-        endpoint).
+        Parameters between ranks of one node (default: the topology's endpoint). On the flat
+        network without ``contention``, needed when ``ranks_per_node`` > 1: the node layout
+        only matters there through them (:func:`calibrate` measures them on one node).
     ranks_per_node : int
-        Ranks per node (the slots of every node).
+        Ranks per node (the slots of every node); messages within a node use ``intra_node``,
+        the others ``network``.
     placement : {"block", "round_robin", "random"} or sequence of int
         Ranks onto nodes: ``block`` (node = rank // ranks_per_node), ``round_robin``
         (rank % number of nodes used), ``random`` (nodes drawn among the topology's and ranks
@@ -328,7 +359,9 @@ def simulate(
     Raises
     ------
     SimulationParameterError
-        A negative or non-finite parameter, an unknown timing mode (also a ValueError).
+        A negative or non-finite parameter, an unknown timing mode (also a ValueError), or
+        ``ranks_per_node`` > 1 without ``intra_node`` on the flat network without contention
+        (it would change nothing).
     SimulationError
         The trace deadlocks in simulation (the message names ranks and events) or sends
         messages that are never received.
@@ -355,6 +388,8 @@ def simulate(
     # (SimulationParameterError is a UsageError too).
     try:
         check_int("ranks_per_node", ranks_per_node, lo=1)
+        if _layout_changes_nothing(ranks_per_node, intra_node, topology, contention):
+            raise UsageError(_NO_INTRA_NODE.format(n=int(ranks_per_node)))
         compute_scale = check_float("compute_scale", compute_scale)
         size_scale = check_float("size_scale", size_scale)
         eager_threshold = check_float("eager_threshold", eager_threshold)
@@ -557,6 +592,39 @@ def _run_point(args: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
     return _simulate_point(_WORKER_TRACE, base, point)
 
 
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(total: int, enabled: bool) -> Any:
+    """A tqdm bar, or nothing at all when disabled (no tqdm import: in Jupyter without
+    ipywidgets, tqdm.auto warns 'IProgress not found' even for a disabled bar). tqdm's notebook
+    widget only with ipywidgets installed (the ``notebook`` extra), its text bar otherwise."""
+    if not enabled:
+        return _NoBar()
+    import importlib.util
+
+    if importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm
+    else:
+        from tqdm.std import tqdm
+    return tqdm(total=total, desc="sweep", unit="point")
+
+
+_LOADED: dict[str, TraceModel] = {}
+
+
+def _run_point_from(path: str, base: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
+    """One point in a worker of any executor: the trace read once per worker process."""
+    if path not in _LOADED:
+        _LOADED[path] = load(path)
+    return _simulate_point(_LOADED[path], base, point)
+
+
 def _simulate_point(
     trace: TraceModel, base: Mapping[str, Any], point: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -571,6 +639,7 @@ def sweep(
     grid: Mapping[str, Sequence[Any]],
     processes: int | None = None,
     progress: bool = True,
+    executor: Executor | None = None,
     **base: Any,
 ) -> pandas.DataFrame:
     """Simulates every point of a parameter grid; one DataFrame row per point.
@@ -591,6 +660,12 @@ def sweep(
         Worker processes (default: ``os.cpu_count()``); 1 runs in this process.
     progress : bool
         Show a tqdm progress bar.
+    executor : concurrent.futures.Executor, optional
+        Run the points there instead of a local process pool (``processes`` is then unused):
+        any ``concurrent.futures.Executor``, e.g. Dask's ``client.get_executor()`` or a
+        ``ThreadPoolExecutor``. Workers read the trace file: ``trace`` given as a path is used
+        as it is (put it on storage the workers see); a Trace object is saved to a temporary
+        file first, which only workers on this machine see.
     **base
         Fixed :func:`simulate` keywords for every point (e.g. ``network=LogGP(...)``).
 
@@ -607,20 +682,41 @@ def sweep(
         The grid is empty, names an unknown parameter or a value is not a list.
     """
     import pandas as pd
-    from tqdm.auto import tqdm
 
     points = _grid_points(grid)
     unknown = set(base) - (_SCALAR_KEYS | _OBJECT_KEYS | {"site_compute_scale"})
     if unknown:
         raise SimulationParameterError(f"unknown simulate() keyword(s) {sorted(unknown)}")
+    for p in points:  # refused before any point runs, not once per point
+        merged = {**base, **p}
+        rpn = merged.get("ranks_per_node", 1)
+        if _layout_changes_nothing(
+            rpn, merged.get("intra_node"), merged.get("network"), merged.get("contention", False)
+        ):
+            raise SimulationParameterError(_NO_INTRA_NODE.format(n=int(rpn)))
     if processes is not None and (isinstance(processes, bool) or int(processes) < 1):
         raise SimulationParameterError(f"processes must be a positive integer, got {processes!r}")
+    if executor is not None and not isinstance(executor, Executor):
+        raise SimulationParameterError(
+            f"executor must be a concurrent.futures.Executor, not {type(executor).__name__}"
+        )
     workers = min(int(processes or os.cpu_count() or 1), len(points))
     t = as_trace(trace)
-    bar = tqdm(total=len(points), desc="sweep", unit="point", disable=not progress)
+    bar = _progress_bar(len(points), check_bool("progress", progress))
     rows: list[dict[str, Any]] = []
     try:
-        if workers <= 1:
+        if executor is not None:
+            with tempfile.TemporaryDirectory(prefix="scalatrace-sweep-") as tmp:
+                if isinstance(trace, (str, os.PathLike)):
+                    path = os.path.abspath(trace)
+                else:
+                    path = os.path.join(tmp, "trace.sct")
+                    t.save(path)
+                n = len(points)
+                for row in executor.map(_run_point_from, [path] * n, [dict(base)] * n, points):
+                    rows.append(row)
+                    bar.update()
+        elif workers <= 1:
             for p in points:
                 rows.append(_simulate_point(t, base, p))
                 bar.update()

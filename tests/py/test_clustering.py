@@ -75,10 +75,36 @@ def test_stencil_k3_without_peer_sets_gives_corners_edges_interior(traces):
     c = traces["stencil2d"].clusters(k=3, features=no_peers)
     assert partition(c.labels) == {frozenset({0, 2, 6, 8}), frozenset({1, 3, 5, 7}), frozenset({4})}
     assert c.features == tuple(no_peers)
-    # With every feature, dynamic K keeps the 9 neighbour sets of the 3 x 3 grid apart, even
-    # for k=3: a corner's events read with another corner's rank would name ranks off the grid.
-    c = traces["stencil2d"].clusters(k=3)
+    # k=3 asked, 3 given (issue 37), also with every feature, by either method.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for method in ("kfarthest", "hierarchical"):
+            c = traces["stencil2d"].clusters(k=3, method=method)
+            assert c.k == 3 and len(set(c.labels.tolist())) == 3, method
+    assert c.features == ("computation",)
+    # Dynamic K (the collector's rule) is asked for: it keeps the 9 neighbour sets of the 3 x 3
+    # grid apart, since a corner's events read with another corner's rank would name ranks off
+    # the grid.
+    c = traces["stencil2d"].clusters(k=3, grow=True)
     assert c.features == scalatrace.clustering.SIGNATURE_FEATURES and c.k == 9
+
+
+def test_fewer_behaviours_than_k_give_fewer_clusters_with_a_warning(traces):
+    # comm_split by call path alone: 2 behaviours (even ranks hold one more communicator).
+    with pytest.warns(UserWarning, match=r"k=4: only 2 distinct behaviours over call_path"):
+        c = traces["comm_split"].clusters(k=4, features=["call_path"])
+    assert c.k == 2
+    with pytest.raises(scalatrace.UsageError, match="grow=True"):
+        traces["comm_split"].clusters(k=2, method="hierarchical", grow=True)
+
+
+def test_hierarchical_cut_gives_k_across_event_counts(traces):
+    # rank_divergent: ranks make different numbers of calls (computation vectors of different
+    # lengths). Every k from 1 to the number of distinct behaviours is met exactly.
+    t = traces["rank_divergent"]
+    distinct = len(t.rank_groups(with_values=True))
+    for k in range(1, distinct + 1):
+        assert t.clusters(k=k, method="hierarchical").k == k
 
 
 def test_comm_split_colors_tell_every_rank_apart(traces):
@@ -209,6 +235,11 @@ def test_collector_clusters_merge_representatives_and_map_the_others(tmp_path):
     }
     assert t.metadata["clusters.count"] == "9" and "clusters.lossy" in t.metadata
     assert t.metadata["setting.SCALATRACE_CLUSTERS"] == "3"
+    # The frame says whose times were never recorded: the members', not the representatives'.
+    df = t.to_dataframe()
+    estimated = (df["duration_from"] == "estimated").groupby(level="rank").all()
+    representatives = {rep for rep, _ in cmap}
+    assert estimated.to_dict() == {r: r not in representatives for r in range(nranks)}
 
     tsites = t._core.sites
     tframes = lambda s: frames_of(tsites.sites, tsites.modules, s)  # noqa: E731

@@ -59,6 +59,9 @@ def test_extrapolated_trace_equals_real_run(example, sizes, targets, args, tmp_p
         real = traced(example, target, args, tmp_path_factory)
         assert_same_run(big, real)
         assert big.metadata["extrapolated_from"] == ",".join(map(str, sizes))
+        frame = big.to_dataframe()  # no rank's times were recorded: it says so
+        assert frame["compute_from"].isin(["estimated", "none"]).all()
+        assert (frame["compute_from"] == "estimated").any()
         # A normal trace: it survives a save/load round trip.
         path = tmp_path_factory.mktemp("x") / "big.sct"
         big.save(path)
@@ -237,3 +240,22 @@ def test_fit_finds_inverse_square_scaling_and_warns_on_poor_fits():
     # Without the negative exponents nothing describes it: a warning says so.
     with pytest.warns(UserWarning, match="misses the measurements"):
         fit_scaling(p, 4194304 / p**2, negative_exponents=False)
+
+
+def test_fit_scaling_on_p_log_p_and_the_candidates_it_weighed():
+    # The notebook's data (issue 37): p*log2(p) with 2 % noise. Over 4..64 several hypotheses
+    # fit within the noise and the table shows them with their extrapolations; over 4..256 the
+    # search finds p*log2(p).
+    rng = np.random.default_rng(1)
+    p = np.array([4, 8, 16, 32, 64, 128, 256])
+    measured = (1.5 + 0.02 * p * np.log2(p)) * (1 + rng.normal(0, 0.02, p.size))
+    wide = fit_scaling(p, measured)
+    assert wide.terms == (Term(Fraction(1), 1),)
+    assert abs(wide.predict(1024) - 206.3) < 0.05 * 206.3
+    few = fit_scaling(p[:5], measured[:5])
+    table = few.candidate_table(n=4, at=1024)
+    assert list(table.columns) == ["hypothesis", "formula", "cv_smape", "selected", "at_1024"]
+    assert len(table) == 4 and table["selected"].sum() == 1 and bool(table["selected"].iloc[0])
+    assert table["cv_smape"].is_monotonic_increasing
+    assert "c0 + c1*p*log2(p)" in set(table["hypothesis"])
+    assert table.loc[0, "at_1024"] == pytest.approx(few.predict(1024))

@@ -96,7 +96,9 @@ def test_size_and_compute_scale_move_time_by_the_model(example_traces):
 
 def test_result_tables_and_timeline(example_traces):
     t = example_traces["stencil2d"]
-    r = scalatrace.simulate(t, timeline=True, ranks_per_node=3, timing="median")
+    r = scalatrace.simulate(
+        t, timeline=True, ranks_per_node=3, intra_node=scalatrace.LogGP(), timing="median"
+    )
     ranks = r.to_pandas()
     assert list(ranks["rank"]) == list(range(t.nranks))
     sites = r.to_pandas("sites")
@@ -223,6 +225,16 @@ def test_bad_parameters_raise_clear_errors(example_traces):
         scalatrace.simulate(t, compute_scale=-2.0)
     with pytest.raises(scalatrace.ScalatraceError, match="ranks_per_node"):
         scalatrace.simulate(t, ranks_per_node=0)
+    # A node layout without intra-node parameters would change nothing: refused, not ignored
+    # (issue 37), also by a sweep before any point runs.
+    with pytest.raises(SimulationParameterError, match="without intra_node= changes"):
+        scalatrace.simulate(t, ranks_per_node=3)
+    with pytest.raises(SimulationParameterError, match="ranks_per_node=2 without"):
+        scalatrace.sweep(t, {"ranks_per_node": [1, 2]}, processes=1, progress=False)
+    fast_local = scalatrace.LogGP().scaled(latency=0.01, bandwidth=100)
+    one = scalatrace.simulate(t, ranks_per_node=1, intra_node=fast_local).total_time
+    nine = scalatrace.simulate(t, ranks_per_node=t.nranks, intra_node=fast_local).total_time
+    assert nine < one
     with pytest.raises(ValueError, match="timing"):
         scalatrace.simulate(t, timing="fastest")
     with pytest.raises(SimulationParameterError, match="unknown sweep parameter"):
@@ -288,6 +300,19 @@ def test_sweep_reports_failed_points_and_goes_on(example_traces):
         t, {"compute_scale": [0.5, 1.0], "bandwidth_scale": [1, 4]}, processes=1, progress=False
     )
     np.testing.assert_allclose(one["total_time"].to_numpy(), ok["total_time"].to_numpy())
+    # Any concurrent.futures executor (Dask's client.get_executor(), ...): the same rows.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pooled = scalatrace.sweep(
+            t,
+            {"compute_scale": [0.5, 1.0], "bandwidth_scale": [1, 4]},
+            progress=False,
+            executor=pool,
+        )
+    np.testing.assert_allclose(pooled["total_time"].to_numpy(), ok["total_time"].to_numpy())
+    with pytest.raises(SimulationParameterError, match="concurrent.futures.Executor"):
+        scalatrace.sweep(t, {"compute_scale": [1.0]}, progress=False, executor="dask")
 
 
 def test_cli_simulate_and_sweep(example_traces, tmp_path):

@@ -77,6 +77,20 @@ void add_site_shares(std::map<std::uint32_t, SiteShare>& shares, std::uint32_t n
 // ---------------------------------------------------------------------------------------------
 // Summary
 
+namespace {
+
+/// The name id of a node recorded as Op::Other (its first occurrence's Field::NameId: a call
+/// site calls one function), -1 for the other ops.
+std::int64_t function_name_id(const EventNode& ev) {
+  if (ev.op != Op::Other) return -1;
+  const auto& names = ev.fields[static_cast<std::size_t>(Field::NameId)].alternatives;
+  if (names.empty() || names.front().first.empty()) return -1;
+  ValueSeq::Reader first(&names.front().first);
+  return first.done() ? -1 : first.next();
+}
+
+}  // namespace
+
 Summary summary(const Trace& trace) {
   const std::int64_t P = trace.nranks;
   struct Row {
@@ -84,18 +98,20 @@ Summary summary(const Trace& trace) {
     std::vector<bool> seen;  ///< ranks that make the call
     bool timed = false;
   };
-  std::map<Op, Row> by_op;
-  std::map<std::pair<std::uint32_t, Op>, Row> by_site;
+  // Keyed by (op, function name id): every function recorded as Other has rows of its own.
+  std::map<std::pair<Op, std::int64_t>, Row> by_op;
+  std::map<std::tuple<std::uint32_t, Op, std::int64_t>, Row> by_site;
   NodeKeys keys(P);
   AltLabels site_labels(P);
   const std::size_t nsites = trace.sites.size();
   TreeWalker walker(trace, [&](const EventNode& ev, const RankList& ranks, ExecSource exec) {
     keys.prepare(ev, exec);
     site_labels.prepare(ev.site_ids);
-    Row& op_row = by_op[ev.op];
+    const std::int64_t name_id = function_name_id(ev);
+    Row& op_row = by_op[{ev.op, name_id}];
     if (op_row.seen.empty()) op_row.seen.assign(static_cast<std::size_t>(P), false);
     auto site_row = [&](std::uint32_t site) -> Row& {
-      Row& r = by_site[{site, ev.op}];
+      Row& r = by_site[{site, ev.op, name_id}];
       if (r.seen.empty()) r.seen.assign(static_cast<std::size_t>(P), false);
       return r;
     };
@@ -143,6 +159,7 @@ Summary summary(const Trace& trace) {
     auto add = [&](Row& r, std::uint32_t site, std::uint64_t row_calls, double row_bytes, double time_share) {
       SummaryRow& row = r.row;
       row.op = ev.op;
+      row.name_id = name_id;
       row.site = site;
       row.calls += row_calls;
       row.bytes += row_bytes;

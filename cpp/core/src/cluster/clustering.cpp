@@ -176,8 +176,8 @@ void reassign_nodes(std::vector<Node>& nodes, const RankList& from, const RankLi
 
 }  // namespace
 
-std::vector<SignatureCluster> kfarthest_step(std::vector<SignatureCluster> candidates, std::size_t k,
-                                             FeatureMask mask) {
+std::vector<SignatureCluster> kfarthest_step(std::vector<SignatureCluster> candidates, std::size_t k, FeatureMask mask,
+                                             bool grow) {
   if (k == 0) throw UsageError("K-farthest clustering needs k >= 1");
   const std::size_t n = candidates.size();
   if (n <= 1) return candidates;
@@ -201,7 +201,7 @@ std::vector<SignatureCluster> kfarthest_step(std::vector<SignatureCluster> candi
     // calls or other relative peers (whose events would not fit the ranks it stands for).
     // Bounded (kMaxCallPathClusters) so that a program whose every rank calls differently
     // cannot make the step quadratic in the rank count.
-    if (selected.size() >= k && (nearest[best].call == 0 || selected.size() >= kMaxCallPathClusters)) break;
+    if (selected.size() >= k && (!grow || nearest[best].call == 0 || selected.size() >= kMaxCallPathClusters)) break;
     chosen[best] = true;
     selected.push_back(best);
     for (std::size_t i = 0; i < n; ++i) nearest[i] = std::min(nearest[i], dist[best * n + i]);
@@ -229,8 +229,8 @@ FeatureMask signature_format(const std::vector<RankSignature>& signatures) {
   return format;
 }
 
-ClusterAssignment kfarthest_clusters(const std::vector<RankSignature>& signatures, std::size_t k,
-                                     FeatureMask features) {
+ClusterAssignment kfarthest_clusters(const std::vector<RankSignature>& signatures, std::size_t k, FeatureMask features,
+                                     bool grow) {
   if (k == 0) throw UsageError("K-farthest clustering needs k >= 1");
   if (signatures.empty()) throw UsageError("K-farthest clustering of zero ranks");
   ClusterAssignment result;
@@ -244,7 +244,7 @@ ClusterAssignment kfarthest_clusters(const std::vector<RankSignature>& signature
       auto& child = lists[r + step];
       for (auto& c : child) mine.push_back(std::move(c));
       child.clear();
-      mine = kfarthest_step(std::move(mine), k, result.format);
+      mine = kfarthest_step(std::move(mine), k, result.format, grow);
     }
   std::vector<SignatureCluster> clusters = std::move(lists[0]);
   std::sort(clusters.begin(), clusters.end(), [](const auto& a, const auto& b) { return a.head.rank < b.head.rank; });

@@ -93,6 +93,9 @@ CommTriplets comm_matrix_of_recordings(const std::vector<RankRecording>& recs, M
 /// One row of a summary (per op, or per (op, call site)).
 struct SummaryRow {
   Op op = Op::Other;
+  /// Op::Other: the function's index in Trace::names (its Field::NameId), so MPI_Comm_rank and
+  /// MPI_Comm_size are rows of their own; -1 for the other ops.
+  std::int64_t name_id = -1;
   std::uint32_t site = 0;   ///< per-site rows only
   std::uint64_t calls = 0;  ///< total calls over all ranks
   std::uint64_t ranks = 0;  ///< ranks that make this call at least once

@@ -30,9 +30,11 @@ inline constexpr std::size_t kMaxCallPathClusters = 64;
 /// nearest selected one. Dynamic K (ACURDION §V): selection goes on past k while a remaining
 /// candidate's call path, types or peer set differ from every selected one (up to
 /// max(k, kMaxCallPathClusters) clusters), so every cluster's members share their
-/// representative's calls and relative peers (when those features are in `mask`). Distances: grouped_signature_distance
-/// over `mask`. Order of the result: selection order.
-std::vector<SignatureCluster> kfarthest_step(std::vector<SignatureCluster> candidates, std::size_t k, FeatureMask mask);
+/// representative's calls and relative peers (when those features are in `mask`). With `grow`
+/// false, selection stops at k (an analysis asking for k groups; the collector always grows).
+/// Distances: grouped_signature_distance over `mask`. Order of the result: selection order.
+std::vector<SignatureCluster> kfarthest_step(std::vector<SignatureCluster> candidates, std::size_t k, FeatureMask mask,
+                                             bool grow = true);
 
 /// ACURDION Alg. 1 over the same radix tree the collector uses (step s = 1, 2, 4, ...: rank r
 /// with r % 2s == 0 compares its own signature with that of r + s): the features in which some
@@ -48,9 +50,10 @@ struct ClusterAssignment {
 /// K-farthest clustering of `signatures` (signatures[i] describes rank signatures[i].rank) over
 /// the radix tree, exactly as the collector does it: every rank starts as its own cluster, and
 /// at step s rank r absorbs r + s's clusters then keeps k. Clusters are numbered by ascending
-/// representative rank. Throws UsageError if k == 0 or signatures is empty.
+/// representative rank. `grow`: dynamic K as in kfarthest_step (false: at most k clusters, fewer
+/// only when fewer distinct signatures exist). Throws UsageError if k == 0 or signatures is empty.
 ClusterAssignment kfarthest_clusters(const std::vector<RankSignature>& signatures, std::size_t k,
-                                     FeatureMask features = kAllFeatures);
+                                     FeatureMask features = kAllFeatures, bool grow = true);
 
 /// The exact behaviour groups a merged trace already holds: ranks that take part in exactly the
 /// same event and loop nodes (node ranklists) share a group; with `with_values`, ranks must also
