@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from codegen_timing import recorded_program_time  # noqa: E402  (benchmarks/)
+
 import scalatrace
 from scalatrace import conceptual
 from scalatrace._paths import collector_library, mpiexec
@@ -155,10 +157,19 @@ TIMED = [
 ]
 
 
+def logged_elapsed(log: Path) -> float:
+    """Task 0's "Elapsed time (us)" from a coNCePTuaL log file, in seconds."""
+    lines = [line for line in log.read_text().splitlines() if line and not line.startswith("#")]
+    return float(lines[2].split(",")[0]) * 1e-6
+
+
 def timing(
     name: str, argv: list[str], prefix: Path, work: Path, repeats: int = 3
-) -> tuple[float, float] | None:
-    """Median wall time of the original and of its generated benchmark at 2 ranks (no collector)."""
+) -> tuple[float, float, float, float] | None:
+    """At 2 ranks, medians: wall time of the original and of its generated benchmark (no
+    collector; the benchmark's includes the coNCePTuaL run time's start-up: timer checks), the
+    original's recorded program time (slowest rank's compute + call times in the trace) and the
+    benchmark's own logged "Elapsed time (us)" (task 0, from its first to its last SYNCHRONIZE)."""
     d = work / f"timing-{name}"
     d.mkdir()
     original = d / "original.sct"
@@ -171,16 +182,23 @@ def timing(
     except scalatrace.ScalatraceError:
         return None
 
+    logged: list[float] = []
+
     def median(cmd: list[str], env: dict | None = None) -> float:
         times = []
         for _ in range(repeats):
             t = time.perf_counter()
             run(2, cmd, env, timeout=600)
             times.append(time.perf_counter() - t)
+            if env is not None:
+                logged.append(logged_elapsed(d / "t-0.txt"))
         return statistics.median(times)
 
     bench = [str(d / "bench"), f"--logfile={d}/t-%p.txt"]
-    return median(argv), median(bench, conceptual.run_environment(prefix))
+    wall_original = median(argv)
+    wall_bench = median(bench, conceptual.run_environment(prefix))
+    recorded = recorded_program_time(scalatrace.load(original))
+    return wall_original, wall_bench, recorded, statistics.median(logged)
 
 
 def main() -> int:
@@ -222,14 +240,17 @@ def main() -> int:
         )
     if args.timing:
         print(f"\nTiming at 2 ranks, median of 3 runs each (load before: {os.getloadavg()[0]:.1f})")
-        print("| program | original (s) | generated (s) | difference |")
-        print("|---|---|---|---|")
+        print(
+            "| program | original wall s | benchmark wall s | recorded program s | benchmark elapsed s | error |"
+        )
+        print("|---|---:|---:|---:|---:|---:|")
         for name, _, argv in cases(work):
             if name in TIMED and (not args.only or name in args.only):
                 t = timing(name, argv, prefix, work)
                 if t:
                     print(
-                        f"| {name} | {t[0]:.3f} | {t[1]:.3f} | {100 * (t[1] - t[0]) / t[0]:+.1f}% |",
+                        f"| {name} | {t[0]:.3f} | {t[1]:.3f} | {t[2]:.4f} | {t[3]:.4f} | "
+                        f"{100 * (t[3] - t[2]) / t[2]:+.1f}% |",
                         flush=True,
                     )
         print(f"(load after: {os.getloadavg()[0]:.1f})")

@@ -6,7 +6,8 @@
 set -euo pipefail
 packages=(mpich libmpich-dev libunwind-dev pkg-config)
 if [ "${1:-}" = "test" ]; then
-  packages+=(libgtest-dev gfortran clang-format chromium)
+  # patch, make, uuid-dev: building the real coNCePTuaL compiler (tests/py/test_codegen_conceptual.py)
+  packages+=(libgtest-dev gfortran clang-format chromium patch make uuid-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -414,11 +414,68 @@ class ConceptualBackend final : public CodegenBackend {
         expr = l.var;
         continue;
       }
-      auto trips = constant_trips(k, rank);
-      if (!trips) return std::nullopt;
-      expr = "(" + expr + ")*" + std::to_string(*trips) + "+" + l.var;
+      if (auto trips = constant_trips(k, rank)) {
+        expr = "(" + expr + ")*" + std::to_string(*trips) + "+" + l.var;
+        continue;
+      }
+      // the trip count changes between visits: iterations of the earlier visits, summed
+      const ValueSeq* seq = l.trips->for_rank(rank);
+      auto before = seq ? prefix_sum(*seq, expr) : std::nullopt;
+      if (!before) return std::nullopt;
+      expr = "(" + *before + ")+" + l.var;
     }
     return expr;
+  }
+
+  /// Sum of the first `v` values of a sequence of constant runs, as an expression of `v`
+  /// (piecewise linear: per block its complete periods and the runs of the last one).
+  static std::optional<std::string> prefix_sum(const ValueSeq& seq, const std::string& v) {
+    std::string out;
+    int open = 0;
+    std::uint64_t start = 0;
+    std::int64_t total = 0;  // sum of the blocks before
+    for (const auto& b : seq.blocks()) {
+      std::uint64_t period = 0;
+      std::int64_t block_sum = 0;
+      for (const auto& r : b.runs) {
+        if (r.stride != 0 && r.count > 1) return std::nullopt;
+        period += r.count;
+        block_sum += r.first * static_cast<std::int64_t>(r.count);
+      }
+      const std::string local = start == 0 ? "(" + v + ")" : "((" + v + ")-" + std::to_string(start) + ")";
+      const std::string within = b.repeat > 1 ? "(" + local + " MOD " + std::to_string(period) + ")" : local;
+      std::string expr = num(total);
+      if (b.repeat > 1) expr += "+(" + local + "/" + std::to_string(period) + ")*" + num(block_sum);
+      // the runs of the current period: one branch per run
+      std::string runs;
+      int runs_open = 0;
+      std::uint64_t offset = 0;
+      std::int64_t sum = 0;
+      for (const auto& r : b.runs) {
+        const std::string at =
+            num(sum) + "+" + num(r.first) + "*(" + within + (offset ? "-" + std::to_string(offset) : "") + ")";
+        offset += r.count;
+        sum += r.first * static_cast<std::int64_t>(r.count);
+        if (&r == &b.runs.back()) {
+          runs += at;
+        } else {
+          runs += "(" + at + " IF " + within + " < " + std::to_string(offset) + " OTHERWISE ";
+          ++runs_open;
+        }
+      }
+      runs += std::string(static_cast<std::size_t>(runs_open), ')');
+      expr += "+" + runs;
+      start += period * b.repeat;
+      total += block_sum * static_cast<std::int64_t>(b.repeat);
+      if (&b == &seq.blocks().back()) {
+        out += expr;
+      } else {
+        out += "(" + expr + " IF " + v + " < " + std::to_string(start) + " OTHERWISE ";
+        ++open;
+      }
+    }
+    out += std::string(static_cast<std::size_t>(open), ')');
+    return out;
   }
 
   /// A sequence that repeats the innermost loop's iterations: an expression of its variable.
