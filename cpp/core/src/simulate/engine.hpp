@@ -21,6 +21,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -54,6 +55,8 @@ class Engine {
   }
 
   SimResult run();
+  /// The options of rank r's ProbabilisticWalk (lossy traces).
+  ProbabilisticOptions walk_options(std::int64_t r) const;
 
  private:
   const Trace& trace_;
@@ -62,6 +65,9 @@ class Engine {
   std::array<bool, kOpCount> takes_recorded_time_{};
   Network net_;
   std::int64_t n_;
+  /// Lossy traces (docs/lossy.md): every rank's drawn sends, shared by the ranks' walks
+  /// (declared before them: it outlives them).
+  std::unique_ptr<DrawnSends> drawn_;
   sim::RankArray<RankSim> ranks_;
   ReadyQueue ready_{n_};
   /// Eager messages posted by the running rank, not yet delivered (send_message).
