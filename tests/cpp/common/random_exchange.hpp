@@ -7,8 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "scalatrace/compress/compressor.hpp"
-#include "scalatrace/merge/merge.hpp"
+#include "merged_recordings.hpp"
 #include "scalatrace/model/recording.hpp"
 
 namespace scalatrace::test_support {
@@ -46,24 +45,18 @@ inline std::vector<RankRecording> random_exchange(std::int64_t nranks, int itera
         events.push_back(e);
         return events.back();
       };
+      auto message = [&](Op op, std::uint32_t site, std::int64_t peer, std::int64_t bytes) {
+        Event& e = add(op, site);
+        e[Field::Peer] = peer - r;
+        e[Field::Bytes] = bytes;
+        e[Field::DtSize] = 1;
+        e[Field::Tag] = it;
+        ++requests;
+      };
       for (const Msg& m : msgs)
-        if (m.dst == r) {
-          Event& e = add(Op::Irecv, 0);
-          e[Field::Peer] = m.src - r;
-          e[Field::Bytes] = m.bytes;
-          e[Field::DtSize] = 1;
-          e[Field::Tag] = it;
-          ++requests;
-        }
+        if (m.dst == r) message(Op::Irecv, 0, m.src, m.bytes);
       for (const Msg& m : msgs)
-        if (m.src == r) {
-          Event& e = add(Op::Isend, 1);
-          e[Field::Peer] = m.dst - r;
-          e[Field::Bytes] = m.bytes;
-          e[Field::DtSize] = 1;
-          e[Field::Tag] = it;
-          ++requests;
-        }
+        if (m.src == r) message(Op::Isend, 1, m.dst, m.bytes);
       Event& w = add(Op::Waitall, 2);
       for (std::int64_t q = requests; q >= 1; --q) w[ArrayField::Requests].push_back(q);
       Event& a = add(Op::Allreduce, 3);
@@ -80,17 +73,6 @@ inline std::vector<RankRecording> random_exchange(std::int64_t nranks, int itera
     rec.events.push_back(f);
   }
   return recs;
-}
-
-/// The merged trace of recordings (each compressed, then merged).
-inline Trace merged_trace(const std::vector<RankRecording>& recs) {
-  std::vector<Trace> per_rank;
-  for (const auto& rec : recs) {
-    IntraCompressor c;
-    for (const auto& e : rec.events) c.push(e);
-    per_rank.push_back(make_rank_trace(rec.rank, rec.nranks, c.finish(), rec.sites, rec.comms, rec.names));
-  }
-  return merge_tree(std::move(per_rank));
 }
 
 }  // namespace scalatrace::test_support
