@@ -14,13 +14,15 @@ namespace scalatrace {
 
 class LossyOccurrences {
  public:
-  /// Walks every rank's events once (cost: the trace's events; memory: lossy nodes x ranks).
+  /// Walks every rank's events once (cost: the trace's events; memory: two numbers per rank
+  /// that has occurrences of a lossy node, per such node).
   explicit LossyOccurrences(const Trace& trace);
   /// Occurrences of `node` on the ranks below `rank`, or nullopt for a node that is not lossy.
   std::optional<std::uint64_t> before(const EventNode* node, std::int64_t rank) const;
 
  private:
-  /// Per lossy node: prefix sums of the ranks' occurrences (nranks + 1 entries).
+  /// Per lossy node, for each rank with occurrences of it in ascending order: the rank, then the
+  /// occurrences on the ranks below it (pairs laid out flat).
   std::unordered_map<const EventNode*, std::vector<std::uint64_t>> offsets_;
 };
 
