@@ -27,6 +27,7 @@ void register_simulator(py::module_& m);
 void register_extrapolate(py::module_& m);
 void register_codegen(py::module_& m);
 void register_clustering(py::module_& m);
+void register_lossy(py::module_& m);
 
 /// A Python list of references to the elements of `items`, kept alive by `parent`.
 template <class T>

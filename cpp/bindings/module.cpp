@@ -16,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
   register_extrapolate(m);
   register_codegen(m);
   register_clustering(m);
+  register_lossy(m);
 }

@@ -25,6 +25,8 @@ void register_errors(py::module_&) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const scalatrace::LossyTraceError& e) {
+      set_python_error("LossyTraceError", e.what());
     } catch (const scalatrace::FormatError& e) {
       set_python_error("TraceFormatError", e.what());
     } catch (const scalatrace::UsageError& e) {

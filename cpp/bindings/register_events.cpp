@@ -2,6 +2,7 @@
 #include "bindings.hpp"
 #include "scalatrace/analysis/analysis.hpp"
 #include "scalatrace/read/cursor.hpp"
+#include "scalatrace/read/lossy_occurrences.hpp"
 #include "scalatrace/support/errors.hpp"
 
 using namespace scalatrace;
@@ -117,12 +118,16 @@ void register_events(py::module_& m) {
 
   m.def(
       "rank_events",
-      [](py::object trace, std::int64_t rank, const std::string& timing, std::uint64_t seed) {
+      [](py::object trace, std::int64_t rank, const std::string& timing, std::uint64_t seed,
+         std::optional<std::uint64_t> lossy_seed) {
         const TimingMode mode = parse_timing_mode(timing);
         const auto& t = trace.cast<const Trace&>();
-        return RankEvents{trace, Cursor(t, rank, mode, seed)};
+        RankEvents events{trace, Cursor(t, rank, mode, seed)};
+        if (lossy_seed) events.cursor.draw_lossy_values(*lossy_seed, std::make_shared<LossyOccurrences>(t));
+        return events;
       },
-      py::arg("trace"), py::arg("rank"), py::arg("timing") = "mean", py::arg("seed") = 0);
+      py::arg("trace"), py::arg("rank"), py::arg("timing") = "mean", py::arg("seed") = 0,
+      py::arg("lossy_seed") = py::none());
 
   m.def(
       "rank_table",

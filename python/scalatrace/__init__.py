@@ -36,6 +36,7 @@ from ._trace import CallSiteInfo, Event, Loop, Trace, load
 from .comparison import Comparison, compare
 from .errors import (
     CoreArgumentError,
+    LossyTraceError,
     MPIRunError,
     OutOfRangeError,
     OutputExistsError,
@@ -85,6 +86,7 @@ __all__ = [
     "RecordedEvent",
     "ReplayError",
     "ScalatraceError",
+    "LossyTraceError",
     "SummaryFrame",
     "SummaryTable",
     "TimestepLoop",

@@ -421,7 +421,11 @@ class TraceModel:
 
     # --- per-rank views -------------------------------------------------------------------
     def events(
-        self, rank: int, timing: Literal["mean", "sample", "none"] = "mean", seed: int = 0
+        self,
+        rank: int,
+        timing: Literal["mean", "sample", "none"] = "mean",
+        seed: int = 0,
+        lossy_seed: int | None = None,
     ) -> Iterator[_core.RecordedEvent]:
         """Iterates ``rank``'s concrete events, decompressing on the fly.
 
@@ -433,8 +437,39 @@ class TraceModel:
             How ``compute_ns``/``duration_ns`` are filled from the histograms.
         seed : int
             Random seed for ``timing="sample"``.
+        lossy_seed : int or None
+            A lossy trace (:attr:`lossy`) only: fields kept as histograms yield values drawn
+            with this seed (the same seed gives the same values). None: such a field raises
+            :class:`~scalatrace.errors.LossyTraceError` (its exact values were not kept).
         """
-        return _core.rank_events(self._core, rank, timing, seed)
+        return _core.rank_events(self._core, rank, timing, seed, lossy_seed)
+
+    # --- lossy traces (docs/lossy.md) ------------------------------------------------------
+    @property
+    def lossy(self) -> bool:
+        """True if some point-to-point peers, tags or sizes are kept as histograms
+        (``SCALATRACE_LOSSY``): exact events are then not available, only drawn ones."""
+        return bool(_core.lossy_fields(self._core))
+
+    @property
+    def lossy_fields(self) -> list[tuple[str, int, str, int, int]]:
+        """Every field kept as a histogram: ``(op, call site, field, values, bins)``, depth first."""
+        return [tuple(f) for f in _core.lossy_fields(self._core)]
+
+    def to_lossy(self, threshold: int = 1) -> TraceModel:
+        """A lossy copy (what ``SCALATRACE_LOSSY=threshold`` writes): point-to-point peers, tags
+        and sizes whose lossless form has at least ``threshold`` value runs become histograms
+        (1: all of them). Loop trip counts, collectives and timing stay exact."""
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
+            raise UsageError(f"threshold must be an integer >= 1, not {threshold!r}")
+        return wrap(_core.make_lossy(self._core, threshold))
+
+    def probabilistic_events(self, rank: int, seed: int = 0) -> list[_core.RecordedEvent]:
+        """The calls a probabilistic replay or simulation of a lossy trace issues on ``rank``:
+        its sends as ``Isend`` with drawn peer, tag and size, an ``Irecv`` for each message the
+        other ranks draw to it, and a ``Waitall`` before every synchronisation point
+        (docs/lossy.md). The same ``seed`` on every rank gives matching sends and receives."""
+        return list(_core.probabilistic_events(self._core, rank, seed))
 
     def rank_table(self, rank: int) -> np.ndarray:
         """``rank``'s events as a NumPy structured array.

@@ -127,6 +127,11 @@ def _cmd_stats(args: argparse.Namespace) -> int:
             "trace": str(args.trace),
             "nranks": t.nranks,
             "nodes": t.node_count,
+            "lossy": t.lossy,
+            "lossy_fields": [
+                {"op": op, "site": site, "field": field, "values": values, "bins": bins}
+                for op, site, field, values, bins in t.lossy_fields
+            ],
             "summary": [
                 {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
                 for row in table.to_dict(orient="records")
@@ -147,6 +152,12 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         return 0
     print(f"{t!r}\n")
     print(table.to_string(index=False))
+    if t.lossy:
+        fields = t.lossy_fields
+        threshold = t.metadata.get("lossy.threshold", "?")
+        print(f"\nlossy (threshold {threshold}): {len(fields)} fields kept as histograms")
+        for op, site, field, values, bins in fields:
+            print(f"  {op}@site {site} {field}: {values} values in {bins} bins")
     if loops:
         print("\ntimestep loops:")
         for loop in loops:

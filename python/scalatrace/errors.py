@@ -61,6 +61,12 @@ class ReplayError(MPIRunError):
     """A replay could not run or could not proceed (for example a receive with no matching send)."""
 
 
+class LossyTraceError(UsageError):
+    """Exact events were asked of a lossy trace (``SCALATRACE_LOSSY``): some point-to-point
+    peers, tags or sizes are histograms. Ask for drawn values with a seed instead
+    (``Trace.events(rank, lossy_seed=0)``), or simulate / replay it (docs/lossy.md)."""
+
+
 class UnknownNameError(UsageError, KeyError):
     """An unknown name or key (event field, operation, column, a rank without a recording).
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "scalatrace/compress/lossy.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/merge/merge.hpp"
 #include "scalatrace/support/safe_file.hpp"
@@ -166,7 +167,7 @@ void write_with_segments(const Trace& merged, const std::vector<SpillSummary>& s
 }  // namespace
 
 TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path, const MergeConfig& config,
-                                          RankSpill spill) {
+                                          RankSpill spill, std::uint64_t lossy_threshold) {
   TreeMergeResult res;
   MPI_Comm comm = MPI_COMM_NULL;
   const double t0 = PMPI_Wtime();
@@ -200,6 +201,8 @@ TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_
         local.metadata["rank_segments"] = std::to_string(segments) + " segments, " + std::to_string(bytes) +
                                           " bytes, from " + std::to_string(spilling) + " ranks";
       if (!ok) local.metadata["incomplete"] = res.error;
+      // SCALATRACE_LOSSY: long point-to-point parameters become histograms (docs/lossy.md).
+      if (lossy_threshold > 0) make_lossy(local, lossy_threshold);
       write_with_segments(local, all, spill.file, comm, out_path);
       res.wrote = true;
     }

@@ -32,7 +32,9 @@ struct RankSpill {
 /// segments"). Never throws: failures are reported in `error` (a rank whose trace or segment
 /// could not be sent sends a failure marker, so no rank waits forever).
 /// `config`: the merge's matching rule (the collector's SCALATRACE_SITE_MATCH).
+/// `lossy_threshold` > 0 (SCALATRACE_LOSSY): rank 0 makes the merged trace lossy (make_lossy)
+/// before writing it.
 TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path, const MergeConfig& config,
-                                          RankSpill spill = {});
+                                          RankSpill spill = {}, std::uint64_t lossy_threshold = 0);
 
 }  // namespace scalatrace::pmpi

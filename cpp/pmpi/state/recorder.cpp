@@ -390,7 +390,7 @@ void Recorder::write_compressed(const char* why, bool ranks_in_step) {
       warn("SCALATRACE_CLUSTERS: " + e + "; merging every rank's trace");
   const TreeMergeResult result =
       merge_over_tree_and_write(std::move(local), settings.out, MergeConfig{settings.site_match},
-                                RankSpill{spill_.get(), compressor->peak_memory_bytes()});
+                                RankSpill{spill_.get(), compressor->peak_memory_bytes()}, settings.lossy);
   // Errors about the file itself start with its path; others get it prepended.
   // Errors name the file written (a staging path under a wrapper); the rest the final path.
   const std::string& out = settings.out;

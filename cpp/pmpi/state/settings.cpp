@@ -117,6 +117,16 @@ Settings Settings::from_environment(const std::string& program, bool report) {
   }
   read_number("SCALATRACE_TIMING_BINS", s.timing_bins, 1, 8, "a number of bins (1 to 8)");
   read_number("SCALATRACE_CLUSTERS", s.clusters, 1, 1u << 30, "a cluster count");
+  if (const char* v = env("SCALATRACE_LOSSY")) {
+    const std::string text = v;
+    if (text == "off" || text == "0" || text == "no" || text.empty())
+      s.lossy = 0;
+    else if (text == "on" || text == "yes")
+      s.lossy = Settings::kDefaultLossyThreshold;
+    else
+      read_number("SCALATRACE_LOSSY", s.lossy, 1, std::uint64_t{1} << 40,
+                  "on, off or a lossy threshold in value runs");  // bad values: lossless, with a message
+  }
   read_number("SCALATRACE_EXIT_WAIT", s.exit_wait_s, 0, 3600, "a number of seconds");
   read_flag("SCALATRACE_QUIET", s.quiet);
   read_flag("SCALATRACE_STACK_MEMO", s.stack_memo);
@@ -140,6 +150,7 @@ std::map<std::string, std::string> Settings::as_metadata() const {
       {"setting.SCALATRACE_SPILL_DIR", spill_dir},
       {"setting.SCALATRACE_EXIT_WAIT", std::to_string(exit_wait_s)},
       {"setting.SCALATRACE_CLUSTERS", std::to_string(clusters)},
+      {"setting.SCALATRACE_LOSSY", lossy == 0 ? std::string("off") : std::to_string(lossy)},
   };
 }
 

@@ -22,9 +22,13 @@ struct Settings {
   std::string spill_dir = "/tmp";          ///< SCALATRACE_SPILL_DIR (default $TMPDIR or /tmp): where a
                                            ///< rank's queue goes when it exceeds SCALATRACE_MEMORY
   bool quiet = false;                      ///< SCALATRACE_QUIET: 1 = no informational messages
-  std::uint64_t clusters = 0;              ///< SCALATRACE_CLUSTERS: K of K-farthest clustering (0 = off)
-  std::uint64_t exit_wait_s = 30;          ///< SCALATRACE_EXIT_WAIT: seconds ranks wait for each
-                                           ///< other at exit without MPI_Finalize (0 = no wait)
+  /// SCALATRACE_LOSSY: point-to-point fields whose lossless form has at least this many value
+  /// runs become histograms (1: all of them; 0 = off, lossless). docs/lossy.md.
+  std::uint64_t lossy = 0;
+  static constexpr std::uint64_t kDefaultLossyThreshold = 32;  ///< SCALATRACE_LOSSY=on
+  std::uint64_t clusters = 0;      ///< SCALATRACE_CLUSTERS: K of K-farthest clustering (0 = off)
+  std::uint64_t exit_wait_s = 30;  ///< SCALATRACE_EXIT_WAIT: seconds ranks wait for each
+                                   ///< other at exit without MPI_Finalize (0 = no wait)
   /// SCALATRACE_PUBLISH_OUT / SCALATRACE_PUBLISH_RAW (set by scalatrace run, scalatrace.trace and
   /// replay, which let the collector write into staging paths and move the results there when
   /// the run succeeded): the final paths, named in the collector's messages and recorded as the

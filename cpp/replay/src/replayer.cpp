@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 
+#include "scalatrace/compress/lossy.hpp"
 #include "scalatrace/read/cursor.hpp"
+#include "scalatrace/read/probabilistic_walk.hpp"
 #include "scalatrace/support/errors.hpp"
 
 namespace scalatrace::replay {
@@ -86,7 +89,20 @@ Replayer::Replayer(const Trace& trace, const Options& options, int world_rank, P
 RankStats Replayer::run() {
   // Each rank draws its own sample stream (--timing sample) from the seed.
   const std::uint64_t seed = options_.seed + 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(world_rank_);
-  Cursor cursor(trace_, world_rank_, options_.timing, seed);
+  // A lossy trace (docs/lossy.md) replays its drawn program: sends drawn with --seed (the same
+  // on every rank), receives posted for what the others draw to this rank.
+  std::optional<Cursor> cursor;
+  std::optional<ProbabilisticWalk> walk;
+  if (is_lossy(trace_)) {
+    ProbabilisticOptions o;
+    o.seed = options_.seed;
+    o.timing = options_.timing;
+    o.timing_seed = seed;
+    walk.emplace(trace_, world_rank_, o);
+  } else {
+    cursor.emplace(trace_, world_rank_, options_.timing, seed);
+  }
+  Event walked;
   const double compute_scale = options_.compute_scale;
   std::int64_t start = steady_now_ns();
   std::int64_t last_end = start;
@@ -94,7 +110,11 @@ RankStats Replayer::run() {
   while (true) {
     std::optional<Event> next;
     try {
-      next = cursor.next();
+      if (walk) {
+        if (walk->next(walked)) next = std::move(walked);
+      } else {
+        next = cursor->next();
+      }
     } catch (const Error& err) {
       throw FormatError("rank " + std::to_string(world_rank_) + ", after event #" + std::to_string(index_ - 1) + ": " +
                         err.what());

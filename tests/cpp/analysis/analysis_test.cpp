@@ -2,6 +2,8 @@
 // trace, and the original (uncompressed) events the trace was built from.
 #include <gtest/gtest.h>
 
+#include "merged_recordings.hpp"
+
 #include <map>
 #include <random>
 
@@ -177,15 +179,7 @@ std::vector<RankRecording> stencil_program(Grid g, int steps, std::uint64_t seed
   return out;
 }
 
-Trace merged(const std::vector<RankRecording>& recs) {
-  std::vector<Trace> per_rank;
-  for (const auto& rec : recs) {
-    IntraCompressor c;
-    for (const auto& e : rec.events) c.push(e);
-    per_rank.push_back(make_rank_trace(rec.rank, rec.nranks, c.finish(), rec.sites, rec.comms, rec.names));
-  }
-  return merge_tree(std::move(per_rank));
-}
+Trace merged(const std::vector<RankRecording>& recs) { return test_support::merged_trace(recs); }
 
 void expect_equal(const CommTriplets& a, const CommTriplets& b, const std::string& what) {
   ASSERT_EQ(a.nranks, b.nranks) << what;

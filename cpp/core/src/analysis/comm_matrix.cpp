@@ -13,6 +13,7 @@
 
 #include "analysis/structure_walk.hpp"
 #include "scalatrace/analysis/analysis.hpp"
+#include "scalatrace/compress/lossy.hpp"
 #include "scalatrace/read/cursor.hpp"
 #include "scalatrace/support/errors.hpp"
 
@@ -446,6 +447,10 @@ std::uint64_t collective_pair_bound(const Trace& trace, CommKind kind) {
 
 CommTriplets comm_matrix_sparse(const Trace& trace, Metric metric, CommKind kind, std::uint64_t max_bytes) {
   const std::int64_t P = trace.nranks;
+  if (kind != CommKind::Collective && is_lossy(trace))
+    throw LossyTraceError(
+        "a lossy trace (SCALATRACE_LOSSY) keeps point-to-point peers or sizes as histograms: its point-to-point "
+        "matrix is not exact; simulate it (drawn messages, SimResult pairs) or use kind=\"collective\"");
   const std::uint64_t bound = collective_pair_bound(trace, kind);
   if (bound > max_bytes / kBytesPerPair)
     throw UsageError("the collectives of this " + std::to_string(P) + "-rank trace can attribute traffic to up to " +

@@ -149,6 +149,9 @@ Summary summary(const Trace& trace) {
       add_site_shares(shares, ev.site, alt_seq(ev.site_ids, site_alt), alt_seq(bytes_field, bytes_alt),
                       alt_seq(peer_field, peer_alt), per_rank, nr);
     }
+    // A lossy trace's byte counts (docs/lossy.md): each call moves the histogram's mean.
+    if (const ValueHistogram* lossy_bytes = ev.lossy_values(Field::Bytes))
+      for (auto& [site, share] : shares) share.bytes = static_cast<double>(share.calls) * lossy_bytes->mean();
     std::uint64_t calls = 0;
     double bytes = 0;
     for (const auto& [site, share] : shares) {

@@ -20,8 +20,10 @@ inline constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 8 + 4;  // magic, version
 inline constexpr std::uint32_t kKnownFlags =
     kFlagRankSegments | kFlagExactCounts | kFlagEntropyCoded;  // docs/format.md
 inline constexpr std::size_t kMaxDepth = 64;                   // loop nesting
-inline constexpr std::size_t kMaxFrames = 1024;                // frames of a call site (version 8 tree)
-inline constexpr std::size_t kMaxDims = 16;                    // ranklist descriptor dimensions
+inline constexpr std::size_t kMaxFrames = 1024;
+/// Event field mask (version 9): the event keeps some fields as value histograms (lossy traces).
+inline constexpr std::uint64_t kLossyMaskBit = std::uint64_t{1} << 22;  // frames of a call site (version 8 tree)
+inline constexpr std::size_t kMaxDims = 16;                             // ranklist descriptor dimensions
 inline constexpr std::int64_t kMaxRanks = std::int64_t{1} << 40;
 inline constexpr std::uint64_t kMaxSeqSize = std::uint64_t{1} << 62;
 /// Scaled numbers (version 5) are written for magnitudes below this; a value sequence with a

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "scalatrace/compress/lossy.hpp"
 #include "scalatrace/format/trace_validation.hpp"
 #include "scalatrace/merge/timing_groups.hpp"
 #include "scalatrace/support/entropy_coder.hpp"
@@ -329,7 +330,9 @@ struct TraceReader {
   /// Version 8: one mask of the stored fields (bits 0..17) and arrays (bits 18..21), then
   /// their references, each non-zero.
   void read_field_mask(SectionReader& r, EventNode& e) {
-    const std::uint64_t mask = r.uv();
+    std::uint64_t mask = r.uv();
+    const bool lossy = version >= 9 && (mask & kLossyMaskBit) != 0;
+    if (lossy) mask &= ~kLossyMaskBit;
     if (mask >> (kFieldCount + kArrayFieldCount))
       r.fail("event field mask " + std::to_string(mask) + " names unknown fields");
     for (std::size_t f = 0; f < kFieldCount + kArrayFieldCount; ++f) {
@@ -340,6 +343,40 @@ struct TraceReader {
       } else {
         e.arrays[f - kFieldCount] = array_elastic_ref(r);
         if (e.arrays[f - kFieldCount].empty()) r.fail("event array flagged as stored without a value");
+      }
+    }
+    if (lossy) read_lossy(r, e);
+  }
+
+  /// Version 9: the fields an event keeps as value histograms (lossy traces, docs/lossy.md).
+  void read_lossy(SectionReader& r, EventNode& e) {
+    const std::uint64_t mask = r.uv();
+    if (mask == 0 || (mask >> kFieldCount) != 0)
+      r.fail("lossy field mask " + std::to_string(mask) + " names no or unknown fields");
+    for (std::size_t f = 0; f < kFieldCount; ++f) {
+      if (((mask >> f) & 1) == 0) continue;
+      const auto field = static_cast<Field>(f);
+      if (!lossy_field_allowed(e.op, field))
+        r.fail("lossy field " + std::string(field_name(field)) + " of a " + std::string(op_name(e.op)) +
+               " (only point-to-point peers, tags and byte counts may be lossy)");
+      if (!e.fields[f].empty()) r.fail("field " + std::string(field_name(field)) + " both stored and lossy");
+      const std::size_t nbins = r.count("value histogram bins", 3);
+      if (nbins == 0 || nbins > ValueHistogram::kMaxBins)
+        r.fail("value histogram with " + std::to_string(nbins) + " bins (1.." +
+               std::to_string(ValueHistogram::kMaxBins) + ")");
+      std::vector<ValueBin> bins(nbins);
+      for (std::size_t i = 0; i < nbins; ++i) {
+        ValueBin& b = bins[i];
+        b.lo = i == 0 ? r.sv() : static_cast<std::int64_t>(static_cast<std::uint64_t>(bins[i - 1].lo) + r.uv());
+        const std::uint64_t width = r.uv();
+        b.hi = static_cast<std::int64_t>(static_cast<std::uint64_t>(b.lo) + width);
+        b.count = r.uv();
+        if (b.hi < b.lo || (i > 0 && b.lo < bins[i - 1].lo)) r.fail("value histogram bin out of range");
+      }
+      try {
+        e.lossy.push_back(LossyField{field, ValueHistogram::from_bins(std::move(bins))});
+      } catch (const FormatError& err) {
+        r.fail(err.what());
       }
     }
   }

@@ -408,9 +408,11 @@ struct TraceWriter {
     for (std::size_t f = 0; f < kArrayFieldCount; ++f) refs[kFieldCount + f] = array_elastic_id(e.arrays[f]);
     for (std::size_t f = 0; f < refs.size(); ++f)
       if (refs[f] != 0) mask |= std::uint64_t{1} << f;
+    if (!e.lossy.empty()) mask |= kLossyMaskBit;
     w.uv(mask);
     for (const auto ref : refs)
       if (ref != 0) w.uv(ref);
+    if (!e.lossy.empty()) put_lossy(w, e);
     // Timing: 0 groups = the node-wide histograms for every rank; otherwise the groups
     // (the node-wide histograms are their merge). Bit 0 of the count (version 7): each
     // histogram pair is followed by its first-occurrence histogram.
@@ -432,6 +434,29 @@ struct TraceWriter {
     for (const auto& g : e.timing_groups) {
       w.uv(rank_id(g.ranks));
       put_timing(g.compute, g.duration, g.first_compute);
+    }
+  }
+
+  /// Version 9, lossy traces: the mask of the fields kept as histograms, then each histogram.
+  static void put_lossy(wire::Writer& w, const EventNode& e) {
+    std::uint64_t lossy_mask = 0;
+    for (const auto& l : e.lossy) lossy_mask |= std::uint64_t{1} << static_cast<unsigned>(l.field);
+    w.uv(lossy_mask);
+    for (std::size_t f = 0; f < kFieldCount; ++f) {
+      const ValueHistogram* h = e.lossy_values(static_cast<Field>(f));
+      if (h == nullptr) continue;
+      w.uv(h->bins().size());
+      std::int64_t previous_lo = 0;
+      for (std::size_t i = 0; i < h->bins().size(); ++i) {
+        const ValueBin& b = h->bins()[i];
+        if (i == 0)
+          w.sv(b.lo);
+        else
+          w.uv(static_cast<std::uint64_t>(b.lo) - static_cast<std::uint64_t>(previous_lo));
+        w.uv(static_cast<std::uint64_t>(b.hi) - static_cast<std::uint64_t>(b.lo));
+        w.uv(b.count);
+        previous_lo = b.lo;
+      }
     }
   }
 

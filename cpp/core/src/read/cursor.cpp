@@ -11,14 +11,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <new>
+#include <numeric>
 #include <span>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "scalatrace/merge/timing_groups.hpp"
+#include "scalatrace/read/lossy_occurrences.hpp"
 #include "scalatrace/support/errors.hpp"
 #include "support/prefetch.hpp"
 #include "support/small_vector.hpp"
@@ -48,6 +52,20 @@ struct FieldReader {
   ValueSeq::Reader reader;
 };
 
+/// One lossy field of an event node (docs/lossy.md) and where its draws stand. The node's
+/// occurrences over all its ranks are numbered g = k * P + i (occurrence k of the rank at index
+/// i of the node's P ranks), and occurrence g takes the histogram's value at position
+/// (a * g + b) mod T of its T recorded values, in value order: an affine permutation (a coprime
+/// to T, a / T near an irrational; b from the seed). When every rank has T / P occurrences, the
+/// draws are exactly the recorded values, reassigned; otherwise they follow them closely.
+struct LossyReader {
+  std::uint8_t field = 0;
+  const ValueHistogram* values = nullptr;
+  std::uint64_t total = 0;     ///< T
+  std::uint64_t position = 0;  ///< of the next occurrence
+  std::uint64_t step = 0;      ///< a * P mod T
+};
+
 /// Every scalar field of an event: the ones with one value throughout (most fields of a
 /// regular program) set once per node, the others overwritten per occurrence.
 using FieldValues = std::array<std::int64_t, kFieldCount>;
@@ -68,9 +86,11 @@ struct NodeState {
   std::uint64_t constant_limit = UINT64_MAX;
   /// Timing modes other than Sample: the (fixed) values, computed on first visit.
   std::uint64_t compute_ns = 0, duration_ns = 0;
-  FieldReader* fields = nullptr;         ///< stored varying fields, in field order
-  FieldValues* base = nullptr;           ///< constant fields set, varying ones 0
-  ArrayFieldReader* arrays = nullptr;    ///< stored arrays only, in field order
+  FieldReader* fields = nullptr;       ///< stored varying fields, in field order
+  FieldValues* base = nullptr;         ///< constant fields set, varying ones 0
+  ArrayFieldReader* arrays = nullptr;  ///< stored arrays only, in field order
+  LossyReader* lossy = nullptr;        ///< lossy fields (lossy_count of them)
+  std::uint8_t lossy_count = 0;
   ValueSeq::Reader* presence = nullptr;  ///< has_presence only
   ValueSeq::Reader* trips = nullptr;     ///< loops
   ValueSeq::Reader* site_ids = nullptr;  ///< events with per-occurrence call sites
@@ -148,6 +168,47 @@ std::uint64_t histogram_median(const Histogram& h) {
   return static_cast<std::uint64_t>(std::llround(h.mean()));
 }
 
+/// A 64-bit mix (splitmix64's finaliser): seeds each lossy field's sequence from (seed, rank,
+/// node, field) so that every cursor of a rank draws the same values.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/// Each field's step: the fractional part of the square root of a distinct prime, so that two
+/// lossy fields of one event (peer and size) are drawn jointly well spread, not in lockstep.
+double lossy_step(std::size_t field) {
+  static constexpr double kPrimes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61};
+  static_assert(std::size(kPrimes) >= kFieldCount);
+  const double r = std::sqrt(kPrimes[field]);
+  return r - std::floor(r);
+}
+
+/// (x * y + z) mod m without overflow.
+std::uint64_t mul_add_mod(std::uint64_t x, std::uint64_t y, std::uint64_t z, std::uint64_t m) {
+  return static_cast<std::uint64_t>((static_cast<unsigned __int128>(x) * y + z) % static_cast<unsigned __int128>(m));
+}
+
+/// A multiplier coprime to `total` near total * step (an affine permutation of [0, total)
+/// that spreads consecutive occurrences like an irrational rotation).
+std::uint64_t coprime_multiplier(std::uint64_t total, double step) {
+  if (total <= 1) return 1;
+  auto a = static_cast<std::uint64_t>(std::llround(step * static_cast<double>(total)));
+  if (a == 0 || a >= total) a = 1;
+  while (std::gcd(a, total) != 1) a = a + 1 < total ? a + 1 : 1;
+  return a;
+}
+
+/// Numbers the lossy event nodes of `nodes` in depth-first order.
+void index_lossy_nodes(const std::vector<Node>& nodes, std::unordered_map<const EventNode*, std::uint64_t>& out) {
+  for (const auto& n : nodes) {
+    if (n.loop) index_lossy_nodes(n.loop->body, out);
+    if (n.event && !n.event->lossy.empty()) out.emplace(n.event.get(), out.size());
+  }
+}
+
 struct WalkFrame {
   const Node* body = nullptr;    ///< the body's nodes (a trace's top level or a loop's body)
   std::size_t size = 0;          ///< how many
@@ -166,6 +227,12 @@ struct Cursor::Impl {
   /// TimingMode::Sample only (2.5 KB of state: not kept by cursors that do not draw).
   std::unique_ptr<std::mt19937_64> rng;
   std::uint64_t events = 0;
+  /// draw_lossy_values: the seed, and each lossy event node's position among the trace's lossy
+  /// nodes in depth-first order (the same for every rank and every process).
+  bool draws_lossy = false;
+  std::uint64_t lossy_seed = 0;
+  std::unordered_map<const EventNode*, std::uint64_t> lossy_index;
+  std::shared_ptr<const LossyOccurrences> occurrences;  ///< optional: contiguous numbering
   const Node* last = nullptr;
   SmallVector<WalkFrame, 4> stack;  ///< loop nesting: rarely deeper than a few levels
   StateArena arena;                 ///< every NodeState and what it points to
@@ -287,6 +354,7 @@ struct Cursor::Impl {
         }
         ++stored_arrays;
       }
+      if (!e.lossy.empty()) setup_lossy(n, e, s);
       s.arrays = arena.make<ArrayFieldReader>(stored_arrays);
       for (std::size_t i = 0; i < kArrayFieldCount; ++i)
         if (arrays[i] != nullptr)
@@ -296,6 +364,55 @@ struct Cursor::Impl {
     }
     slot = &s;
     return slot;
+  }
+
+  [[gnu::noinline]] void setup_lossy(const Node& n, const EventNode& e, NodeState& s) {
+    if (!draws_lossy)
+      throw LossyTraceError("rank " + std::to_string(rank) + ": field " +
+                            std::string(field_name(e.lossy.front().field)) + " of a " + std::string(op_name(e.op)) +
+                            " at call site " + std::to_string(e.site) +
+                            " is a histogram (a lossy trace, SCALATRACE_LOSSY): its exact values were not kept; "
+                            "ask for drawn values with a seed instead (docs/lossy.md)");
+    const auto it = lossy_index.find(&e);
+    const std::uint64_t node = it == lossy_index.end() ? 0 : it->second;
+    // The number of the rank's first occurrence among all ranks' occurrences of the node, and
+    // the step between its own: contiguous with LossyOccurrences, else interleaved (rank index
+    // i of the node's P ranks: i, i + P, i + 2P, ...).
+    std::uint64_t first = 0, stride = 1;
+    if (const auto before = occurrences ? occurrences->before(&e, rank) : std::nullopt) {
+      first = *before;
+    } else {
+      first = static_cast<std::uint64_t>(std::max<std::int64_t>(n.ranks.empty() ? rank : n.ranks.index_of(rank), 0));
+      stride = static_cast<std::uint64_t>(std::max<std::int64_t>(n.ranks.empty() ? trace.nranks : n.ranks.size(), 1));
+    }
+    s.lossy = arena.make<LossyReader>(e.lossy.size());
+    for (const auto& l : e.lossy) {
+      const auto f = static_cast<std::size_t>(l.field);
+      const std::uint64_t total = std::max<std::uint64_t>(l.values.count(), 1);
+      const std::uint64_t a = coprime_multiplier(total, lossy_step(f));
+      const std::uint64_t b = mix(mix(lossy_seed ^ 0x6c6f737379ULL) ^ (node << 8 | f)) % total;
+      s.lossy[s.lossy_count++] =
+          LossyReader{static_cast<std::uint8_t>(f), &l.values, total, mul_add_mod(a, first % total, b, total),
+                      mul_add_mod(a, stride % total, 0, total)};
+    }
+  }
+
+  /// The lossy fields' draws for the node's current occurrence (after the exact fields:
+  /// drawn byte counts are rounded down to a multiple of the datatype size).
+  template <class E>
+  void draw_lossy(NodeState& s, E& e) const {
+    for (LossyReader& l : std::span(s.lossy, s.lossy_count)) {
+      std::int64_t v = l.values->value_at_position(l.position);
+      l.position = mul_add_mod(1, l.position, l.step, l.total);
+      const auto field = static_cast<Field>(l.field);
+      if (field == Field::Bytes || field == Field::Bytes2) {
+        const std::int64_t dt =
+            e.fields[static_cast<std::size_t>(field == Field::Bytes ? Field::DtSize : Field::DtSize2)];
+        if (v < 0) v = 0;
+        if (dt > 1) v -= v % dt;
+      }
+      e.fields[l.field] = v;
+    }
   }
 
   /// The compute time of an occurrence after the first: from the compute times without the
@@ -381,6 +498,8 @@ struct Cursor::Impl {
       if (f.reader.done()) fail_ran_out(en, s);
       e.fields[f.field] = f.reader.next();
     }
+    if (s.lossy_count != 0) [[unlikely]]
+      draw_lossy(s, e);
     if constexpr (std::is_same_v<E, EventView>) {
       if ((e.arrays[0].size() | e.arrays[1].size() | e.arrays[2].size() | e.arrays[3].size()) != 0) e.arrays = {};
       static_assert(kArrayFieldCount == 4);
@@ -455,6 +574,13 @@ Cursor::Cursor(const Trace& trace, std::int64_t rank, TimingMode timing, std::ui
   impl_ = std::make_unique<Impl>(trace, rank, timing, seed, duration_timing.value_or(timing));
 }
 Cursor::~Cursor() = default;
+Cursor& Cursor::draw_lossy_values(std::uint64_t seed, std::shared_ptr<const LossyOccurrences> occurrences) {
+  impl_->draws_lossy = true;
+  impl_->lossy_seed = seed;
+  impl_->occurrences = std::move(occurrences);
+  if (impl_->lossy_index.empty()) index_lossy_nodes(impl_->trace.nodes, impl_->lossy_index);
+  return *this;
+}
 Cursor::Cursor(Cursor&&) noexcept = default;
 
 std::optional<Event> Cursor::next() {

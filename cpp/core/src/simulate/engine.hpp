@@ -21,6 +21,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -56,6 +57,8 @@ class Engine {
   SimResult run();
   /// A lower bound of every future transfer's start (topology congestion's horizon).
   double earliest_clock();
+  /// The options of rank r's ProbabilisticWalk (lossy traces).
+  ProbabilisticOptions walk_options(std::int64_t r) const;
 
  private:
   const Trace& trace_;
@@ -65,6 +68,9 @@ class Engine {
   Network net_;
   bool noisy_ = false;  ///< OS noise on (SimOptions::noise)
   std::int64_t n_;
+  /// Lossy traces (docs/lossy.md): every rank's drawn sends, shared by the ranks' walks
+  /// (declared before them: it outlives them).
+  std::unique_ptr<DrawnSends> drawn_;
   sim::RankArray<RankSim> ranks_;
   ReadyQueue ready_{n_};
   /// Eager messages posted by the running rank, not yet delivered (send_message).

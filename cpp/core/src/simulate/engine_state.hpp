@@ -11,6 +11,7 @@
 #include "scalatrace/model/comm_table.hpp"
 #include "scalatrace/model/op.hpp"
 #include "scalatrace/read/cursor.hpp"
+#include "scalatrace/read/probabilistic_walk.hpp"
 #include "scalatrace/simulate/simulator.hpp"
 #include "simulate/simulator_collectives.hpp"
 #include "support/small_vector.hpp"
@@ -174,6 +175,9 @@ struct RankSim {
   SmallVector<Request, 24> reqs;
   // Blocking probe in progress.
   PostedRecv probe;
+  /// Lossy traces: the rank's calls with drawn messages (read instead of `cursor`).
+  std::unique_ptr<ProbabilisticWalk> walk;
+  bool next_event(EventView& ev) { return walk ? walk->next(ev) : cursor.next(ev); }
 
   RankSim(const Trace& t, std::int64_t r, const SimOptions& o)
       : rank(r),

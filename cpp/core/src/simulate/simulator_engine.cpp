@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "scalatrace/compress/lossy.hpp"
 #include "simulate/engine.hpp"
 #include "simulate/engine_collectives.hpp"
 #include "simulate/engine_waiting.hpp"
@@ -25,6 +26,13 @@ Engine::Engine(const Trace& trace, const SimOptions& options)
       n_(trace.nranks),
       ranks_(static_cast<std::size_t>(trace.nranks)) {
   for (std::int64_t r = 0; r < n_; ++r) ranks_.emplace_back(trace, r, options);
+  if (is_lossy(trace)) {
+    // Coordinated random selection (docs/lossy.md): each rank's walk draws its sends and posts
+    // the receives the others draw to it; each sender is walked once for all receivers.
+    drawn_ = std::make_unique<DrawnSends>(trace, options.seed);
+    for (std::int64_t r = 0; r < n_; ++r)
+      rank(r).walk = std::make_unique<ProbabilisticWalk>(trace, r, walk_options(r), drawn_.get());
+  }
   for (std::size_t op = 0; op < kOpCount; ++op) {
     const Op o = static_cast<Op>(op);
     const OpKind kind = op_kind(o);
@@ -86,11 +94,26 @@ double Engine::earliest_clock() {
 /// The rank's current event (#event_index, or its last if its trace has ended), read again
 /// from the trace for a message: only the running rank's event is kept whole (ev_).
 std::string Engine::describe_current(const RankSim& R) const {
-  Cursor again(trace_, R.rank, opt_.timing, opt_.seed + static_cast<std::uint64_t>(R.rank));
   EventView e;
+  if (R.walk) {
+    ProbabilisticWalk again(trace_, R.rank, walk_options(R.rank));
+    for (std::uint64_t i = 0; i <= R.event_index && again.next(e); ++i) {
+    }
+    return describe(e);
+  }
+  Cursor again(trace_, R.rank, opt_.timing, opt_.seed + static_cast<std::uint64_t>(R.rank));
   for (std::uint64_t i = 0; i <= R.event_index && again.next(e); ++i) {
   }
   return describe(e);
+}
+
+ProbabilisticOptions Engine::walk_options(std::int64_t r) const {
+  ProbabilisticOptions o;
+  o.seed = opt_.seed;
+  o.timing = opt_.timing;
+  o.timing_seed = opt_.seed + static_cast<std::uint64_t>(r);
+  o.duration_timing = opt_.timing == TimingMode::None ? TimingMode::None : TimingMode::Median;
+  return o;
 }
 
 void Engine::fail_event(const RankSim& R, const std::string& what) const {
@@ -173,7 +196,7 @@ inline void Engine::advance(RankSim& R) {
         }
         continue;
       case Stage::Next: {
-        if (R.cursor_done || !R.cursor.next(ev_)) {
+        if (R.cursor_done || !R.next_event(ev_)) {
           flush_outbox();
           R.cursor_done = true;
           // Nonblocking collectives never waited for still take part until they end.

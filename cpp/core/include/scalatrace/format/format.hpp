@@ -18,8 +18,9 @@ inline constexpr char kTraceMagic[8] = {'S', 'C', 'A', 'L', 'A', 'T', 'R', 'C'};
 /// (docs/format.md, "Neighbour grid"), so a halo exchange's kinds of rank take no room of their own;
 /// 7: an event's timing may hold each rank's first-occurrence compute time (docs/format.md, "Event node");
 /// 8: call sites as a calling-context tree, event fields as a presence mask, timing values as
-/// 13-bit codes, and the payload entropy-coded (docs/format.md, "Entropy coding").
-inline constexpr std::uint32_t kTraceFormatVersion = 8;
+/// 13-bit codes, and the payload entropy-coded (docs/format.md, "Entropy coding");
+/// 9: an event may keep point-to-point fields as value histograms (lossy traces, docs/lossy.md).
+inline constexpr std::uint32_t kTraceFormatVersion = 9;
 /// Oldest version read (2: bounded histograms and timing groups; its ranklists have no groups).
 inline constexpr std::uint32_t kOldestReadableFormatVersion = 2;
 /// Header flag: rank segments (encode_rank_segment) follow the payload. docs/format.md.

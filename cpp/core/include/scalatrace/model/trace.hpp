@@ -14,6 +14,7 @@
 #include "scalatrace/model/event.hpp"
 #include "scalatrace/model/histogram.hpp"
 #include "scalatrace/model/rank_list.hpp"
+#include "scalatrace/model/value_histogram.hpp"
 
 namespace scalatrace {
 
@@ -28,6 +29,14 @@ struct TimingGroup {
   Histogram duration;
   Histogram first_compute;  ///< see EventNode::first_compute
   bool operator==(const TimingGroup&) const = default;
+};
+
+/// One field of a lossy trace (SCALATRACE_LOSSY, docs/lossy.md) kept as a value histogram: the
+/// field's elastic value is then empty, and each occurrence is a draw from `values`.
+struct LossyField {
+  Field field = Field::Peer;
+  ValueHistogram values;
+  bool operator==(const LossyField&) const = default;
 };
 
 /// An MPI event node: op and call site identify it; every parameter is elastic.
@@ -52,6 +61,14 @@ struct EventNode {
   /// node's ranks. Empty: every rank has `compute` / `duration`.
   std::vector<TimingGroup> timing_groups;
   static constexpr std::size_t kMaxTimingGroups = 4;
+  /// Lossy traces only: the fields kept as histograms, in Field order. Empty: every field is exact.
+  std::vector<LossyField> lossy;
+  /// The histogram of `f` if it is lossy here, else nullptr.
+  const ValueHistogram* lossy_values(Field f) const {
+    for (const auto& l : lossy)
+      if (l.field == f) return &l.values;
+    return nullptr;
+  }
   /// The timing group `rank` belongs to; nullptr when the node-wide histograms apply.
   const TimingGroup* timing_group_for(std::int64_t rank) const;
   /// The compute / duration histograms that apply to `rank` (its group's, else the node's).

@@ -11,6 +11,8 @@
 
 namespace scalatrace {
 
+class LossyOccurrences;
+
 /// How a cursor turns a timing histogram into one value: its mean, a seeded random draw, no
 /// time at all, or its median (estimated from the bins: the middle bin's mean).
 /// How a histogram becomes one value: its mean, a seeded draw, 0, the median (the mean of the
@@ -27,6 +29,13 @@ class Cursor {
          std::optional<TimingMode> duration_timing = std::nullopt);
   ~Cursor();
   Cursor(Cursor&&) noexcept;
+  /// Lossy traces (docs/lossy.md): fields kept as value histograms yield seeded draws (the
+  /// same seed, rank, trace and `occurrences` give the same values, whatever else the cursor
+  /// does). `occurrences` (the trace's; read/lossy_occurrences.hpp) numbers each node's
+  /// occurrences over all ranks contiguously, so that all ranks' draws together are the
+  /// recorded values; without it they only follow them. Without this call a lossy field throws
+  /// LossyTraceError: exact values are not in the trace. Call before the first next().
+  Cursor& draw_lossy_values(std::uint64_t seed, std::shared_ptr<const LossyOccurrences> occurrences = nullptr);
   /// Next event of the rank (compute_ns / duration_ns from the node's histograms), or
   /// nullopt at the end. Throws FormatError if the trace is inconsistent for this rank.
   std::optional<Event> next();

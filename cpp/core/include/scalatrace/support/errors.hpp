@@ -16,5 +16,10 @@ struct FormatError : Error {
 struct UsageError : Error {
   using Error::Error;
 };
+/// Exact events were asked of a lossy trace (SCALATRACE_LOSSY), whose histogram fields have
+/// only drawn values (docs/lossy.md).
+struct LossyTraceError : UsageError {
+  using UsageError::UsageError;
+};
 
 }  // namespace scalatrace

@@ -1,0 +1,78 @@
+#pragma once
+// Test support: an in-memory data-dependent program (the random graph exchange of
+// tests/py/programs/random_exchange.c): per iteration every rank sends 1 or 2 messages of random
+// size to random ranks (Isend), receives its incoming ones (Irecv from the source), Waitall, then
+// an Allreduce. Its peers and sizes do not compress losslessly: the lossy traces' test program.
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "merged_recordings.hpp"
+#include "scalatrace/model/recording.hpp"
+
+namespace scalatrace::test_support {
+
+inline std::vector<RankRecording> random_exchange(std::int64_t nranks, int iterations, std::uint64_t seed = 7) {
+  std::vector<RankRecording> recs(static_cast<std::size_t>(nranks));
+  for (std::int64_t r = 0; r < nranks; ++r) {
+    auto& rec = recs[static_cast<std::size_t>(r)];
+    rec.rank = r;
+    rec.nranks = nranks;
+    const auto mod = rec.sites.intern_module("random_exchange");
+    for (std::uint32_t s = 0; s < 5; ++s) rec.sites.intern({Frame{mod, 0x100 + s}});
+  }
+  std::mt19937_64 rng(seed);
+  for (int it = 0; it < iterations; ++it) {
+    struct Msg {
+      std::int64_t src, dst, bytes;
+    };
+    std::vector<Msg> msgs;
+    for (std::int64_t r = 0; r < nranks; ++r) {
+      const int degree = 1 + static_cast<int>(rng() % 2);
+      for (int k = 0; k < degree; ++k)
+        msgs.push_back({r, (r + 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(nranks - 1))) % nranks,
+                        8 * (1 + static_cast<std::int64_t>(rng() % 200))});
+    }
+    for (std::int64_t r = 0; r < nranks; ++r) {
+      auto& events = recs[static_cast<std::size_t>(r)].events;
+      std::int64_t requests = 0;
+      auto add = [&](Op op, std::uint32_t site) -> Event& {
+        Event e;
+        e.op = op;
+        e.site = site;
+        e.compute_ns = 1000 + static_cast<std::uint64_t>(rng() % 100);
+        e.duration_ns = 200;
+        events.push_back(e);
+        return events.back();
+      };
+      auto message = [&](Op op, std::uint32_t site, std::int64_t peer, std::int64_t bytes) {
+        Event& e = add(op, site);
+        e[Field::Peer] = peer - r;
+        e[Field::Bytes] = bytes;
+        e[Field::DtSize] = 1;
+        e[Field::Tag] = it;
+        ++requests;
+      };
+      for (const Msg& m : msgs)
+        if (m.dst == r) message(Op::Irecv, 0, m.src, m.bytes);
+      for (const Msg& m : msgs)
+        if (m.src == r) message(Op::Isend, 1, m.dst, m.bytes);
+      Event& w = add(Op::Waitall, 2);
+      for (std::int64_t q = requests; q >= 1; --q) w[ArrayField::Requests].push_back(q);
+      Event& a = add(Op::Allreduce, 3);
+      a[Field::Bytes] = 8;
+      a[Field::Bytes2] = 8;
+      a[Field::DtSize] = 8;
+      a[Field::RedOp] = static_cast<std::int64_t>(RedOpCode::Sum);
+    }
+  }
+  for (auto& rec : recs) {
+    Event f;
+    f.op = Op::Finalize;
+    f.site = 4;
+    rec.events.push_back(f);
+  }
+  return recs;
+}
+
+}  // namespace scalatrace::test_support
