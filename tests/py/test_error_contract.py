@@ -214,6 +214,7 @@ def _bad_invocations(trace: str) -> list[list[str]]:
             ["run", "-n", "100000000000000000000", "--", "true"],
         ],
         "show": [["show"], ["show", trace, "--max-nodes", "many"]],
+        "report": [["report"], ["report", trace, "--pages", "3"]],
         "stats": [["stats", trace, "--by", "colour"]],
         "heatmap": [["heatmap", trace], ["heatmap", trace, "-o", "x.png", "--metric", "furlongs"]],
         "simulate": [

@@ -140,8 +140,9 @@ def test_cli_topology_and_noise(stencil, capsys):
     assert '"total_time"' in capsys.readouterr().out
     assert main(["simulate", str(stencil.path), "--topology", "torus:4xq"]) == 2
     assert "sizes must be integers" in capsys.readouterr().err
+    # Placement on the flat network matters through contention (or intra_node).
     sweep = ["sweep", str(stencil.path), "--param", "placement=block,random", "--param",
-             "ranks_per_node=1,4", "-j", "1", "-q"]  # fmt: skip
+             "ranks_per_node=1,4", "--param", "contention=true", "-j", "1", "-q"]  # fmt: skip
     assert main(sweep) == 0
     table = capsys.readouterr().out
     assert "random" in table and "Error" not in table
