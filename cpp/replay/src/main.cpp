@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <iostream>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "options.hpp"
@@ -82,6 +84,10 @@ void error_line(const std::string& message) {
 // Ends the run after a problem of this rank alone (its peers may be waiting for it).
 [[noreturn]] void abort_run(const std::string& message) {
   error_line(message);
+  // The launcher forwards a rank's stderr through its proxy; an abort right after the write
+  // can tear the job down before the line is forwarded (seen with Hydra: 1 run in 12 printed
+  // nothing). A moment's pause lets it through.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   PMPI_Abort(MPI_COMM_WORLD, kErrorExit);
   std::exit(kErrorExit);  // not reached: MPI_Abort ends the process
 }
