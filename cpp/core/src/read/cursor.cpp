@@ -427,6 +427,7 @@ struct Cursor::Impl {
         return s.compute->sample_excluding(*s.first_compute, *rng);
       case TimingMode::None:
       case TimingMode::Median:
+      case TimingMode::Fastest:
         return timing_value(*s.compute);
     }
     return 0;
