@@ -47,6 +47,22 @@ def with_rank_and_names(table: np.ndarray) -> np.ndarray:
 # raised before the value reaches the compiled core (whose own TypeError lists every overload).
 
 
+def completed_request_offsets(op: str, event: object) -> list[int]:
+    """The handle-buffer offsets of the requests a completion call (``Wait*``/``Test*``)
+    completed, as the event recorded them: all of them for Wait/Waitall and a successful
+    Test/Testall, the one at ``Index`` for Waitany and a successful Testany, those at
+    ``Indices`` for Waitsome/Testsome; none otherwise (exports walk requests with this)."""
+    offs = list(event.arrays.get("Requests", []))  # type: ignore[attr-defined]
+    if op in ("Wait", "Waitall") or (op in ("Test", "Testall") and event["Flag"]):  # type: ignore[index]
+        return offs
+    if op in ("Waitany", "Testany"):
+        i = event["Index"]  # type: ignore[index]
+        return [offs[i]] if (op == "Waitany" or event["Flag"]) and 0 <= i < len(offs) else []  # type: ignore[index]
+    if op in ("Waitsome", "Testsome"):
+        return [offs[i] for i in event.arrays.get("Indices", []) if 0 <= i < len(offs)]  # type: ignore[attr-defined]
+    return []
+
+
 def check_int(name: str, value: object, *, lo: int | None = 0, hi: int | None = None) -> int:
     """``value`` as an int in ``[lo, hi]`` (``None``: unbounded); booleans and floats refused."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from . import _core
-from ._base import OP_NAMES, check_int
+from ._base import OP_NAMES, check_int, completed_request_offsets
 from ._files import write_text
 from ._model import TraceModel, as_trace
 from .errors import SimulationParameterError, UsageError
@@ -240,16 +240,7 @@ class _GoalRank:
                         self.post(self.message(kind, peer, tag, nbytes)),
                     )
         elif op in _COMPLETIONS:
-            offs = list(e.arrays.get("Requests", []))
-            if op in ("Wait", "Waitall") or (op in ("Test", "Testall") and e["Flag"]):
-                chosen = offs
-            elif op in ("Waitany", "Testany"):
-                i = e["Index"]
-                chosen = [offs[i]] if (op == "Waitany" or e["Flag"]) and 0 <= i < len(offs) else []
-            elif op in ("Waitsome", "Testsome"):
-                chosen = [offs[i] for i in e.arrays.get("Indices", []) if 0 <= i < len(offs)]
-            else:
-                chosen = []
+            chosen = completed_request_offsets(op, e)
             self.complete([s for s in (self.slot_of(o) for o in chosen) if s is not None])
         elif op in _COLLECTIVES or op in _COMM_CREATE:
             nonblocking = op in _COLLECTIVES and op.startswith("I")

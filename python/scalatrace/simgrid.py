@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from . import _core
-from ._base import OP_NAMES, check_float, check_int
+from ._base import OP_NAMES, check_float, check_int, completed_request_offsets
 from ._files import DirectoryExport, write_text
 from ._model import TraceModel, as_trace
 from .errors import SimulationParameterError, UsageError
@@ -202,16 +202,7 @@ class _TIWriter:
                     kind, peer, tag, nbytes, _ = self.slots[s]  # type: ignore[misc]
                     self.outstanding[s] = self.post(kind, peer, tag, nbytes)
         elif op in _TI_COMPLETION:
-            offs = list(e.arrays.get("Requests", []))
-            if op in ("Wait", "Waitall") or (op in ("Test", "Testall") and e["Flag"]):
-                chosen = offs
-            elif op in ("Waitany", "Testany"):
-                i = e["Index"]
-                chosen = [offs[i]] if (op == "Waitany" or e["Flag"]) and 0 <= i < len(offs) else []
-            elif op in ("Waitsome", "Testsome"):
-                chosen = [offs[i] for i in e.arrays.get("Indices", []) if 0 <= i < len(offs)]
-            else:
-                chosen = []
+            chosen = completed_request_offsets(op, e)
             self.complete([s for s in (self.slot_of(o) for o in chosen) if s is not None])
         elif op in _COLLECTIVE_OPS:
             if op.startswith("I"):
