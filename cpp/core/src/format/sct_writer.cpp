@@ -7,6 +7,7 @@
 #include "format/neighbour_grid.hpp"
 #include "format/scale_basis.hpp"
 #include "format/sct_codec.hpp"
+#include "model/histogram_layout.hpp"
 #include "model/value_arith.hpp"
 #include "model/value_canonical.hpp"
 
@@ -178,22 +179,7 @@ Histogram coarsened(const Histogram& h, std::size_t max_bins, std::optional<std:
   if (bins.empty() || !more()) return h;
   while (more()) {
     ++shift;
-    std::vector<HistogramBin> out;
-    for (const auto& b : bins) {
-      const std::uint32_t index = b.index >> 1;
-      if (!out.empty() && out.back().index == index) {
-        HistogramBin& m = out.back();
-        m.count += b.count;
-        m.min = std::min(m.min, b.min);
-        m.max = std::max(m.max, b.max);
-        m.sum += b.sum;
-      } else {
-        HistogramBin c = b;
-        c.index = index;
-        out.push_back(c);
-      }
-    }
-    bins = std::move(out);
+    bins = halve_bin_layout(bins);
   }
   return Histogram::from_parts(h.sub_bins(), h.count(), h.sum(), h.min(), h.max(), std::move(bins), shift);
 }

@@ -16,6 +16,7 @@
 #include <bit>
 #include <cmath>
 
+#include "model/histogram_layout.hpp"
 #include "scalatrace/support/errors.hpp"
 
 namespace scalatrace {
@@ -42,22 +43,7 @@ std::uint32_t Histogram::bin_index(std::uint64_t value, std::uint32_t sub_bins) 
 void Histogram::coarsen(std::uint32_t at_least) {
   while (shift_ < kMaxCoarsening && (shift_ < at_least || bins_.size() > kMaxBins)) {
     ++shift_;
-    std::vector<HistogramBin> out;
-    out.reserve(bins_.size());
-    for (const auto& b : bins_) {
-      const std::uint32_t idx = b.index >> 1;
-      if (!out.empty() && out.back().index == idx) {
-        HistogramBin& m = out.back();
-        m.count += b.count;
-        m.min = std::min(m.min, b.min);
-        m.max = std::max(m.max, b.max);
-        m.sum += b.sum;
-      } else {
-        out.push_back(b);
-        out.back().index = idx;
-      }
-    }
-    bins_ = std::move(out);
+    bins_ = halve_bin_layout(bins_);
   }
 }
 
