@@ -506,7 +506,9 @@ def _cmd_phases(args: argparse.Namespace) -> int:
 
         matplotlib.use("Agg")
         ax = plot_phases(pa)
-        ax.figure.savefig(args.plot, bbox_inches="tight")
+        from ._files import save_figure
+
+        save_figure(ax.figure, args.plot, bbox_inches="tight")
         print(f"scalatrace: wrote {args.plot}")
     return 0
 
@@ -549,7 +551,9 @@ def _cmd_model(args: argparse.Namespace) -> int:
 
         matplotlib.use("Agg")
         ax = m.plot(x=args.plot_x, fixed=at or None)
-        ax.figure.savefig(args.plot, bbox_inches="tight")
+        from ._files import save_figure
+
+        save_figure(ax.figure, args.plot, bbox_inches="tight")
         print(f"scalatrace: wrote {args.plot}")
     return 0
 
