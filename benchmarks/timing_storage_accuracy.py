@@ -1,25 +1,28 @@
 #!/usr/bin/env python3
 """What storing timing compactly costs in accuracy (issue 30): the same recorded runs, written
-with exact timing (format version 7: every bin, nanoseconds) and as format version 8 keeps it
-(time codes within 2^-7, ``SCALATRACE_TIMING_BINS`` bins per histogram), then simulated and
-replayed; each prediction against the measured program time.
+with exact timing and as a final file keeps it (time codes within 2^-7,
+``SCALATRACE_TIMING_BINS`` bins per histogram, with 2 the second bin only where the two differ
+by more than a factor of 2), then simulated (and optionally replayed); each prediction against
+the measured program time and against the prediction from exact timing.
 
 For each example and repeat, at 2 ranks (no more ranks than cores): the example runs once under
 the collector with a raw recording; the measured time is the slowest rank's span from the end
 of ``MPI_Init`` to ``MPI_Finalize`` (raw recording). From the raw recording:
 
-* ``v7``: ``scalatrace-harness merge-raw`` of a build from before format version 8 (commit
-  d18e4bc or earlier, ``--v7-harness``): exact timing, 8 bins;
-* ``v8-N``: this build's ``scalatrace-harness merge-raw --timing-bins N`` for each N of
-  ``--bins`` (default 1 2 8; 2 is the collector's default).
+* ``exact``: ``scalatrace-harness merge-raw --exact-timing``: every bin, counts and nanoseconds
+  exact (the form traces passed between the collector's processes take);
+* ``bins-N``: ``scalatrace-harness merge-raw --timing-bins N`` for each N of ``--bins`` (default
+  1 2 8; 2 is the collector's default).
 
 Each file is simulated (``scalatrace.simulate``, LogGP from ``scalatrace.calibrate(np=2)``,
-``timing="mean"`` and ``timing="sample"`` averaged over 5 seeds) and replayed
-(``scalatrace-replay`` at 2 ranks, its ``total_time_s``, median of ``--replays``). Errors are
-``100 * (predicted - measured) / measured``; the table gives medians over the repeats.
+``timing="mean"`` and ``timing="sample"`` averaged over 5 seeds) and, with ``--replays K > 0``,
+replayed (``scalatrace-replay`` at 2 ranks, its ``total_time_s``, median of K). Errors are
+``100 * (predicted - measured) / measured``, medians over the repeats; "vs exact" is
+``100 * (predicted - exact's prediction) / exact's prediction``, which does not depend on the
+machine's load (the same recorded times, stored two ways).
 
-    python benchmarks/timing_storage_accuracy.py --v7-harness OLD/build/py/cpp/tools/scalatrace-harness \\
-        [--examples stencil1d ring ...] [--repeats 3] [--replays 3] [--out FILE.md]
+    python benchmarks/timing_storage_accuracy.py [--examples stencil1d ring ... npb:lu ...]
+        [--npb NPB/bin] [--repeats 3] [--replays 3] [--bins 1 2 8] [--out FILE.md]
 """
 
 from __future__ import annotations
@@ -73,20 +76,25 @@ def replay_time(path: Path, replays: int, work: Path) -> float:
 
 def predictions(path: Path, net: scalatrace.LogGP, replays: int, work: Path) -> dict[str, float]:
     t = scalatrace.load(path)
-    return {
+    out = {
         "mean": scalatrace.simulate(t, network=net).total_time,
         "sample": statistics.mean(
             scalatrace.simulate(t, network=net, timing="sample", seed=s).total_time
             for s in range(5)
         ),
-        "replay": replay_time(path, replays, work),
         "bytes": path.stat().st_size,
     }
+    if replays > 0:
+        out["replay"] = replay_time(path, replays, work)
+    return out
 
 
 def case(name: str, args: argparse.Namespace, net: scalatrace.LogGP, work: Path) -> dict:
-    exe = Path(os.environ.get("SCALATRACE_BUILD_DIR", ROOT / "build" / "py")) / "examples" / name
-    argv = [str(exe), "-i", str(args.iterations), "-c", str(args.compute_us)]
+    if name.startswith("npb:"):  # an NPB 3.4-MPI binary of --npb, class S, default input
+        argv = [str(Path(args.npb) / f"{name[4:]}.S.x")]
+    else:
+        exe = Path(os.environ.get("SCALATRACE_BUILD_DIR", ROOT / "build" / "py")) / "examples" / name
+        argv = [str(exe), "-i", str(args.iterations), "-c", str(args.compute_us)]
     harness = str(_paths.tool("scalatrace-harness"))
     errors: dict[str, dict[str, list[float]]] = {}
     sizes: dict[str, list[int]] = {}
@@ -115,27 +123,33 @@ def case(name: str, args: argparse.Namespace, net: scalatrace.LogGP, work: Path)
         )
         real = program_time_from_raw(raw)
         measured.append(real)
-        files = {"v7": d / "v7.sct"}
-        run([args.v7_harness, "merge-raw", str(raw), "-o", str(files["v7"])])
+        files = {"exact": d / "exact.sct"}
+        run([harness, "merge-raw", str(raw), "-o", str(files["exact"]), "--exact-timing"])
         for b in args.bins:
-            files[f"v8-{b}"] = d / f"v8-{b}.sct"
+            files[f"bins-{b}"] = d / f"bins-{b}.sct"
             run(
                 [
                     harness,
                     "merge-raw",
                     str(raw),
                     "-o",
-                    str(files[f"v8-{b}"]),
+                    str(files[f"bins-{b}"]),
                     "--timing-bins",
                     str(b),
                 ]
             )
+        exact: dict[str, float] = {}
         for label, path in files.items():
             p = predictions(path, net, args.replays, d)
             sizes.setdefault(label, []).append(int(p.pop("bytes")))
+            if label == "exact":
+                exact = dict(p)
             for mode, value in p.items():
                 errors.setdefault(label, {}).setdefault(mode, []).append(
                     100 * (value - real) / real
+                )
+                errors[label].setdefault(f"{mode} vs exact", []).append(
+                    100 * (value - exact[mode]) / exact[mode]
                 )
     return {
         "example": name,
@@ -153,9 +167,12 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument(
-        "--v7-harness", required=True, help="scalatrace-harness of a build before format version 8"
+        "--examples",
+        nargs="+",
+        default=EXAMPLES,
+        help="example programs of the build, or npb:APP for APP.S.x in --npb (e.g. npb:lu)",
     )
-    p.add_argument("--examples", nargs="+", default=EXAMPLES)
+    p.add_argument("--npb", default="", help="bin directory of an NPB 3.4-MPI class S build")
     p.add_argument("--bins", type=int, nargs="+", default=[1, 2, 8])
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--replays", type=int, default=3)
@@ -169,42 +186,48 @@ def main() -> int:
         for name in args.examples:
             print(f"timing_storage_accuracy: {name}", file=sys.stderr)
             rows.append(case(name, args, net, Path(tmp)))
-    labels = ["v7"] + [f"v8-{b}" for b in args.bins]
+    labels = ["exact"] + [f"bins-{b}" for b in args.bins]
+    modes = ["mean", "sample"] + (["replay"] if args.replays > 0 else [])
+    replayed = (
+        f"each file replayed {args.replays} times (median)"
+        if args.replays > 0
+        else "not replayed"
+    )
     lines = [
         "# Timing storage and accuracy (issue 30)",
         "",
         f"Command: `python benchmarks/timing_storage_accuracy.py {' '.join(sys.argv[1:])}`",
         "",
-        f"2 ranks (no more than the cores), {args.repeats} traced runs per example, each file replayed "
-        f"{args.replays} times (median); LogGP from `calibrate(np=2)`: L = {net.L * 1e6:.3f} us, "
-        f"o_s = {net.o_s * 1e6:.3f} us. Error = 100 x (predicted - measured) / measured, median over "
-        "the runs. v7 = exact timing (every bin, nanoseconds); v8-N = format version 8 with N bins "
-        "per histogram (the collector's default is 2).",
+        f"2 ranks (no more than the cores), {args.repeats} traced runs per example, {replayed}; "
+        f"LogGP from `calibrate(np=2)`: L = {net.L * 1e6:.3f} us, o_s = {net.o_s * 1e6:.3f} us. "
+        "Error = 100 x (predicted - measured) / measured; vs exact = 100 x (predicted - the "
+        "prediction from exact timing) / that prediction; medians over the runs. exact = every "
+        "bin, nanoseconds (`merge-raw --exact-timing`); bins-N = the final file with N bins per "
+        "histogram (the collector's default is 2: the second bin only where the two differ by "
+        "more than a factor of 2).",
         "",
-        "| example | measured s | "
-        + " | ".join(
-            f"{lab} bytes | {lab} sim mean | {lab} sim sample | {lab} replay" for lab in labels
-        )
+        "| example | stored as | bytes | "
+        + " | ".join(f"{m} error % | {m} vs exact %" for m in modes)
         + " |",
-        "|---|---:|" + "---:|" * (4 * len(labels)),
+        "|---|---|---:|" + "---:|" * (2 * len(modes)),
     ]
     for r in rows:
-        cells = []
         for lab in labels:
             e = r["errors"][lab]
-            cells += [
-                f"{r['bytes'][lab]:,.0f}",
-                f"{e['mean']:+.2f}",
-                f"{e['sample']:+.2f}",
-                f"{e['replay']:+.2f}",
-            ]
-        lines.append(f"| {r['example']} | {r['measured']:.4f} | " + " | ".join(cells) + " |")
-    lines += ["", "Mean absolute error over the examples:", ""]
+            cells = [f"{e[m]:+.2f} | {e[m + ' vs exact']:+.2f}" for m in modes]
+            lines.append(
+                f"| {r['example']} ({r['measured']:.4f} s) | {lab} | {r['bytes'][lab]:,.0f} | "
+                + " | ".join(cells)
+                + " |"
+            )
+    lines += ["", "Mean absolute values over the examples (percentage points):", ""]
     for lab in labels:
         parts = []
-        for mode in ("mean", "sample", "replay"):
-            parts.append(f"{mode} {statistics.mean(abs(r['errors'][lab][mode]) for r in rows):.2f}")
-        lines.append(f"- {lab}: " + ", ".join(parts) + " (percentage points)")
+        for m in modes:
+            err = statistics.mean(abs(r["errors"][lab][m]) for r in rows)
+            dev = statistics.mean(abs(r["errors"][lab][m + " vs exact"]) for r in rows)
+            parts.append(f"{m}: error {err:.2f}, vs exact {dev:.2f}")
+        lines.append(f"- {lab}: " + "; ".join(parts))
     write_report(lines, args.out)
     return 0
 

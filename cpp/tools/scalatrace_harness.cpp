@@ -8,9 +8,11 @@
 //       partial traces are held), writes OUT.sct (if -o) and prints JSON statistics.
 //       --clusters K: as SCALATRACE_CLUSTERS=K (signatures, K-farthest, only representatives'
 //       events merged; see docs/clustering.md).
-//   scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W]
+//   scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W] [--timing-bins N | --exact-timing]
 //       merges the raw streams of a real run (RAWDIR/rank-*.straw) offline, as the collector
-//       would have at MPI_Finalize.
+//       would have at MPI_Finalize. --exact-timing writes the timing exact (every bin, counts and
+//       nanoseconds, as traces passed between the collector's processes are): the reference for
+//       what a final file's compact timing costs (benchmarks/timing_storage_accuracy.py).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -28,6 +30,7 @@
 #include "scalatrace/format/raw.hpp"
 #include "scalatrace/merge/merge.hpp"
 #include "scalatrace/support/errors.hpp"
+#include "scalatrace/support/safe_file.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 
 namespace {
@@ -119,6 +122,7 @@ struct Stats {
   std::size_t trace_bytes = 0, structure_bytes = 0, timing_bytes = 0, nodes = 0, intra_bytes_total = 0;
   std::uint64_t events_total = 0;
   std::int64_t clusters = 0;  ///< --clusters K: clusters found (0 = full merge)
+  bool exact_timing = false;  ///< merge-raw --exact-timing: the file keeps every bin, in nanoseconds
   double cluster_signature_seconds = 0, cluster_kfarthest_seconds = 0;
 
   void print() const {
@@ -158,7 +162,11 @@ void finish_trace(Trace& merged, Stats& st, double merge_seconds) {
   std::string bytes = encode_trace(merged);
   st.trace_bytes = bytes.size();
   st.nodes = merged.node_count();
-  if (!st.output.empty()) write_trace_file(merged, st.output);
+  if (st.output.empty()) return;
+  if (st.exact_timing)  // as traces passed between processes are: every bin, exact counts and ns
+    write_file_safely(st.output, encode_trace_for_transfer(merged));
+  else
+    write_trace_file(merged, st.output);
 }
 
 int run_synthetic(const std::vector<std::string>& args) {
@@ -276,14 +284,18 @@ int run_merge_raw(const std::vector<std::string>& args) {
       timing_bins = args[++i];
       if (timing_bins.size() != 1 || timing_bins[0] < '1' || timing_bins[0] > '8')
         throw UsageError("--timing-bins takes 1 to 8, not '" + timing_bins + "'");
+    } else if (a == "--exact-timing") {
+      st.exact_timing = true;
     } else if (!a.empty() && a[0] != '-' && dir.empty()) {
       dir = a;
     } else {
-      throw UsageError("usage: scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W] [--timing-bins N]");
+      throw UsageError(
+          "usage: scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W] [--timing-bins N | --exact-timing]");
     }
   }
   if (dir.empty() || st.output.empty())
-    throw UsageError("usage: scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W] [--timing-bins N]");
+    throw UsageError(
+        "usage: scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W] [--timing-bins N | --exact-timing]");
   const auto t0 = Clock::now();
   std::vector<RankRecording> recs = read_raw_dir(dir);
   st.pattern = dir;
@@ -318,7 +330,7 @@ void usage(std::FILE* out) {
       "  scalatrace-harness [--pattern stencil1d|stencil2d|stencil3d|collectives|rowcol|irregular]\n"
       "                     [--ranks N] [--timesteps T] [--wrap] [--bytes B] [--seed S]\n"
       "                     [--dims AxBxC] [--window W] [--intra-sizes] [--clusters K] [-o OUT.sct]\n"
-      "  scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W] [--timing-bins N]\n"
+      "  scalatrace-harness merge-raw RAWDIR -o OUT.sct [--window W] [--timing-bins N | --exact-timing]\n"
       "Prints JSON statistics (times in seconds, peak resident memory, trace bytes).\n",
       out);
 }

@@ -5,6 +5,7 @@
 // in the raw stream, raw.cpp), scaled numbers and two-byte bin counts. Numbers go through the
 // byte codec, support/wire.hpp. docs/format.md is the contract.
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -93,6 +94,15 @@ void put_call_site_tree(wire::Writer& w, const CallSiteTable& sites);
 /// site `uv nframes`, frames (`uv module, uv offset`), symbol and location (text). The raw stream's trailer holds it
 /// the same way.
 void put_call_site_table(wire::Writer& w, const CallSiteTable& sites);
+/// Section 1's body: the scale basis, then the metadata with front-coded keys (version 4).
+void put_metadata_body(wire::Writer& w, const std::map<std::string, std::string>& metadata,
+                       std::span<const std::int64_t> basis);
+
+// ---------------------------------------------------------------- entropy coding (version 8)
+/// The text the entropy coder's model reads before the payload of a file of `version`
+/// (payload_primer.cpp; docs/format.md "Entropy coding"): version 10 and later, section 1 of a
+/// typical collector trace and recurring texts; versions 8 and 9, their own shorter text.
+std::string_view payload_primer(std::uint32_t version);
 
 // ---------------------------------------------------------------- scaled numbers (version 5)
 /// A scaled number (docs/format.md "Scaled numbers"): one `uv` whose bit 0 says whether the

@@ -448,7 +448,7 @@ Header read_header(std::string_view bytes) {
 /// (bounded before decoding: entropy_decoded_limit). `decoded` keeps the bytes alive.
 std::string_view payload_sections(const Header& h, std::string& decoded) {
   if ((h.flags & kFlagEntropyCoded) == 0) return h.payload;
-  decoded = entropy::decode(h.payload, entropy_decoded_limit(h.payload.size()));
+  decoded = entropy::decode(h.payload, entropy_decoded_limit(h.payload.size()), payload_primer(h.version));
   return decoded;
 }
 
@@ -720,7 +720,7 @@ std::vector<ByteBreakdownPart> trace_byte_breakdown(std::string_view bytes) {
   // coder's cost of the byte, scaled so that the parts add up to the stored payload).
   std::vector<double> cost(payload.size(), 1.0);
   if (coded) {
-    entropy::encode(payload, &cost);
+    entropy::encode(payload, payload_primer(h.version), &cost);
     double total = 0;
     for (const double c : cost) total += c;
     const double scale = total > 0 ? static_cast<double>(h.payload.size()) / total : 0.0;

@@ -191,9 +191,21 @@ Histogram coarsened(const Histogram& h, std::size_t max_bins, std::optional<std:
 struct StoredTiming {
   Histogram compute, duration, first;
   StoredTiming(const Histogram& c, const Histogram& d, const Histogram& f, std::size_t bins)
-      : compute(coarsened(c, bins)),
-        duration(coarsened(d, bins)),
+      : compute(in_bins_that_differ(coarsened(c, bins), bins)),
+        duration(in_bins_that_differ(coarsened(d, bins), bins)),
         first(f.count() ? coarsened(f, 0, compute.coarsening()) : f) {}
+
+  /// With at most 2 bins (the default), `h` in one bin when its two bins' means are within a
+  /// factor of 2 of each other (format version 10): the second bin is kept only where it says
+  /// something the first does not (a warm-up, a slow path, a second mode), which is what the
+  /// cursor's median, sampling and the fastest bin use. Count, sum (so mean), min and max are
+  /// kept either way. More bins, asked for with SCALATRACE_TIMING_BINS, are kept as they are.
+  static Histogram in_bins_that_differ(Histogram h, std::size_t bins) {
+    if (bins > 2 || h.bins().size() != 2) return h;
+    const std::uint64_t a = bin_mean_ns(h.bins()[0]), b = bin_mean_ns(h.bins()[1]);
+    if (std::max(a, b) > 2 * std::min(a, b)) return h;
+    return coarsened(h, 1);
+  }
 };
 
 /// Histogram (format version 8): the layout, the bins; per bin its index delta, its count (the
@@ -482,17 +494,18 @@ void put_table(wire::Writer& out, std::uint64_t id, Table& t) {
   put_section(out, id, std::move(s));
 }
 
-/// Section 1: the scale basis, then the metadata.
-void put_metadata(wire::Writer& payload, const Trace& trace, std::span<const std::int64_t> basis) {
-  wire::Writer s;
+}  // namespace
+
+void sct::put_metadata_body(wire::Writer& s, const std::map<std::string, std::string>& metadata,
+                            std::span<const std::int64_t> basis) {
   // The scale basis, its first number the rank count, each in a fixed width.
   s.u8(static_cast<std::uint8_t>(basis.size()));
   for (const std::int64_t b : basis) s.fixed(static_cast<std::uint64_t>(b), kBasisNumberBytes);
   // Keys front-coded (version 4): the bytes shared with the previous key, then the rest.
   // Keys come sorted, so the settings' common "setting.SCALATRACE_" is written once.
-  s.uv(trace.metadata.size());
+  s.uv(metadata.size());
   std::string previous;
-  for (const auto& [k, v] : trace.metadata) {
+  for (const auto& [k, v] : metadata) {
     std::string key = to_valid_utf8(k);
     std::size_t shared = 0;
     while (shared < key.size() && shared < previous.size() && key[shared] == previous[shared]) ++shared;
@@ -503,6 +516,14 @@ void put_metadata(wire::Writer& payload, const Trace& trace, std::span<const std
     put_text(s, v);
     previous = std::move(key);
   }
+}
+
+namespace {
+
+/// Section 1: the scale basis, then the metadata.
+void put_metadata(wire::Writer& payload, const Trace& trace, std::span<const std::int64_t> basis) {
+  wire::Writer s;
+  put_metadata_body(s, trace.metadata, basis);
   put_section(payload, kMetadata, std::move(s));
 }
 
@@ -575,7 +596,7 @@ std::string encode(const Trace& trace, std::uint32_t flags, bool entropy_code = 
   // traces passed between processes are not (they are read once, at once).
   std::string stored = std::move(payload.data());
   if (entropy_code && (flags & kFlagExactCounts) == 0 && stored.size() <= kMaxEntropyCodedPayload) {
-    std::string coded = entropy::encode(stored);
+    std::string coded = entropy::encode(stored, payload_primer(kTraceFormatVersion));
     if (coded.size() < stored.size() && stored.size() <= entropy_decoded_limit(coded.size())) {
       stored = std::move(coded);
       flags |= kFlagEntropyCoded;

@@ -266,31 +266,6 @@ class Model {
   int expected_bit_ = -1;
 };
 
-// ---------------------------------------------------------------- the primer
-/// Text both sides feed the model before the first coded bit (part of the format: changing it
-/// changes every coded file). A trace's first bytes are its metadata, whose keys and values
-/// recur from trace to trace; a model that has seen them predicts them from the start (the
-/// match model finds them in its history) instead of paying for them as if new.
-constexpr std::string_view kPrimer =
-    "clock\x03tsc\x09collector\x1ascalatrace libscalatrace.so\x0ccommand_line"
-    "\x0ecompressor_peak_bytes\x04date\x142026-01-01T00:00:00Z\x06events\x0bfinished_by"
-    "\x0cMPI_Finalize\x04host\x0emerge_seconds\x080.012345\x0bmpi_library"
-    "MPICH Version: 4.0.2; MPICH Release date: Thu Apr  7 12:34:45 CDT 2022; MPICH ABI: 14:2:2; "
-    "MPICH Device: ch4:ofi; Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: "
-    "\x11peak_memory_bytes\x07program\x1bsetting.SCALATRACE_CLUSTERS\x010"
-    "\x1dsetting.SCALATRACE_EXIT_WAIT\x0230\x1csetting.SCALATRACE_HIST_BINS\x014"
-    "\x19setting.SCALATRACE_MEMORY\x09268435456\x16setting.SCALATRACE_OUT"
-    "\x16setting.SCALATRACE_RAW\x00\x22setting.SCALATRACE_SITE_THRESHOLD\x010"
-    "\x1esetting.SCALATRACE_SPILL_DIR\x04/tmp\x1fsetting.SCALATRACE_STACK_DEPTH\x0216"
-    "\x1esetting.SCALATRACE_STACK_MEMO\x011\x1fsetting.SCALATRACE_TIMING_BINS\x012"
-    "\x19setting.SCALATRACE_WINDOW\x03512\x0bstack_walks"
-    "/usr/lib/x86_64-linux-gnu/libc.so.6/lib/x86_64-linux-gnu/libc.so.6"
-    "/usr/lib/x86_64-linux-gnu/libmpich.so.12/usr/lib/x86_64-linux-gnu/libmpichfort.so.12"
-    "/usr/lib/x86_64-linux-gnu/libstdc++.so.6/usr/lib/x86_64-linux-gnu/libgfortran.so.5"
-    "mainMAIN__exchange_1_exchange_3_init_comm_bcast_inputs_read_input_.c:.f:.f90:.cpp:"
-    "\x0dMPI_Comm_rank\x0dMPI_Comm_size\x0aMPI_Wtime\x0fMPI_Type_commit\x0dMPI_Type_free"
-    "\x0eMPI_Get_count\x10MPI_Type_vector\x10MPI_Get_address";
-
 // ---------------------------------------------------------------- binary arithmetic coder
 /// The split point of [x1, x2] for a 12-bit probability of a 1.
 std::uint32_t split(std::uint32_t x1, std::uint32_t x2, int p12) {
@@ -301,14 +276,14 @@ std::uint32_t split(std::uint32_t x1, std::uint32_t x2, int p12) {
 
 }  // namespace
 
-std::string encode(std::string_view data, std::vector<double>* bits_per_byte) {
+std::string encode(std::string_view data, std::string_view primer, std::vector<double>* bits_per_byte) {
   wire::Writer out;
   out.uv(data.size());
   std::string& bytes = out.data();
   if (bits_per_byte) bits_per_byte->assign(data.size(), 0.0);
   if (data.empty()) return out.take();
-  Model model(data.size() + kPrimer.size());
-  model.learn(kPrimer);
+  Model model(data.size() + primer.size());
+  model.learn(primer);
   std::uint32_t x1 = 0, x2 = 0xFFFFFFFFu;
   for (std::size_t i = 0; i < data.size(); ++i) {
     const auto c = static_cast<unsigned char>(data[i]);
@@ -338,7 +313,7 @@ std::string encode(std::string_view data, std::vector<double>* bits_per_byte) {
   return out.take();
 }
 
-std::string decode(std::string_view coded, std::size_t max_size) {
+std::string decode(std::string_view coded, std::size_t max_size, std::string_view primer) {
   wire::Reader r(coded);
   std::uint64_t size = 0;
   try {
@@ -363,8 +338,8 @@ std::string decode(std::string_view coded, std::size_t max_size) {
   for (int k = 0; k < 4; ++k) x = (x << 8) | next();
   std::string data;
   data.reserve(static_cast<std::size_t>(size));
-  Model model(static_cast<std::size_t>(size) + kPrimer.size());
-  model.learn(kPrimer);
+  Model model(static_cast<std::size_t>(size) + primer.size());
+  model.learn(primer);
   for (std::uint64_t i = 0; i < size; ++i) {
     int c = 0;
     for (int k = 0; k < 8; ++k) {

@@ -19,8 +19,9 @@ inline constexpr char kTraceMagic[8] = {'S', 'C', 'A', 'L', 'A', 'T', 'R', 'C'};
 /// 7: an event's timing may hold each rank's first-occurrence compute time (docs/format.md, "Event node");
 /// 8: call sites as a calling-context tree, event fields as a presence mask, timing values as
 /// 13-bit codes, and the payload entropy-coded (docs/format.md, "Entropy coding");
-/// 9: an event may keep point-to-point fields as value histograms (lossy traces, docs/lossy.md).
-inline constexpr std::uint32_t kTraceFormatVersion = 9;
+/// 9: an event may keep point-to-point fields as value histograms (lossy traces, docs/lossy.md);
+/// 10: the entropy coder's primer holds a typical metadata section (docs/format.md, "Primer").
+inline constexpr std::uint32_t kTraceFormatVersion = 10;
 /// Oldest version read (2: bounded histograms and timing groups; its ranklists have no groups).
 inline constexpr std::uint32_t kOldestReadableFormatVersion = 2;
 /// Header flag: rank segments (encode_rank_segment) follow the payload. docs/format.md.
