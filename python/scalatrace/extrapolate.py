@@ -107,6 +107,22 @@ class Term:
         return "*".join(parts) or "1"
 
 
+def _sum_of_terms(coefficients: np.ndarray, term_values: Sequence[np.ndarray], shape: tuple) -> Any:
+    """``c0 + sum_k c_k * term_values[k]`` (an array of ``shape``; a float when 0-dimensional)."""
+    out = np.full(shape, coefficients[0], dtype=float)
+    for c, v in zip(coefficients[1:], term_values):
+        out = out + c * v
+    return float(out) if out.ndim == 0 else out
+
+
+def _formula_of_terms(coefficients: np.ndarray, texts: Sequence[str]) -> str:
+    """``c0 + c1*text1 - c2*text2 ...`` with the coefficients to 6 significant digits."""
+    text = f"{coefficients[0]:.6g}"
+    for c, t in zip(coefficients[1:], texts):
+        text += f" {'-' if c < 0 else '+'} {abs(c):.6g}*{t}"
+    return text
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One hypothesis of the search with its leave-one-out SMAPE (percent)."""
@@ -151,18 +167,12 @@ class Model:
     def predict(self, p: Any) -> Any:
         """Model value(s) at ``p`` (scalar in, float out; array in, array out)."""
         arr = np.asarray(p, dtype=float)
-        out = np.full(arr.shape, self.coefficients[0], dtype=float)
-        for c, t in zip(self.coefficients[1:], self.terms):
-            out = out + c * t.values(arr)
-        return float(out) if out.ndim == 0 else out
+        return _sum_of_terms(self.coefficients, [t.values(arr) for t in self.terms], arr.shape)
 
     @property
     def formula(self) -> str:
         """Readable formula, e.g. ``3.2 + 0.0125*p*log2(p)``."""
-        text = f"{self.coefficients[0]:.6g}"
-        for c, t in zip(self.coefficients[1:], self.terms):
-            text += f" {'-' if c < 0 else '+'} {abs(c):.6g}*{t.text()}"
-        return text
+        return _formula_of_terms(self.coefficients, [t.text() for t in self.terms])
 
     @property
     def expression(self) -> sympy.Expr:

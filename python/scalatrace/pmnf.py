@@ -20,7 +20,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import UsageError
-from .extrapolate import _NEGATIVE_I, _PMNF_I, _PMNF_J, Term, _loo_fit, _smape_terms, smape
+from .extrapolate import (
+    _NEGATIVE_I,
+    _PMNF_I,
+    _PMNF_J,
+    Term,
+    _formula_of_terms,
+    _loo_fit,
+    _smape_terms,
+    _sum_of_terms,
+    smape,
+)
 
 if TYPE_CHECKING:
     import sympy
@@ -96,18 +106,14 @@ class MultiModel:
             raise UsageError(f"predict needs values for {', '.join(missing)}")
         arrays = np.broadcast_arrays(*[np.asarray(values[p], dtype=float) for p in self.parameters])
         pts = dict(zip(self.parameters, arrays))
-        out = np.full(arrays[0].shape, self.coefficients[0], dtype=float)
-        for c, t in zip(self.coefficients[1:], self.terms):
-            out = out + c * t.values(pts)
-        return float(out) if out.ndim == 0 else out
+        return _sum_of_terms(
+            self.coefficients, [t.values(pts) for t in self.terms], arrays[0].shape
+        )
 
     @property
     def formula(self) -> str:
         """Readable formula, e.g. ``0.5 + 2e-06*N*K^(-1)``."""
-        text = f"{self.coefficients[0]:.6g}"
-        for c, t in zip(self.coefficients[1:], self.terms):
-            text += f" {'-' if c < 0 else '+'} {abs(c):.6g}*{t.text()}"
-        return text
+        return _formula_of_terms(self.coefficients, [t.text() for t in self.terms])
 
     def expression(self, symbols: Mapping[str, sympy.Symbol] | None = None) -> sympy.Expr:
         """The model as a SymPy expression (symbols named after the parameters, positive)."""
