@@ -411,7 +411,7 @@ def report(
         lines.append(f"| {r.app} | {r.ranks} | {fmt(r.wall_scalatrace)} | {fmt(r.wall_pilgrim)} |")
     notes = [f"- {r.app} {r.ranks} ({r.argv}): {n}" for r in every for n in r.notes]
     if notes:
-        lines += ["", "## Failures", ""] + notes
+        lines += ["", "## Notes per run (plain sizes before coding; failures)", ""] + notes
     lines += ["", f"Total benchmark time {total:.0f} s.", ""]
     return lines
 
