@@ -1,0 +1,329 @@
+"""The C+MPI writer of scalable benchmarks (see :mod:`scalatrace.scalable`).
+
+The program computes the grid of its rank count with extrapolation's rule, finds every rank's
+role, refuses the size if some rank's role is none the inputs showed, and runs its role's
+calls: one function per role whose body is the role's calls compressed into ``for`` loops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .scalable import Call, Loop, ScalableProgram, compress, expand_repeats, render
+
+#: Feature names of the laws as C expressions (globals of the generated program).
+C_NAMES = {
+    "1": "1",
+    "X": "X",
+    "Y": "Y",
+    "Z": "Z",
+    "X*Y": "(X*Y)",
+    "Y*Z": "(Y*Z)",
+    "X*Y*Z": "(X*Y*Z)",
+    "log2(P)": "log2P",
+    "sqrt(P)": "sqrtP",
+    "x": "x",
+    "y": "y",
+    "z": "z",
+    "y*X": "(y*X)",
+    "z*X*Y": "(z*X*Y)",
+    "r": "me",
+    "(r%2)": "(me%2)",
+    "(r%3)": "(me%3)",
+    "P^2": "(P*P)",
+}
+K_ANY = -(1 << 40)
+K_PROC_NULL = K_ANY - 1
+REDUCTION_OPS = {
+    1: "MPI_SUM",
+    2: "MPI_PROD",
+    3: "MPI_MAX",
+    4: "MPI_MIN",
+    5: "MPI_LAND",
+    6: "MPI_LOR",
+    7: "MPI_LXOR",
+    8: "MPI_BAND",
+    9: "MPI_BOR",
+    10: "MPI_BXOR",
+}
+
+RUNTIME = r"""#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RING 4096 /* request slots: offsets are relative to the newest request */
+static long X = 1, Y = 1, Z = 1, P, me, x, y, z, log2P, sqrtP, created;
+static MPI_Request reqs[RING];
+static char *sbuf, *rbuf;
+static long cap;
+static MPI_Datatype types[17];
+
+/* Buffers of at least n bytes (old ones stay valid for requests in flight until the end). */
+static void *kept[64];
+static int nkept;
+static void room(long n) {
+  if (n <= cap) return;
+  long c = cap ? cap : 4096;
+  while (c < n) c *= 2;
+  if (nkept + 2 <= 64) { kept[nkept++] = sbuf; kept[nkept++] = rbuf; }
+  sbuf = calloc((size_t)c, 1);
+  rbuf = calloc((size_t)c, 1);
+  if (!sbuf || !rbuf) { fprintf(stderr, "out of memory (%ld bytes)\n", c); MPI_Abort(MPI_COMM_WORLD, 2); }
+  cap = c;
+}
+
+/* A predefined type of `size` bytes that the reduction ops accept. */
+static MPI_Datatype type_of(long size) {
+  switch (size) {
+    case 1: return MPI_UINT8_T;
+    case 2: return MPI_UINT16_T;
+    case 4: return MPI_UINT32_T;
+    case 8: return MPI_UINT64_T;
+    case 16: return MPI_C_DOUBLE_COMPLEX;
+  }
+  if (size <= 0 || size > 16) return MPI_BYTE;
+  if (types[size] == MPI_DATATYPE_NULL) {
+    MPI_Type_contiguous((int)size, MPI_BYTE, &types[size]);
+    MPI_Type_commit(&types[size]);
+  }
+  return types[size];
+}
+static int count(long bytes, long size) { return size > 0 ? (int)(bytes / size) : (int)bytes; }
+static MPI_Request *slot(long offset) { return &reqs[((created - offset) % RING + RING) % RING]; }
+static MPI_Request *fresh(void) { return &reqs[created++ % RING]; }
+
+static long floor_log2(long n) { long l = 0; while (n > 1) { n >>= 1; ++l; } return l; }
+static long floor_sqrt(long n) { long s = 0; while ((s + 1) * (s + 1) <= n) ++s; return s; }
+
+/* Extrapolation's grid: prime factors, largest first, onto the smallest dimension. */
+static void grid(long n, int nd, int fastest_largest, long *dims) {
+  long primes[64], m = n;
+  int np = 0;
+  for (long p = 2; p * p <= m; ++p)
+    while (m % p == 0) { primes[np++] = p; m /= p; }
+  if (m > 1) primes[np++] = m;
+  for (int d = 0; d < nd; ++d) dims[d] = 1;
+  for (int i = 0; i < np; ++i) { /* primes come out ascending: take them largest first */
+    int k = 0;
+    for (int d = 1; d < nd; ++d) if (dims[d] < dims[k]) k = d;
+    dims[k] *= primes[np - 1 - i];
+  }
+  for (int a = 0; a < nd; ++a) /* largest first */
+    for (int b = a + 1; b < nd; ++b) if (dims[b] > dims[a]) { long t = dims[a]; dims[a] = dims[b]; dims[b] = t; }
+  if (!fastest_largest)
+    for (int a = 0, b = nd - 1; a < b; ++a, --b) { long t = dims[a]; dims[a] = dims[b]; dims[b] = t; }
+}
+
+/* Per dimension: (distance to the low boundary, to the high boundary), each capped at DEPTH. */
+static int cls(long c, long n, long lo, long hi) {
+  long a = c < DEPTH ? c : DEPTH, b = n - 1 - c < DEPTH ? n - 1 - c : DEPTH;
+  return a == lo && b == hi;
+}
+"""
+
+
+def _field(call: Call, name: str) -> str:
+    return render(call.field(name), C_NAMES)
+
+
+def _peer(call: Call, name: str) -> str:
+    law = call.field(name)
+    if law == K_PROC_NULL:
+        return "MPI_PROC_NULL"
+    if law == K_ANY:
+        return "MPI_ANY_SOURCE"
+    return f"(me + {render(law, C_NAMES)})"
+
+
+def _tag(call: Call, name: str) -> str:
+    law = call.field(name)
+    return "MPI_ANY_TAG" if law == K_ANY else render(law, C_NAMES)
+
+
+def _op(call: Call) -> str:
+    code = call.field("RedOp")
+    if code not in REDUCTION_OPS:
+        raise_unsupported(call, f"reduction op code {code}")
+    return REDUCTION_OPS[code]
+
+
+def raise_unsupported(call: Call, what: str) -> None:
+    from .errors import ScalatraceError
+
+    raise ScalatraceError(f"MPI_{call.op}: {what} is not generated by scalable benchmarks")
+
+
+def _statement(call: Call) -> list[str]:
+    """One call as C statements."""
+    op = call.op
+    b, d = _field(call, "Bytes"), _field(call, "DtSize")
+    n, t = f"count({b}, {d})", f"type_of({d})"
+    mpi = f"MPI_{op}"
+    if op in ("Send", "Ssend", "Rsend"):
+        return [
+            f"room({b}); {mpi}(sbuf, {n}, {t}, {_peer(call, 'Peer')}, {_tag(call, 'Tag')}, MPI_COMM_WORLD);"
+        ]
+    if op in ("Isend", "Issend", "Irsend"):
+        return [
+            f"room({b}); {mpi}(sbuf, {n}, {t}, {_peer(call, 'Peer')}, {_tag(call, 'Tag')}, MPI_COMM_WORLD, fresh());"
+        ]
+    if op == "Recv":
+        return [
+            f"room({b}); MPI_Recv(rbuf, {n}, {t}, {_peer(call, 'Peer')}, {_tag(call, 'Tag')}, "
+            "MPI_COMM_WORLD, MPI_STATUS_IGNORE);"
+        ]
+    if op == "Irecv":
+        return [
+            f"room({b}); MPI_Irecv(rbuf, {n}, {t}, {_peer(call, 'Peer')}, {_tag(call, 'Tag')}, MPI_COMM_WORLD, fresh());"
+        ]
+    if op == "Sendrecv":
+        b2, d2 = _field(call, "Bytes2"), _field(call, "DtSize2")
+        return [
+            f"room({b} > {b2} ? {b} : {b2}); MPI_Sendrecv(sbuf, {n}, {t}, {_peer(call, 'Peer')}, "
+            f"{_tag(call, 'Tag')}, rbuf, count({b2}, {d2}), type_of({d2}), {_peer(call, 'Peer2')}, "
+            f"{_tag(call, 'Tag2')}, MPI_COMM_WORLD, MPI_STATUS_IGNORE);"
+        ]
+    if op in ("Wait", "Waitall"):
+        offsets = ", ".join(render(o, C_NAMES) for o in call.requests)
+        k = len(call.requests)
+        lines = ["{", f"  const long offs[{k}] = {{{offsets}}};", f"  MPI_Request w[{k}];"]
+        lines.append(
+            f"  for (int i = 0; i < {k}; ++i) w[i] = offs[i] == {K_ANY} ? MPI_REQUEST_NULL : *slot(offs[i]);"
+        )
+        if op == "Wait":
+            lines.append("  MPI_Wait(&w[0], MPI_STATUS_IGNORE);")
+        else:
+            lines.append(f"  MPI_Waitall({k}, w, MPI_STATUSES_IGNORE);")
+        lines.append(
+            f"  for (int i = 0; i < {k}; ++i) if (offs[i] != {K_ANY}) *slot(offs[i]) = MPI_REQUEST_NULL;"
+        )
+        return lines + ["}"]
+    root = _field(call, "Root")
+    if op == "Barrier":
+        return ["MPI_Barrier(MPI_COMM_WORLD);"]
+    if op == "Bcast":
+        return [f"room({b}); MPI_Bcast(sbuf, {n}, {t}, {root}, MPI_COMM_WORLD);"]
+    if op == "Reduce":
+        return [
+            f"room({b}); MPI_Reduce(sbuf, rbuf, {n}, {t}, {_op(call)}, {root}, MPI_COMM_WORLD);"
+        ]
+    if op == "Allreduce":
+        return [f"room({b}); MPI_Allreduce(sbuf, rbuf, {n}, {t}, {_op(call)}, MPI_COMM_WORLD);"]
+    b2, d2 = _field(call, "Bytes2"), _field(call, "DtSize2")
+    n2, t2 = f"count({b2}, {d2})", f"type_of({d2})"
+    whole = f"room(P * ({b} > {b2} ? {b} : {b2}));"
+    if op in ("Alltoall", "Allgather"):
+        return [f"{whole} {mpi}(sbuf, {n}, {t}, rbuf, {n2}, {t2}, MPI_COMM_WORLD);"]
+    if op in ("Gather", "Scatter"):
+        return [f"{whole} {mpi}(sbuf, {n}, {t}, rbuf, {n2}, {t2}, {root}, MPI_COMM_WORLD);"]
+    raise_unsupported(call, "this call")
+    return []
+
+
+def _body(items: Any, indent: int, depth: list[int]) -> list[str]:
+    pad = "  " * indent
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, Loop):
+            depth[0] += 1
+            v = f"i{depth[0]}"
+            count = (
+                render(item.count, C_NAMES) if not isinstance(item.count, int) else str(item.count)
+            )
+            out.append(f"{pad}for (long {v} = 0, n{v} = {count}; {v} < n{v}; ++{v}) {{")
+            out.extend(_body(item.body, indent + 1, depth))
+            out.append(f"{pad}}}")
+        else:
+            out.extend(pad + line for line in _statement(item))
+    return out
+
+
+def _role_condition(program: ScalableProgram, per_dim: list, residue: int) -> str:
+    coords = ["x", "y", "z"][: program.ndims]
+    sizes = ["X", "Y", "Z"][: program.ndims]
+    parts = [f"cls({c}, {n}, {lo}, {hi})" for c, n, (lo, hi) in zip(coords, sizes, per_dim)]
+    if program.modulus > 1:
+        parts.append(f"r % {program.modulus} == {residue}")
+    return " && ".join(parts) or "1"
+
+
+def write_c(program: ScalableProgram) -> str:
+    """The scalable benchmark as a C+MPI program."""
+    nd = program.ndims
+    lines = [
+        f"/* Scalable benchmark generated by scalatrace from traces of {program.program} at "
+        f"{', '.join(map(str, program.input_sizes))} ranks (thesis 4.4.5).",
+        f" * Grid: {nd}D, balanced factorization of the rank count, "
+        f"{'largest' if program.order == 'fastest_largest' else 'smallest'} size fastest; "
+        f"{len(program.roles)} roles (boundary depth {program.depth}, rank modulus {program.modulus}).",
+        " * Runs at every rank count whose ranks all have one of these roles; refuses others. */",
+    ]
+    for w in program.warnings:
+        lines.append(f"/* note: {w} */")
+    lines.append(f"#define DEPTH {program.depth}")
+    lines.append(RUNTIME)
+    names = []
+    for k, role in enumerate(program.roles):
+        name = f"role{k}"
+        names.append(name)
+        items = compress(expand_repeats(role.calls))
+        lines.append(f"/* role {role.name} */")
+        lines.append(f"static void {name}(void) {{")
+        lines.extend(_body(items, 1, [0]))
+        lines.append("}")
+        lines.append("")
+    lines.append("/* The role of rank r (its coordinates in x, y, z), -1 if no input showed it. */")
+    lines.append("static int role_of(long r) {")
+    lines.append("  x = r % X; y = (r / X) % Y; z = r / (X * Y);")
+    for k, role in enumerate(program.roles):
+        lines.append(f"  if ({_role_condition(program, role.per_dim, role.residue)}) return {k};")
+    lines.append("  return -1;")
+    lines.append("}")
+    table = ", ".join(names)
+    grid_text = " ".join(f'"%ld{"x" if i < nd - 1 else ""}"' for i in range(nd))
+    grid_args = ", ".join(["X", "Y", "Z"][:nd])
+    lines.append(
+        f"""
+static void (*const roles[])(void) = {{{table}}};
+
+int main(int argc, char **argv) {{
+  int rank, size;
+  long dims[3] = {{1, 1, 1}};
+  MPI_Init(&argc, &argv);
+  for (int i = 0; i < 17; ++i) types[i] = MPI_DATATYPE_NULL;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  P = size;
+  grid(P, {nd}, {1 if program.order == "fastest_largest" else 0}, dims);
+  X = dims[0];
+  Y = dims[1];
+  Z = dims[2];
+  log2P = floor_log2(P);
+  sqrtP = floor_sqrt(P);
+  for (long r = 0; r < P; ++r)
+    if (role_of(r) < 0) {{
+      if (rank == 0)
+        fprintf(stderr, "scalable benchmark: %ld ranks (grid " {grid_text} ") are not supported: rank %ld has a "
+                "role (position on the grid) that no traced size showed (traced sizes: {", ".join(map(str, program.input_sizes))})\\n",
+                P, {grid_args}, r);
+      MPI_Finalize();
+      return 2;
+    }}
+  me = rank;
+  const int role = role_of(me);
+  double t0 = MPI_Wtime();
+  roles[role]();
+  double t1 = MPI_Wtime();
+  for (int i = 0; i < 17; ++i)
+    if (types[i] != MPI_DATATYPE_NULL) MPI_Type_free(&types[i]);
+  if (rank == 0) printf("elapsed %.6f s on %ld ranks\\n", t1 - t0, P);
+  MPI_Finalize();
+  for (int i = 0; i < nkept; ++i) free(kept[i]);
+  free(sbuf);
+  free(rbuf);
+  return 0;
+}}
+"""
+    )
+    return "\n".join(lines)
