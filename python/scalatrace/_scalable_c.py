@@ -1,4 +1,4 @@
-"""The C+MPI writer of scalable benchmarks (see :mod:`scalatrace.scalable`).
+"""The C+MPI writer of scalable benchmarks (see :mod:`scalatrace.scalable`; the shared parts are in ``_scalable_laws``).
 
 The program computes the grid of its rank count with extrapolation's rule, finds every rank's
 role, refuses the size if some rank's role is none the inputs showed, and runs its role's
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .scalable import Call, Loop, ScalableProgram, compress, expand_repeats, render
+from ._scalable_laws import Call, Loop, ScalableProgram, compress, expand_repeats, render
 
 #: Feature names of the laws as C expressions (globals of the generated program).
 C_NAMES = {

@@ -1,4 +1,4 @@
-"""The coNCePTuaL writer of scalable benchmarks (see :mod:`scalatrace.scalable`).
+"""The coNCePTuaL writer of scalable benchmarks (see :mod:`scalatrace.scalable`; the shared parts are in ``_scalable_laws``).
 
 The grid sizes ``gx``, ``gy``, ``gz`` are ``LET`` bindings of expressions in ``num_tasks``;
 every role is a task set ``TASKS t SUCH THAT <position of t on the grid>``. Each task runs
@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .errors import ScalatraceError
-from .scalable import (
+from ._scalable_laws import (
     COLLECTIVE_OPS,
     Call,
     Loop,
@@ -25,6 +24,7 @@ from .scalable import (
     size_categories,
     uses_rank,
 )
+from .errors import ScalatraceError
 
 #: Largest rank count the program supports: its 2D grid is the largest divisor of
 #: num_tasks up to its square root, written as one conditional expression per candidate.
