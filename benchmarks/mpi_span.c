@@ -7,13 +7,13 @@
 
 static double span_start;
 
-int MPI_Init(int *argc, char ***argv) {
+int MPI_Init(int* argc, char*** argv) {
   const int rc = PMPI_Init(argc, argv);
   span_start = PMPI_Wtime();
   return rc;
 }
 
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   const int rc = PMPI_Init_thread(argc, argv, required, provided);
   span_start = PMPI_Wtime();
   return rc;
