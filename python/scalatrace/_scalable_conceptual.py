@@ -260,11 +260,17 @@ def _grid_bindings(program: ScalableProgram) -> tuple[str, list[int]]:
 
 
 def _support_condition(program: ScalableProgram, excluded: list[int]) -> str:
-    d = program.depth
     sizes = ["gx", "gy", "gz"][: program.ndims]
+    m = program.modulus
+    big, supported = size_categories(program)
     combos = []
-    for combo in size_categories(program):
-        terms = [f"{n} >= {2 * d + 1}" if k == 0 else f"{n} = {k}" for n, k in zip(sizes, combo)]
+    for combo in supported:
+        terms = []
+        for g, (kind, value) in zip(sizes, combo):
+            if kind == "eq":
+                terms.append(f"{g} = {value}")
+            else:
+                terms.append(f"{g} >= {big}" + (f" /\\ {g} MOD {m} = {value}" if m > 1 else ""))
         combos.append("(" + " /\\ ".join(terms) + ")")
     if not combos:
         raise ScalatraceError("no grid size has every role the inputs showed")

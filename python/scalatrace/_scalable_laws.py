@@ -254,25 +254,31 @@ def supported_grid(program: ScalableProgram, nranks: int) -> bool:
     return all(role_of(grid, r, program.depth, program.modulus) in keys for r in range(nranks))
 
 
-def size_categories(program: ScalableProgram) -> list[tuple[int, ...]]:
-    """The supported combinations of dimension-size categories: per dimension a size 1..2d
-    or 0 for "2d+1 or more" (the boundary classes of a dimension are the same for every size
-    from 2d+1 on). A combination is supported if every class combination and residue it has
-    is a role of the program (every residue is required: conservative for modulus > 1)."""
-    d = program.depth
-    cats = list(range(1, 2 * d + 1)) + [0]
+def size_categories(program: ScalableProgram) -> tuple[int, list[tuple[tuple[str, int], ...]]]:
+    """The supported grid sizes, as combinations of per-dimension conditions.
+
+    From the size ``big = 2*depth + modulus`` on, a dimension's boundary classes are all there
+    and its middle has every residue, so which roles a grid needs depends on each size only
+    through ``("eq", n)`` for smaller sizes and ``("big", n % modulus)`` for the others. Each
+    combination is decided exactly on a representative grid (every rank's role must be one of
+    the program's).
+
+    Returns
+    -------
+    tuple
+        ``big`` and the supported combinations.
+    """
+    d, m = program.depth, max(1, program.modulus)
+    big = 2 * d + m
+    options = [(("eq", n), n) for n in range(1, big)]
+    options += [(("big", (big + j) % m), big + j) for j in range(m)]
     keys = program.role_keys()
     supported = []
-    for combo in itertools.product(cats, repeat=program.ndims):
-        per_dim = []
-        for k in combo:
-            n = 2 * d + 1 if k == 0 else k
-            per_dim.append({(min(c, d), min(n - 1 - c, d)) for c in range(n)})
-        needed = itertools.product(*per_dim)
-        residues = range(program.modulus) if program.modulus > 1 else [0]
-        if all((tuple(cls), res) in keys for cls in needed for res in residues):
-            supported.append(combo)
-    return supported
+    for combo in itertools.product(options, repeat=program.ndims):
+        grid = [n for _, n in combo]
+        if all(role_of(grid, r, d, program.modulus) in keys for r in range(math.prod(grid))):
+            supported.append(tuple(c for c, _ in combo))
+    return big, supported
 
 
 def program_from_traces(traces: Sequence[TraceModel]) -> ScalableProgram:
