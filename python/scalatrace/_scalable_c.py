@@ -57,7 +57,10 @@ static long X = 1, Y = 1, Z = 1, P, me, x, y, z, log2P, sqrtP, created;
 static MPI_Request reqs[RING];
 static char *sbuf, *rbuf;
 static long cap;
-static MPI_Datatype types[17];
+#define MAX_TYPES 64 /* contiguous types made for element sizes without a predefined type */
+static MPI_Datatype types[MAX_TYPES];
+static long type_sizes[MAX_TYPES];
+static int ntypes;
 
 /* Buffers of at least n bytes (old ones stay valid for requests in flight until the end). */
 static void *kept[64];
@@ -73,7 +76,8 @@ static void room(long n) {
   cap = c;
 }
 
-/* A predefined type of `size` bytes that the reduction ops accept. */
+/* A predefined type of `size` bytes that the reduction ops accept, else a contiguous type of
+ * that many bytes (made once, freed at the end). */
 static MPI_Datatype type_of(long size) {
   switch (size) {
     case 1: return MPI_UINT8_T;
@@ -82,12 +86,14 @@ static MPI_Datatype type_of(long size) {
     case 8: return MPI_UINT64_T;
     case 16: return MPI_C_DOUBLE_COMPLEX;
   }
-  if (size <= 0 || size > 16) return MPI_BYTE;
-  if (types[size] == MPI_DATATYPE_NULL) {
-    MPI_Type_contiguous((int)size, MPI_BYTE, &types[size]);
-    MPI_Type_commit(&types[size]);
-  }
-  return types[size];
+  if (size <= 1) return MPI_BYTE;
+  for (int i = 0; i < ntypes; ++i)
+    if (type_sizes[i] == size) return types[i];
+  if (ntypes == MAX_TYPES) { fprintf(stderr, "more than %d element sizes\n", MAX_TYPES); MPI_Abort(MPI_COMM_WORLD, 2); }
+  MPI_Type_contiguous((int)size, MPI_BYTE, &types[ntypes]);
+  MPI_Type_commit(&types[ntypes]);
+  type_sizes[ntypes] = size;
+  return types[ntypes++];
 }
 static int count(long bytes, long size) { return size > 0 ? (int)(bytes / size) : (int)bytes; }
 static MPI_Request *slot(long offset) { return &reqs[((created - offset) % RING + RING) % RING]; }
@@ -291,7 +297,6 @@ int main(int argc, char **argv) {{
   int rank, size;
   long dims[3] = {{1, 1, 1}};
   MPI_Init(&argc, &argv);
-  for (int i = 0; i < 17; ++i) types[i] = MPI_DATATYPE_NULL;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   P = size;
@@ -315,8 +320,7 @@ int main(int argc, char **argv) {{
   double t0 = MPI_Wtime();
   roles[role]();
   double t1 = MPI_Wtime();
-  for (int i = 0; i < 17; ++i)
-    if (types[i] != MPI_DATATYPE_NULL) MPI_Type_free(&types[i]);
+  for (int i = 0; i < ntypes; ++i) MPI_Type_free(&types[i]);
   if (rank == 0) printf("elapsed %.6f s on %ld ranks\\n", t1 - t0, P);
   MPI_Finalize();
   for (int i = 0; i < nkept; ++i) free(kept[i]);
