@@ -164,3 +164,34 @@ def test_bad_arguments_are_refused(traced):
         scalatrace.scalable_benchmark(inputs[0])
     with pytest.raises(ScalatraceError, match="too few sizes"):
         scalatrace.scalable_benchmark(inputs[:2])
+
+
+def test_command_line_writes_the_scalable_benchmark(traced, tmp_path, capsys):
+    from scalatrace.cli import main
+
+    paths = []
+    for n in CASES["extrap_strong"][0]:
+        path = tmp_path / f"strong{n}.sct"
+        traced("extrap_strong", n).save(path)
+        paths.append(str(path))
+    out = tmp_path / "bench.ncptl"
+    assert main(["generate", "--scalable", "--lang", "conceptual", *paths, "-o", str(out)]) == 0
+    assert "LET gx BE num_tasks" in out.read_text()
+    assert "scalable, from 3 traces" in capsys.readouterr().out
+    # several traces without --scalable, and too few sizes: one-line errors
+    assert main(["generate", *paths, "-o", str(tmp_path / "x.c")]) != 0
+    assert "several of one program with --scalable" in capsys.readouterr().err
+    assert main(["generate", "--scalable", *paths[:2], "-o", str(tmp_path / "y.c")]) != 0
+    assert "too few sizes" in capsys.readouterr().err
+
+
+def test_loops_and_laws_as_expressions():
+    from scalatrace._scalable_c import C_NAMES
+    from scalatrace._scalable_laws import Loop, compress, render
+
+    assert compress(list("abcabcabcd")) == (Loop(3, ("a", "b", "c")), "d")
+    assert compress(list("aabaab")) == (Loop(2, (Loop(2, ("a",)), "b")),)
+    assert render(("lin", (("X", 1, 1), ("1", -1, 1))), C_NAMES) == "(X - 1)"
+    assert render(("lin", (("x", 1, 2), ("y*X", 3, 4))), C_NAMES) == "((2*x + 3*(y*X))/4)"
+    assert render(("div", 8, 1000, "P^2"), C_NAMES) == "(8*(1000/(P*P)))"
+    assert render(-3, C_NAMES) == "(-3)"
