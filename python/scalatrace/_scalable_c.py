@@ -34,6 +34,8 @@ C_NAMES = {
 }
 K_ANY = -(1 << 40)
 K_PROC_NULL = K_ANY - 1
+K_UNDEFINED = K_ANY - 2
+K_NO_COMM = K_ANY - 3
 REDUCTION_OPS = {
     1: "MPI_SUM",
     2: "MPI_PROD",
@@ -54,6 +56,9 @@ RUNTIME = r"""#include <mpi.h>
 
 #define RING 4096 /* request slots: offsets are relative to the newest request */
 static long X = 1, Y = 1, Z = 1, P, me, x, y, z, log2P, sqrtP, created;
+#define MAX_COMMS 256 /* communicators by the trace's ids: 0 world, 1 self, then created */
+static MPI_Comm comms[MAX_COMMS];
+static long comm_rank[MAX_COMMS];
 static MPI_Request reqs[RING];
 static char *sbuf, *rbuf;
 static long cap;
@@ -95,6 +100,20 @@ static MPI_Datatype type_of(long size) {
   type_sizes[ntypes] = size;
   return types[ntypes++];
 }
+/* The communicator the trace calls `id`, and this rank's rank in it. */
+static MPI_Comm comm(long id) {
+  if (id < 0 || id >= MAX_COMMS || comms[id] == MPI_COMM_NULL) {
+    fprintf(stderr, "rank %ld: communicator %ld does not exist here\n", me, id);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  return comms[id];
+}
+static void made(long id) {
+  if (id < 0 || id >= MAX_COMMS) { fprintf(stderr, "communicator id %ld\n", id); MPI_Abort(MPI_COMM_WORLD, 2); }
+  int r = 0;
+  if (comms[id] != MPI_COMM_NULL) MPI_Comm_rank(comms[id], &r);
+  comm_rank[id] = r;
+}
 static int count(long bytes, long size) { return size > 0 ? (int)(bytes / size) : (int)bytes; }
 static MPI_Request *slot(long offset) { return &reqs[((created - offset) % RING + RING) % RING]; }
 static MPI_Request *fresh(void) { return &reqs[created++ % RING]; }
@@ -133,13 +152,19 @@ def _field(call: Call, name: str) -> str:
     return render(call.field(name), C_NAMES)
 
 
+def _comm(call: Call) -> str:
+    law = call.field("Comm")
+    return "MPI_COMM_WORLD" if law == 0 else f"comm({render(law, C_NAMES)})"
+
+
 def _peer(call: Call, name: str) -> str:
     law = call.field(name)
     if law == K_PROC_NULL:
         return "MPI_PROC_NULL"
     if law == K_ANY:
         return "MPI_ANY_SOURCE"
-    return f"(me + {render(law, C_NAMES)})"
+    base = "me" if call.field("Comm") == 0 else f"comm_rank[{render(call.field('Comm'), C_NAMES)}]"
+    return f"({base} + {render(law, C_NAMES)})"
 
 
 def _tag(call: Call, name: str) -> str:
@@ -166,29 +191,46 @@ def _statement(call: Call) -> list[str]:
     b, d = _field(call, "Bytes"), _field(call, "DtSize")
     n, t = f"count({b}, {d})", f"type_of({d})"
     mpi = f"MPI_{op}"
+    if op in ("Comm_split", "Comm_dup"):
+        new = render(call.field("NewComm"), C_NAMES)
+        target = "&scratch" if call.field("NewComm") == K_NO_COMM else f"&comms[{new}]"
+        if op == "Comm_dup":
+            make = f"MPI_Comm_dup({_comm(call)}, {target});"
+        else:
+            color = call.field("Color")
+            color_text = "MPI_UNDEFINED" if color == K_UNDEFINED else render(color, C_NAMES)
+            make = (
+                f"MPI_Comm_split({_comm(call)}, {color_text}, {render(call.field('Key'), C_NAMES)}, "
+                f"{target});"
+            )
+        if call.field("NewComm") == K_NO_COMM:
+            return [f"{{ MPI_Comm scratch; {make} }}"]
+        return [f"{make} made({new});"]
+    if op == "Comm_free":
+        return [f"MPI_Comm_free(&comms[{render(call.field('Comm'), C_NAMES)}]);"]
     if op in ("Send", "Ssend", "Rsend"):
         return [
-            f"room({b}); {mpi}(sbuf, {n}, {t}, {_peer(call, 'Peer')}, {_tag(call, 'Tag')}, MPI_COMM_WORLD);"
+            f"room({b}); {mpi}(sbuf, {n}, {t}, {_peer(call, 'Peer')}, {_tag(call, 'Tag')}, {_comm(call)});"
         ]
     if op in ("Isend", "Issend", "Irsend"):
         return [
-            f"room({b}); {mpi}(sbuf, {n}, {t}, {_peer(call, 'Peer')}, {_tag(call, 'Tag')}, MPI_COMM_WORLD, fresh());"
+            f"room({b}); {mpi}(sbuf, {n}, {t}, {_peer(call, 'Peer')}, {_tag(call, 'Tag')}, {_comm(call)}, fresh());"
         ]
     if op == "Recv":
         return [
             f"room({b}); MPI_Recv(rbuf, {n}, {t}, {_peer(call, 'Peer')}, {_tag(call, 'Tag')}, "
-            "MPI_COMM_WORLD, MPI_STATUS_IGNORE);"
+            f"{_comm(call)}, MPI_STATUS_IGNORE);"
         ]
     if op == "Irecv":
         return [
-            f"room({b}); MPI_Irecv(rbuf, {n}, {t}, {_peer(call, 'Peer')}, {_tag(call, 'Tag')}, MPI_COMM_WORLD, fresh());"
+            f"room({b}); MPI_Irecv(rbuf, {n}, {t}, {_peer(call, 'Peer')}, {_tag(call, 'Tag')}, {_comm(call)}, fresh());"
         ]
     if op == "Sendrecv":
         b2, d2 = _field(call, "Bytes2"), _field(call, "DtSize2")
         return [
             f"room({b} > {b2} ? {b} : {b2}); MPI_Sendrecv(sbuf, {n}, {t}, {_peer(call, 'Peer')}, "
             f"{_tag(call, 'Tag')}, rbuf, count({b2}, {d2}), type_of({d2}), {_peer(call, 'Peer2')}, "
-            f"{_tag(call, 'Tag2')}, MPI_COMM_WORLD, MPI_STATUS_IGNORE);"
+            f"{_tag(call, 'Tag2')}, {_comm(call)}, MPI_STATUS_IGNORE);"
         ]
     if op in ("Wait", "Waitall"):
         offsets = ", ".join(render(o, C_NAMES) for o in call.requests)
@@ -207,22 +249,20 @@ def _statement(call: Call) -> list[str]:
         return lines + ["}"]
     root = _field(call, "Root")
     if op == "Barrier":
-        return ["MPI_Barrier(MPI_COMM_WORLD);"]
+        return [f"MPI_Barrier({_comm(call)});"]
     if op == "Bcast":
-        return [f"room({b}); MPI_Bcast(sbuf, {n}, {t}, {root}, MPI_COMM_WORLD);"]
+        return [f"room({b}); MPI_Bcast(sbuf, {n}, {t}, {root}, {_comm(call)});"]
     if op == "Reduce":
-        return [
-            f"room({b}); MPI_Reduce(sbuf, rbuf, {n}, {t}, {_op(call)}, {root}, MPI_COMM_WORLD);"
-        ]
+        return [f"room({b}); MPI_Reduce(sbuf, rbuf, {n}, {t}, {_op(call)}, {root}, {_comm(call)});"]
     if op == "Allreduce":
-        return [f"room({b}); MPI_Allreduce(sbuf, rbuf, {n}, {t}, {_op(call)}, MPI_COMM_WORLD);"]
+        return [f"room({b}); MPI_Allreduce(sbuf, rbuf, {n}, {t}, {_op(call)}, {_comm(call)});"]
     b2, d2 = _field(call, "Bytes2"), _field(call, "DtSize2")
     n2, t2 = f"count({b2}, {d2})", f"type_of({d2})"
     whole = f"room(P * ({b} > {b2} ? {b} : {b2}));"
     if op in ("Alltoall", "Allgather"):
-        return [f"{whole} {mpi}(sbuf, {n}, {t}, rbuf, {n2}, {t2}, MPI_COMM_WORLD);"]
+        return [f"{whole} {mpi}(sbuf, {n}, {t}, rbuf, {n2}, {t2}, {_comm(call)});"]
     if op in ("Gather", "Scatter"):
-        return [f"{whole} {mpi}(sbuf, {n}, {t}, rbuf, {n2}, {t2}, {root}, MPI_COMM_WORLD);"]
+        return [f"{whole} {mpi}(sbuf, {n}, {t}, rbuf, {n2}, {t2}, {root}, {_comm(call)});"]
     raise_unsupported(call, "this call")
     return []
 
@@ -300,6 +340,9 @@ int main(int argc, char **argv) {{
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   P = size;
+  for (int i = 0; i < MAX_COMMS; ++i) comms[i] = MPI_COMM_NULL;
+  comms[0] = MPI_COMM_WORLD;
+  comms[1] = MPI_COMM_SELF;
   grid(P, {nd}, {1 if program.order == "fastest_largest" else 0}, dims);
   X = dims[0];
   Y = dims[1];

@@ -15,6 +15,7 @@ from typing import Any
 
 from ._scalable_laws import (
     COLLECTIVE_OPS,
+    COMM_OPS,
     Call,
     Loop,
     ScalableProgram,
@@ -180,6 +181,12 @@ def _merged(program: ScalableProgram) -> list[Any]:
         own: list[list[Call]] = [[]]
         coll: list[Call] = []
         for call in role.calls:
+            if call.field("Comm") != 0 or call.op in COMM_OPS:
+                raise ScalatraceError(
+                    f"role {role.name}: MPI_{call.op} makes or uses a derived communicator: the "
+                    "scalable coNCePTuaL generator uses MPI_COMM_WORLD only (write the C "
+                    "benchmark instead)"
+                )
             if call.repeat != 1:
                 raise ScalatraceError(
                     f"role {role.name}: MPI_{call.op} is repeated a number of times that changes "

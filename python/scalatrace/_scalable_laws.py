@@ -45,6 +45,8 @@ COLLECTIVE_OPS = {
     "Scatter",
 }
 LIFECYCLE_OPS = {"Init", "Init_thread", "Finalize"}
+#: Communicator calls (C only: a coNCePTuaL task set cannot be a communicator the size makes).
+COMM_OPS = {"Comm_split", "Comm_dup", "Comm_free"}
 
 Law = Union[int, Mapping[str, Any]]
 
@@ -159,18 +161,29 @@ def _call(event: Mapping[str, Any], role: str) -> Call | None:
     if op in LIFECYCLE_OPS or op == "Other":
         return None
     where = f"role {role}: MPI_{op}"
-    if op not in P2P_OPS | COMPLETION_OPS | COLLECTIVE_OPS:
+    if op not in P2P_OPS | COMPLETION_OPS | COLLECTIVE_OPS | COMM_OPS:
         raise ScalatraceError(
-            f"{where}: scalable benchmarks generate point-to-point calls, Wait/Waitall and "
-            f"the collectives {', '.join(sorted(COLLECTIVE_OPS))}; MPI_{op} is not generated"
+            f"{where}: scalable benchmarks generate point-to-point calls, Wait/Waitall, "
+            f"the collectives {', '.join(sorted(COLLECTIVE_OPS))} and "
+            f"{', '.join(sorted(COMM_OPS))}; MPI_{op} is not generated"
         )
     fields = event["fields"]
-    if fields["Comm"] != 0:
-        raise ScalatraceError(
-            f"{where} on communicator {fields['Comm']}: scalable benchmarks use MPI_COMM_WORLD "
-            "only (derived communicators are not generated yet)"
-        )
-    keep = ("Peer", "Tag", "Bytes", "DtSize", "Peer2", "Tag2", "Bytes2", "DtSize2", "Root", "RedOp")
+    keep = (
+        "Comm",
+        "Peer",
+        "Tag",
+        "Bytes",
+        "DtSize",
+        "Peer2",
+        "Tag2",
+        "Bytes2",
+        "DtSize2",
+        "Root",
+        "RedOp",
+        "NewComm",
+        "Color",
+        "Key",
+    )
     frozen = tuple((k, _freeze(fields[k])) for k in keep if fields[k] != 0)
     requests: tuple[Any, ...] = ()
     if op in COMPLETION_OPS:

@@ -9,11 +9,14 @@ run at sizes never traced, where their traces must equal the real program's trac
   doubles, an Allreduce of 12000/P ints, a Bcast of floor(log2 P) + 1 ints), traced at 2, 4, 8
   ranks, run at 9 and 16;
 * the ring example (even and odd ranks in turn: roles by rank residue), traced at 4, 6, 8, run
-  at 10.
+  at 10;
+* extrap_rowcol.c (row and column communicators by MPI_Comm_split, an Allreduce on the rows,
+  a Bcast on the columns, a Sendrecv along the rows), traced at 4, 6, 9, 12, run at 16 and 20:
+  C only (the coNCePTuaL generator refuses derived communicators, and says so).
 
 Compared: C: every rank's events (op, peers, tags, sizes, datatype sizes, reduction ops,
 request references; local ``Other`` calls left out on both sides), the point-to-point and
-collective communication matrices and the counts per op. coNCePTuaL (real compiler, c_mpi):
+collective communication matrices, the counts per op and the communicators (members, holders). coNCePTuaL (real compiler, c_mpi):
 every rank's messages and collectives in order as the language writes them
 (``scalatrace.conceptual.communication_differences``, the run time's own calls left out) and
 the point-to-point matrix. A size whose grid has a position no input showed (7 ranks of the
@@ -42,7 +45,11 @@ CASES = {
     # the ring example: even and odd ranks send first in turn (roles by rank residue mod 2,
     # boundary depth 2), so only even counts from 4 are supported
     "ring": ((4, 6, 8), (10,), (5, "5")),
+    # row and column communicators of the 2D grid (Comm_split with colour y or x): C only
+    "extrap_rowcol": ((4, 6, 9, 12), (16, 20), (7, "7x1")),
 }
+#: Programs the coNCePTuaL generator refuses, with the reason it gives.
+CONCEPTUAL_REFUSES = {"extrap_rowcol": "uses MPI_COMM_WORLD only"}
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +88,10 @@ def _counts(trace) -> Counter:
     )
 
 
+def _held(trace) -> list:
+    return sorted((c.id, tuple(c.members), tuple(c.holders)) for c in trace.communicators)
+
+
 def assert_same_communication(got, real) -> None:
     assert got.nranks == real.nranks
     for r in range(real.nranks):
@@ -108,7 +119,9 @@ def test_c_benchmark_runs_at_sizes_never_traced_and_traces_like_the_real_program
     for n in targets:
         out = tmp_path / f"gen{n}.sct"
         helpers.run_mpi(n, [exe], env=helpers.collector_env(out=out), timeout=240)
-        assert_same_communication(scalatrace.load(out), traced(program, n))
+        generated, real = scalatrace.load(out), traced(program, n)
+        assert_same_communication(generated, real)
+        assert _held(generated) == _held(real), "the same communicators, members and holders"
     with pytest.raises(
         helpers.MPIRunError, match=f"{refused} ranks .grid {grid}. are not supported"
     ):
@@ -128,7 +141,12 @@ def test_conceptual_benchmark_runs_at_sizes_never_traced_and_communicates_like_t
     program, traced, ncptl, tmp_path
 ):
     sizes, targets, (refused, _) = CASES[program]
-    text = scalatrace.scalable_benchmark([traced(program, n) for n in sizes], language="conceptual")
+    inputs = [traced(program, n) for n in sizes]
+    if program in CONCEPTUAL_REFUSES:
+        with pytest.raises(ScalatraceError, match=CONCEPTUAL_REFUSES[program]):
+            scalatrace.scalable_benchmark(inputs, language="conceptual")
+        return
+    text = scalatrace.scalable_benchmark(inputs, language="conceptual")
     assert "num_tasks = " not in text, "no fixed task count"
     src = tmp_path / "bench.ncptl"
     src.write_text(text)
