@@ -61,6 +61,7 @@ class Call:
     repeat: Any = 1
 
     def field(self, name: str) -> Any:
+        """The law of field ``name`` (0 when the field is unused or zero)."""
         return dict(self.fields).get(name, 0)
 
 
@@ -99,6 +100,8 @@ class ScalableProgram:
         Every role's calls.
     input_sizes : list of int
         The rank counts of the traces.
+    program : str
+        The traced program's name (metadata ``program``), for the header.
     warnings : list of str
         Laws the inputs did not decide (the simplest was taken).
     """
@@ -113,6 +116,7 @@ class ScalableProgram:
     warnings: list[str]
 
     def role_keys(self) -> set[tuple[tuple[tuple[int, int], ...], int]]:
+        """The roles as ``role_of`` keys."""
         return {(tuple(r.per_dim), r.residue) for r in self.roles}
 
 
