@@ -52,6 +52,7 @@ REDUCTION_OPS = {
 RUNTIME = r"""#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #define RING 4096 /* request slots: offsets are relative to the newest request */
@@ -70,7 +71,7 @@ static int ntypes;
 /* Buffers of at least n bytes (old ones stay valid for requests in flight until the end). */
 static void *kept[64];
 static int nkept;
-static void room(long n) {
+static inline void room(long n) {
   if (n <= cap) return;
   long c = cap ? cap : 4096;
   while (c < n) c *= 2;
@@ -83,7 +84,7 @@ static void room(long n) {
 
 /* A predefined type of `size` bytes that the reduction ops accept, else a contiguous type of
  * that many bytes (made once, freed at the end). */
-static MPI_Datatype type_of(long size) {
+static inline MPI_Datatype type_of(long size) {
   switch (size) {
     case 1: return MPI_UINT8_T;
     case 2: return MPI_UINT16_T;
@@ -101,28 +102,38 @@ static MPI_Datatype type_of(long size) {
   return types[ntypes++];
 }
 /* The communicator the trace calls `id`, and this rank's rank in it. */
-static MPI_Comm comm(long id) {
+static inline MPI_Comm comm(long id) {
   if (id < 0 || id >= MAX_COMMS || comms[id] == MPI_COMM_NULL) {
     fprintf(stderr, "rank %ld: communicator %ld does not exist here\n", me, id);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   return comms[id];
 }
-static void made(long id) {
+static inline void made(long id) {
   if (id < 0 || id >= MAX_COMMS) { fprintf(stderr, "communicator id %ld\n", id); MPI_Abort(MPI_COMM_WORLD, 2); }
   int r = 0;
   if (comms[id] != MPI_COMM_NULL) MPI_Comm_rank(comms[id], &r);
   comm_rank[id] = r;
 }
-static int count(long bytes, long size) { return size > 0 ? (int)(bytes / size) : (int)bytes; }
-static MPI_Request *slot(long offset) { return &reqs[((created - offset) % RING + RING) % RING]; }
-static MPI_Request *fresh(void) { return &reqs[created++ % RING]; }
+static inline int count(long bytes, long size) { return size > 0 ? (int)(bytes / size) : (int)bytes; }
+static inline MPI_Request *slot(long offset) { return &reqs[((created - offset) % RING + RING) % RING]; }
+static inline MPI_Request *fresh(void) { return &reqs[created++ % RING]; }
 
-static long floor_log2(long n) { long l = 0; while (n > 1) { n >>= 1; ++l; } return l; }
-static long floor_sqrt(long n) { long s = 0; while ((s + 1) * (s + 1) <= n) ++s; return s; }
+/* Computation before a call: a busy loop until MPI_Wtime says `us` microseconds have passed
+ * (as the fixed-size C benchmark; under 0.5 us left out). */
+static inline void compute(double us) {
+  if (!(us >= 0.5)) return;
+  const double end = MPI_Wtime() + us * 1e-6;
+  while (MPI_Wtime() < end) {
+  }
+}
+static inline double plog(double p, double e, int j) { return pow(p, e) * pow(log2(p), j); }
+
+static inline long floor_log2(long n) { long l = 0; while (n > 1) { n >>= 1; ++l; } return l; }
+static inline long floor_sqrt(long n) { long s = 0; while ((s + 1) * (s + 1) <= n) ++s; return s; }
 
 /* Extrapolation's grid: prime factors, largest first, onto the smallest dimension. */
-static void grid(long n, int nd, int fastest_largest, long *dims) {
+static inline void grid(long n, int nd, int fastest_largest, long *dims) {
   long primes[64], m = n;
   int np = 0;
   for (long p = 2; p * p <= m; ++p)
@@ -141,7 +152,7 @@ static void grid(long n, int nd, int fastest_largest, long *dims) {
 }
 
 /* Per dimension: (distance to the low boundary, to the high boundary), each capped at DEPTH. */
-static int cls(long c, long n, long lo, long hi) {
+static inline int cls(long c, long n, long lo, long hi) {
   long a = c < DEPTH ? c : DEPTH, b = n - 1 - c < DEPTH ? n - 1 - c : DEPTH;
   return a == lo && b == hi;
 }
@@ -228,21 +239,26 @@ def _statement(call: Call) -> list[str]:
     if op == "Sendrecv":
         b2, d2 = _field(call, "Bytes2"), _field(call, "DtSize2")
         return [
-            f"room({b} > {b2} ? {b} : {b2}); MPI_Sendrecv(sbuf, {n}, {t}, {_peer(call, 'Peer')}, "
+            f"room({_larger(b, b2)}); MPI_Sendrecv(sbuf, {n}, {t}, {_peer(call, 'Peer')}, "
             f"{_tag(call, 'Tag')}, rbuf, count({b2}, {d2}), type_of({d2}), {_peer(call, 'Peer2')}, "
             f"{_tag(call, 'Tag2')}, {_comm(call)}, MPI_STATUS_IGNORE);"
         ]
     if op in ("Wait", "Waitall"):
         offsets = ", ".join(render(o, C_NAMES) for o in call.requests)
         k = len(call.requests)
-        lines = ["{", f"  const long offs[{k}] = {{{offsets}}};", f"  MPI_Request w[{k}];"]
+        lines = [
+            "{",
+            f"  const long offs[{k}] = {{{offsets}}};",
+            f"  MPI_Request w[{k}];",
+            f"  MPI_Status st[{k}];",
+        ]
         lines.append(
             f"  for (int i = 0; i < {k}; ++i) w[i] = offs[i] == {K_ANY} ? MPI_REQUEST_NULL : *slot(offs[i]);"
         )
         if op == "Wait":
-            lines.append("  MPI_Wait(&w[0], MPI_STATUS_IGNORE);")
+            lines.append("  MPI_Wait(&w[0], &st[0]);")
         else:
-            lines.append(f"  MPI_Waitall({k}, w, MPI_STATUSES_IGNORE);")
+            lines.append(f"  MPI_Waitall({k}, w, st);")
         lines.append(
             f"  for (int i = 0; i < {k}; ++i) if (offs[i] != {K_ANY}) *slot(offs[i]) = MPI_REQUEST_NULL;"
         )
@@ -258,13 +274,29 @@ def _statement(call: Call) -> list[str]:
         return [f"room({b}); MPI_Allreduce(sbuf, rbuf, {n}, {t}, {_op(call)}, {_comm(call)});"]
     b2, d2 = _field(call, "Bytes2"), _field(call, "DtSize2")
     n2, t2 = f"count({b2}, {d2})", f"type_of({d2})"
-    whole = f"room(P * ({b} > {b2} ? {b} : {b2}));"
+    whole = f"room(P * ({_larger(b, b2)}));"
     if op in ("Alltoall", "Allgather"):
         return [f"{whole} {mpi}(sbuf, {n}, {t}, rbuf, {n2}, {t2}, {_comm(call)});"]
     if op in ("Gather", "Scatter"):
         return [f"{whole} {mpi}(sbuf, {n}, {t}, rbuf, {n2}, {t2}, {root}, {_comm(call)});"]
     raise_unsupported(call, "this call")
     return []
+
+
+def _compute(call: Call) -> str:
+    """The computation before ``call`` (its model of the rank count) as a C statement."""
+    if call.compute is None:
+        return ""
+    c0, terms = call.compute
+    text = f"{c0:.6g}"
+    for num, den, j, coef in terms:
+        text += f" + ({coef:.6g})*plog((double)P, {num}.0/{den}.0, {j})"
+    return f"compute({text}); "
+
+
+def _larger(a: str, b: str) -> str:
+    """The larger of two size expressions (one of them if they are the same)."""
+    return a if a == b else f"({a} > {b} ? {a} : {b})"
 
 
 def _body(items: Any, indent: int, depth: list[int]) -> list[str]:
@@ -281,7 +313,9 @@ def _body(items: Any, indent: int, depth: list[int]) -> list[str]:
             out.extend(_body(item.body, indent + 1, depth))
             out.append(f"{pad}}}")
         else:
-            out.extend(pad + line for line in _statement(item))
+            lines = _statement(item)
+            lines[0] = _compute(item) + lines[0]
+            out.extend(pad + line for line in lines)
     return out
 
 

@@ -201,8 +201,12 @@ def _merged(program: ScalableProgram) -> list[Any]:
         stretches.append(own)
         collectives.append(coll)
     first = collectives[0]
+
+    def what(calls: list[Call]) -> list[tuple]:  # the collective calls, computation aside
+        return [(c.op, c.fields) for c in calls]
+
     for role, coll in zip(program.roles, collectives):
-        if coll != first:
+        if what(coll) != what(first):
             raise ScalatraceError(
                 f"role {role.name} calls other collectives than role {program.roles[0].name} "
                 f"({[c.op for c in coll]} vs {[c.op for c in first]}); coNCePTuaL collectives are "

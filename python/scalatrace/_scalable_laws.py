@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
@@ -59,6 +60,10 @@ class Call:
     fields: tuple[tuple[str, Any], ...]  # (field, law as a frozen value)
     requests: tuple[Any, ...] = ()  # completion calls: request offsets (laws)
     repeat: Any = 1
+    site: int = 0
+    #: computation before the call in microseconds as a model of the rank count:
+    #: (c0, ((exponent numerator, denominator, log2 power, coefficient), ...)), or None
+    compute: Any = None
 
     def field(self, name: str) -> Any:
         """The law of field ``name`` (0 when the field is unused or zero)."""
@@ -200,7 +205,7 @@ def _call(event: Mapping[str, Any], role: str) -> Call | None:
             raise ScalatraceError(
                 f"{where}: the number of requests it completes changes with the size; not generated"
             )
-    return Call(op, frozen, requests, _freeze(event["repeat"]))
+    return Call(op, frozen, requests, _freeze(event["repeat"]), int(event["site"]))
 
 
 def compress(items: Sequence[Any], max_period: int = 256) -> tuple[Any, ...]:
@@ -298,6 +303,55 @@ def size_categories(program: ScalableProgram) -> tuple[int, list[tuple[tuple[str
     return big, supported
 
 
+def _attach_compute(
+    role: Role, traces: Sequence[TraceModel], grids: list[list[int]], depth: int, modulus: int
+) -> str:
+    """Gives every call of ``role`` the computation before it: per call site, the mean over
+    the role's ranks and the site's calls at each input size, as a :func:`fit_scaling` model
+    of the rank count (3 or more sizes; else the largest size's mean), as extrapolation's
+    timing does. Returns why not, or ""."""
+    from .extrapolate import fit_scaling
+
+    key = (tuple(role.per_dim), role.residue)
+    if any(c.repeat != 1 for c in role.calls):
+        return "calls repeated a size-dependent number of times"
+    sums: dict[tuple[str, int], dict[int, list[float]]] = {}
+    for trace, grid in zip(traces, grids):
+        for rank in range(trace.nranks):
+            if role_of(grid, rank, depth, modulus) != key:
+                continue
+            events = [
+                e
+                for e in trace.events(rank, timing="mean")
+                if e.op != "Other" and e.op not in LIFECYCLE_OPS
+            ]
+            if len(events) != len(role.calls):
+                return f"rank {rank} of {trace.nranks} has {len(events)} calls, the role {len(role.calls)}"
+            for call, e in zip(role.calls, events):
+                per_size = sums.setdefault((call.op, call.site), {})
+                per_size.setdefault(trace.nranks, []).append(e.compute_ns / 1000.0)
+    models = {}
+    for group, per_size in sums.items():
+        sizes = sorted(per_size)
+        means = [sum(per_size[n]) / len(per_size[n]) for n in sizes]
+        if len(sizes) >= 3:
+            with warnings.catch_warnings():  # compute gaps of microseconds are noise-bound
+                warnings.simplefilter("ignore", UserWarning)
+                model = fit_scaling(sizes, means)
+            terms = tuple(
+                (t.i.numerator, t.i.denominator, t.j, float(c))
+                for t, c in zip(model.terms, model.coefficients[1:])
+            )
+            models[group] = (float(model.coefficients[0]), terms)
+        else:
+            models[group] = (means[-1], ())
+    role.calls = [
+        Call(c.op, c.fields, c.requests, c.repeat, c.site, models.get((c.op, c.site)))
+        for c in role.calls
+    ]
+    return ""
+
+
 def program_from_traces(traces: Sequence[TraceModel]) -> ScalableProgram:
     """Extrapolates ``traces`` to a probe size and returns every role's calls as laws.
 
@@ -321,8 +375,16 @@ def program_from_traces(traces: Sequence[TraceModel]) -> ScalableProgram:
         roles.append(
             Role(role["name"], [tuple(p) for p in role["per_dim"]], int(role["residue"]), calls)
         )
+    ordered = sorted(traces, key=lambda t: t.nranks)
+    grids = [list(g) for g in data["input_grids"]]
+    depth, modulus = int(data["depth"]), int(data["modulus"])
+    notes = []
+    for role in roles:
+        why = _attach_compute(role, ordered, grids, depth, modulus)
+        if why:
+            notes.append(f"role {role.name}: no computation time ({why})")
     program = str(traces[0].metadata.get("program", "program")).rsplit("/", 1)[-1]
-    warnings = list(data["warnings"])
+    warnings = list(data["warnings"]) + notes
     if data["order_ambiguous"]:
         warnings.append(
             "the inputs' grids read the same in both orders; the program lays ranks out with "

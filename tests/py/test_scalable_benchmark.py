@@ -115,7 +115,7 @@ def test_c_benchmark_runs_at_sizes_never_traced_and_traces_like_the_real_program
     src = tmp_path / "bench.c"
     src.write_text(text)
     exe = tmp_path / "bench"
-    subprocess.run([helpers.mpicc(), "-O1", "-o", str(exe), str(src)], check=True)
+    subprocess.run([helpers.mpicc(), "-O1", "-o", str(exe), str(src), "-lm"], check=True)
     for n in targets:
         out = tmp_path / f"gen{n}.sct"
         helpers.run_mpi(n, [exe], env=helpers.collector_env(out=out), timeout=240)
