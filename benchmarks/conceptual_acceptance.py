@@ -7,15 +7,18 @@ communication_differences). Prints one row per program and the totals as a Markd
 
     .venv/bin/python benchmarks/conceptual_acceptance.py [--only NAME ...] [--timing]
 
---timing also times the original and the generated program at 2 ranks (median of 3 runs of
-each, without the collector) for the programs that run at 2 ranks; the machine is shared, so the
-load average is printed with the figures.
+--timing also times the original and the generated program at 2 ranks for the programs of
+TIMED: medians of 5 alternating runs of each, under the shared timing lock at SCHED_FIFO
+(``flock /tmp/scalatrace-timing.lock chrt -f 50 mpiexec -n 2 ...``), both measured the same way:
+the span from MPI_Init's return to MPI_Finalize's entry (slowest rank, the mpi_span.c shim, no
+collector). The load average is printed with the figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -144,17 +147,19 @@ def check(
     return row
 
 
-#: Programs timed at 2 ranks (--timing): examples that run at any size, and NPB kernels.
-TIMED = [
-    "ring",
-    "stencil1d",
-    "collectives",
-    "pipeline",
-    "npb-cg.S",
-    "npb-ep.S",
-    "npb-is.S",
-    "npb-mg.S",
-]
+#: Programs timed at 2 ranks (--timing): examples that run at any size, with enough iterations
+#: and computation for a program time of about a second, and NPB kernels as they are.
+TIMED = {
+    "ring": ["-i", "2000", "-c", "500"],
+    "stencil1d": ["-i", "2000", "-c", "500"],
+    "collectives": ["-i", "500", "-c", "500"],
+    "pipeline": ["-i", "500", "-c", "500"],
+    "npb-cg.S": None,
+    "npb-ep.S": None,
+    "npb-is.S": None,
+}  # not npb-mg.S: its benchmark blocks (see the check above), and a blocked run at SCHED_FIFO
+# spins both cores until its timeout
+SPAN_SOURCE = Path(__file__).resolve().parent / "mpi_span.c"
 
 
 def logged_elapsed(log: Path) -> float:
@@ -163,42 +168,74 @@ def logged_elapsed(log: Path) -> float:
     return float(lines[2].split(",")[0]) * 1e-6
 
 
+def timed_run(
+    argv: list[str], env: dict, lock: str, fifo: int, span: bool = True, timeout: float = 120
+) -> tuple[float, float]:
+    """One run at 2 ranks under the timing lock (and SCHED_FIFO at priority ``fifo`` unless 0):
+    the program's span (slowest rank, MPI_Init return to MPI_Finalize entry, from the
+    mpi_span shim; 0 if ``span`` is False) and the wall time of mpiexec."""
+    prefix = ["flock", lock] + (["chrt", "-f", str(fifo)] if fifo else [])
+    cmd = prefix + [mpiexec(), "-n", "2", "env"] + [f"{k}={v}" for k, v in env.items()] + argv
+    t = time.perf_counter()
+    # In a session of its own, so that a run that blocks is killed with its MPI ranks (they
+    # spin at SCHED_FIFO) and not only flock.
+    with subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    ) as child:
+        try:
+            _, stderr = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            raise RuntimeError(f"{' '.join(cmd)} took more than {timeout} s") from None
+    proc = subprocess.CompletedProcess(cmd, child.returncode, "", stderr)
+    wall = time.perf_counter() - t
+    spans = [line.split()[1] for line in proc.stderr.splitlines() if line.startswith("mpi_span ")]
+    if not span and proc.returncode == 0:
+        return 0.0, wall
+    if proc.returncode != 0 or not spans:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
+    return float(spans[-1]), wall
+
+
 def timing(
-    name: str, argv: list[str], prefix: Path, work: Path, repeats: int = 3
-) -> tuple[float, float, float, float] | None:
-    """At 2 ranks, medians: wall time of the original and of its generated benchmark (no
-    collector; the benchmark's includes the coNCePTuaL run time's start-up: timer checks), the
-    original's recorded program time (slowest rank's compute + call times in the trace) and the
-    benchmark's own logged "Elapsed time (us)" (task 0, from its first to its last SYNCHRONIZE)."""
+    name: str, argv: list[str], prefix: Path, work: Path, span_lib: Path, args: argparse.Namespace
+) -> dict | None:
+    """At 2 ranks, medians of ``args.repeats`` alternating runs of the original and of its
+    generated benchmark, both measured the same way: the span from the return of MPI_Init to
+    the entry of MPI_Finalize (slowest rank; the mpi_span shim, no collector). The benchmark
+    runs with NCPTL_FAST_INIT=1 unless --slow-init: its run time then skips the timer-quality
+    checks that ncptl_init makes right after MPI_Init (about 10 s, inside the span).
+    Also reported: mpiexec wall times and the benchmark's own logged elapsed time (task 0,
+    between its first and last SYNCHRONIZE)."""
     d = work / f"timing-{name}"
     d.mkdir()
     original = d / "original.sct"
+    # Traced under the same conditions as the timed runs: the benchmark's COMPUTE times are
+    # the traced ones, and a trace taken on a loaded machine has its computation stretched.
     env = {"LD_PRELOAD": str(collector_library()), "SCALATRACE_OUT": str(original)}
-    if run(2, argv, env, timeout=600).returncode != 0:
-        return None
+    timed_run(argv, env, args.lock, args.fifo, span=False)
     (d / "bench.ncptl").write_text(scalatrace.load(original).to_conceptual())
     try:
         conceptual.compile_conceptual(d / "bench.ncptl", d / "bench", prefix)
     except scalatrace.ScalatraceError:
         return None
-
-    logged: list[float] = []
-
-    def median(cmd: list[str], env: dict | None = None) -> float:
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            run(2, cmd, env, timeout=600)
-            times.append(time.perf_counter() - t)
-            if env is not None:
-                logged.append(logged_elapsed(d / "t-0.txt"))
-        return statistics.median(times)
-
     bench = [str(d / "bench"), f"--logfile={d}/t-%p.txt"]
-    wall_original = median(argv)
-    wall_bench = median(bench, conceptual.run_environment(prefix))
-    recorded = recorded_program_time(scalatrace.load(original))
-    return wall_original, wall_bench, recorded, statistics.median(logged)
+    bench_env = {**conceptual.run_environment(prefix), "LD_PRELOAD": str(span_lib)}
+    if not args.slow_init:
+        bench_env["NCPTL_FAST_INIT"] = "1"
+    rows: dict[str, list[float]] = {k: [] for k in ("span0", "wall0", "span1", "wall1", "logged")}
+    for _ in range(args.repeats):
+        span, wall = timed_run(argv, {"LD_PRELOAD": str(span_lib)}, args.lock, args.fifo)
+        rows["span0"].append(span)
+        rows["wall0"].append(wall)
+        span, wall = timed_run(bench, bench_env, args.lock, args.fifo)
+        rows["span1"].append(span)
+        rows["wall1"].append(wall)
+        rows["logged"].append(logged_elapsed(d / "t-0.txt"))
+    out = {k: statistics.median(v) for k, v in rows.items()}
+    out["recorded"] = recorded_program_time(scalatrace.load(original))
+    return out
 
 
 def main() -> int:
@@ -220,6 +257,18 @@ def main() -> int:
         "--timing", action="store_true", help="also time original vs generated at 2 ranks"
     )
     ap.add_argument("--skip-check", action="store_true", help="only the timing")
+    ap.add_argument("--repeats", type=int, default=5, help="timed runs of each program")
+    ap.add_argument(
+        "--lock", default="/tmp/scalatrace-timing.lock", help="flock file shared by timed jobs"
+    )
+    ap.add_argument(
+        "--fifo", type=int, default=50, help="SCHED_FIFO priority of timed runs (0: none)"
+    )
+    ap.add_argument(
+        "--slow-init",
+        action="store_true",
+        help="let the coNCePTuaL run time check its timers at start (NCPTL_FAST_INIT unset)",
+    )
     ap.add_argument("--keep", help="keep the work files in this directory")
     args = ap.parse_args()
     prefix = conceptual.compiler(args.prefix, search_from=ROOT)
@@ -239,20 +288,43 @@ def main() -> int:
             flush=True,
         )
     if args.timing:
-        print(f"\nTiming at 2 ranks, median of 3 runs each (load before: {os.getloadavg()[0]:.1f})")
-        print(
-            "| program | original wall s | benchmark wall s | recorded program s | benchmark elapsed s | error |"
+        span_lib = work / "libmpi_span.so"
+        subprocess.run(
+            ["mpicc.mpich", "-shared", "-fPIC", "-O2", "-o", str(span_lib), str(SPAN_SOURCE)],
+            check=True,
         )
-        print("|---|---:|---:|---:|---:|---:|")
+        print(
+            f"\nTiming at 2 ranks, medians of {args.repeats} alternating runs under "
+            f"flock {args.lock}"
+            + (f" chrt -f {args.fifo}" if args.fifo else "")
+            + f" (load before: {os.getloadavg()[0]:.1f}; NCPTL_FAST_INIT="
+            + ("unset" if args.slow_init else "1")
+            + ")"
+        )
+        print(
+            "| program | original span s | benchmark span s | span error | benchmark logged s | "
+            "logged error | original wall s | benchmark wall s | recorded program s |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for name, _, argv in cases(work):
-            if name in TIMED and (not args.only or name in args.only):
-                t = timing(name, argv, prefix, work)
-                if t:
-                    print(
-                        f"| {name} | {t[0]:.3f} | {t[1]:.3f} | {t[2]:.4f} | {t[3]:.4f} | "
-                        f"{100 * (t[3] - t[2]) / t[2]:+.1f}% |",
-                        flush=True,
-                    )
+            if name not in TIMED or (args.only and name not in args.only):
+                continue
+            if TIMED[name] is not None:
+                argv = [argv[0], *TIMED[name]]
+            try:
+                t = timing(name, argv, prefix, work, span_lib, args)
+            except RuntimeError as exc:
+                print(f"| {name} | failed: {str(exc)[:200]} |", flush=True)
+                continue
+            if t:
+                err = 100 * (t["span1"] - t["span0"]) / t["span0"]
+                logged_err = 100 * (t["logged"] - t["span0"]) / t["span0"]
+                print(
+                    f"| {name} | {t['span0']:.4f} | {t['span1']:.4f} | {err:+.1f}% | "
+                    f"{t['logged']:.4f} | {logged_err:+.1f}% | {t['wall0']:.3f} | "
+                    f"{t['wall1']:.3f} | {t['recorded']:.4f} |",
+                    flush=True,
+                )
         print(f"(load after: {os.getloadavg()[0]:.1f})")
     acc = sum(r["accepted"] for r in rows)
     ran = sum(r["ran"] for r in rows)

@@ -76,6 +76,12 @@ PYTHON_LEVELS = {
     # L5.3-5.6: features on features (multi-parameter PMNF on fit_scaling's search; models
     # through the phases)
     "pmnf": 5.3,
+    # scalable benchmarks: the laws per role and timing models (5.1, on extrapolate), the two
+    # writers (5.2), the function (5.25)
+    "_scalable_laws": 5.1,
+    "_scalable_c": 5.2,
+    "_scalable_conceptual": 5.2,
+    "scalable": 5.25,
     "models": 5.6,
     "views": 5,
     # L6: plots of traces and of the features' results

@@ -6,6 +6,107 @@
 
 using namespace scalatrace;
 
+namespace {
+
+/// A law as Python data: an int (constant), or {"terms": [(feature, num, den), ...]} (the sum of
+/// num/den * feature), or {"div": (scale, numerator, divisor feature)} (scale*floor(N/d)).
+py::object law_object(const LawValue& v, const FeatureSpace& space) {
+  if (v.constant) return py::int_(v.value);
+  py::dict d;
+  if (v.law.div_scale != 0) {
+    d["div"] = py::make_tuple(v.law.div_scale, v.law.div_numerator, space.names.at(v.law.div_feature));
+  } else {
+    py::list terms;
+    for (std::size_t k = 0; k < v.law.terms.size(); ++k)
+      terms.append(py::make_tuple(space.names.at(v.law.terms[k]), v.law.num[k], v.law.den[k]));
+    d["terms"] = terms;
+  }
+  d["formula"] = v.law.formula(space);
+  return d;
+}
+
+py::object array_object(const LawArray& a, const FeatureSpace& scalar, const FeatureSpace& indexed) {
+  py::dict d;
+  switch (a.kind) {
+    case LawArray::Kind::Constant:
+      d["kind"] = "constant";
+      d["values"] = a.constant;
+      break;
+    case LawArray::Kind::Elementwise: {
+      d["kind"] = "elementwise";
+      py::list el;
+      for (const auto& v : a.elements) el.append(law_object(v, scalar));
+      d["values"] = el;
+      break;
+    }
+    case LawArray::Kind::Sequence: {
+      d["kind"] = "sequence";
+      d["length"] = law_object(a.length, scalar);
+      d["modulus"] = a.modulus;
+      py::list el;
+      for (const auto& v : a.by_residue) el.append(law_object(v, indexed));
+      d["by_residue"] = el;
+      break;
+    }
+  }
+  return d;
+}
+
+/// The laws of an extrapolation, role by role, for scalable benchmark generation.
+py::dict program_object(const ExtrapolationResult& res) {
+  const auto nd = res.topology.ndims;
+  const auto scalar = FeatureSpace::make(nd, false), indexed = FeatureSpace::make(nd, true);
+  py::dict out;
+  out["ndims"] = nd;
+  out["order"] = res.topology.order == GridOrder::FastestSmallest ? "fastest_smallest" : "fastest_largest";
+  out["order_ambiguous"] = res.topology.order_ambiguous;
+  out["depth"] = res.depth;
+  out["modulus"] = res.modulus;
+  py::list grids;
+  for (const auto& g : res.topology.grids) grids.append(g.dims);
+  out["input_grids"] = grids;
+  out["probe_grid"] = res.target.dims;
+  out["warnings"] = res.warnings;
+  py::list roles;
+  for (const auto& rl : res.role_laws) {
+    py::dict role;
+    role["name"] = rl.key.to_string();
+    role["per_dim"] = rl.key.per_dim;
+    role["residue"] = rl.key.residue;
+    py::list events;
+    for (const auto& e : rl.events) {
+      py::dict ev;
+      ev["op"] = std::string(op_name(e.op));
+      ev["site"] = e.site;
+      ev["repeat"] = law_object(e.repeat, scalar);
+      py::dict fields, arrays;
+      for (std::size_t f = 0; f < kFieldCount; ++f)
+        fields[py::str(std::string(field_name(static_cast<Field>(f))))] = law_object(e.fields[f], scalar);
+      for (std::size_t a = 0; a < kArrayFieldCount; ++a)
+        arrays[py::str(std::string(array_field_name(static_cast<ArrayField>(a))))] =
+            array_object(e.arrays[a], scalar, indexed);
+      ev["fields"] = fields;
+      ev["arrays"] = arrays;
+      events.append(ev);
+    }
+    role["events"] = events;
+    py::list comms;
+    for (const auto& c : rl.comms) {
+      py::dict cd;
+      cd["id"] = c.id;
+      cd["size"] = law_object(c.length, scalar);
+      cd["member"] = law_object(c.member, indexed);
+      comms.append(cd);
+    }
+    role["comms"] = comms;
+    roles.append(role);
+  }
+  out["roles"] = roles;
+  return out;
+}
+
+}  // namespace
+
 void register_extrapolate(py::module_& m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -39,4 +140,14 @@ void register_extrapolate(py::module_& m) {
       py::arg("traces"), py::arg("ranks"), py::arg("dims"), py::arg("input_dims"), py::arg("timing"),
       py::arg("max_ranks") = kDefaultMaxExtrapolationRanks, py::arg("drop_local") = false,
       "Extrapolated trace at the target size (see scalatrace.extrapolate).");
+  m.def(
+      "extrapolation_program",
+      [](const std::vector<const Trace*>& traces, std::int64_t ranks, bool drop_local) {
+        ExtrapolationOptions opt;
+        opt.drop_local = drop_local;
+        opt.target_ranks = ranks;
+        return program_object(extrapolate(traces, opt));
+      },
+      py::arg("traces"), py::arg("ranks"), py::arg("drop_local") = false,
+      "The laws of every role, extrapolated to a probe size `ranks` (see scalatrace.scalable).");
 }

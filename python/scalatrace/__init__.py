@@ -58,6 +58,7 @@ from .models import (
     speedup,
 )
 from .pmnf import fit_pmnf
+from .scalable import scalable_benchmark
 from .simulate import LogGP, SimResult, SimulationError, calibrate, simulate, sweep
 from .sizes import byte_breakdown
 from .topology import Noise, Topology
@@ -119,6 +120,7 @@ __all__ = [
     "plot",
     "read_raw",
     "replay",
+    "scalable_benchmark",
     "to_extrap",
     "trace",
 ]

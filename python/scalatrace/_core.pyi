@@ -286,6 +286,9 @@ def extrapolate(
     max_ranks: int = ...,
     drop_local: bool = ...,
 ) -> Trace: ...
+def extrapolation_program(
+    traces: list[Trace], ranks: int, drop_local: bool = ...
+) -> dict[str, Any]: ...
 
 # --- clustering (register_clustering.cpp) ------------------------------------------------------
 class RankSignatures:

@@ -416,11 +416,23 @@ def _rank_ranges(ranks: Sequence[int]) -> str:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
+    from ._files import write_text
     from ._trace import load
     from .codegen import write_benchmark
 
+    if args.scalable:
+        from .scalable import scalable_benchmark
+
+        text = scalable_benchmark([load(t) for t in args.trace], language=args.lang)
+        out = write_text(args.output, text)
+        print(f"scalatrace: wrote {out} ({args.lang}, scalable, from {len(args.trace)} traces)")
+        return 0
+    if len(args.trace) != 1:
+        raise UsageError(
+            f"generate: one trace, or several of one program with --scalable (got {len(args.trace)})"
+        )
     out = write_benchmark(
-        load(args.trace), args.lang, args.output, resolve_wildcards=args.resolve_wildcards
+        load(args.trace[0]), args.lang, args.output, resolve_wildcards=args.resolve_wildcards
     )
     print(f"scalatrace: wrote {out} ({args.lang})")
     return 0
@@ -737,7 +749,13 @@ def build_parser() -> argparse.ArgumentParser:
     _extrapolate_parser(sub).set_defaults(func=_cmd_extrapolate)
     _model_parsers(sub)
     g = sub.add_parser("generate", help="generate a coNCePTuaL or C+MPI benchmark from a trace")
-    g.add_argument("trace")
+    g.add_argument("trace", nargs="+", help="the trace (--scalable: traces at 3 or more sizes)")
+    g.add_argument(
+        "--scalable",
+        action="store_true",
+        help="one benchmark for every rank count, from traces of one program at several sizes "
+        "(extrapolation laws; thesis 4.4.5)",
+    )
     g.add_argument("--lang", choices=["conceptual", "c"], default="conceptual")
     g.add_argument("-o", "--output", required=True, help="output file (bench.ncptl / bench.c)")
     g.add_argument(

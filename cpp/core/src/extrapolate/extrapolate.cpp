@@ -210,6 +210,40 @@ class RankGenerator {
   FeatureSpace scalar_, indexed_;
 };
 
+LawValue law_value(const ValuePlan& p) {
+  LawValue v;
+  v.constant = p.constant;
+  v.value = p.value;
+  if (!p.constant && p.law) v.law = *p.law;
+  return v;
+}
+
+/// The role's plan as public laws (timing left out: scalable benchmarks reproduce the calls).
+RoleLaws role_laws(const RoleKey& key, const RolePlan& role) {
+  RoleLaws out;
+  out.key = key;
+  for (const auto& ep : role.events) {
+    LawEvent e;
+    e.op = ep.op;
+    e.site = ep.site;
+    e.repeat = law_value(ep.repeat);
+    for (std::size_t f = 0; f < kFieldCount; ++f) e.fields[f] = law_value(ep.fields[f]);
+    for (std::size_t a = 0; a < kArrayFieldCount; ++a) {
+      const ArrayPlan& ap = ep.arrays[a];
+      LawArray& la = e.arrays[a];
+      la.kind = static_cast<LawArray::Kind>(ap.kind);
+      la.constant = ap.constant;
+      for (const auto& el : ap.elements) la.elements.push_back(law_value(el));
+      la.length = law_value(ap.length);
+      la.modulus = ap.modulus;
+      for (const auto& el : ap.by_residue) la.by_residue.push_back(law_value(el));
+    }
+    out.events.push_back(std::move(e));
+  }
+  for (const auto& cp : role.comms) out.comms.push_back(LawComm{cp.id, law_value(cp.length), law_value(cp.member)});
+  return out;
+}
+
 std::string join_laws(const std::vector<ParameterLaw>& laws) {
   std::string s;
   for (const auto& l : laws) s += l.role + "\t" + l.where + "\t" + l.field + "\t" + l.formula + "\t" + l.status + "\n";
@@ -520,6 +554,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
   }
   res.trace = merger.finish();
 
+  for (const auto& [key, role] : roles) res.role_laws.push_back(role_laws(key, role));
   for (const auto& [key, count] : role_ranks)
     res.roles.push_back(key.to_string() + ": " + std::to_string(count) + " ranks, " +
                         std::to_string(roles.at(key).members.size()) + " input ranks");

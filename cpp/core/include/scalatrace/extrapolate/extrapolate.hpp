@@ -212,6 +212,50 @@ struct ParameterLaw {
   std::string status;
 };
 
+/// A parameter of one role as a function of the size and the rank: a constant, or a law over
+/// FeatureSpace::make(ndims, false) features (communicator members and array elements: over
+/// FeatureSpace::make(ndims, true), j the element index). What a scalable benchmark evaluates.
+struct LawValue {
+  bool constant = true;
+  std::int64_t value = 0;
+  LinearLaw law;  ///< when !constant
+};
+
+/// An array parameter: constant, element by element (fixed length), or a length law plus an
+/// element law per residue class of the element index (j mod modulus).
+struct LawArray {
+  enum class Kind { Constant, Elementwise, Sequence } kind = Kind::Constant;
+  std::vector<std::int64_t> constant;
+  std::vector<LawValue> elements;
+  LawValue length;
+  std::int64_t modulus = 1;
+  std::vector<LawValue> by_residue;
+};
+
+/// One call of a role's event sequence, `repeat` times in a row (a run whose count follows a
+/// law: a local call once per iteration of a loop whose trip count changes with the size).
+struct LawEvent {
+  Op op = Op::Other;
+  std::uint32_t site = 0;
+  LawValue repeat;
+  std::array<LawValue, kFieldCount> fields;
+  std::array<LawArray, kArrayFieldCount> arrays;
+};
+
+/// A communicator a role's ranks hold: size law and member law member(j).
+struct LawComm {
+  std::int64_t id = 0;
+  LawValue length, member;
+};
+
+/// Every event of one role (the ranks of one boundary class and residue) with its laws: the
+/// whole program of those ranks at any size where the role occurs (scalable benchmarks).
+struct RoleLaws {
+  RoleKey key;
+  std::vector<LawEvent> events;
+  std::vector<LawComm> comms;
+};
+
 struct ExtrapolationResult {
   Trace trace;
   Topology topology;
@@ -223,6 +267,9 @@ struct ExtrapolationResult {
   std::vector<std::string> warnings;  ///< choices the inputs did not decide (simplest law taken)
   std::uint64_t dropped_events = 0;   ///< drop_local: events dropped over all inputs
   std::uint64_t input_events = 0;     ///< events of all inputs (before dropping)
+  /// The chosen reading's laws, role by role (the target's roles): what generated scalable
+  /// benchmarks evaluate at their own size.
+  std::vector<RoleLaws> role_laws;
 };
 
 /// Extrapolates merged traces of one program at several sizes to the target size. Throws

@@ -1,0 +1,215 @@
+"""Scalable benchmarks (issue 33 item 3, thesis §4.4.5): one program for every rank count.
+
+Traces of two programs of our own give one C program and one coNCePTuaL program each, which
+run at sizes never traced, where their traces must equal the real program's trace:
+
+* extrap_halo2d.c (a 5-point halo on MPI_Dims_create's grid plus an Allreduce, 3 iterations),
+  traced at 4, 6, 9, 12 ranks, run at 16 and 25 (oversubscribed);
+* extrap_strong.c (strong scaling: halo sizes 8*floor(1000/P), an Alltoall of floor(4096/P^2)
+  doubles, an Allreduce of 12000/P ints, a Bcast of floor(log2 P) + 1 ints), traced at 2, 4, 8
+  ranks, run at 9 and 16;
+* the ring example (even and odd ranks in turn: roles by rank residue), traced at 4, 6, 8, run
+  at 10;
+* extrap_rowcol.c (row and column communicators by MPI_Comm_split, an Allreduce on the rows,
+  a Bcast on the columns, a Sendrecv along the rows), traced at 4, 6, 9, 12, run at 16 and 20:
+  C only (the coNCePTuaL generator refuses derived communicators, and says so).
+
+Compared: C: every rank's events (op, peers, tags, sizes, datatype sizes, reduction ops,
+request references; local ``Other`` calls left out on both sides), the point-to-point and
+collective communication matrices, the counts per op and the communicators (members, holders). coNCePTuaL (real compiler, c_mpi):
+every rank's messages and collectives in order as the language writes them
+(``scalatrace.conceptual.communication_differences``, the run time's own calls left out) and
+the point-to-point matrix. A size whose grid has a position no input showed (7 ranks of the
+halo: a 7x1 grid; 1 rank of the 1D code; 5 ranks of the ring, an odd count) is refused with a message by both programs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import helpers
+import numpy as np
+import pytest
+
+import scalatrace
+from scalatrace import conceptual
+from scalatrace.errors import ScalatraceError, UsageError
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+#: program: (traced sizes, sizes the benchmark runs at, a size it must refuse and its grid)
+CASES = {
+    "extrap_halo2d": ((4, 6, 9, 12), (16, 25), (7, "7x1")),
+    "extrap_strong": ((2, 4, 8), (9, 16), (1, "1")),
+    # the ring example: even and odd ranks send first in turn (roles by rank residue mod 2,
+    # boundary depth 2), so only even counts from 4 are supported
+    "ring": ((4, 6, 8), (10,), (5, "5")),
+    # row and column communicators of the 2D grid (Comm_split with colour y or x): C only
+    "extrap_rowcol": ((4, 6, 9, 12), (16, 20), (7, "7x1")),
+}
+#: Programs the coNCePTuaL generator refuses, with the reason it gives.
+CONCEPTUAL_REFUSES = {"extrap_rowcol": "uses MPI_COMM_WORLD only"}
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    """traced(program, n): the real program's trace at n ranks (compiled and run once each)."""
+    root = tmp_path_factory.mktemp("scalable")
+    cache: dict[tuple[str, int], scalatrace.Trace] = {}
+
+    def get(program: str, n: int) -> scalatrace.Trace:
+        source = PROGRAMS / f"{program}.c"
+        argv = [root / program] if source.exists() else [helpers.example_path(program), "-i", "3"]
+        if source.exists() and not argv[0].exists():
+            subprocess.run(
+                [helpers.mpicc(), "-O1", "-o", str(argv[0]), str(source)],
+                check=True,
+                capture_output=True,
+            )
+        if (program, n) not in cache:
+            out = root / f"{program}{n}.sct"
+            helpers.run_mpi(n, argv, env=helpers.collector_env(out=out), timeout=240)
+            cache[(program, n)] = scalatrace.load(out)
+        return cache[(program, n)]
+
+    return get
+
+
+def _calls(trace, rank: int) -> list:
+    return [
+        (e.op, e.fields, e.arrays) for e in trace.events(rank, timing="none") if e.op != "Other"
+    ]
+
+
+def _counts(trace) -> Counter:
+    return Counter(
+        e.op for r in range(trace.nranks) for e in trace.events(r, timing="none") if e.op != "Other"
+    )
+
+
+def _held(trace) -> list:
+    return sorted((c.id, tuple(c.members), tuple(c.holders)) for c in trace.communicators)
+
+
+def assert_same_communication(got, real) -> None:
+    assert got.nranks == real.nranks
+    for r in range(real.nranks):
+        a, b = _calls(got, r), _calls(real, r)
+        assert len(a) == len(b), f"rank {r}: {len(a)} calls generated, {len(b)} real"
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert x == y, f"rank {r} call {i}: generated {x}, real {y}"
+    for kind in ("p2p", "collective"):
+        np.testing.assert_array_equal(got.comm_matrix(kind=kind), real.comm_matrix(kind=kind))
+    assert _counts(got) == _counts(real)
+
+
+@pytest.mark.parametrize("program", CASES)
+def test_c_benchmark_runs_at_sizes_never_traced_and_traces_like_the_real_program(
+    program, traced, tmp_path
+):
+    sizes, targets, (refused, grid) = CASES[program]
+    text = scalatrace.scalable_benchmark([traced(program, n) for n in sizes], language="c")
+    # no size is a literal of the program: the grid comes from the rank count
+    assert "grid(P, " in text and "role_of" in text
+    src = tmp_path / "bench.c"
+    src.write_text(text)
+    exe = tmp_path / "bench"
+    subprocess.run([helpers.mpicc(), "-O1", "-o", str(exe), str(src), "-lm"], check=True)
+    for n in targets:
+        out = tmp_path / f"gen{n}.sct"
+        helpers.run_mpi(n, [exe], env=helpers.collector_env(out=out), timeout=240)
+        generated, real = scalatrace.load(out), traced(program, n)
+        assert_same_communication(generated, real)
+        assert _held(generated) == _held(real), "the same communicators, members and holders"
+    with pytest.raises(
+        helpers.MPIRunError, match=f"{refused} ranks .grid {grid}. are not supported"
+    ):
+        helpers.run_mpi(refused, [exe], timeout=120)
+
+
+@pytest.fixture(scope="module")
+def ncptl():
+    try:
+        return conceptual.compiler(helpers.build_dir() / "conceptual", search_from=PROGRAMS)
+    except FileNotFoundError as exc:
+        pytest.skip(f"the coNCePTuaL compiler cannot be built here: {exc}")
+
+
+@pytest.mark.parametrize("program", CASES)
+def test_conceptual_benchmark_runs_at_sizes_never_traced_and_communicates_like_the_real_program(
+    program, traced, ncptl, tmp_path
+):
+    sizes, targets, (refused, _) = CASES[program]
+    inputs = [traced(program, n) for n in sizes]
+    if program in CONCEPTUAL_REFUSES:
+        with pytest.raises(ScalatraceError, match=CONCEPTUAL_REFUSES[program]):
+            scalatrace.scalable_benchmark(inputs, language="conceptual")
+        return
+    text = scalatrace.scalable_benchmark(inputs, language="conceptual")
+    assert "num_tasks = " not in text, "no fixed task count"
+    src = tmp_path / "bench.ncptl"
+    src.write_text(text)
+    exe = conceptual.compile_conceptual(src, tmp_path / "bench", ncptl)
+    # NCPTL_FAST_INIT=1: the run time skips its timer-quality checks (about 10 s per run,
+    # longer oversubscribed); its delays still end at their target time.
+    env = {**conceptual.run_environment(ncptl), "NCPTL_FAST_INIT": "1"}
+    for n in targets:
+        out = tmp_path / f"gen{n}.sct"
+        helpers.run_mpi(
+            n,
+            [exe, f"--logfile={tmp_path}/log{n}-%p.txt"],
+            env={**env, **helpers.collector_env(out=out)},
+            timeout=240,
+        )
+        generated, real = scalatrace.load(out), traced(program, n)
+        problems = conceptual.communication_differences(real, generated)
+        assert not problems, "\n".join(problems)
+        np.testing.assert_array_equal(
+            generated.comm_matrix(kind="p2p"), real.comm_matrix(kind="p2p")
+        )
+    with pytest.raises(helpers.MPIRunError, match="the task count has a grid"):
+        helpers.run_mpi(
+            refused, [exe, f"--logfile={tmp_path}/refused-%p.txt"], env=env, timeout=120
+        )
+
+
+def test_bad_arguments_are_refused(traced):
+    inputs = [traced("extrap_strong", n) for n in CASES["extrap_strong"][0]]
+    with pytest.raises(UsageError, match="language must be"):
+        scalatrace.scalable_benchmark(inputs, language="fortran")
+    with pytest.raises(UsageError, match="list of scalatrace.Trace"):
+        scalatrace.scalable_benchmark(inputs[0])
+    with pytest.raises(ScalatraceError, match="too few sizes"):
+        scalatrace.scalable_benchmark(inputs[:2])
+
+
+def test_command_line_writes_the_scalable_benchmark(traced, tmp_path, capsys):
+    from scalatrace.cli import main
+
+    paths = []
+    for n in CASES["extrap_strong"][0]:
+        path = tmp_path / f"strong{n}.sct"
+        traced("extrap_strong", n).save(path)
+        paths.append(str(path))
+    out = tmp_path / "bench.ncptl"
+    assert main(["generate", "--scalable", "--lang", "conceptual", *paths, "-o", str(out)]) == 0
+    assert "LET gx BE num_tasks" in out.read_text()
+    assert "scalable, from 3 traces" in capsys.readouterr().out
+    # several traces without --scalable, and too few sizes: one-line errors
+    assert main(["generate", *paths, "-o", str(tmp_path / "x.c")]) != 0
+    assert "several of one program with --scalable" in capsys.readouterr().err
+    assert main(["generate", "--scalable", *paths[:2], "-o", str(tmp_path / "y.c")]) != 0
+    assert "too few sizes" in capsys.readouterr().err
+
+
+def test_loops_and_laws_as_expressions():
+    from scalatrace._scalable_c import C_NAMES
+    from scalatrace._scalable_laws import Loop, compress, render
+
+    assert compress(list("abcabcabcd")) == (Loop(3, ("a", "b", "c")), "d")
+    assert compress(list("aabaab")) == (Loop(2, (Loop(2, ("a",)), "b")),)
+    assert render(("lin", (("X", 1, 1), ("1", -1, 1))), C_NAMES) == "(X - 1)"
+    assert render(("lin", (("x", 1, 2), ("y*X", 3, 4))), C_NAMES) == "((2*x + 3*(y*X))/4)"
+    assert render(("div", 8, 1000, "P^2"), C_NAMES) == "(8*(1000/(P*P)))"
+    assert render(-3, C_NAMES) == "(-3)"
