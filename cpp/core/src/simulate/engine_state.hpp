@@ -183,6 +183,8 @@ struct alignas(64) RankSim {
   /// Each starting a line: the steps' size with the first two steps, a communicator's lookup
   /// fields (up to `identity`) with the head of `comms`.
   alignas(64) sim::CollSteps steps;
+  // Blocking probe in progress (in the gap the alignment of `comms` leaves after `steps`).
+  PostedRecv probe;
   alignas(64) SmallVector<CommInfo, 2> comms;  ///< communicators this rank has used
   // Receiver side, each queue's head and first entries starting a line.
   alignas(64) SmallVector<PostedRecv, 8> posted;  ///< posted receives in post order
@@ -190,8 +192,6 @@ struct alignas(64) RankSim {
   alignas(64) SmallVector<Message, 8> unexpected;
   // Requests: pool (handle buffer above).
   SmallVector<Request, 24> reqs;
-  // Blocking probe in progress.
-  PostedRecv probe;
   bool next_event(EventView& ev) { return walk ? walk->next(ev) : cursor.next(ev); }
 
   RankSim(const Trace& t, std::int64_t r, const SimOptions& o)
