@@ -92,10 +92,63 @@ class GoalExport:
     skipped: int = 0
 
 
+class _Group:
+    """The world ranks of a communicator, with what every rank's export looks up in them."""
+
+    def __init__(self, ranks: tuple[int, ...]) -> None:
+        self.ranks = ranks
+        self.position = {r: i for i, r in reversed(list(enumerate(ranks)))}  # first occurrence
+        # Decomposed collectives' tags are apart per group: a checksum of its world ranks.
+        self.tag_group = zlib.crc32(array.array("q", ranks).tobytes()) % _COLLECTIVE_TAG_GROUPS
+
+    def index(self, rank: int) -> int:
+        """Position of ``rank`` in the group (ValueError if not a member, as ``list.index``)."""
+        i = self.position.get(rank)
+        if i is None:
+            raise ValueError(f"{rank} is not in list")
+        return i
+
+
+class _Communicators:
+    """The trace's communicator table, read once for all ranks: each communicator's group (one
+    object per distinct member list) and which ranks hold it. The export looks one up per
+    point-to-point call and collective; reading the table's member lists each time made the
+    export quadratic in the ranks."""
+
+    def __init__(self, trace: TraceModel) -> None:
+        self.nranks = trace.nranks
+        self._groups: dict[tuple[int, ...], _Group] = {}
+        # id -> (holders, group) in table order; holders None: every rank holds it.
+        self._by_id: dict[int, list[tuple[frozenset[int] | None, _Group]]] = {}
+        for c in trace.communicators:
+            holders = frozenset(c.holders) if len(c.holders) else None
+            self._by_id.setdefault(c.id, []).append((holders, self.group(tuple(c.members))))
+
+    def group(self, ranks: tuple[int, ...]) -> _Group:
+        """The group of these world ranks (the same object for the same ranks)."""
+        g = self._groups.get(ranks)
+        if g is None:
+            g = self._groups[ranks] = _Group(ranks)
+        return g
+
+    def world(self) -> _Group:
+        """All ranks in order (``MPI_COMM_WORLD`` when the table does not describe it)."""
+        return self.group(tuple(range(self.nranks)))
+
+    def of(self, comm: int, rank: int) -> _Group | None:
+        """The first communicator ``comm`` of the table that ``rank`` holds; None if none."""
+        for holders, g in self._by_id.get(comm, ()):
+            if holders is None or rank in holders:
+                return g
+        return None
+
+
 class _GoalRank:
     """Writes one rank's events as a GOAL ``rank R { ... }`` block."""
 
-    def __init__(self, trace: TraceModel, rank: int, out: io.StringIO) -> None:
+    def __init__(
+        self, trace: TraceModel, rank: int, out: io.StringIO, comms: _Communicators
+    ) -> None:
         self.t, self.rank, self.out = trace, rank, out
         self.labels = 0
         self.cpu: str | None = None  # the operation the program order waits for
@@ -107,15 +160,8 @@ class _GoalRank:
         self.dependencies = 0
         self.decomposed = 0
         self.skipped = 0
-        self.sequence: dict[tuple[int, ...], int] = {}
-        self._comms = trace.communicators
-
-    # --- ranks and communicators -------------------------------------------------------------
-    def members(self, comm: int) -> list[int] | None:
-        for c in self._comms:
-            if c.id == comm and (len(c.holders) == 0 or self.rank in c.holders):
-                return list(c.members)
-        return None
+        self.sequence: dict[_Group, int] = {}  # collectives so far per group
+        self._comms = comms
 
     def world(self, comm: int, relative: int) -> int | None:
         """World rank of a relative peer; None for MPI_PROC_NULL; -1 for MPI_ANY_SOURCE."""
@@ -123,10 +169,10 @@ class _GoalRank:
             return _GOAL_ANY
         if relative == _K_PROC_NULL:
             return None
-        members = self.members(comm)
-        if members is None:
+        g = self._comms.of(comm, self.rank)
+        if g is None:
             return self.rank + relative
-        return members[members.index(self.rank) + relative]
+        return g.ranks[g.index(self.rank) + relative]
 
     # --- writing -----------------------------------------------------------------------------
     def operation(self, text: str, after: list[str], started: list[str] | None = None) -> str:
@@ -250,21 +296,21 @@ class _GoalRank:
         """The simulator's point-to-point steps of a collective: each step's send and receive
         start when the previous step has completed; a blocking collective ends the program's
         wait at its last step, a nonblocking one leaves its last step to the request."""
-        members = self.members(comm)
-        if members is None and comm != 0:
+        group = self._comms.of(comm, self.rank)
+        if group is None and comm != 0:
             self.skipped += 1
             if nonblocking:
                 self.slots.append((None, None))
             return
-        ranks = members if members is not None else list(range(self.t.nranks))
-        me = ranks.index(self.rank)
-        group = tuple(ranks)
+        if group is None:
+            group = self._comms.world()
+        ranks = group.ranks
+        me = group.index(self.rank)
         seq = self.sequence.get(group, 0)
         self.sequence[group] = seq + 1
-        group_sum = zlib.crc32(array.array("q", ranks).tobytes()) % _COLLECTIVE_TAG_GROUPS
         tag = (
             _COLLECTIVE_TAG_BASE
-            + group_sum * _COLLECTIVE_TAG_SEQUENCE
+            + group.tag_group * _COLLECTIVE_TAG_SEQUENCE
             + seq % _COLLECTIVE_TAG_SEQUENCE
         )
         steps = _core.collective_schedule(e, me, len(ranks))
@@ -333,9 +379,10 @@ def to_goal(
     out = io.StringIO()
     out.write(f"num_ranks {t.nranks}\n")
     result = GoalExport(path=target, nranks=t.nranks)
+    comms = _Communicators(t)
     for r in range(t.nranks):
         block = io.StringIO()
-        w = _GoalRank(t, r, block)
+        w = _GoalRank(t, r, block, comms)
         for e in _core.rank_events(t._core, r, timing, seed + r):
             w.event(e)
         w.join([label for _, label in w.slots if label is not None])

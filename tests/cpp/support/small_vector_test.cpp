@@ -88,3 +88,13 @@ TEST(SmallVector, EraseAndTruncate) {
   EXPECT_EQ(v.size(), 11u);
   EXPECT_EQ(v[10].a, 109);
 }
+
+TEST(SmallVector, InlineAddressIsWhereInlineElementsAre) {
+  SmallVector<Item, 4> v;
+  for (std::int64_t i = 0; i < 3; ++i) v.push_back(Item{i, 0});
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(v.inline_address(i), static_cast<const void*>(&v[i])) << i;
+  EXPECT_EQ(v.inline_address(4), nullptr);  // past the inline capacity: no address
+  for (std::int64_t i = 3; i < 6; ++i) v.push_back(Item{i, 0});
+  // On the heap now: the inline slots are no longer the elements.
+  EXPECT_NE(v.inline_address(0), static_cast<const void*>(&v[0]));
+}

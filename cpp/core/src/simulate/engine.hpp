@@ -100,9 +100,15 @@ class Engine {
 
   RankSim& rank(std::int64_t r) { return ranks_[static_cast<std::size_t>(r)]; }
 
-  /// Ranks are resumed in ready-queue order; their state is fetched into the cache this many
-  /// resumptions ahead (a prefetch only: the order of work is unchanged).
-  static constexpr std::size_t kPrefetchDistance = 32;
+  /// Ranks are resumed in ready-queue order; what resuming one reads is fetched into the cache
+  /// ahead, in three rounds (a prefetch only: the order of work is unchanged), each reading only
+  /// lines the round before fetched: kPrefetchDistance resumptions ahead the rank's first line
+  /// (prefetch_first_line); 2/3 of that distance later the lines its stage needs
+  /// (prefetch_for_stage); 1/3 of it before the resumption what those lines point to
+  /// (prefetch_targets: the requests of a wait list, the next step's receiver, the cursor).
+  static constexpr std::size_t kPrefetchDistance = 48;
+  static constexpr std::size_t kStageDistance = 32;
+  static constexpr std::size_t kTargetDistance = 16;
   /// Ranks whose states (with their cursors) exceed this many bytes do not stay in the cache:
   /// then the cursors and the receivers of messages are prefetched too (below it, those
   /// prefetches only cost instructions: 6 % at 1,024 ranks).
@@ -114,15 +120,50 @@ class Engine {
   static constexpr std::size_t kL2Bytes = std::size_t{512} << 10;
   const bool prefetch_states_ = state_bytes_ > kL2Bytes;
 
-  /// Starts loading what resuming R reads first: its scalars, wait list, handle buffer,
-  /// collective steps and communicators (everything laid out before its receive queues), and
-  /// where its requests are (what prefetch_requests reads half the distance later).
-  static void prefetch(const RankSim& R) {
-    const char* begin = reinterpret_cast<const char*>(&R);
-    const char* end = reinterpret_cast<const char*>(&R.posted);
-    for (const char* p = begin; p < end; p += 64) prefetch_line(p);
-    prefetch_queue_heads(R);
-    prefetch_line(&R.reqs);
+  /// The cache lines from `from` up to (not including) `to`, both within one rank's state.
+  static void prefetch_range(const void* from, const void* to) {
+    for (const char* p = static_cast<const char*>(from); p < static_cast<const char*>(to); p += 64) prefetch_line(p);
+  }
+  /// An object that may straddle two lines: both.
+  template <class T>
+  static void prefetch_object(const T* p) {
+    prefetch_line(p);
+    prefetch_line(reinterpret_cast<const char*>(p + 1) - 1);
+  }
+  /// Where the groups of RankSim's fields end (engine_state.hpp lays the state out in them):
+  /// the scalars every resumption reads, then those a completion call and the next events read.
+  static const void* hot_end(const RankSim& R) { return &R.recv_bytes + 1; }
+  static const void* handles_end(const RankSim& R) { return &R.steps; }
+
+  /// Round one: the line with R's stage and clock.
+  static void prefetch_first_line(const RankSim& R) { prefetch_line(&R); }
+
+  /// Round two (R's first line is cached): the rest of R's scalars and what R's stage reads
+  /// on resuming: a collective step, its communicator and the receive queues' heads; a wait
+  /// list with the handle buffer; or all of these before R's next event.
+  static void prefetch_for_stage(const RankSim& R) {
+    prefetch_range(reinterpret_cast<const char*>(&R) + 64, hot_end(R));
+    switch (R.stage) {
+      case Stage::StepWaiting:
+      case Stage::Collective:
+        prefetch_line(&R.steps);  // its size: is the step the last one?
+        if (const void* step = R.steps.inline_address(R.step_pos)) prefetch_object(static_cast<const CollStep*>(step));
+        if (const void* comm = R.comms.inline_address(R.coll_comm)) prefetch_line(comm);
+        // The step's receive is posted (the head of `posted`: one line) or its message is
+        // waiting (the head of `unexpected` and its first message).
+        prefetch_line(&R.posted);
+        prefetch_object(static_cast<const Message*>(R.unexpected.inline_address(0)));
+        return;
+      case Stage::Probing:
+        prefetch_queue_heads(R);
+        return;
+      case Stage::Waiting:
+      case Stage::Next:
+        prefetch_range(hot_end(R), handles_end(R));
+        prefetch_line(&R.comms);  // the communicator of the next events (with its first entry)
+        prefetch_queue_heads(R);
+        return;
+    }
   }
   /// The heads of R's receive queues: what posting a receive or delivering a message reads.
   static void prefetch_queue_heads(const RankSim& R) {
@@ -131,7 +172,14 @@ class Engine {
     const char* unexpected = reinterpret_cast<const char*>(&R.unexpected);
     for (int line = 0; line < 2; ++line) prefetch_line(unexpected + 64 * line);
   }
-  /// The requests R waits for (half the distance later: R's wait list is cached by then).
+
+  /// Round three (R's stage lines are cached): the requests R waits for, the receiver of its
+  /// collective's next step, its walk over the trace.
+  void prefetch_targets(const RankSim& R) const {
+    prefetch_requests(R);
+    prefetch_next_step_receiver(R);
+    prefetch_cursor(R);
+  }
   static void prefetch_requests(const RankSim& R) {
     if (R.stage != Stage::Waiting) return;
     for (std::size_t i = R.waits_known; i < R.waits.size(); ++i)
@@ -160,13 +208,19 @@ class Engine {
     if (to < 0) return;
     const CommInfo& c = R.comms[R.coll_comm];
     if (!c.identity) return;  // other communicators: a member lookup, not worth a prefetch
-    prefetch_receiver(ranks_[static_cast<std::size_t>(to)]);
+    const RankSim& D = ranks_[static_cast<std::size_t>(to)];
+    // A step's message is matched to D's step receive (line 1) or queued.
+    prefetch_line(&D);
+    prefetch_line(&D.step_reqs);
+    prefetch_line(&D.posted);
+    prefetch_object(reinterpret_cast<const Message*>(D.unexpected.inline_address(0)));
   }
 
-  /// What delivering a message to D touches: its flags, the heads of its receive queues, and
-  /// its usual requests (a matched receive's request is written).
+  /// What delivering a user message to D touches: its flags and counts, the heads of its
+  /// receive queues, and its usual requests (a matched receive's request is written).
   static void prefetch_receiver(const RankSim& D) {
-    prefetch_line(&D.stage);
+    prefetch_line(&D);
+    prefetch_line(&D.received);
     prefetch_queue_heads(D);
     const char* reqs = reinterpret_cast<const char*>(&D.reqs);
     for (int line = 0; line < 4; ++line) prefetch_line(reqs + 64 * line);

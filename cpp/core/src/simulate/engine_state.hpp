@@ -120,63 +120,78 @@ struct CollSchedule {
   std::int32_t step_reqs[2] = {kNoRequest, kNoRequest};  ///< the current step's requests
 };
 
-/// One rank's simulation state. Laid out for locality: the scalars read on every resume and
-/// delivery first, then the queues and the request pool kept inline (one contiguous block per
-/// rank: at 65,536 ranks almost every access to another rank's state is a cache miss, and
-/// neighbouring lines come cheaper than a heap pointer chased per container).
-struct RankSim {
+/// One rank's simulation state. Laid out for locality: at 65,536 ranks almost every access to
+/// another rank's state is a cache miss, and the number of distinct lines a resumption or a
+/// delivery touches is what the run's time follows (the prefetches are limited by the misses
+/// the core keeps in flight, not by the bandwidth). So the fields a resumption and a delivery
+/// read come first, in the order the run loop's prefetches fetch them (Engine::prefetch_hot,
+/// Engine::prefetch_for_stage):
+///   line 0 (kHotLine0Bytes): what decides the rest: stage, flags, clock, the collective's step;
+///   line 1: the current collective step's requests (what a delivery inside a collective writes);
+///   lines 2-4: schedules, accounting of the current event, the rank's times and counts;
+/// then the containers, each with its first elements inline (one contiguous block per rank:
+/// neighbouring lines come cheaper than a heap pointer chased per container), prefetched by
+/// stage: the wait list and handle buffer for a completion call, the current step and its
+/// communicator for a collective, the receive queues' heads for both.
+struct alignas(64) RankSim {
+  // Line 0.
   Stage stage = Stage::Next;
   bool blocked = false, finished = false;
   bool cursor_done = false;  ///< every event walked (finished once its schedules are done too)
-  Op op = Op::Other;         ///< the current event's op and call site (what ending it needs;
-  std::uint32_t site = 0;    ///< the whole event is read again for messages: describe_current)
+  /// The current step's receive and send (kStepRecv, kStepSend), if it has them.
+  bool step_recv = false, step_send = false;
+  /// The floor bounds the call's whole time (collectives, blocking sends: the recorded time
+  /// includes the transfer the model also predicts), not only its busy part.
+  bool event_floor_elapsed = false;
+  Op op = Op::Other;       ///< the current event's op and call site (what ending it needs;
+  std::uint32_t site = 0;  ///< the whole event is read again for messages: describe_current)
   std::int64_t rank = 0;
   double clock = 0;
-  std::size_t waits_known = 0;       ///< waits[0, waits_known) are known to complete (checked)
-  std::size_t wildcards_posted = 0;  ///< entries of `posted` with src == kAnyWorld
+  // Collective in progress.
+  std::size_t step_pos = 0;
+  std::size_t coll_comm = 0;  ///< index into comms
+  std::uint64_t coll_tag = 0;
+  std::size_t waits_known = 0;  ///< waits[0, waits_known) are known to complete (checked)
+  // Line 1.
+  alignas(64) Request step_reqs[2];
+  // Lines 2-4.
+  std::vector<CollSchedule> schedules;  ///< nonblocking collectives in progress
+  std::size_t wildcards_posted = 0;     ///< entries of `posted` with src == kAnyWorld
+  std::size_t last_comm = 0;            ///< index into comms that comm_index found last
   std::uint64_t event_index = 0;
   // Accounting of the current event.
   double event_start = 0, event_compute = 0, wait_mark = 0, late_s_mark = 0, late_r_mark = 0;
   /// The least CPU time the current call takes: a call that never waits takes its recorded
   /// duration (SimOptions::recorded_local_calls), 0 otherwise.
   double event_floor = 0;
-  /// The floor bounds the call's whole time (collectives, blocking sends: the recorded time
-  /// includes the transfer the model also predicts), not only its busy part.
-  bool event_floor_elapsed = false;
   SimTimes times;
   /// The rank's walk over the trace (its state behind one pointer, prefetched separately).
   Cursor cursor;
+  /// Lossy traces: the rank's calls with drawn messages (read instead of `cursor`).
+  std::unique_ptr<ProbabilisticWalk> walk;
   // Results.
   std::uint64_t sent = 0, received = 0;
   double sent_bytes = 0, recv_bytes = 0;
-  // Collective in progress.
-  std::size_t step_pos = 0;
-  std::size_t coll_comm = 0;  ///< index into comms
-  std::uint64_t coll_tag = 0;
-  /// The current step's receive and send (kStepRecv, kStepSend), if it has them.
-  bool step_recv = false, step_send = false;
-  Request step_reqs[2];
-  std::size_t last_comm = 0;  ///< index into comms that comm_index found last
+  // Lines 5-8 (with the wait list, the free requests and the handle buffer).
   // Handle buffer: slots[slot_front + i] is handle slot slot_base + i (oldest trimmed when released).
   std::size_t slot_front = 0;
   std::uint64_t slot_base = 0, slot_count = 0;
   SmallVector<std::int32_t, 16> waits;  ///< requests the current step waits for
   SmallVector<std::int32_t, 16> free_reqs;
   SmallVector<std::int32_t, 16> slots;
-  sim::CollSteps steps;
-  // Laid out before `posted`: prefetched with the scalars (every resumption reads them).
-  SmallVector<CommInfo, 2> comms;               ///< communicators this rank has used
-  std::vector<CollSchedule> schedules;          ///< nonblocking collectives in progress
   std::vector<PersistentArgs> persistent_args;  ///< by request index, persistent requests only
-  // Receiver side.
-  SmallVector<PostedRecv, 8> posted;   ///< posted receives in post order
-  SmallVector<Message, 8> unexpected;  ///< arrived (or announced), not yet matched; in arrival order per source
+  /// Each starting a line: the steps' size with the first two steps, a communicator's lookup
+  /// fields (up to `identity`) with the head of `comms`.
+  alignas(64) sim::CollSteps steps;
+  // Blocking probe in progress (in the gap the alignment of `comms` leaves after `steps`).
+  PostedRecv probe;
+  alignas(64) SmallVector<CommInfo, 2> comms;  ///< communicators this rank has used
+  // Receiver side, each queue's head and first entries starting a line.
+  alignas(64) SmallVector<PostedRecv, 8> posted;  ///< posted receives in post order
+  /// Arrived (or announced), not yet matched; in arrival order per source.
+  alignas(64) SmallVector<Message, 8> unexpected;
   // Requests: pool (handle buffer above).
   SmallVector<Request, 24> reqs;
-  // Blocking probe in progress.
-  PostedRecv probe;
-  /// Lossy traces: the rank's calls with drawn messages (read instead of `cursor`).
-  std::unique_ptr<ProbabilisticWalk> walk;
   bool next_event(EventView& ev) { return walk ? walk->next(ev) : cursor.next(ev); }
 
   RankSim(const Trace& t, std::int64_t r, const SimOptions& o)

@@ -53,16 +53,15 @@ SimResult Engine::run() {
   for (;;) {
     while (!ready_.empty()) {
       const std::int64_t r = ready_.pop_front();
-      if (prefetch_states_ && ready_.size() > kPrefetchDistance) {
-        const std::int64_t later = ready_[kPrefetchDistance];
-        prefetch(rank(later));
-        net_.prefetch_sender(later);
-      }
-      if (prefetch_more_ && ready_.size() > kPrefetchDistance / 2) {
-        const RankSim& soon = rank(ready_[kPrefetchDistance / 2]);
-        prefetch_requests(soon);
-        prefetch_next_step_receiver(soon);
-        prefetch_cursor(soon);
+      if (prefetch_states_) {
+        const std::size_t queued = ready_.size();
+        if (queued > kPrefetchDistance) prefetch_first_line(rank(ready_[kPrefetchDistance]));
+        if (queued > kStageDistance) {
+          const std::int64_t later = ready_[kStageDistance];
+          prefetch_for_stage(rank(later));
+          net_.prefetch_sender(later);
+        }
+        if (prefetch_more_ && queued > kTargetDistance) prefetch_targets(rank(ready_[kTargetDistance]));
       }
       advance(rank(r));
       if (net_.wants_horizon()) [[unlikely]]

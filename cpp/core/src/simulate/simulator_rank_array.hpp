@@ -2,6 +2,7 @@
 // The simulator's per-rank states in one block of memory that asks the kernel for huge pages:
 // at 65,536 ranks the states span hundreds of megabytes, touched in no useful order, and with
 // 4 KB pages nearly every access to another rank also misses the TLB.
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
@@ -20,7 +21,7 @@ class RankArray {
   explicit RankArray(std::size_t capacity) : capacity_(capacity) {
     constexpr std::size_t kHugePage = std::size_t{2} << 20;
     std::size_t bytes = capacity * sizeof(T);
-    const std::size_t align = bytes >= kHugePage ? kHugePage : alignof(std::max_align_t);
+    const std::size_t align = bytes >= kHugePage ? kHugePage : std::max(alignof(T), alignof(std::max_align_t));
     bytes = (bytes + align - 1) / align * align;
     if (bytes == 0) bytes = align;
     data_ = static_cast<T*>(std::aligned_alloc(align, bytes));

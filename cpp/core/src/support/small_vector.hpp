@@ -41,6 +41,9 @@ class SmallVector {
   T& front() { return data()[0]; }
   const T& front() const { return data()[0]; }
   T& back() { return data()[size_ - 1]; }
+  /// Where element i is while the elements are inline (i < N), computed without reading the
+  /// object: an address to prefetch before the object itself is in the cache (nullptr past N).
+  const void* inline_address(std::size_t i) const { return i < N ? inline_ + i * sizeof(T) : nullptr; }
 
   void push_back(const T& value) {
     if (size_ == capacity_) grow();
