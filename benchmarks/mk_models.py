@@ -162,6 +162,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer points (a smoke run)")
     ap.add_argument("--extrap", action="store_true", help="also fit Extra-P (scratch venv)")
     ap.add_argument("--work", default=None, help="directory for traces (default: temporary)")
+    ap.add_argument(
+        "--ranks",
+        type=int,
+        nargs="+",
+        default=None,
+        help="rank counts P to train, hold out and search K at (default 2 3 4; e.g. 2 for calm "
+        "runs on a 2-core machine, where more ranks than cores oversubscribe)",
+    )
     args = ap.parse_args()
     out_md = Path(args.out)
     fig_dir = out_md.parent
@@ -183,6 +191,12 @@ def main() -> None:
             [2, 4],
             3,
         )
+    if args.ranks:
+        ps = sorted(set(args.ranks))
+        held = [(n, k, p) for n, k, p in held if p in ps] or [
+            (1536, k, p) for k in (8, 32) for p in ps
+        ]
+        best_ps = [p for p in best_ps if p in ps] or ps[:1]
     loads = [load()]
     t0 = time.time()
     train = list(itertools.product(ns, ks, ps))
