@@ -18,7 +18,8 @@ and compare medians. Two measures:
 Usage::
 
     python benchmarks/replay_timing.py [--repeats 5] [--compute-us 1000] [--iterations 20]
-        [--ranks 4 9] [--examples stencil2d ring ...] [--out benchmarks/results/replay.md]
+        [--ranks 4 9] [--examples stencil2d ring ...] [--timing spread|mean|sample]
+        [--out benchmarks/results/replay.md]
 
 Needs the package built with examples (``make build``); ``SCALATRACE_BUILD_DIR`` points at the
 build dir (default ``build/py``).
@@ -97,15 +98,18 @@ def bench_case(name: str, nranks: int, args: argparse.Namespace, work: Path) -> 
 
     orig_wall, rep_wall, rep_program = [], [], []
     tool = str(_paths.tool("scalatrace-replay"))
-    for _ in range(args.repeats):
+    for k in range(args.repeats):
         orig_wall.append(run_wall([mpiexec, "-n", str(nranks), *argv]))
         report = work / "report.json"
+        timing = ["--timing", args.timing, "--seed", str(k)]
         rep_wall.append(
-            run_wall([mpiexec, "-n", str(nranks), tool, str(replayed), "--report", str(report)])
+            run_wall(
+                [mpiexec, "-n", str(nranks), tool, str(replayed), "--report", str(report), *timing]
+            )
         )
         rep_program.append(json.loads(report.read_text())["total_time_s"])
     # One more replay through the Python API (sanity: same order of magnitude).
-    api = replay(replayed)
+    api = replay(replayed, timing=args.timing)
     return {
         "example": name,
         "ranks": nranks,
@@ -134,6 +138,12 @@ def main() -> int:
         default="sct",
         help="replay the compressed trace (default) or the raw recording directory",
     )
+    p.add_argument(
+        "--timing",
+        choices=("mean", "sample", "spread", "none"),
+        default="spread",
+        help="scalatrace-replay --timing (seed k for repeat k); default: the replay's default",
+    )
     p.add_argument("--out", default=None, help="write the Markdown table here (else stdout only)")
     args = p.parse_args()
 
@@ -158,7 +168,8 @@ def main() -> int:
         "# Replay timing accuracy",
         "",
         f"Command: `{cmd.strip()}` (repeats {args.repeats}, `-i {args.iterations} -c {args.compute_us}`, "
-        f"medians; replaying the {'compressed trace' if args.input == 'sct' else 'raw recording'}; "
+        f"medians; replaying the {'compressed trace' if args.input == 'sct' else 'raw recording'} "
+        f"with `--timing {args.timing}`; "
         f"2-core machine shared with other jobs, MPICH, ranks oversubscribed at 9).",
         "",
         "Program time: the original's span from the end of `MPI_Init` to `MPI_Finalize` (slowest rank, "
