@@ -107,9 +107,9 @@ def times(exe: Path, work: Path, repeats: int, work_us: float, iterations: int) 
     for k in range(repeats):
         out = run(exe, 2, [str(iterations), str(work_us)])
         original.append(float(re.search(r"([0-9.]+) s$", out.strip()).group(1)))
-        lossless.append(replay(work / "time.sct", seed=k, timeout=120).total_time)
+        lossless.append(replay(work / "time.sct", timing="spread", seed=k, timeout=120).total_time)
         lossless_mean.append(replay(work / "time.sct", timing="mean", timeout=120).total_time)
-        lossy.append(replay(lossy_path, seed=k, timeout=120).total_time)
+        lossy.append(replay(lossy_path, timing="spread", seed=k, timeout=120).total_time)
     o, a, m, b = (statistics.median(x) for x in (original, lossless, lossless_mean, lossy))
     print(
         f"\n2 ranks, {iterations} iterations, work {work_us} us/iteration (+ per KB received), "

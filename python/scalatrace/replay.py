@@ -39,7 +39,7 @@ from .errors import ReplayError, ScalatraceError, TraceFormatError, UsageError, 
 
 __all__ = ["replay", "ReplayResult", "trace_info", "TIMING_MODES"]
 
-TIMING_MODES = ("spread", "mean", "sample", "none")
+TIMING_MODES = ("mean", "spread", "sample", "none")
 DEFER_WAITS_MODES = ("auto", "on", "off")
 STUCK_EXIT_CODE = 3  # scalatrace-replay's watchdog exit status
 
@@ -182,7 +182,7 @@ def replay(
     trace_or_path: Any,
     compute_scale: float = 1.0,
     size_scale: float = 1.0,
-    timing: str = "spread",
+    timing: str = "mean",
     np: int | None = None,
     seed: int = 0,
     timeout: float = 60.0,
@@ -204,11 +204,12 @@ def replay(
         Factor on the recorded computation time between MPI calls; 0 replays communication only.
     size_scale : float
         Factor on message sizes.
-    timing : {"spread", "mean", "sample", "none"}
-        Compute time per event: stratified draws from the histogram (``seed``; each run of 16
-        occurrences of an event covers its distribution, so a rank's total keeps the mean while
-        its occurrences vary as recorded), the histogram mean, independent draws (``seed``),
-        or none.
+    timing : {"mean", "spread", "sample", "none"}
+        Compute time per event: the histogram mean; stratified draws from the histogram
+        (``seed``; each run of 16 occurrences of an event covers its distribution, so a rank's
+        total keeps the mean while its occurrences vary as recorded: for data-dependent
+        computation whose imbalance changes every iteration, docs/replay.md); independent
+        draws (``seed``); or none.
     np : int, optional
         Number of MPI processes; default (and the only valid value): the trace's rank count.
     seed : int
@@ -353,9 +354,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timing",
         choices=TIMING_MODES,
-        default="spread",
-        help="compute time per event: stratified draws from its histogram (default), "
-        "histogram mean, independent draws (sample), or none",
+        default="mean",
+        help="compute time per event: histogram mean (default), stratified draws from its "
+        "histogram (spread: data-dependent computation), independent draws (sample), or none",
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="random seed for --timing spread/sample"

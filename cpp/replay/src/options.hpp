@@ -10,14 +10,14 @@ namespace scalatrace::replay {
 
 struct Options {
   std::string trace_path;
-  double compute_scale = 1.0;              ///< --compute-scale: factor on recorded compute time (0: none)
-  double size_scale = 1.0;                 ///< --size-scale: factor on message sizes
-  TimingMode timing = TimingMode::Spread;  ///< --timing spread|mean|sample|none
-  std::uint64_t seed = 0;                  ///< --seed: for --timing spread/sample and lossy draws
-  std::string report_path;                 ///< --report: JSON report written by rank 0
-  double timeout_s = 60.0;                 ///< --timeout: seconds one MPI call may block (0: no watchdog)
-  std::size_t bsend_buffer = 16u << 20;    ///< --bsend-buffer: bytes attached for Bsend/Ibsend
-  std::string write_broken_path;           ///< --selftest-write-broken: write a deadlocking trace, exit
+  double compute_scale = 1.0;            ///< --compute-scale: factor on recorded compute time (0: none)
+  double size_scale = 1.0;               ///< --size-scale: factor on message sizes
+  TimingMode timing = TimingMode::Mean;  ///< --timing mean|spread|sample|none
+  std::uint64_t seed = 0;                ///< --seed: for --timing spread/sample and lossy draws
+  std::string report_path;               ///< --report: JSON report written by rank 0
+  double timeout_s = 60.0;               ///< --timeout: seconds one MPI call may block (0: no watchdog)
+  std::size_t bsend_buffer = 16u << 20;  ///< --bsend-buffer: bytes attached for Bsend/Ibsend
+  std::string write_broken_path;         ///< --selftest-write-broken: write a deadlocking trace, exit
   /// --selftest-write-interleaved: write a 2-thread interleaving that a serial replay deadlocks on
   std::string write_interleaved_path;
   /// --defer-waits: let Wait/Waitall wait while later nonblocking posts are issued. Auto: when
