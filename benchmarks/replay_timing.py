@@ -18,7 +18,8 @@ and compare medians. Two measures:
 Usage::
 
     python benchmarks/replay_timing.py [--repeats 5] [--compute-us 1000] [--iterations 20]
-        [--ranks 4 9] [--examples stencil2d ring ...] [--out benchmarks/results/replay.md]
+        [--ranks 4 9] [--examples stencil2d ring ...] [--timing spread|mean|sample] [--lossy T]
+        [--out benchmarks/results/replay.md]
 
 Needs the package built with examples (``make build``); ``SCALATRACE_BUILD_DIR`` points at the
 build dir (default ``build/py``).
@@ -38,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+import scalatrace
 from scalatrace import _paths
 from scalatrace.replay import replay
 
@@ -80,10 +82,14 @@ def program_time_from_raw(raw_dir: Path) -> float:
 
 
 def bench_case(name: str, nranks: int, args: argparse.Namespace, work: Path) -> dict:
-    exe = build_dir() / "examples" / name
+    if args.apps_dir:  # a real application (e.g. NPB class S), run without arguments
+        exe = Path(args.apps_dir) / name
+        argv = [str(exe)]
+    else:
+        exe = build_dir() / "examples" / name
+        argv = [str(exe), "-i", str(args.iterations), "-c", str(args.compute_us)]
     if not exe.is_file():
-        raise FileNotFoundError(f"example {exe} not built")
-    argv = [str(exe), "-i", str(args.iterations), "-c", str(args.compute_us)]
+        raise FileNotFoundError(f"program {exe} not built")
     mpiexec = _paths.mpiexec()
     trace_path, raw = work / f"{name}-{nranks}.sct", work / f"{name}-{nranks}-raw"
     raw.mkdir()
@@ -94,18 +100,24 @@ def bench_case(name: str, nranks: int, args: argparse.Namespace, work: Path) -> 
     )
     original_program = program_time_from_raw(raw)
     replayed = trace_path if args.input == "sct" else raw
+    if args.lossy is not None:  # every point-to-point field past the threshold a histogram
+        replayed = work / f"{name}-{nranks}-lossy.sct"
+        scalatrace.load(trace_path).to_lossy(args.lossy).save(replayed)
 
     orig_wall, rep_wall, rep_program = [], [], []
     tool = str(_paths.tool("scalatrace-replay"))
-    for _ in range(args.repeats):
+    for k in range(args.repeats):
         orig_wall.append(run_wall([mpiexec, "-n", str(nranks), *argv]))
         report = work / "report.json"
+        timing = ["--timing", args.timing, "--seed", str(k)]
         rep_wall.append(
-            run_wall([mpiexec, "-n", str(nranks), tool, str(replayed), "--report", str(report)])
+            run_wall(
+                [mpiexec, "-n", str(nranks), tool, str(replayed), "--report", str(report), *timing]
+            )
         )
         rep_program.append(json.loads(report.read_text())["total_time_s"])
     # One more replay through the Python API (sanity: same order of magnitude).
-    api = replay(replayed)
+    api = replay(replayed, timing=args.timing)
     return {
         "example": name,
         "ranks": nranks,
@@ -134,6 +146,26 @@ def main() -> int:
         default="sct",
         help="replay the compressed trace (default) or the raw recording directory",
     )
+    p.add_argument(
+        "--timing",
+        choices=("mean", "sample", "spread", "none"),
+        default="mean",
+        help="scalatrace-replay --timing (seed k for repeat k); default: the replay's default",
+    )
+    p.add_argument(
+        "--apps-dir",
+        default=None,
+        help="--examples name programs in this directory, run without arguments "
+        "(e.g. /work/apps/npb-nostats/bin with cg.S.x mg.S.x)",
+    )
+    p.add_argument(
+        "--lossy",
+        type=int,
+        default=None,
+        metavar="T",
+        help="replay the trace made lossy with threshold T (1: every point-to-point field; "
+        "docs/lossy.md), probabilistically with seed k for repeat k",
+    )
     p.add_argument("--out", default=None, help="write the Markdown table here (else stdout only)")
     args = p.parse_args()
 
@@ -158,7 +190,9 @@ def main() -> int:
         "# Replay timing accuracy",
         "",
         f"Command: `{cmd.strip()}` (repeats {args.repeats}, `-i {args.iterations} -c {args.compute_us}`, "
-        f"medians; replaying the {'compressed trace' if args.input == 'sct' else 'raw recording'}; "
+        f"medians; replaying the {'compressed trace' if args.input == 'sct' else 'raw recording'} "
+        f"with `--timing {args.timing}`"
+        f"{'' if args.lossy is None else f', made lossy with threshold {args.lossy}'}; "
         f"2-core machine shared with other jobs, MPICH, ranks oversubscribed at 9).",
         "",
         "Program time: the original's span from the end of `MPI_Init` to `MPI_Finalize` (slowest rank, "

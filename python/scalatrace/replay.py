@@ -39,7 +39,7 @@ from .errors import ReplayError, ScalatraceError, TraceFormatError, UsageError, 
 
 __all__ = ["replay", "ReplayResult", "trace_info", "TIMING_MODES"]
 
-TIMING_MODES = ("mean", "sample", "none")
+TIMING_MODES = ("mean", "spread", "sample", "none")
 DEFER_WAITS_MODES = ("auto", "on", "off")
 STUCK_EXIT_CODE = 3  # scalatrace-replay's watchdog exit status
 
@@ -69,6 +69,9 @@ class ReplayResult:
     outcome_mismatches : numpy.ndarray
         Per rank, completion/probe calls whose outcome (flag, index) differed from the
         recording (a request finished earlier in the replay than in the original).
+    contexts : numpy.ndarray
+        Per rank, secondary traversal contexts a probabilistic replay of a lossy trace walked
+        (the negotiated ranks that can send to it; 0 for a lossless trace).
     counts, bytes, recv_bytes : dict of str to numpy.ndarray
         Per MPI operation name (``"Send"``, ``"Allreduce"``, ...; without ``MPI_``): events per
         rank, and the sum of their recorded send-side (``Field::Bytes``) / receive-side
@@ -91,6 +94,7 @@ class ReplayResult:
     events: numpy.ndarray
     issued: numpy.ndarray
     outcome_mismatches: numpy.ndarray
+    contexts: numpy.ndarray = field(default_factory=lambda: numpy.zeros(0, dtype=numpy.int64))
     counts: dict = field(default_factory=dict)
     bytes: dict = field(default_factory=dict)
     recv_bytes: dict = field(default_factory=dict)
@@ -113,6 +117,7 @@ class ReplayResult:
             events=numpy.asarray(report["events"], dtype=numpy.int64),
             issued=numpy.asarray(report["issued"], dtype=numpy.int64),
             outcome_mismatches=numpy.asarray(report["outcome_mismatches"], dtype=numpy.int64),
+            contexts=numpy.asarray(report.get("contexts", []), dtype=numpy.int64),
             counts={op: numpy.asarray(v["count"], dtype=numpy.int64) for op, v in ops.items()},
             bytes={op: numpy.asarray(v["bytes"], dtype=numpy.int64) for op, v in ops.items()},
             recv_bytes={
@@ -199,12 +204,16 @@ def replay(
         Factor on the recorded computation time between MPI calls; 0 replays communication only.
     size_scale : float
         Factor on message sizes.
-    timing : {"mean", "sample", "none"}
-        Compute time per event: histogram mean, a draw from the histogram (``seed``), or none.
+    timing : {"mean", "spread", "sample", "none"}
+        Compute time per event: the histogram mean; stratified draws from the histogram
+        (``seed``; each run of 16 occurrences of an event covers its distribution, so a rank's
+        total keeps the mean while its occurrences vary as recorded: for data-dependent
+        computation whose imbalance changes every iteration, docs/replay.md); independent
+        draws (``seed``); or none.
     np : int, optional
         Number of MPI processes; default (and the only valid value): the trace's rank count.
     seed : int
-        Random seed for ``timing="sample"``.
+        Random seed for ``timing="spread"`` and ``"sample"`` (and a lossy trace's draws).
     timeout : float
         Seconds one MPI call may block before the replay fails naming the stuck event (0: off).
     trace : bool
@@ -346,9 +355,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--timing",
         choices=TIMING_MODES,
         default="mean",
-        help="compute time per event: histogram mean (default), sample, or none",
+        help="compute time per event: histogram mean (default), stratified draws from its "
+        "histogram (spread: data-dependent computation), independent draws (sample), or none",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed for --timing sample")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="random seed for --timing spread/sample"
+    )
     parser.add_argument(
         "--timeout",
         type=float,

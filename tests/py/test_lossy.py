@@ -173,6 +173,24 @@ def test_replay_is_deadlock_free_reproducible_and_faithful(runs, n):
     assert int(first.bytes["Irecv"].sum()) == got_bytes
 
 
+def test_replay_walks_only_the_negotiated_contexts(program, tmp_path):
+    """9 ranks exchanging with random neighbours at most 2 ranks away: the ranks negotiate who can
+    send to whom, and each walks the secondary contexts of its 4 potential senders, not 8; no
+    deadlock, the same seed the same replay."""
+    out = tmp_path / "t.sct"
+    env = helpers.collector_env(out=out, quiet=1, lossy="1")
+    helpers.run_mpi(9, [program, ITERATIONS, "0", "2"], env=env, timeout=120, cwd=tmp_path)
+    trace = scalatrace.load(out)
+    assert trace.lossy
+    first = replay(out, seed=3, timeout=60)
+    again = replay(out, seed=3, timeout=60)
+    assert first.contexts.tolist() == [4] * 9
+    assert first.total_counts() == again.total_counts()
+    assert first.bytes["Isend"].tolist() == again.bytes["Isend"].tolist()
+    counts = first.total_counts()
+    assert counts["Isend"] == counts["Irecv"] == op_calls(trace, lossy_seed=3)["Isend"]
+
+
 @pytest.fixture(scope="module")
 def example_traces(tmp_path_factory):
     cache: dict = {}

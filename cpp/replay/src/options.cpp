@@ -52,6 +52,8 @@ std::string_view timing_name(TimingMode mode) {
       return "median";
     case TimingMode::Fastest:
       return "fastest";
+    case TimingMode::Spread:
+      return "spread";
   }
   return "?";
 }
@@ -62,9 +64,10 @@ std::string usage() {
          "Re-issues the MPI calls of a scalatrace trace, each rank walking its own events.\n"
          "  --compute-scale F   factor on the recorded compute time between calls (default 1; 0 = none)\n"
          "  --size-scale F      factor on message sizes (default 1, at most 1024)\n"
-         "  --timing MODE       mean (histogram mean, default) | sample (draw from histograms) | none\n"
-         "  --seed N            random seed for --timing sample (rank r mixes r into it) and for a lossy trace's "
-         "drawn\n"
+         "  --timing MODE       mean (histogram mean, default) | spread (stratified draws from the histograms,\n"
+         "                      for data-dependent computation) | sample (independent draws) | none\n"
+         "  --seed N            random seed for --timing spread/sample (rank r mixes r into it) and for a lossy "
+         "trace's drawn\n"
          "                      peers, tags and sizes (the same on every rank; default 0)\n"
          "  --report FILE       write a JSON report (times, per-rank per-op counts and bytes)\n"
          "  --timeout S         fail if one MPI call blocks longer than S seconds (default 60; 0 = off)\n"
@@ -97,14 +100,16 @@ Options parse_options(const std::vector<std::string>& args) {
       o.size_scale = parse_double(a, value(), 0.0, kMaxSizeScale);
     } else if (a == "--timing") {
       const std::string& v = value();
-      if (v == "mean")
+      if (v == "spread")
+        o.timing = TimingMode::Spread;
+      else if (v == "mean")
         o.timing = TimingMode::Mean;
       else if (v == "sample")
         o.timing = TimingMode::Sample;
       else if (v == "none")
         o.timing = TimingMode::None;
       else
-        throw UsageError("--timing expects mean, sample or none, got '" + v + "'");
+        throw UsageError("--timing expects spread, mean, sample or none, got '" + v + "'");
     } else if (a == "--seed") {
       o.seed = parse_uint(a, value());
     } else if (a == "--report") {

@@ -12,8 +12,8 @@ struct Options {
   std::string trace_path;
   double compute_scale = 1.0;            ///< --compute-scale: factor on recorded compute time (0: none)
   double size_scale = 1.0;               ///< --size-scale: factor on message sizes
-  TimingMode timing = TimingMode::Mean;  ///< --timing mean|sample|none
-  std::uint64_t seed = 0;                ///< --seed: for --timing sample
+  TimingMode timing = TimingMode::Mean;  ///< --timing mean|spread|sample|none
+  std::uint64_t seed = 0;                ///< --seed: for --timing spread/sample and lossy draws
   std::string report_path;               ///< --report: JSON report written by rank 0
   double timeout_s = 60.0;               ///< --timeout: seconds one MPI call may block (0: no watchdog)
   std::size_t bsend_buffer = 16u << 20;  ///< --bsend-buffer: bytes attached for Bsend/Ibsend

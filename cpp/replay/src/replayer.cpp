@@ -9,6 +9,7 @@
 
 #include "scalatrace/compress/lossy.hpp"
 #include "scalatrace/read/cursor.hpp"
+#include "scalatrace/read/potential_senders.hpp"
 #include "scalatrace/read/probabilistic_walk.hpp"
 #include "scalatrace/support/errors.hpp"
 
@@ -47,6 +48,20 @@ bool all_complete(const std::vector<RequestSlot*>& slots) {
 
 // More pending completions than this: the rank first waits for the oldest ones.
 constexpr std::size_t kMaxPendingCompletions = 4096;
+
+/// The ranks that can send to `rank` in a probabilistic replay, negotiated: each rank finds the
+/// ranks its own sends can reach (its send nodes' peer support) and tells them in one
+/// all-to-all of flags. Each rank then walks secondary contexts of its senders only.
+std::vector<std::int64_t> negotiate_senders(const Trace& trace, int rank) {
+  const auto n = static_cast<std::size_t>(trace.nranks);
+  std::vector<char> to(n, 0), from(n, 0);
+  for (const std::int64_t d : potential_destinations(trace, rank)) to[static_cast<std::size_t>(d)] = 1;
+  PMPI_Alltoall(to.data(), 1, MPI_CHAR, from.data(), 1, MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<std::int64_t> senders;
+  for (std::size_t r = 0; r < n; ++r)
+    if (from[r]) senders.push_back(static_cast<std::int64_t>(r));
+  return senders;
+}
 
 bool threads_recorded(const Trace& trace) {
   auto it = trace.metadata.find("mpi_threads");
@@ -98,6 +113,7 @@ RankStats Replayer::run() {
     o.seed = options_.seed;
     o.timing = options_.timing;
     o.timing_seed = seed;
+    o.senders = negotiate_senders(trace_, world_rank_);
     walk.emplace(trace_, world_rank_, o);
   } else {
     cursor.emplace(trace_, world_rank_, options_.timing, seed);
@@ -165,6 +181,7 @@ RankStats Replayer::run() {
   } catch (const Error& err) {
     throw Error("rank " + std::to_string(world_rank_) + ", at the end: " + err.what());
   }
+  if (walk) stats_.contexts = walk->contexts();
   stats_.time_s = static_cast<double>(steady_now_ns() - start) * 1e-9;
   stats_.compute_s = compute_ns_total * 1e-9;
   return stats_;

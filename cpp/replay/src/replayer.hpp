@@ -31,8 +31,10 @@ struct RankStats {
   std::uint64_t events = 0;
   std::uint64_t issued = 0;              ///< MPI calls re-issued (events minus skipped ones)
   std::uint64_t outcome_mismatches = 0;  ///< completions/probes whose outcome differed from the record
-  double compute_s = 0;                  ///< emulated computation
-  double time_s = 0;                     ///< wall time of this rank's replay
+  /// Lossy traces: secondary traversal contexts walked (the negotiated senders to this rank).
+  std::uint64_t contexts = 0;
+  double compute_s = 0;  ///< emulated computation
+  double time_s = 0;     ///< wall time of this rank's replay
 };
 
 /// Memory ran out while an event was replayed (std::bad_alloc, e.g. a message buffer at its

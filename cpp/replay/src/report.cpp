@@ -9,7 +9,7 @@
 namespace scalatrace::replay {
 namespace {
 
-constexpr std::size_t kInts = 3 * kOpCount + 3;
+constexpr std::size_t kInts = 3 * kOpCount + 4;
 constexpr std::size_t kDoubles = 2;
 
 std::string json_string(const std::string& s) {
@@ -48,6 +48,7 @@ std::vector<RankStats> gather_stats(const RankStats& mine, int rank, int nranks)
   ints[3 * kOpCount] = mine.events;
   ints[3 * kOpCount + 1] = mine.issued;
   ints[3 * kOpCount + 2] = mine.outcome_mismatches;
+  ints[3 * kOpCount + 3] = mine.contexts;
   double doubles[kDoubles] = {mine.time_s, mine.compute_s};
   std::vector<std::uint64_t> all_ints(rank == 0 ? kInts * static_cast<std::size_t>(nranks) : 1);
   std::vector<double> all_doubles(rank == 0 ? kDoubles * static_cast<std::size_t>(nranks) : 1);
@@ -64,6 +65,7 @@ std::vector<RankStats> gather_stats(const RankStats& mine, int rank, int nranks)
     s.events = in[3 * kOpCount];
     s.issued = in[3 * kOpCount + 1];
     s.outcome_mismatches = in[3 * kOpCount + 2];
+    s.contexts = in[3 * kOpCount + 3];
     s.time_s = all_doubles[kDoubles * static_cast<std::size_t>(r)];
     s.compute_s = all_doubles[kDoubles * static_cast<std::size_t>(r) + 1];
     out.push_back(s);
@@ -107,6 +109,7 @@ std::string report_json(const Options& o, std::int64_t nranks, const std::vector
   j << "  \"issued\": " << per_rank([](const RankStats& s) { return std::to_string(s.issued); }) << ",\n";
   j << "  \"outcome_mismatches\": " << per_rank([](const RankStats& s) { return std::to_string(s.outcome_mismatches); })
     << ",\n";
+  j << "  \"contexts\": " << per_rank([](const RankStats& s) { return std::to_string(s.contexts); }) << ",\n";
   j << "  \"ops\": {";
   bool first = true;
   for (std::size_t i = 0; i < kOpCount; ++i) {

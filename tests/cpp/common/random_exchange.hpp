@@ -3,6 +3,8 @@
 // tests/py/programs/random_exchange.c): per iteration every rank sends 1 or 2 messages of random
 // size to random ranks (Isend), receives its incoming ones (Irecv from the source), Waitall, then
 // an Allreduce. Its peers and sizes do not compress losslessly: the lossy traces' test program.
+// `max_shift` > 0 keeps the peers within that many ranks on either side (a random exchange among
+// neighbours); 0: any other rank.
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -12,7 +14,8 @@
 
 namespace scalatrace::test_support {
 
-inline std::vector<RankRecording> random_exchange(std::int64_t nranks, int iterations, std::uint64_t seed = 7) {
+inline std::vector<RankRecording> random_exchange(std::int64_t nranks, int iterations, std::uint64_t seed = 7,
+                                                  std::int64_t max_shift = 0) {
   std::vector<RankRecording> recs(static_cast<std::size_t>(nranks));
   for (std::int64_t r = 0; r < nranks; ++r) {
     auto& rec = recs[static_cast<std::size_t>(r)];
@@ -29,9 +32,14 @@ inline std::vector<RankRecording> random_exchange(std::int64_t nranks, int itera
     std::vector<Msg> msgs;
     for (std::int64_t r = 0; r < nranks; ++r) {
       const int degree = 1 + static_cast<int>(rng() % 2);
-      for (int k = 0; k < degree; ++k)
-        msgs.push_back({r, (r + 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(nranks - 1))) % nranks,
-                        8 * (1 + static_cast<std::int64_t>(rng() % 200))});
+      for (int k = 0; k < degree; ++k) {
+        std::int64_t shift = 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(nranks - 1));
+        if (max_shift > 0) {
+          const auto step = 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(max_shift));
+          shift = rng() % 2 == 0 ? step : nranks - step;
+        }
+        msgs.push_back({r, (r + shift) % nranks, 8 * (1 + static_cast<std::int64_t>(rng() % 200))});
+      }
     }
     for (std::int64_t r = 0; r < nranks; ++r) {
       auto& events = recs[static_cast<std::size_t>(r)].events;

@@ -101,6 +101,39 @@ TEST(Histogram, SamplesKeepEachBinsMean) {
   EXPECT_NEAR(sum / 10000, h.mean(), 0.5);
 }
 
+TEST(Histogram, EvenlySpreadFractionsKeepTheMeanAndTheSpread) {
+  // Two clusters (1 us x 30, 9 us x 10): fractions below 3/4 land in the first, the others in
+  // the second, each around its bin's mean, so n evenly spread fractions sum to n means.
+  Histogram h(4);
+  double sum = 0;
+  for (int i = 0; i < 30; ++i) {
+    const std::uint64_t v = 1'000 + 10 * static_cast<std::uint64_t>(i % 3);
+    h.add(v);
+    sum += static_cast<double>(v);
+  }
+  for (int i = 0; i < 10; ++i) {
+    h.add(9'000);
+    sum += 9'000;
+  }
+  EXPECT_LE(h.at_fraction(0.0), 1'020u);
+  EXPECT_LE(h.at_fraction(0.74), 1'020u);
+  EXPECT_EQ(h.at_fraction(0.76), 9'000u);
+  EXPECT_EQ(h.at_fraction(0.999999), 9'000u);
+  EXPECT_EQ(h.at_fraction(1.0), h.max());  // clamped: the last value
+  constexpr int kDraws = 4000;
+  double drawn = 0;
+  for (int i = 0; i < kDraws; ++i) drawn += static_cast<double>(h.at_fraction((i + 0.5) / kDraws));
+  EXPECT_NEAR(drawn / kDraws, sum / 40, 2.0);
+  EXPECT_EQ(Histogram(4).at_fraction(0.5), 0u);
+  // Without a part (the first occurrences), the rest's values only.
+  Histogram first(4);
+  first.add(9'000);
+  h.add(9'000);  // `first` is part of h
+  double rest = 0;
+  for (int i = 0; i < kDraws; ++i) rest += static_cast<double>(h.at_fraction_excluding(first, (i + 0.5) / kDraws));
+  EXPECT_NEAR(rest / kDraws, sum / 40, 2.0);  // the 40 values before the added one
+}
+
 TEST(Histogram, ExcludingAPartLeavesTheRest) {
   // 2 ranks' first occurrences (warm-up, ~1.2 ms) among 54 later ones (~0.2 ms): without the
   // firsts, the mean is the later ones' exactly and no draw reaches the warm-up's bin.

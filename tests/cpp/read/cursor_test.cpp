@@ -281,6 +281,16 @@ TEST(Cursor, LastNodeIsTheNodeOfTheLastEvent) {
   EXPECT_EQ(n, s.size());
 }
 
+namespace {
+/// Rank 0's compute times, event by event, as a cursor in `mode` with `seed` gives them.
+std::vector<std::uint64_t> compute_times(const Trace& t, TimingMode mode, std::uint64_t seed) {
+  std::vector<std::uint64_t> out;
+  Cursor c(t, 0, mode, seed);
+  while (auto e = c.next()) out.push_back(e->compute_ns);
+  return out;
+}
+}  // namespace
+
 TEST(Cursor, SampledTimesAreReproducibleAndInsideTheHistogram) {
   std::vector<Event> s;
   for (int i = 0; i < 200; ++i) {
@@ -290,12 +300,7 @@ TEST(Cursor, SampledTimesAreReproducibleAndInsideTheHistogram) {
     s.push_back(e);
   }
   const Trace t = compress(s);
-  auto draws = [&](std::uint64_t seed) {
-    std::vector<std::uint64_t> out;
-    Cursor c(t, 0, TimingMode::Sample, seed);
-    while (auto e = c.next()) out.push_back(e->compute_ns);
-    return out;
-  };
+  auto draws = [&](std::uint64_t seed) { return compute_times(t, TimingMode::Sample, seed); };
   const auto a = draws(5), b = draws(5), other = draws(6);
   EXPECT_EQ(a.size(), s.size());
   EXPECT_EQ(a, b) << "the same seed draws the same times";
@@ -307,6 +312,44 @@ TEST(Cursor, SampledTimesAreReproducibleAndInsideTheHistogram) {
   // Compute sampled, durations not timed: the two histograms read in their own modes.
   Cursor mixed(t, 0, TimingMode::Sample, 5, TimingMode::None);
   while (auto e = mixed.next()) EXPECT_EQ(e->duration_ns, 0u);
+}
+
+TEST(Cursor, SpreadTimesVaryPerOccurrenceAndKeepTheRanksTotal) {
+  // A node whose compute time alternates between 1 us and 5 us (data-dependent work): the mean
+  // gives every occurrence 3 us; Spread gives each occurrence a value from the recorded ones,
+  // in a seeded order, and every block of 16 occurrences covers the distribution evenly, so the
+  // rank's total stays the recorded total while the occurrences vary.
+  std::vector<Event> s;
+  double total = 0;
+  for (int i = 0; i < 160; ++i) {
+    Event e = ev(Op::Barrier, 1);
+    e.compute_ns = i % 2 == 0 ? 1'000 : 5'000;
+    e.duration_ns = 10;
+    total += static_cast<double>(e.compute_ns);
+    s.push_back(e);
+  }
+  const Trace t = compress(s);
+  auto draws = [&](std::uint64_t seed) { return compute_times(t, TimingMode::Spread, seed); };
+  const auto a = draws(3), b = draws(3), other = draws(4);
+  ASSERT_EQ(a.size(), s.size());
+  EXPECT_EQ(a, b) << "the same seed draws the same times";
+  EXPECT_NE(a, other) << "another seed draws in another order";
+  double drawn = 0;
+  std::size_t low = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(a[i] == 1'000 || a[i] == 5'000) << a[i];
+    drawn += static_cast<double>(a[i]);
+    low += a[i] == 1'000;
+    if (i % 16 == 15) {
+      EXPECT_EQ(low, (i + 1) / 2) << "each block of 16 holds 8 of each";
+    }
+  }
+  EXPECT_DOUBLE_EQ(drawn, total);
+  // Two seeds (two ranks) vary independently: both low in about a quarter of the occurrences.
+  std::size_t both_low = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) both_low += a[i] == 1'000 && other[i] == 1'000;
+  EXPECT_GT(both_low, 20u);
+  EXPECT_LT(both_low, 60u);
 }
 
 TEST(Cursor, MovedCursorContinuesItsWalk) {

@@ -5,16 +5,20 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <tuple>
 
+#include "event_streams.hpp"
 #include "random_exchange.hpp"
 #include "scalatrace/compress/lossy.hpp"
+#include "scalatrace/read/potential_senders.hpp"
 #include "scalatrace/simulate/simulator.hpp"
 #include "scalatrace/synthetic/synthetic.hpp"
 
 using namespace scalatrace;
+using test_support::ev;
 using test_support::merged_trace;
 using test_support::random_exchange;
 
@@ -136,4 +140,94 @@ TEST(ProbabilisticWalk, RegularProgramsSimulateLossy) {
     EXPECT_GE(static_cast<double>(lossy_sent), 0.8 * static_cast<double>(exact_sent))
         << synthetic_pattern_name(pattern);
   }
+}
+
+TEST(ProbabilisticWalk, EachRankWalksOnlyTheContextsOfItsPotentialSenders) {
+  // 9 ranks exchanging random sizes with random neighbours at most 2 ranks away: each rank can
+  // hear from 4 ranks (its send histograms hold relative peers -2, -1, 1, 2) and walks 4
+  // secondary contexts, not 9. The program is the one a walk of every context gives, and every
+  // drawn send still has its one receive.
+  const std::int64_t n = 9;
+  const auto recs = random_exchange(n, 12, 5, 2);
+  Trace t = merged_trace(recs);
+  make_lossy(t, 1);
+  ASSERT_TRUE(is_lossy(t));
+  std::vector<std::int64_t> everyone;
+  for (std::int64_t r = 0; r < n; ++r) everyone.push_back(r);
+  for (std::int64_t r = 0; r < n; ++r) {
+    std::vector<std::int64_t> want{(r + n - 2) % n, (r + n - 1) % n, (r + 1) % n, (r + 2) % n};
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(potential_senders(t, r), want) << "rank " << r;
+    EXPECT_EQ(potential_destinations(t, r), want) << "rank " << r;  // symmetric shifts
+    ProbabilisticOptions bounded, full;
+    bounded.seed = full.seed = 8;
+    full.senders = everyone;
+    ProbabilisticWalk a(t, r, bounded), b(t, r, full);
+    Event x, y;
+    std::uint64_t calls = 0;
+    while (a.next(x)) {
+      ASSERT_TRUE(b.next(y)) << "rank " << r;
+      EXPECT_EQ(describe(x), describe(y)) << "rank " << r << ", call " << calls;
+      ++calls;
+    }
+    EXPECT_FALSE(b.next(y));
+    EXPECT_EQ(a.contexts(), 4u) << "rank " << r;
+    EXPECT_EQ(b.contexts(), static_cast<std::size_t>(n)) << "rank " << r;
+  }
+  const Matching m = walk_all(t, 8);
+  EXPECT_EQ(m.sent, m.received);
+  // Any shift: every rank can hear from the 8 others.
+  Trace any = merged_trace(random_exchange(n, 12, 5));
+  make_lossy(any, 1);
+  EXPECT_EQ(potential_senders(any, 0).size(), static_cast<std::size_t>(n - 1));
+}
+
+TEST(ProbabilisticWalk, ReceivesArePostedNearTheSendersEstimatedSendTimes) {
+  // Rank 0 sends at 100 us and 200 us (its recorded compute times); rank 1 sends at 1 us,
+  // 150 us and 300 us. In one epoch (up to the Barrier), each rank posts the receive of a
+  // message just before its own first call after the message's estimated send time, not all
+  // at the start: rank 1's calls are Isend (1 us), Irecv (100 us), Isend (150 us), Irecv
+  // (200 us), Isend (300 us), then the Waitall and the Barrier.
+  std::vector<RankRecording> recs(2);
+  const std::vector<std::vector<std::uint64_t>> computes{{100'000, 100'000}, {1'000, 149'000, 150'000}};
+  for (std::int64_t r = 0; r < 2; ++r) {
+    auto& rec = recs[static_cast<std::size_t>(r)];
+    rec.rank = r;
+    rec.nranks = 2;
+    const auto mod = rec.sites.intern_module("near_send_times");
+    for (std::uint32_t s = 0; s < 8; ++s) rec.sites.intern({Frame{mod, 0x100 + s}});
+    Event init = ev(Op::Init, 0);
+    init.compute_ns = init.duration_ns = 0;
+    rec.events.push_back(init);
+    std::uint32_t site = r == 0 ? 1 : 3;  // each rank's sends are nodes of their own
+    for (const std::uint64_t c : computes[static_cast<std::size_t>(r)]) {
+      Event e = ev(Op::Isend, site++, 1 - 2 * r, 64);
+      e[Field::DtSize] = 1;
+      e.compute_ns = c;
+      e.duration_ns = 0;
+      rec.events.push_back(e);
+    }
+    Event w = ev(Op::Waitall, 6);
+    for (std::int64_t q = static_cast<std::int64_t>(computes[static_cast<std::size_t>(r)].size()); q >= 1; --q)
+      w[ArrayField::Requests].push_back(q);
+    rec.events.push_back(w);
+    rec.events.push_back(ev(Op::Barrier, 7));
+    rec.events.push_back(ev(Op::Finalize, 0));
+  }
+  Trace t = merged_trace(recs);
+  make_lossy(t, 1);
+  ASSERT_TRUE(is_lossy(t));
+  auto calls = [&](std::int64_t rank) {
+    std::vector<Op> ops;
+    ProbabilisticWalk walk(t, rank, ProbabilisticOptions{});
+    Event e;
+    while (walk.next(e)) ops.push_back(e.op);
+    return ops;
+  };
+  EXPECT_EQ(calls(1), (std::vector<Op>{Op::Init, Op::Isend, Op::Irecv, Op::Isend, Op::Irecv, Op::Isend, Op::Waitall,
+                                       Op::Barrier, Op::Finalize}));
+  // Rank 0: its first call is at 100 us (rank 1's 1 us message before it), its second at 200 us
+  // (the 150 us message before it); the 300 us message is posted before the epoch's Waitall.
+  EXPECT_EQ(calls(0), (std::vector<Op>{Op::Init, Op::Irecv, Op::Isend, Op::Irecv, Op::Isend, Op::Irecv, Op::Waitall,
+                                       Op::Barrier, Op::Finalize}));
 }

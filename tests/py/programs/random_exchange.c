@@ -9,7 +9,9 @@
  *     rank with MPI_ANY_SOURCE, random sizes;
  *   - an MPI_Allreduce of a checksum.
  * The calls are the same every iteration; only peers and sizes vary.
- * Usage: random_exchange [iterations [work_us]]: 12 iterations by default; work_us > 0 adds a
+ * Usage: random_exchange [iterations [work_us [max_shift]]]: 12 iterations by default; max_shift > 0
+ * keeps the shifts within max_shift ranks on either side and leaves the gather out (a random
+ * exchange among neighbours only: each rank hears from at most 2 * max_shift ranks); work_us > 0 adds a
  * data-dependent computation per iteration (work_us microseconds per KB the rank received,
  * spinning) so that replay times can be compared with the run's (rank 0 prints the time from
  * after MPI_Init to before MPI_Finalize). */
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int iterations = argc > 1 ? atoi(argv[1]) : 12;
   const double work_us = argc > 2 ? atof(argv[2]) : 0;
+  const int max_shift = argc > 3 ? atoi(argv[3]) : 0;
   const double start = MPI_Wtime();
   int* bytes = malloc(sizeof(int) * (size_t)size * MAX_DEGREE);
   char* sendbuf = calloc(MAX_BYTES * MAX_DEGREE, 1);
@@ -56,7 +59,14 @@ int main(int argc, char** argv) {
   for (int it = 0; it < iterations; ++it) {
     /* The exchange of this iteration: every rank draws it whole. */
     int shift[MAX_DEGREE];
-    for (int k = 0; k < MAX_DEGREE; ++k) shift[k] = size > 1 ? 1 + (int)draw((unsigned)(size - 1)) : 0;
+    for (int k = 0; k < MAX_DEGREE; ++k) {
+      shift[k] = size > 1 ? 1 + (int)draw((unsigned)(size - 1)) : 0;
+      if (max_shift > 0 && size > 1) {
+        const int step = 1 + (int)draw((unsigned)max_shift);
+        shift[k] = draw(2) ? step % size : (size - step % size) % size;
+        if (shift[k] == 0) shift[k] = 1;
+      }
+    }
     for (int r = 0; r < size; ++r)
       for (int k = 0; k < MAX_DEGREE; ++k) bytes[r * MAX_DEGREE + k] = 8 * (1 + (int)draw(MAX_BYTES / 8));
     int n = 0, received = 0;
@@ -77,7 +87,9 @@ int main(int argc, char** argv) {
     /* Gather with a wildcard: the root takes the others' messages in arrival order. */
     const int root = it % size;
     const int mine = 8 * (1 + (int)((rank * 7919u + (unsigned)it * 104729u) % (MAX_BYTES / 8)));
-    if (rank == root) {
+    if (max_shift > 0) {
+      /* neighbours only: no gather */
+    } else if (rank == root) {
       for (int k = 1; k < size; ++k)
         MPI_Recv(recvbuf, MAX_BYTES, MPI_BYTE, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else {

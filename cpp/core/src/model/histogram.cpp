@@ -142,12 +142,34 @@ namespace {
 /// A draw from one bin: uniform around the bin's mean, as wide as [min, max] allows on both
 /// sides. Draws keep the bin's mean (a bin of values near its min and one outlier near its max
 /// has a mean near the min, and so do its draws) and stay inside the range seen in the bin.
-std::uint64_t draw_in_bin(std::uint64_t count, double sum, std::uint64_t min, std::uint64_t max, std::mt19937_64& rng) {
+/// `offset` in [-1, 1] places the value between the widest symmetric bounds.
+std::uint64_t value_in_bin(std::uint64_t count, double sum, std::uint64_t min, std::uint64_t max, double offset) {
   if (max <= min || count == 0) return min;
   const double mean = std::clamp(sum / static_cast<double>(count), static_cast<double>(min), static_cast<double>(max));
   const double half = std::min(mean - static_cast<double>(min), static_cast<double>(max) - mean);
-  const double v = mean + half * std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
+  const double v = mean + half * std::clamp(offset, -1.0, 1.0);
   return std::clamp(static_cast<std::uint64_t>(std::llround(v)), min, max);
+}
+
+std::uint64_t draw_in_bin(std::uint64_t count, double sum, std::uint64_t min, std::uint64_t max, std::mt19937_64& rng) {
+  if (max <= min || count == 0) return min;
+  return value_in_bin(count, sum, min, max, std::uniform_real_distribution<double>(-1.0, 1.0)(rng));
+}
+
+/// The value at fraction `u` of `total` values whose bin i holds counts(i) of them summing to
+/// sums(i) (the bins' [min, max] from `bins`); `fallback` if the counts do not add up.
+template <class Counts, class Sums>
+std::uint64_t value_at_fraction(const std::vector<HistogramBin>& bins, std::uint64_t total, Counts counts, Sums sums,
+                                double u, std::uint64_t fallback) {
+  const double at = std::clamp(u, 0.0, 1.0) * static_cast<double>(total);
+  double before = 0;
+  for (std::size_t i = 0; i < bins.size(); ++i) {
+    const auto c = static_cast<double>(counts(i));
+    if (c > 0 && at < before + c)
+      return value_in_bin(counts(i), sums(i), bins[i].min, bins[i].max, 2.0 * (at - before) / c - 1.0);
+    before += c;
+  }
+  return fallback;
 }
 
 /// Counts and sums per bin of `all` once `part`'s values are taken out (no allocation: a
@@ -215,6 +237,21 @@ std::uint64_t Histogram::sample_excluding(const Histogram& part, std::mt19937_64
     k -= left.counts[i];
   }
   return max_;
+}
+
+std::uint64_t Histogram::at_fraction(double u) const {
+  if (count_ == 0) return 0;
+  return value_at_fraction(
+      bins_, count_, [this](std::size_t i) { return bins_[i].count; }, [this](std::size_t i) { return bins_[i].sum; },
+      u, max_);
+}
+
+std::uint64_t Histogram::at_fraction_excluding(const Histogram& part, double u) const {
+  const RemainingBins left = remaining_bins(*this, part);
+  if (!left.valid) return at_fraction(u);
+  return value_at_fraction(
+      bins_, left.count, [&left](std::size_t i) { return left.counts[i]; },
+      [&left](std::size_t i) { return left.sums[i]; }, u, max_);
 }
 
 Histogram Histogram::from_parts(std::uint32_t sub_bins, std::uint64_t count, double sum, std::uint64_t min,

@@ -81,10 +81,13 @@ struct ArrayFieldReader {
 struct NodeState {
   bool has_presence = false;
   std::uint8_t field_count = 0, array_count = 0;
+  /// TimingMode::Spread: the node's number among the rank's event nodes in first-visit order
+  /// (the same in every walk of the rank), which keys its draws.
+  std::uint32_t spread_key = 0;
   std::uint64_t occurrence = 0;
   /// Occurrences every constant field has values for (the smallest of their sizes).
   std::uint64_t constant_limit = UINT64_MAX;
-  /// Timing modes other than Sample: the (fixed) values, computed on first visit.
+  /// Timing modes other than Sample and Spread: the (fixed) values, computed on first visit.
   std::uint64_t compute_ns = 0, duration_ns = 0;
   FieldReader* fields = nullptr;       ///< stored varying fields, in field order
   FieldValues* base = nullptr;         ///< constant fields set, varying ones 0
@@ -177,6 +180,12 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+/// Timing modes that give each occurrence its own value (the others one value per node).
+bool per_occurrence(TimingMode mode) { return mode == TimingMode::Sample || mode == TimingMode::Spread; }
+
+/// TimingMode::Spread: occurrences are drawn in blocks of this many, one per stratum.
+constexpr std::uint64_t kSpreadBlock = 16;
+
 /// Each field's step: the fractional part of the square root of a distinct prime, so that two
 /// lossy fields of one event (peer and size) are drawn jointly well spread, not in lockstep.
 double lossy_step(std::size_t field) {
@@ -226,6 +235,8 @@ struct Cursor::Impl {
   TimingMode duration_timing;  ///< durations (the simulator takes their median)
   /// TimingMode::Sample only (2.5 KB of state: not kept by cursors that do not draw).
   std::unique_ptr<std::mt19937_64> rng;
+  std::uint64_t seed;             ///< TimingMode::Spread
+  std::uint32_t spread_keys = 0;  ///< event nodes first visited so far (NodeState::spread_key)
   std::uint64_t events = 0;
   /// draw_lossy_values: the seed, and each lossy event node's position among the trace's lossy
   /// nodes in depth-first order (the same for every rank and every process).
@@ -238,7 +249,7 @@ struct Cursor::Impl {
   StateArena arena;                 ///< every NodeState and what it points to
 
   Impl(const Trace& t, std::int64_t r, TimingMode m, std::uint64_t seed, TimingMode d)
-      : trace(t), rank(r), timing(m), duration_timing(d) {
+      : trace(t), rank(r), timing(m), duration_timing(d), seed(seed) {
     if (timing == TimingMode::Sample || duration_timing == TimingMode::Sample)
       rng = std::make_unique<std::mt19937_64>(seed);
     stack.push_back(
@@ -306,8 +317,9 @@ struct Cursor::Impl {
       // nothing: then every occurrence draws from `compute`, in memory as after a file.
       const Histogram& first = group != nullptr ? group->first_compute : e.first_compute;
       if (first.count() > 0 && !similar_timing(first, *s.compute)) s.first_compute = &first;
-      if (timing != TimingMode::Sample) s.compute_ns = later_compute_value(s);
-      if (duration_timing != TimingMode::Sample) s.duration_ns = value_of(*s.duration, duration_timing);
+      s.spread_key = spread_keys++;
+      if (!per_occurrence(timing)) s.compute_ns = later_compute_value(s, 0);
+      if (!per_occurrence(duration_timing)) s.duration_ns = value_of(*s.duration, duration_timing, 0.5);
       if (!e.site_ids.empty()) {
         s.site_ids = arena.make<ValueSeq::Reader>();
         *s.site_ids = ValueSeq::Reader(seq_for(e.site_ids, "call-site sequence"));
@@ -418,29 +430,54 @@ struct Cursor::Impl {
   /// The compute time of an occurrence after the first: from the compute times without the
   /// first occurrences' when those were recorded (Median: the median of all, which a few first
   /// occurrences hardly move).
-  std::uint64_t later_compute_value(const NodeState& s) {
-    if (s.first_compute == nullptr) return timing_value(*s.compute);
+  /// `k`: the occurrence's number (TimingMode::Spread).
+  std::uint64_t later_compute_value(const NodeState& s, std::uint64_t k) {
+    const double u = timing == TimingMode::Spread ? spread_fraction(s, k, 0) : 0.5;
+    if (s.first_compute == nullptr) return value_of(*s.compute, timing, u);
     switch (timing) {
       case TimingMode::Mean:
         return static_cast<std::uint64_t>(std::llround(s.compute->mean_excluding(*s.first_compute)));
       case TimingMode::Sample:
         return s.compute->sample_excluding(*s.first_compute, *rng);
+      case TimingMode::Spread:
+        return s.compute->at_fraction_excluding(*s.first_compute, u);
       case TimingMode::None:
       case TimingMode::Median:
       case TimingMode::Fastest:
-        return timing_value(*s.compute);
+        return value_of(*s.compute, timing, u);
     }
     return 0;
   }
 
-  std::uint64_t timing_value(const Histogram& h) { return value_of(h, timing); }
+  /// TimingMode::Spread: the fraction in [0, 1) at which occurrence `k` of node `s` draws
+  /// (`stream` tells compute and duration draws apart). The occurrences go in blocks of
+  /// kSpreadBlock; a block's occurrences take the strata of [0, 1) in an order shuffled by
+  /// (seed, node, stream, block), each at a hashed place inside its stratum. So every block
+  /// covers the distribution evenly (the mean is kept), and ranks (other seeds) and nodes vary
+  /// independently of each other.
+  double spread_fraction(const NodeState& s, std::uint64_t k, std::uint64_t stream) const {
+    const std::uint64_t key =
+        mix(seed ^ mix((static_cast<std::uint64_t>(s.spread_key) << 1 | stream) ^ mix(k / kSpreadBlock)));
+    std::array<std::uint8_t, kSpreadBlock> strata{};
+    for (std::size_t i = 0; i < kSpreadBlock; ++i) strata[i] = static_cast<std::uint8_t>(i);
+    std::uint64_t h = key;
+    for (std::size_t i = kSpreadBlock - 1; i > 0; --i) {  // Fisher-Yates
+      h = mix(h);
+      std::swap(strata[i], strata[h % (i + 1)]);
+    }
+    const double inside = static_cast<double>(mix(key ^ (k % kSpreadBlock)) >> 11) * 0x1.0p-53;
+    return (strata[k % kSpreadBlock] + inside) / static_cast<double>(kSpreadBlock);
+  }
 
-  std::uint64_t value_of(const Histogram& h, TimingMode mode) {
+  /// `u`: the fraction TimingMode::Spread draws at (other modes ignore it).
+  std::uint64_t value_of(const Histogram& h, TimingMode mode, double u) {
     switch (mode) {
       case TimingMode::Mean:
         return static_cast<std::uint64_t>(std::llround(h.mean()));
       case TimingMode::Sample:
         return h.sample(*rng);
+      case TimingMode::Spread:
+        return h.at_fraction(u);
       case TimingMode::None:
         return 0;
       case TimingMode::Median:
@@ -514,11 +551,16 @@ struct Cursor::Impl {
       else
         e.arrays[a.field].assign(values.begin(), values.end());
     }
-    if (s.occurrence++ == 0 && s.first_compute != nullptr) [[unlikely]]
-      e.compute_ns = timing_value(*s.first_compute);
+    const std::uint64_t k = s.occurrence++;
+    if (k == 0 && s.first_compute != nullptr) [[unlikely]]
+      e.compute_ns = value_of(*s.first_compute, timing, timing == TimingMode::Spread ? spread_fraction(s, k, 0) : 0.5);
     else
-      e.compute_ns = timing == TimingMode::Sample ? later_compute_value(s) : s.compute_ns;
-    e.duration_ns = duration_timing == TimingMode::Sample ? value_of(*s.duration, TimingMode::Sample) : s.duration_ns;
+      e.compute_ns = per_occurrence(timing) ? later_compute_value(s, k) : s.compute_ns;
+    if (per_occurrence(duration_timing)) [[unlikely]]
+      e.duration_ns = value_of(*s.duration, duration_timing,
+                               duration_timing == TimingMode::Spread ? spread_fraction(s, k, 1) : 0.5);
+    else
+      e.duration_ns = s.duration_ns;
   }
 
   template <class E>

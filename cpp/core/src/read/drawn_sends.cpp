@@ -3,6 +3,7 @@
 #include "scalatrace/read/drawn_sends.hpp"
 
 #include "scalatrace/model/rank_math.hpp"
+#include "scalatrace/read/potential_senders.hpp"
 
 namespace scalatrace {
 
@@ -104,18 +105,25 @@ struct DrawnSends::Sender {
   bool done = false;
   Event event;
   ProtocolStep step;
+  std::uint64_t clock_ns = 0;  ///< the context's timer: end of its last event since MPI_Init's end
   Sender(const Trace& t, std::int64_t rank, std::uint64_t seed, std::shared_ptr<const LossyOccurrences> occurrences)
-      : cursor(t, rank, TimingMode::None), protocol(t, rank) {
+      : cursor(t, rank, TimingMode::Mean), protocol(t, rank) {
     cursor.draw_lossy_values(seed, std::move(occurrences));
   }
 };
 
-DrawnSends::DrawnSends(const Trace& trace, std::uint64_t seed, std::optional<std::int64_t> only_receiver)
+DrawnSends::DrawnSends(const Trace& trace, std::uint64_t seed, std::optional<std::int64_t> only_receiver,
+                       const std::optional<std::vector<std::int64_t>>& senders)
     : trace_(trace),
       seed_(seed),
       only_(only_receiver),
       occurrences_(std::make_shared<LossyOccurrences>(trace)),
-      senders_(static_cast<std::size_t>(trace.nranks)) {}
+      senders_(static_cast<std::size_t>(trace.nranks)) {
+  if (!only_) return;
+  walked_.assign(senders_.size(), 0);
+  for (const std::int64_t r : senders ? *senders : potential_senders(trace, *only_))
+    if (r >= 0 && r < trace.nranks) walked_[static_cast<std::size_t>(r)] = 1;
+}
 DrawnSends::~DrawnSends() = default;
 
 std::size_t DrawnSends::contexts() const {
@@ -136,18 +144,24 @@ bool DrawnSends::step_sender(Sender& s) {
     s.done = true;
     return false;
   }
+  const std::uint64_t start = s.clock_ns + s.event.compute_ns;
+  s.clock_ns = is_mpi_init(s.event.op) ? 0 : start + s.event.duration_ns;
   s.protocol.step(s.event, s.step);
-  for (const DrawnMessage& m : s.step.sends)
+  for (DrawnMessage& m : s.step.sends) {
+    m.time_ns = start;
     if (!only_ || m.dest == *only_) buffered_[{m.dest, m.comm, m.epoch}].push_back(m);
+  }
   return true;
 }
 
 void DrawnSends::advance(std::int64_t rank, std::int64_t comm, std::uint64_t epoch) {
+  if (!walked_.empty() && !walked_[static_cast<std::size_t>(rank)]) return;  // sends nothing to the receiver
   Sender& s = sender(rank);
   while (!s.done && s.protocol.epoch(comm) <= epoch) step_sender(s);
 }
 
 void DrawnSends::advance_to_end(std::int64_t rank) {
+  if (!walked_.empty() && !walked_[static_cast<std::size_t>(rank)]) return;
   Sender& s = sender(rank);
   while (step_sender(s)) {
   }

@@ -1,6 +1,7 @@
 // ProbabilisticWalk: a lossy trace's rank as a deadlock-free program (docs/lossy.md).
 #include "scalatrace/read/probabilistic_walk.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "scalatrace/model/rank_math.hpp"
@@ -14,7 +15,7 @@ ProbabilisticWalk::ProbabilisticWalk(const Trace& trace, std::int64_t rank, cons
       cursor_(trace, rank, options.timing, options.timing_seed, options.duration_timing),
       protocol_(trace, rank) {
   if (sends == nullptr) {
-    own_sends_ = std::make_unique<DrawnSends>(trace, options.seed, rank);
+    own_sends_ = std::make_unique<DrawnSends>(trace, options.seed, rank, options.senders);
     sends = own_sends_.get();
   }
   sends_ = sends;
@@ -78,28 +79,44 @@ void ProbabilisticWalk::emit_send(const DrawnMessage& m, const Event& from, std:
   ++sent_;
 }
 
+void ProbabilisticWalk::post_receive(const DrawnMessage& m) {
+  pending_[m.comm].push_back(out_slots_);
+  push(message_call(trace_, Op::Irecv, m, rank_, m.source));
+  ++received_;
+}
+
 void ProbabilisticWalk::post_epoch(std::int64_t comm) {
-  // Every epoch up to the current one whose receives are not posted yet.
+  // Every epoch up to the current one whose receives are not known yet: held until the senders'
+  // estimated send times.
   const std::uint64_t current = protocol_.epoch(comm);
   std::uint64_t& next = posted_epoch_[comm];
+  const std::size_t before = held_.size();
   for (; next <= current; ++next)
-    for (const DrawnMessage& m : sends_->take(rank_, comm, next)) {
-      pending_[m.comm].push_back(out_slots_);
-      push(message_call(trace_, Op::Irecv, m, rank_, m.source));
-      ++received_;
-    }
+    for (const DrawnMessage& m : sends_->take(rank_, comm, next)) held_.push_back(m);
+  if (held_.size() != before)
+    std::stable_sort(held_.begin(), held_.end(),
+                     [](const DrawnMessage& a, const DrawnMessage& b) { return a.time_ns < b.time_ns; });
+}
+
+void ProbabilisticWalk::release_receives(std::uint64_t until_ns) {
+  std::size_t n = 0;
+  while (n < held_.size() && held_[n].time_ns <= until_ns) post_receive(held_[n++]);
+  held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+void ProbabilisticWalk::flush_receives(std::int64_t comm, bool all) {
+  for (const DrawnMessage& m : held_)
+    if (all || m.comm == comm) post_receive(m);
+  std::erase_if(held_, [&](const DrawnMessage& m) { return all || m.comm == comm; });
 }
 
 void ProbabilisticWalk::close_epoch(const ProtocolStep& step, std::uint64_t compute_ns, std::uint32_t site) {
   Event wait;
   wait.op = Op::Waitall;
   wait.site = site;
+  flush_receives(step.sync_comm, step.sync_all);
   if (step.sync_all) {
-    for (const DrawnMessage& m : sends_->take_all(rank_)) {
-      pending_[m.comm].push_back(out_slots_);
-      push(message_call(trace_, Op::Irecv, m, rank_, m.source));
-      ++received_;
-    }
+    for (const DrawnMessage& m : sends_->take_all(rank_)) post_receive(m);
     for (auto& [comm, slots] : pending_) {
       for (const std::uint64_t s : slots)
         wait[ArrayField::Requests].push_back(static_cast<std::int64_t>(out_slots_ - s));
@@ -110,11 +127,7 @@ void ProbabilisticWalk::close_epoch(const ProtocolStep& step, std::uint64_t comp
     const std::uint64_t closing = protocol_.epoch(step.sync_comm) - 1;
     std::uint64_t& next = posted_epoch_[step.sync_comm];
     for (; next <= closing; ++next)
-      for (const DrawnMessage& m : sends_->take(rank_, step.sync_comm, next)) {
-        pending_[m.comm].push_back(out_slots_);
-        push(message_call(trace_, Op::Irecv, m, rank_, m.source));
-        ++received_;
-      }
+      for (const DrawnMessage& m : sends_->take(rank_, step.sync_comm, next)) post_receive(m);
     auto& slots = pending_[step.sync_comm];
     for (const std::uint64_t s : slots) wait[ArrayField::Requests].push_back(static_cast<std::int64_t>(out_slots_ - s));
     slots.clear();
@@ -181,7 +194,12 @@ void ProbabilisticWalk::refill() {
   const OpKind kind = op_kind(e.op);
   const bool first = !started_;
   started_ = true;
-  const bool init = e.op == Op::Init || e.op == Op::Init_thread;
+  const bool init = is_mpi_init(e.op);
+  // The receives of messages estimated to be sent before this call starts go before it (and
+  // before its computation): the last call before the send.
+  const std::uint64_t start_ns = clock_ns_ + e.compute_ns;
+  clock_ns_ = init ? 0 : start_ns + e.duration_ns;
+  release_receives(start_ns);
   if (first && !init) post_epoch(0);
   const std::uint64_t slot_before = protocol_.slots();
   protocol_.step(e, step_);

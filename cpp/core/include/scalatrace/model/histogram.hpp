@@ -45,6 +45,13 @@ class Histogram {
   /// `part` does not fit this histogram's layout (other bins per octave, or finer bins).
   double mean_excluding(const Histogram& part) const;
   std::uint64_t sample_excluding(const Histogram& part, std::mt19937_64& rng) const;
+  /// The value at fraction `u` (in [0, 1)) of the recorded values laid out bin by bin: the bin
+  /// holding that fraction of the count, then a place inside it as sample() draws, around the
+  /// bin's mean (u evenly spread over [0, 1) thus keeps every bin's mean). A draw that is a
+  /// function of `u`: TimingMode::Spread feeds it stratified fractions.
+  std::uint64_t at_fraction(double u) const;
+  /// at_fraction() over the values left when `part`'s are taken out (as sample_excluding()).
+  std::uint64_t at_fraction_excluding(const Histogram& part, double u) const;
   std::uint32_t sub_bins() const { return sub_bins_; }
   /// Each bin covers 2^coarsening() bins of the finest layout.
   std::uint32_t coarsening() const { return shift_; }

@@ -13,12 +13,13 @@ namespace scalatrace {
 
 class LossyOccurrences;
 
-/// How a cursor turns a timing histogram into one value: its mean, a seeded random draw, no
-/// time at all, or its median (estimated from the bins: the middle bin's mean).
 /// How a histogram becomes one value: its mean, a seeded draw, 0, the median (the mean of the
-/// bin holding the middle value), or Fastest (the mean of its lowest occupied bin: the calls
-/// that waited least).
-enum class TimingMode { Mean, Sample, None, Median, Fastest };
+/// bin holding the middle value), Fastest (the mean of its lowest occupied bin: the calls
+/// that waited least), or Spread: a seeded draw per occurrence, stratified so that every 16
+/// consecutive occurrences of a node on the rank cover the histogram's distribution evenly (in
+/// an order drawn per block: the rank's total keeps the mean, its occurrences vary as recorded,
+/// and ranks with other seeds vary independently; Histogram::at_fraction).
+enum class TimingMode { Mean, Sample, None, Median, Fastest, Spread };
 
 class Cursor {
  public:

@@ -31,7 +31,14 @@ struct DrawnMessage {
   std::int64_t dt_size = 0;  ///< datatype size of the send
   std::uint64_t epoch = 0;   ///< the sender's epoch on `comm` when it sent
   std::uint32_t site = 0;    ///< call site of the sending event
+  /// When the sender is estimated to send it: the secondary context's timer, the recorded
+  /// compute and call times (histogram means) of the sender's events since the end of its
+  /// MPI_Init up to this send's start. The receiver posts its receive near this time.
+  std::uint64_t time_ns = 0;
 };
+
+/// MPI_Init or MPI_Init_thread: where the traversal contexts' timers start (at its end).
+inline bool is_mpi_init(Op op) { return op == Op::Init || op == Op::Init_thread; }
 
 /// What one event of a rank means for the probabilistic protocol (SendProtocol::step).
 struct ProtocolStep {
@@ -73,8 +80,12 @@ class SendProtocol {
 /// receiver (a replay process) or all of them (the simulator: each sender is then walked once).
 class DrawnSends {
  public:
-  /// `only_receiver`: keep only messages to that rank (a replay process); otherwise all.
-  DrawnSends(const Trace& trace, std::uint64_t seed, std::optional<std::int64_t> only_receiver = std::nullopt);
+  /// `only_receiver`: keep only messages to that rank (a replay process), walking only the
+  /// contexts of `senders` (the ranks that can send to it: negotiated by the caller, or by
+  /// default potential_senders(), read/potential_senders.hpp); otherwise all messages of all
+  /// ranks.
+  DrawnSends(const Trace& trace, std::uint64_t seed, std::optional<std::int64_t> only_receiver = std::nullopt,
+             const std::optional<std::vector<std::int64_t>>& senders = std::nullopt);
   ~DrawnSends();
   /// The messages to `receiver` on `comm` sent in epoch `epoch`, per sender in send order
   /// (senders ascending); each is handed out once.
@@ -98,6 +109,8 @@ class DrawnSends {
   std::optional<std::int64_t> only_;
   std::shared_ptr<const LossyOccurrences> occurrences_;
   std::vector<std::unique_ptr<Sender>> senders_;
+  /// only_receiver: 1 for the ranks whose contexts are walked (the others send nothing to it).
+  std::vector<char> walked_;
   /// (receiver, comm, epoch) -> messages in arrival order
   std::map<std::tuple<std::int64_t, std::int64_t, std::uint64_t>, std::vector<DrawnMessage>> buffered_;
 };

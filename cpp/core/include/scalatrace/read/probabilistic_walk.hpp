@@ -2,9 +2,11 @@
 // ProbabilisticWalk: one rank's events of a lossy trace as a deadlock-free program of ordinary
 // MPI calls (ScalaReplay 2's coordinated random selection, thesis §5.2.6; docs/lossy.md).
 // Sends draw their peer, tag and size from the trace's histograms and become Isends; the
-// rank's own receives are dropped, and instead, at the start of each epoch (between
-// synchronisation points of a communicator), the rank posts one Irecv for every message the
-// other ranks draw to it in that epoch (DrawnSends: the same seeded draws). Before each
+// rank's own receives are dropped, and instead the rank posts one Irecv for every message the
+// other ranks draw to it (DrawnSends: the same seeded draws), learnt at the start of each epoch
+// (between synchronisation points of a communicator) and posted at the last call before the
+// sender's estimated send time (the secondary context's timer against the rank's own), at the
+// latest before the epoch ends. Before each
 // synchronisation point (collective, communicator creation or freeing, Finalize) a Waitall
 // completes the epoch's sends and receives. So every drawn send has exactly one matching
 // receive, no rank waits for a message between synchronisation points, and the same seed gives
@@ -29,6 +31,9 @@ struct ProbabilisticOptions {
   TimingMode timing = TimingMode::Mean;       ///< compute times
   std::uint64_t timing_seed = 0;              ///< TimingMode::Sample
   std::optional<TimingMode> duration_timing;  ///< default: `timing`
+  /// A walk of its own: the ranks that can send to this rank, whose secondary contexts it walks
+  /// (scalatrace-replay negotiates them); default: potential_senders() from the trace.
+  std::optional<std::vector<std::int64_t>> senders;
 };
 
 class ProbabilisticWalk {
@@ -46,6 +51,8 @@ class ProbabilisticWalk {
   /// Messages this rank has drawn to send / been given to receive so far.
   std::uint64_t drawn_sends() const { return sent_; }
   std::uint64_t derived_receives() const { return received_; }
+  /// Secondary traversal contexts walked so far (of a walk of its own; else the shared ones).
+  std::size_t contexts() const { return sends_->contexts(); }
 
  private:
   void refill();
@@ -54,6 +61,11 @@ class ProbabilisticWalk {
   void emit_send(const DrawnMessage& m, const Event& from, std::uint64_t compute_ns);
   void remap_completion(const Event& e);
   void push(Event&& e);
+  void post_receive(const DrawnMessage& m);
+  /// Posts the held receives whose estimated send time is at most `until_ns`.
+  void release_receives(std::uint64_t until_ns);
+  /// Posts every held receive on `comm` (every one when `all`): the epoch ends.
+  void flush_receives(std::int64_t comm, bool all);
   std::uint64_t take_compute(std::uint64_t own);
 
   const Trace& trace_;
@@ -68,7 +80,12 @@ class ProbabilisticWalk {
   ProtocolStep step_;
   bool started_ = false, ended_ = false, finalized_ = false;
   std::uint64_t carried_compute_ = 0;  ///< compute time of dropped events, given to the next call
-  std::uint64_t out_slots_ = 0;        ///< requests the output has created
+  /// The rank's own timer: end of its last trace event (recorded times) since MPI_Init's end.
+  std::uint64_t clock_ns_ = 0;
+  /// Receives of the current epochs not posted yet, in order of their estimated send times
+  /// (stable: one sender's messages stay in send order).
+  std::vector<DrawnMessage> held_;
+  std::uint64_t out_slots_ = 0;  ///< requests the output has created
   /// Per communicator: requests of the current epoch still to complete (output slot indices).
   std::map<std::int64_t, std::vector<std::uint64_t>> pending_;
   std::map<std::int64_t, std::uint64_t> posted_epoch_;  ///< epoch whose receives are posted (+1)
