@@ -436,6 +436,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
     std::vector<int> depths;
     for (int d = topo.depth; d <= 3; ++d) depths.push_back(d);
     for (int d = 0; d < topo.depth; ++d) depths.push_back(d);
+    bool stage_loops = false;  // some role of an attempt at this grid was read as stage loops
     for (std::int64_t modulus : {1, 2, 3, 4}) {
       for (std::size_t di = 0; di < depths.size() && !found; ++di) {
         const int depth = depths[di];
@@ -466,6 +467,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
         // A depth below the identified one is a fallback: it counts only if it explains every
         // parameter, and is never the attempt a refusal reports.
         const bool fallback = depth < topo.depth;
+        if (fallback && !stage_loops) continue;  // only codes with stage loops need it
         std::size_t budget = SIZE_MAX;
         bool skip = closest.topo && a.structural() > closest.structural();
         if (closest.topo && a.structural() == closest.structural()) budget = closest.failures.size();
@@ -476,6 +478,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
         if (!skip)
           a.roles =
               extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws, budget);
+        for (const auto& [key, role] : a.roles) stage_loops = stage_loops || role.stages;
         const bool only_ambiguous =
             std::all_of(a.failures.begin(), a.failures.end(), [](const extrap::Failure& f) { return f.ambiguous; });
         if (a.failures.empty()) {
