@@ -482,6 +482,19 @@ bool stage_units(const std::vector<ExpandedInput>& inputs, RolePlan& role, std::
       }
     }
   }
+  // A loop's trip count may change with the size, not between the ranks of one input (ranks
+  // that skip calls at a boundary belong to different roles, not to a loop).
+  for (std::size_t u = 0; u < ref.size(); ++u) {
+    std::map<std::size_t, std::int64_t> count_of_input;
+    for (std::size_t m = 0; m < role.units.size(); ++m) {
+      const auto [it, fresh] = count_of_input.emplace(role.members[m].first, role.units[m][u].count);
+      if (!fresh && it->second != role.units[m][u].count) {
+        problem = "unit " + std::to_string(u) + ": a loop runs " + std::to_string(it->second) + " and " +
+                  std::to_string(role.units[m][u].count) + " times at ranks of the same input";
+        return false;
+      }
+    }
+  }
   return true;
 }
 
