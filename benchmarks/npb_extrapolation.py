@@ -4,7 +4,7 @@ event by event with the real trace at that size.
 
     python benchmarks/npb_extrapolation.py [--bin-dir /work/apps/npb/bin] [--class S]
         [--codes bt,cg,ep,ft,is,lu,mg,sp] [--sizes 4,8,16] [--square-sizes 4,9,16]
-        [--target 32] [--square-target 25] [--timeout 900] [--out FILE]
+        [--target 32] [--square-target 25] [--timeout 900] [--steps N] [--simulate] [--out FILE]
 
 For each code: traces at the input sizes and at the target (real mpiexec runs under the
 collector; BT and SP need square rank counts, so they use --square-sizes and --square-target),
@@ -12,6 +12,12 @@ then `scalatrace.extrapolate` (lossless, and lossy where lossless is refused) an
 succeeds, the share of the target's events reproduced exactly (per rank, in order: op,
 parameters, arrays; call sites and timing aside) and whether the communication matrices are
 equal. Where it is refused, the first line of the refusal. The laws found are listed per code.
+`--steps N` writes NPB's input file (inputlu.data, inputbt.data, inputsp.data: the class's grid
+size, N time steps) into each run's directory, so that a larger class (W: LU 33^3, BT 24^3,
+SP 36^3, which run at 25 and 32 ranks where class S does not) runs in minutes; the other codes
+ignore it. `--simulate` also simulates the extrapolated trace and the real trace at the target
+with the same parameters (`scalatrace.simulate`, default network model) and reports both
+times and their difference.
 Runs with more ranks than cores are slow here (MPICH busy-polls): a 32-rank run of a class S
 code can take minutes on 2 cores. A benchmark, not a test.
 """
@@ -19,6 +25,7 @@ code can take minutes on 2 cores. A benchmark, not a test.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -30,11 +37,53 @@ from scalatrace.extrapolate import ExtrapolationError, extrapolation_laws
 SQUARE = {"bt", "sp"}
 
 
-def traced(binary: Path, n: int, work: Path, timeout: float) -> tuple[scalatrace.Trace, float]:
-    out = work / f"{binary.stem}.{n}.sct"
+# Grid sizes of the classes whose problem size NPB's input files may set (npbparams.h).
+GRID = {
+    ("lu", "S"): 12,
+    ("lu", "W"): 33,
+    ("bt", "S"): 12,
+    ("bt", "W"): 24,
+    ("sp", "S"): 12,
+    ("sp", "W"): 36,
+}
+DT = {("lu", "S"): "0.5d0", ("lu", "W"): "1.5d-3", ("bt", "S"): "0.01d0", ("bt", "W"): "0.0008d0"}
+DT.update({("sp", "S"): "0.015d0", ("sp", "W"): "0.0015d0"})
+
+
+def input_file(code: str, klass: str, steps: int) -> tuple[str, str] | None:
+    """(file name, contents) of the NPB input file running `steps` time steps, or None."""
+    n = GRID.get((code, klass))
+    if n is None:
+        return None
+    dt = DT[(code, klass)]
+    if code == "lu":
+        text = (
+            f"c\nc ipr inorm\n 1 {steps}\nc\nc itmax\n {steps}\nc\nc dt\n {dt}\nc\nc omega\n 1.2\n"
+            f"c\nc tolrsd\n 1.0e-08 1.0e-08 1.0e-08 1.0e-08 1.0e-08\nc\nc nx ny nz\n {n} {n} {n}\n"
+        )
+        return "inputlu.data", text
+    return f"input{code}.data", f"{steps}\n{dt}\n{n} {n} {n}\n"
+
+
+def traced(
+    binary: Path, n: int, work: Path, timeout: float, steps: int = 0
+) -> tuple[scalatrace.Trace, float]:
+    code, klass = binary.name.split(".")[:2]
+    suffix = f".steps{steps}" if steps and input_file(code, klass, steps) else ""
+    out = work / f"{binary.stem}{suffix}.{n}.sct"
     start = time.perf_counter()
     if not out.exists():
-        scalatrace.trace([str(binary)], np=n, out=out, timeout=timeout)
+        run_dir = work / f"{binary.stem}{suffix}.{n}.run"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        made = input_file(code, klass, steps) if steps else None
+        if made:
+            (run_dir / made[0]).write_text(made[1])
+        here = os.getcwd()
+        os.chdir(run_dir)  # NPB reads its input file from the working directory
+        try:
+            scalatrace.trace([str(binary)], np=n, out=out, timeout=timeout)
+        finally:
+            os.chdir(here)
     return scalatrace.load(out), time.perf_counter() - start
 
 
@@ -70,6 +119,19 @@ def matrices_equal(got: scalatrace.Trace, real: scalatrace.Trace) -> bool:
     )
 
 
+def simulated(got: scalatrace.Trace, real: scalatrace.Trace) -> str:
+    """Simulated run time of the extrapolated and the real trace with the same parameters:
+    communication only (timing='none') and with the compute times (timing='mean'; the
+    extrapolated trace's are the timing models' predictions)."""
+    cells = []
+    for timing in ("none", "mean"):
+        t_got = scalatrace.simulate(got, timing=timing).total_time
+        t_real = scalatrace.simulate(real, timing=timing).total_time
+        diff = 100.0 * (t_got - t_real) / t_real if t_real else float("nan")
+        cells.append(f"{t_got:.4g} s, {t_real:.4g} s, {diff:+.1f}%")
+    return " | ".join(cells)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin-dir", default="/work/apps/npb/bin")
@@ -81,6 +143,8 @@ def main() -> None:
     ap.add_argument("--square-target", type=int, default=25)
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--work", default="/tmp/npb_extrapolation")
+    ap.add_argument("--steps", type=int, default=0, help="time steps of LU, BT, SP (input file)")
+    ap.add_argument("--simulate", action="store_true", help="simulated time, extrapolated vs real")
     ap.add_argument("--out")
     a = ap.parse_args()
     work = Path(a.work)
@@ -88,9 +152,11 @@ def main() -> None:
     command = (
         f"python benchmarks/npb_extrapolation.py --class {a.klass} --codes {a.codes} "
         f"--sizes {a.sizes} --target {a.target} --square-sizes {a.square_sizes} "
-        f"--square-target {a.square_target}"
+        f"--square-target {a.square_target} --bin-dir {a.bin_dir}"
+        + (f" --steps {a.steps}" if a.steps else "")
+        + (" --simulate" if a.simulate else "")
     )
-    rows, laws_text = [], []
+    rows, laws_text, sims = [], [], []
     for code in a.codes.split(","):
         binary = Path(a.bin_dir) / f"{code}.{a.klass}.x"
         square = code in SQUARE
@@ -100,8 +166,8 @@ def main() -> None:
             rows.append(f"| {code.upper()} | – | – | binary {binary} not found | | |")
             continue
         try:
-            small = [traced(binary, n, work, a.timeout)[0] for n in sizes]
-            real, seconds = traced(binary, target, work, a.timeout)
+            small = [traced(binary, n, work, a.timeout, a.steps)[0] for n in sizes]
+            real, seconds = traced(binary, target, work, a.timeout, a.steps)
         except Exception as e:  # a run that fails is reported, the others go on
             rows.append(
                 f"| {code.upper()} | {sizes} → {target} | – | run failed: {str(e).splitlines()[0]} | | |"
@@ -111,7 +177,7 @@ def main() -> None:
             mode = "lossy" if lossy else "lossless"
             start = time.perf_counter()
             try:
-                big = scalatrace.extrapolate(small, ranks=target, timing=False, lossy=lossy)
+                big = scalatrace.extrapolate(small, ranks=target, timing=a.simulate, lossy=lossy)
             except ExtrapolationError as e:
                 rows.append(
                     f"| {code.upper()} | {sizes} → {target} | {mode} | refused: "
@@ -121,6 +187,8 @@ def main() -> None:
             secs = time.perf_counter() - start
             same, total, first = event_match(big, real, drop_other=lossy)
             share = big.metadata.get("extrapolation_dropped", "")
+            if a.simulate:
+                sims.append(f"| {code.upper()} | {mode} | " + simulated(big, real) + " |")
             rows.append(
                 f"| {code.upper()} | {sizes} → {target} ({big.metadata['extrapolation_grid']}) | {mode} | "
                 f"{same}/{total} events ({100.0 * same / max(total, 1):.2f}%)"
@@ -151,6 +219,19 @@ def main() -> None:
             "|---|---|---|---|---|---|",
             *rows,
             "",
+            *(
+                [
+                    "## Simulated time at the target (`scalatrace.simulate`, default LogGP)",
+                    "",
+                    "| code | mode | timing='none' (communication only): extrapolated, real, difference "
+                    "| timing='mean' (modelled compute): extrapolated, real, difference |",
+                    "|---|---|---|---|",
+                    *sims,
+                    "",
+                ]
+                if a.simulate
+                else []
+            ),
             "## Laws found",
             "",
             *laws_text,

@@ -153,3 +153,47 @@ def test_refusal_names_the_parameter_site_role_and_values_first(traced):
     assert "Bcast@site" in first and "Bytes: under-determined" in first, first
     assert "values 8 (P=2 rank 0), 8 (P=3 rank 0), 12 (P=4 rank 0)" in first, first
     assert "(closest attempt: 1D grid (2, 3, 4)" in str(err.value)
+
+
+def butterfly_messages(rank: int, size: int) -> list[tuple[str, int, int, int]]:
+    """(op, relative peer, tag, bytes) of extrap_butterfly.c's point-to-point calls at one rank,
+    straight from its loops: stage k exchanges with rank ^ 2^k."""
+    stages = size.bit_length() - 1
+    out = []
+    for _ in range(3):
+        for k in range(stages):
+            peer = (rank ^ (1 << k)) - rank
+            out += [
+                ("Irecv", peer, k + 1, 8 * (4096 // size)),
+                ("Send", peer, k + 1, 8 * (4096 // size)),
+            ]
+        for k in reversed(range(stages)):
+            out.append(("Sendrecv", (rank ^ (1 << k)) - rank, 100 + k, 8))
+    return out
+
+
+def test_stage_loops_whose_partner_flips_bit_k(traced):
+    # log2 P stages, each with the rank whose bit k differs (NPB CG's reductions): the event
+    # counts change with the size, so each loop becomes a trip-count law and laws in the stage
+    # index k. Extrapolated from real runs at 2, 4, 8 ranks to 16 and 32, every rank's calls
+    # are the program's own (a real 16-rank run is in benchmarks/npb_extrapolation.md).
+    small = [traced("extrap_butterfly", n) for n in (2, 4, 8)]
+    helpers.assert_same_run(scalatrace.extrapolate(small, ranks=8, timing=False), small[-1])
+    for target in (16, 32):
+        big = scalatrace.extrapolate(small, ranks=target, timing=False)
+        assert big.nranks == target
+        for r in range(target):
+            got = [
+                (e.op, e.fields["Peer"], e.fields["Tag"], e.fields["Bytes"])
+                for e in big.events(r, timing="none")
+                if e.op in ("Irecv", "Send", "Sendrecv")
+            ]
+            assert got == butterfly_messages(r, target), f"rank {r} of {target}"
+    laws = laws_of(big)
+    # log2(X) on the 1D reading (X is P there), log2(P) on a 2D one: the same count.
+    assert laws[("loop of 3 calls from Irecv", "trip count")] <= {"log2(P)", "log2(X)"}, laws
+    assert "((r^2^k)-r)" in laws[("Irecv", "Peer")] or "((x^2^k)-x)" in laws[("Irecv", "Peer")], (
+        laws
+    )
+    assert laws[("Irecv", "Tag")] == {"k + 1"}, laws
+    assert laws[("Sendrecv", "Tag")] == {"n - k + 99"}, laws

@@ -112,20 +112,36 @@ void apply_timing(RolePlan& role, const std::vector<extrap::ExpandedInput>& inpu
     role.duration_scale.push_back(scale_of(role.duration_means[g]));
   }
   // Samples of the role's rank in the largest input that has the role.
-  auto rep = role.members.front();
-  for (const auto& m : role.members)
-    if (m.first >= rep.first) rep = m;
+  std::size_t rep_index = 0;
+  for (std::size_t m = 0; m < role.members.size(); ++m)
+    if (role.members[m].first >= role.members[rep_index].first) rep_index = m;
+  const auto rep = role.members[rep_index];
   Cursor cur(*inputs[rep.first].trace, rep.second, TimingMode::Sample,
              0x5ca1e + static_cast<std::uint64_t>(rep.second));
+  auto sample = [&](extrap::EventPlan& ep, const Event& e) {
+    ep.sample_compute = static_cast<std::uint64_t>(
+        std::llround(static_cast<double>(e.compute_ns) * role.compute_scale[ep.timing_group]));
+    ep.sample_duration = static_cast<std::uint64_t>(
+        std::llround(static_cast<double>(e.duration_ns) * role.duration_scale[ep.timing_group]));
+  };
+  if (role.stages) {
+    // A loop's body calls take the representative's first iteration's samples.
+    std::size_t i = 0;
+    for (const auto& unit : role.units[rep_index]) {
+      const std::size_t period = unit.loop ? unit.period : 1;
+      for (std::size_t b = 0; b < period; ++b)
+        if (auto e = cur.next()) sample(role.events[i + b], *e);
+      for (std::int64_t k = 1; k < unit.count; ++k)
+        for (std::size_t b = 0; b < period; ++b) cur.next();
+      i += period;
+    }
+    return;
+  }
   const auto& rep_repeats = inputs[rep.first].repeats[static_cast<std::size_t>(rep.second)];
   for (std::size_t i = 0; i < role.events.size(); ++i) {
-    auto& ep = role.events[i];
     auto e = cur.next();
     if (!e) break;
-    ep.sample_compute = static_cast<std::uint64_t>(
-        std::llround(static_cast<double>(e->compute_ns) * role.compute_scale[ep.timing_group]));
-    ep.sample_duration = static_cast<std::uint64_t>(
-        std::llround(static_cast<double>(e->duration_ns) * role.duration_scale[ep.timing_group]));
+    sample(role.events[i], *e);
     // A run of identical calls: the representative's further calls of the run.
     for (std::int64_t k = 1; role.runs && i < rep_repeats.size() && k < rep_repeats[i]; ++k) cur.next();
   }
@@ -138,47 +154,33 @@ class RankGenerator {
       : target_(target),
         sites_(sites),
         scalar_(FeatureSpace::make(ndims, false)),
-        indexed_(FeatureSpace::make(ndims, true)) {}
+        indexed_(FeatureSpace::make(ndims, true)),
+        stage_(FeatureSpace::make(ndims, false, true)) {}
 
   /// The events of the target rank at `coords` (the role's plan evaluated there).
   std::vector<Event> events(const RolePlan& role, const std::vector<std::int64_t>& coords) {
     const auto fs = scalar_.values(target_, coords);
     std::vector<Event> out;
-    Event e;
-    for (const auto& ep : role.events) {
-      e.op = ep.op;
-      e.site = ep.site;
-      for (std::size_t f = 0; f < kFieldCount; ++f) e.fields[f] = eval_plan(ep.fields[f], fs);
-      for (std::size_t a = 0; a < kArrayFieldCount; ++a) {
-        const ArrayPlan& ap = ep.arrays[a];
-        auto& out = e.arrays[a];
-        switch (ap.kind) {
-          case ArrayPlan::Kind::Constant:
-            out = ap.constant;
-            break;
-          case ArrayPlan::Kind::Elementwise:
-            out.clear();
-            for (const auto& el : ap.elements) out.push_back(eval_plan(el, fs));
-            break;
-          case ArrayPlan::Kind::Sequence: {
-            const auto len = eval_plan(ap.length, fs);
-            if (len < 0 || len > (std::int64_t{1} << 28))
-              throw ExtrapolationError("an array length law gives " + std::to_string(len) + " at the target");
-            out.resize(static_cast<std::size_t>(len));
-            for (std::int64_t j = 0; j < len; ++j)
-              out[static_cast<std::size_t>(j)] = eval_plan(ap.by_residue[static_cast<std::size_t>(j % ap.modulus)],
-                                                           indexed_.values(target_, coords, j));
-            break;
-          }
-        }
+    for (std::size_t i = 0; i < role.events.size();) {
+      const auto& ep = role.events[i];
+      if (ep.loop_period > 0) {
+        // A stage loop: its body n times, the laws evaluated at iteration k of n.
+        const auto n = eval_at(ep.loop_count, fs, coords, 0, 0);
+        if (n < 0 || n > (std::int64_t{1} << 20))
+          throw ExtrapolationError("a loop trip-count law gives " + std::to_string(n) + " iterations of " +
+                                   std::string(op_name(ep.op)) + "@site " + std::to_string(ep.site) + " at the target");
+        for (std::int64_t k = 0; k < n; ++k)
+          for (std::size_t b = 0; b < ep.loop_period; ++b) out.push_back(build(role.events[i + b], fs, coords, k, n));
+        i += ep.loop_period;
+        continue;
       }
-      e.compute_ns = ep.sample_compute;
-      e.duration_ns = ep.sample_duration;
+      const Event e = build(ep, fs, coords, 0, 0);
       const auto repeat = eval_plan(ep.repeat, fs);
       if (repeat < 0 || repeat > (std::int64_t{1} << 28))
         throw ExtrapolationError("a repeat-count law gives " + std::to_string(repeat) + " calls of " +
                                  std::string(op_name(ep.op)) + "@site " + std::to_string(ep.site) + " at the target");
       for (std::int64_t k = 0; k < repeat; ++k) out.push_back(e);
+      ++i;
     }
     return out;
   }
@@ -205,9 +207,51 @@ class RankGenerator {
   }
 
  private:
+  /// A plan's value: over the stage space (iteration k of n) if its law was found there.
+  std::int64_t eval_at(const ValuePlan& p, const std::vector<std::int64_t>& fs, const std::vector<std::int64_t>& coords,
+                       std::int64_t k, std::int64_t n) const {
+    if (!p.staged) return eval_plan(p, fs);
+    return eval_plan(p, stage_.values(target_, coords, 0, k, n));
+  }
+
+  /// One event of the plan at the rank (`fs`: its scalar features), iteration k of n.
+  Event build(const extrap::EventPlan& ep, const std::vector<std::int64_t>& fs, const std::vector<std::int64_t>& coords,
+              std::int64_t k, std::int64_t n) const {
+    Event e;
+    e.op = ep.op;
+    e.site = ep.site;
+    for (std::size_t f = 0; f < kFieldCount; ++f) e.fields[f] = eval_at(ep.fields[f], fs, coords, k, n);
+    for (std::size_t a = 0; a < kArrayFieldCount; ++a) {
+      const ArrayPlan& ap = ep.arrays[a];
+      auto& out = e.arrays[a];
+      switch (ap.kind) {
+        case ArrayPlan::Kind::Constant:
+          out = ap.constant;
+          break;
+        case ArrayPlan::Kind::Elementwise:
+          out.clear();
+          for (const auto& el : ap.elements) out.push_back(eval_plan(el, fs));
+          break;
+        case ArrayPlan::Kind::Sequence: {
+          const auto len = eval_plan(ap.length, fs);
+          if (len < 0 || len > (std::int64_t{1} << 28))
+            throw ExtrapolationError("an array length law gives " + std::to_string(len) + " at the target");
+          out.resize(static_cast<std::size_t>(len));
+          for (std::int64_t j = 0; j < len; ++j)
+            out[static_cast<std::size_t>(j)] =
+                eval_plan(ap.by_residue[static_cast<std::size_t>(j % ap.modulus)], indexed_.values(target_, coords, j));
+          break;
+        }
+      }
+    }
+    e.compute_ns = ep.sample_compute;
+    e.duration_ns = ep.sample_duration;
+    return e;
+  }
+
   const Grid& target_;
   const CallSiteTable& sites_;
-  FeatureSpace scalar_, indexed_;
+  FeatureSpace scalar_, indexed_, stage_;
 };
 
 LawValue law_value(const ValuePlan& p) {
@@ -420,8 +464,16 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
     const std::int64_t n = target.size();
     bool found = false;
     Attempt first_undecided;
+    // Boundary depths from the one the end points show up to 3, then the smaller ones: codes
+    // whose peers follow a law in the rank's bits (butterflies, CG's reductions) show every rank
+    // as its own class, and their laws hold for the whole row or grid (depth 0: one role).
+    std::vector<int> depths;
+    for (int d = topo.depth; d <= 3; ++d) depths.push_back(d);
+    for (int d = 0; d < topo.depth; ++d) depths.push_back(d);
+    bool stage_loops = false;  // some role of an attempt at this grid was read as stage loops
     for (std::int64_t modulus : {1, 2, 3, 4}) {
-      for (int depth = topo.depth; depth <= 3 && !found; ++depth) {
+      for (std::size_t di = 0; di < depths.size() && !found; ++di) {
+        const int depth = depths[di];
         Attempt a{&topo, static_cast<std::size_t>(&topo - candidates.data()), target, depth, modulus, {}, {}, {}};
         std::set<RoleKey> needed;
         std::map<RoleKey, std::int64_t> first_rank;
@@ -429,22 +481,46 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
           auto key = role_key(target, r, depth, modulus);
           if (needed.insert(key).second) first_rank.emplace(key, r);
         }
-        a.roles = extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws);
+        // Target roles no input shows (structural problems) first: they decide whether this
+        // attempt can still be the closest one, and planning stops once it cannot.
+        std::set<RoleKey> shown;
+        for (std::size_t k = 0; k < expanded.size(); ++k)
+          for (std::int64_t r = 0; r < expanded[k].grid.size(); ++r) {
+            auto key = role_key(expanded[k].grid, r, depth, modulus);
+            if (needed.count(key)) shown.insert(std::move(key));
+          }
         std::size_t missing = 0;
         for (const auto& key : needed)
-          if (!a.roles.count(key) && missing++ < 4)
+          if (!shown.count(key) && missing++ < 4)
             a.failures.push_back({true, "target rank " + std::to_string(first_rank[key]) + " is in role " +
                                             key.to_string() +
                                             " which no input shows (the inputs are too small for boundary depth " +
                                             std::to_string(depth) + ")"});
+        // An attempt with more structural problems than the closest one, or as many and more
+        // failures, is neither explained nor closer: it is planned only as far as that shows.
+        // A depth below the identified one is a fallback: it counts only if it explains every
+        // parameter, and is never the attempt a refusal reports.
+        const bool fallback = depth < topo.depth;
+        if (fallback && !stage_loops) continue;  // only codes with stage loops need it
+        std::size_t budget = SIZE_MAX;
+        bool skip = closest.topo && a.structural() > closest.structural();
+        if (closest.topo && a.structural() == closest.structural()) budget = closest.failures.size();
+        if (fallback) {
+          skip = a.structural() > 0;
+          budget = 0;  // stops at the first parameter without a law
+        }
+        if (!skip)
+          a.roles =
+              extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws, budget);
+        for (const auto& [key, role] : a.roles) stage_loops = stage_loops || role.stages;
         const bool only_ambiguous =
             std::all_of(a.failures.begin(), a.failures.end(), [](const extrap::Failure& f) { return f.ambiguous; });
         if (a.failures.empty()) {
           explained.push_back(std::move(a));
           found = true;
         } else {
-          if (only_ambiguous && !first_undecided.topo) first_undecided = a;
-          if (!closest.topo || closer(a, closest)) closest = std::move(a);
+          if (only_ambiguous && !first_undecided.topo && !fallback) first_undecided = a;
+          if (!fallback && (!closest.topo || closer(a, closest))) closest = std::move(a);
         }
       }
       if (found) break;

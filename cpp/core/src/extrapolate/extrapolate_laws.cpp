@@ -15,14 +15,47 @@ namespace {
 
 using i128 = __int128;
 
-enum class Feat { One, X, Y, Z, XY, YZ, XYZ, Log2P, SqrtP, Cx, Cy, Cz, CyX, CzXY, R, R2, R3, J, JX, JXY, P2 };
+enum class Feat {
+  One,
+  X,
+  Y,
+  Z,
+  XY,
+  YZ,
+  XYZ,
+  Log2P,
+  SqrtP,
+  Cx,
+  Cy,
+  Cz,
+  CyX,
+  CzXY,
+  R,
+  R2,
+  R3,
+  J,
+  JX,
+  JXY,
+  Log2X,
+  Log2Y,
+  Log2Z,
+  K,
+  N,
+  Pow2K,
+  Pow2Rev,
+  XorXK,
+  XorXRev,
+  XorRK,
+  XorRRev,
+  P2
+};
 
 struct FeatureDef {
   Feat feat;
   const char* name;
 };
 
-std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index) {
+std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index, bool with_stage) {
   std::vector<FeatureDef> d{{Feat::One, "1"}, {Feat::X, "X"}};
   if (ndims >= 2) d.insert(d.end(), {{Feat::Y, "Y"}, {Feat::XY, "X*Y"}});
   if (ndims >= 3) d.insert(d.end(), {{Feat::Z, "Z"}, {Feat::YZ, "Y*Z"}, {Feat::XYZ, "X*Y*Z"}});
@@ -37,14 +70,28 @@ std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index) {
     if (ndims >= 2) d.push_back({Feat::JX, "j*X"});
     if (ndims >= 3) d.push_back({Feat::JXY, "j*X*Y"});
   }
+  if (with_stage) {
+    // A stage loop (k = 0 .. n-1): recursive doubling, butterflies, tree levels. Its trip count
+    // is a logarithm of a grid size; its peers are the rank with bit k (or bit n-1-k) flipped.
+    d.push_back({Feat::Log2X, "log2(X)"});
+    if (ndims >= 2) d.push_back({Feat::Log2Y, "log2(Y)"});
+    if (ndims >= 3) d.push_back({Feat::Log2Z, "log2(Z)"});
+    d.insert(d.end(), {{Feat::K, "k"}, {Feat::N, "n"}, {Feat::Pow2K, "2^k"}, {Feat::Pow2Rev, "2^(n-1-k)"}});
+    d.insert(d.end(), {{Feat::XorXK, "((x^2^k)-x)"}, {Feat::XorXRev, "((x^2^(n-1-k))-x)"}});
+    if (ndims >= 2) d.insert(d.end(), {{Feat::XorRK, "((r^2^k)-r)"}, {Feat::XorRRev, "((r^2^(n-1-k))-r)"}});
+  }
   d.push_back({Feat::P2, "P^2"});  // divisor only: last (FeatureSpace::linear_count)
   return d;
 }
 
 bool is_rank_feature(Feat f) {
   return f == Feat::Cx || f == Feat::Cy || f == Feat::Cz || f == Feat::CyX || f == Feat::CzXY || f == Feat::R ||
-         f == Feat::R2 || f == Feat::R3;
+         f == Feat::R2 || f == Feat::R3 || f == Feat::XorXK || f == Feat::XorXRev || f == Feat::XorRK ||
+         f == Feat::XorRRev;
 }
+
+/// 2^e for 0 <= e < 62, else 0 (a stage index outside the loop: no such bit).
+std::int64_t pow2(std::int64_t e) { return e >= 0 && e < 62 ? std::int64_t{1} << e : 0; }
 
 /// floor(log2 n) for n >= 1 (0 otherwise).
 std::int64_t floor_log2(std::int64_t n) {
@@ -65,7 +112,8 @@ std::int64_t floor_sqrt(std::int64_t n) {
   return s;
 }
 
-std::int64_t feature_value(Feat f, const Grid& g, const std::vector<std::int64_t>& c, std::int64_t j) {
+std::int64_t feature_value(Feat f, const Grid& g, const std::vector<std::int64_t>& c, std::int64_t j, std::int64_t k,
+                           std::int64_t n) {
   auto dim = [&](std::size_t i) { return i < g.dims.size() ? g.dims[i] : 1; };
   auto co = [&](std::size_t i) { return i < c.size() ? c[i] : 0; };
   switch (f) {
@@ -111,6 +159,29 @@ std::int64_t feature_value(Feat f, const Grid& g, const std::vector<std::int64_t
       return j * dim(0);
     case Feat::JXY:
       return j * dim(0) * dim(1);
+    case Feat::Log2X:
+      return floor_log2(dim(0));
+    case Feat::Log2Y:
+      return floor_log2(dim(1));
+    case Feat::Log2Z:
+      return floor_log2(dim(2));
+    case Feat::K:
+      return k;
+    case Feat::N:
+      return n;
+    case Feat::Pow2K:
+      return pow2(k);
+    case Feat::Pow2Rev:
+      return pow2(n - 1 - k);
+    case Feat::XorXK:
+      return (co(0) ^ pow2(k)) - co(0);
+    case Feat::XorXRev:
+      return (co(0) ^ pow2(n - 1 - k)) - co(0);
+    case Feat::XorRK:
+    case Feat::XorRRev: {
+      const auto r = co(0) + dim(0) * (co(1) + dim(1) * co(2));
+      return (r ^ pow2(f == Feat::XorRK ? k : n - 1 - k)) - r;
+    }
   }
   return 0;
 }
@@ -222,34 +293,37 @@ std::string coefficient_text(std::int64_t num, std::int64_t den, const std::stri
 
 }  // namespace
 
-FeatureSpace FeatureSpace::make(std::size_t ndims, bool with_index) {
+FeatureSpace FeatureSpace::make(std::size_t ndims, bool with_index, bool with_stage) {
   FeatureSpace fs;
   fs.ndims = ndims;
   fs.with_index = with_index;
-  for (const auto& d : feature_defs(ndims, with_index)) fs.names.emplace_back(d.name);
+  fs.with_stage = with_stage;
+  for (const auto& d : feature_defs(ndims, with_index, with_stage)) fs.names.emplace_back(d.name);
   return fs;
 }
 
 std::vector<std::int64_t> FeatureSpace::values(const Grid& grid, const std::vector<std::int64_t>& coords,
-                                               std::int64_t j) const {
-  const auto defs = feature_defs(ndims, with_index);
+                                               std::int64_t j, std::int64_t k, std::int64_t n) const {
+  const auto defs = feature_defs(ndims, with_index, with_stage);
   std::vector<std::int64_t> out(defs.size());
-  for (std::size_t i = 0; i < defs.size(); ++i) out[i] = feature_value(defs[i].feat, grid, coords, j);
+  for (std::size_t i = 0; i < defs.size(); ++i) out[i] = feature_value(defs[i].feat, grid, coords, j, k, n);
   return out;
 }
 
 bool FeatureSpace::rank_dependent(std::size_t feature) const {
-  const auto defs = feature_defs(ndims, with_index);
+  const auto defs = feature_defs(ndims, with_index, with_stage);
   return feature < defs.size() && is_rank_feature(defs[feature].feat);
 }
 
 bool FeatureSpace::exotic(std::size_t feature) const {
-  const auto defs = feature_defs(ndims, with_index);
-  return feature < defs.size() && (defs[feature].feat == Feat::Log2P || defs[feature].feat == Feat::SqrtP);
+  const auto defs = feature_defs(ndims, with_index, with_stage);
+  if (feature >= defs.size()) return false;
+  const auto f = defs[feature].feat;
+  return f == Feat::Log2P || f == Feat::SqrtP || f == Feat::Log2X || f == Feat::Log2Y || f == Feat::Log2Z;
 }
 
 std::vector<std::size_t> FeatureSpace::divisors() const {
-  const auto defs = feature_defs(ndims, with_index);
+  const auto defs = feature_defs(ndims, with_index, with_stage);
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < defs.size(); ++i) switch (defs[i].feat) {
       case Feat::X:

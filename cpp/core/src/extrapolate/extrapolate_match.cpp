@@ -328,7 +328,7 @@ class LawReport {
     for (const auto& row : rows_) {
       // Only parameters that change with the size or the rank are worth a line.
       bool varying = false;
-      for (const auto& f : row.formulas) varying = varying || f.find_first_of("XYZxyzjrP") != std::string::npos;
+      for (const auto& f : row.formulas) varying = varying || f.find_first_of("XYZxyzjrPkn") != std::string::npos;
       if (!varying && row.shared.empty() && row.notes.empty()) continue;
       std::string text;
       for (std::size_t i = 0; i < row.formulas.size() && i < 24; ++i) text += (i ? ", " : "") + row.formulas[i];
@@ -378,6 +378,126 @@ struct Deferred {
   std::string why, values_text;
 };
 
+using Signature = std::vector<std::pair<Op, std::uint32_t>>;
+
+/// The calls of events [i, i + p) of `evs`, or empty if they run past the end.
+Signature signature(const std::vector<Event>& evs, std::size_t i, std::size_t p) {
+  if (i + p > evs.size()) return {};
+  Signature sig;
+  for (std::size_t b = i; b < i + p; ++b) sig.emplace_back(evs[b].op, evs[b].site);
+  return sig;
+}
+
+bool distinct_calls(const Signature& sig) {
+  return std::set<std::pair<Op, std::uint32_t>>(sig.begin(), sig.end()).size() == sig.size();
+}
+
+constexpr std::size_t kMaxLoopBody = 8;  ///< events in a stage loop's body
+
+/// Loop bodies of one member: scanning left to right, the shortest block of distinct calls
+/// (at most kMaxLoopBody) that is repeated right after itself, then past its repetitions.
+void find_bodies(const std::vector<Event>& evs, std::set<Signature>& bodies) {
+  for (std::size_t i = 0; i < evs.size();) {
+    std::size_t advance = 1;
+    for (std::size_t p = 1; p <= kMaxLoopBody; ++p) {
+      const auto sig = signature(evs, i, p);
+      if (sig.empty() || !distinct_calls(sig) || signature(evs, i + p, p) != sig) continue;
+      std::size_t count = 2;
+      while (signature(evs, i + count * p, p) == sig) ++count;
+      bodies.insert(sig);
+      advance = count * p;
+      break;
+    }
+    i += advance;
+  }
+}
+
+/// Innermost loops only: a body that contains another one (an outer loop whose inner loops run
+/// once at some size) is dropped, so that every size parses into the same units.
+std::set<Signature> innermost(const std::set<Signature>& bodies) {
+  std::set<Signature> out;
+  for (const auto& b : bodies) {
+    bool contains = false;
+    for (const auto& c : bodies)
+      if (c.size() < b.size() && std::search(b.begin(), b.end(), c.begin(), c.end()) != b.end()) contains = true;
+    if (!contains) out.insert(b);
+  }
+  return out;
+}
+
+/// A member's events as units: at each position the longest body that starts there, with its
+/// repetitions (once counts: the loop of a size where it runs once), else one event.
+std::vector<Unit> parse_units(const std::vector<Event>& evs, const std::set<Signature>& bodies) {
+  std::vector<Unit> units;
+  for (std::size_t i = 0; i < evs.size();) {
+    const Signature* best = nullptr;
+    for (const auto& b : bodies)
+      if ((!best || b.size() > best->size()) && signature(evs, i, b.size()) == b) best = &b;
+    if (!best) {
+      units.push_back(Unit{i, 1, 1, false});
+      ++i;
+      continue;
+    }
+    const auto p = best->size();
+    std::int64_t count = 1;
+    while (signature(evs, i + static_cast<std::size_t>(count) * p, p) == *best) ++count;
+    units.push_back(Unit{i, p, count, true});
+    i += static_cast<std::size_t>(count) * p;
+  }
+  return units;
+}
+
+/// Stage-loop units of every member of the role, if all members parse into the same shape
+/// (the same loops and single events in the same order; trip counts may differ). On a
+/// mismatch, `problem` says where.
+bool stage_units(const std::vector<ExpandedInput>& inputs, RolePlan& role, std::string& problem) {
+  std::set<Signature> bodies;
+  for (const auto& [k, r] : role.members) find_bodies(inputs[k].events[static_cast<std::size_t>(r)], bodies);
+  bodies = innermost(bodies);
+  if (bodies.empty()) return false;
+  role.units.clear();
+  for (const auto& [k, r] : role.members)
+    role.units.push_back(parse_units(inputs[k].events[static_cast<std::size_t>(r)], bodies));
+  const auto& ref = role.units.front();
+  const auto& ref_events = inputs[role.members[0].first].events[static_cast<std::size_t>(role.members[0].second)];
+  for (std::size_t m = 1; m < role.units.size(); ++m) {
+    const auto& units = role.units[m];
+    const auto& evs = inputs[role.members[m].first].events[static_cast<std::size_t>(role.members[m].second)];
+    const std::size_t n = std::min(units.size(), ref.size());
+    for (std::size_t u = 0; u <= n; ++u) {
+      if (u == n) {
+        if (units.size() == ref.size()) break;
+        problem = std::to_string(units.size()) + " and " + std::to_string(ref.size()) + " loops and single calls";
+        return false;
+      }
+      const auto& a = units[u];
+      const auto& b = ref[u];
+      if (a.loop != b.loop || a.period != b.period ||
+          signature(evs, a.start, a.period) != signature(ref_events, b.start, b.period)) {
+        problem = "unit " + std::to_string(u) + " differs: " + std::string(op_name(evs[a.start].op)) + "@site " +
+                  std::to_string(evs[a.start].site) + (a.loop ? " (loop)" : "") + " vs " +
+                  std::string(op_name(ref_events[b.start].op)) + "@site " + std::to_string(ref_events[b.start].site) +
+                  (b.loop ? " (loop)" : "");
+        return false;
+      }
+    }
+  }
+  // A loop's trip count may change with the size, not between the ranks of one input (ranks
+  // that skip calls at a boundary belong to different roles, not to a loop).
+  for (std::size_t u = 0; u < ref.size(); ++u) {
+    std::map<std::size_t, std::int64_t> count_of_input;
+    for (std::size_t m = 0; m < role.units.size(); ++m) {
+      const auto [it, fresh] = count_of_input.emplace(role.members[m].first, role.units[m][u].count);
+      if (!fresh && it->second != role.units[m][u].count) {
+        problem = "unit " + std::to_string(u) + ": a loop runs " + std::to_string(it->second) + " and " +
+                  std::to_string(role.units[m][u].count) + " times at ranks of the same input";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 /// Which event list of the members a role is planned on: one plan per event if every member
 /// has the reference member's (op, call site) sequence; else runs of identical calls if their
 /// run sequences match (a loop of local calls whose trip count changes with the size).
@@ -399,8 +519,8 @@ bool same_shape(const std::vector<ExpandedInput>& inputs, RolePlan& role, const 
         if (problem)
           *problem = where(k, r) + " have " + std::to_string(evs.size()) + " and " + std::to_string(ref.size()) +
                      (runs ? " runs of identical calls" : " events") +
-                     " (event counts that change with the size are extrapolated only for runs of one repeated "
-                     "call; lossy extrapolation drops local calls)";
+                     " (event counts that change with the size are extrapolated for runs of one repeated "
+                     "call and for loops of up to 8 distinct calls; lossy extrapolation drops local calls)";
         return false;
       }
       for (std::size_t i = 0; i < evs.size(); ++i)
@@ -415,13 +535,16 @@ bool same_shape(const std::vector<ExpandedInput>& inputs, RolePlan& role, const 
     }
     return true;
   };
-  std::string problem;
+  std::string problem, stage_problem;
+  role.runs = role.stages = false;
   if (compare(false, &problem)) {
-    role.runs = false;
   } else if (compare(true, nullptr)) {
     role.runs = true;
+  } else if (stage_units(inputs, role, stage_problem)) {
+    role.stages = true;
   } else {
-    failures.push_back({true, problem});
+    failures.push_back(
+        {true, problem + (stage_problem.empty() ? "" : "; as loops whose trip count changes: " + stage_problem)});
     return false;
   }
   for (const auto& [k, r] : role.members) {
@@ -456,6 +579,8 @@ class RolePlanner {
         pool_(pool),
         deferred_(deferred),
         solver_(inputs, role, target, ndims),
+        stage_(FeatureSpace::make(ndims, false, true)),
+        target_(target),
         scalar_(solver_.scalar_space()),
         indexed_(solver_.index_space()),
         nm_(role.members.size()),
@@ -463,9 +588,14 @@ class RolePlanner {
 
   /// Plans the events, the communicators and the timing groups.
   void plan() {
-    const auto& ref = member_events(0);
-    role_.events.resize(ref.size());
-    for (std::size_t i = 0; i < ref.size(); ++i) plan_event(i, ref[i]);
+    if (role_.stages) {
+      plan_stages();
+    } else {
+      const auto& ref = member_events(0);
+      role_.events.resize(ref.size());
+      // A role with 8 parameters without a law is refused: the rest would only cost time.
+      for (std::size_t i = 0; i < ref.size() && reported_ < 8; ++i) plan_event(i, ref[i]);
+    }
     // Communicators held by the role's ranks: length and members as laws.
     const auto [k0, r0] = role_.members.front();
     const auto& ref_comms = inputs_[k0].comms[static_cast<std::size_t>(r0)];
@@ -478,6 +608,11 @@ class RolePlanner {
   const std::vector<Event>& member_events(std::size_t m) const {
     const auto& in = inputs_[role_.members[m].first];
     return (role_.runs ? in.runs : in.events)[static_cast<std::size_t>(role_.members[m].second)];
+  }
+  /// Event i of the plan as member m plays it (a single call of a stage-loop role: the unit's).
+  const Event& member_event(std::size_t m, std::size_t i) const {
+    if (!role_.stages) return member_events(m)[i];
+    return member_events(m)[role_.units[m][unit_of_[i]].start];
   }
   std::int64_t member_repeat(std::size_t m, std::size_t i) const {
     if (!role_.runs) return 1;
@@ -548,9 +683,9 @@ class RolePlanner {
   std::int64_t datatype_size(std::size_t i, Field f) const {
     if (f != Field::Bytes && f != Field::Bytes2) return 0;
     const Field dt = f == Field::Bytes ? Field::DtSize : Field::DtSize2;
-    const auto d = member_events(0)[i][dt];
+    const auto d = member_event(0, i)[dt];
     for (std::size_t m = 1; m < nm_; ++m)
-      if (member_events(m)[i][dt] != d) return 0;
+      if (member_event(m, i)[dt] != d) return 0;
     return d > 0 ? d : 0;
   }
 
@@ -566,20 +701,211 @@ class RolePlanner {
       plan_scalar(ep.repeat, site_text(ep), where, "repeat count");
     }
     for (std::size_t f = 0; f < kFieldCount; ++f) {
-      for (std::size_t m = 0; m < nm_; ++m) column_[m] = member_events(m)[i].fields[f];
+      for (std::size_t m = 0; m < nm_; ++m) column_[m] = member_event(m, i).fields[f];
       plan_scalar(ep.fields[f], site_text(ep), where, std::string(field_name(static_cast<Field>(f))),
                   datatype_size(i, static_cast<Field>(f)));
     }
     for (std::size_t a = 0; a < kArrayFieldCount; ++a) plan_array(ep, i, a, where);
   }
 
+  /// A role whose members' events are units (single calls and stage loops): one plan per
+  /// event of the reference member's units, a loop's body once with laws over (k, n).
+  void plan_stages() {
+    const auto& ref_units = role_.units.front();
+    for (std::size_t u = 0; u < ref_units.size(); ++u)
+      for (std::size_t b = 0; b < (ref_units[u].loop ? ref_units[u].period : 1); ++b) unit_of_.push_back(u);
+    role_.events.resize(unit_of_.size());
+    const auto& ref = member_events(0);
+    for (std::size_t i = 0, u = 0; u < ref_units.size() && reported_ < 8; ++u) {
+      if (!ref_units[u].loop) {
+        plan_event(i, ref[ref_units[u].start]);
+        ++i;
+        continue;
+      }
+      plan_loop(u, i);
+      i += ref_units[u].period;
+    }
+  }
+
+  /// Stage-space features of member m at iteration k of a loop of n.
+  std::vector<std::int64_t> stage_point(std::size_t m, std::int64_t k, std::int64_t n) const {
+    const auto& [in, r] = role_.members[m];
+    return stage_.values(inputs_[in].grid, inputs_[in].grid.coords(r), 0, k, n);
+  }
+
+  /// Loop u (plan events from i0): its trip count, then every parameter of every body call over
+  /// the points (member, iteration k).
+  void plan_loop(std::size_t u, std::size_t i0) {
+    const auto& ref = member_events(0);
+    const auto& ref_unit = role_.units.front()[u];
+    EventPlan& head = role_.events[i0];
+    head.loop_period = ref_unit.period;
+    const std::string loop_where = "loop of " + std::to_string(ref_unit.period) + " calls from " +
+                                   std::string(op_name(ref[ref_unit.start].op)) + "@site " +
+                                   std::to_string(ref[ref_unit.start].site);
+    for (std::size_t m = 0; m < nm_; ++m) column_[m] = role_.units[m][u].count;
+    if (!plan_loop_count(head.loop_count, loop_where)) return;
+    // Probes: the role's target corners at the first and last iteration.
+    std::vector<std::vector<std::int64_t>> probes;
+    for (const auto& c : role_corners(role_.key, target_)) {
+      const auto zero = stage_.values(target_, c, 0, 0, 0);
+      const auto n =
+          head.loop_count.constant
+              ? head.loop_count.value
+              : value_at(head.loop_count, head.loop_count.staged ? zero : solver_.scalar_space().values(target_, c))
+                    .value_or(0);
+      for (std::int64_t k : {std::int64_t{0}, n - 1})
+        if (k >= 0) probes.push_back(stage_.values(target_, c, 0, k, n));
+    }
+    for (std::size_t b = 0; b < ref_unit.period; ++b) {
+      const std::size_t i = i0 + b;
+      const Event& e = ref[ref_unit.start + b];
+      EventPlan& ep = role_.events[i];
+      ep.op = e.op;
+      ep.site = e.site;
+      const std::string where = site_text(ep) + " (" + loop_where + ", call " + std::to_string(b) + ")";
+      auto [git, fresh] = groups_.emplace(std::make_pair(ep.op, ep.site), groups_.size());
+      ep.timing_group = git->second;
+      for (std::size_t f = 0; f < kFieldCount; ++f)
+        plan_stage_field(ep.fields[f], u, b, f, probes, site_text(ep), where,
+                         std::string(field_name(static_cast<Field>(f))));
+      for (std::size_t a = 0; a < kArrayFieldCount; ++a) {
+        const auto& first = e.arrays[a];
+        bool all_equal = true;
+        for (std::size_t m = 0; m < nm_ && all_equal; ++m)
+          for (std::int64_t k = 0; k < role_.units[m][u].count && all_equal; ++k)
+            all_equal = loop_event(m, u, k, b).arrays[a] == first;
+        if (all_equal)
+          ep.arrays[a].constant = first;
+        else
+          fail(where + ", " + std::string(array_field_name(static_cast<ArrayField>(a))) +
+               ": an array that changes inside a stage loop is not extrapolated");
+      }
+    }
+  }
+
+  /// The datatype size of Bytes / Bytes2 of call b of loop u if every iteration of every member
+  /// has the same one, else 0 (see datatype_size).
+  std::int64_t datatype_size_in_loop(std::size_t u, std::size_t b, Field f) const {
+    if (f != Field::Bytes && f != Field::Bytes2) return 0;
+    const Field dt = f == Field::Bytes ? Field::DtSize : Field::DtSize2;
+    const auto d = loop_event(0, u, 0, b)[dt];
+    for (std::size_t m = 0; m < nm_; ++m)
+      for (std::int64_t k = 0; k < role_.units[m][u].count; ++k)
+        if (loop_event(m, u, k, b)[dt] != d) return 0;
+    return d > 0 ? d : 0;
+  }
+
+  const Event& loop_event(std::size_t m, std::size_t u, std::int64_t k, std::size_t b) const {
+    const auto& unit = role_.units[m][u];
+    return member_events(m)[unit.start + static_cast<std::size_t>(k) * unit.period + b];
+  }
+
+  /// A loop's trip count (column_ holds one per member): constant, else a logarithm of a grid
+  /// size or P plus a constant (a loop over the bits of a size: the body's calls depend on 2^k),
+  /// else any scalar law.
+  bool plan_loop_count(ValuePlan& slot, const std::string& where) {
+    const bool uniform = std::all_of(column_.begin(), column_.end(), [&](std::int64_t v) { return v == column_[0]; });
+    if (!uniform) {
+      std::vector<std::shared_ptr<const LinearLaw>> fits;
+      for (const char* name : {"log2(X)", "log2(Y)", "log2(Z)", "log2(P)"}) {
+        if (std::find(stage_.names.begin(), stage_.names.end(), name) == stage_.names.end()) continue;
+        const auto f = stage_.index(name);
+        std::set<std::int64_t> distinct;
+        std::optional<std::int64_t> offset;
+        bool fits_all = true;
+        for (std::size_t m = 0; m < nm_ && fits_all; ++m) {
+          const auto v = stage_point(m, 0, 0)[f];
+          distinct.insert(v);
+          if (!offset) offset = column_[m] - v;
+          fits_all = column_[m] - v == *offset;
+        }
+        if (!fits_all || distinct.size() < 2) continue;
+        auto law = std::make_shared<LinearLaw>();
+        if (*offset != 0) {
+          law->terms.push_back(0);
+          law->num.push_back(*offset);
+          law->den.push_back(1);
+        }
+        law->terms.push_back(f);
+        law->num.push_back(1);
+        law->den.push_back(1);
+        fits.push_back(law);
+      }
+      for (const auto& c : role_corners(role_.key, target_)) {
+        const auto pt = stage_.values(target_, c, 0, 0, 0);
+        for (std::size_t f = 1; f < fits.size(); ++f)
+          if (fits[f]->eval(pt) != fits[0]->eval(pt)) {
+            fail(where + ", trip count: ambiguous: " + fits[0]->formula(stage_) + " and " + fits[f]->formula(stage_) +
+                 " both reproduce every input value but differ at the target; values " +
+                 values_text(column_, role_.members, inputs_));
+            return false;
+          }
+      }
+      if (!fits.empty()) {
+        slot = ValuePlan{false, 0, fits[0], true};
+        report_.add(where, "trip count", fits[0]->formula(stage_), distinct_points(solver_.points()));
+        return true;
+      }
+    }
+    plan_scalar(slot, where, where, "trip count");
+    return true;
+  }
+
+  /// Field f of call b of loop u over (member, k): constant, else the fewest-term law over the
+  /// stage space that reproduces every value exactly and is determined at the probes.
+  void plan_stage_field(ValuePlan& slot, std::size_t u, std::size_t b, std::size_t f,
+                        const std::vector<std::vector<std::int64_t>>& probes, const std::string& where_site,
+                        const std::string& where, const std::string& name) {
+    std::vector<std::vector<std::int64_t>> pts;
+    std::vector<std::int64_t> vals, key;
+    for (std::size_t m = 0; m < nm_; ++m) {
+      const auto n = role_.units[m][u].count;
+      key.push_back(n);
+      for (std::int64_t k = 0; k < n; ++k) {
+        pts.push_back(stage_point(m, k, n));
+        vals.push_back(loop_event(m, u, k, b).fields[f]);
+      }
+    }
+    if (std::all_of(vals.begin(), vals.end(), [&](std::int64_t v) { return v == vals[0]; })) {
+      std::fill(column_.begin(), column_.end(), vals[0]);
+      plan_scalar(slot, where_site, where, name);  // constants: the aliases and sharing of scalars
+      return;
+    }
+    const auto scale = datatype_size_in_loop(u, b, static_cast<Field>(f));
+    key.push_back(-1);
+    key.push_back(scale);
+    key.insert(key.end(), vals.begin(), vals.end());
+    auto it = stage_memo_.find(key);
+    if (it == stage_memo_.end()) {
+      std::string why, note;
+      auto law = solve_linear_law(pts, vals, probes, &why, 3, 1, stage_.linear_count(), &stage_, &note);
+      if (!law && why.rfind("ambiguous", 0) != 0) {  // strong scaling, as for single calls
+        std::string wd;
+        law = solve_division_law(pts, vals, probes, stage_.divisors(), &wd, &stage_, scale);
+        if (!law && wd.rfind("ambiguous", 0) == 0) why = wd;
+      }
+      it = stage_memo_.emplace(key, std::make_pair(law ? std::make_shared<const LinearLaw>(*law) : nullptr, why)).first;
+    }
+    if (!it->second.first) {
+      std::vector<std::int64_t> firsts;  // the first iteration's value per member, for the text
+      for (std::size_t m = 0; m < nm_; ++m) firsts.push_back(loop_event(m, u, 0, b).fields[f]);
+      fail(where + ", " + name + ": " + it->second.second + " (over the iterations k of the loop); first iteration " +
+           values_text(firsts, role_.members, inputs_));
+      return;
+    }
+    slot = ValuePlan{false, 0, it->second.first, true};
+    note_rank(slot, stage_);
+    report_.add(where_site, name, plan_text(slot, stage_), pts.size());
+  }
+
   /// An array parameter: constant if every member has the same array, element by element if
   /// they have the same length, else a length law and element laws by residue of the index.
   void plan_array(EventPlan& ep, std::size_t i, std::size_t a, const std::string& where) {
-    const auto& first = member_events(0)[i].arrays[a];
+    const auto& first = member_event(0, i).arrays[a];
     bool all_equal = true, same_length = true;
     for (std::size_t m = 1; m < nm_; ++m) {
-      const auto& arr = member_events(m)[i].arrays[a];
+      const auto& arr = member_event(m, i).arrays[a];
       all_equal = all_equal && arr == first;
       same_length = same_length && arr.size() == first.size();
     }
@@ -601,10 +927,10 @@ class RolePlanner {
     ArrayPlan& ap = ep.arrays[a];
     const auto aname = std::string(array_field_name(static_cast<ArrayField>(a)));
     ap.kind = ArrayPlan::Kind::Elementwise;
-    const std::size_t length = member_events(0)[i].arrays[a].size();
+    const std::size_t length = member_event(0, i).arrays[a].size();
     ap.elements.assign(length, ValuePlan{});  // deferred laws point into it
     for (std::size_t j = 0; j < length; ++j) {
-      for (std::size_t m = 0; m < nm_; ++m) column_[m] = member_events(m)[i].arrays[a][j];
+      for (std::size_t m = 0; m < nm_; ++m) column_[m] = member_event(m, i).arrays[a][j];
       plan_scalar(ap.elements[j], site_text(ep), where, aname + "[" + std::to_string(j) + "]");
     }
   }
@@ -613,7 +939,7 @@ class RolePlanner {
     ArrayPlan& ap = ep.arrays[a];
     const auto aname = std::string(array_field_name(static_cast<ArrayField>(a)));
     ap.kind = ArrayPlan::Kind::Sequence;
-    for (std::size_t m = 0; m < nm_; ++m) column_[m] = static_cast<std::int64_t>(member_events(m)[i].arrays[a].size());
+    for (std::size_t m = 0; m < nm_; ++m) column_[m] = static_cast<std::int64_t>(member_event(m, i).arrays[a].size());
     plan_scalar(ap.length, site_text(ep), where, "length of " + aname);
     if (!solve_residues(ap, i, a)) {
       fail(where + ", " + aname +
@@ -654,7 +980,7 @@ class RolePlanner {
     std::vector<std::vector<std::int64_t>> pts;
     std::vector<std::int64_t> vals;
     for (std::size_t m = 0; m < nm_; ++m) {
-      const auto& arr = member_events(m)[i].arrays[a];
+      const auto& arr = member_event(m, i).arrays[a];
       for (std::size_t j = static_cast<std::size_t>(c); j < arr.size(); j += static_cast<std::size_t>(mod)) {
         pts.push_back(index_point(m, j));
         vals.push_back(arr[j]);
@@ -757,7 +1083,15 @@ class RolePlanner {
       const auto k = role_.members[m].first;
       const auto& evs = member_events(m);
       for (std::size_t i = 0; i < evs.size(); ++i) {
-        const auto g = role_.events[i].timing_group;
+        // Stage loops: an event's group is its call's (the plan has each loop's body once).
+        std::size_t g = 0;
+        if (role_.stages) {
+          const auto it = groups_.find({evs[i].op, evs[i].site});
+          if (it == groups_.end()) continue;  // a loop whose planning stopped (reported)
+          g = it->second;
+        } else {
+          g = role_.events[i].timing_group;
+        }
         role_.compute_means[g][k] += static_cast<double>(evs[i].compute_ns);
         role_.duration_means[g][k] += static_cast<double>(evs[i].duration_ns);
         counts[g][k] += 1;
@@ -781,6 +1115,10 @@ class RolePlanner {
   LawPool& pool_;
   std::vector<Deferred>& deferred_;
   RoleSolver solver_;
+  const FeatureSpace stage_;  ///< scalar features plus a stage loop's (k, n, flipped bits)
+  const Grid& target_;
+  std::vector<std::size_t> unit_of_;  ///< stage-loop roles: plan event -> unit of the members
+  std::map<std::vector<std::int64_t>, std::pair<std::shared_ptr<const LinearLaw>, std::string>> stage_memo_;
   const FeatureSpace& scalar_;
   const FeatureSpace& indexed_;
   const std::size_t nm_;                                        ///< members of the role
@@ -856,14 +1194,20 @@ std::size_t input_sizes(const RolePlan& role) {
 
 std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs, const Grid& target, std::size_t ndims,
                                        int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
-                                       std::vector<Failure>& failures, std::vector<ParameterLaw>& laws) {
+                                       std::vector<Failure>& failures, std::vector<ParameterLaw>& laws,
+                                       std::size_t budget) {
   std::map<RoleKey, RolePlan> roles = group_roles(inputs, depth, modulus, needed);
   std::map<RoleKey, LawReport> reports;
   LawPool pool;
   std::vector<Deferred> deferred;
   // Roles seen at two sizes or more first: their laws form the pool the others draw from.
+  auto hopeless = [&] {
+    return failures.size() > budget &&
+           std::any_of(failures.begin(), failures.end(), [](const Failure& f) { return !f.ambiguous; });
+  };
   for (bool single : {false, true})
     for (auto& [key, role] : roles) {
+      if (hopeless()) return roles;
       if ((input_sizes(role) < 2) != single) continue;
       if (!same_shape(inputs, role, key.to_string(), failures)) continue;
       RolePlanner(inputs, role, target, ndims, single, failures, reports[key], pool, deferred).plan();

@@ -48,6 +48,7 @@ struct ValuePlan {
   bool constant = true;
   std::int64_t value = 0;
   std::shared_ptr<const LinearLaw> law;  ///< when !constant
+  bool staged = false;                   ///< the law is over the stage space (k, n, flipped bits)
 };
 
 /// An array parameter: constant, element by element (fixed length), or a length law plus
@@ -65,6 +66,10 @@ struct EventPlan {
   Op op = Op::Other;
   std::uint32_t site = 0;
   ValuePlan repeat{true, 1, nullptr};  ///< how many identical consecutive events
+  /// First event of a stage loop: the loop body is this event and the next loop_period - 1,
+  /// repeated loop_count times (k = 0 .. n-1); 0: not a loop start.
+  std::size_t loop_period = 0;
+  ValuePlan loop_count;
   std::array<ValuePlan, kFieldCount> fields;
   std::array<ArrayPlan, kArrayFieldCount> arrays;
   std::size_t timing_group = 0;                           ///< index into RolePlan::timing_scale
@@ -75,6 +80,15 @@ struct CommPlan {
   std::int64_t id = 0;
   ValuePlan length;  ///< scalar features
   ValuePlan member;  ///< index features: member j
+};
+
+/// A stretch of a member's events in a role planned as stage loops: one event (not a loop), or
+/// a loop body of `period` events (distinct calls) repeated `count` times, from `start`.
+struct Unit {
+  std::size_t start = 0;
+  std::size_t period = 1;
+  std::int64_t count = 1;
+  bool loop = false;
 };
 
 /// Everything needed to generate any target rank of one role.
@@ -92,6 +106,11 @@ struct RolePlan {
   /// The events are runs of identical calls with a repeat-count law (the members' event
   /// counts differ but their runs match), else one plan per event.
   bool runs = false;
+  /// The members' event counts differ by loops whose body calls change with the iteration
+  /// (a peer that flips bit k): each member's events as units (`units[m]`, same shape for all),
+  /// one plan per event of the reference member's units with loops planned over (k, n).
+  bool stages = false;
+  std::vector<std::vector<Unit>> units;
 };
 
 /// A reason extrapolation cannot proceed. Structural problems (a role the inputs never show,
@@ -111,9 +130,13 @@ struct Failure {
 /// determine its law (ambiguous, under-determined, or a role seen at one input size only)
 /// takes the law of the same parameter at the same call site in another role, if exactly one
 /// such law reproduces its values and they agree at the target.
+/// Planning stops early (the plans are then incomplete) once `failures` holds more than
+/// `budget` entries and one of them is not only an ambiguity: the attempt can no longer succeed
+/// nor be the closest one.
 std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs, const Grid& target, std::size_t ndims,
                                        int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
-                                       std::vector<Failure>& failures, std::vector<ParameterLaw>& laws);
+                                       std::vector<Failure>& failures, std::vector<ParameterLaw>& laws,
+                                       std::size_t budget = SIZE_MAX);
 
 /// Corners of the coordinate box a role covers at the target grid (probe points for laws).
 std::vector<std::vector<std::int64_t>> role_corners(const RoleKey& key, const Grid& target);

@@ -97,18 +97,24 @@ RoleKey role_key(const Grid& grid, std::int64_t rank, int depth, std::int64_t mo
 /// sizes X, Y, Z and their products, floor(log2 P) and floor(sqrt P) (P = the rank count), the
 /// rank's coordinates x, y, z, the rank terms y*X, z*X*Y, the rank r (2D, 3D) and its residues
 /// r%2, r%3. Sequences (communicator members, array elements) add the element index j and j*X,
-/// j*X*Y. The last feature, P^2, is a divisor only (laws floor(N / P^2)), never a linear term.
-/// Names follow the thesis: X is the fastest dimension.
+/// j*X*Y. Stage loops (a block of calls repeated n times, iteration k = 0 .. n-1, whose peers
+/// change with k: recursive doubling, butterflies) add log2(X), log2(Y), log2(Z), k, n, 2^k,
+/// 2^(n-1-k) and the relative peers with bit k or bit n-1-k of x (and of r) flipped,
+/// ((x^2^k)-x). The last feature, P^2, is a divisor only (laws floor(N / P^2)), never a linear
+/// term. Names follow the thesis: X is the fastest dimension.
 struct FeatureSpace {
   std::size_t ndims = 1;
   bool with_index = false;
+  bool with_stage = false;
   std::vector<std::string> names;
-  static FeatureSpace make(std::size_t ndims, bool with_index);
-  /// Feature values for a rank (coords) of a grid, element index j.
-  std::vector<std::int64_t> values(const Grid& grid, const std::vector<std::int64_t>& coords, std::int64_t j = 0) const;
+  static FeatureSpace make(std::size_t ndims, bool with_index, bool with_stage = false);
+  /// Feature values for a rank (coords) of a grid, element index j, stage k of n.
+  std::vector<std::int64_t> values(const Grid& grid, const std::vector<std::int64_t>& coords, std::int64_t j = 0,
+                                   std::int64_t k = 0, std::int64_t n = 0) const;
   /// Indices of features that depend on the rank (coordinates).
   bool rank_dependent(std::size_t feature) const;
-  /// log2(P) and sqrt(P): terms only where they vary over the input points.
+  /// log2(P), sqrt(P), log2(X), log2(Y), log2(Z): terms only where they vary over the input
+  /// points.
   bool exotic(std::size_t feature) const;
   /// Features that may be linear terms (all but the divisor-only P^2, which is last).
   std::size_t linear_count() const { return names.size() - 1; }
