@@ -77,7 +77,9 @@ PYTHON_LEVELS = {
     # through the phases)
     "pmnf": 5.3,
     "models": 5.6,
-    "views": 5,
+    # L5.1: views of the run in time (over the critical path's replay)
+    "critical_path": 5,
+    "views": 5.1,
     # L6: plots of traces and of the features' results
     "plot": 6,
     # L7: the user's Trace class (model + feature methods)

@@ -35,14 +35,19 @@ from pathlib import Path
 from typing import Literal
 
 from . import _core
-from ._base import OP_NAMES, check_int, completed_request_offsets
+from ._base import (
+    K_ANY,
+    OP_NAMES,
+    check_int,
+    comm_members,
+    completed_request_offsets,
+    request_slot,
+    world_peer,
+)
 from ._files import write_text
 from ._model import TraceModel, as_trace
 from .errors import SimulationParameterError, UsageError
 
-_K_ANY = -(1 << 40)
-_K_PROC_NULL = _K_ANY - 1
-_K_NULL_REQUEST = -(1 << 40)
 _GOAL_ANY = -1
 # Tags of decomposed collectives (as the SimGrid export's): above 2**28, apart per group of ranks
 # (a checksum of its world ranks) and per collective of that group.
@@ -112,21 +117,13 @@ class _GoalRank:
 
     # --- ranks and communicators -------------------------------------------------------------
     def members(self, comm: int) -> list[int] | None:
-        for c in self._comms:
-            if c.id == comm and (len(c.holders) == 0 or self.rank in c.holders):
-                return list(c.members)
-        return None
+        members = comm_members(self._comms, self.rank, comm)
+        return None if members is None else list(members)
 
     def world(self, comm: int, relative: int) -> int | None:
         """World rank of a relative peer; None for MPI_PROC_NULL; -1 for MPI_ANY_SOURCE."""
-        if relative == _K_ANY:
-            return _GOAL_ANY
-        if relative == _K_PROC_NULL:
-            return None
-        members = self.members(comm)
-        if members is None:
-            return self.rank + relative
-        return members[members.index(self.rank) + relative]
+        peer = world_peer(self._comms, self.rank, comm, relative)
+        return _GOAL_ANY if peer == K_ANY else peer
 
     # --- writing -----------------------------------------------------------------------------
     def operation(self, text: str, after: list[str], started: list[str] | None = None) -> str:
@@ -164,7 +161,7 @@ class _GoalRank:
     def message(kind: str, peer: int, tag: int, nbytes: int) -> str:
         # LogGOPSim charges (size - 1) * G: 0-byte messages are written as 1 byte, the same time.
         size = max(1, int(nbytes))
-        tag = _GOAL_ANY if tag == _K_ANY else tag
+        tag = _GOAL_ANY if tag == K_ANY else tag
         if not (_GOAL_ANY <= tag <= _MAX_GOAL_TAG):
             raise UsageError(f"GOAL export: tag {tag} does not fit GOAL's 32-bit tags")
         return f"{kind} {size}b {'to' if kind == 'send' else 'from'} {peer} tag {tag}"
@@ -179,9 +176,7 @@ class _GoalRank:
 
     # --- requests ----------------------------------------------------------------------------
     def slot_of(self, offset: int) -> int | None:
-        if offset == _K_NULL_REQUEST or offset <= 0 or offset > len(self.slots):
-            return None
-        return len(self.slots) - offset
+        return request_slot(offset, len(self.slots))
 
     def complete(self, slots: list[int]) -> None:
         labels = []
