@@ -20,9 +20,10 @@ napoleon_use_rtype = False
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_default_options = {"members": True, "show-inheritance": True}
-# The compiled core's classes document their own methods; keep the pages to what is public.
-autodoc_mock_imports: list[str] = []
 exclude_patterns = ["_build"]
 html_theme = "alabaster"
 html_title = f"scalatrace {release} API reference"
 html_theme_options = {"description": "MPI communication tracing, compression, replay and analysis"}
+# The numpydoc parameter types are plain words ("path", "Trace or path"); napoleon turns each
+# into a cross-reference, and a word that names several attributes ("path") is ambiguous.
+suppress_warnings = ["ref.python"]
