@@ -12,13 +12,26 @@ CCACHE := $(shell command -v ccache 2>/dev/null)
 # scripts/with_progress.py, a line after every 20 s of silence.
 PROGRESS := $(PYTHON) scripts/with_progress.py
 
+# pip installing requirements: no progress bars (the output is a log), no byte-compiling of
+# every installed module (Python compiles what it imports on first use; byte-compiling SciPy,
+# pandas, SymPy and matplotlib up front took more than half of the install).
+PIP_REQUIREMENTS = $(PY) -m pip install --progress-bar off --no-compile
+
+# The package's build flags: -O2 with line tables (-g1: file:line in backtraces and profiles).
+# Full debug info (-g) made every compile 35-55 % slower (CPU time per translation unit), the
+# largest part of `make demo`; one set of flags for `make demo`, `build` and `test`, so nothing
+# is compiled twice.
+OPT_FLAGS := -O2 -g1 -DNDEBUG
+
 # pip building and installing the package into .venv from the build tree $(BUILD_DIR).
 PIP_INSTALL_PACKAGE = $(PROGRESS) --label "building scalatrace" -- \
-	$(PY) -m pip install -v --no-build-isolation --no-deps \
+	$(PY) -m pip install -v --no-build-isolation --no-deps --no-compile \
 	  -C build-dir=$(BUILD_DIR) -C cmake.build-type=RelWithDebInfo \
+	  -C "cmake.define.CMAKE_CXX_FLAGS_RELWITHDEBINFO=$(OPT_FLAGS)" \
+	  -C "cmake.define.CMAKE_C_FLAGS_RELWITHDEBINFO=$(OPT_FLAGS)" \
 	  $(if $(CCACHE),-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -C cmake.define.CMAKE_C_COMPILER_LAUNCHER=$(CCACHE))
 
-.PHONY: all build package demo test sanitize system system-test venv clean
+.PHONY: all build package demo docs test sanitize system system-test venv clean
 
 all: build
 
@@ -28,10 +41,20 @@ system:
 system-test:
 	@./scripts/setup-system.sh test
 
-$(VENV)/.deps-stamp: requirements-dev.txt
+# requirements.txt: the build backend and the runtime dependencies (what `make demo` needs);
+# requirements-dev.txt adds the tests' (pytest, Jupyter kernel for the notebooks, ruff).
+$(VENV)/.runtime-stamp: requirements.txt
 	@test -x $(PY) || $(PROGRESS) --label "python -m venv" -- $(PYTHON) -m venv $(VENV)
+	$(PROGRESS) --label "pip" -- $(PIP_REQUIREMENTS) -r requirements.txt
+	@touch $@
+
+$(VENV)/.deps-stamp: requirements-dev.txt $(VENV)/.runtime-stamp
 	$(PROGRESS) --label "pip" -- $(PY) -m pip install --progress-bar off --upgrade pip
-	$(PROGRESS) --label "pip" -- $(PY) -m pip install --progress-bar off -r requirements-dev.txt
+	$(PROGRESS) --label "pip" -- $(PIP_REQUIREMENTS) -r requirements-dev.txt
+	@touch $@
+
+$(VENV)/.docs-stamp: requirements-docs.txt $(VENV)/.runtime-stamp
+	$(PROGRESS) --label "pip" -- $(PIP_REQUIREMENTS) -r requirements-docs.txt
 	@touch $@
 
 venv: system $(VENV)/.deps-stamp
@@ -41,9 +64,10 @@ venv: system $(VENV)/.deps-stamp
 build: system-test venv
 	$(PIP_INSTALL_PACKAGE) -C cmake.define.SCALATRACE_BUILD_TESTS=ON .
 
-# The package alone (core, collector, replay, tools, Python extension): what the demo needs.
-# Same build tree as `build`, so a later `make build` / `make test` adds only the tests.
-package: venv
+# The package alone (core, collector, replay, tools, Python extension): what the demo needs,
+# with the runtime requirements only. Same build tree and flags as `build`, so a later
+# `make build` / `make test` adds only the tests.
+package: system $(VENV)/.runtime-stamp
 	$(PIP_INSTALL_PACKAGE) -C cmake.define.SCALATRACE_BUILD_TESTS=OFF .
 
 test: build sanitize
@@ -64,6 +88,11 @@ sanitize: system-test venv
 # The demo builds its example program with mpicc when the build tree has none.
 demo: package
 	$(PY) -m scalatrace.demo
+
+# The API reference (Sphinx, from the docstrings of the installed package) into build/docs/html.
+docs: package $(VENV)/.docs-stamp
+	$(PROGRESS) --label "sphinx" -- $(PY) -m sphinx -b html -q -W --keep-going docs/api build/docs/html
+	@echo "API reference: build/docs/html/index.html"
 
 clean:
 	rm -rf build

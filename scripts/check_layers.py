@@ -83,7 +83,9 @@ PYTHON_LEVELS = {
     "_scalable_conceptual": 5.2,
     "scalable": 5.25,
     "models": 5.6,
-    "views": 5,
+    # L5.1: views of the run in time (over the critical path's replay)
+    "critical_path": 5,
+    "views": 5.1,
     # L6: plots of traces and of the features' results
     "plot": 6,
     # L7: the user's Trace class (model + feature methods)

@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "bindings.hpp"
+#include "readable_text.hpp"
 #include "scalatrace/model/rank_list.hpp"
 
 using scalatrace::RankDescriptor;
@@ -17,8 +18,8 @@ struct RankListIterator {
 
 std::string html(const RankList& r) {
   std::ostringstream s;
-  s << "<code>RankList</code> of " << r.size() << " rank" << (r.size() == 1 ? "" : "s") << ": <code>" << r.to_string()
-    << "</code>";
+  s << "<code>RankList</code> of " << r.size() << " rank" << (r.size() == 1 ? "" : "s") << ": <code>"
+    << readable_ranks(r, 24) << "</code>";
   return s.str();
 }
 
@@ -73,8 +74,12 @@ void register_ranklist(py::module_& m) {
       .def("__eq__", [](const RankList& a, const RankList& b) { return a == b; })
       .def("__eq__", [](const RankList&, const py::object&) { return false; })
       .def("__hash__", [](const RankList& r) { return py::hash(py::str(r.to_string())); })
-      .def("__str__", &RankList::to_string)
+      .def("__str__", [](const RankList& r) { return readable_ranks(r); })
       .def("__repr__",
-           [](const RankList& r) { return "RankList(" + r.to_string() + ", size=" + std::to_string(r.size()) + ")"; })
+           [](const RankList& r) {
+             return "RankList(" + readable_ranks(r) + "; " + std::to_string(r.size()) + " ranks)";
+           })
+      .def_property_readonly("notation", &RankList::to_string,
+                             "The thesis notation of dumps: <dims start (count stride)...> per descriptor.")
       .def("_repr_html_", &html);
 }

@@ -1,5 +1,6 @@
 // The compressed trace model: Trace, Node (loop or event), call sites, communicators.
 #include "bindings.hpp"
+#include "readable_text.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/model/site_match.hpp"
 #include "scalatrace/model/trace.hpp"
@@ -43,8 +44,8 @@ void register_trace(py::module_& m) {
       .def_readonly("members", &CommEntry::members)
       .def_readonly("holders", &CommEntry::holders)
       .def("__repr__", [](const CommEntry& c) {
-        return "CommEntry(id=" + std::to_string(c.id) + ", members=" + c.members.to_string() +
-               ", holders=" + c.holders.to_string() + ")";
+        return "CommEntry(id=" + std::to_string(c.id) + ", members=[" + readable_ranks(c.members) + "], holders=[" +
+               readable_ranks(c.holders) + "])";
       });
   py::class_<CommTable>(m, "CommTable")
       .def_property_readonly("entries",

@@ -1,5 +1,6 @@
 // Elastic values (ValueSeq / ArraySeq + ranklists) and timing histograms.
 #include "bindings.hpp"
+#include "readable_text.hpp"
 #include "scalatrace/model/elastic.hpp"
 #include "scalatrace/model/histogram.hpp"
 #include "scalatrace/model/value_seq.hpp"
@@ -9,20 +10,38 @@ using namespace scalatrace;
 
 namespace {
 
+/// "ElasticValue(0 (60 times))" for one sequence on every rank, "ElasticValue(ranks 0-3: 8;
+/// ranks 4-8: 16 (2 times))" per alternative otherwise.
 template <class Seq>
 std::string elastic_repr(const Elastic<Seq>& e, const char* name) {
   std::string s = std::string(name) + "(";
   for (std::size_t i = 0; i < e.alternatives.size(); ++i) {
-    if (i) s += ", ";
+    if (i) s += "; ";
     const auto& [seq, ranks] = e.alternatives[i];
+    if (!ranks.empty()) s += "ranks " + readable_ranks(ranks, 6) + ": ";
     if constexpr (std::is_same_v<Seq, ValueSeq>) {
-      s += seq.to_string();
+      s += readable_values(seq);
     } else {
-      s += "[" + std::to_string(seq.runs().size()) + " runs]";
+      s += std::to_string(seq.size()) + " arrays in " + std::to_string(seq.runs().size()) + " runs";
     }
-    if (!ranks.empty()) s += " @ " + ranks.to_string();
   }
   return s + ")";
+}
+
+/// The alternatives as an HTML table (ranks, values) for Jupyter.
+template <class Seq>
+std::string elastic_html(const Elastic<Seq>& e, const char* name) {
+  std::string s = std::string("<b>") + name + "</b><table><tr><th>ranks</th><th>values</th></tr>";
+  for (const auto& [seq, ranks] : e.alternatives) {
+    s += "<tr><td>" + (ranks.empty() ? std::string("all") : readable_ranks(ranks, 24)) + "</td><td>";
+    if constexpr (std::is_same_v<Seq, ValueSeq>) {
+      s += readable_values(seq, 24);
+    } else {
+      s += std::to_string(seq.size()) + " arrays in " + std::to_string(seq.runs().size()) + " runs";
+    }
+    s += "</td></tr>";
+  }
+  return s + "</table>";
 }
 
 template <class Seq>
@@ -64,7 +83,8 @@ py::class_<Elastic<Seq>> register_elastic(py::module_& m, const char* name, cons
           "Value the parameter took at the `occurrence`-th execution by `rank`.")
       .def("__len__", [](const E& e) { return e.alternatives.size(); })
       .def("__bool__", [](const E& e) { return !e.empty(); })
-      .def("__repr__", [name](const E& e) { return elastic_repr(e, name); });
+      .def("__repr__", [name](const E& e) { return elastic_repr(e, name); })
+      .def("_repr_html_", [name](const E& e) { return elastic_html(e, name); });
   return cls;
 }
 
@@ -95,8 +115,10 @@ void register_values(py::module_& m) {
           },
           "[( [(first, stride, count), ...], repeat ), ...]")
       .def("__eq__", [](const ValueSeq& a, const ValueSeq& b) { return a == b; })
-      .def("__str__", &ValueSeq::to_string)
-      .def("__repr__", [](const ValueSeq& s) { return "ValueSeq(" + s.to_string() + ")"; });
+      .def("__str__", [](const ValueSeq& s) { return readable_values(s); })
+      .def("__repr__", [](const ValueSeq& s) { return "ValueSeq(" + readable_values(s) + ")"; })
+      .def_property_readonly("notation", &ValueSeq::to_string,
+                             "The thesis notation of dumps: runs first:stride:count, xN repeats.");
 
   py::class_<ArraySeq>(m, "ArraySeq", "Run-length compressed sequence of integer vectors.")
       .def("__len__", [](const ArraySeq& s) { return s.size(); })

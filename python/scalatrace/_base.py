@@ -43,6 +43,45 @@ def with_rank_and_names(table: np.ndarray) -> np.ndarray:
     return out
 
 
+K_ANY = -(1 << 40)
+"""``MPI_ANY_SOURCE`` / ``MPI_ANY_TAG`` as the core stores them (``kAnySource``, ``kAnyTag``)."""
+K_PROC_NULL = K_ANY - 1
+"""``MPI_PROC_NULL`` as the core stores it (``kProcNull``)."""
+
+
+def comm_members(comms: object, rank: int, comm: int) -> tuple[int, ...] | None:
+    """World ranks of communicator ``comm`` as ``rank`` holds it (communicator order), from a
+    communicator table (``Trace.communicators`` or a raw recording's ``comms.entries``); None if
+    the table does not describe it for ``rank``."""
+    for c in comms:  # type: ignore[attr-defined]
+        if c.id == comm and (len(c.holders) == 0 or rank in c.holders):
+            return tuple(int(m) for m in c.members)
+    return None
+
+
+def world_peer(comms: object, rank: int, comm: int, relative: int) -> int | None:
+    """World rank of a peer recorded relative to ``rank`` in ``comm``: None for
+    ``MPI_PROC_NULL``, :data:`K_ANY` for ``MPI_ANY_SOURCE``; ``rank + relative`` when the table
+    does not describe ``comm`` (``MPI_COMM_WORLD``)."""
+    if relative == K_ANY:
+        return K_ANY
+    if relative == K_PROC_NULL:
+        return None
+    members = comm_members(comms, rank, comm)
+    if members is None:
+        return rank + relative
+    return members[members.index(rank) + relative]
+
+
+def request_slot(offset: int, count: int) -> int | None:
+    """Index into a rank's requests (in creation order, ``count`` of them) of a handle-buffer
+    offset as events record it (counted back from the newest request: 1 = the newest); None for
+    ``MPI_REQUEST_NULL`` (``kNullRequest``, negative) or an offset beyond them."""
+    if offset <= 0 or offset > count:
+        return None
+    return count - offset
+
+
 # ---- argument checks: a bad argument is a one-line UsageError naming it and what is accepted,
 # raised before the value reaches the compiled core (whose own TypeError lists every overload).
 

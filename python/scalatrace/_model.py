@@ -293,10 +293,10 @@ class Loop(_NodeView):
             return f"x{alts[0][0][0]}" + (
                 f" ({len(alts[0][0])} visits)" if len(alts[0][0]) > 1 else ""
             )
-        return "x" + _short(self.trips)
+        return "trips=" + _short(self.trips)
 
     def __repr__(self) -> str:
-        ranks = f" ranks={self.ranks}" if len(self.ranks) else ""
+        ranks = f", ranks={self.ranks}" if len(self.ranks) else ""
         return f"Loop({self._trips_text()}{ranks}, {len(self._loop.body)} nodes)"
 
     def _repr_html_(self) -> str:
@@ -311,11 +311,14 @@ def _all_zero(value: _core.ElasticValue) -> bool:
 
 
 def _short(value: Any, limit: int = 60) -> str:
+    """An elastic value's repr without its class name; values differing by rank in brackets
+    (``[ranks 0-3: 8; ranks 4-8: 16]``)."""
     text = repr(value)
     for prefix in ("ElasticValue(", "ElasticArray("):
         if text.startswith(prefix):
             text = text[len(prefix) : -1]
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return f"[{text}]" if text.startswith("ranks ") else text
 
 
 class TraceModel:

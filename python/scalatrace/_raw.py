@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,6 +94,14 @@ class RawRecording:
 
     def __repr__(self) -> str:
         return f"RawRecording(ranks={len(self)}, events={self.event_count()})"
+
+    def _repr_html_(self) -> str:
+        program = html.escape(self.metadata.get("program", "?"))
+        return (
+            f"<b>RawRecording</b> of <code>{program}</code>: {len(self)} of {self.nranks} ranks, "
+            f"{self.event_count()} events (measured times of every call)"
+            + (f", from <code>{html.escape(str(self.path))}</code>" if self.path else "")
+        )
 
 
 def read_raw(path: str | os.PathLike[str]) -> RawRecording:

@@ -177,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     from .report import write_report
 
     page = write_report(t, outdir / "report.html", raw=raw)
-    print(f"== report (summary, heatmap, timeline, imbalance, loops) written to {page}")
+    print(
+        f"== report (summary, heatmap, timeline, imbalance, critical path, loops) written to {page}"
+    )
 
     try:
         from .replay import replay

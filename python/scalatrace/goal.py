@@ -35,14 +35,18 @@ from pathlib import Path
 from typing import Literal
 
 from . import _core
-from ._base import OP_NAMES, check_int, completed_request_offsets
+from ._base import (
+    K_ANY,
+    K_PROC_NULL,
+    OP_NAMES,
+    check_int,
+    completed_request_offsets,
+    request_slot,
+)
 from ._files import write_text
 from ._model import TraceModel, as_trace
 from .errors import SimulationParameterError, UsageError
 
-_K_ANY = -(1 << 40)
-_K_PROC_NULL = _K_ANY - 1
-_K_NULL_REQUEST = -(1 << 40)
 _GOAL_ANY = -1
 # Tags of decomposed collectives (as the SimGrid export's): above 2**28, apart per group of ranks
 # (a checksum of its world ranks) and per collective of that group.
@@ -165,9 +169,9 @@ class _GoalRank:
 
     def world(self, comm: int, relative: int) -> int | None:
         """World rank of a relative peer; None for MPI_PROC_NULL; -1 for MPI_ANY_SOURCE."""
-        if relative == _K_ANY:
+        if relative == K_ANY:
             return _GOAL_ANY
-        if relative == _K_PROC_NULL:
+        if relative == K_PROC_NULL:
             return None
         g = self._comms.of(comm, self.rank)
         if g is None:
@@ -210,7 +214,7 @@ class _GoalRank:
     def message(kind: str, peer: int, tag: int, nbytes: int) -> str:
         # LogGOPSim charges (size - 1) * G: 0-byte messages are written as 1 byte, the same time.
         size = max(1, int(nbytes))
-        tag = _GOAL_ANY if tag == _K_ANY else tag
+        tag = _GOAL_ANY if tag == K_ANY else tag
         if not (_GOAL_ANY <= tag <= _MAX_GOAL_TAG):
             raise UsageError(f"GOAL export: tag {tag} does not fit GOAL's 32-bit tags")
         return f"{kind} {size}b {'to' if kind == 'send' else 'from'} {peer} tag {tag}"
@@ -225,9 +229,7 @@ class _GoalRank:
 
     # --- requests ----------------------------------------------------------------------------
     def slot_of(self, offset: int) -> int | None:
-        if offset == _K_NULL_REQUEST or offset <= 0 or offset > len(self.slots):
-            return None
-        return len(self.slots) - offset
+        return request_slot(offset, len(self.slots))
 
     def complete(self, slots: list[int]) -> None:
         labels = []

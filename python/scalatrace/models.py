@@ -27,6 +27,7 @@ See ``docs/models.md``.
 
 from __future__ import annotations
 
+import html
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -347,6 +348,12 @@ class PerformanceModel:
 
     def __repr__(self) -> str:
         return f"PerformanceModel({self.expression}, smape={self.smape:.3g}%)"
+
+    def _repr_html_(self) -> str:
+        return (
+            f"<b>PerformanceModel</b> <code>{html.escape(str(self.expression))}</code> "
+            f"(SMAPE {self.smape:.3g} %)"
+        )
 
 
 def _fit(points: dict[str, np.ndarray], ys: Sequence[float], max_terms: int) -> MultiModel:

@@ -411,6 +411,70 @@ def rank_times(source: Any, ax: Axes | None = None) -> Axes:
     return ax
 
 
+def critical_path(source: Any, ax: Axes | None = None, **options: Any) -> Axes:
+    """The critical path (:func:`scalatrace.views.critical_path`) on the replayed run's time
+    axis: one row per rank, grey up to the rank's replayed end, the path's computation (green)
+    and calls (blue) in strong colours, and an arrow for every message or collective that passes
+    the path from one rank to another.
+
+    Parameters
+    ----------
+    source : RawRecording, Trace, or the DataFrame ``views.critical_path`` returned
+    **options
+        Passed to :func:`scalatrace.views.critical_path` (``latency_ns``, ``ns_per_byte``).
+    """
+    from .views import critical_path as find_path
+
+    ax = _axes(ax)
+    path = source if isinstance(source, pd.DataFrame) else find_path(source, **options)
+    ends = path.attrs.get("rank_end_ns", {})
+    shown = sorted(ends) if 0 < len(ends) <= 64 else sorted(set(path["rank"]))
+    row = {r: i for i, r in enumerate(shown)}
+    ax.barh(
+        [row[r] for r in shown],
+        [ends.get(r, 0) / 1e6 for r in shown],
+        left=0,
+        height=0.8,
+        color=(0.9, 0.9, 0.9, 1.0),
+        label="replayed run",
+    )
+    rank = path["rank"].to_numpy()
+    start, end = path["start_ns"].to_numpy() / 1e6, path["end_ns"].to_numpy() / 1e6
+    compute, call = path["compute_ns"].to_numpy() / 1e6, path["call_ns"].to_numpy() / 1e6
+    lanes = np.array([row[r] for r in rank])
+    pieces = (
+        (compute, start - compute, "tab:green", "computation on the path"),
+        (call, end - call, "tab:blue", "MPI call on the path"),
+    )
+    for width, left, colour, label in pieces:
+        on = width > 0
+        ax.barh(lanes[on], width[on], left=left[on], height=0.5, color=colour, label=label)
+    hops = 0
+    for i in range(1, len(path)):
+        if rank[i] == rank[i - 1]:
+            continue
+        ax.annotate(
+            "",
+            xy=(end[i] - call[i], lanes[i]),
+            xytext=(start[i - 1], lanes[i - 1]),
+            arrowprops={"arrowstyle": "->", "color": "tab:red", "lw": 1.2},
+        )
+        hops += 1
+    if hops:
+        ax.plot([], [], color="tab:red", label="message / collective")
+    ax.set_yticks(range(len(shown)))
+    ax.set_yticklabels([str(r) for r in shown])
+    ax.set_ylabel("rank")
+    ax.invert_yaxis()
+    ax.set_xlabel("replayed time since MPI_Init (ms)")
+    order = [int(r) for i, r in enumerate(rank) if i == 0 or r != rank[i - 1]]
+    chain = " > ".join(str(r) for r in order[:12]) + (" > ..." if len(order) > 12 else "")
+    length = path.attrs.get("length_ns", 0) / 1e6
+    ax.set_title(f"critical path ({_exactness(path)}): {length:.3g} ms, ranks {chain}")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    return ax
+
+
 def message_histogram(source: Any, ax: Axes | None = None) -> Axes:
     """Point-to-point messages by size class (:func:`scalatrace.views.message_histogram`)."""
     from .views import message_histogram as histogram

@@ -11,6 +11,7 @@ hypothesis with more terms must halve the cross-validated SMAPE of the simpler o
 
 from __future__ import annotations
 
+import html
 import itertools
 import warnings
 from collections.abc import Mapping, Sequence
@@ -128,6 +129,12 @@ class MultiModel:
 
     def __repr__(self) -> str:
         return f"MultiModel({self.formula!r}, cv_smape={self.cv_smape:.3g}%)"
+
+    def _repr_html_(self) -> str:
+        return (
+            f"<b>MultiModel</b> <code>{html.escape(self.formula)}</code> "
+            f"(leave-one-out SMAPE {self.cv_smape:.3g} %)"
+        )
 
 
 def _single_terms(negative: bool) -> list[Term]:

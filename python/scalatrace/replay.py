@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import html
 import json
 import os
 import subprocess
@@ -136,6 +137,17 @@ class ReplayResult:
             f"ReplayResult(trace={str(self.trace_path)!r}, nranks={self.nranks}, "
             f"total_time={self.total_time:.6f}s, events={int(self.events.sum())}, "
             f"ops={len(self.counts)})"
+        )
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{html.escape(op)}</td><td>{n}</td></tr>"
+            for op, n in sorted(self.total_counts().items(), key=lambda kv: -kv[1])
+        )
+        return (
+            f"<b>ReplayResult</b> of <code>{html.escape(str(self.trace_path))}</code>: "
+            f"{self.nranks} ranks, {self.total_time:.6f} s, {int(self.events.sum())} events"
+            f"<table><tr><th>op</th><th>calls</th></tr>{rows}</table>"
         )
 
 

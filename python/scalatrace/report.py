@@ -114,6 +114,8 @@ def report_html(
     parts.append("<h2>Imbalance and waiting</h2>")
     parts.append(_figure(lambda ax: plot.rank_times(timed, ax=ax), 10, 4))
     parts.append(_table(views.load_imbalance(timed), max_rows=20))
+    parts.append("<h2>Critical path</h2>")
+    parts.extend(_critical_path_section(source, trace.nranks))
     parts.append("<h2>Timestep loops</h2>")
     loops = trace.timestep_loops()
     if loops:
@@ -124,6 +126,31 @@ def report_html(
         parts.append("<p>No loop repeats communication.</p>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _critical_path_section(source: Any, nranks: int) -> list[str]:
+    """The critical path's figure and its time per rank, or why there is none."""
+    from . import plot, views
+    from .errors import ScalatraceError
+
+    try:
+        path = views.critical_path(source)
+    except ScalatraceError as e:
+        return [f'<p class="note">No critical path: {html.escape(str(e))}</p>']
+    rank = path["rank"]
+    per_rank = path.groupby(rank)[["compute_ns", "call_ns", "message_ns"]].sum()
+    per_rank["share"] = per_rank.sum(axis=1) / max(path.attrs["length_ns"], 1)
+    note = (
+        '<p class="note">The chain of computation, calls and messages that ends the run, found by '
+        "replaying every rank's events in order with waits ending when their message or "
+        "collective partner arrives (clocks need not agree; see scalatrace.critical_path). "
+        f"Replayed end {path.attrs['length_ns'] / 1e6:.4g} ms; {len(path)} events on the path.</p>"
+    )
+    return [
+        note,
+        _figure(lambda ax: plot.critical_path(path, ax=ax), 11, 0.35 * min(nranks, 64) + 1.5),
+        _table(per_rank),
+    ]
 
 
 def write_report(

@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from . import _core
-from ._base import OP_NAMES, check_float, check_int, completed_request_offsets
+from ._base import (
+    K_ANY,
+    K_PROC_NULL,
+    OP_NAMES,
+    check_float,
+    check_int,
+    completed_request_offsets,
+)
 from ._files import DirectoryExport, write_text
 from ._model import TraceModel, as_trace
 from .errors import SimulationParameterError, UsageError
@@ -40,9 +47,7 @@ _SIMGRID_FILES = re.compile(r"rank-\d+\.txt|index\.txt|platform\.xml|hostfile")
 
 _SMPI_ANY_SOURCE = -555
 _SMPI_ANY_TAG = -444
-_K_ANY = -(1 << 40)
-_K_PROC_NULL = _K_ANY - 1
-_K_NULL_REQUEST = -(1 << 40)
+_K_NULL_REQUEST = K_ANY  # the core stores a null request handle with the same sentinel
 
 _TI_ROOTED = {
     "Bcast": "bcast",
@@ -92,9 +97,9 @@ class _TIWriter:
 
     def world(self, comm: int, relative: int) -> int | None:
         """World rank of a relative peer; None for MPI_PROC_NULL; SMPI's ANY_SOURCE."""
-        if relative == _K_ANY:
+        if relative == K_ANY:
             return _SMPI_ANY_SOURCE
-        if relative == _K_PROC_NULL:
+        if relative == K_PROC_NULL:
             return None
         members = self.members(comm)
         me = members.index(self.rank) if members is not None else self.rank
@@ -118,7 +123,7 @@ class _TIWriter:
         self.counts[action] = self.counts.get(action, 0) + 1
 
     def post(self, kind: str, peer: int, tag: int, nbytes: int) -> tuple[int, int, int]:
-        tag = _SMPI_ANY_TAG if tag == _K_ANY else tag
+        tag = _SMPI_ANY_TAG if tag == K_ANY else tag
         self.emit(kind, peer, tag, nbytes)
         return (self.rank, peer, tag) if kind == "isend" else (peer, self.rank, tag)
 
@@ -172,7 +177,7 @@ class _TIWriter:
                 self.emit("send", peer, e["Tag"], e["Bytes"])
             elif op == "Recv":
                 self.emit(
-                    "recv", peer, _SMPI_ANY_TAG if e["Tag"] == _K_ANY else e["Tag"], e["Bytes"]
+                    "recv", peer, _SMPI_ANY_TAG if e["Tag"] == K_ANY else e["Tag"], e["Bytes"]
                 )
             else:
                 kind = "isend" if op in _TI_ISEND else "irecv"
@@ -185,7 +190,7 @@ class _TIWriter:
             key = self.post("isend", dst, e["Tag"], e["Bytes"]) if dst is not None else None
             if src is not None:
                 self.emit(
-                    "recv", src, _SMPI_ANY_TAG if e["Tag2"] == _K_ANY else e["Tag2"], e["Bytes2"]
+                    "recv", src, _SMPI_ANY_TAG if e["Tag2"] == K_ANY else e["Tag2"], e["Bytes2"]
                 )
             if key is not None:
                 self.emit("wait", *key)

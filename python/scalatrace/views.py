@@ -1,5 +1,6 @@
 """Views of a run in time: timeline, time profile, per-rank imbalance and wait time, message
-sizes, communication over time.
+sizes, communication over time, the critical path (:func:`critical_path`, from
+:mod:`scalatrace.critical_path`).
 
 Every function takes a *source*: a :class:`~scalatrace.RawRecording` (``read_raw``: the measured
 time of every call, so the views are exact), a :class:`~scalatrace.Trace` (times from its timing
@@ -19,6 +20,7 @@ import numpy as np
 
 from . import _core
 from ._base import OP_NAMES, check_int
+from .critical_path import critical_path
 from .errors import UsageError
 
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "WAITING_OPS",
     "comm_over_time",
+    "critical_path",
     "events",
     "is_exact",
     "load_imbalance",

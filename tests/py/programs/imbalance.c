@@ -7,14 +7,7 @@
  */
 #include <mpi.h>
 #include <stdlib.h>
-#include <time.h>
-
-static void busy_us(long us) {
-  struct timespec start, now;
-  clock_gettime(CLOCK_MONOTONIC, &start);
-  do clock_gettime(CLOCK_MONOTONIC, &now);
-  while ((now.tv_sec - start.tv_sec) * 1000000L + (now.tv_nsec - start.tv_nsec) / 1000 < us);
-}
+#include "busy_wait.h"
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
