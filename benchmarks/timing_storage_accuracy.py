@@ -93,7 +93,9 @@ def case(name: str, args: argparse.Namespace, net: scalatrace.LogGP, work: Path)
     if name.startswith("npb:"):  # an NPB 3.4-MPI binary of --npb, class S, default input
         argv = [str(Path(args.npb) / f"{name[4:]}.S.x")]
     else:
-        exe = Path(os.environ.get("SCALATRACE_BUILD_DIR", ROOT / "build" / "py")) / "examples" / name
+        exe = (
+            Path(os.environ.get("SCALATRACE_BUILD_DIR", ROOT / "build" / "py")) / "examples" / name
+        )
         argv = [str(exe), "-i", str(args.iterations), "-c", str(args.compute_us)]
     harness = str(_paths.tool("scalatrace-harness"))
     errors: dict[str, dict[str, list[float]]] = {}
@@ -189,9 +191,7 @@ def main() -> int:
     labels = ["exact"] + [f"bins-{b}" for b in args.bins]
     modes = ["mean", "sample"] + (["replay"] if args.replays > 0 else [])
     replayed = (
-        f"each file replayed {args.replays} times (median)"
-        if args.replays > 0
-        else "not replayed"
+        f"each file replayed {args.replays} times (median)" if args.replays > 0 else "not replayed"
     )
     lines = [
         "# Timing storage and accuracy (issue 30)",

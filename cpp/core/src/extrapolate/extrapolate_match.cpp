@@ -313,7 +313,7 @@ class LawReport {
     auto it = index_.find(key);
     if (it == index_.end()) {
       it = index_.emplace(key, rows_.size()).first;
-      rows_.push_back(Row{key, {}, points, {}});
+      rows_.push_back(Row{key, {}, points, {}, {}});
     }
     auto& row = rows_[it->second];
     if (std::find(row.formulas.begin(), row.formulas.end(), formula) == row.formulas.end())
