@@ -163,10 +163,9 @@ void finish_trace(Trace& merged, Stats& st, double merge_seconds) {
   st.trace_bytes = bytes.size();
   st.nodes = merged.node_count();
   if (st.output.empty()) return;
-  if (st.exact_timing)  // as traces passed between processes are: every bin, exact counts and ns
-    write_file_safely(st.output, encode_trace_for_transfer(merged));
-  else
-    write_trace_file(merged, st.output);
+  // The final file is the bytes just measured; --exact-timing writes the form traces passed
+  // between processes take instead (every bin, exact counts and nanoseconds).
+  write_file_safely(st.output, st.exact_timing ? encode_trace_for_transfer(merged) : bytes);
 }
 
 int run_synthetic(const std::vector<std::string>& args) {
