@@ -19,11 +19,18 @@ from scalatrace.cli import main
 matplotlib.use("Agg")
 
 
+STEPS, BASE_US = 4, 2000
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("views")
     exe = compile_program("imbalance", tmp)
-    t = scalatrace.trace([str(exe), "4"], np=4, out=tmp / "imb.sct", raw=True, timeout=120)
+    # 4 steps, rank r computes 2 ms * 3^r per step: far above the milliseconds a rank loses
+    # when 4 busy-polling ranks share 2 cores.
+    t = scalatrace.trace(
+        [str(exe), str(STEPS), str(BASE_US)], np=4, out=tmp / "imb.sct", raw=True, timeout=120
+    )
     return t, scalatrace.read_raw(t.raw_dir), tmp
 
 
@@ -40,8 +47,10 @@ def test_views_add_up_to_the_raw_recording(run):
     assert (times["wait_ns"] == body["duration_ns"].where(waiting, 0).groupby(rank).sum()).all()
     assert {"Waitall", "Barrier", "Recv", "Allreduce", "Wait"} <= views.WAITING_OPS
     assert not {"Isend", "Irecv", "Test", "Iprobe", "Init"} & views.WAITING_OPS
-    # Rank r computes 3x rank r-1: the measured compute grows with the rank.
-    assert times["compute_ns"].is_monotonic_increasing
+    # Rank r busy-waits STEPS * BASE_US * 3^r us of wall-clock time: its measured compute holds at
+    # least that (descheduling can only add to it), and rank 3's 27x dominates.
+    for r in range(4):
+        assert times.loc[r, "compute_ns"] >= STEPS * BASE_US * 3**r * 1000, r
     imbalance = views.load_imbalance(raw)
     assert imbalance.loc["compute", "max_rank"] == 3 and imbalance.loc["compute", "imbalance"] > 1
     # The profile spreads every call and compute stretch over the bins: nothing lost.

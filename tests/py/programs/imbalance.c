@@ -1,9 +1,12 @@
-/* imbalance: a ring halo exchange where rank r computes 40 * 3^r microseconds per step before
+/* imbalance: a ring halo exchange where rank r computes BASE * 3^r microseconds per step before
  * sending (each rank three times its left neighbour's work, so every rank's compute times fall
  * in a timing group of their own), then waits for both neighbours and meets the others in a
  * barrier. Rank 0 waits the longest: the load imbalance a data frame must not average away.
  *
- *   imbalance [STEPS]   (default 6)
+ *   imbalance [STEPS [BASE]]   (defaults 6 steps, 40 us)
+ *
+ * With more ranks than cores, a rank that is descheduled when its busy wait ends computes longer
+ * than asked (milliseconds per step): a large BASE keeps the ranks' order above that noise.
  */
 #include <mpi.h>
 #include <stdlib.h>
@@ -15,7 +18,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int steps = argc > 1 ? atoi(argv[1]) : 6;
-  long work = 40;
+  long work = argc > 2 ? atol(argv[2]) : 40;
   for (int r = 0; r < rank; ++r) work *= 3;
   double out[2] = {1.0, 2.0}, in[2];
   const int left = (rank + size - 1) % size, right = (rank + 1) % size;
