@@ -132,21 +132,25 @@ static inline double plog(double p, double e, int j) { return pow(p, e) * pow(lo
 static inline long floor_log2(long n) { long l = 0; while (n > 1) { n >>= 1; ++l; } return l; }
 static inline long floor_sqrt(long n) { long s = 0; while ((s + 1) * (s + 1) <= n) ++s; return s; }
 
-/* Extrapolation's grid: prime factors, largest first, onto the smallest dimension. */
+/* Extrapolation's grid, which is MPI_Dims_create's: of the factorizations of n into nd <= 3
+ * factors, largest first, the one whose largest and smallest factors differ least (ties: the
+ * larger leading factors). */
 static inline void grid(long n, int nd, int fastest_largest, long *dims) {
-  long primes[64], m = n;
-  int np = 0;
-  for (long p = 2; p * p <= m; ++p)
-    while (m % p == 0) { primes[np++] = p; m /= p; }
-  if (m > 1) primes[np++] = m;
-  for (int d = 0; d < nd; ++d) dims[d] = 1;
-  for (int i = 0; i < np; ++i) { /* primes come out ascending: take them largest first */
-    int k = 0;
-    for (int d = 1; d < nd; ++d) if (dims[d] < dims[k]) k = d;
-    dims[k] *= primes[np - 1 - i];
+  long best[3] = {n, 1, 1}, spread = -1;
+  for (long a = n; a >= 1; --a) {
+    if (n % a) continue;
+    if (nd == 1) { best[0] = n; break; }
+    for (long b = a; b >= 1; --b) {
+      long rest = n / a;
+      if (rest % b) continue;
+      long c = nd == 3 ? rest / b : 1;
+      if (nd == 2 && rest != b) continue;
+      if (c > b) break;
+      long s = a - (nd == 3 ? c : b);
+      if (spread < 0 || s < spread) { spread = s; best[0] = a; best[1] = b; best[2] = c; }
+    }
   }
-  for (int a = 0; a < nd; ++a) /* largest first */
-    for (int b = a + 1; b < nd; ++b) if (dims[b] > dims[a]) { long t = dims[a]; dims[a] = dims[b]; dims[b] = t; }
+  for (int d = 0; d < 3; ++d) dims[d] = d < nd ? best[d] : 1;
   if (!fastest_largest)
     for (int a = 0, b = nd - 1; a < b; ++a, --b) { long t = dims[a]; dims[a] = dims[b]; dims[b] = t; }
 }

@@ -241,22 +241,35 @@ def expand_repeats(calls: Sequence[Call]) -> list[Any]:
 
 
 def balanced_grid(n: int, ndims: int, order: str) -> list[int]:
-    """The grid extrapolation lays ``n`` ranks on (``scalatrace.extrapolate``'s rule: prime
-    factors, largest first, onto the smallest dimension), fastest dimension first."""
-    dims = [1] * ndims
-    primes, m, p = [], n, 2
-    while p * p <= m:
-        while m % p == 0:
-            primes.append(p)
-            m //= p
-        p += 1
-    if m > 1:
-        primes.append(m)
-    for q in sorted(primes, reverse=True):
-        k = dims.index(min(dims))
-        dims[k] *= q
-    dims.sort(reverse=True)
-    return dims if order == "fastest_largest" else dims[::-1]
+    """The grid extrapolation lays ``n`` ranks on, fastest dimension first.
+
+    It is ``MPI_Dims_create``'s grid (the core's ``synthetic_grid``): of the factorizations of
+    ``n`` into ``ndims`` factors, largest first, the one whose largest and smallest factors differ
+    least, ties going to the larger leading factors; ``order`` says whether the largest factor
+    varies fastest (``"fastest_largest"``) or slowest.
+    """
+    best: list[int] | None = None
+
+    def search(rest: int, left: int, cap: int, current: list[int]) -> None:
+        nonlocal best
+        if left == 1:
+            if rest <= cap:
+                done = current + [rest]
+                if best is None or done[0] - done[-1] < best[0] - best[-1]:
+                    best = done
+            return
+        for d in range(min(rest, cap), 0, -1):
+            if rest % d:
+                continue
+            if best is not None and current and current[0] - d >= best[0] - best[-1]:
+                break
+            if d**left < rest:
+                break
+            search(rest // d, left - 1, d, current + [d])
+
+    search(n, ndims, n, [])
+    assert best is not None
+    return best if order == "fastest_largest" else best[::-1]
 
 
 def role_of(grid: Sequence[int], rank: int, depth: int, modulus: int) -> tuple:

@@ -35,6 +35,7 @@ import pytest
 
 import scalatrace
 from scalatrace import conceptual
+from scalatrace._scalable_laws import balanced_grid
 from scalatrace.errors import ScalatraceError, UsageError
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -172,6 +173,47 @@ def test_conceptual_benchmark_runs_at_sizes_never_traced_and_communicates_like_t
         helpers.run_mpi(
             refused, [exe, f"--logfile={tmp_path}/refused-%p.txt"], env=env, timeout=120
         )
+
+
+def test_grids_are_the_ones_mpi_dims_create_makes(traced, tmp_path):
+    """Extrapolation's grid at a size never traced is MPI_Dims_create's, in Python and in the
+    generated C program: a code calling MPI_Dims_create at 72 ranks gets 9x8, not 12x6."""
+    exe = tmp_path / "dims_create"
+    subprocess.run(
+        [helpers.mpicc(), "-O1", "-o", str(exe), str(PROGRAMS / "dims_create.c")],
+        check=True,
+        capture_output=True,
+    )
+    limit = 1200
+    proc = helpers.run_mpi(1, [exe, str(limit)], timeout=120)
+    mpi = {}
+    for line in proc.stdout.splitlines():
+        nd, n, *dims = map(int, line.split())
+        mpi[(nd, n)] = dims
+    assert len(mpi) == 2 * limit and mpi[(2, 72)] == [9, 8]
+    for (nd, n), dims in mpi.items():
+        assert balanced_grid(n, nd, "fastest_largest") == dims, (nd, n)
+        assert balanced_grid(n, nd, "fastest_smallest") == dims[::-1], (nd, n)
+    # The generated C benchmark's grid() function, compiled on its own.
+    inputs = [traced("extrap_strong", n) for n in CASES["extrap_strong"][0]]
+    text = scalatrace.scalable_benchmark(inputs, language="c")
+    start = text.index("static inline void grid(")
+    function = text[start : text.index("\n}\n", start) + 3]
+    probe = tmp_path / "grid_probe.c"
+    probe.write_text(
+        "#include <stdio.h>\n" + function + "int main(void) {\n"
+        f"  for (int nd = 2; nd <= 3; ++nd) for (long n = 1; n <= {limit}; ++n) {{\n"
+        '    long d[3]; grid(n, nd, 1, d); printf("%d %ld", nd, n);\n'
+        '    for (int i = 0; i < nd; ++i) printf(" %ld", d[i]); printf("\\n"); }\n'
+        "  return 0;\n}\n"
+    )
+    subprocess.run(
+        [helpers.mpicc(), "-O1", "-o", str(tmp_path / "grid_probe"), str(probe)], check=True
+    )
+    probed = subprocess.run(
+        [str(tmp_path / "grid_probe")], capture_output=True, text=True, check=True
+    ).stdout
+    assert probed == proc.stdout
 
 
 def test_bad_arguments_are_refused(traced):
