@@ -204,6 +204,7 @@ def replay(
     env: Mapping[str, str] | None = None,
     mpiexec_args: Sequence[str] = (),
     defer_waits: str = "auto",
+    progress_poll_us: float = 20.0,
 ) -> ReplayResult:
     """Replays a trace with ``scalatrace-replay`` under ``mpiexec``.
 
@@ -246,6 +247,11 @@ def replay(
         one interleaving of each rank's threads, and a strictly serial replay of it can deadlock
         where the threaded original did not. ``"auto"`` (default) defers when the trace says
         several threads per rank called MPI (``metadata["mpi_threads"]``).
+    progress_poll_us : float
+        Lossy traces only: during emulated computation, let MPI progress (an ``MPI_Iprobe``)
+        every this many microseconds; 0 never. A probabilistic replay has no blocking receive
+        between synchronisation points, so without it messages queued behind a computing
+        receiver wait for its next call (docs/lossy.md, "Progress").
 
     Returns
     -------
@@ -267,6 +273,7 @@ def replay(
     size_scale = check_float("size_scale", size_scale, lo=0.0, hi=1024.0)
     timeout = check_float("timeout", timeout, lo=0.0, hi=1e9)
     seed = check_int("seed", seed, lo=0, hi=2**64 - 1)
+    progress_poll_us = check_float("progress_poll_us", progress_poll_us, lo=0.0, hi=1e15)
     if np is not None:
         np = check_int("np", np, lo=1)
     check_bool("trace", trace)
@@ -325,6 +332,8 @@ def replay(
             str(int(seed)),
             "--timeout",
             repr(float(timeout)),
+            "--progress-poll",
+            repr(float(progress_poll_us)),
             "--report",
             str(report_path),
         ]

@@ -94,6 +94,11 @@ def _calls(t):
             UsageError,
         ),
         ("replay(seed=-1)", lambda: scalatrace.replay(path, seed=-1), UsageError),
+        (
+            "replay(progress_poll_us=-1)",
+            lambda: scalatrace.replay(path, progress_poll_us=-1),
+            UsageError,
+        ),
         ("replay(timing='exact')", lambda: scalatrace.replay(path, timing="exact"), UsageError),
         ("trace(np=0)", lambda: scalatrace.trace(["true"], np=0), UsageError),
         (
@@ -345,6 +350,7 @@ def test_scalatrace_dump_unreadable_input_exits_1(tmp_path):
         ["T", "--compute-scale", "nan"],
         ["T", "--timing", "exact"],
         ["T", "--seed", "x"],
+        ["T", "--progress-poll", "-1"],
         ["T", "--bogus"],
         [],
     ],

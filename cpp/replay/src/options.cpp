@@ -69,6 +69,8 @@ std::string usage() {
          "  --seed N            random seed for --timing spread/sample (rank r mixes r into it) and for a lossy "
          "trace's drawn\n"
          "                      peers, tags and sizes (the same on every rank; default 0)\n"
+         "  --progress-poll US  lossy traces: let MPI progress every US microseconds of emulated computation\n"
+         "                      (default 20; 0 = never; docs/lossy.md)\n"
          "  --report FILE       write a JSON report (times, per-rank per-op counts and bytes)\n"
          "  --timeout S         fail if one MPI call blocks longer than S seconds (default 60; 0 = off)\n"
          "  --bsend-buffer B    bytes attached for buffered sends (default 16777216)\n"
@@ -112,6 +114,8 @@ Options parse_options(const std::vector<std::string>& args) {
         throw UsageError("--timing expects spread, mean, sample or none, got '" + v + "'");
     } else if (a == "--seed") {
       o.seed = parse_uint(a, value());
+    } else if (a == "--progress-poll") {
+      o.progress_poll_us = parse_double(a, value(), 0.0, kMaxSeconds * 1e6);
     } else if (a == "--report") {
       o.report_path = value();
     } else if (a == "--timeout") {

@@ -14,6 +14,9 @@ struct Options {
   double size_scale = 1.0;               ///< --size-scale: factor on message sizes
   TimingMode timing = TimingMode::Mean;  ///< --timing mean|spread|sample|none
   std::uint64_t seed = 0;                ///< --seed: for --timing spread/sample and lossy draws
+  /// --progress-poll: in a probabilistic (lossy) replay, the emulated computation lets MPI
+  /// progress every this many microseconds (0: never). docs/lossy.md, "Progress".
+  double progress_poll_us = 20.0;
   std::string report_path;               ///< --report: JSON report written by rank 0
   double timeout_s = 60.0;               ///< --timeout: seconds one MPI call may block (0: no watchdog)
   std::size_t bsend_buffer = 16u << 20;  ///< --bsend-buffer: bytes attached for Bsend/Ibsend
