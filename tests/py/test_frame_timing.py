@@ -57,22 +57,26 @@ def _check_sums_against_raw(df: pd.DataFrame, rec: pd.DataFrame) -> None:
 def imbalanced(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("imbalance")
     exe = compile_program("imbalance", tmp)
-    # 6 steps of 1 ms * 3^r per rank r: above the milliseconds a descheduled rank adds.
-    return scalatrace.trace([str(exe), "6", "1000"], np=4, out=tmp / "imb.sct", raw=True, timeout=120)
+    # 2 ranks (no more than the cores), 6 steps of 2 ms * 3^r for rank r: timing groups are
+    # formed by similarity, and with more ranks than cores a descheduled rank's compute can
+    # stretch into its neighbour's range and share its group.
+    return scalatrace.trace(
+        [str(exe), "6", "2000"], np=2, out=tmp / "imb.sct", raw=True, timeout=120
+    )
 
 
 def test_frame_gives_each_rank_its_own_compute_times(imbalanced):
     df, rec = _aligned(imbalanced)
     assert list(df["compute_from"].cat.categories) == list(TIMING_SOURCES)
-    # Rank r computes 1 ms * 3^r before its first Irecv (tag 0) of each step: four timing
+    # Rank r computes 2 ms * 3^r before its first Irecv (tag 0) of each step: two timing
     # groups of one rank each, so each rank's own times, summing to its measured total.
     after_work = (df["op"] == "Irecv") & (df["tag"] == 0)
     assert set(df.loc[after_work, "compute_from"].astype(str)) <= {"per-rank", "measured"}
     work = df.loc[after_work, "compute_ns"].groupby(level="rank").sum()
     measured = rec.loc[after_work, "compute_ns"].groupby(level="rank").sum()
-    # At least the busy wait (descheduling only adds), and rank 3's 27x dominates.
-    assert all(work[r] >= 0.99 * 6 * 1000 * 3**r * 1000 for r in range(4))
-    assert work.idxmax() == 3 and work[3] > 3 * work[0]
+    # At least the busy wait (descheduling only adds), and rank 1's 3x dominates.
+    assert all(work[r] >= 0.99 * 6 * 2000 * 3**r * 1000 for r in range(2))
+    assert work.idxmax() == 1
     _close(work, measured, df[after_work].groupby(level="rank").size())
     _check_sums_against_raw(df, rec)
     assert set(df.attrs["timing"]) == {"compute_ns", "duration_ns", "start_ns", "end_ns"}
