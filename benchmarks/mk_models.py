@@ -327,12 +327,13 @@ def main() -> None:
     ax.set_ylabel("model s")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(fig_dir / "mk_models_predicted.png", dpi=100)
+    fig.savefig(fig_dir / f"{out_md.stem}_predicted.png", dpi=100)
     fig, axes = plt.subplots(1, len(best_rows), figsize=(5 * len(best_rows), 4), squeeze=False)
-    for ax, (p, times, kopt, *_) in zip(axes[0], best_rows):
+    for ax, (p, times, kopt, _, mt) in zip(axes[0], best_rows):
         grid = np.geomspace(min(best_ks), max(best_ks), 200)
         ax.plot(grid, m.predict(N=best_n, K=grid, P=p), "-", label="model")
         ax.plot(best_ks, times, "o", label="measured (untraced, elapsed)")
+        ax.plot(best_ks, mt["medians"], "x", label="measured (traced, elapsed)")
         ax.axvline(kopt, ls="--", color="k", label=f"model optimum K={kopt:.3g}")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("K")
@@ -340,7 +341,7 @@ def main() -> None:
         ax.set_title(f"N={best_n}, P={p}")
         ax.legend()
     fig.tight_layout()
-    fig.savefig(fig_dir / "mk_models_grain.png", dpi=100)
+    fig.savefig(fig_dir / f"{out_md.stem}_grain.png", dpi=100)
 
     lines = [
         "# MK-style models of a blocked pipeline (issue 35)",
@@ -446,7 +447,8 @@ def main() -> None:
     ]
     lines += [
         "",
-        "Figures: `mk_models_predicted.png` (model vs measured), `mk_models_grain.png` (T against K).",
+        f"Figures: `{out_md.stem}_predicted.png` (model vs measured), `{out_md.stem}_grain.png` "
+        "(T against K: model, untraced and traced medians).",
         "",
     ]
     out_md.write_text("\n".join(lines))

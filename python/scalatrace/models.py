@@ -180,6 +180,12 @@ def measure(
             out.append(
                 PhaseMeasurement("pipeline", ",".join(p.ops), occ, visits, depth, w, stages * w)
             )
+        elif p.kind == "shift" and not np.intersect1d(p.senders, p.receivers).size:
+            # One-way: no rank both sends and receives (a pipeline over 2 ranks). A receiver
+            # cannot run ahead of its sender, so the slowest rank's time in the phase (its
+            # receives' own cost included) is the cost, as for a pipeline of depth 1.
+            c = whole[p.id] / occ
+            out.append(PhaseMeasurement(p.kind, ",".join(p.ops), occ, 1.0, 0.0, c, occ * c))
         else:
             c = (work[p.id] + (calls[p.id] if np.isfinite(calls[p.id]) else 0.0)) / occ
             out.append(PhaseMeasurement(p.kind, ",".join(p.ops), occ, 1.0, 0.0, c, occ * c))

@@ -268,6 +268,28 @@ def test_model_of_a_blocked_pipeline(pipeline_traces):
     assert m.direct.parameters == ("K", "P")
 
 
+def test_one_way_shift_costs_its_slowest_rank(pipeline_traces):
+    """At 2 ranks the blocked pipeline's Recv/Send phase is a shift in which no rank both sends
+    and receives: its cost is the slowest rank's time in the phase (the receiver's, its
+    receives' own cost included), not the busiest computation plus the least call time."""
+    from scalatrace.models import measure
+    from scalatrace.phases import phase_analysis
+
+    t = next(t for t, (_, p) in zip(pipeline_traces, POINTS) if p == 2)
+    pa = phase_analysis(t)
+    shift = pa.phases[1]
+    assert shift.kind == "shift" and not set(shift.senders) & set(shift.receivers)
+    per_rank = []
+    for r in range(t.nranks):
+        tab = t.rank_table(r)
+        sel = np.isin(tab["site"], list(shift.sites))
+        per_rank.append(float((tab["compute_ns"][sel] + tab["duration_ns"][sel]).sum()) * 1e-9)
+    ph = measure(t, analysis=pa).phases[1]
+    assert ph.kind == "shift"
+    assert ph.cost == pytest.approx(max(per_rank), rel=1e-9)
+    assert ph.per_occurrence == pytest.approx(max(per_rank) / shift.occurrences, rel=1e-9)
+
+
 def test_model_refuses_mismatched_programs(example, collector_lib, tmp_path):
     ts = [
         scalatrace.trace([str(example("ring")), "-c", "1"], np=2, out=tmp_path / "a.sct"),
