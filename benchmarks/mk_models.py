@@ -3,21 +3,27 @@ model T(N, P, K) from the traces, predicted vs measured at held-out points, and 
 block size it predicts vs the measured best one.
 
     python benchmarks/mk_models.py [--out benchmarks/results/mk_models.md] [--quick]
-                                   [--extrap]
+                                   [--extrap] [--ranks 2] [--work DIR] [--sweeps S] [--work-per-cell W]
 
-Program: tests/py/programs/blocked_pipeline.c (-O2), ``blocked_pipeline N K SWEEPS WORK`` (4
-sweeps, 16 multiply-adds per cell).
-Training runs (traced): N in {512, 1024, 2048}, K in {4, 16, 64, 256}, P in {2, 3, 4}.
-Held-out runs (traced, never fitted): N = 1536 with K in {8, 32, 128} at every P, and N = 4096
-with K in {16, 64} at P = 2. Measured time of a run: the slowest rank's time from MPI_Init to
+Program: tests/py/programs/blocked_pipeline.c (-O2), ``blocked_pipeline N K SWEEPS WORK``
+(default 32 sweeps, 1 multiply-add per cell: the per-message cost is then a visible part of a
+stage, so T(K) has a clear minimum; with 16 multiply-adds per cell the curve was flat within a
+few per cent from K = 4 to 64 at N = 2048, and no measurement could place its minimum).
+Training runs (traced): N in {256, 512, 1024}, K in {2, 8, 32, 128}, P in {2, 3, 4}.
+Held-out runs (traced, never fitted): N = 768 with K in {4, 16, 64} at every P, and N = 2048
+with K in {8, 32} at P = 2. Measured time of a run: the slowest rank's time from MPI_Init to
 MPI_Finalize in its trace (what the model is fitted to), and the program's own elapsed time
-(rank 0, Barrier to the last Allreduce; printed). Best K: untraced runs of K in {2, ..., 1024}
-at N = 2048 (3 repeats, the median), against ``optimal_grain`` of the model.
+(rank 0, Barrier to the last Allreduce; printed). Best K: untraced runs at N = 720 (many
+divisors: 28 values of K from 2 to 360) with 7 repeats each; the measured best K is the K of the
+lowest median and, less sensitive to the noise near a flat minimum, the minimum of
+a + b K + c / K fitted to the medians at all K (with a bootstrap interval over the repeats);
+against ``optimal_grain`` of the model.
 P = 2 runs on the 2 cores; P = 3 and 4 are oversubscribed (MPICH busy-polls: every message
 costs a scheduler time slice), reported beside them. With ``--extrap`` Extra-P is installed
 into a scratch venv (``pip install extrap``; never a dependency of scalatrace) and fitted on
 the same training points (its multi-parameter modeler on the run time), scored on the same
-held-out points.
+held-out points. Runs are kept in ``--work``: a second invocation with the same directory
+reuses them (time the runs under the timing lock, then add ``--extrap`` without it).
 """
 
 from __future__ import annotations
@@ -44,8 +50,8 @@ from scalatrace.models import measure, model, optimal_grain
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "tests" / "py" / "programs" / "blocked_pipeline.c"
-SWEEPS = 4
-WORK = 16  # multiply-adds per cell: a block's computation well above a message's cost
+SWEEPS = 32
+WORK = 1  # multiply-adds per cell
 
 
 def load() -> str:
@@ -61,8 +67,10 @@ def compile_program(work: Path) -> Path:
     return exe
 
 
-def traced_run(exe: Path, work: Path, n: int, k: int, p: int) -> tuple[scalatrace.Trace, float]:
-    out = work / f"bp-{n}-{k}-{p}.sct"
+def traced_run(
+    exe: Path, work: Path, n: int, k: int, p: int, repeat: int = 0
+) -> tuple[scalatrace.Trace, float]:
+    out = work / f"bp-{n}-{k}-{p}-s{SWEEPS}-w{WORK}-r{repeat}.sct"
     stamp = out.with_suffix(".elapsed")
     if not (out.exists() and stamp.exists()):  # runs are kept in --work: a re-run reuses them
         _, _, proc = run_collected(
@@ -72,8 +80,26 @@ def traced_run(exe: Path, work: Path, n: int, k: int, p: int) -> tuple[scalatrac
     return scalatrace.load(out), float(stamp.read_text())
 
 
+def traced_median(
+    exe: Path, work: Path, points: list[tuple[int, int, int]], repeats: int
+) -> list[tuple[scalatrace.Trace, float]]:
+    """Per point the traced run of median run time among ``repeats``; the runs go repeat after
+    repeat over the points in a shuffled order (fixed seed), so a slow spell of the machine
+    touches one run of several points instead of every run of a few neighbouring ones."""
+    order = np.random.default_rng(35).permutation(len(points))
+    runs: dict[int, list[tuple[scalatrace.Trace, float]]] = {i: [] for i in range(len(points))}
+    for r in range(repeats):
+        for i in order:
+            runs[int(i)].append(traced_run(exe, work, *points[int(i)], repeat=r))
+    out = []
+    for i in range(len(points)):
+        ranked = sorted(runs[i], key=lambda te: measure(te[0]).total)
+        out.append(ranked[len(ranked) // 2])
+    return out
+
+
 def plain_run(exe: Path, n: int, k: int, p: int, repeat: int) -> float:
-    stamp = exe.parent / f"plain-{n}-{k}-{p}-{repeat}.elapsed"
+    stamp = exe.parent / f"plain-{n}-{k}-{p}-s{SWEEPS}-w{WORK}-{repeat}.elapsed"
     if stamp.exists():
         return float(stamp.read_text())
     mpiexec = shutil.which("mpiexec.mpich") or "mpiexec"
@@ -86,6 +112,39 @@ def plain_run(exe: Path, n: int, k: int, p: int, repeat: int) -> float:
     )
     stamp.write_text(proc.stdout.split()[1])
     return float(proc.stdout.split()[1])
+
+
+def curve_minimum(ks: list[int], times: np.ndarray) -> float:
+    """The minimum of ``a + b K + c / K`` least-squares fitted (relative residuals) to the
+    measured ``times`` at every K: ``sqrt(c / b)`` (NaN unless b, c > 0). A smoother of the
+    measured curve only (no trace, no model): near its minimum the curve is flat within the
+    run-to-run noise, and the K of the lowest time is mostly set by that noise."""
+    k = np.asarray(ks, dtype=float)
+    y = np.asarray(times, dtype=float)
+    a = np.column_stack([np.ones_like(k), k, 1 / k]) / y[:, None]
+    (_, b, c), *_ = np.linalg.lstsq(a, np.ones_like(y), rcond=None)
+    return float(np.sqrt(c / b)) if b > 0 and c > 0 else float("nan")
+
+
+def measured_best(ks: list[int], runs: np.ndarray, resamples: int = 400) -> dict:
+    """The measured best K from ``runs`` (K x repeats): the K of the lowest median, the minimum
+    of the curve fitted to the medians (:func:`curve_minimum`), and that minimum's 10 % / 90 %
+    quantiles over bootstrap resamples of the repeats."""
+    medians = np.median(runs, axis=1)
+    rng = np.random.default_rng(35)
+    boot = []
+    for _ in range(resamples):
+        pick = rng.integers(0, runs.shape[1], size=runs.shape)
+        boot.append(curve_minimum(ks, np.median(np.take_along_axis(runs, pick, axis=1), axis=1)))
+    boot = np.array([b for b in boot if np.isfinite(b)])
+    lo, hi = np.quantile(boot, [0.1, 0.9]) if boot.size else (np.nan, np.nan)
+    return {
+        "medians": [float(v) for v in medians],
+        "argmin": ks[int(np.argmin(medians))],
+        "fitted": curve_minimum(ks, medians),
+        "lo": float(lo),
+        "hi": float(hi),
+    }
 
 
 EXTRAP_SCRIPT = textwrap.dedent(
@@ -157,11 +216,20 @@ def markdown_table(df) -> str:
 
 
 def main() -> None:
+    global SWEEPS, WORK
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "mk_models.md"))
     ap.add_argument("--quick", action="store_true", help="fewer points (a smoke run)")
     ap.add_argument("--extrap", action="store_true", help="also fit Extra-P (scratch venv)")
     ap.add_argument("--work", default=None, help="directory for traces (default: temporary)")
+    ap.add_argument("--sweeps", type=int, default=SWEEPS, help="sweeps per run")
+    ap.add_argument(
+        "--work-per-cell", type=int, default=WORK, help="dependent multiply-adds per cell"
+    )
+    ap.add_argument("--repeats", type=int, default=7, help="untraced runs per K for the best K")
+    ap.add_argument(
+        "--traced-repeats", type=int, default=3, help="traced runs per point (the median is used)"
+    )
     ap.add_argument(
         "--ranks",
         type=int,
@@ -171,6 +239,7 @@ def main() -> None:
         "runs on a 2-core machine, where more ranks than cores oversubscribe)",
     )
     args = ap.parse_args()
+    SWEEPS, WORK = args.sweeps, args.work_per_cell
     out_md = Path(args.out)
     fig_dir = out_md.parent
     work = Path(args.work or tempfile.mkdtemp(prefix="mk_models_"))
@@ -178,50 +247,53 @@ def main() -> None:
     exe = (
         work / "blocked_pipeline" if (work / "blocked_pipeline").exists() else compile_program(work)
     )
+    divisors = [k for k in range(2, 361) if 720 % k == 0]
     if args.quick:
-        ns, ks, ps = [256, 512, 1024], [4, 16, 64], [2, 3]
-        held = [(768, 8, 2), (768, 32, 3), (2048, 16, 2)]
-        best_ks, best_n, best_ps, repeats = [2, 4, 8, 16, 32, 64, 128, 256], 1024, [2], 1
+        ns, ks, ps = [256, 512, 1024], [2, 8, 32], [2, 3]
+        held = [(768, 4, 2), (768, 16, 3), (2048, 8, 2)]
+        best_ks, best_n, best_ps, repeats = divisors[::3], 720, [2], 1
     else:
-        ns, ks, ps = [512, 1024, 2048], [4, 16, 64, 256], [2, 3, 4]
-        held = [(1536, k, p) for k in (8, 32, 128) for p in ps] + [(4096, 16, 2), (4096, 64, 2)]
-        best_ks, best_n, best_ps, repeats = (
-            [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
-            2048,
-            [2, 4],
-            3,
-        )
+        ns, ks, ps = [256, 512, 1024], [2, 8, 32, 128], [2, 3, 4]
+        held = [(768, k, p) for k in (4, 16, 64) for p in ps] + [(2048, 8, 2), (2048, 32, 2)]
+        best_ks, best_n, best_ps, repeats = divisors, 720, [2, 4], args.repeats
     if args.ranks:
         ps = sorted(set(args.ranks))
         held = [(n, k, p) for n, k, p in held if p in ps] or [
-            (1536, k, p) for k in (8, 32) for p in ps
+            (768, k, p) for k in (4, 16) for p in ps
         ]
         best_ps = [p for p in best_ps if p in ps] or ps[:1]
     loads = [load()]
     t0 = time.time()
     train = list(itertools.product(ns, ks, ps))
-    traces, elapsed = [], []
-    for n, k, p in train:
-        t, e = traced_run(exe, work, n, k, p)
-        traces.append(t)
-        elapsed.append(e)
+    chosen = traced_median(exe, work, train + held, args.traced_repeats)
+    traces = [t for t, _ in chosen[: len(train)]]
     loads.append(load())
     params = {"N": [x[0] for x in train], "K": [x[1] for x in train], "P": [x[2] for x in train]}
     m = model(traces, params)
     loads.append(load())
     held_rows = []
-    for n, k, p in held:
-        t, e = traced_run(exe, work, n, k, p)
+    for (n, k, p), (t, e) in zip(held, chosen[len(train) :]):
         held_rows.append((n, k, p, measure(t).total, e, float(m.predict(N=n, K=k, P=p))))
     loads.append(load())
     best_rows = []
     for p in best_ps:
-        times = [
-            float(np.median([plain_run(exe, best_n, k, p, r) for r in range(repeats)]))
-            for k in best_ks
-        ]
+        # Repeat after repeat over all K (not K after K): a slow spell of the machine then
+        # touches one run of many K values, not every run of one K.
+        by_repeat = [[plain_run(exe, best_n, k, p, r) for k in best_ks] for r in range(repeats)]
+        runs = np.array(by_repeat).T  # K x repeats
+        times = [float(v) for v in np.median(runs, axis=1)]
         kopt = optimal_grain(m, "K", lo=min(best_ks), hi=max(best_ks), N=best_n, P=p)
-        best_rows.append((p, times, kopt))
+        # The same curve traced (the program's own elapsed time under the collector): the
+        # program the model was fitted to, whose per-message cost includes the collector's.
+        traced = np.array(
+            [
+                [traced_run(exe, work, best_n, k, p, repeat=r)[1] for k in best_ks]
+                for r in range(args.traced_repeats)
+            ]
+        ).T
+        best_rows.append(
+            (p, times, kopt, measured_best(best_ks, runs), measured_best(best_ks, traced))
+        )
     loads.append(load())
     ex = None
     if args.extrap:
@@ -255,12 +327,13 @@ def main() -> None:
     ax.set_ylabel("model s")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(fig_dir / "mk_models_predicted.png", dpi=100)
+    fig.savefig(fig_dir / f"{out_md.stem}_predicted.png", dpi=100)
     fig, axes = plt.subplots(1, len(best_rows), figsize=(5 * len(best_rows), 4), squeeze=False)
-    for ax, (p, times, kopt) in zip(axes[0], best_rows):
+    for ax, (p, times, kopt, _, mt) in zip(axes[0], best_rows):
         grid = np.geomspace(min(best_ks), max(best_ks), 200)
         ax.plot(grid, m.predict(N=best_n, K=grid, P=p), "-", label="model")
         ax.plot(best_ks, times, "o", label="measured (untraced, elapsed)")
+        ax.plot(best_ks, mt["medians"], "x", label="measured (traced, elapsed)")
         ax.axvline(kopt, ls="--", color="k", label=f"model optimum K={kopt:.3g}")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("K")
@@ -268,17 +341,18 @@ def main() -> None:
         ax.set_title(f"N={best_n}, P={p}")
         ax.legend()
     fig.tight_layout()
-    fig.savefig(fig_dir / "mk_models_grain.png", dpi=100)
+    fig.savefig(fig_dir / f"{out_md.stem}_grain.png", dpi=100)
 
     lines = [
         "# MK-style models of a blocked pipeline (issue 35)",
         "",
-        f"Command: `python benchmarks/mk_models.py{' --quick' if args.quick else ''}{' --extrap' if args.extrap else ''}`, "
+        f"Command: `python benchmarks/mk_models.py {' '.join(sys.argv[1:])}`, "
         f"{platform.node()}, {os.cpu_count()} cores, load average (1 min) during the run: {', '.join(loads)}; "
         f"{wall:.0f} s. P = 2 on 2 cores; P >= 3 oversubscribed.",
         "",
-        f"Training: {len(train)} traced runs (N in {ns}, K in {ks}, P in {ps}, {SWEEPS} sweeps, "
-        f"{WORK} multiply-adds per cell).",
+        f"Training: {len(train)} points (N in {ns}, K in {ks}, P in {ps}, {SWEEPS} sweeps, "
+        f"{WORK} multiply-adds per cell), each traced {args.traced_repeats} times (the run of median "
+        "time is used; runs in a shuffled order, repeat after repeat).",
         "",
         "Model (seconds):",
         "",
@@ -324,20 +398,57 @@ def main() -> None:
             f"Extra-P {ex['formula']}: SMAPE on the training points "
             f"{smape(m.measured, ex['train']):.2f} % (phase model {m.smape:.2f} %, direct PMNF {m.direct.smape:.2f} %).",
         ]
-    lines += ["", f"Optimal block size at N = {best_n} (untraced runs, median of {repeats}):", ""]
     lines += [
-        "| P | measured best K | measured times (s) by K | model optimum K | model T at measured best / at model K |",
-        "|---|---|---|---|---|",
+        "",
+        f"Optimal block size at N = {best_n} (untraced runs, {repeats} repeats per K, taken "
+        "repeat after repeat over all K). Measured best K: the K of the lowest median, and the "
+        "minimum sqrt(c / b) of a + b K + c / K fitted to the medians at all K (a smoother of "
+        "the measured curve, no trace or model in it; 10-90 % interval over bootstrap resamples "
+        "of the repeats):",
+        "",
+        "| P | model optimum K | measured: lowest median at K | measured: fitted curve's minimum K "
+        "[10 %, 90 %] | model vs lowest median / vs fitted minimum | model T at measured best / "
+        "at model K | measured medians (s) by K |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for p, times, kopt in best_rows:
-        kb = best_ks[int(np.argmin(times))]
-        ts = ", ".join(f"{k}: {v:.3f}" for k, v in zip(best_ks, times))
+    rows_t: list[str] = []
+    for p, times, kopt, mb, mt in best_rows:
+        kb = mb["argmin"]
+        rows_t.append(
+            f"| {p} | {kopt:.3g} | {mt['argmin']} | {mt['fitted']:.3g} [{mt['lo']:.3g}, "
+            f"{mt['hi']:.3g}] | {100 * (kopt - mt['argmin']) / mt['argmin']:+.0f} % / "
+            f"{100 * (kopt - mt['fitted']) / mt['fitted']:+.0f} % |"
+        )
+        ts = ", ".join(f"{k}: {v:.4f}" for k, v in zip(best_ks, times))
         lines.append(
-            f"| {p} | {kb} | {ts} | {kopt:.3g} | {m.predict(N=best_n, K=kb, P=p):.4f} / {m.predict(N=best_n, K=kopt, P=p):.4f} |"
+            f"| {p} | {kopt:.3g} | {kb} | {mb['fitted']:.3g} [{mb['lo']:.3g}, {mb['hi']:.3g}] "
+            f"| {100 * (kopt - kb) / kb:+.0f} % / {100 * (kopt - mb['fitted']) / mb['fitted']:+.0f} % "
+            f"| {m.predict(N=best_n, K=kb, P=p):.4f} / {m.predict(N=best_n, K=kopt, P=p):.4f} | {ts} |"
         )
     lines += [
         "",
-        "Figures: `mk_models_predicted.png` (model vs measured), `mk_models_grain.png` (T against K).",
+        f"The same at N = {best_n} traced ({args.traced_repeats} runs per K, the program's elapsed "
+        "time under the collector: the program the model describes):",
+        "",
+        "| P | model optimum K | traced: lowest median at K | traced: fitted curve's minimum K "
+        "[10 %, 90 %] | model vs lowest median / vs fitted minimum |",
+        "|---|---|---|---|---|",
+        *rows_t,
+    ]
+    p0 = best_rows[0]
+    per_call = ", ".join(
+        f"K = {k}: {1e9 * (tr - un) / (SWEEPS * -(-best_n // k)):.0f} ns"
+        for k, un, tr in zip(best_ks[:6], p0[1][:6], p0[4]["medians"][:6])
+    )
+    lines += [
+        "",
+        "Traced minus untraced median run time per block and sweep (the collector's time per "
+        f"Send or Recv on the critical path, P = {p0[0]}): {per_call}.",
+    ]
+    lines += [
+        "",
+        f"Figures: `{out_md.stem}_predicted.png` (model vs measured), `{out_md.stem}_grain.png` "
+        "(T against K: model, untraced and traced medians).",
         "",
     ]
     out_md.write_text("\n".join(lines))

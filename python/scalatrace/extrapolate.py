@@ -279,24 +279,31 @@ def _hypotheses(max_terms: int, negative_exponents: bool) -> list[tuple[Term, ..
     return out
 
 
-def _loo_fit(columns: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _loo_fit(
+    columns: np.ndarray, ys: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Leave-one-out predictions and coefficients of many hypotheses at once.
 
     columns: (H, n, m) design matrices (first column ones), n > m. Uses the exact identity of
     least squares ``y_i - pred_(-i) = e_i / (1 - h_ii)`` (e: residuals of the fit on all
     points, h: diagonal of the hat matrix), from one batched QR of the column-scaled matrices.
+    ``weights`` (n,): weighted least squares, minimising ``sum (w_i (y_i - pred_i))**2`` (the
+    identity holds for the weighted system; the predictions are returned unweighted).
     Returns ((H, n) predictions, NaN where a point alone determines a coefficient;
-    (H, m) coefficients and (H,) residual sum of squares of the fit on all points).
+    (H, m) coefficients and (H,) residual sum of squares of the fit on all points, weighted).
     """
+    w = np.ones_like(ys) if weights is None else weights
+    columns = columns * w[None, :, None]
+    yw = ys * w
     scale = np.abs(columns).max(axis=1)  # (H, m)
     scale[scale == 0] = 1
     q, r = np.linalg.qr(columns / scale[:, None, :])  # (H, n, m), (H, m, m)
-    qty = np.einsum("hnm,n->hm", q, ys)
+    qty = np.einsum("hnm,n->hm", q, yw)
     fitted = np.einsum("hnm,hm->hn", q, qty)
-    resid = ys[None, :] - fitted
+    resid = yw[None, :] - fitted
     lever = np.einsum("hnm,hnm->hn", q, q)
     with np.errstate(divide="ignore", invalid="ignore"):
-        loo = ys[None, :] - resid / (1 - lever)
+        loo = ys[None, :] - resid / (1 - lever) / w[None, :]
         coef = np.linalg.solve(r, qty[..., None])[..., 0] / scale
     loo[lever > 1 - 1e-9] = np.nan
     return loo, coef, (resid**2).sum(axis=1)

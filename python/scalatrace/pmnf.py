@@ -5,8 +5,18 @@ A multi-parameter hypothesis is ``c0 + sum_k c_k * prod_{l in S_k} x_l**i_l * lo
 As Extra-P does it: for every parameter the best single-parameter terms are found first (on the
 lines of measurements where the other parameters stay fixed, scored by leave-one-out SMAPE with
 :mod:`scalatrace.extrapolate`'s batched least squares), then every sum of up to ``max_terms``
-products of those terms is scored by leave-one-out cross-validation and the best kept (a
-hypothesis with more terms must halve the cross-validated SMAPE of the simpler one).
+products of those terms is scored by leave-one-out cross-validation on all points.
+
+Unlike Extra-P (which keeps the lowest SMAPE), both steps prefer the simplest hypothesis that
+fits within the noise: among the hypotheses whose leave-one-out SMAPE is at most
+``_NOISE_FACTOR`` (1.5) times the lowest, the one of least :func:`complexity` is taken (fewer
+terms, then fewer logarithms, then fewer fractional exponents, then fewer parameter factors),
+the lower SMAPE breaking ties; the plain powers ``x``, ``x^2`` and ``x^-1`` of every parameter
+always reach the second step. From a few noisy points, ``N^(2/3)*log2(N)*K^(3/4)*log2(K)^2``
+often fits the training points a little better than the true ``N*K`` and extrapolates far
+worse. The least squares are weighted by ``1 / |y|`` (relative residuals, as SMAPE scores them
+and as timing noise is): unweighted, the largest values set the constant and the small ones,
+where a per-message cost shows, are fitted badly.
 """
 
 from __future__ import annotations
@@ -14,8 +24,9 @@ from __future__ import annotations
 import html
 import itertools
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,12 +47,42 @@ from .extrapolate import (
 if TYPE_CHECKING:
     import sympy
 
-__all__ = ["MultiModel", "MultiTerm", "fit_pmnf"]
+__all__ = ["MultiModel", "MultiTerm", "complexity", "fit_pmnf", "term_complexity"]
 
-# Terms per parameter carried into the combination step.
+# Terms per parameter carried into the combination step (besides _ALWAYS).
 _PER_PARAMETER = 3
-# A hypothesis with more terms replaces a simpler one only if it cuts the CV SMAPE this much.
-_MORE_TERMS_FACTOR = 0.25
+# Carried into the combination step for every parameter whatever their scores on its lines.
+_ALWAYS = (Term(Fraction(1), 0), Term(Fraction(2), 0), Term(Fraction(-1), 0))
+# Hypotheses whose leave-one-out SMAPE is within this factor of the best one's fit "within the
+# noise"; the simplest of them is chosen (see complexity()).
+_NOISE_FACTOR = 1.5
+
+
+def term_complexity(term: Term) -> tuple[int, int]:
+    """How complex a single-parameter term is: (logarithm power ``j``, 1 if the exponent is
+    fractional). Integer powers without a logarithm (``x``, ``x^2``, ``x^-1``) are (0, 0)."""
+    return (term.j, int(term.i.denominator > 1))
+
+
+def complexity(terms: Sequence[MultiTerm]) -> tuple[int, int, int, int]:
+    """How complex a hypothesis ``c0 + sum c_k * terms[k]`` is, compared lexicographically:
+    (number of terms, logarithm powers, fractional exponents, parameter factors), all summed
+    over the terms."""
+    logs = sum(term_complexity(t)[0] for m in terms for _, t in m.factors)
+    fractions = sum(term_complexity(t)[1] for m in terms for _, t in m.factors)
+    factors = sum(len(m.factors) for m in terms)
+    return (len(terms), logs, fractions, factors)
+
+
+def _within_noise(scores: np.ndarray, simplicity: Callable[[int], tuple]) -> list[int]:
+    """Indices of the hypotheses whose score is at most ``_NOISE_FACTOR`` times the best
+    (finite) score, simplest first (``simplicity(index)``), the lower score breaking ties."""
+    finite = np.isfinite(scores)
+    if not finite.any():
+        return []
+    limit = _NOISE_FACTOR * float(scores[finite].min())
+    within = [int(i) for i in np.flatnonzero(finite & (scores <= limit))]
+    return sorted(within, key=lambda i: (simplicity(i), float(scores[i])))
 
 
 @dataclass(frozen=True)
@@ -142,10 +183,21 @@ def _single_terms(negative: bool) -> list[Term]:
     return [Term(i, j) for i in exps for j in _PMNF_J if not (i == 0 and j == 0)]
 
 
+def _relative_weights(y: np.ndarray) -> np.ndarray:
+    """Least-squares weights ``1 / |y|`` (values below 1e-9 of the largest count as that): the
+    fit minimises relative residuals, as SMAPE scores them and as timing noise is (a fixed
+    fraction of the time), instead of letting the largest values set the constant."""
+    mag = np.abs(y)
+    top = float(mag.max()) if mag.size else 0.0
+    if top == 0.0:
+        return np.ones_like(y)
+    return 1.0 / np.maximum(mag, 1e-9 * top)
+
+
 def _cv_scores(columns: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Leave-one-out SMAPE of each hypothesis (columns: (H, n, m)); inf where undefined or a
     term coefficient is negative."""
-    loo, coef, _ = _loo_fit(columns, y)
+    loo, coef, _ = _loo_fit(columns, y, _relative_weights(y))
     per_point = _smape_terms(loo, y)
     bad = np.any(coef[:, 1:] < 0, axis=1) | ~np.all(np.isfinite(coef), axis=1)
     per_point[bad] = np.inf
@@ -177,8 +229,15 @@ def _best_single(
         # No line varies this parameter alone: score the terms on all points.
         cols = np.stack([np.column_stack([np.ones_like(x), t.values(x)]) for t in terms])
         total = _cv_scores(cols, y)
-    order = np.argsort(total, kind="stable")
-    return [terms[i] for i in order[:_PER_PARAMETER] if np.isfinite(total[i])]
+    # The simplest terms within the noise of the best first, then the others by score; and
+    # always the plain powers x, x^2, x^-1: lines of 3 or 4 noisy points often rank them low,
+    # and the combination step, which scores on all points, decides.
+    within = _within_noise(total, lambda i: term_complexity(terms[i]))
+    taken = set(within)
+    rest = [int(i) for i in np.argsort(total, kind="stable") if np.isfinite(total[i])]
+    best = [terms[i] for i in [*within, *(i for i in rest if i not in taken)][:_PER_PARAMETER]]
+    plain = [t for t in _ALWAYS if t in terms and t not in best]
+    return best + plain
 
 
 def fit_pmnf(
@@ -213,6 +272,13 @@ def fit_pmnf(
     ------
     UsageError
         Fewer than 3 points, lengths differ, non-positive or non-finite values.
+
+    Notes
+    -----
+    The selected hypothesis is the simplest (:func:`complexity`: fewest terms, then
+    logarithms, fractional exponents, parameter factors) among those whose leave-one-out SMAPE
+    is at most 1.5 times the lowest; coefficients minimise relative residuals (weights
+    ``1 / |y|``). See the module documentation and ``docs/models.md``.
     """
     if not isinstance(points, Mapping):
         raise UsageError(f"points must map parameter names to values, not {type(points).__name__}")
@@ -244,29 +310,46 @@ def fit_pmnf(
                 products.append(MultiTerm(tuple(zip(subset, choice))))
     # Leave-one-out needs more points than coefficients, with a margin (two per coefficient).
     usable = min(max_terms, max(0, y.size // 2 - 1))
-    values = [t.values(pts) for t in products]
     ones = np.ones_like(y)
-    best: tuple[MultiTerm, ...] = ()
-    best_cv = float(_cv_scores(ones[None, :, None], y)[0])
+    # Row 0 the constant, row i + 1 products[i]: a hypothesis' design matrix by fancy indexing.
+    values = np.vstack([ones] + [t.values(pts) for t in products])
+    constant_cv = float(_cv_scores(ones[None, :, None], y)[0])
+    # Per number of terms: the hypotheses and their leave-one-out SMAPE.
+    scored: list[tuple[list[tuple[int, ...]], np.ndarray]] = [([()], np.array([constant_cv]))]
+    lowest = constant_cv
     considered = 1
     for k in range(1, usable + 1):
         combos = list(itertools.combinations(range(len(products)), k))
-        if not combos:
+        if not combos or lowest == 0:
             break
         cv = np.full(len(combos), np.inf)
         chunk = 20000
         for start in range(0, len(combos), chunk):
-            part = combos[start : start + chunk]
-            cols = np.stack([np.column_stack([ones] + [values[i] for i in c]) for c in part])
-            cv[start : start + len(part)] = _cv_scores(cols, y)
+            part = np.asarray(combos[start : start + chunk], dtype=np.intp) + 1
+            rows = np.column_stack([np.zeros(len(part), dtype=np.intp), part])  # (H, k + 1)
+            cv[start : start + len(part)] = _cv_scores(values[rows].transpose(0, 2, 1), y)
         considered += len(combos)
-        i = int(np.argmin(cv))
-        if np.isfinite(cv[i]) and cv[i] < _MORE_TERMS_FACTOR * best_cv:
+        scored.append((combos, cv))
+        # More terms that do not fit better than the noise allows: larger sums will not either.
+        if not float(cv.min()) * _NOISE_FACTOR < lowest:
+            break
+        lowest = float(cv.min())
+    # The simplest hypothesis within the noise of the lowest CV SMAPE: the fewest terms first
+    # (complexity() starts with the number of terms), then fewer logarithms, fractions, factors.
+    best: tuple[MultiTerm, ...] = ()
+    best_cv = constant_cv
+    for combos, cv in scored:
+        limit = _NOISE_FACTOR * lowest
+        if np.any(cv <= limit):
+            masked = np.where(cv <= limit, cv, np.inf)
+            i = _within_noise(
+                masked, lambda h, combos=combos: complexity([products[j] for j in combos[h]])
+            )[0]
             best, best_cv = tuple(products[j] for j in combos[i]), float(cv[i])
-        elif best_cv == 0 or not np.isfinite(cv[i]):
             break
     a = np.column_stack([ones] + [t.values(pts) for t in best])
-    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    w = _relative_weights(y)
+    coef, *_ = np.linalg.lstsq(a * w[:, None], y * w, rcond=None)
     model = MultiModel(names, best, coef, pts, y, best_cv, 0.0, considered)
     model.smape = smape(y, model.predict(**pts))
     if warn and model.smape > 10.0:
