@@ -59,16 +59,21 @@ $(VENV)/.docs-stamp: requirements-docs.txt $(VENV)/.runtime-stamp
 
 venv: system $(VENV)/.deps-stamp
 
-# Everything: the package plus the examples, GoogleTest suites and benchmarks (what `make test`
-# runs).
+# Everything: the package with its command-line tools, plus the examples, GoogleTest suites and
+# benchmarks (what `make test` runs).
 build: system-test venv
-	$(PIP_INSTALL_PACKAGE) -C cmake.define.SCALATRACE_BUILD_TESTS=ON .
+	$(PIP_INSTALL_PACKAGE) -C cmake.define.SCALATRACE_BUILD_TOOLS=ON -C cmake.define.SCALATRACE_BUILD_TESTS=ON .
 
-# The package alone (core, collector, replay, tools, Python extension): what the demo needs,
-# with the runtime requirements only. Same build tree and flags as `build`, so a later
-# `make build` / `make test` adds only the tests.
+# What the demo needs (core, collector, replay, Python extension; not the command-line tools
+# scalatrace-dump/-harness/-calibrate), with the runtime requirements only. Same build tree and
+# flags as `build`, so a later `make build` / `make test` adds only the tools and the tests. In a
+# tree that `make build` configured, the tools and tests stay (ON in its CMakeCache.txt): a later
+# `make demo` or `make docs` does not take the tools out of the installed package or the tests
+# out of ctest.
+IN_BUILD_TREE = $(if $(shell grep -s '^$(1):BOOL=ON$$' $(BUILD_DIR)/CMakeCache.txt),ON,OFF)
 package: system $(VENV)/.runtime-stamp
-	$(PIP_INSTALL_PACKAGE) -C cmake.define.SCALATRACE_BUILD_TESTS=OFF .
+	$(PIP_INSTALL_PACKAGE) -C cmake.define.SCALATRACE_BUILD_TOOLS=$(call IN_BUILD_TREE,SCALATRACE_BUILD_TOOLS) \
+	  -C cmake.define.SCALATRACE_BUILD_TESTS=$(call IN_BUILD_TREE,SCALATRACE_BUILD_TESTS) .
 
 test: build sanitize
 	cd $(BUILD_DIR) && $(abspath $(VENV))/bin/ctest --output-on-failure -j2

@@ -23,7 +23,10 @@ def tool(name: str) -> Path:
     """Path of an executable shipped in the package's ``bin`` directory (e.g. ``scalatrace-replay``)."""
     path = _PACKAGE_DIR / "bin" / name
     if not path.is_file():
-        raise ScalatraceError(f"tool {name!r} not found at {path}; is scalatrace installed?")
+        raise ScalatraceError(
+            f"tool {name!r} not found at {path}; is scalatrace installed? (`make demo` installs the "
+            "package without scalatrace-dump, -harness and -calibrate: `make build` adds them)"
+        )
     return path
 
 
