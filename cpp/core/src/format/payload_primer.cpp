@@ -139,7 +139,7 @@ std::string_view payload_primer(std::uint32_t version) {
   // Version 11: the same, then the payloads of two typical traces (their tables, node trees
   // and timing columns), so that a small trace's structure is predicted from its first bytes.
   static_assert(sizeof(kTypicalPayloadsV11) == kTypicalPayloadsV11Size + 1);
-  static const std::string primer_v11 = primer_v10 + std::string(kTypicalPayloadsV11, kTypicalPayloadsV11Size);
+  static const std::string primer_v11 = std::string(kTypicalPayloadsV11, kTypicalPayloadsV11Size) + primer_v10;
   return primer_v11;
 }
 

@@ -132,6 +132,18 @@ std::uint64_t time_from_code(std::uint32_t code);
 inline constexpr std::uint32_t kMaxTimeCode =
     (2u << kTimeMantissaBits) + (63 - kTimeMantissaBits) * (1u << kTimeMantissaBits) - 1;
 
+// ---------------------------------------------------------------- node columns (version 11)
+/// Final files of version 11 store the node tree's numbers in five columns, each `uv length`
+/// then its bytes (docs/format.md, "Node columns"), then the timing columns.
+enum NodeColumn : std::size_t {
+  kColumnStructure,  ///< per node: `u8` flags, `uv` ranklist ref; per loop: `uv` body count
+  kColumnOps,        ///< per event: `uv` op
+  kColumnSites,      ///< per event: `uv` call-site id
+  kColumnMasks,      ///< per event: `uv` field mask
+  kColumnRefs,       ///< presence, trip counts, site ids, field refs, lossy fields, in node order
+  kNodeColumnCount,
+};
+
 // ---------------------------------------------------------------- timing columns (version 11)
 /// Final files of version 11 store the events' timing after the node tree's nodes, as streams
 /// of like numbers (docs/format.md, "Timing columns"), each `uv length` then its bytes: the

@@ -26,6 +26,20 @@ namespace {
 
 using namespace sct;
 
+/// `n` columns of the node tree (version 11), each `uv length` then its bytes: a reader of
+/// each, naming it in errors ("<what> 2 of the node tree").
+std::vector<SectionReader> read_columns(SectionReader& r, std::size_t n, const std::string& what) {
+  std::vector<SectionReader> columns;
+  columns.reserve(n);
+  for (std::size_t c = 0; c < n; ++c) {
+    const std::size_t len = r.count((what + " byte").c_str());
+    const std::size_t base = r.offset();
+    columns.emplace_back(r.take(len), base);
+    columns.back().set_section(what + " " + std::to_string(c) + " of the node tree");
+  }
+  return columns;
+}
+
 /// Everything decoded so far that later sections refer to, plus the expansion budget: tables
 /// let one byte refer to a large entry, so copies are charged against a budget proportional
 /// to the input size ("never allocates beyond the input's size" up to a constant factor).
@@ -50,9 +64,9 @@ struct TraceReader {
   std::uint64_t budget = 0;
   /// Where each event's timing lies (reader offsets), for trace_byte_breakdown; null otherwise.
   std::vector<std::pair<std::size_t, std::size_t>>* timing_ranges = nullptr;
-  /// Version 11 final files: the events' timing is in columns after the nodes; the events,
-  /// in file order, wait for it here.
-  bool timing_in_columns = false;
+  /// Version 11 final files: the nodes and the events' timing are in columns; the events, in
+  /// file order, wait for their timing here.
+  bool columns = false;
   std::vector<EventNode*> events_awaiting_timing;
 
   void charge(SectionReader& r, std::uint64_t units) {
@@ -267,7 +281,18 @@ struct TraceReader {
         }
   }
 
-  Node node(SectionReader& r, std::size_t depth) {
+  /// Where a node's numbers are read: version 11 final files, five columns (NodeColumn);
+  /// before, and in traces passed between processes, all from the node tree's reader.
+  struct NodeReaders {
+    SectionReader& structure;  ///< flags, ranklist ref, loop body counts
+    SectionReader& op;
+    SectionReader& site;
+    SectionReader& mask;  ///< field masks (and the version 7 counts)
+    SectionReader& refs;  ///< presence, trip counts, site ids, fields, lossy fields
+  };
+
+  Node node(NodeReaders& c, std::size_t depth) {
+    SectionReader& r = c.structure;
     if (depth > kMaxDepth) r.fail("loops nested deeper than " + std::to_string(kMaxDepth));
     charge(r, 4);
     Node n;
@@ -275,31 +300,31 @@ struct TraceReader {
     if (flags & ~(kNodeLoop | kNodeHasPresence)) r.fail("unknown node flags " + std::to_string(flags));
     n.ranks = rank_ref(r);
     if (flags & kNodeHasPresence) {
-      n.presence = elastic_ref(r);
-      if (n.presence.empty()) r.fail("presence flag without a presence sequence");
+      n.presence = elastic_ref(c.refs);
+      if (n.presence.empty()) c.refs.fail("presence flag without a presence sequence");
     }
     if (flags & kNodeLoop) {
       n.loop = std::make_unique<LoopNode>();
-      n.loop->trips = elastic_ref(r);
-      if (n.loop->trips.empty()) r.fail("loop without trip counts");
+      n.loop->trips = elastic_ref(c.refs);
+      if (n.loop->trips.empty()) c.refs.fail("loop without trip counts");
       std::size_t nb = r.count("loop body node", 2);
       n.loop->body.reserve(nb);
-      for (std::size_t i = 0; i < nb; ++i) n.loop->body.push_back(node(r, depth + 1));
+      for (std::size_t i = 0; i < nb; ++i) n.loop->body.push_back(node(c, depth + 1));
       return n;
     }
     n.event = std::make_unique<EventNode>();
     EventNode& e = *n.event;
-    std::uint64_t op = r.uv();
-    if (op >= kOpCount) r.fail("unknown operation " + std::to_string(op));
+    std::uint64_t op = c.op.uv();
+    if (op >= kOpCount) c.op.fail("unknown operation " + std::to_string(op));
     e.op = static_cast<Op>(op);
-    std::uint64_t site = r.uv();
+    std::uint64_t site = c.site.uv();
     if (site >= nsites)
-      r.fail("call-site id " + std::to_string(site) + " out of range (table has " + std::to_string(nsites) + ")");
+      c.site.fail("call-site id " + std::to_string(site) + " out of range (table has " + std::to_string(nsites) + ")");
     e.site = static_cast<std::uint32_t>(site);
-    e.site_ids = elastic_ref(r);
-    check_ids(r, e.site_ids, nsites, "call-site id");
+    e.site_ids = elastic_ref(c.refs);
+    check_ids(c.refs, e.site_ids, nsites, "call-site id");
     if (version >= 8) {
-      read_field_mask(r, e);
+      read_field_mask(c.mask, c.refs, e);
     } else {
       std::uint64_t nf = r.uv();
       if (nf > kFieldCount)
@@ -311,8 +336,9 @@ struct TraceReader {
                std::to_string(kArrayFieldCount) + ")");
       for (std::size_t f = 0; f < na; ++f) e.arrays[f] = array_elastic_ref(r);
     }
-    if (e.op == Op::Other) check_ids(r, e.fields[static_cast<std::size_t>(Field::NameId)], nnames, "function-name id");
-    if (timing_in_columns) {
+    if (e.op == Op::Other)
+      check_ids(c.refs, e.fields[static_cast<std::size_t>(Field::NameId)], nnames, "function-name id");
+    if (columns) {
       events_awaiting_timing.push_back(&e);
       return n;
     }
@@ -326,14 +352,7 @@ struct TraceReader {
   /// for each event in file order; every column must be consumed exactly.
   void read_timing_columns(SectionReader& r) {
     const std::size_t start = r.offset();
-    std::vector<SectionReader> columns;
-    columns.reserve(kTimingColumnCount);
-    for (std::size_t c = 0; c < kTimingColumnCount; ++c) {
-      const std::size_t len = r.count("timing column byte");
-      const std::size_t base = r.offset();
-      columns.emplace_back(r.take(len), base);
-      columns.back().set_section("timing column " + std::to_string(c) + " of the node tree");
-    }
+    std::vector<SectionReader> columns = read_columns(r, kTimingColumnCount, "timing column");
     for (EventNode* e : events_awaiting_timing) read_timing_from_columns(columns, *e);
     for (auto& c : columns)
       if (!c.done()) c.fail("unexpected bytes at the end of the timing column");
@@ -422,8 +441,8 @@ struct TraceReader {
 
   /// Version 8: one mask of the stored fields (bits 0..17) and arrays (bits 18..21), then
   /// their references, each non-zero.
-  void read_field_mask(SectionReader& r, EventNode& e) {
-    std::uint64_t mask = r.uv();
+  void read_field_mask(SectionReader& mask_reader, SectionReader& r, EventNode& e) {
+    std::uint64_t mask = mask_reader.uv();
     const bool lossy = version >= 9 && (mask & kLossyMaskBit) != 0;
     if (lossy) mask &= ~kLossyMaskBit;
     if (mask >> (kFieldCount + kArrayFieldCount))
@@ -755,8 +774,19 @@ void read_tables_and_nodes(std::uint64_t id, SectionReader& r, Trace& t, TraceRe
     case kNodes: {
       std::size_t n = r.count("node", 2);
       t.nodes.reserve(n);
-      for (std::size_t i = 0; i < n; ++i) t.nodes.push_back(tr.node(r, 0));
-      if (tr.timing_in_columns) tr.read_timing_columns(r);
+      if (!tr.columns) {
+        TraceReader::NodeReaders one{r, r, r, r, r};
+        for (std::size_t i = 0; i < n; ++i) t.nodes.push_back(tr.node(one, 0));
+        break;
+      }
+      // Version 11 final files: the nodes in five columns, then the timing columns.
+      std::vector<SectionReader> columns = read_columns(r, kNodeColumnCount, "node column");
+      TraceReader::NodeReaders by_column{columns[kColumnStructure], columns[kColumnOps], columns[kColumnSites],
+                                         columns[kColumnMasks], columns[kColumnRefs]};
+      for (std::size_t i = 0; i < n; ++i) t.nodes.push_back(tr.node(by_column, 0));
+      for (auto& c : columns)
+        if (!c.done()) c.fail("unexpected bytes at the end of the node column");
+      tr.read_timing_columns(r);
       break;
     }
   }
@@ -795,7 +825,7 @@ std::size_t decode_into(std::string_view bytes, Trace& t, PayloadMap* map) {
   if (map) tr.timing_ranges = &map->timing;
   tr.fixed_width_counts = h.version >= 4 && (h.flags & kFlagExactCounts) == 0;
   tr.version = h.version;
-  tr.timing_in_columns = h.version >= 11 && (h.flags & kFlagExactCounts) == 0;
+  tr.columns = h.version >= 11 && (h.flags & kFlagExactCounts) == 0;
   std::string local_decoded;
   std::string& decoded = map ? map->decoded : local_decoded;
   const std::string_view payload = payload_sections(h, decoded);

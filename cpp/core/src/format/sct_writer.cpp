@@ -467,24 +467,34 @@ struct TraceWriter {
     return array_elastics.add(std::move(w));
   }
 
-  void node(wire::Writer& w, const Node& n) {
+  /// Where a node's numbers go: version 11 final files, the five node columns (NodeColumn);
+  /// traces passed between processes, all into the node tree in file order (as version 10).
+  struct NodeWriters {
+    wire::Writer& structure;
+    wire::Writer& op;
+    wire::Writer& site;
+    wire::Writer& mask;
+    wire::Writer& refs;
+  };
+
+  void node(NodeWriters& c, const Node& n) {
     if (!n.is_loop() && !n.event) throw Error("encode_trace: node has neither event nor loop");
     std::uint8_t flags = 0;
     if (n.is_loop()) flags |= kNodeLoop;
     if (!n.presence.empty()) flags |= kNodeHasPresence;
-    w.u8(flags);
-    w.uv(rank_id(n.ranks));
-    if (flags & kNodeHasPresence) w.uv(elastic_id(n.presence));
+    c.structure.u8(flags);
+    c.structure.uv(rank_id(n.ranks));
+    if (flags & kNodeHasPresence) c.refs.uv(elastic_id(n.presence));
     if (n.is_loop()) {
-      w.uv(elastic_id(n.loop->trips));
-      w.uv(n.loop->body.size());
-      for (const auto& c : n.loop->body) node(w, c);
+      c.refs.uv(elastic_id(n.loop->trips));
+      c.structure.uv(n.loop->body.size());
+      for (const auto& b : n.loop->body) node(c, b);
       return;
     }
     const EventNode& e = *n.event;
-    w.uv(static_cast<std::uint64_t>(e.op));
-    w.uv(e.site);
-    w.uv(elastic_id(e.site_ids));
+    c.op.uv(static_cast<std::uint64_t>(e.op));
+    c.site.uv(e.site);
+    c.refs.uv(elastic_id(e.site_ids));
     // Version 8: which fields and arrays are stored, as one mask (fields in bits 0..17,
     // arrays above), then the stored ones' references.
     std::uint64_t mask = 0;
@@ -494,13 +504,11 @@ struct TraceWriter {
     for (std::size_t f = 0; f < refs.size(); ++f)
       if (refs[f] != 0) mask |= std::uint64_t{1} << f;
     if (!e.lossy.empty()) mask |= kLossyMaskBit;
-    w.uv(mask);
+    c.mask.uv(mask);
     for (const auto ref : refs)
-      if (ref != 0) w.uv(ref);
-    if (!e.lossy.empty()) put_lossy(w, e);
-    // Timing: 0 groups = the node-wide histograms for every rank; otherwise the groups
-    // (the node-wide histograms are their merge). Bit 0 of the count (version 7): each
-    // histogram pair is followed by its first-occurrence histogram.
+      if (ref != 0) c.refs.uv(ref);
+    if (!e.lossy.empty()) put_lossy(c.refs, e);
+    wire::Writer& w = c.structure;  // inline timing (traces passed between processes)
     const bool firsts = keeps_first_compute(e);
     if (exact_counts) {  // passed between processes: everything, exact, in the node
       w.uv(2 * e.timing_groups.size() + (firsts ? 1 : 0));
@@ -568,14 +576,6 @@ struct TraceWriter {
     w.raw(items.data());
   }
 
-  /// The timing columns (version 11, final files), each `uv length` then its bytes.
-  void put_timing_columns(wire::Writer& w) const {
-    for (const auto& c : timing_columns) {
-      w.uv(c.data().size());
-      w.raw(c.data());
-    }
-  }
-
   /// Version 9, lossy traces: the mask of the fields kept as histograms, then each histogram.
   static void put_lossy(wire::Writer& w, const EventNode& e) {
     std::uint64_t lossy_mask = 0;
@@ -620,6 +620,14 @@ std::size_t timing_bins_of(const Trace& trace) {
   const std::string& v = it->second;
   if (v.size() == 1 && v[0] >= '1' && v[0] <= '8') return static_cast<std::size_t>(v[0] - '0');
   return kDefaultTimingBins;
+}
+
+/// Columns of the node tree (version 11): each `uv length`, then its bytes.
+void put_columns(wire::Writer& w, std::span<const wire::Writer> columns) {
+  for (const auto& c : columns) {
+    w.uv(c.data().size());
+    w.raw(c.data());
+  }
 }
 
 void put_section(wire::Writer& out, std::uint64_t id, wire::Writer&& body) {
@@ -699,8 +707,18 @@ std::string encode(const Trace& trace, std::uint32_t flags, bool entropy_code = 
   tw.put_comms(comms, trace.comms.entries);
   wire::Writer nodes;
   nodes.uv(trace.nodes.size());
-  for (const auto& n : trace.nodes) tw.node(nodes, n);
-  if (!tw.exact_counts) tw.put_timing_columns(nodes);
+  if (tw.exact_counts) {
+    TraceWriter::NodeWriters inline_nodes{nodes, nodes, nodes, nodes, nodes};
+    for (const auto& n : trace.nodes) tw.node(inline_nodes, n);
+  } else {
+    // Final files (version 11): the node columns, then the timing columns.
+    std::array<wire::Writer, kNodeColumnCount> columns;
+    TraceWriter::NodeWriters by_column{columns[kColumnStructure], columns[kColumnOps], columns[kColumnSites],
+                                       columns[kColumnMasks], columns[kColumnRefs]};
+    for (const auto& n : trace.nodes) tw.node(by_column, n);
+    put_columns(nodes, columns);
+    put_columns(nodes, tw.timing_columns);
+  }
 
   wire::Writer payload;
   put_metadata(payload, trace, tw.basis);
