@@ -61,6 +61,10 @@ def test_per_rank_communicators_do_not_grow_with_the_ranks(runs):
     four, eight = runs[(4, 1)], runs[(8, 1)]
     assert eight["communicator table"] == four["communicator table"]
     assert eight["elastic-value table"] <= four["elastic-value table"] + 2
-    # The key and color ([r] on rank r) take no value sequence per rank (version 10: 9 bytes
-    # per rank with the ranklists); the peers' sequences of a ring grow by a rank-count number.
-    assert eight["value-sequence table"] <= four["value-sequence table"] + 4, (four, eight)
+    # Value sequences, elastic values and communicators together: version 10 grew by 49 bytes
+    # from 4 to 8 ranks here (a value sequence and a communicator entry per rank); the ring's
+    # peers still grow a little. (The ranklist table is left out: timing groups, which follow
+    # the machine's load, put their ranklists there.)
+    tables = ("value-sequence table", "elastic-value table", "communicator table")
+    growth = sum(eight[t] for t in tables) - sum(four[t] for t in tables)
+    assert growth <= 24, (growth, four, eight)
