@@ -188,10 +188,12 @@ class Runner:
 
     def scalatrace(self, row: Row, argv: list[str], cwd: Path) -> None:
         raw, out = cwd / "raw", cwd / "t.sct"
+        # Relative to the run's directory, as a user writes them: the settings are stored in
+        # the trace's metadata, and a temporary directory's random name would add ~25 bytes.
         env = {
             "LD_PRELOAD": str(self.collector),
-            "SCALATRACE_OUT": str(out),
-            "SCALATRACE_RAW": str(raw),
+            "SCALATRACE_OUT": out.name,
+            "SCALATRACE_RAW": raw.name,
             "SCALATRACE_QUIET": "1",
         }
         row.wall_scalatrace = self.mpirun(row.ranks, argv, env, cwd)

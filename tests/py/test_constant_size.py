@@ -62,7 +62,12 @@ def test_size_does_not_grow_with_timesteps(
 ):
     paths = {t: traced(example(name), ranks, t, tmp_path) for t in TIMESTEPS}
     sizes = {t: p.stat().st_size for t, p in paths.items()}
-    assert spread(sizes) <= tolerance, f"{name} at {ranks} ranks: bytes by timesteps {sizes}"
+    # Format version 11 made these files 480-560 B (3D), where the timing's noise (which bins
+    # and ranges a run's clocks give, tens of bytes) is above 10 %: a spread of at most 80 B
+    # passes too, still far below any per-timestep growth (53 B per step).
+    assert spread(sizes) <= tolerance or max(sizes.values()) - min(sizes.values()) <= 80, (
+        f"{name} at {ranks} ranks: bytes by timesteps {sizes}"
+    )
     # The structure itself does not depend on the length: the same nodes at 100 and 1,000 steps,
     # and the same bytes without timing but for the widths of repeat counts (10, 100 and 1,000
     # take one, one and two bytes): measured 567 / 570 / 579 (1D), 756 / 758 / 773 (2D),

@@ -57,14 +57,14 @@ SECTION_PARTS = {
 
 
 def file_parts(path: Path) -> set[str]:
-    """The parts of a final file: its header as docs/format.md specifies (version 10, the
+    """The parts of a final file: its header as docs/format.md specifies (version 11, the
     payload entropy-coded or plain, no other flag), then its sections (byte_breakdown)."""
     import scalatrace
 
     data = path.read_bytes()
     assert data[:8] == b"SCALATRC"
     version, flags, length = struct.unpack_from("<IIQ", data, 8)
-    assert version == 10 and flags in (0, 4) and length == len(data) - 28
+    assert version == 11 and flags in (0, 4) and length == len(data) - 28
     frame = scalatrace.byte_breakdown(path)
     assert frame["stored_bytes"].sum() == pytest.approx(len(data), abs=1.0)
     return set(frame["part"])

@@ -302,9 +302,9 @@ TEST(Format, FileRoundTripAndErrors) {
 TEST(Format, NamedErrors) {
   std::string bytes = encode_trace(handmade());
   EXPECT_NE(expect_error("hello world, not a trace").find("bad magic"), std::string::npos);
-  std::string v11 = bytes;
-  put_u32(v11, 8, 11);
-  EXPECT_NE(expect_error(v11).find("unsupported format version 11 (this reader supports 2 to 10)"), std::string::npos);
+  std::string v12 = bytes;
+  put_u32(v12, 8, 12);
+  EXPECT_NE(expect_error(v12).find("unsupported format version 12 (this reader supports 2 to 11)"), std::string::npos);
   std::string flipped = bytes;
   flipped[bytes.size() - 3] ^= 0x10;
   EXPECT_NE(expect_error(flipped).find("checksum mismatch"), std::string::npos);
@@ -574,9 +574,13 @@ Trace with_compute_count(std::uint64_t count) {
 TEST(Format, BinCountsTakeTwoBytesWhateverTheirSize) {
   // Version 4: a histogram does not grow with the number of values it holds (ranks x
   // timesteps): a count code of two bytes, exact below 2^15, then within 2^-11 of the count.
-  const std::size_t size_of_one = encode_trace(with_compute_count(1), false, PayloadCoding::Plain).size();
+  // (Version 11: a bin of one value stores its min only, two bytes less; and the Isend's
+  // duration, of one value, then has as many values as its compute times and leaves its count
+  // to theirs, two more.)
+  const std::size_t size_of_one = encode_trace(with_compute_count(2), false, PayloadCoding::Plain).size();
+  EXPECT_EQ(encode_trace(with_compute_count(1), false, PayloadCoding::Plain).size(), size_of_one - 4);
   for (std::uint64_t count :
-       {std::uint64_t{1}, std::uint64_t{127}, std::uint64_t{128}, std::uint64_t{16384}, std::uint64_t{32767},
+       {std::uint64_t{2}, std::uint64_t{127}, std::uint64_t{128}, std::uint64_t{16384}, std::uint64_t{32767},
         std::uint64_t{32768}, std::uint64_t{32784}, std::uint64_t{65535}, std::uint64_t{1'000'000},
         std::uint64_t{1'048'576} * 100, std::uint64_t{999'999'999'999}, std::uint64_t{1} << 46}) {
     const std::string bytes = encode_trace(with_compute_count(count), false, PayloadCoding::Plain);
@@ -666,10 +670,120 @@ TEST(Format, ReadsVersion8Files) {
   const Trace old = read_trace_file(path);
   expect_old_fixture_lossless(old, SyntheticPattern::Stencil2D, 64, 3);
   std::string rewritten = encode_trace(old);
-  EXPECT_EQ(static_cast<unsigned char>(rewritten[8]), 10);
+  EXPECT_EQ(static_cast<unsigned char>(rewritten[8]), kTraceFormatVersion);
   const std::string fixture = read_regular_file(path, "fixture");
   EXPECT_LE(rewritten.size(), fixture.size());
   EXPECT_EQ(test_support::trace_difference(old, decode_trace(rewritten)), "");
+}
+
+TEST(Format, ReadsVersion10Files) {
+  // Written by the version-10 writer (timing inside the event nodes, call-site tree nodes and
+  // symbols one by one). Version 11 stores the same trace in columns: the same events, the very
+  // same timing (the same time codes: every bin's count, min, max and mean), and smaller.
+  const std::string path = std::string(SCALATRACE_TEST_DATA) + "/v10_stencil2d_64.sct";
+  const Trace old = read_trace_file(path);
+  expect_old_fixture_lossless(old, SyntheticPattern::Stencil2D, 64, 3);
+  const std::string rewritten = encode_trace(old);
+  EXPECT_EQ(static_cast<unsigned char>(rewritten[8]), 11);
+  EXPECT_LT(rewritten.size(), read_regular_file(path, "fixture").size());
+  const Trace back = decode_trace(rewritten);
+  EXPECT_EQ(test_support::trace_difference(old, back), "");
+  ASSERT_EQ(old.sites.sites.size(), back.sites.sites.size());
+  for (std::size_t i = 0; i < old.sites.sites.size(); ++i) {
+    EXPECT_EQ(old.sites.sites[i].frames, back.sites.sites[i].frames) << i;
+    EXPECT_EQ(old.sites.sites[i].symbol, back.sites.sites[i].symbol) << i;
+  }
+  std::size_t events = 0;
+  std::function<void(const std::vector<Node>&, const std::vector<Node>&)> compare = [&](const auto& a, const auto& b) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (a[i].is_loop()) {
+        compare(a[i].loop->body, b[i].loop->body);
+        continue;
+      }
+      ++events;
+      for (auto h : {&EventNode::compute, &EventNode::duration, &EventNode::first_compute}) {
+        const Histogram &x = (*a[i].event).*h, &y = (*b[i].event).*h;
+        EXPECT_EQ(x.coarsening(), y.coarsening()) << "event " << i;
+        EXPECT_EQ(x.bins(), y.bins()) << "event " << i;
+      }
+    }
+  };
+  compare(old.nodes, back.nodes);
+  EXPECT_GT(events, 0u);
+}
+
+TEST(Format, Version11BinMinsStayInTheirBins) {
+  // A bin's index is not stored from version 11: the reader finds it from the bin's min. A min
+  // just below a bin boundary rounds up into the next bin (codes keep 7 leading bits, the
+  // boundaries of 4 bins per octave 3): a bit says so.
+  Trace t = handmade();
+  EventNode& isend = *t.nodes[0].loop->body[0].event;
+  isend.compute = Histogram(4);
+  isend.duration = Histogram(4);
+  const std::uint64_t boundary = (std::uint64_t{1} << 20) + (std::uint64_t{1} << 18);  // 1.25 * 2^20
+  for (std::uint64_t v : {boundary - 1, boundary - 2, boundary, boundary + 3, std::uint64_t{5}, std::uint64_t{127}}) {
+    isend.compute.add(v);
+    isend.duration.add(v * 3);
+  }
+  for (PayloadCoding coding : {PayloadCoding::Plain, PayloadCoding::Entropy}) {
+    const Trace back = decode_trace(encode_trace(t, false, coding));
+    const EventNode& got = *back.nodes[0].loop->body[0].event;
+    for (auto h : {&EventNode::compute, &EventNode::duration}) {
+      const Histogram &want = isend.*h, &have = got.*h;
+      ASSERT_EQ(want.bins().size(), have.bins().size());
+      EXPECT_EQ(want.coarsening(), have.coarsening());
+      EXPECT_EQ(want.count(), have.count());
+      for (std::size_t b = 0; b < want.bins().size(); ++b) {
+        EXPECT_EQ(want.bins()[b].index, have.bins()[b].index) << b;
+        EXPECT_EQ(want.bins()[b].count, have.bins()[b].count) << b;
+        EXPECT_NEAR(static_cast<double>(have.bins()[b].min), static_cast<double>(want.bins()[b].min),
+                    static_cast<double>(want.bins()[b].min) / 64)
+            << b;
+      }
+    }
+  }
+}
+
+TEST(Format, Version11DurationCountsFollowTheComputeCounts) {
+  // A duration histogram holds as many values as its compute histogram: its last bin's count
+  // is not stored. Where they differ (a hand-made trace), every count is stored.
+  Trace same = handmade();
+  EventNode& isend = *same.nodes[0].loop->body[0].event;
+  isend.compute = Histogram(4);
+  isend.duration = Histogram(4);
+  for (std::uint64_t v : {100u, 200u, 300u, 100000u}) {
+    isend.compute.add(v);
+    isend.duration.add(v / 2);
+  }
+  Trace differ = same.clone();
+  differ.nodes[0].loop->body[0].event->duration.add(5000);
+  const std::string a = encode_trace(same, false, PayloadCoding::Plain);
+  const std::string b = encode_trace(differ, false, PayloadCoding::Plain);
+  EXPECT_LT(a.size(), b.size());
+  EXPECT_EQ(decode_trace(a).nodes[0].loop->body[0].event->duration.count(), 4u);
+  EXPECT_EQ(decode_trace(b).nodes[0].loop->body[0].event->duration.count(), 5u);
+  EXPECT_EQ(decode_trace(b).nodes[0].loop->body[0].event->compute.count(), 4u);
+}
+
+TEST(Format, Version11StoresEachSymbolOnce) {
+  // Call sites in one routine share its symbol: from version 11 a site refers to a symbol
+  // written before it.
+  Trace t = handmade();
+  const std::uint32_t m = t.sites.intern_module("/bin/handmade");
+  const std::string bare = encode_trace(t, false, PayloadCoding::Plain);
+  for (std::uint64_t offset : {0x3000u, 0x3010u, 0x3020u}) {
+    const std::uint32_t s = t.sites.intern({Frame{m, offset}, Frame{m, 0x99}});
+    t.sites.sites[s].symbol = "a_routine_with_a_long_name_";
+  }
+  const std::string with_sites = encode_trace(t, false, PayloadCoding::Plain);
+  // One symbol (27 bytes) plus, per site, its frame and a few bytes.
+  EXPECT_LT(with_sites.size() - bare.size(), 27u + 3 * 8u);
+  const Trace back = decode_trace(with_sites);
+  ASSERT_EQ(back.sites.sites.size(), t.sites.sites.size());
+  for (std::size_t i = 0; i < t.sites.sites.size(); ++i) {
+    EXPECT_EQ(back.sites.sites[i].symbol, t.sites.sites[i].symbol);
+    EXPECT_EQ(back.sites.sites[i].frames, t.sites.sites[i].frames);
+  }
 }
 
 TEST(Format, CollectorMetadataCostsLittleWithTheVersion10Primer) {

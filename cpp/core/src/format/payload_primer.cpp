@@ -10,6 +10,8 @@
 namespace scalatrace::sct {
 namespace {
 
+#include "format/payload_primer_v11.inc"
+
 /// Versions 8 and 9: the text as those writers used it. It was meant to be longer (keys and
 /// values of the metadata, library paths, routine names), but a NUL byte in its C++ literal ended
 /// it after 536 bytes, and some hex escapes swallowed the letters after them; these are exactly
@@ -132,8 +134,13 @@ std::string typical_texts() {
 
 std::string_view payload_primer(std::uint32_t version) {
   if (version < 10) return kPrimerV8;
-  static const std::string primer = typical_metadata_section() + typical_texts();
-  return primer;
+  static const std::string primer_v10 = typical_metadata_section() + typical_texts();
+  if (version == 10) return primer_v10;
+  // Version 11: the same, then the payloads of two typical traces (their tables, node trees
+  // and timing columns), so that a small trace's structure is predicted from its first bytes.
+  static_assert(sizeof(kTypicalPayloadsV11) == kTypicalPayloadsV11Size + 1);
+  static const std::string primer_v11 = std::string(kTypicalPayloadsV11, kTypicalPayloadsV11Size) + primer_v10;
+  return primer_v11;
 }
 
 }  // namespace scalatrace::sct

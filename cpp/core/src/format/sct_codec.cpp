@@ -85,7 +85,11 @@ void put_call_site_tree(wire::Writer& w, const CallSiteTable& sites) {
     }
   };
   std::unordered_map<Key, std::uint64_t, KeyHash> ids;  // node id + 1 (0 = the root)
-  wire::Writer nodes;
+  // Version 11: the nodes' parent distances, then their modules, then their offsets, each
+  // offset as the difference from the previous node's offset in the same module (the call
+  // sites of one routine lie close together).
+  wire::Writer backs, modules, offsets;
+  std::vector<std::int64_t> previous_offset(sites.modules.size(), 0);
   std::vector<std::uint64_t> innermost;
   innermost.reserve(sites.sites.size());
   for (const auto& site : sites.sites) {
@@ -93,20 +97,35 @@ void put_call_site_tree(wire::Writer& w, const CallSiteTable& sites) {
     for (auto f = site.frames.rbegin(); f != site.frames.rend(); ++f) {
       const auto [it, inserted] = ids.try_emplace(Key{parent, *f}, ids.size() + 1);
       if (inserted) {
-        nodes.uv(it->second - parent);
-        nodes.uv(f->module);
-        nodes.uv(f->offset);
+        backs.uv(it->second - parent);
+        modules.uv(f->module);
+        const auto offset = static_cast<std::int64_t>(f->offset);
+        offsets.sv(static_cast<std::int64_t>(static_cast<std::uint64_t>(offset) -
+                                             static_cast<std::uint64_t>(previous_offset.at(f->module))));
+        previous_offset[f->module] = offset;
       }
       parent = it->second;
     }
     innermost.push_back(parent);
   }
   w.uv(ids.size());
-  w.raw(nodes.data());
+  w.raw(backs.data());
+  w.raw(modules.data());
+  w.raw(offsets.data());
+  // Sites: the innermost node, then the symbol as a reference to the distinct symbols so far
+  // (0: a new one, written out; k: the k-th), then the location.
   w.uv(sites.sites.size());
+  std::unordered_map<std::string, std::uint64_t> symbols;
   for (std::size_t i = 0; i < sites.sites.size(); ++i) {
     w.uv(innermost[i]);  // 0: a site without frames (the root itself)
-    put_text(w, sites.sites[i].symbol);
+    const std::string symbol = to_valid_utf8(sites.sites[i].symbol);
+    const auto [it, inserted] = symbols.try_emplace(symbol, symbols.size() + 1);
+    if (inserted) {
+      w.uv(0);
+      put_text(w, symbol);
+    } else {
+      w.uv(it->second);
+    }
     put_text(w, sites.sites[i].location);
   }
 }

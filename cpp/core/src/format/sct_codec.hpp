@@ -132,6 +132,33 @@ std::uint64_t time_from_code(std::uint32_t code);
 inline constexpr std::uint32_t kMaxTimeCode =
     (2u << kTimeMantissaBits) + (63 - kTimeMantissaBits) * (1u << kTimeMantissaBits) - 1;
 
+// ---------------------------------------------------------------- node columns (version 11)
+/// Final files of version 11 store the node tree's numbers in five columns, each `uv length`
+/// then its bytes (docs/format.md, "Node columns"), then the timing columns.
+enum NodeColumn : std::size_t {
+  kColumnStructure,  ///< per node: `u8` flags, `uv` ranklist ref; per loop: `uv` body count
+  kColumnOps,        ///< per event: `uv` op
+  kColumnSites,      ///< per event: `uv` call-site id
+  kColumnMasks,      ///< per event: `uv` field mask
+  kColumnRefs,       ///< presence, trip counts, site ids, field refs, lossy fields, in node order
+  kNodeColumnCount,
+};
+
+// ---------------------------------------------------------------- timing columns (version 11)
+/// Final files of version 11 store the events' timing after the node tree's nodes, as streams
+/// of like numbers (docs/format.md, "Timing columns"), each `uv length` then its bytes: the
+/// entropy coder predicts a stream of time codes better than time codes between node records.
+enum TimingColumn : std::size_t {
+  kColumnGroups,        ///< per event: `uv 4 * ngroups + 2 * explicit_counts + firsts`, group ranklist refs
+  kColumnLayouts,       ///< per histogram: `uv layout`, `uv nbins`
+  kColumnCounts,        ///< per bin: `u16le` count code (not the implied last bin of a duration histogram)
+  kColumnMinOctaves,    ///< per bin: `u8` the bin min's time code >> kTimeMantissaBits
+  kColumnMinMantissas,  ///< per bin: `u8` the bin min's time code & (2^kTimeMantissaBits - 1)
+  kColumnSpreads,       ///< per bin holding more than one value: `uv` max code - min code
+  kColumnMeans,         ///< per bin holding more than one value: `uv` mean code - min code
+  kTimingColumnCount,
+};
+
 // ---------------------------------------------------------------- values (sct_reader_values.cpp)
 // Each checked as it is read; every problem is r.fail(...). The writer's counterparts are the
 // put_* functions of sct_writer.cpp.
@@ -149,6 +176,10 @@ Histogram get_hist(SectionReader& r, bool fixed_width_counts);
 /// A version 8 histogram: bin counts as `uv` count codes, bin values as time codes (or exact,
 /// with `exact`: traces passed between processes).
 Histogram get_hist_v8(SectionReader& r, bool exact);
+/// A version 11 histogram from the timing columns (`columns[kColumn...]`). `implied_count`: the
+/// histogram's total count when its last bin's count is not stored (a duration histogram:
+/// its compute histogram's count), else 0. The bins' indices follow from their min values.
+Histogram get_hist_columns(std::span<SectionReader> columns, std::uint64_t implied_count);
 
 // ---------------------------------------------------------------- rank segments
 /// Parses the rank segments after a payload (docs/format.md, "Rank segments"), checks each one

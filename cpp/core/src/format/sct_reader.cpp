@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "scalatrace/compress/lossy.hpp"
@@ -24,6 +25,20 @@ namespace scalatrace {
 namespace {
 
 using namespace sct;
+
+/// `n` columns of the node tree (version 11), each `uv length` then its bytes: a reader of
+/// each, naming it in errors ("<what> 2 of the node tree").
+std::vector<SectionReader> read_columns(SectionReader& r, std::size_t n, const std::string& what) {
+  std::vector<SectionReader> columns;
+  columns.reserve(n);
+  for (std::size_t c = 0; c < n; ++c) {
+    const std::size_t len = r.count((what + " byte").c_str());
+    const std::size_t base = r.offset();
+    columns.emplace_back(r.take(len), base);
+    columns.back().set_section(what + " " + std::to_string(c) + " of the node tree");
+  }
+  return columns;
+}
 
 /// Everything decoded so far that later sections refer to, plus the expansion budget: tables
 /// let one byte refer to a large entry, so copies are charged against a budget proportional
@@ -49,6 +64,10 @@ struct TraceReader {
   std::uint64_t budget = 0;
   /// Where each event's timing lies (reader offsets), for trace_byte_breakdown; null otherwise.
   std::vector<std::pair<std::size_t, std::size_t>>* timing_ranges = nullptr;
+  /// Version 11 final files: the nodes and the events' timing are in columns; the events, in
+  /// file order, wait for their timing here.
+  bool columns = false;
+  std::vector<EventNode*> events_awaiting_timing;
 
   void charge(SectionReader& r, std::uint64_t units) {
     if (units > budget) r.fail("implausible expansion of shared table entries");
@@ -114,6 +133,7 @@ struct TraceReader {
     namespace ng = neighbour_grid;
     ng::GridValue v;
     v.grid = static_cast<std::size_t>(r.uv());
+    if (v.grid == grids.size() && version >= 11) return read_rank_affine_value(r, cost);
     if (v.grid >= grids.size()) r.fail("neighbour grid index " + std::to_string(v.grid) + " out of range");
     const ng::GridClasses& classes = grids[v.grid];
     const std::uint64_t form = r.uv();
@@ -138,6 +158,31 @@ struct TraceReader {
       const std::uint64_t c = seq_cost(seq) + rl.descriptors().size() + 1;
       charge(r, c);
       cost += c;
+    }
+    return e;
+  }
+  /// Version 11: an elastic value in rank-affine form (after its 0 alternatives and the grid
+  /// index one past the last grid): `sv slope`, `sv intercept`, `uv repeat`, ranklist ref; each
+  /// rank r of the ranklist (strictly increasing) is an alternative of its own whose value is
+  /// slope * r + intercept, `repeat` times.
+  ElasticValue read_rank_affine_value(SectionReader& r, std::uint64_t& cost) {
+    const std::int64_t slope = r.sv(), intercept = r.sv();
+    const std::uint64_t repeat = r.uv();
+    if (repeat < 1 || repeat > (std::uint64_t{1} << 56))
+      r.fail("rank-affine value repeat count " + std::to_string(repeat) + " out of range");
+    const RankList ranks = rank_ref(r);
+    if (ranks.empty()) r.fail("rank-affine value without ranks");
+    ElasticValue e;
+    std::int64_t previous = -1;
+    for (const std::int64_t rank : ranks.to_vector()) {
+      if (rank <= previous) r.fail("rank-affine value over ranks not in increasing order");
+      previous = rank;
+      const __int128 value = static_cast<__int128>(slope) * rank + intercept;
+      if (value > std::numeric_limits<std::int64_t>::max() || value < std::numeric_limits<std::int64_t>::min())
+        r.fail("rank-affine value out of range");
+      charge(r, 3);
+      cost += 3;
+      e.alternatives.emplace_back(ValueSeq::constant(static_cast<std::int64_t>(value), repeat), RankList::single(rank));
     }
     return e;
   }
@@ -236,7 +281,18 @@ struct TraceReader {
         }
   }
 
-  Node node(SectionReader& r, std::size_t depth) {
+  /// Where a node's numbers are read: version 11 final files, five columns (NodeColumn);
+  /// before, and in traces passed between processes, all from the node tree's reader.
+  struct NodeReaders {
+    SectionReader& structure;  ///< flags, ranklist ref, loop body counts
+    SectionReader& op;
+    SectionReader& site;
+    SectionReader& mask;  ///< field masks (and the version 7 counts)
+    SectionReader& refs;  ///< presence, trip counts, site ids, fields, lossy fields
+  };
+
+  Node node(NodeReaders& c, std::size_t depth) {
+    SectionReader& r = c.structure;
     if (depth > kMaxDepth) r.fail("loops nested deeper than " + std::to_string(kMaxDepth));
     charge(r, 4);
     Node n;
@@ -244,31 +300,31 @@ struct TraceReader {
     if (flags & ~(kNodeLoop | kNodeHasPresence)) r.fail("unknown node flags " + std::to_string(flags));
     n.ranks = rank_ref(r);
     if (flags & kNodeHasPresence) {
-      n.presence = elastic_ref(r);
-      if (n.presence.empty()) r.fail("presence flag without a presence sequence");
+      n.presence = elastic_ref(c.refs);
+      if (n.presence.empty()) c.refs.fail("presence flag without a presence sequence");
     }
     if (flags & kNodeLoop) {
       n.loop = std::make_unique<LoopNode>();
-      n.loop->trips = elastic_ref(r);
-      if (n.loop->trips.empty()) r.fail("loop without trip counts");
+      n.loop->trips = elastic_ref(c.refs);
+      if (n.loop->trips.empty()) c.refs.fail("loop without trip counts");
       std::size_t nb = r.count("loop body node", 2);
       n.loop->body.reserve(nb);
-      for (std::size_t i = 0; i < nb; ++i) n.loop->body.push_back(node(r, depth + 1));
+      for (std::size_t i = 0; i < nb; ++i) n.loop->body.push_back(node(c, depth + 1));
       return n;
     }
     n.event = std::make_unique<EventNode>();
     EventNode& e = *n.event;
-    std::uint64_t op = r.uv();
-    if (op >= kOpCount) r.fail("unknown operation " + std::to_string(op));
+    std::uint64_t op = c.op.uv();
+    if (op >= kOpCount) c.op.fail("unknown operation " + std::to_string(op));
     e.op = static_cast<Op>(op);
-    std::uint64_t site = r.uv();
+    std::uint64_t site = c.site.uv();
     if (site >= nsites)
-      r.fail("call-site id " + std::to_string(site) + " out of range (table has " + std::to_string(nsites) + ")");
+      c.site.fail("call-site id " + std::to_string(site) + " out of range (table has " + std::to_string(nsites) + ")");
     e.site = static_cast<std::uint32_t>(site);
-    e.site_ids = elastic_ref(r);
-    check_ids(r, e.site_ids, nsites, "call-site id");
+    e.site_ids = elastic_ref(c.refs);
+    check_ids(c.refs, e.site_ids, nsites, "call-site id");
     if (version >= 8) {
-      read_field_mask(r, e);
+      read_field_mask(c.mask, c.refs, e);
     } else {
       std::uint64_t nf = r.uv();
       if (nf > kFieldCount)
@@ -280,11 +336,78 @@ struct TraceReader {
                std::to_string(kArrayFieldCount) + ")");
       for (std::size_t f = 0; f < na; ++f) e.arrays[f] = array_elastic_ref(r);
     }
-    if (e.op == Op::Other) check_ids(r, e.fields[static_cast<std::size_t>(Field::NameId)], nnames, "function-name id");
+    if (e.op == Op::Other)
+      check_ids(c.refs, e.fields[static_cast<std::size_t>(Field::NameId)], nnames, "function-name id");
+    if (columns) {
+      events_awaiting_timing.push_back(&e);
+      return n;
+    }
     const std::size_t timing_start = r.offset();
     read_timing(r, e);
     if (timing_ranges) timing_ranges->emplace_back(timing_start, r.offset());
     return n;
+  }
+
+  /// Version 11: the timing columns after the nodes (each `uv length`, then its bytes), read
+  /// for each event in file order; every column must be consumed exactly.
+  void read_timing_columns(SectionReader& r) {
+    const std::size_t start = r.offset();
+    std::vector<SectionReader> columns = read_columns(r, kTimingColumnCount, "timing column");
+    for (EventNode* e : events_awaiting_timing) read_timing_from_columns(columns, *e);
+    for (auto& c : columns)
+      if (!c.done()) c.fail("unexpected bytes at the end of the timing column");
+    if (timing_ranges) timing_ranges->emplace_back(start, r.offset());
+  }
+
+  /// One event's timing from the columns (version 11): `uv 4 * ngroups + 2 * explicit + firsts`;
+  /// per group its ranklist, then compute, duration (its last bin's count implied by the
+  /// compute histogram's unless `explicit`) and, with firsts, the first-occurrence histogram.
+  void read_timing_from_columns(std::span<SectionReader> columns, EventNode& e) {
+    SectionReader& groups_column = columns[kColumnGroups];
+    const std::uint64_t code = groups_column.uv();
+    const bool firsts = (code & 1) != 0, explicit_counts = (code & 2) != 0;
+    const std::uint64_t ngroups = code >> 2;
+    if (ngroups > EventNode::kMaxTimingGroups || ngroups == 1)
+      groups_column.fail("event with " + std::to_string(ngroups) + " timing groups (0 or 2.." +
+                         std::to_string(EventNode::kMaxTimingGroups) + ")");
+    auto one = [&](Histogram& compute, Histogram& duration, Histogram& first) {
+      compute = get_hist_columns(columns, 0);
+      duration = get_hist_columns(columns, explicit_counts ? 0 : compute.count());
+      if (!explicit_counts && compute.count() == 0 && !duration.bins().empty())
+        columns[kColumnLayouts].fail("duration histogram of an event without compute times");
+      first = Histogram(compute.sub_bins());
+      if (firsts) {
+        first = get_hist_columns(columns, 0);
+        check_first_compute(columns[kColumnLayouts], first, compute);
+      }
+    };
+    if (ngroups == 0) {
+      one(e.compute, e.duration, e.first_compute);
+      return;
+    }
+    for (std::uint64_t g = 0; g < ngroups; ++g) {
+      TimingGroup group;
+      group.ranks = rank_ref(groups_column);
+      if (group.ranks.empty()) groups_column.fail("timing group without ranks");
+      one(group.compute, group.duration, group.first_compute);
+      add_timing_group(groups_column, e, std::move(group), g == 0);
+    }
+  }
+
+  /// A group's histograms merged into the node's (the first group's are its copy).
+  static void add_timing_group(SectionReader& r, EventNode& e, TimingGroup&& group, bool first_group) {
+    if (first_group) {
+      e.compute = group.compute;
+      e.duration = group.duration;
+      e.first_compute = group.first_compute;
+    } else {
+      if (group.compute.sub_bins() != e.compute.sub_bins() || group.duration.sub_bins() != e.duration.sub_bins())
+        r.fail("timing groups with different bins per octave");
+      e.compute.merge(group.compute);
+      e.duration.merge(group.duration);
+      e.first_compute.merge(group.first_compute);
+    }
+    e.timing_groups.push_back(std::move(group));
   }
 
   /// An event's timing: its groups' (or the node's) compute, duration and first-occurrence
@@ -312,25 +435,14 @@ struct TraceReader {
       group.compute = hist(r);
       group.duration = hist(r);
       group.first_compute = firsts ? get_first_compute(r, group.compute) : Histogram(group.compute.sub_bins());
-      if (g == 0) {
-        e.compute = group.compute;
-        e.duration = group.duration;
-        e.first_compute = group.first_compute;
-      } else {
-        if (group.compute.sub_bins() != e.compute.sub_bins() || group.duration.sub_bins() != e.duration.sub_bins())
-          r.fail("timing groups with different bins per octave");
-        e.compute.merge(group.compute);
-        e.duration.merge(group.duration);
-        e.first_compute.merge(group.first_compute);
-      }
-      e.timing_groups.push_back(std::move(group));
+      add_timing_group(r, e, std::move(group), g == 0);
     }
   }
 
   /// Version 8: one mask of the stored fields (bits 0..17) and arrays (bits 18..21), then
   /// their references, each non-zero.
-  void read_field_mask(SectionReader& r, EventNode& e) {
-    std::uint64_t mask = r.uv();
+  void read_field_mask(SectionReader& mask_reader, SectionReader& r, EventNode& e) {
+    std::uint64_t mask = mask_reader.uv();
     const bool lossy = version >= 9 && (mask & kLossyMaskBit) != 0;
     if (lossy) mask &= ~kLossyMaskBit;
     if (mask >> (kFieldCount + kArrayFieldCount))
@@ -390,12 +502,15 @@ struct TraceReader {
   /// 2^-11 of each), and in the same layout.
   Histogram get_first_compute(SectionReader& r, const Histogram& compute) {
     Histogram first = hist(r);
+    check_first_compute(r, first, compute);
+    return first;
+  }
+  static void check_first_compute(SectionReader& r, const Histogram& first, const Histogram& compute) {
     if (first.sub_bins() != compute.sub_bins())
       r.fail("first-occurrence compute histogram with other bins per octave than its compute times");
     if (first.count() > compute.count() + compute.count() / 1024)
       r.fail("first-occurrence compute histogram with more values (" + std::to_string(first.count()) +
              ") than its compute times (" + std::to_string(compute.count()) + ")");
-    return first;
   }
 };
 
@@ -493,30 +608,50 @@ void read_metadata(SectionReader& r, Trace& t, TraceReader& tr) {
 }
 
 /// Section 2 (version 8): modules, the calling-context tree, then call sites as tree nodes.
+/// Version 11: the nodes' parent distances, modules and offsets (differences from the previous
+/// offset in the same module) each in a run; a site's symbol as a reference to the distinct
+/// symbols before it.
 void read_call_site_tree(SectionReader& r, Trace& t, TraceReader& tr, std::size_t nm) {
   struct TreeNode {
     std::uint64_t parent;  // node id + 1 (0 = the root)
     Frame frame;
     std::size_t depth;
   };
+  const bool v11 = tr.version >= 11;
   std::size_t nn = r.count("calling-context node", 3);
-  std::vector<TreeNode> tree;
-  tree.reserve(nn);
-  for (std::size_t i = 0; i < nn; ++i) {
+  std::vector<TreeNode> tree(nn);
+  auto read_back = [&](std::size_t i) {
     const std::uint64_t back = r.uv();
     if (back == 0 || back > i + 1)
       r.fail("calling-context node " + std::to_string(i) + " with parent distance " + std::to_string(back));
-    TreeNode n;
+    TreeNode& n = tree[i];
     n.parent = i + 1 - back;
-    const std::uint64_t mod = r.uv();
-    if (mod >= nm) r.fail("module id " + std::to_string(mod) + " out of range");
-    n.frame.module = static_cast<std::uint32_t>(mod);
-    n.frame.offset = r.uv();
     n.depth = n.parent == 0 ? 1 : tree[n.parent - 1].depth + 1;
     if (n.depth > kMaxFrames) r.fail("call site deeper than " + std::to_string(kMaxFrames) + " frames");
-    tree.push_back(n);
+  };
+  auto read_module = [&](std::size_t i) {
+    const std::uint64_t mod = r.uv();
+    if (mod >= nm) r.fail("module id " + std::to_string(mod) + " out of range");
+    tree[i].frame.module = static_cast<std::uint32_t>(mod);
+  };
+  if (v11) {
+    for (std::size_t i = 0; i < nn; ++i) read_back(i);
+    for (std::size_t i = 0; i < nn; ++i) read_module(i);
+    std::vector<std::uint64_t> previous_offset(nm, 0);
+    for (std::size_t i = 0; i < nn; ++i) {
+      std::uint64_t& previous = previous_offset[tree[i].frame.module];
+      previous += static_cast<std::uint64_t>(r.sv());  // modulo 2^64, as written
+      tree[i].frame.offset = previous;
+    }
+  } else {
+    for (std::size_t i = 0; i < nn; ++i) {
+      read_back(i);
+      read_module(i);
+      tree[i].frame.offset = r.uv();
+    }
   }
   std::size_t ns = r.count("call site", 3);
+  std::vector<std::string> symbols;
   for (std::size_t i = 0; i < ns; ++i) {
     const std::uint64_t node = r.uv();
     if (node > nn) r.fail("call site on calling-context node " + std::to_string(node) + " out of range");
@@ -525,7 +660,21 @@ void read_call_site_tree(SectionReader& r, Trace& t, TraceReader& tr, std::size_
     tr.charge(r, node == 0 ? 0 : tree[node - 1].depth);
     for (std::uint64_t k = node; k != 0; k = tree[k - 1].parent) frames.push_back(tree[k - 1].frame);
     if (t.sites.intern(frames) != i) r.fail("duplicate call site " + std::to_string(i));
-    t.sites.sites[i].symbol = get_text(r, "symbol");
+    if (v11) {
+      const std::uint64_t ref = r.uv();
+      if (ref > symbols.size())
+        r.fail("symbol reference " + std::to_string(ref) + " out of range (" + std::to_string(symbols.size()) +
+               " symbols so far)");
+      if (ref == 0) {
+        symbols.push_back(get_text(r, "symbol"));
+        t.sites.sites[i].symbol = symbols.back();
+      } else {
+        tr.charge(r, symbols[ref - 1].size() / 8);
+        t.sites.sites[i].symbol = symbols[ref - 1];
+      }
+    } else {
+      t.sites.sites[i].symbol = get_text(r, "symbol");
+    }
     t.sites.sites[i].location = get_text(r, "location");
   }
   tr.nsites = t.sites.sites.size();
@@ -605,6 +754,19 @@ void read_tables_and_nodes(std::uint64_t id, SectionReader& r, Trace& t, TraceRe
         e.id = r.sv();
         e.members = tr.rank_ref(r);
         e.holders = tr.rank_ref(r);
+        if (tr.version >= 11 && e.members.empty() && e.holders.empty()) {
+          // Version 11: a ranklist ref follows; non-zero, one entry per rank r of it (strictly
+          // increasing), of members {r} held by {r} (a split with the rank as color).
+          const RankList ranks = tr.rank_ref(r);
+          std::int64_t previous = -1;
+          for (const std::int64_t rank : ranks.to_vector()) {
+            if (rank <= previous) r.fail("per-rank communicators over ranks not in increasing order");
+            previous = rank;
+            tr.charge(r, 3);
+            t.comms.entries.push_back(CommEntry{e.id, RankList::single(rank), RankList::single(rank)});
+          }
+          if (!ranks.empty()) continue;
+        }
         t.comms.entries.push_back(std::move(e));
       }
       break;
@@ -612,7 +774,19 @@ void read_tables_and_nodes(std::uint64_t id, SectionReader& r, Trace& t, TraceRe
     case kNodes: {
       std::size_t n = r.count("node", 2);
       t.nodes.reserve(n);
-      for (std::size_t i = 0; i < n; ++i) t.nodes.push_back(tr.node(r, 0));
+      if (!tr.columns) {
+        TraceReader::NodeReaders one{r, r, r, r, r};
+        for (std::size_t i = 0; i < n; ++i) t.nodes.push_back(tr.node(one, 0));
+        break;
+      }
+      // Version 11 final files: the nodes in five columns, then the timing columns.
+      std::vector<SectionReader> columns = read_columns(r, kNodeColumnCount, "node column");
+      TraceReader::NodeReaders by_column{columns[kColumnStructure], columns[kColumnOps], columns[kColumnSites],
+                                         columns[kColumnMasks], columns[kColumnRefs]};
+      for (std::size_t i = 0; i < n; ++i) t.nodes.push_back(tr.node(by_column, 0));
+      for (auto& c : columns)
+        if (!c.done()) c.fail("unexpected bytes at the end of the node column");
+      tr.read_timing_columns(r);
       break;
     }
   }
@@ -651,6 +825,7 @@ std::size_t decode_into(std::string_view bytes, Trace& t, PayloadMap* map) {
   if (map) tr.timing_ranges = &map->timing;
   tr.fixed_width_counts = h.version >= 4 && (h.flags & kFlagExactCounts) == 0;
   tr.version = h.version;
+  tr.columns = h.version >= 11 && (h.flags & kFlagExactCounts) == 0;
   std::string local_decoded;
   std::string& decoded = map ? map->decoded : local_decoded;
   const std::string_view payload = payload_sections(h, decoded);

@@ -237,14 +237,34 @@ namespace {
 
 /// A histogram: the layout, the bins (index delta, count, then min/max/mean either as
 /// nanoseconds or, with `time_codes`, as version 8 time codes), each checked as it is read.
-Histogram read_histogram(SectionReader& r, bool fixed_width_counts, bool time_codes) {
+/// A histogram's layout (`uv`: log2(sub_bins) + 5 * coarsening): its bins per octave and
+/// coarsening, checked.
+std::pair<std::uint32_t, std::uint32_t> read_layout(SectionReader& r) {
   const std::uint64_t layout = r.uv();
   const std::uint64_t log_sub = layout % 5, coarsening = layout / 5;
   if (coarsening > Histogram::kMaxCoarsening)
     r.fail("histogram layout " + std::to_string(layout) + ": coarsening above " +
            std::to_string(Histogram::kMaxCoarsening));
-  const auto sub = static_cast<std::uint32_t>(1u << log_sub);
-  const auto shift = static_cast<std::uint32_t>(coarsening);
+  return {1u << log_sub, static_cast<std::uint32_t>(coarsening)};
+}
+
+/// Appends bin `b` whose values' mean is `mean` (its sum is the mean times its count).
+void add_bin(std::vector<HistogramBin>& bins, HistogramBin b, std::uint64_t mean, std::uint64_t& count, double& sum) {
+  b.sum = static_cast<double>(mean) * static_cast<double>(b.count);
+  sum += b.sum;
+  count += b.count;
+  bins.push_back(b);
+}
+
+/// The histogram of the bins read (at least one): its min and max those of its first and last.
+Histogram assembled(std::uint32_t sub, std::uint32_t shift, std::uint64_t count, double sum,
+                    std::vector<HistogramBin> bins) {
+  const std::uint64_t mn = bins.front().min, mx = bins.back().max;
+  return Histogram::from_parts(sub, count, sum, mn, mx, std::move(bins), shift);
+}
+
+Histogram read_histogram(SectionReader& r, bool fixed_width_counts, bool time_codes) {
+  const auto [sub, shift] = read_layout(r);
   std::size_t nb = r.count("histogram bin", 5);
   if (nb > Histogram::kMaxBins)
     r.fail("histogram with " + std::to_string(nb) + " bins (at most " + std::to_string(Histogram::kMaxBins) + ")");
@@ -292,13 +312,9 @@ Histogram read_histogram(SectionReader& r, bool fixed_width_counts, bool time_co
       if (mean_offset > range) r.fail("histogram bin mean outside the bin");
       mean = b.min + mean_offset;
     }
-    b.sum = static_cast<double>(mean) * static_cast<double>(b.count);
-    sum += b.sum;
-    count += b.count;
-    bins.push_back(b);
+    add_bin(bins, b, mean, count, sum);
   }
-  const std::uint64_t mn = bins.front().min, mx = bins.back().max;
-  return Histogram::from_parts(sub, count, sum, mn, mx, std::move(bins), shift);
+  return assembled(sub, shift, count, sum, std::move(bins));
 }
 
 }  // namespace
@@ -308,6 +324,63 @@ Histogram get_hist(SectionReader& r, bool fixed_width_counts) { return read_hist
 Histogram get_hist_v8(SectionReader& r, bool exact) {
   // Exact (traces passed between processes): counts as `uv` and nanoseconds, as version 7.
   return exact ? read_histogram(r, false, false) : read_histogram(r, true, true);
+}
+
+Histogram get_hist_columns(std::span<SectionReader> columns, std::uint64_t implied_count) {
+  SectionReader& layouts = columns[kColumnLayouts];
+  const auto [sub, shift] = read_layout(layouts);
+  const std::uint64_t nb = layouts.uv();
+  if (nb > Histogram::kMaxBins)
+    layouts.fail("histogram with " + std::to_string(nb) + " bins (at most " + std::to_string(Histogram::kMaxBins) +
+                 ")");
+  if (nb == 0) {
+    if (implied_count != 0) layouts.fail("empty duration histogram of an event with compute times");
+    return Histogram::from_parts(sub, 0, 0, 0, 0, {}, shift);
+  }
+  std::vector<HistogramBin> bins;
+  bins.reserve(nb);
+  std::uint64_t count = 0;
+  double sum = 0;
+  constexpr std::uint32_t mantissa_mask = (1u << kTimeMantissaBits) - 1;
+  for (std::size_t i = 0; i < nb; ++i) {
+    HistogramBin b;
+    if (implied_count != 0 && i + 1 == nb) {
+      if (implied_count <= count) columns[kColumnCounts].fail("duration histogram with more values than its event");
+      b.count = implied_count - count;
+    } else {
+      b.count = bin_count_from_code(static_cast<std::uint16_t>(columns[kColumnCounts].fixed(2)));
+      if (b.count == 0) columns[kColumnCounts].fail("empty histogram bin");
+      if (b.count > ~std::uint64_t{0} - count) columns[kColumnCounts].fail("histogram bin counts overflow");
+    }
+    const std::uint64_t octave = columns[kColumnMinOctaves].u8();
+    const std::uint64_t mantissa = columns[kColumnMinMantissas].u8();
+    if (mantissa > 2 * mantissa_mask + 1) columns[kColumnMinMantissas].fail("histogram bin min out of range");
+    const bool index_below = mantissa > mantissa_mask;  // the bin below the min code's bin
+    const std::uint64_t lo = (octave << kTimeMantissaBits) | (mantissa & mantissa_mask);
+    if (lo > kMaxTimeCode) columns[kColumnMinOctaves].fail("histogram bin min out of range");
+    std::uint64_t hi = lo, mid = lo;
+    if (b.count > 1) {
+      const std::uint64_t spread = columns[kColumnSpreads].uv();
+      if (spread > kMaxTimeCode - lo) columns[kColumnSpreads].fail("histogram bin max out of range");
+      hi = lo + spread;
+      const std::uint64_t offset = columns[kColumnMeans].uv();
+      if (offset > spread) columns[kColumnMeans].fail("histogram bin mean outside the bin");
+      mid = lo + offset;
+    }
+    b.min = time_from_code(static_cast<std::uint32_t>(lo));
+    b.max = time_from_code(static_cast<std::uint32_t>(hi));
+    // The bin is the one its min's code falls into, or the one below (a min rounded up to
+    // the next bin's first value).
+    b.index = Histogram::bin_index(b.min, sub) >> shift;
+    if (index_below) {
+      if (b.index == 0) columns[kColumnMinMantissas].fail("histogram bin index below 0");
+      --b.index;
+    }
+    if (!bins.empty() && b.index <= bins.back().index) columns[kColumnMinOctaves].fail("histogram bins out of order");
+    const std::uint64_t mean = time_from_code(static_cast<std::uint32_t>(mid));
+    add_bin(bins, b, mean, count, sum);
+  }
+  return assembled(sub, shift, count, sum, std::move(bins));
 }
 
 }  // namespace scalatrace::sct

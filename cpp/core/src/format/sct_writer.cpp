@@ -240,6 +240,55 @@ void put_hist_v8(wire::Writer& w, const Histogram& h, bool exact) {
   }
 }
 
+/// A bin's min as a version 11 time code (nearest, as version 8), and whether the bin's index
+/// is one below the bin that code's value falls into (a min just below a bin's upper boundary
+/// rounds up to it: every boundary is a code's value, since boundaries are multiples of
+/// 2^(e - log2 sub_bins) in octave e and codes of 2^(e - kTimeMantissaBits), with sub_bins <=
+/// 16 <= 2^kTimeMantissaBits; so the code never falls below the bin, nor beyond the next).
+std::pair<std::uint32_t, bool> bin_min_code(const HistogramBin& b, const Histogram& h) {
+  const std::uint32_t code = time_code(b.min);
+  const std::uint32_t index = Histogram::bin_index(time_from_code(code), h.sub_bins()) >> h.coarsening();
+  if (index != b.index && index != b.index + 1) throw Error("encode_trace: histogram bin min outside its bin");
+  return {code, index != b.index};
+}
+
+/// Histogram (format version 11, final files): into the timing columns (sct_codec.hpp
+/// TimingColumn): the layout and bin count; per bin its count code (not the last bin's with
+/// `implied_last_count`: the reader takes it from the histogram's known total), its min as a
+/// time code in two bytes (octave and mantissa, with a bit for an index one below the bin of the
+/// min's code; the bin's index follows from them), and, where the
+/// bin holds more than one value, its max and mean as code differences from the min.
+void put_hist_columns(std::span<wire::Writer> columns, const Histogram& h, bool implied_last_count) {
+  columns[kColumnLayouts].uv(static_cast<std::uint64_t>(std::countr_zero(h.sub_bins())) + 5u * h.coarsening());
+  columns[kColumnLayouts].uv(h.bins().size());
+  for (std::size_t i = 0; i < h.bins().size(); ++i) {
+    const HistogramBin& b = h.bins()[i];
+    if (!(implied_last_count && i + 1 == h.bins().size())) columns[kColumnCounts].fixed(bin_count_code(b.count), 2);
+    const auto [lo, index_below] = bin_min_code(b, h);
+    columns[kColumnMinOctaves].u8(static_cast<std::uint8_t>(lo >> kTimeMantissaBits));
+    columns[kColumnMinMantissas].u8(static_cast<std::uint8_t>((lo & ((1u << kTimeMantissaBits) - 1)) |
+                                                              (index_below ? 1u << kTimeMantissaBits : 0u)));
+    if (b.count == 1) continue;  // one value: max and mean are the min
+    const std::uint32_t hi = std::max(time_code(b.max), lo);
+    const std::uint32_t mid = std::clamp(time_code(bin_mean_ns(b)), lo, hi);
+    columns[kColumnSpreads].uv(hi - lo);
+    columns[kColumnMeans].uv(mid - lo);
+  }
+}
+
+/// Whether a duration histogram's last bin count can be left to the reader (version 11): it
+/// holds as many values as its compute histogram (one of each per call), and the count the
+/// reader derives from the stored codes is the one a stored code would give.
+bool duration_count_implied(const Histogram& compute, const Histogram& duration) {
+  if (duration.bins().empty() || compute.count() != duration.count()) return false;
+  std::uint64_t compute_total = 0, others = 0;
+  for (const auto& b : compute.bins()) compute_total += bin_count_from_code(bin_count_code(b.count));
+  for (std::size_t i = 0; i + 1 < duration.bins().size(); ++i)
+    others += bin_count_from_code(bin_count_code(duration.bins()[i].count));
+  const std::uint64_t last = bin_count_from_code(bin_count_code(duration.bins().back().count));
+  return compute_total > others && compute_total - others == last;
+}
+
 /// Interning table keyed by the encoded bytes of each entry; index 0 is reserved for "empty".
 struct Table {
   std::unordered_map<std::string, std::uint64_t> index;
@@ -270,7 +319,9 @@ bool is_rank_valued(std::size_t field) {
 }
 
 struct TraceWriter {
-  bool exact_counts = false;                     ///< bin counts as uv (header flag bit 1)
+  bool exact_counts = false;  ///< bin counts as uv (header flag bit 1)
+  /// Final files (version 11): the events' timing, in columns written after the nodes.
+  std::array<wire::Writer, kTimingColumnCount> timing_columns;
   std::size_t timing_bins = kDefaultTimingBins;  ///< bins per timing histogram in final files
   std::vector<std::int64_t> basis;               ///< the scale basis (section 1)
   Table ranks, seqs, arrays, elastics, array_elastics;
@@ -318,9 +369,45 @@ struct TraceWriter {
     return seqs.add(std::move(sw)) - 1;
   }
   static ValueSeq grid_template(const neighbour_grid::GridValue& v) { return canonical_repeated(v.values, 1); }
+  /// Version 11, final files: an elastic value giving each rank of a strictly increasing list
+  /// its own alternative, the value slope * rank + intercept repeated alike (a Comm_split's key
+  /// or color that is the rank): `uv 0` alternatives, the grid index one past the last grid,
+  /// `sv slope`, `sv intercept`, `uv repeat`, the ranklist. False if `e` is not of that form.
+  bool put_rank_affine(wire::Writer& w, const ElasticValue& e) {
+    if (exact_counts || e.alternatives.size() < 3) return false;
+    RankList ranks;
+    std::vector<std::int64_t> values;
+    const std::uint64_t repeat = e.alternatives[0].first.size();
+    for (const auto& [seq, rl] : e.alternatives) {
+      if (rl.size() != 1 || seq.size() != repeat || repeat < 1 || repeat > (std::uint64_t{1} << 56)) return false;
+      const std::int64_t rank = rl.at(0);
+      if (!values.empty() && rank <= ranks.at(ranks.size() - 1)) return false;
+      ranks.push_back(rank);
+      values.push_back(ValueSeq::Reader(&seq).next());
+    }
+    const std::int64_t r0 = ranks.at(0), dr = ranks.at(1) - r0;
+    const __int128 dv = static_cast<__int128>(values[1]) - values[0];
+    if (dv % dr != 0 || dv / dr > kScaledLimit || dv / dr < -kScaledLimit) return false;
+    const auto slope = static_cast<std::int64_t>(dv / dr);
+    const __int128 intercept = static_cast<__int128>(values[0]) - static_cast<__int128>(slope) * r0;
+    if (intercept > kScaledLimit || intercept < -kScaledLimit) return false;
+    for (std::size_t i = 0; i < e.alternatives.size(); ++i) {
+      if (static_cast<__int128>(slope) * ranks.at(static_cast<std::int64_t>(i)) + intercept != values[i]) return false;
+      if (!(e.alternatives[i].first == ValueSeq::constant(values[i], repeat))) return false;
+    }
+    w.uv(0);
+    w.uv(grids.grids.size());
+    w.sv(slope);
+    w.sv(static_cast<std::int64_t>(intercept));
+    w.uv(repeat);
+    w.uv(rank_id(ranks));
+    return true;
+  }
+
   std::uint64_t elastic_id(const ElasticValue& e) {
     if (e.empty()) return 0;
     wire::Writer w;
+    if (put_rank_affine(w, e)) return elastics.add(std::move(w));
     if (const auto it = grids.values.find(&e); it != grids.values.end()) {
       // Stated over a neighbour grid (version 6): 0 alternatives, then the grid form.
       const neighbour_grid::GridValue& v = it->second;
@@ -380,24 +467,34 @@ struct TraceWriter {
     return array_elastics.add(std::move(w));
   }
 
-  void node(wire::Writer& w, const Node& n) {
+  /// Where a node's numbers go: version 11 final files, the five node columns (NodeColumn);
+  /// traces passed between processes, all into the node tree in file order (as version 10).
+  struct NodeWriters {
+    wire::Writer& structure;
+    wire::Writer& op;
+    wire::Writer& site;
+    wire::Writer& mask;
+    wire::Writer& refs;
+  };
+
+  void node(NodeWriters& c, const Node& n) {
     if (!n.is_loop() && !n.event) throw Error("encode_trace: node has neither event nor loop");
     std::uint8_t flags = 0;
     if (n.is_loop()) flags |= kNodeLoop;
     if (!n.presence.empty()) flags |= kNodeHasPresence;
-    w.u8(flags);
-    w.uv(rank_id(n.ranks));
-    if (flags & kNodeHasPresence) w.uv(elastic_id(n.presence));
+    c.structure.u8(flags);
+    c.structure.uv(rank_id(n.ranks));
+    if (flags & kNodeHasPresence) c.refs.uv(elastic_id(n.presence));
     if (n.is_loop()) {
-      w.uv(elastic_id(n.loop->trips));
-      w.uv(n.loop->body.size());
-      for (const auto& c : n.loop->body) node(w, c);
+      c.refs.uv(elastic_id(n.loop->trips));
+      c.structure.uv(n.loop->body.size());
+      for (const auto& b : n.loop->body) node(c, b);
       return;
     }
     const EventNode& e = *n.event;
-    w.uv(static_cast<std::uint64_t>(e.op));
-    w.uv(e.site);
-    w.uv(elastic_id(e.site_ids));
+    c.op.uv(static_cast<std::uint64_t>(e.op));
+    c.site.uv(e.site);
+    c.refs.uv(elastic_id(e.site_ids));
     // Version 8: which fields and arrays are stored, as one mask (fields in bits 0..17,
     // arrays above), then the stored ones' references.
     std::uint64_t mask = 0;
@@ -407,32 +504,76 @@ struct TraceWriter {
     for (std::size_t f = 0; f < refs.size(); ++f)
       if (refs[f] != 0) mask |= std::uint64_t{1} << f;
     if (!e.lossy.empty()) mask |= kLossyMaskBit;
-    w.uv(mask);
+    c.mask.uv(mask);
     for (const auto ref : refs)
-      if (ref != 0) w.uv(ref);
-    if (!e.lossy.empty()) put_lossy(w, e);
-    // Timing: 0 groups = the node-wide histograms for every rank; otherwise the groups
-    // (the node-wide histograms are their merge). Bit 0 of the count (version 7): each
-    // histogram pair is followed by its first-occurrence histogram.
+      if (ref != 0) c.refs.uv(ref);
+    if (!e.lossy.empty()) put_lossy(c.refs, e);
+    wire::Writer& w = c.structure;  // inline timing (traces passed between processes)
     const bool firsts = keeps_first_compute(e);
-    w.uv(2 * e.timing_groups.size() + (firsts ? 1 : 0));
-    auto put_timing = [&](const Histogram& compute, const Histogram& duration, const Histogram& first) {
-      if (exact_counts) {  // passed between processes: everything, exact
+    if (exact_counts) {  // passed between processes: everything, exact, in the node
+      w.uv(2 * e.timing_groups.size() + (firsts ? 1 : 0));
+      auto put_exact = [&](const Histogram& compute, const Histogram& duration, const Histogram& first) {
         put_hist_v8(w, compute, true);
         put_hist_v8(w, duration, true);
         if (firsts) put_hist_v8(w, first, true);
-        return;
+      };
+      if (e.timing_groups.empty()) put_exact(e.compute, e.duration, e.first_compute);
+      for (const auto& g : e.timing_groups) {
+        w.uv(rank_id(g.ranks));
+        put_exact(g.compute, g.duration, g.first_compute);
       }
-      const StoredTiming t(compute, duration, first, timing_bins);
-      put_hist_v8(w, t.compute, false);
-      put_hist_v8(w, t.duration, false);
-      if (firsts) put_hist_v8(w, t.first, false);
-    };
-    if (e.timing_groups.empty()) put_timing(e.compute, e.duration, e.first_compute);
-    for (const auto& g : e.timing_groups) {
-      w.uv(rank_id(g.ranks));
-      put_timing(g.compute, g.duration, g.first_compute);
+      return;
     }
+    // Final files (version 11): into the timing columns. 0 groups = the node-wide histograms
+    // for every rank; otherwise the groups (the node-wide histograms are their merge).
+    std::vector<StoredTiming> stored;
+    if (e.timing_groups.empty()) stored.emplace_back(e.compute, e.duration, e.first_compute, timing_bins);
+    for (const auto& g : e.timing_groups) stored.emplace_back(g.compute, g.duration, g.first_compute, timing_bins);
+    const bool implied = std::all_of(stored.begin(), stored.end(), [](const StoredTiming& t) {
+      return duration_count_implied(t.compute, t.duration);
+    });
+    wire::Writer& groups = timing_columns[kColumnGroups];
+    groups.uv(4 * e.timing_groups.size() + (implied ? 0 : 2) + (firsts ? 1 : 0));
+    for (std::size_t i = 0; i < stored.size(); ++i) {
+      if (!e.timing_groups.empty()) groups.uv(rank_id(e.timing_groups[i].ranks));
+      put_hist_columns(timing_columns, stored[i].compute, false);
+      put_hist_columns(timing_columns, stored[i].duration, implied);
+      if (firsts) put_hist_columns(timing_columns, stored[i].first, false);
+    }
+  }
+
+  /// Section 9: the communicator table. Version 11: a run of at least 3 entries of one id whose
+  /// members and holders are each one rank, increasing (a split with the rank as color: one
+  /// communicator per rank), is one item: the id, empty members and holders, then the ranks; an
+  /// entry with empty members and holders is followed by 0.
+  void put_comms(wire::Writer& w, const std::vector<CommEntry>& entries) {
+    auto single = [](const CommEntry& e) { return e.members.size() == 1 && e.members == e.holders; };
+    wire::Writer items;
+    std::uint64_t count = 0;
+    for (std::size_t i = 0; i < entries.size(); ++count) {
+      const CommEntry& e = entries[i];
+      std::size_t end = i;
+      RankList ranks;
+      while (end < entries.size() && entries[end].id == e.id && single(entries[end]) &&
+             (ranks.empty() || entries[end].members.at(0) > ranks.at(ranks.size() - 1))) {
+        ranks.push_back(entries[end].members.at(0));
+        ++end;
+      }
+      items.sv(e.id);
+      if (end - i >= 3) {
+        items.uv(0);
+        items.uv(0);
+        items.uv(rank_id(ranks));
+        i = end;
+        continue;
+      }
+      items.uv(rank_id(e.members));
+      items.uv(rank_id(e.holders));
+      if (e.members.empty() && e.holders.empty()) items.uv(0);
+      ++i;
+    }
+    w.uv(count);
+    w.raw(items.data());
   }
 
   /// Version 9, lossy traces: the mask of the fields kept as histograms, then each histogram.
@@ -479,6 +620,14 @@ std::size_t timing_bins_of(const Trace& trace) {
   const std::string& v = it->second;
   if (v.size() == 1 && v[0] >= '1' && v[0] <= '8') return static_cast<std::size_t>(v[0] - '0');
   return kDefaultTimingBins;
+}
+
+/// Columns of the node tree (version 11): each `uv length`, then its bytes.
+void put_columns(wire::Writer& w, std::span<const wire::Writer> columns) {
+  for (const auto& c : columns) {
+    w.uv(c.data().size());
+    w.raw(c.data());
+  }
 }
 
 void put_section(wire::Writer& out, std::uint64_t id, wire::Writer&& body) {
@@ -555,15 +704,21 @@ std::string encode(const Trace& trace, std::uint32_t flags, bool entropy_code = 
   tw.note_rank_valued(trace.nodes);
   // Encode the parts that fill the shared tables first; the tables precede them in the file.
   wire::Writer comms;
-  comms.uv(trace.comms.entries.size());
-  for (const auto& e : trace.comms.entries) {
-    comms.sv(e.id);
-    comms.uv(tw.rank_id(e.members));
-    comms.uv(tw.rank_id(e.holders));
-  }
+  tw.put_comms(comms, trace.comms.entries);
   wire::Writer nodes;
   nodes.uv(trace.nodes.size());
-  for (const auto& n : trace.nodes) tw.node(nodes, n);
+  if (tw.exact_counts) {
+    TraceWriter::NodeWriters inline_nodes{nodes, nodes, nodes, nodes, nodes};
+    for (const auto& n : trace.nodes) tw.node(inline_nodes, n);
+  } else {
+    // Final files (version 11): the node columns, then the timing columns.
+    std::array<wire::Writer, kNodeColumnCount> columns;
+    TraceWriter::NodeWriters by_column{columns[kColumnStructure], columns[kColumnOps], columns[kColumnSites],
+                                       columns[kColumnMasks], columns[kColumnRefs]};
+    for (const auto& n : trace.nodes) tw.node(by_column, n);
+    put_columns(nodes, columns);
+    put_columns(nodes, tw.timing_columns);
+  }
 
   wire::Writer payload;
   put_metadata(payload, trace, tw.basis);

@@ -20,8 +20,11 @@ inline constexpr char kTraceMagic[8] = {'S', 'C', 'A', 'L', 'A', 'T', 'R', 'C'};
 /// 8: call sites as a calling-context tree, event fields as a presence mask, timing values as
 /// 13-bit codes, and the payload entropy-coded (docs/format.md, "Entropy coding");
 /// 9: an event may keep point-to-point fields as value histograms (lossy traces, docs/lossy.md);
-/// 10: the entropy coder's primer holds a typical metadata section (docs/format.md, "Primer").
-inline constexpr std::uint32_t kTraceFormatVersion = 10;
+/// 10: the entropy coder's primer holds a typical metadata section (docs/format.md, "Primer");
+/// 11: final files store the events' timing in columns after the nodes, bin indices implied by
+/// their min values, call sites with shared symbols and offsets relative to the module's last
+/// (docs/format.md, "Timing columns").
+inline constexpr std::uint32_t kTraceFormatVersion = 11;
 /// Oldest version read (2: bounded histograms and timing groups; its ranklists have no groups).
 inline constexpr std::uint32_t kOldestReadableFormatVersion = 2;
 /// Header flag: rank segments (encode_rank_segment) follow the payload. docs/format.md.
