@@ -8,7 +8,9 @@ our own in tests/py/programs traced with real mpiexec runs at 2-12 ranks:
   batches per rank, then the same reductions at every size;
 * extrap_halo2d.c: a 5-point halo on MPI_Dims_create's non-square grid (2x2 and 3x2 have no
   interior ranks);
-* extrap_rowcol.c: row and column communicators of that grid.
+* extrap_rowcol.c: row and column communicators of that grid;
+* extrap_transpose.c: NPB CG's transpose partner on square and twice-as-wide grids, with
+  floor(N/X) doubles.
 
 Every extrapolated trace must equal the real trace at the target on every rank (events,
 arrays, communicators) and in its communication matrices, or be refused with the parameter
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import helpers
@@ -41,7 +44,7 @@ def traced(tmp_path_factory):
     exes: dict[str, Path] = {}
     cache: dict[tuple[str, int], scalatrace.Trace] = {}
 
-    def get(program: str, n: int) -> scalatrace.Trace:
+    def get(program: str, n: int, *args: str) -> scalatrace.Trace:
         if program not in exes:
             exe = root / program
             subprocess.run(
@@ -50,11 +53,14 @@ def traced(tmp_path_factory):
                 capture_output=True,
             )
             exes[program] = exe
-        if (program, n) not in cache:
-            out = root / f"{program}{n}.sct"
-            helpers.run_mpi(n, [exes[program]], env=helpers.collector_env(out=out), timeout=240)
-            cache[(program, n)] = scalatrace.load(out)
-        return cache[(program, n)]
+        key = (program, n, *args)
+        if key not in cache:
+            out = root / f"{program}{n}{'_'.join(('', *args))}.sct"
+            helpers.run_mpi(
+                n, [exes[program], *args], env=helpers.collector_env(out=out), timeout=240
+            )
+            cache[key] = scalatrace.load(out)
+        return cache[key]
 
     return get
 
@@ -197,3 +203,51 @@ def test_stage_loops_whose_partner_flips_bit_k(traced):
     )
     assert laws[("Irecv", "Tag")] == {"k + 1"}, laws
     assert laws[("Sendrecv", "Tag")] == {"n - k + 99"}, laws
+
+
+def transpose_messages(rank: int, size: int, n_global: int) -> list[tuple[str, int, int]]:
+    """(op, relative peer, bytes) of extrap_transpose.c's point-to-point calls at one rank:
+    NPB CG's exch_proc on MPI_Dims_create's grid X x Y (X = c*Y, X fastest)."""
+    y_size = max(d for d in range(1, int(size**0.5) + 1) if size % d == 0)
+    x_size = size // y_size
+    c, x, y = x_size // y_size, rank % x_size, rank // x_size
+    peer = (x // c) * x_size + c * y + x % c - rank
+    return [(op, peer, 8 * (n_global // x_size)) for _ in range(3) for op in ("Irecv", "Send")]
+
+
+def test_transpose_partner_of_square_and_non_square_grids(traced):
+    # NPB CG's transpose exchange: 2x1, 2x2, 4x2 (square and twice as wide) -> 3x3: the partner
+    # is one law, (transpose(r)-r), over both shapes; the bytes 8*floor(1200/X) are seen at two
+    # values of X only (2, 2, 4), which checks the one unknown N since the datatype size is known.
+    # A 2-term linear law with no point left to check it (-1200*X + 7200) also reproduces them:
+    # the warning names it.
+    small = [traced("extrap_transpose", n) for n in (2, 4, 8)]
+    with pytest.warns(UserWarning, match=r"8\*floor\(1200/X\).* chosen over -1200\*X \+ 7200"):
+        big = scalatrace.extrapolate(small, ranks=9, timing=False)
+    helpers.assert_same_run(big, traced("extrap_transpose", 9))
+    laws = laws_of(big)
+    assert laws[("Irecv", "Peer")] == {"(transpose(r)-r)"}, laws
+    assert laws[("Send", "Bytes")] == {"8*floor(1200/X)"}, laws
+    # Beyond this machine's test sizes: 4x4 and 8x4 against the program's own formula.
+    for target in (16, 32):
+        with warnings.catch_warnings():  # at 32 (X = 8) the same choice is reported
+            warnings.simplefilter("ignore", UserWarning)
+            big = scalatrace.extrapolate(small, ranks=target, timing=False)
+        for r in range(target):
+            got = [
+                (e.op, e.fields["Peer"], e.fields["Bytes"])
+                for e in big.events(r, timing="none")
+                if e.op in ("Irecv", "Send")
+            ]
+            assert got == transpose_messages(r, target, 1200), f"rank {r} of {target}"
+
+
+def test_division_law_from_two_divisor_values_that_do_not_decide_is_refused(traced):
+    # N = 1400: 700, 700, 350 doubles at X = 2, 2, 4 allow N = 1400 or 1401, which give 466 and
+    # 467 at X = 3. Refused with both laws named, never one of them guessed.
+    small = [traced("extrap_transpose", n, "1400") for n in (2, 4, 8)]
+    with pytest.raises(ExtrapolationError) as err:
+        scalatrace.extrapolate(small, ranks=9, timing=False)
+    first = str(err.value).splitlines()[0]
+    assert "Bytes: ambiguous: 8*floor(1400/X) and 8*floor(1401/X)" in first, first
+    assert "give 3728 and 3736 at the target" in first, first

@@ -232,9 +232,56 @@ TEST(ExtrapolateLaws, DivisionLawsOfStrongScaling) {
   std::vector<std::vector<std::int64_t>> p234{at(2), at(3), at(4)};
   EXPECT_FALSE(solve_division_law(p234, {8192, 3640, 2048}, {at(9)}, space.divisors(), &why, &space));
   EXPECT_EQ(why.rfind("ambiguous", 0), 0u) << why;
-  // Two distinct divisor values check nothing.
+  // Two distinct divisor values: with the datatype size known, N is the one unknown and the
+  // second value checks it (1000 or 1001 at 2, 4: both 111 at 9); with any scale, nothing is
+  // checked. 1400 or 1401 at 2, 4 give 155 or 155... but 466 or 467 at 3: ambiguous.
   std::vector<std::vector<std::int64_t>> two{at(2), at(4)};
-  EXPECT_FALSE(solve_division_law(two, {4000, 2000}, {at(9)}, space.divisors(), &why, &space, 8));
+  law = solve_division_law(two, {4000, 2000}, {at(9)}, space.divisors(), &why, &space, 8);
+  ASSERT_TRUE(law) << why;
+  EXPECT_EQ(law->formula(space), "8*floor(1000/P)");
+  EXPECT_FALSE(solve_division_law(two, {4000, 2000}, {at(9)}, space.divisors(), &why, &space));
+  EXPECT_FALSE(solve_division_law(two, {5600, 2800}, {at(3)}, space.divisors(), &why, &space, 8));
+  EXPECT_EQ(why.rfind("ambiguous: 8*floor(1400/P) and 8*floor(1401/P)", 0), 0u) << why;
+}
+
+// Stage loops seen with trip counts 1 and 2 only (k = 0, 1): 2^k and k + 1 both give 1, 2 and
+// differ at k = 2. The one-term law is not taken: the inputs do not decide (NPB CG's
+// reduction tags at 4, 8, 16 ranks -> 32).
+TEST(ExtrapolateLaws, StageLawsWithOneTermMoreThatDifferAreAmbiguous) {
+  const auto space = FeatureSpace::make(1, false, true);
+  auto at = [&](std::int64_t p, std::int64_t k, std::int64_t n) { return space.values(Grid{{p}}, {0}, 0, k, n); };
+  std::string why;
+  EXPECT_FALSE(solve_linear_law({at(2, 0, 1), at(4, 0, 2), at(4, 1, 2)}, {1, 1, 2}, {at(8, 0, 3), at(8, 2, 3)}, &why, 3,
+                                1, space.linear_count(), &space));
+  EXPECT_EQ(why.rfind("ambiguous: 2^k and k + 1", 0), 0u) << why;
+  // With a third trip count the iterations decide: k + 1.
+  auto law =
+      solve_linear_law({at(2, 0, 1), at(4, 0, 2), at(4, 1, 2), at(8, 0, 3), at(8, 1, 3), at(8, 2, 3)},
+                       {1, 1, 2, 1, 2, 3}, {at(16, 0, 4), at(16, 3, 4)}, &why, 3, 1, space.linear_count(), &space);
+  ASSERT_TRUE(law) << why;
+  EXPECT_EQ(law->formula(space), "k + 1");
+}
+
+// NPB CG's transpose partner (exch_proc) on grids X = c*Y: the rank at (c*y + x%c, floor(x/c)),
+// the transpose on square grids; undefined where X is not a multiple of Y.
+TEST(ExtrapolateLaws, TransposePartnerOfSquareAndTwiceAsWideGrids) {
+  const auto space = FeatureSpace::make(2, false);
+  const auto f = space.index("(transpose(r)-r)");
+  auto partner = [&](std::int64_t X, std::int64_t Y, std::int64_t r) {
+    const Grid g{{X, Y}};
+    return r + space.values(g, g.coords(r))[f];
+  };
+  EXPECT_EQ(partner(4, 4, 1), 4);    // (1, 0) -> (0, 1)
+  EXPECT_EQ(partner(4, 4, 14), 11);  // (2, 3) -> (3, 2)
+  EXPECT_EQ(partner(4, 2, 2), 4);    // CG at 8 ranks: 2*((me/2)%2*2 + me/2/2) + me%2
+  EXPECT_EQ(partner(4, 2, 5), 3);
+  EXPECT_EQ(partner(8, 4, 13), 2 * ((13 / 2) % 4 * 4 + 13 / 2 / 4) + 13 % 2);
+  EXPECT_EQ(partner(2, 1, 1), 1);  // one row: itself
+  // 3x2: no transpose; a law using it is not fitted there.
+  const Grid g32{{3, 2}};
+  std::string why;
+  EXPECT_FALSE(solve_linear_law({space.values(g32, {1, 0}), space.values(g32, {2, 1})}, {2, -2},
+                                {space.values(g32, {0, 1})}, &why, 1, 1, space.linear_count(), &space));
 }
 
 // floor(log2 P) is a feature: CG's reduction levels, 4*(log2(P) + 1) bytes at 2, 4, 8.

@@ -446,6 +446,14 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
   // modulus under which every parameter of every role has a law and every target rank's role
   // occurs in the inputs. The first such grid builds the trace; every other one that also
   // explains the inputs must build the same trace at the target, or the inputs do not decide.
+  // Rank 0's event count changes with the size, and not only by runs of one repeated call: the
+  // code may have stage loops, whose roles may only show at a smaller boundary depth than the
+  // end points' (NPB CG: every rank has its own end points, every role at depth 2 occurs at
+  // one input size only, and its log2 loops are read at depth 1 or 0).
+  bool counts_change = false;
+  for (std::size_t k = 1; k < expanded.size(); ++k)
+    counts_change = counts_change || (expanded[k].events[0].size() != expanded[0].events[0].size() &&
+                                      expanded[k].runs[0].size() != expanded[0].runs[0].size());
   std::vector<Attempt> explained;
   Attempt closest;
   // Grids under which no parameter is wrong but some are ambiguous (several laws reproduce the
@@ -470,7 +478,8 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
     std::vector<int> depths;
     for (int d = topo.depth; d <= 3; ++d) depths.push_back(d);
     for (int d = 0; d < topo.depth; ++d) depths.push_back(d);
-    bool stage_loops = false;  // some role of an attempt at this grid was read as stage loops
+    bool stage_loops = false;    // some role of an attempt at this grid was read as stage loops
+    bool roles_missing = false;  // some attempt at this grid has target roles no input shows
     for (std::int64_t modulus : {1, 2, 3, 4}) {
       for (std::size_t di = 0; di < depths.size() && !found; ++di) {
         const int depth = depths[di];
@@ -501,7 +510,10 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
         // A depth below the identified one is a fallback: it counts only if it explains every
         // parameter, and is never the attempt a refusal reports.
         const bool fallback = depth < topo.depth;
-        if (fallback && !stage_loops) continue;  // only codes with stage loops need it
+        // Only codes with stage loops, or whose target roles at the deeper depths no input shows
+        // (a transpose partner gives every rank its own end points), need it.
+        if (fallback && !stage_loops && !counts_change && !roles_missing) continue;
+        if (!fallback && missing > 0) roles_missing = true;
         std::size_t budget = SIZE_MAX;
         bool skip = closest.topo && a.structural() > closest.structural();
         if (closest.topo && a.structural() == closest.structural()) budget = closest.failures.size();
@@ -520,7 +532,14 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
           found = true;
         } else {
           if (only_ambiguous && !first_undecided.topo && !fallback) first_undecided = a;
-          if (!fallback && (!closest.topo || closer(a, closest))) closest = std::move(a);
+          // A fallback under which every role occurs and the values fit but some are not
+          // decided (8*floor(1400/X) or 8*floor(1401/X)?) tells more than roles no input shows.
+          // Among such fallbacks, the one with the fewest undecided values.
+          const bool closest_fallback = closest.topo && closest.depth < closest.topo->depth;
+          const bool telling_fallback = fallback && !skip && only_ambiguous && a.structural() == 0 &&
+                                        (!closest.topo || closest.structural() > 0 ||
+                                         (closest_fallback && a.failures.size() < closest.failures.size()));
+          if ((!fallback && (!closest.topo || closer(a, closest))) || telling_fallback) closest = std::move(a);
         }
       }
       if (found) break;

@@ -47,8 +47,13 @@ enum class Feat {
   XorXRev,
   XorRK,
   XorRRev,
+  Transpose,
   P2
 };
+
+/// Value of a feature where it is not defined (the transpose partner on a grid whose X is not
+/// a multiple of Y): a law using it is not fitted where it occurs and not evaluated there.
+constexpr std::int64_t kUndefinedFeature = std::numeric_limits<std::int64_t>::min() / 8;
 
 struct FeatureDef {
   Feat feat;
@@ -65,6 +70,9 @@ std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index, bool wi
   if (ndims >= 3) d.insert(d.end(), {{Feat::Cz, "z"}, {Feat::CzXY, "z*X*Y"}});
   if (ndims >= 2) d.push_back({Feat::R, "r"});  // in 1D the rank is x
   d.insert(d.end(), {{Feat::R2, "(r%2)"}, {Feat::R3, "(r%3)"}});
+  // The transpose partner of a 2D grid X = c*Y (NPB CG's exch_proc): the rank at
+  // (c*y + x%c, floor(x/c)); on a square grid (c = 1) the plain transpose (y, x).
+  if (ndims == 2) d.push_back({Feat::Transpose, "(transpose(r)-r)"});
   if (with_index) {
     d.push_back({Feat::J, "j"});
     if (ndims >= 2) d.push_back({Feat::JX, "j*X"});
@@ -87,7 +95,7 @@ std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index, bool wi
 bool is_rank_feature(Feat f) {
   return f == Feat::Cx || f == Feat::Cy || f == Feat::Cz || f == Feat::CyX || f == Feat::CzXY || f == Feat::R ||
          f == Feat::R2 || f == Feat::R3 || f == Feat::XorXK || f == Feat::XorXRev || f == Feat::XorRK ||
-         f == Feat::XorRRev;
+         f == Feat::XorRRev || f == Feat::Transpose;
 }
 
 /// 2^e for 0 <= e < 62, else 0 (a stage index outside the loop: no such bit).
@@ -177,6 +185,11 @@ std::int64_t feature_value(Feat f, const Grid& g, const std::vector<std::int64_t
       return (co(0) ^ pow2(k)) - co(0);
     case Feat::XorXRev:
       return (co(0) ^ pow2(n - 1 - k)) - co(0);
+    case Feat::Transpose: {
+      if (g.dims.size() != 2 || dim(1) <= 0 || dim(0) % dim(1) != 0) return kUndefinedFeature;
+      const auto c = dim(0) / dim(1), x = co(0), y = co(1);
+      return (c * y + x % c + (x / c) * dim(0)) - (x + y * dim(0));
+    }
     case Feat::XorRK:
     case Feat::XorRRev: {
       const auto r = co(0) + dim(0) * (co(1) + dim(1) * co(2));
@@ -319,7 +332,8 @@ bool FeatureSpace::exotic(std::size_t feature) const {
   const auto defs = feature_defs(ndims, with_index, with_stage);
   if (feature >= defs.size()) return false;
   const auto f = defs[feature].feat;
-  return f == Feat::Log2P || f == Feat::SqrtP || f == Feat::Log2X || f == Feat::Log2Y || f == Feat::Log2Z;
+  return f == Feat::Log2P || f == Feat::SqrtP || f == Feat::Log2X || f == Feat::Log2Y || f == Feat::Log2Z ||
+         f == Feat::Transpose;
 }
 
 std::vector<std::size_t> FeatureSpace::divisors() const {
@@ -372,6 +386,11 @@ std::int64_t LinearLaw::eval(const std::vector<std::int64_t>& features) const {
     if (d <= 0) throw ExtrapolationError("a division law divides by " + std::to_string(d) + " at the target");
     return div_scale * floor_div(div_numerator, d);
   }
+  for (auto t : terms)
+    if (features.at(t) == kUndefinedFeature)
+      throw ExtrapolationError(
+          "a law uses the transpose partner, which is undefined at the target grid (X is not a "
+          "multiple of Y)");
   const auto [sum, l] = exact_sum(*this, features);
   if (sum % l != 0)
     throw ExtrapolationError("a law gives a non-integer value at the target (" +
@@ -436,6 +455,32 @@ std::string ambiguity(const LinearLaw& a, const LinearLaw& b, const std::vector<
 }  // namespace
 
 namespace {
+/// A law of exactly `size` terms over `usable` that reproduces every value (checked or not) and
+/// differs from `law` at some probe, with that probe; nullopt if there is none.
+std::optional<std::pair<LinearLaw, std::vector<std::int64_t>>> one_term_more(
+    const std::vector<std::size_t>& usable, const std::vector<std::vector<std::int64_t>>& pts,
+    const std::vector<std::int64_t>& vals, const std::vector<std::vector<std::int64_t>>& probes, const LinearLaw& law,
+    std::size_t size) {
+  const std::size_t nusable = usable.size();
+  if (size > nusable) return std::nullopt;
+  std::vector<std::size_t> pick(size), subset(size);
+  std::iota(pick.begin(), pick.end(), 0);
+  while (true) {
+    for (std::size_t k = 0; k < size; ++k) subset[k] = usable[pick[k]];
+    if (auto other = fit_subset(subset, pts, vals))
+      for (const auto& probe : probes) {
+        const auto [s0, l0] = exact_sum(law, probe);
+        const auto [s1, l1] = exact_sum(*other, probe);
+        if (s0 * l1 != s1 * l0) return std::make_pair(*other, probe);
+      }
+    std::size_t i = size;
+    while (i > 0 && pick[i - 1] == nusable - size + i - 1) --i;
+    if (i == 0) return std::nullopt;
+    ++pick[i - 1];
+    for (std::size_t k = i; k < size; ++k) pick[k] = pick[k - 1] + 1;
+  }
+}
+
 /// The fewest-term law over the `usable` features (see solve_linear_law).
 std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
                                     const std::vector<std::vector<std::int64_t>>& pts,
@@ -480,10 +525,18 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
   // law fits (or only an unchecked one), and only where they vary over the points (constant
   // there, they would only repeat the constant term and alias every law with a spurious twin).
   std::string first_why;
+  // A feature undefined at some point or probe (the transpose partner of a grid whose X is not a
+  // multiple of Y) is no term there.
+  std::vector<bool> defined(nfeat, true);
+  for (std::size_t f = 0; f < nfeat; ++f) {
+    for (const auto& p : pts) defined[f] = defined[f] && p[f] != kUndefinedFeature;
+    for (const auto& p : probes) defined[f] = defined[f] && (f >= p.size() || p[f] != kUndefinedFeature);
+  }
   for (const bool with_exotic : {false, true}) {
     std::vector<std::size_t> usable;
     bool any_exotic = false;
     for (std::size_t f = 0; f < nfeat; ++f) {
+      if (!defined[f]) continue;
       const bool exotic = space && space->exotic(f);
       bool varies = false;
       for (const auto& p : pts) varies = varies || p[f] != pts[0][f];
@@ -497,6 +550,7 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
       // Does a law with log2(P) or sqrt(P) also fit, and differ at the target?
       std::vector<std::size_t> all = usable;
       for (std::size_t f = 0; f < nfeat; ++f) {
+        if (!defined[f]) continue;
         bool varies = false;
         for (const auto& p : pts) varies = varies || p[f] != pts[0][f];
         if (space->exotic(f) && varies) all.push_back(f);
@@ -596,6 +650,15 @@ std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
         }
       }
     }
+    // Stage loops see few iterations (k = 0, 1 where the loops run once and twice): a law with
+    // one term more, even one the points cannot check, may reproduce every value as well and
+    // differ at the target (2^k and k + 1 are 1, 2 at k = 0, 1; 4 and 3 at k = 2). The inputs
+    // do not decide then.
+    if (space && space->with_stage && size < 3 && !avoid)
+      if (auto rival = one_term_more(usable, pts, vals, probes, fits[0], size + 1)) {
+        if (why) *why = ambiguity(fits[0], rival->first, rival->second, space);
+        return std::nullopt;
+      }
     return fits[0];
   }
   if (why) *why = "no linear law with at most " + std::to_string(max_terms) + " terms fits";
@@ -641,7 +704,9 @@ std::optional<LinearLaw> solve_division_law(const std::vector<std::vector<std::i
       usable = usable && d < p.size() && p[d] > 0;
       if (usable) distinct.insert(p[d]);
     }
-    if (!usable || distinct.size() < 3) continue;
+    // Checked: a known scale leaves one unknown (N), so 2 divisor values check it once; any
+    // scale leaves two, so 3 are needed.
+    if (!usable || distinct.size() < (scale > 0 ? 2u : 3u)) continue;
     for (auto a : scales) {
       // N with floor(N / d_i) = v_i / a for every point: d_i * w_i <= N <= d_i * (w_i + 1) - 1.
       i128 lo = 0, hi = std::numeric_limits<std::int64_t>::max();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -180,6 +181,81 @@ std::size_t distinct_points(const std::vector<std::vector<std::int64_t>>& points
   return std::set<std::vector<std::int64_t>>(points.begin(), points.end()).size();
 }
 
+/// A division law checked on 2 divisor values only (its scale, the datatype size, is known, so
+/// N is its one unknown): the laws it was chosen over, if they also reproduce every value and
+/// differ at the target. Those are a linear law with no point left to check it (-1400*X + 8400
+/// beside 8*floor(1400/X) at X = 2, 4) and the same division with a multiple of the scale
+/// (several elements per index: 16*floor(700/X)). "" if none competes.
+std::string division_alternatives(const LinearLaw& law, const std::vector<std::vector<std::int64_t>>& points,
+                                  const std::vector<std::int64_t>& values,
+                                  const std::vector<std::vector<std::int64_t>>& probes, const FeatureSpace& space) {
+  if (law.div_scale == 0) return "";
+  std::set<std::int64_t> divisors;
+  for (const auto& p : points) divisors.insert(p[law.div_feature]);
+  if (divisors.size() >= 3) return "";
+  auto differs = [&](const LinearLaw& other) {
+    for (const auto& probe : probes) {
+      try {
+        if (other.eval(probe) != law.eval(probe)) return true;
+      } catch (const Error&) {
+        return true;
+      }
+    }
+    return false;
+  };
+  const std::string chosen = law.formula(space) + " (one unknown, N, checked on 2 divisor values: elements of " +
+                             std::to_string(law.div_scale) + " bytes, floor(N/d) of them) chosen over ";
+  std::string why;
+  if (auto linear = solve_linear_law(points, values, probes, &why, 2, 0, space.linear_count(), &space)) {
+    if (differs(*linear))
+      return chosen + linear->formula(space) +
+             " (no point left to check it); both reproduce every input value, "
+             "they differ at the target";
+  } else if (why.rfind("ambiguous", 0) == 0) {
+    return chosen + "linear laws with no point left to check them (" + why.substr(11) + ")";
+  }
+  std::int64_t g = 0;
+  for (auto v : values) g = std::gcd(g, v);
+  for (std::int64_t m = 2; law.div_scale * m <= g && m <= 64; ++m) {
+    if (g % (law.div_scale * m) != 0) continue;
+    std::string w;
+    auto other = solve_division_law(points, values, probes, {law.div_feature}, &w, &space, law.div_scale * m);
+    if (other && differs(*other))
+      return chosen + other->formula(space) + " (" + std::to_string(m) +
+             " elements per index); both reproduce every input value, they differ at the target";
+    if (!other && w.rfind("ambiguous", 0) == 0)
+      return chosen + "a scale of " + std::to_string(law.div_scale * m) + " bytes (" + w + ")";
+  }
+  return "";
+}
+
+/// A message's bytes (elements times the datatype size) are never negative: a linear law that
+/// gives a negative count at the target is no law of them (1400*log2(P) - 175*X*Y reproduces
+/// NPB CG's 2800, 2800, 1400 bytes at 4x2, 4x4, 8x4 and gives -2800 at 8x8).
+void drop_negative(std::optional<LinearLaw>& law, const std::vector<std::vector<std::int64_t>>& probes,
+                   const FeatureSpace& space, std::string& why) {
+  for (const auto& probe : probes) {
+    std::int64_t v = 0;
+    try {
+      v = law->eval(probe);
+    } catch (const Error&) {
+      continue;
+    }
+    if (v < 0) {
+      why = "no linear law: " + law->formula(space) + " reproduces every input value but gives " + std::to_string(v) +
+            " bytes at the target";
+      law.reset();
+      return;
+    }
+  }
+}
+
+/// The note of a division law taken where linear laws were ambiguous (`why` names two of them).
+std::string over_ambiguous_linear(const LinearLaw& law, const std::string& why, const FeatureSpace& space) {
+  return law.formula(space) + " (a strong-scaling division, determined at the target) chosen over linear laws (" + why +
+         ")";
+}
+
 /// Laws of one role, memoized by value column (every timestep repeats the same columns).
 class RoleSolver {
  public:
@@ -241,15 +317,23 @@ class RoleSolver {
     if (it == memo_.end()) {
       std::string w, chosen;
       auto law = solve_linear_law(points_, column, probes_, &w, 4, 1, scalar_.linear_count(), &scalar_, &chosen);
+      if (law && scale > 0) drop_negative(law, probes_, scalar_, w);
       bool defer = is_deferrable(w);
       // No checked linear law (none at all, or only one with no point left to check it): a
       // strong-scaling division, which is checked on 3 divisor values at least.
-      if (!law && w.rfind("ambiguous", 0) != 0) {
+      // Where linear laws are ambiguous, a division may still fit; it is taken with a warning
+      // naming them.
+      if (!law) {
         std::string wd;
         law = solve_division_law(points_, column, probes_, scalar_.divisors(), &wd, &scalar_, scale);
-        if (!law && wd.rfind("ambiguous", 0) == 0) {
+        if (!law && wd.rfind("ambiguous", 0) == 0 && w.rfind("ambiguous", 0) != 0) {
           w = wd;
           defer = true;
+        }
+        if (law) {
+          chosen = w.rfind("ambiguous", 0) == 0 ? over_ambiguous_linear(*law, w, scalar_)
+                                                : division_alternatives(*law, points_, column, probes_, scalar_);
+          defer = !chosen.empty();  // a law shared from a role that decides it comes first
         }
       }
       it = memo_
@@ -265,6 +349,9 @@ class RoleSolver {
     p.constant = false;
     p.law = it->second.law;
     if (note) *note = it->second.note;
+    // A law others compete with (a division checked on 2 divisor values): a law of the same
+    // parameter that another role determines is taken first.
+    deferrable = it->second.law && it->second.deferrable;
     return p;
   }
 
@@ -376,6 +463,10 @@ struct Deferred {
   std::vector<std::vector<std::int64_t>> points, probes;
   std::vector<std::int64_t> values;
   std::string why, values_text;
+  /// The parameter's own law, taken if no other role's law reproduces its values, with the
+  /// note naming the laws it was chosen over.
+  std::optional<ValuePlan> own = std::nullopt;
+  std::string own_note = "";
 };
 
 using Signature = std::vector<std::pair<Op, std::uint32_t>>;
@@ -626,8 +717,8 @@ class RolePlanner {
     const auto& [k, r] = role_.members[m];
     return indexed_.values(inputs_[k].grid, inputs_[k].grid.coords(r), static_cast<std::int64_t>(j));
   }
-  void fail(const std::string& text) {
-    if (reported_++ < 8) failures_.push_back({false, "role " + name_ + ", " + text});
+  void fail(const std::string& text, bool ambiguous = false) {
+    if (reported_++ < 8) failures_.push_back({false, "role " + name_ + ", " + text, ambiguous});
   }
   void note_rank(const ValuePlan& p, const FeatureSpace& space) {
     role_.rank_dependent = role_.rank_dependent || plan_uses_rank(p, space);
@@ -653,22 +744,27 @@ class RolePlanner {
     } else {
       plan = solver_.scalar(column_, why, deferrable, scale, structural, &note);
     }
+    // Deferred: a law shared by another role decides; a law of its own (one others compete
+    // with) is taken if none does.
+    if (deferrable) {
+      deferred_.push_back(Deferred{&role_,
+                                   &report_,
+                                   name_,
+                                   &slot,
+                                   {where_site, name},
+                                   where,
+                                   false,
+                                   solver_.points(),
+                                   solver_.probes(),
+                                   column_,
+                                   why,
+                                   values_text(column_, role_.members, inputs_),
+                                   plan,
+                                   note});
+      if (plan) note_rank(*plan, scalar_);
+      return;
+    }
     if (!plan) {
-      if (deferrable) {
-        deferred_.push_back(Deferred{&role_,
-                                     &report_,
-                                     name_,
-                                     &slot,
-                                     {where_site, name},
-                                     where,
-                                     false,
-                                     solver_.points(),
-                                     solver_.probes(),
-                                     column_,
-                                     why,
-                                     values_text(column_, role_.members, inputs_)});
-        return;
-      }
       fail(where + ", " + name + ": " + why + "; values " + values_text(column_, role_.members, inputs_));
       return;
     }
@@ -880,23 +976,30 @@ class RolePlanner {
     if (it == stage_memo_.end()) {
       std::string why, note;
       auto law = solve_linear_law(pts, vals, probes, &why, 3, 1, stage_.linear_count(), &stage_, &note);
-      if (!law && why.rfind("ambiguous", 0) != 0) {  // strong scaling, as for single calls
+      if (law && scale > 0) drop_negative(law, probes, stage_, why);
+      if (!law) {  // strong scaling, as for single calls
         std::string wd;
         law = solve_division_law(pts, vals, probes, stage_.divisors(), &wd, &stage_, scale);
-        if (!law && wd.rfind("ambiguous", 0) == 0) why = wd;
+        if (!law && wd.rfind("ambiguous", 0) == 0 && why.rfind("ambiguous", 0) != 0) why = wd;
+        if (law)
+          note = why.rfind("ambiguous", 0) == 0 ? over_ambiguous_linear(*law, why, stage_)
+                                                : division_alternatives(*law, pts, vals, probes, stage_);
       }
-      it = stage_memo_.emplace(key, std::make_pair(law ? std::make_shared<const LinearLaw>(*law) : nullptr, why)).first;
+      it = stage_memo_
+               .emplace(key, StageSolved{law ? std::make_shared<const LinearLaw>(*law) : nullptr, law ? note : why})
+               .first;
     }
     if (!it->second.first) {
       std::vector<std::int64_t> firsts;  // the first iteration's value per member, for the text
       for (std::size_t m = 0; m < nm_; ++m) firsts.push_back(loop_event(m, u, 0, b).fields[f]);
       fail(where + ", " + name + ": " + it->second.second + " (over the iterations k of the loop); first iteration " +
-           values_text(firsts, role_.members, inputs_));
+               values_text(firsts, role_.members, inputs_),
+           it->second.second.rfind("ambiguous", 0) == 0);
       return;
     }
     slot = ValuePlan{false, 0, it->second.first, true};
     note_rank(slot, stage_);
-    report_.add(where_site, name, plan_text(slot, stage_), pts.size());
+    report_.add(where_site, name, plan_text(slot, stage_), pts.size(), "", it->second.second);
   }
 
   /// An array parameter: constant if every member has the same array, element by element if
@@ -1118,7 +1221,12 @@ class RolePlanner {
   const FeatureSpace stage_;  ///< scalar features plus a stage loop's (k, n, flipped bits)
   const Grid& target_;
   std::vector<std::size_t> unit_of_;  ///< stage-loop roles: plan event -> unit of the members
-  std::map<std::vector<std::int64_t>, std::pair<std::shared_ptr<const LinearLaw>, std::string>> stage_memo_;
+  /// A stage-space law and, with it, the note of a choice among several (else why none).
+  struct StageSolved {
+    std::shared_ptr<const LinearLaw> first;
+    std::string second;
+  };
+  std::map<std::vector<std::int64_t>, StageSolved> stage_memo_;
   const FeatureSpace& scalar_;
   const FeatureSpace& indexed_;
   const std::size_t nm_;                                        ///< members of the role
@@ -1148,6 +1256,11 @@ void resolve(Deferred& d, const LawPool& pool, const FeatureSpace& scalar, const
                             (d.values_text.empty() ? "" : "; values " + d.values_text),
                         text.rfind("ambiguous", 0) == 0});
   };
+  if (fits.empty() && d.own) {
+    *d.slot = *d.own;
+    d.report->add(d.key.first, d.key.second, plan_text(*d.own, space), distinct_points(d.points), "", d.own_note);
+    return;
+  }
   if (fits.empty()) {
     report_failure(d.why + "; no law of the same parameter at this call site in another role reproduces its values");
     return;

@@ -113,8 +113,8 @@ struct FeatureSpace {
                                    std::int64_t k = 0, std::int64_t n = 0) const;
   /// Indices of features that depend on the rank (coordinates).
   bool rank_dependent(std::size_t feature) const;
-  /// log2(P), sqrt(P), log2(X), log2(Y), log2(Z): terms only where they vary over the input
-  /// points.
+  /// log2(P), sqrt(P), log2(X), log2(Y), log2(Z) and the transpose partner: terms only where
+  /// they vary over the input points, tried where no law of the other features fits.
   bool exotic(std::size_t feature) const;
   /// Features that may be linear terms (all but the divisor-only P^2, which is last).
   std::size_t linear_count() const { return names.size() - 1; }
@@ -166,8 +166,9 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
 /// linear law fits: every scale a dividing the values' gcd (or only `scale` if > 0: a message's
 /// bytes are its element count times the datatype size) and every N consistent with all points
 /// (an interval) are considered; the law is returned only if all of them give the same values
-/// at every probe, it was checked on 3 or more distinct divisor values, and values are not
-/// constant. Otherwise nullopt and the reason in `why`.
+/// at every probe, it was checked on 3 or more distinct divisor values (2 with a given `scale`:
+/// N is then its one unknown), and values are not constant. Otherwise nullopt and the reason in
+/// `why`.
 std::optional<LinearLaw> solve_division_law(const std::vector<std::vector<std::int64_t>>& points,
                                             const std::vector<std::int64_t>& values,
                                             const std::vector<std::vector<std::int64_t>>& probes,
