@@ -110,7 +110,9 @@ void expect_same_histogram(const Histogram& a, const Histogram& b) {
   // Final files keep kDefaultTimingBins bins unless the trace asks for more: then only the
   // histogram's totals can be compared.
   const bool coarsened = b.bins().size() < a.bins().size();
-  if (!coarsened) EXPECT_EQ(a.coarsening(), b.coarsening());
+  if (!coarsened) {
+    EXPECT_EQ(a.coarsening(), b.coarsening());
+  }
   // Final files (version 8) store times as time codes: within 2^-7 of the value, exact below 128.
   auto near_time = [](std::uint64_t x, std::uint64_t y) {
     const std::uint64_t diff = x > y ? x - y : y - x;
