@@ -15,6 +15,9 @@ matplotlib.use("Agg")
 
 ITERATIONS = 5
 SLOW = 2
+# 10 ms per stage (the slow rank 200 ms, the tail 50 ms): above the milliseconds by which a
+# rank of 4 on 2 cores can start its first receive late, which would move the path's start.
+UNIT_US = 10000
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +25,11 @@ def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("critical")
     exe = compile_program("critical_pipeline", tmp)
     t = scalatrace.trace(
-        [str(exe), str(ITERATIONS), str(SLOW)], np=4, out=tmp / "cp.sct", raw=True, timeout=120
+        [str(exe), str(ITERATIONS), str(SLOW), str(UNIT_US)],
+        np=4,
+        out=tmp / "cp.sct",
+        raw=True,
+        timeout=120,
     )
     return t, scalatrace.read_raw(t.raw_dir)
 

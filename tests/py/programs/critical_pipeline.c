@@ -9,7 +9,11 @@
  * to the slow rank, every computation of the slow rank, its last send, the last rank's tail,
  * the Barrier (the last rank enters last).
  *
- *   critical_pipeline [ITERATIONS] [SLOW]   (defaults 5 and 2; at least 4 ranks)
+ *   critical_pipeline [ITERATIONS] [SLOW] [UNIT]   (defaults 5, 2, 2000; at least 4 ranks)
+ *
+ * UNIT scales the times: a stage computes UNIT us, the slow rank 20 x UNIT, the tail 5 x UNIT.
+ * With more ranks than cores a rank can start its first receive milliseconds late (descheduled);
+ * a larger UNIT keeps rank 0's first computation longer than that.
  */
 #include <mpi.h>
 #include <stdlib.h>
@@ -22,6 +26,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int iterations = argc > 1 ? atoi(argv[1]) : 5;
   const int slow = argc > 2 ? atoi(argv[2]) : 2;
+  const long unit = argc > 3 ? atol(argv[3]) : 2000;
   double value = 0.0;
   for (int i = 0; i < iterations; ++i) {
     if (rank > 0) {
@@ -33,11 +38,11 @@ int main(int argc, char** argv) {
         MPI_Wait(&request, MPI_STATUS_IGNORE);
       }
     }
-    busy_us(rank == slow ? 40000 : 2000);
+    busy_us(rank == slow ? 20 * unit : unit);
     value += 1.0;
     if (rank < size - 1) MPI_Send(&value, 1, MPI_DOUBLE, rank + 1, i, MPI_COMM_WORLD);
   }
-  if (rank == size - 1) busy_us(10000);
+  if (rank == size - 1) busy_us(5 * unit);
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
   return value == iterations + rank ? 0 : 1;
