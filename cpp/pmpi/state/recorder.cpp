@@ -238,7 +238,6 @@ std::int64_t Recorder::name_id(const char* name) {
 void Recorder::append(Event& e, std::uint64_t start_ns, std::uint64_t end_ns) {
   e.compute_ns = start_ns > last_end_ns_ ? start_ns - last_end_ns_ : 0;
   e.duration_ns = end_ns > start_ns ? end_ns - start_ns : 0;
-  if (end_ns > last_end_ns_) last_end_ns_ = end_ns;
   ++events_;
   // Threads that call MPI (the lock is held): a replay of a multi-threaded rank's interleaving
   // needs to know (docs/replay.md, "Multi-threaded recordings").
@@ -264,6 +263,12 @@ void Recorder::append(Event& e, std::uint64_t start_ns, std::uint64_t end_ns) {
       compressor_.reset();
     }
   }
+  // The next event's compute starts when the program gets control back: the collector's own
+  // work after the call (call site, recording, compression) is the tool's time, not the
+  // program's (docs/collector.md, "The collector's own time").
+  const std::uint64_t returned_ns = now_ns();
+  if (returned_ns > end_ns) collector_ns_ += returned_ns - end_ns;
+  if (returned_ns > last_end_ns_) last_end_ns_ = returned_ns;
 }
 
 std::map<std::string, std::string> Recorder::metadata(const char* why) const {
@@ -271,6 +276,7 @@ std::map<std::string, std::string> Recorder::metadata(const char* why) const {
   m["finished_by"] = why;
   m["events"] = std::to_string(events_);
   m["stack_walks"] = std::to_string(stack_walks_);
+  m["collector_ns"] = std::to_string(collector_ns_);
   if (threads_calling_mpi_ > 1) m["mpi_threads"] = std::to_string(threads_calling_mpi_);
   return m;
 }

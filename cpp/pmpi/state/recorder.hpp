@@ -82,7 +82,10 @@ class Recorder {
   std::uint64_t events_ = 0;
   std::uint64_t stack_walks_ = 0;     ///< calls whose stack was walked (not remembered)
   unsigned threads_calling_mpi_ = 0;  ///< distinct threads that made a recorded MPI call
+  /// When the collector last returned control to the program (end of its last append).
   std::uint64_t last_end_ns_ = 0;
+  /// The collector's own time after the calls it recorded, left out of every compute_ns.
+  std::uint64_t collector_ns_ = 0;
   std::map<std::string, std::string> start_metadata_;
   // Compressed mode (SCALATRACE_OUT): the rank's online loop compressor, fed in append();
   // merged over the radix tree in end() (write_compressed). Null when compressed output is

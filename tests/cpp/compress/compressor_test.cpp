@@ -110,6 +110,42 @@ TEST(Compressor, Figure52TrailingIterations) {
   expect_round_trip(s, t);
 }
 
+TEST(Compressor, PollsThatEndEachIterationOfAnOuterLoopAreLossless) {
+  // Timestep loops whose iterations end with a poll of varying length (the fast path extends
+  // the poll inside the last iteration, as the general path's absorption would): two levels,
+  // three levels, and polls whose fields change now and then.
+  std::vector<Event> s;
+  s.push_back(ev(Op::Init, 0));
+  for (int i = 0; i < 40; ++i) {
+    s.push_back(ev(Op::Isend, 1, 1, 64));
+    s.push_back(ev(Op::Irecv, 2, -1, 64));
+    for (int k = 0; k < 3 + i % 7; ++k) {
+      Event poll = ev(Op::Probe, 5, k % 5 == 4 ? 2 : 1, (i * 7 + k) % 61 == 3 ? 16 : 0);
+      poll.compute_ns = static_cast<std::uint64_t>(10 + k);
+      s.push_back(poll);
+    }
+  }
+  for (int i = 0; i < 30; ++i) {
+    s.push_back(ev(Op::Barrier, 7));
+    for (int j = 0; j < 2; ++j) {
+      s.push_back(ev(Op::Send, 8, j + 1, 8));
+      for (int k = 0; k < 1 + (i + j) % 4; ++k) s.push_back(ev(Op::Iprobe, 9, -1, 0));
+    }
+  }
+  // The poll's own call starts the outer iteration too: the fast path must leave it alone.
+  for (int i = 0; i < 20; ++i) {
+    s.push_back(ev(Op::Iprobe, 10, -1, 0));
+    s.push_back(ev(Op::Recv, 11, 1, 8));
+    for (int k = 0; k < i % 3; ++k) s.push_back(ev(Op::Iprobe, 10, -1, 0));
+  }
+  s.push_back(ev(Op::Finalize, 12));
+  const auto t = compress(s);
+  expect_round_trip(s, t);
+  // The first timestep loop stays one loop of 40 iterations ending with its poll loop.
+  const std::string text = shape(t.nodes);
+  EXPECT_EQ(text.rfind("Init0 L[40]{Isend1 Irecv2 L[", 0), 0u) << text;
+}
+
 TEST(Compressor, NestedLoopsWithVaryingParameters) {
   std::vector<Event> s;
   s.push_back(ev(Op::Init, 0));

@@ -208,18 +208,33 @@ void IntraCompressor::Impl::spec_flush() {
   for (std::size_t i = 0; i < n; ++i) normal_push(spec_events[i]);
 }
 
-/// Fast path of speculation for a loop whose body is one event (a polling loop): the
-/// iteration is complete with this event, so it is appended at once (what spec_step and
-/// spec_commit would do, without buffering).
-bool IntraCompressor::Impl::extends_one_event_loop(Node& loop, const Event& e) {
-  auto& body = loop.loop->body;
-  if (body.size() != 1 || !body.front().event || !body.front().presence.empty()) return false;
-  EventNode& only = *body.front().event;
-  if (!key_match(Key{only.op, only.site}, Key{e.op, e.site})) return false;
-  cached_append(only, e);
-  ValueSeq& trips = single(loop.loop->trips);
-  trips.set_back(trips.back() + 1);
-  return true;
+/// Fast path for a polling loop (a loop whose body is one event): the iteration is complete with
+/// this event, so it is appended at once (what spec_step and spec_commit would do, without
+/// buffering). The polling loop may also be the innermost of a chain of loops that each end
+/// their body with the next (a timestep loop whose iterations end in a poll of varying length):
+/// the event then extends the last iteration's poll, which is what the general path's absorption
+/// (try_absorb) does, as long as no outer level could take the event as the start of a new
+/// iteration of its own (its body starts with another call, which is not optional).
+bool IntraCompressor::Impl::extends_one_event_loop(Node& top, const Event& e) {
+  const Key key{e.op, e.site};
+  Node* level = &top;
+  for (;;) {
+    auto& body = level->loop->body;
+    if (body.size() == 1 && body.front().event && body.front().presence.empty()) {
+      EventNode& only = *body.front().event;
+      if (!key_match(Key{only.op, only.site}, key)) return false;
+      cached_append(only, e);
+      ValueSeq& trips = single(level->loop->trips);
+      trips.set_back(trips.back() + 1);
+      return true;
+    }
+    // Speculation could start a new iteration with the event (at its first node, or past an
+    // optional one), or the absorption could merge it into this level: leave it to them.
+    if (!body.front().presence.empty() || key_match(first_key(body.front()), key)) return false;
+    Node& last = body.back();
+    if (!last.loop || !last.presence.empty()) return false;
+    level = &last;
+  }
 }
 
 }  // namespace scalatrace
