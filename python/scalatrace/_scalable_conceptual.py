@@ -43,6 +43,7 @@ from .errors import ScalatraceError
 MAX_TASKS = 1024
 K_ANY = -(1 << 40)
 K_PROC_NULL = K_ANY - 1
+K_NO_COMM = K_ANY - 3
 
 NAMES = {
     "1": "1",
@@ -278,6 +279,26 @@ def _groups(program: ScalableProgram) -> dict[Any, str]:
     return fixed
 
 
+def _copies_of_world(program: ScalableProgram) -> dict[Any, str]:
+    """The communicators that are MPI_COMM_WORLD again, as ``"world"``: MPI_Comm_dup of it and
+    MPI_Cart_create over all of its tasks (MPI_Dims_create's grid; without reordering, as MPICH
+    does, ranks stay the same, and the tests compare the messages). Others are refused."""
+    copies: dict[Any, str] = {}
+    for role in program.roles:
+        for call in role.calls:
+            if call.op not in ("Comm_dup", "Cart_create"):
+                continue
+            new = call.field("NewComm")
+            if call.field("Comm") != 0 or not isinstance(new, int) or new == K_NO_COMM:
+                raise ScalatraceError(
+                    f"role {role.name}: MPI_{call.op} of a communicator other than "
+                    "MPI_COMM_WORLD, or over only some of its tasks: not written by the scalable "
+                    "coNCePTuaL generator (write the C benchmark instead)"
+                )
+            copies[new] = "world"
+    return copies
+
+
 def _on_world(call: Call, fixed: str) -> Call:
     """A point-to-point call on a row or column communicator with its peers as world offsets."""
     stride = 1 if fixed == "y" else None  # along a row: +-1; along a column: +-gx
@@ -367,13 +388,14 @@ def _merged(program: ScalableProgram, notes: list[str]) -> list[Any]:
     stretches: list[list[list[Call]]] = []
     collectives: list[list[Call]] = []
     groups = _groups(program)  # row and column communicators: the coordinate they fix
+    groups.update(_copies_of_world(program))
     for role in program.roles:
         own: list[list[Call]] = [[]]
         coll: list[Call] = []
         made: list[Call | None] = []  # the role's requests in creation order (None: collective)
         for call in role.calls:
             _refuse_unwritten(role.name, call)
-            if call.op in ("Comm_split", "Comm_free"):
+            if call.op in ("Comm_split", "Comm_dup", "Cart_create", "Comm_free"):
                 continue  # the run time makes a communicator of each task set
             comm = call.field("Comm")
             if call.op in COMM_OPS or (comm != 0 and comm not in groups):
@@ -383,7 +405,9 @@ def _merged(program: ScalableProgram, notes: list[str]) -> list[Any]:
                     "coNCePTuaL generator uses MPI_COMM_WORLD otherwise (write the C benchmark "
                     "instead)"
                 )
-            if comm != 0 and call.op in COLLECTIVE_OPS | NONBLOCKING_COLLECTIVE_OPS:
+            if groups.get(comm) == "world":
+                call = replace(call, fields=tuple((k, v) for k, v in call.fields if k != "Comm"))
+            elif comm != 0 and call.op in COLLECTIVE_OPS | NONBLOCKING_COLLECTIVE_OPS:
                 fields = tuple((k, v) for k, v in call.fields if k != "Comm")
                 call = replace(call, fields=fields + (("Group", groups[comm]),))
             elif comm != 0:

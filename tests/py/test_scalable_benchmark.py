@@ -16,6 +16,9 @@ at sizes never traced, where their traces must equal the real program's trace:
 * extrap_halo3d.c (a 7-point halo on MPI_Dims_create's 3D grid with 2 ms of computation per
   iteration), traced at 8, 12, 18 ranks, run at 24 (4x3x2); the generated computation is
   checked to be at least 90 % of the traced program's busy wait;
+* extrap_cart.c (MPI_Cart_create, periodic along one dimension, Sendrecv with the
+  MPI_Cart_shift neighbours, an Allreduce on the Cartesian communicator), traced at 4, 6, 9, 12,
+  run at 16 (coNCePTuaL: the Cartesian communicator is MPI_COMM_WORLD again);
 * extrap_requests.c (persistent requests, a probe, an Iallreduce on a 1D chain), traced at 4,
   6, 8, run at 10: C; coNCePTuaL refuses the probe and runs the variant without it
   ("noprobe", noting the Iallreduce it writes as an Allreduce); the variant "completions" adds
@@ -69,6 +72,8 @@ CASES = {
     # the same with Testall, Waitsome, Waitany, Testany and Test (outcomes that do not depend
     # on timing): C only
     "extrap_requests_completions": ((4, 6, 8), (10,), (1, "1")),
+    # MPI_Cart_create (periodic along one dimension), Cart_shift neighbours, an Allreduce on it
+    "extrap_cart": ((4, 6, 9, 12), (16,), (7, "1x7")),
 }
 #: Programs whose coNCePTuaL benchmark carries a note (and a UserWarning) on what it changes.
 CONCEPTUAL_NOTES = {"extrap_requests_noprobe": "MPI_Iallreduce is written as Allreduce"}
