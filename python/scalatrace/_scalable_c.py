@@ -7,9 +7,18 @@ calls: one function per role whose body is the role's calls compressed into ``fo
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from ._scalable_laws import Call, Loop, ScalableProgram, compress, expand_repeats, render
+from ._scalable_laws import (
+    COLLECTIVE_OPS,
+    Call,
+    Loop,
+    ScalableProgram,
+    compress,
+    expand_repeats,
+    render,
+)
 
 #: Feature names of the laws as C expressions (globals of the generated program).
 C_NAMES = {
@@ -221,6 +230,18 @@ def _statement(call: Call) -> list[str]:
         if call.field("NewComm") == K_NO_COMM:
             return [f"{{ MPI_Comm scratch; {make} }}"]
         return [f"{make} made({new});"]
+    if op == "Cart_create":
+        # the grid is MPI_Dims_create's of the communicator's size, not periodic (the trace
+        # records neither; the peers are recorded, so the messages are the same)
+        new = render(call.field("NewComm"), C_NAMES)
+        if call.field("NewComm") == K_NO_COMM:
+            raise_unsupported(call, "a Cartesian grid smaller than its communicator")
+        return [
+            f"{{ int n, dims[16] = {{0}}, periods[16] = {{0}}; MPI_Comm_size({_comm(call)}, &n); "
+            f"MPI_Dims_create(n, {_field(call, 'Count')}, dims); "
+            f"MPI_Cart_create({_comm(call)}, {_field(call, 'Count')}, dims, periods, 0, &comms[{new}]); "
+            f"made({new}); }}"
+        ]
     if op == "Comm_free":
         return [f"MPI_Comm_free(&comms[{render(call.field('Comm'), C_NAMES)}]);"]
     if op in ("Send", "Ssend", "Rsend"):
@@ -247,26 +268,28 @@ def _statement(call: Call) -> list[str]:
             f"{_tag(call, 'Tag')}, rbuf, count({b2}, {d2}), type_of({d2}), {_peer(call, 'Peer2')}, "
             f"{_tag(call, 'Tag2')}, {_comm(call)}, MPI_STATUS_IGNORE);"
         ]
-    if op in ("Wait", "Waitall"):
-        offsets = ", ".join(render(o, C_NAMES) for o in call.requests)
-        k = len(call.requests)
-        lines = [
-            "{",
-            f"  const long offs[{k}] = {{{offsets}}};",
-            f"  MPI_Request w[{k}];",
-            f"  MPI_Status st[{k}];",
+    if op in REQUEST_CALLS:
+        return _requests_statement(call)
+    if op in ("Send_init", "Ssend_init", "Rsend_init", "Recv_init"):
+        buf = "rbuf" if op == "Recv_init" else "sbuf"
+        return [
+            f"room({b}); {mpi}({buf}, {n}, {t}, {_peer(call, 'Peer')}, {_tag(call, 'Tag')}, {_comm(call)}, fresh());"
         ]
-        lines.append(
-            f"  for (int i = 0; i < {k}; ++i) w[i] = offs[i] == {K_ANY} ? MPI_REQUEST_NULL : *slot(offs[i]);"
-        )
-        if op == "Wait":
-            lines.append("  MPI_Wait(&w[0], &st[0]);")
-        else:
-            lines.append(f"  MPI_Waitall({k}, w, st);")
-        lines.append(
-            f"  for (int i = 0; i < {k}; ++i) if (offs[i] != {K_ANY}) *slot(offs[i]) = MPI_REQUEST_NULL;"
-        )
-        return lines + ["}"]
+    if op == "Probe":
+        return [
+            f"MPI_Probe({_peer(call, 'Peer')}, {_tag(call, 'Tag')}, {_comm(call)}, MPI_STATUS_IGNORE);"
+        ]
+    if op == "Iprobe":
+        return [
+            f"{{ int flag; MPI_Iprobe({_peer(call, 'Peer')}, {_tag(call, 'Tag')}, {_comm(call)}, &flag, "
+            "MPI_STATUS_IGNORE); }"
+        ]
+    if op.startswith("I") and op[1:].capitalize() in COLLECTIVE_OPS:
+        # a nonblocking collective: the blocking call's statement with a request
+        blocking = op[1:].capitalize()
+        text = _statement(Call(blocking, call.fields))[0].replace(f"MPI_{blocking}(", f"{mpi}(")
+        assert text.endswith(");")
+        return [text[: -len(");")] + ", fresh());"]
     root = _field(call, "Root")
     if op == "Barrier":
         return [f"MPI_Barrier({_comm(call)});"]
@@ -285,6 +308,41 @@ def _statement(call: Call) -> list[str]:
         return [f"{whole} {mpi}(sbuf, {n}, {t}, rbuf, {n2}, {t2}, {root}, {_comm(call)});"]
     raise_unsupported(call, "this call")
     return []
+
+
+#: Request calls as C: the call, given ``k`` requests in ``w`` and statuses in ``st``.
+REQUEST_CALLS = {
+    "Wait": "MPI_Wait(&w[0], &st[0]);",
+    "Waitall": "MPI_Waitall(k, w, st);",
+    "Waitany": "int index; MPI_Waitany(k, w, &index, &st[0]);",
+    "Waitsome": "int done, index[k]; MPI_Waitsome(k, w, &done, index, st);",
+    "Test": "int flag; MPI_Test(&w[0], &flag, &st[0]);",
+    "Testall": "int flag; MPI_Testall(k, w, &flag, st);",
+    "Testany": "int index, flag; MPI_Testany(k, w, &index, &flag, &st[0]);",
+    "Testsome": "int done, index[k]; MPI_Testsome(k, w, &done, index, st);",
+    "Start": "MPI_Start(&w[0]);",
+    "Startall": "MPI_Startall(k, w);",
+    "Request_free": "MPI_Request_free(&w[0]);",
+}
+
+
+def _requests_statement(call: Call) -> list[str]:
+    """A call on requests named by their offsets: the requests are copied from their slots,
+    the call made, and the handles written back (MPI sets completed or freed ones to
+    MPI_REQUEST_NULL and keeps persistent ones), so the slots follow what MPI did."""
+    offsets = ", ".join(render(o, C_NAMES) for o in call.requests)
+    k = len(call.requests)
+    return [
+        "{",
+        f"  enum {{ k = {k} }};",
+        f"  const long offs[k] = {{{offsets}}};",
+        "  MPI_Request w[k];",
+        *(["  MPI_Status st[k];"] if "st" in re.findall(r"\w+", REQUEST_CALLS[call.op]) else []),
+        f"  for (int i = 0; i < k; ++i) w[i] = offs[i] == {K_ANY} ? MPI_REQUEST_NULL : *slot(offs[i]);",
+        "  " + REQUEST_CALLS[call.op],
+        f"  for (int i = 0; i < k; ++i) if (offs[i] != {K_ANY}) *slot(offs[i]) = w[i];",
+        "}",
+    ]
 
 
 def _compute(call: Call) -> str:
@@ -378,6 +436,7 @@ int main(int argc, char **argv) {{
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   P = size;
+  for (int i = 0; i < RING; ++i) reqs[i] = MPI_REQUEST_NULL;
   for (int i = 0; i < MAX_COMMS; ++i) comms[i] = MPI_COMM_NULL;
   comms[0] = MPI_COMM_WORLD;
   comms[1] = MPI_COMM_SELF;
@@ -401,6 +460,10 @@ int main(int argc, char **argv) {{
   double t0 = MPI_Wtime();
   roles[role]();
   double t1 = MPI_Wtime();
+  /* Requests that Waitany/Waitsome/Test* of this run left incomplete where the traced run had
+   * completed them: completed with PMPI_Waitall, which a tracer does not see. */
+  for (int i = 0; i < RING; ++i)
+    if (reqs[i] != MPI_REQUEST_NULL) PMPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
   for (int i = 0; i < ntypes; ++i) MPI_Type_free(&types[i]);
   if (rank == 0) printf("elapsed %.6f s on %ld ranks\\n", t1 - t0, P);
   MPI_Finalize();

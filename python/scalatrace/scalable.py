@@ -44,15 +44,17 @@ def scalable_benchmark(
         The program. Task sets, peers, tags, sizes and repeat counts are expressions of the
         rank count and the grid sizes derived from it; at start it checks that every rank's role
         is one the inputs showed and stops with a message naming the unsupported size otherwise.
-        Local calls (``MPI_Comm_rank`` and other ``Other`` events) and computation time are not
-        generated.
+        The computation before each call is a model of the rank count fitted over the inputs
+        (a busy loop in C, ``COMPUTE FOR`` in coNCePTuaL). Local calls (``MPI_Comm_rank`` and
+        other ``Other`` events) are not generated.
 
     Raises
     ------
     ExtrapolationError
         The traces cannot be extrapolated.
     ScalatraceError
-        A call or pattern the generator does not write (named).
+        A call or pattern the generator does not write (named, with why: coNCePTuaL has no
+        probe, no test and no partial completion, for example).
     UsageError
         Bad arguments.
     """

@@ -1,7 +1,7 @@
 """Scalable benchmarks (issue 33 item 3, thesis §4.4.5): one program for every rank count.
 
-Traces of two programs of our own give one C program and one coNCePTuaL program each, which
-run at sizes never traced, where their traces must equal the real program's trace:
+Traces of programs of our own give one C program and one coNCePTuaL program each, which run
+at sizes never traced, where their traces must equal the real program's trace:
 
 * extrap_halo2d.c (a 5-point halo on MPI_Dims_create's grid plus an Allreduce, 3 iterations),
   traced at 4, 6, 9, 12 ranks, run at 16 and 25 (oversubscribed);
@@ -11,8 +11,19 @@ run at sizes never traced, where their traces must equal the real program's trac
 * the ring example (even and odd ranks in turn: roles by rank residue), traced at 4, 6, 8, run
   at 10;
 * extrap_rowcol.c (row and column communicators by MPI_Comm_split, an Allreduce on the rows,
-  a Bcast on the columns, a Sendrecv along the rows), traced at 4, 6, 9, 12, run at 16 and 20:
-  C only (the coNCePTuaL generator refuses derived communicators, and says so).
+  a Bcast on the columns, a Sendrecv along the rows), traced at 4, 6, 9, 12, run at 16 and 20
+  (coNCePTuaL at 16: a loop over the rows or columns, one collective per row's or column's task
+  set);
+* extrap_halo3d.c (a 7-point halo on MPI_Dims_create's 3D grid with 2 ms of computation per
+  iteration), traced at 8, 12, 18 ranks, run at 24 (4x3x2); the generated computation is
+  checked to be at least half of the traced program's busy wait;
+* extrap_cart.c (MPI_Cart_create, periodic along one dimension, Sendrecv with the
+  MPI_Cart_shift neighbours, an Allreduce on the Cartesian communicator), traced at 4, 6, 9, 12,
+  run at 16 (coNCePTuaL: the Cartesian communicator is MPI_COMM_WORLD again);
+* extrap_requests.c (persistent requests, a probe, an Iallreduce on a 1D chain), traced at 4,
+  6, 8, run at 10: C; coNCePTuaL refuses the probe and runs the variant without it
+  ("noprobe", noting the Iallreduce it writes as an Allreduce); the variant "completions" adds
+  Testall, Waitsome, Waitany, Testany and Test (C; coNCePTuaL refuses them).
 
 Compared: C: every rank's events (op, peers, tags, sizes, datatype sizes, reduction ops,
 request references; local ``Other`` calls left out on both sides), the point-to-point and
@@ -20,7 +31,8 @@ collective communication matrices, the counts per op and the communicators (memb
 every rank's messages and collectives in order as the language writes them
 (``scalatrace.conceptual.communication_differences``, the run time's own calls left out) and
 the point-to-point matrix. A size whose grid has a position no input showed (7 ranks of the
-halo: a 7x1 grid; 1 rank of the 1D code; 5 ranks of the ring, an odd count) is refused with a message by both programs.
+halo: a 7x1 grid; 1 rank of the 1D codes; 5 ranks of the ring, an odd count; 7x1x1 of the 3D
+halo) is refused with a message by both programs.
 """
 
 from __future__ import annotations
@@ -46,11 +58,41 @@ CASES = {
     # the ring example: even and odd ranks send first in turn (roles by rank residue mod 2,
     # boundary depth 2), so only even counts from 4 are supported
     "ring": ((4, 6, 8), (10,), (5, "5")),
-    # row and column communicators of the 2D grid (Comm_split with colour y or x): C only
+    # row and column communicators of the 2D grid (Comm_split with colour y or x); in
+    # coNCePTuaL a loop over the rows (columns) with one collective of each row's task set
     "extrap_rowcol": ((4, 6, 9, 12), (16, 20), (7, "7x1")),
+    # a 3D halo with computation, traced on grids whose smallest size is 2 (2x2x2, 3x2x2,
+    # 3x3x2): it runs at the sizes whose grids keep that 2 (24: 4x3x2), not at 27 (3x3x3 has a
+    # rank inside every dimension, which no input showed) nor at 7 (7x1x1)
+    "extrap_halo3d": ((8, 12, 18), (24,), (7, "7x1x1")),
+    # persistent requests (Recv_init, Send_init, Startall, Request_free), a probed message and
+    # an Iallreduce on a 1D chain: the coNCePTuaL generator refuses the probe (the language has
+    # none) and writes the program without it
+    "extrap_requests": ((4, 6, 8), (10,), (1, "1")),
+    "extrap_requests_noprobe": ((4, 6, 8), (10,), (1, "1")),
+    # the same with Testall, Waitsome, Waitany, Testany and Test (outcomes that do not depend
+    # on timing): C only
+    "extrap_requests_completions": ((4, 6, 8), (10,), (1, "1")),
+    # MPI_Cart_create (periodic along one dimension), Cart_shift neighbours, an Allreduce on it
+    "extrap_cart": ((4, 6, 9, 12), (16,), (7, "1x7")),
 }
+#: Sizes the coNCePTuaL benchmark runs at where fewer than the C one (test time: each run of
+#: 20 oversubscribed tasks takes about 20 s under load).
+CONCEPTUAL_TARGETS = {"extrap_rowcol": (16,)}
+#: Programs whose coNCePTuaL benchmark carries a note (and a UserWarning) on what it changes.
+CONCEPTUAL_NOTES = {"extrap_requests_noprobe": "MPI_Iallreduce is written as Allreduce"}
+#: program: (source under programs/, its arguments)
+PROGRAM_ARGUMENTS = {
+    "extrap_requests_noprobe": ("extrap_requests", ["noprobe"]),
+    "extrap_requests_completions": ("extrap_requests", ["completions"]),
+}
+#: program: the computation each rank does before its point-to-point calls (us, at least)
+COMPUTES_AT_LEAST = {"extrap_halo3d": 3 * 2000}
 #: Programs the coNCePTuaL generator refuses, with the reason it gives.
-CONCEPTUAL_REFUSES = {"extrap_rowcol": "uses MPI_COMM_WORLD only"}
+CONCEPTUAL_REFUSES = {
+    "extrap_requests": "MPI_Probe: coNCePTuaL has no probe",
+    "extrap_requests_completions": "MPI_Testall: coNCePTuaL's AWAIT COMPLETION waits for all",
+}
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +102,10 @@ def traced(tmp_path_factory):
     cache: dict[tuple[str, int], scalatrace.Trace] = {}
 
     def get(program: str, n: int) -> scalatrace.Trace:
-        source = PROGRAMS / f"{program}.c"
-        argv = [root / program] if source.exists() else [helpers.example_path(program), "-i", "3"]
+        name, arguments = PROGRAM_ARGUMENTS.get(program, (program, []))
+        source = PROGRAMS / f"{name}.c"
+        argv = [root / name] if source.exists() else [helpers.example_path(name), "-i", "3"]
+        argv += arguments
         if source.exists() and not argv[0].exists():
             subprocess.run(
                 [helpers.mpicc(), "-O1", "-o", str(argv[0]), str(source)],
@@ -123,10 +167,28 @@ def test_c_benchmark_runs_at_sizes_never_traced_and_traces_like_the_real_program
         generated, real = scalatrace.load(out), traced(program, n)
         assert_same_communication(generated, real)
         assert _held(generated) == _held(real), "the same communicators, members and holders"
+        if program in COMPUTES_AT_LEAST:
+            _assert_computes(generated, COMPUTES_AT_LEAST[program])
     with pytest.raises(
         helpers.MPIRunError, match=f"{refused} ranks .grid {grid}. are not supported"
     ):
         helpers.run_mpi(refused, [exe], timeout=120)
+
+
+def _assert_computes(trace, at_least_us: float) -> None:
+    """Every rank computes at least half of ``at_least_us`` before its point-to-point calls
+    (the traced program busy waits ``at_least_us``; on a loaded machine it takes longer, never
+    shorter. The generated computation is a model fitted over the traced sizes and evaluated at
+    a size never traced, which can fall short of the traced times by the fit's error: half is a
+    margin for that; without the computation the benchmark would spend microseconds)."""
+    for r in range(trace.nranks):
+        us = sum(
+            e.compute_ns
+            for e in trace.events(r, timing="mean")
+            if e.op in ("Irecv", "Isend", "Waitall")
+        )
+        us /= 1000.0
+        assert us >= 0.5 * at_least_us, f"rank {r} computes {us:.0f} us, traced {at_least_us}"
 
 
 @pytest.fixture(scope="module")
@@ -142,12 +204,18 @@ def test_conceptual_benchmark_runs_at_sizes_never_traced_and_communicates_like_t
     program, traced, ncptl, tmp_path
 ):
     sizes, targets, (refused, _) = CASES[program]
+    targets = CONCEPTUAL_TARGETS.get(program, targets)
     inputs = [traced(program, n) for n in sizes]
     if program in CONCEPTUAL_REFUSES:
         with pytest.raises(ScalatraceError, match=CONCEPTUAL_REFUSES[program]):
             scalatrace.scalable_benchmark(inputs, language="conceptual")
         return
-    text = scalatrace.scalable_benchmark(inputs, language="conceptual")
+    if program in CONCEPTUAL_NOTES:
+        with pytest.warns(UserWarning, match=CONCEPTUAL_NOTES[program]):
+            text = scalatrace.scalable_benchmark(inputs, language="conceptual")
+        assert "# note: " + CONCEPTUAL_NOTES[program] in text
+    else:
+        text = scalatrace.scalable_benchmark(inputs, language="conceptual")
     assert "num_tasks = " not in text, "no fixed task count"
     src = tmp_path / "bench.ncptl"
     src.write_text(text)
@@ -169,6 +237,8 @@ def test_conceptual_benchmark_runs_at_sizes_never_traced_and_communicates_like_t
         np.testing.assert_array_equal(
             generated.comm_matrix(kind="p2p"), real.comm_matrix(kind="p2p")
         )
+        if program in COMPUTES_AT_LEAST:
+            _assert_computes(generated, COMPUTES_AT_LEAST[program])
     # Every task fails the ASSERT: the first to exit makes mpiexec kill the others, whose
     # stderr lines can be cut short (seen once: "bench: bench: '"). The run time writes the
     # message to each task's log file before it writes to stderr, so the first task's log has it.
