@@ -156,8 +156,8 @@ TEST(IntraRankLossy, CompressibleFieldsStayExact) {
 
 TEST(IntraRankLossy, MergedTraceCountsEveryOccurrenceAndDrawsFaithfully) {
   // Both programs: the random exchange of 1 or 2 messages (its structure data dependent too) and
-  // the random shifts; about 1,800 events a rank: checks in mid-run.
-  for (const auto& recs : {random_exchange(6, 300), random_shifts(6, 300)}) {
+  // the random shifts; 1,250 to 1,500 events a rank: checks in mid-run.
+  for (const auto& recs : {random_exchange(5, 250), random_shifts(5, 250)}) {
     const Trace exact = test_support::merged_trace(recs);
     for (const std::uint64_t threshold : {1u, 32u}) {
       Trace lossy = merged(recs, threshold);
