@@ -9,6 +9,12 @@ iteration, a wildcard gather, an Allreduce) is compiled, then:
   (``SCALATRACE_LOSSY=1`` / ``on``; the collector calls the same ``make_lossy`` on the merged
   trace, checked once against a real ``SCALATRACE_LOSSY=1`` run of the first configuration);
   file bytes of each.
+* **memory** (``--memory``): for each rank count and iteration count, real collector runs
+  lossless, ``SCALATRACE_LOSSY=on`` and ``=1`` (the histograms made inside each rank's
+  compressor, docs/lossy.md "Per-rank memory"): the compressor's peak (metadata
+  ``compressor_peak_bytes``, the largest over the ranks), rank 0's peak RSS after the merge
+  (``peak_memory_bytes``), the file's bytes; and per lossy trace a simulation (seed 0) against
+  the lossless one: messages and bytes, the error of each.
 * **time** (``--time``): at 2 ranks with computation (``work_us`` per iteration, data
   dependent), the untraced program's own span (``MPI_Init`` to ``MPI_Finalize``, printed by
   rank 0) against the replays' program time (their reports): the lossless trace replayed with
@@ -20,7 +26,7 @@ iteration, a wildcard gather, an Allreduce) is compiled, then:
 Usage::
 
     python benchmarks/lossy_bench.py [--ranks 2 4 8] [--iterations 10 40 160]
-        [--time] [--repeats 5] [--work-us 2000] [--time-iterations 40]
+        [--memory] [--memory-iterations 300 3000] [--memory-ranks 4] [--time] [--repeats 5] [--work-us 2000] [--time-iterations 40]
 
 Needs ``make build`` (``SCALATRACE_BUILD_DIR``, default ``build/py``). Prints Markdown tables.
 """
@@ -99,6 +105,35 @@ def sizes(exe: Path, work: Path, ranks: list[int], iterations: list[int]) -> Non
             print(f"| {n} | {it} | {lossless:,} | {on:,} | {one:,} | {lossless / one:.1f}x |")
 
 
+def memory(exe: Path, work: Path, ranks: list[int], iterations: list[int]) -> None:
+    print(
+        "\n| ranks | iterations | mode | compressor peak bytes | rank 0 peak RSS MB | trace bytes "
+        "| messages (sim) | bytes (sim) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for n in ranks:
+        for it in iterations:
+            base = None
+            for mode in ("off", "on", "1"):
+                out = work / f"m-{n}-{it}-{mode}.sct"
+                t = traced(exe, n, it, out, lossy=mode)
+                md = t.metadata
+                sim = scalatrace.simulate(t, seed=0)
+                msgs, nbytes = int(sim.sent_messages.sum()), int(sim.sent_bytes.sum())
+                if mode == "off":
+                    base = (msgs, nbytes)
+                    m_err = b_err = ""
+                else:
+                    m_err = f" ({100 * (msgs - base[0]) / base[0]:+.2f} %)"
+                    b_err = f" ({100 * (nbytes - base[1]) / base[1]:+.2f} %)"
+                print(
+                    f"| {n} | {it} | {'lossless' if mode == 'off' else 'lossy ' + mode} "
+                    f"| {int(md['compressor_peak_bytes']):,} | {int(md['peak_memory_bytes']) / 2**20:.1f} "
+                    f"| {out.stat().st_size:,} | {msgs:,}{m_err} | {nbytes:,}{b_err} |",
+                    flush=True,
+                )
+
+
 def times(exe: Path, work: Path, repeats: int, work_us: float, iterations: int) -> None:
     t = traced(exe, 2, iterations, work / "time.sct", work_us=work_us)
     lossy_path = work / "time-lossy.sct"
@@ -132,6 +167,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ranks", type=int, nargs="+", default=[2, 4, 8])
     p.add_argument("--iterations", type=int, nargs="+", default=[10, 40, 160])
+    p.add_argument("--sizes", action=argparse.BooleanOptionalAction, default=True, help="the size table")
+    p.add_argument("--memory", action="store_true", help="the collector's memory, lossless vs lossy")
+    p.add_argument("--memory-ranks", type=int, nargs="+", default=[4])
+    p.add_argument("--memory-iterations", type=int, nargs="+", default=[300, 3000])
     p.add_argument("--time", action="store_true", help="also measure replay time at 2 ranks")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--work-us", type=float, default=2000)
@@ -141,7 +180,10 @@ def main() -> None:
         work = Path(tmp)
         exe = compile_program(work)
         print(f"load average before: {os.getloadavg()[0]:.1f}\n")
-        sizes(exe, work, args.ranks, args.iterations)
+        if args.sizes:
+            sizes(exe, work, args.ranks, args.iterations)
+        if args.memory:
+            memory(exe, work, args.memory_ranks, args.memory_iterations)
         if args.time:
             times(exe, work, args.repeats, args.work_us, args.time_iterations)
 

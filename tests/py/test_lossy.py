@@ -175,6 +175,46 @@ def test_replay_is_deadlock_free_reproducible_and_faithful(runs, n):
     assert int(first.bytes["Irecv"].sum()) == got_bytes
 
 
+def test_ranks_make_histograms_while_they_run(program, tmp_path):
+    """160 iterations at 3 ranks (over 1,024 events a rank): each rank's compressor turns its
+    random peers and sizes into histograms at its memory checks and at the end, and the merge
+    joins them (docs/lossy.md, "Per-rank memory"). Every histogram holds each occurrence once,
+    the fields the lossless run keeps short stay exact, and the trace simulates (reproducibly)
+    and replays without deadlock, with the run's message count and bytes within 5 %."""
+    traces = {}
+    for mode in ("off", "on"):
+        out = tmp_path / f"{mode}.sct"
+        env = helpers.collector_env(out=out, quiet=1, lossy=mode)
+        helpers.run_mpi(3, [program, "160"], env=env, timeout=120, cwd=tmp_path)
+        traces[mode] = scalatrace.load(out)
+    exact, lossy = traces["off"], traces["on"]
+    calls = op_calls(exact)
+    held = Counter()
+    for op, _site, field, values, _bins in lossy.lossy_fields:
+        if field == "Bytes":
+            held[op] += values
+    assert held["Isend"] == calls["Isend"] and held["Irecv"] == calls["Irecv"]
+    # The same fields as the lossless trace made lossy afterwards: the checks in mid-run made
+    # no field lossy that the threshold keeps exact.
+    offline = {(f[0], f[1], f[2]) for f in exact.to_lossy(32).lossy_fields}
+    assert {(f[0], f[1], f[2]) for f in lossy.lossy_fields} == offline
+    assert op_calls(lossy, 0) == calls
+    want_sends, want_bytes = sends_and_bytes(exact)
+    sends, total = sends_and_bytes(lossy, 0)
+    assert sends == want_sends and abs(total - want_bytes) / want_bytes < 0.05, (total, want_bytes)
+    sim, again = scalatrace.simulate(lossy, seed=5), scalatrace.simulate(lossy, seed=5)
+    assert sim.total_time == again.total_time
+    assert sim.sent_messages.sum() == sim.recv_messages.sum()
+    base = scalatrace.simulate(exact)
+    assert abs(sim.sent_bytes.sum() - base.sent_bytes.sum()) <= 0.05 * base.sent_bytes.sum()
+    result = replay(lossy.path, seed=2, timeout=60)
+    counts = result.total_counts()
+    assert counts["Isend"] == counts["Irecv"] == want_sends
+    assert counts["Allreduce"] == calls["Allreduce"]
+    got_bytes = int(result.bytes["Isend"].sum())
+    assert abs(got_bytes - want_bytes) / want_bytes < 0.05, (got_bytes, want_bytes)
+
+
 def test_replay_walks_only_the_negotiated_contexts(program, tmp_path):
     """9 ranks exchanging with random neighbours at most 2 ranks away: the ranks negotiate who can
     send to whom, and each walks the secondary contexts of its 4 potential senders, not 8; no

@@ -188,6 +188,7 @@ void Recorder::begin(bool at_init) {
     config.site_threshold = settings.site_threshold;
     config.memory_budget = settings.memory_budget;
     config.hist_sub_bins = settings.hist_sub_bins;
+    config.lossy_threshold = settings.lossy;  // histograms already per rank: bounded memory (docs/lossy.md)
     compressor_ = std::make_unique<IntraCompressor>(config);
     compressor_->set_sites(&sites);
 #if SCALATRACE_HAVE_TREE_MERGE

@@ -23,19 +23,15 @@ bool skipped(Op op) {
   return kind == OpKind::Lifecycle || kind == OpKind::Other;
 }
 
-void spin_until(std::int64_t deadline_ns) {
-  while (steady_now_ns() < deadline_ns) {
-  }
-}
-
-// The same, letting MPI progress its outstanding requests every `poll_ns` (an MPI_Iprobe, which
-// only polls): a probabilistic replay has no blocking receive between synchronisation points,
-// so without it messages queued behind a computing receiver wait for its next call, where the
-// original's blocking receives progressed them while it waited (docs/lossy.md, "Progress").
-void spin_until_progressing(std::int64_t deadline_ns, std::int64_t poll_ns) {
+// Emulated computation: spins until `deadline_ns`. With `poll_ns` > 0 it lets MPI progress its
+// outstanding requests every `poll_ns` (an MPI_Iprobe, which only polls): a probabilistic replay
+// has no blocking receive between synchronisation points, so without it messages queued behind
+// a computing receiver wait for its next call, where the original's blocking receives
+// progressed them while it waited (docs/lossy.md, "Progress"). 0: no poll.
+void spin_until(std::int64_t deadline_ns, std::int64_t poll_ns) {
   std::int64_t now = steady_now_ns();
   while (now < deadline_ns) {
-    std::int64_t next = std::min(deadline_ns, now + poll_ns);
+    const std::int64_t next = poll_ns > 0 ? std::min(deadline_ns, now + poll_ns) : deadline_ns;
     while ((now = steady_now_ns()) < next) {
     }
     if (now < deadline_ns) {
@@ -153,7 +149,9 @@ RankStats Replayer::run() {
     PMPI_Barrier(MPI_COMM_WORLD);  // every rank starts its clock after its own walk ahead (unseen by a collector)
   }
   const double compute_scale = options_.compute_scale;
-  const auto poll_ns = static_cast<std::int64_t>(options_.progress_poll_us * 1000.0);
+  // Progress polls during emulated computation: lossy traces only (a lossless replay keeps the
+  // original's calls, and with them its progress).
+  const std::int64_t poll_ns = walk ? static_cast<std::int64_t>(options_.progress_poll_us * 1000.0) : 0;
   std::int64_t start = steady_now_ns();
   std::int64_t last_end = start;
   double compute_ns_total = 0;
@@ -188,10 +186,7 @@ RankStats Replayer::run() {
     if (skip && op_kind(e.op) == OpKind::Other) compute += static_cast<double>(e.duration_ns) * compute_scale;
     if (e.op == Op::Init || e.op == Op::Init_thread) compute = 0;
     if (compute > 0) {
-      if (walk && poll_ns > 0)
-        spin_until_progressing(last_end + static_cast<std::int64_t>(compute), poll_ns);
-      else
-        spin_until(last_end + static_cast<std::int64_t>(compute));
+      spin_until(last_end + static_cast<std::int64_t>(compute), poll_ns);
       compute_ns_total += compute;
     }
     if (!skip) {

@@ -4,7 +4,10 @@
 // size to random ranks (Isend), receives its incoming ones (Irecv from the source), Waitall, then
 // an Allreduce. Its peers and sizes do not compress losslessly: the lossy traces' test program.
 // `max_shift` > 0 keeps the peers within that many ranks on either side (a random exchange among
-// neighbours); 0: any other rank.
+// neighbours); 0: any other rank. `common_shifts`: the calls of tests/py/programs/random_exchange.c
+// instead (without its gather): every iteration two random shifts common to all ranks, so each
+// rank sends 2 messages and receives 2 (its structure is the same every iteration, only peers
+// and sizes vary).
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -15,7 +18,7 @@
 namespace scalatrace::test_support {
 
 inline std::vector<RankRecording> random_exchange(std::int64_t nranks, int iterations, std::uint64_t seed = 7,
-                                                  std::int64_t max_shift = 0) {
+                                                  std::int64_t max_shift = 0, bool common_shifts = false) {
   std::vector<RankRecording> recs(static_cast<std::size_t>(nranks));
   for (std::int64_t r = 0; r < nranks; ++r) {
     auto& rec = recs[static_cast<std::size_t>(r)];
@@ -30,7 +33,14 @@ inline std::vector<RankRecording> random_exchange(std::int64_t nranks, int itera
       std::int64_t src, dst, bytes;
     };
     std::vector<Msg> msgs;
-    for (std::int64_t r = 0; r < nranks; ++r) {
+    if (common_shifts) {
+      const std::int64_t shifts[2] = {1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(nranks - 1)),
+                                      1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(nranks - 1))};
+      for (std::int64_t r = 0; r < nranks; ++r)
+        for (const std::int64_t shift : shifts)
+          msgs.push_back({r, (r + shift) % nranks, 8 * (1 + static_cast<std::int64_t>(rng() % 200))});
+    }
+    for (std::int64_t r = 0; r < nranks && !common_shifts; ++r) {
       const int degree = 1 + static_cast<int>(rng() % 2);
       for (int k = 0; k < degree; ++k) {
         std::int64_t shift = 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(nranks - 1));

@@ -7,43 +7,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <map>
-#include <optional>
 
+#include "lossy_totals.hpp"
 #include "random_exchange.hpp"
 #include "scalatrace/format/format.hpp"
 #include "scalatrace/read/cursor.hpp"
-#include "scalatrace/read/lossy_occurrences.hpp"
 #include "scalatrace/support/errors.hpp"
 
 using namespace scalatrace;
 using test_support::merged_trace;
 using test_support::random_exchange;
-
-namespace {
-
-/// Per op: calls and bytes (Field::Bytes) over every rank's events.
-struct Totals {
-  std::map<Op, std::uint64_t> calls;
-  std::map<Op, double> bytes;
-};
-
-Totals totals(const Trace& t, std::optional<std::uint64_t> lossy_seed) {
-  Totals out;
-  const auto occurrences = lossy_seed ? std::make_shared<LossyOccurrences>(t) : nullptr;
-  for (std::int64_t r = 0; r < t.nranks; ++r) {
-    Cursor c(t, r, TimingMode::None);
-    if (lossy_seed) c.draw_lossy_values(*lossy_seed, occurrences);
-    Event e;
-    while (c.next(e)) {
-      ++out.calls[e.op];
-      out.bytes[e.op] += static_cast<double>(e[Field::Bytes]);
-    }
-  }
-  return out;
-}
-
-}  // namespace
+using test_support::Totals;
+using test_support::totals;
 
 TEST(ValueHistogram, CountsValuesAndStaysBounded) {
   ValueHistogram h;

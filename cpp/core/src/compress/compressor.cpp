@@ -25,11 +25,13 @@
 #include "scalatrace/compress/compressor.hpp"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "compress/compressor_impl.hpp"
 #include "compress/loop_flatten.hpp"
 #include "model/value_canonical.hpp"
+#include "scalatrace/compress/lossy.hpp"
 #include "scalatrace/support/errors.hpp"
 
 namespace scalatrace {
@@ -38,6 +40,10 @@ using namespace compressor_nodes;
 
 IntraCompressor::Impl::Impl(CompressorConfig c) : cfg(c) {
   if (cfg.window < 2) cfg.window = 2;
+  if (cfg.lossy_threshold > kMaxLossyThreshold)
+    throw UsageError("lossy threshold " + std::to_string(cfg.lossy_threshold) + " is over the largest, " +
+                     std::to_string(kMaxLossyThreshold));
+  if (cfg.lossy_threshold > 0) check_interval = kLossyCheckInterval;
   Histogram::bin_index(0, cfg.hist_sub_bins);  // validates the setting (UsageError)
 }
 
@@ -55,6 +61,12 @@ std::size_t IntraCompressor::Impl::memory_bytes() const {
 void IntraCompressor::Impl::check_memory() {
   pushes_since_check = 0;
   flush_field_cache();
+  if (cfg.lossy_threshold > 0) {
+    // The queue's largest size is now, before the values gathered since the last check join
+    // their histograms.
+    peak_bytes = std::max(peak_bytes, memory_bytes());
+    make_queue_lossy();
+  }
   std::size_t bytes = memory_bytes();
   peak_bytes = std::max(peak_bytes, bytes);
   if (bytes > cfg.memory_budget && frozen < q.size()) {
@@ -71,13 +83,21 @@ void IntraCompressor::Impl::check_memory() {
   check_interval = next_check_interval(live);
 }
 
+/// SCALATRACE_LOSSY: the searched part of the queue's long point-to-point fields become value
+/// histograms, and those that are already fold the values appended since (docs/lossy.md,
+/// "Per-rank memory"). The frozen prefix no longer changes: it was converted when it froze.
+void IntraCompressor::Impl::make_queue_lossy() {
+  for (std::size_t k = frozen; k < q.size(); ++k)
+    if (!q[k].raw) make_rank_lossy(q[k].node, cfg.lossy_threshold, RankLossyStage::Checkpoint);
+}
+
 /// Pushes until the next check. The check walks the unfrozen queue, so large queues are
-/// checked less often. With a spill sink the next check comes before the queue can outgrow
-/// the budget by much (about a quarter of the budget's worth of entries at the measured
-/// bytes per entry); without one, over the budget means freezing, which must not cut the
-/// stream into pieces every few events.
+/// checked less often (in lossy mode at least every kLossyCheckInterval pushes: what a rank keeps
+/// exact between two checks is what its memory grows by). With a spill sink the next check comes before the queue can
+/// outgrow the budget by much (about a quarter of the budget's worth of entries at the measured bytes per entry);
+/// without one, over the budget means freezing, which must not cut the stream into pieces every few events.
 std::uint64_t IntraCompressor::Impl::next_check_interval(std::size_t live) const {
-  const std::uint64_t usual = std::max<std::uint64_t>(4096, live / 64);
+  const std::uint64_t usual = std::max<std::uint64_t>(cfg.lossy_threshold > 0 ? kLossyCheckInterval : 4096, live / 64);
   if (!spill) return usual;
   return std::clamp<std::uint64_t>(cfg.memory_budget / 4 / bytes_per_entry, 4, usual);
 }
@@ -96,6 +116,7 @@ bool IntraCompressor::Impl::spill_queue() {
   loop_flatten::inline_single_trip_loops(nodes);
   loop_flatten::flatten_nested_loops(nodes);
   canonicalize_values(nodes);
+  if (cfg.lossy_threshold > 0) make_rank_lossy(nodes, cfg.lossy_threshold, RankLossyStage::Final);
   if (spill(nodes)) {
     ++spilled_chunks;
     return true;
@@ -108,6 +129,7 @@ bool IntraCompressor::Impl::spill_queue() {
 std::vector<Node> IntraCompressor::Impl::finish() {
   spec_flush();
   flush_field_cache();
+  peak_bytes = std::max(peak_bytes, memory_bytes());  // a short run may have had no check
   // The loops in their final form first (unpeeled first iterations, no pseudo-loops that never
   // repeated), so that the iterations at their ends align with their bodies.
   for (std::size_t k = frozen; k < q.size(); ++k) {
@@ -124,6 +146,7 @@ std::vector<Node> IntraCompressor::Impl::finish() {
   loop_flatten::inline_single_trip_loops(out);
   loop_flatten::flatten_nested_loops(out);
   canonicalize_values(out);
+  if (cfg.lossy_threshold > 0) make_rank_lossy(out, cfg.lossy_threshold, RankLossyStage::Final);
   if (!kept.empty()) {  // a refused spill: its nodes come first
     for (auto& n : out) kept.push_back(std::move(n));
     out = std::move(kept);

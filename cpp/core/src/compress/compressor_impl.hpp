@@ -252,6 +252,12 @@ struct IntraCompressor::Impl {
   // ---- memory budget and end (compressor.cpp) ----
   std::size_t memory_bytes() const;
   void check_memory();
+  void make_queue_lossy();
+  /// cfg.lossy_threshold's bound (the checkpoints double it).
+  static constexpr std::uint64_t kMaxLossyThreshold = std::uint64_t{1} << 40;
+  /// Pushes between memory checks in lossy mode (else 4096): the values a field gathers
+  /// between two checks are all a lossy field keeps exact.
+  static constexpr std::uint64_t kLossyCheckInterval = 1024;
   std::uint64_t next_check_interval(std::size_t live) const;
   bool spill_queue();
   std::vector<Node> finish();

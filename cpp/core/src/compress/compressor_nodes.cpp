@@ -3,6 +3,8 @@
 
 #include <memory>
 
+#include "scalatrace/compress/lossy.hpp"
+
 namespace scalatrace::compressor_nodes {
 
 ValueSeq& single(ElasticValue& e) {
@@ -76,6 +78,9 @@ void merge_event(EventNode& a, EventNode&& b) {
     else
       s.append(single(b.site_ids));
   }
+  // Lossy fields (SCALATRACE_LOSSY): one histogram of both sides' occurrences; their order
+  // does not matter in a histogram.
+  merge_lossy_fields(a, b, seq_size(a.fields[0]), seq_size(b.fields[0]));
   for (std::size_t i = 0; i < kFieldCount; ++i) single(a.fields[i]).append(single(b.fields[i]));
   for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(single(b.arrays[i]));
   a.compute.merge(b.compute);
@@ -147,7 +152,8 @@ std::size_t node_bytes(const Node& n) {
       }
     }
     b += histogram_bytes(e.compute) + histogram_bytes(e.duration) + histogram_bytes(e.first_compute) +
-         buffer_bytes(e.timing_groups);
+         buffer_bytes(e.timing_groups) + buffer_bytes(e.lossy);
+    for (const auto& l : e.lossy) b += buffer_bytes(l.values.bins());
   }
   if (n.loop) {
     b += sizeof(LoopNode) + kAllocationOverhead + elastic_bytes(n.loop->trips) + buffer_bytes(n.loop->body) -

@@ -24,6 +24,7 @@
 #include <functional>
 #include <unordered_map>
 
+#include "scalatrace/compress/lossy.hpp"
 #include "scalatrace/merge/timing_groups.hpp"
 #include "scalatrace/model/site_match.hpp"
 #include "scalatrace/support/errors.hpp"
@@ -232,6 +233,13 @@ ElasticValue constant_like(const ElasticValue& shape, std::int64_t value) {
 ElasticValue occurrence_shape(const EventNode& e) {
   const ElasticValue* source = occurrence_source(e);
   return source != nullptr ? constant_like(*source, 0) : ElasticValue{};
+}
+
+/// Occurrences over every rank of a node (the sum of its occurrence_shape's lengths).
+std::uint64_t total_occurrences(const ElasticValue& shape) {
+  std::uint64_t n = 0;
+  for (const auto& [seq, ranks] : shape.alternatives) n += seq.size() * static_cast<std::uint64_t>(ranks.size());
+  return n;
 }
 
 /// Merges an elastic value stored on one side only: the other side's ranks get `fill`
@@ -581,6 +589,9 @@ void merge_node(Node& a, Node&& b, MergeContext& ctx) {
   EventNode& x = *a.event;
   EventNode& y = *b.event;
   const ElasticValue shape_x = occurrence_shape(x), shape_y = occurrence_shape(y);
+  // Lossy fields (made by the ranks' compressors, SCALATRACE_LOSSY): a field lossy on either
+  // side is one histogram of both sides' occurrences.
+  merge_lossy_fields(x, y, total_occurrences(shape_x), total_occurrences(shape_y));
   for (std::size_t f = 0; f < kFieldCount; ++f)
     merge_one_sided(x.fields[f], std::move(y.fields[f]), shape_x, shape_y, 0, 0, "an event field");
   for (std::size_t f = 0; f < kArrayFieldCount; ++f) {

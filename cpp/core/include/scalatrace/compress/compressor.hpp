@@ -24,6 +24,11 @@ struct CompressorConfig {
   /// handed to the spill sink (if set) or frozen (no longer searched).
   std::size_t memory_budget = 256u << 20;
   std::uint32_t hist_sub_bins = 4;  ///< SCALATRACE_HIST_BINS: histogram bins per octave
+  /// SCALATRACE_LOSSY: 0 keeps every field exact; else point-to-point fields become value
+  /// histograms inside the compressor once their lossless form is long (make_rank_lossy: at
+  /// each memory check past twice this many value runs, at the end past this many), so a rank
+  /// whose values never repeat keeps bounded memory (docs/lossy.md, "Per-rank memory").
+  std::uint64_t lossy_threshold = 0;
 };
 
 class IntraCompressor {

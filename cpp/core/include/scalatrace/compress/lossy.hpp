@@ -33,6 +33,36 @@ std::uint64_t lossless_length(const ElasticValue& value);
 /// UsageError for threshold 0.
 std::size_t make_lossy(Trace& trace, std::uint64_t threshold);
 
+/// Where the intra-rank compressor applies SCALATRACE_LOSSY (docs/lossy.md, "Per-rank memory").
+enum class RankLossyStage : std::uint8_t {
+  /// During compression, at each memory check: a field becomes lossy once its canonical form
+  /// holds at least 2 x threshold value runs (a prefix of a sequence that ends up below the
+  /// threshold, a periodic one cut in mid-period, stays below twice it); a long field that
+  /// stays exact is replaced by its canonical form (the same values) so that it is not measured
+  /// again from scratch.
+  Checkpoint,
+  /// On the finished (canonical) nodes of a rank or of a spilled chunk: the threshold itself,
+  /// as make_lossy.
+  Final,
+};
+
+/// SCALATRACE_LOSSY inside the intra-rank compressor, on one rank's nodes (per-rank: one value
+/// sequence per field). Fields already lossy fold the exact values appended since (their
+/// "tail") into their histogram; other allowed fields become lossy past the stage's bound.
+/// Keeps every node's occurrence count (its Comm field stays exact). Returns the number of
+/// fields made lossy. Throws UsageError for threshold 0.
+std::size_t make_rank_lossy(std::vector<Node>& nodes, std::uint64_t threshold, RankLossyStage stage);
+/// The same for one node (an event node, or a loop and everything in it).
+std::size_t make_rank_lossy(Node& node, std::uint64_t threshold, RankLossyStage stage);
+
+/// Merges the lossy fields of two nodes of one call (within a rank: two iterations; across
+/// ranks: two rank groups) into `a`: a field lossy on either side becomes one histogram of
+/// both sides' occurrences (histogram + histogram, histogram + exact values); `b`'s copy of it
+/// is emptied. A side that stores such a field nowhere had the value 0 in each of its
+/// `occurrences_a` / `occurrences_b` occurrences (an unused field). Fields lossy on neither
+/// side are left to the caller. No-op when neither node has a lossy field.
+void merge_lossy_fields(EventNode& a, EventNode& b, std::uint64_t occurrences_a, std::uint64_t occurrences_b);
+
 /// One lossy field of a trace (for `scalatrace stats`, Python `Trace.lossy_fields`).
 struct LossyFieldInfo {
   Op op = Op::Other;
