@@ -36,9 +36,15 @@
 
 namespace scalatrace::sim {
 
+/// Which of the engine's cache measures (prefetching ahead of resumptions, the outbox) run.
+/// They change the speed only, never a result: Auto decides by the size of the ranks' states
+/// (the measures pay only when the states exceed the caches); Off and All force them, so that
+/// tests can compare both paths on traces small enough to simulate quickly.
+enum class Prefetching { Auto, Off, All };
+
 class Engine {
  public:
-  Engine(const Trace& trace, const SimOptions& options);
+  Engine(const Trace& trace, const SimOptions& options, Prefetching prefetching = Prefetching::Auto);
 
   SimTimes& site_times(std::uint32_t site, Op op) {
     if (site >= site_count_) {  // a site beyond the trace's table: counted all the same
@@ -113,12 +119,15 @@ class Engine {
   /// then the cursors and the receivers of messages are prefetched too (below it, those
   /// prefetches only cost instructions: 6 % at 1,024 ranks).
   static constexpr std::size_t kCachedStateBytes = std::size_t{16} << 20;
-  /// All ranks' states with their cursors, roughly: what decides which prefetches pay.
-  const std::size_t state_bytes_ = static_cast<std::size_t>(n_) * (sizeof(RankSim) + 2048);
-  const bool prefetch_more_ = state_bytes_ > kCachedStateBytes;
   /// Rank states beyond a core's second-level cache: the ranks about to resume are prefetched.
   static constexpr std::size_t kL2Bytes = std::size_t{512} << 10;
-  const bool prefetch_states_ = state_bytes_ > kL2Bytes;
+  /// All ranks' states with their cursors, roughly: what decides which prefetches pay (Auto).
+  std::size_t state_bytes() const { return static_cast<std::size_t>(n_) * (sizeof(RankSim) + 2048); }
+  const Prefetching prefetching_;
+  const bool prefetch_more_ =
+      prefetching_ == Prefetching::All || (prefetching_ == Prefetching::Auto && state_bytes() > kCachedStateBytes);
+  const bool prefetch_states_ =
+      prefetching_ == Prefetching::All || (prefetching_ == Prefetching::Auto && state_bytes() > kL2Bytes);
 
   /// The cache lines from `from` up to (not including) `to`, both within one rank's state.
   static void prefetch_range(const void* from, const void* to) {
@@ -361,10 +370,13 @@ class Engine {
   /// the same order relative to every other effect as without the outbox: only its cache
   /// misses overlap.
   /// Ranks whose states fit in the cache (prefetch_more_ false) deliver at once: the outbox
-  /// would only cost its copies.
+  /// would only cost its copies. So do the messages of collectives: the sender's next action
+  /// (waiting for the step) would deliver them at once, and their receivers' lines were
+  /// prefetched with the step (prefetch_step_receiver); fetching a user message's lines for
+  /// them (its counts and request pool) cost misses that nothing read.
   void send_message(const RankSim& R, std::int64_t dst, Message&& m) {
     // A rendezvous match moves data on the network; a self-send is seen at once.
-    if (prefetch_more_ && !m.rendezvous && dst != R.rank) {
+    if (prefetch_more_ && m.user && !m.rendezvous && dst != R.rank) {
       prefetch_receiver(rank(dst));
       outbox_.push_back(Outgoing{dst, m});
       return;
@@ -482,5 +494,8 @@ class Engine {
   void check_unmatched() const;
   SimResult collect();
 };
+
+/// simulate() with the engine's cache measures chosen (tests: results equal with each).
+SimResult simulate_prefetching(const Trace& trace, const SimOptions& options, Prefetching prefetching);
 
 }  // namespace scalatrace::sim
