@@ -111,10 +111,13 @@ class Engine {
   /// lines the round before fetched: kPrefetchDistance resumptions ahead the rank's first line
   /// (prefetch_first_line); 2/3 of that distance later the lines its stage needs
   /// (prefetch_for_stage); 1/3 of it before the resumption what those lines point to
-  /// (prefetch_targets: the requests of a wait list, the next step's receiver, the cursor).
+  /// (prefetch_targets: the requests of a wait list, the next step's receiver, the cursor's
+  /// own state); and a fourth round, kCursorNodesDistance ahead, the node states the cursor
+  /// reads next (prefetch_cursor_nodes: only what the walk goes on with, not all its nodes).
   static constexpr std::size_t kPrefetchDistance = 48;
   static constexpr std::size_t kStageDistance = 32;
   static constexpr std::size_t kTargetDistance = 16;
+  static constexpr std::size_t kCursorNodesDistance = 8;
   /// Ranks whose states (with their cursors) exceed this many bytes do not stay in the cache:
   /// then the cursors and the receivers of messages are prefetched too (below it, those
   /// prefetches only cost instructions: 6 % at 1,024 ranks).
@@ -195,12 +198,19 @@ class Engine {
       prefetch_line(&R.reqs[static_cast<std::size_t>(R.waits[i])]);
   }
 
-  /// R's walk over the trace, if R is likely to read its next event when resumed: it waits
-  /// for the end of an event (a Waitall, or the last step of a collective).
+  /// Whether R is likely to read its next event when resumed: it waits for the end of an event
+  /// (a Waitall, or the last step of a collective).
+  static bool reads_next_event(const RankSim& R) {
+    return R.stage == Stage::Next || R.stage == Stage::Waiting ||
+           (R.stage == Stage::StepWaiting && R.step_pos >= R.steps.size());
+  }
+  /// R's walk over the trace (its own state), if R is likely to read its next event.
   static void prefetch_cursor(const RankSim& R) {
-    if (R.stage == Stage::Next || R.stage == Stage::Waiting ||
-        (R.stage == Stage::StepWaiting && R.step_pos >= R.steps.size()))
-      R.cursor.prefetch();
+    if (reads_next_event(R)) R.cursor.prefetch();
+  }
+  /// Round four (R's walk state is cached): the node states its next events come from.
+  static void prefetch_cursor_nodes(const RankSim& R) {
+    if (reads_next_event(R)) R.cursor.prefetch_upcoming();
   }
 
   /// The rank the next step of R's collective sends to: its receive queues are what delivering

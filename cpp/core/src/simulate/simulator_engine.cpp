@@ -63,6 +63,7 @@ SimResult Engine::run() {
           net_.prefetch_sender(later);
         }
         if (prefetch_more_ && queued > kTargetDistance) prefetch_targets(rank(ready_[kTargetDistance]));
+        if (prefetch_more_ && queued > kCursorNodesDistance) prefetch_cursor_nodes(rank(ready_[kCursorNodesDistance]));
       }
       advance(rank(r));
       if (net_.wants_horizon()) [[unlikely]]
