@@ -237,6 +237,9 @@ struct WalkFrame {
 struct Cursor::Impl {
   TimingMode timing;           ///< compute times
   TimingMode duration_timing;  ///< durations (the simulator takes their median)
+  /// Set by prefetch(): the caller prefetches, so next() notes the upcoming node for
+  /// prefetch_upcoming() (a cursor walked alone does not pay for noting it).
+  mutable bool hinting = false;
   std::uint64_t events = 0;
   const Node* last = nullptr;
   /// Where the node that next() reads first is (its entry in its body's states, and its state
@@ -269,8 +272,10 @@ struct Cursor::Impl {
         WalkFrame{trace.nodes.data(), trace.nodes.size(), arena.make<NodeState*>(trace.nodes.size()), 0, 0});
   }
 
-  /// The lines next() reads first: the walk's scalars and stack.
+  /// The lines next() reads first: the walk's scalars and stack. (The store to `hinting`
+  /// fetches the first line like a prefetch: nothing waits for it.)
   void prefetch() const {
+    hinting = true;
     const char* p = reinterpret_cast<const char*>(this);
     const char* end = reinterpret_cast<const char*>(&stack + 1);
     for (; p < end; p += 64) prefetch_line(p);
@@ -648,7 +653,7 @@ struct Cursor::Impl {
       ++events;
       last = &n;
       make_event(*n.event, s, out);
-      note_upcoming(f);
+      if (hinting) note_upcoming(f);
       return true;
     }
   }
