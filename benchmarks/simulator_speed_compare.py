@@ -83,7 +83,7 @@ def main() -> int:
     parser.add_argument("--fifo", action="store_true", help="timing lock and SCHED_FIFO (root)")
     args = parser.parse_args()
     rows = [
-        "| trace | events | before: CPU s (median of runs) | after: CPU s | before: events per CPU s | "
+        "| trace | events | before: CPU ms (median of runs) | after: CPU ms | before: events per CPU s | "
         "after: events per CPU s | change | load averages |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
@@ -98,7 +98,7 @@ def main() -> int:
                 cpu[name].append(ms / 1e3)
                 predicted.add(total)
                 loads.append(load)
-                print(f"{trace.name} {name}: {ms / 1e3:.3f} s CPU, load {load}", file=sys.stderr)
+                print(f"{trace.name} {name}: {ms:.1f} ms CPU, load {load}", file=sys.stderr)
         if len(predicted) != 1:
             print(
                 f"{trace}: the builds predict different totals: {sorted(predicted)}",
@@ -107,7 +107,7 @@ def main() -> int:
             return 1
         before, after = statistics.median(cpu["before"]), statistics.median(cpu["after"])
         rows.append(
-            f"| {trace.name} | {events:,} | {before:.3f} | {after:.3f} | {events / before / 1e6:.2f} M | "
+            f"| {trace.name} | {events:,} | {before * 1e3:.1f} | {after * 1e3:.1f} | {events / before / 1e6:.2f} M | "
             f"{events / after / 1e6:.2f} M | {100 * (after / before - 1):+.1f} % | "
             f"{min(loads):.1f}-{max(loads):.1f} |"
         )
