@@ -7,6 +7,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
