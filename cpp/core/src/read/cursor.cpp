@@ -133,6 +133,8 @@ class StateArena {
     return p;
   }
   const std::byte* inline_begin() const { return inline_; }
+  /// Where the next allocation would start (inline or in the last chunk).
+  const std::byte* used_end() const { return next_; }
 
  private:
   alignas(64) std::byte inline_[kInlineBytes];
@@ -228,39 +230,86 @@ struct WalkFrame {
 
 }  // namespace
 
+/// The cursor's state, laid out for a simulator that walks thousands of cursors in turn, each
+/// cold when its rank resumes: what next() reads (the timing modes, counts, the upcoming node
+/// and the stack) first, in the lines prefetch() loads; the rest (set-up, lossy draws, errors)
+/// after them; then the node states.
 struct Cursor::Impl {
-  const Trace& trace;
-  std::int64_t rank;
   TimingMode timing;           ///< compute times
   TimingMode duration_timing;  ///< durations (the simulator takes their median)
+  /// Set by prefetch(): the caller prefetches, so next() notes the upcoming node for
+  /// prefetch_upcoming() (a cursor walked alone does not pay for noting it).
+  mutable bool hinting = false;
+  std::uint64_t events = 0;
+  const Node* last = nullptr;
+  /// Where the node that next() reads first is (its entry in its body's states, and its state
+  /// up to the end of the used inline arena: the nodes after it in the walk, allocated in
+  /// first-visit order), set by each next(); null when unknown (prefetch_upcoming then loads
+  /// the whole inline arena).
+  NodeState* const* upcoming_slot = nullptr;
+  const std::byte* upcoming_begin = nullptr;
+  const std::byte* upcoming_end = nullptr;
+  SmallVector<WalkFrame, 4> stack;  ///< loop nesting: rarely deeper than a few levels
+  const Trace& trace;
+  std::int64_t rank;
   /// TimingMode::Sample only (2.5 KB of state: not kept by cursors that do not draw).
   std::unique_ptr<std::mt19937_64> rng;
   std::uint64_t seed;             ///< TimingMode::Spread
   std::uint32_t spread_keys = 0;  ///< event nodes first visited so far (NodeState::spread_key)
-  std::uint64_t events = 0;
   /// draw_lossy_values: the seed, and each lossy event node's position among the trace's lossy
   /// nodes in depth-first order (the same for every rank and every process).
   bool draws_lossy = false;
   std::uint64_t lossy_seed = 0;
   std::unordered_map<const EventNode*, std::uint64_t> lossy_index;
   std::shared_ptr<const LossyOccurrences> occurrences;  ///< optional: contiguous numbering
-  const Node* last = nullptr;
-  SmallVector<WalkFrame, 4> stack;  ///< loop nesting: rarely deeper than a few levels
-  StateArena arena;                 ///< every NodeState and what it points to
+  StateArena arena;                                     ///< every NodeState and what it points to
 
   Impl(const Trace& t, std::int64_t r, TimingMode m, std::uint64_t seed, TimingMode d)
-      : trace(t), rank(r), timing(m), duration_timing(d), seed(seed) {
+      : timing(m), duration_timing(d), trace(t), rank(r), seed(seed) {
     if (timing == TimingMode::Sample || duration_timing == TimingMode::Sample)
       rng = std::make_unique<std::mt19937_64>(seed);
     stack.push_back(
         WalkFrame{trace.nodes.data(), trace.nodes.size(), arena.make<NodeState*>(trace.nodes.size()), 0, 0});
   }
 
+  /// The lines next() reads first: the walk's scalars and stack. (The store to `hinting`
+  /// fetches the first line like a prefetch: nothing waits for it.)
   void prefetch() const {
-    // The walk's scalars and stack, then the node states in allocation (= first visit) order.
+    hinting = true;
     const char* p = reinterpret_cast<const char*>(this);
-    const char* end = reinterpret_cast<const char*>(arena.inline_begin()) + StateArena::kInlineBytes;
+    const char* end = reinterpret_cast<const char*>(&stack + 1);
     for (; p < end; p += 64) prefetch_line(p);
+  }
+
+  /// The node states next() reads (this object's first lines must be cached: prefetch()).
+  void prefetch_upcoming() const {
+    if (upcoming_begin == nullptr) {
+      const char* p = reinterpret_cast<const char*>(arena.inline_begin());
+      for (const char* end = p + StateArena::kInlineBytes; p < end; p += 64) prefetch_line(p);
+      return;
+    }
+    prefetch_line(upcoming_slot);
+    for (const std::byte* p = upcoming_begin; p < upcoming_end; p += 64) prefetch_line(p);
+  }
+
+  /// Remembers where the walk goes on (after next() returned from frame `f`): the state of the
+  /// frame's next node, or of its first when the frame repeats; unknown otherwise.
+  void note_upcoming(const WalkFrame& f) {
+    const std::size_t pos = f.pos < f.size ? f.pos : 0;
+    NodeState* const* slot = &f.states[pos];
+    NodeState* s = f.pos < f.size || f.trips_left > 0 ? *slot : nullptr;
+    if (s == nullptr || s == kNotMember) {
+      upcoming_begin = nullptr;
+      return;
+    }
+    upcoming_slot = slot;
+    upcoming_begin = reinterpret_cast<const std::byte*>(s);
+    const std::byte* inline_end = arena.inline_begin() + StateArena::kInlineBytes;
+    // Inside the inline arena: up to its used end; in a heap chunk: the state and what
+    // follows it, a few lines.
+    upcoming_end = upcoming_begin >= arena.inline_begin() && upcoming_begin < inline_end
+                       ? std::min(inline_end, arena.used_end())
+                       : upcoming_begin + 8 * 64;
   }
 
   [[noreturn]] void fail(const std::string& what) const {
@@ -604,6 +653,7 @@ struct Cursor::Impl {
       ++events;
       last = &n;
       make_event(*n.event, s, out);
+      if (hinting) note_upcoming(f);
       return true;
     }
   }
@@ -634,6 +684,7 @@ std::optional<Event> Cursor::next() {
 bool Cursor::next(Event& out) { return impl_->next(out); }
 bool Cursor::next(EventView& out) { return impl_->next(out); }
 void Cursor::prefetch() const noexcept { impl_->prefetch(); }
+void Cursor::prefetch_upcoming() const noexcept { impl_->prefetch_upcoming(); }
 const Node* Cursor::last_node() const { return impl_->last; }
 
 std::vector<Event> expand(const Trace& trace, std::int64_t rank) {

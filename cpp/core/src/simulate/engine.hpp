@@ -36,9 +36,15 @@
 
 namespace scalatrace::sim {
 
+/// Which of the engine's cache measures (prefetching ahead of resumptions, the outbox) run.
+/// They change the speed only, never a result: Auto decides by the size of the ranks' states
+/// (the measures pay only when the states exceed the caches); Off and All force them, so that
+/// tests can compare both paths on traces small enough to simulate quickly.
+enum class Prefetching { Auto, Off, All };
+
 class Engine {
  public:
-  Engine(const Trace& trace, const SimOptions& options);
+  Engine(const Trace& trace, const SimOptions& options, Prefetching prefetching = Prefetching::Auto);
 
   SimTimes& site_times(std::uint32_t site, Op op) {
     if (site >= site_count_) {  // a site beyond the trace's table: counted all the same
@@ -105,20 +111,26 @@ class Engine {
   /// lines the round before fetched: kPrefetchDistance resumptions ahead the rank's first line
   /// (prefetch_first_line); 2/3 of that distance later the lines its stage needs
   /// (prefetch_for_stage); 1/3 of it before the resumption what those lines point to
-  /// (prefetch_targets: the requests of a wait list, the next step's receiver, the cursor).
+  /// (prefetch_targets: the requests of a wait list, the next step's receiver, the cursor's
+  /// own state); and a fourth round, kCursorNodesDistance ahead, the node states the cursor
+  /// reads next (prefetch_cursor_nodes: only what the walk goes on with, not all its nodes).
   static constexpr std::size_t kPrefetchDistance = 48;
   static constexpr std::size_t kStageDistance = 32;
   static constexpr std::size_t kTargetDistance = 16;
+  static constexpr std::size_t kCursorNodesDistance = 8;
   /// Ranks whose states (with their cursors) exceed this many bytes do not stay in the cache:
   /// then the cursors and the receivers of messages are prefetched too (below it, those
   /// prefetches only cost instructions: 6 % at 1,024 ranks).
   static constexpr std::size_t kCachedStateBytes = std::size_t{16} << 20;
-  /// All ranks' states with their cursors, roughly: what decides which prefetches pay.
-  const std::size_t state_bytes_ = static_cast<std::size_t>(n_) * (sizeof(RankSim) + 2048);
-  const bool prefetch_more_ = state_bytes_ > kCachedStateBytes;
   /// Rank states beyond a core's second-level cache: the ranks about to resume are prefetched.
   static constexpr std::size_t kL2Bytes = std::size_t{512} << 10;
-  const bool prefetch_states_ = state_bytes_ > kL2Bytes;
+  /// All ranks' states with their cursors, roughly: what decides which prefetches pay (Auto).
+  std::size_t state_bytes() const { return static_cast<std::size_t>(n_) * (sizeof(RankSim) + 2048); }
+  const Prefetching prefetching_;
+  const bool prefetch_more_ =
+      prefetching_ == Prefetching::All || (prefetching_ == Prefetching::Auto && state_bytes() > kCachedStateBytes);
+  const bool prefetch_states_ =
+      prefetching_ == Prefetching::All || (prefetching_ == Prefetching::Auto && state_bytes() > kL2Bytes);
 
   /// The cache lines from `from` up to (not including) `to`, both within one rank's state.
   static void prefetch_range(const void* from, const void* to) {
@@ -186,12 +198,19 @@ class Engine {
       prefetch_line(&R.reqs[static_cast<std::size_t>(R.waits[i])]);
   }
 
-  /// R's walk over the trace, if R is likely to read its next event when resumed: it waits
-  /// for the end of an event (a Waitall, or the last step of a collective).
+  /// Whether R is likely to read its next event when resumed: it waits for the end of an event
+  /// (a Waitall, or the last step of a collective).
+  static bool reads_next_event(const RankSim& R) {
+    return R.stage == Stage::Next || R.stage == Stage::Waiting ||
+           (R.stage == Stage::StepWaiting && R.step_pos >= R.steps.size());
+  }
+  /// R's walk over the trace (its own state), if R is likely to read its next event.
   static void prefetch_cursor(const RankSim& R) {
-    if (R.stage == Stage::Next || R.stage == Stage::Waiting ||
-        (R.stage == Stage::StepWaiting && R.step_pos >= R.steps.size()))
-      R.cursor.prefetch();
+    if (reads_next_event(R)) R.cursor.prefetch();
+  }
+  /// Round four (R's walk state is cached): the node states its next events come from.
+  static void prefetch_cursor_nodes(const RankSim& R) {
+    if (reads_next_event(R)) R.cursor.prefetch_upcoming();
   }
 
   /// The rank the next step of R's collective sends to: its receive queues are what delivering
@@ -361,10 +380,13 @@ class Engine {
   /// the same order relative to every other effect as without the outbox: only its cache
   /// misses overlap.
   /// Ranks whose states fit in the cache (prefetch_more_ false) deliver at once: the outbox
-  /// would only cost its copies.
+  /// would only cost its copies. So do the messages of collectives: the sender's next action
+  /// (waiting for the step) would deliver them at once, and their receivers' lines were
+  /// prefetched with the step (prefetch_step_receiver); fetching a user message's lines for
+  /// them (its counts and request pool) cost misses that nothing read.
   void send_message(const RankSim& R, std::int64_t dst, Message&& m) {
     // A rendezvous match moves data on the network; a self-send is seen at once.
-    if (prefetch_more_ && !m.rendezvous && dst != R.rank) {
+    if (prefetch_more_ && m.user && !m.rendezvous && dst != R.rank) {
       prefetch_receiver(rank(dst));
       outbox_.push_back(Outgoing{dst, m});
       return;
@@ -482,5 +504,8 @@ class Engine {
   void check_unmatched() const;
   SimResult collect();
 };
+
+/// simulate() with the engine's cache measures chosen (tests: results equal with each).
+SimResult simulate_prefetching(const Trace& trace, const SimOptions& options, Prefetching prefetching);
 
 }  // namespace scalatrace::sim

@@ -19,12 +19,13 @@
 namespace scalatrace {
 namespace sim {
 
-Engine::Engine(const Trace& trace, const SimOptions& options)
+Engine::Engine(const Trace& trace, const SimOptions& options, Prefetching prefetching)
     : trace_(trace),
       opt_(options),
       net_(options, trace.nranks),
       n_(trace.nranks),
-      ranks_(static_cast<std::size_t>(trace.nranks)) {
+      ranks_(static_cast<std::size_t>(trace.nranks)),
+      prefetching_(prefetching) {
   for (std::int64_t r = 0; r < n_; ++r) ranks_.emplace_back(trace, r, options);
   if (is_lossy(trace)) {
     // Coordinated random selection (docs/lossy.md): each rank's walk draws its sends and posts
@@ -62,6 +63,7 @@ SimResult Engine::run() {
           net_.prefetch_sender(later);
         }
         if (prefetch_more_ && queued > kTargetDistance) prefetch_targets(rank(ready_[kTargetDistance]));
+        if (prefetch_more_ && queued > kCursorNodesDistance) prefetch_cursor_nodes(rank(ready_[kCursorNodesDistance]));
       }
       advance(rank(r));
       if (net_.wants_horizon()) [[unlikely]]
@@ -429,13 +431,17 @@ SimResult Engine::collect() {
   return std::move(res_);
 }
 
+SimResult simulate_prefetching(const Trace& trace, const SimOptions& options, Prefetching prefetching) {
+  options.validate();
+  if (trace.nranks <= 0) throw UsageError("cannot simulate a trace with no ranks");
+  Engine engine(trace, options, prefetching);
+  return engine.run();
+}
+
 }  // namespace sim
 
 SimResult simulate(const Trace& trace, const SimOptions& options) {
-  options.validate();
-  if (trace.nranks <= 0) throw UsageError("cannot simulate a trace with no ranks");
-  sim::Engine engine(trace, options);
-  return engine.run();
+  return sim::simulate_prefetching(trace, options, sim::Prefetching::Auto);
 }
 
 }  // namespace scalatrace

@@ -46,9 +46,11 @@ class Cursor {
   /// The same without copying arrays: `out`'s arrays refer to the trace's value sequences
   /// (valid while the trace lives). What the simulator reads.
   bool next(EventView& out);
-  /// A hint only: starts loading into the cache what the next call to next() reads (the
-  /// walk's state and the rank's node states), for a caller that walks many cursors in turn.
+  /// Hints only, for a caller that walks many cursors in turn: prefetch() starts loading the
+  /// walk's own state; prefetch_upcoming(), once that has arrived (it reads it), the node
+  /// states the next calls to next() read (from the next node on, in the walk's order).
   void prefetch() const noexcept;
+  void prefetch_upcoming() const noexcept;
   /// The event node the last event returned by next() came from (nullptr before the first).
   const Node* last_node() const;
 

@@ -1,0 +1,245 @@
+// Simulator engine: its cache measures (prefetching ahead of resumptions, the outbox of eager
+// messages, the direct delivery of collectives' messages) change the speed only. They switch on
+// by themselves only at thousands of ranks; here they are forced on and off (sim::Prefetching)
+// on small traces, randomized programs among them, and every field of every result must be the
+// same bit for bit.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "merged_recordings.hpp"
+#include "random_exchange.hpp"
+#include "scalatrace/model/recording.hpp"
+#include "scalatrace/simulate/simulator.hpp"
+#include "scalatrace/synthetic/synthetic.hpp"
+#include "simulate/engine.hpp"
+
+using namespace scalatrace;
+
+namespace {
+
+std::uint64_t bits(double x) { return std::bit_cast<std::uint64_t>(x); }
+
+void expect_same_times(const SimTimes& a, const SimTimes& b, const std::string& what) {
+  EXPECT_EQ(bits(a.compute), bits(b.compute)) << what;
+  EXPECT_EQ(bits(a.comm), bits(b.comm)) << what;
+  EXPECT_EQ(bits(a.wait), bits(b.wait)) << what;
+  EXPECT_EQ(bits(a.late_sender), bits(b.late_sender)) << what;
+  EXPECT_EQ(bits(a.late_receiver), bits(b.late_receiver)) << what;
+  EXPECT_EQ(a.calls, b.calls) << what;
+}
+
+/// Every field of two results, bit for bit.
+void expect_same(const SimResult& a, const SimResult& b, const std::string& what) {
+  EXPECT_EQ(bits(a.total_ns), bits(b.total_ns)) << what;
+  EXPECT_EQ(a.events, b.events) << what;
+  EXPECT_EQ(a.messages, b.messages) << what;
+  ASSERT_EQ(a.end_ns.size(), b.end_ns.size()) << what;
+  for (std::size_t r = 0; r < a.end_ns.size(); ++r) {
+    const std::string at = what + ", rank " + std::to_string(r);
+    EXPECT_EQ(bits(a.end_ns[r]), bits(b.end_ns[r])) << at;
+    expect_same_times(a.ranks[r], b.ranks[r], at);
+    EXPECT_EQ(a.sent_messages[r], b.sent_messages[r]) << at;
+    EXPECT_EQ(a.recv_messages[r], b.recv_messages[r]) << at;
+    EXPECT_EQ(bits(a.sent_bytes[r]), bits(b.sent_bytes[r])) << at;
+    EXPECT_EQ(bits(a.recv_bytes[r]), bits(b.recv_bytes[r])) << at;
+  }
+  ASSERT_EQ(a.sites.size(), b.sites.size()) << what;
+  for (std::size_t i = 0; i < a.sites.size(); ++i) {
+    const std::string at = what + ", site row " + std::to_string(i);
+    EXPECT_EQ(a.sites[i].site, b.sites[i].site) << at;
+    EXPECT_EQ(a.sites[i].op, b.sites[i].op) << at;
+    expect_same_times(a.sites[i].times, b.sites[i].times, at);
+  }
+  ASSERT_EQ(a.pairs.size(), b.pairs.size()) << what;
+  for (std::size_t i = 0; i < a.pairs.size(); ++i) {
+    EXPECT_EQ(a.pairs[i].src, b.pairs[i].src) << what;
+    EXPECT_EQ(a.pairs[i].dst, b.pairs[i].dst) << what;
+    EXPECT_EQ(a.pairs[i].messages, b.pairs[i].messages) << what;
+    EXPECT_EQ(bits(a.pairs[i].bytes), bits(b.pairs[i].bytes)) << what;
+  }
+  ASSERT_EQ(a.timeline.size(), b.timeline.size()) << what;
+  for (std::size_t i = 0; i < a.timeline.size(); ++i) {
+    const std::string at = what + ", timeline row " + std::to_string(i);
+    EXPECT_EQ(a.timeline[i].rank, b.timeline[i].rank) << at;
+    EXPECT_EQ(a.timeline[i].index, b.timeline[i].index) << at;
+    EXPECT_EQ(a.timeline[i].op, b.timeline[i].op) << at;
+    EXPECT_EQ(a.timeline[i].site, b.timeline[i].site) << at;
+    EXPECT_EQ(bits(a.timeline[i].start), bits(b.timeline[i].start)) << at;
+    EXPECT_EQ(bits(a.timeline[i].end), bits(b.timeline[i].end)) << at;
+  }
+}
+
+/// The trace simulated with the cache measures off and forced on: the same results.
+void expect_layout_free(const Trace& t, const SimOptions& opt, const std::string& what) {
+  SimResult off, on;
+  ASSERT_NO_THROW(off = sim::simulate_prefetching(t, opt, sim::Prefetching::Off)) << what;
+  ASSERT_NO_THROW(on = sim::simulate_prefetching(t, opt, sim::Prefetching::All)) << what;
+  EXPECT_GT(off.events, 0u) << what;
+  expect_same(off, on, what);
+  // The public entry point decides by size (Off at these sizes): the same again.
+  expect_same(off, simulate(t, opt), what + " (auto)");
+}
+
+/// Option sets that take every path of the network model and the accounting.
+std::vector<std::pair<std::string, SimOptions>> option_sets() {
+  std::vector<std::pair<std::string, SimOptions>> sets;
+  SimOptions base;
+  base.inter_node = LogGP{1000, 250, 300, 40, 0.5, 0.01};
+  base.intra_node = LogGP{200, 100, 120, 10, 0.1, 0.01};
+  base.ranks_per_node = 4;
+  base.eager_threshold = 2048;
+  base.timeline = true;
+  base.pair_counts = true;
+  sets.emplace_back("flat", base);
+  SimOptions contended = base;
+  contended.contention = true;
+  sets.emplace_back("contention", contended);
+  SimOptions sampled = base;
+  sampled.timing = TimingMode::Sample;
+  sampled.seed = 11;
+  sampled.noise = OsNoise{5000, 300, false, 5};
+  sets.emplace_back("sample timing, noise", sampled);
+  SimOptions torus = base;
+  torus.topology.kind = Topology::Kind::Torus;
+  torus.topology.shape = {4, 4};
+  torus.topology.hop_latency = 100;
+  torus.topology.link_G = 0.5;
+  torus.placement = Placement::RoundRobin;
+  sets.emplace_back("torus with congestion", torus);
+  return sets;
+}
+
+/// A randomized program that cannot deadlock: per step, all ranks agree (one seeded generator)
+/// on a shift and a kind; each rank computes a random time, then exchanges with the ranks that
+/// shift away in either direction (sizes on both sides of the eager threshold, sometimes a
+/// wildcard receive, sometimes blocking calls), or runs a collective (some nonblocking,
+/// completed after the next exchange's Waitall).
+std::vector<RankRecording> random_program(std::int64_t nranks, int steps, std::uint64_t seed) {
+  std::vector<RankRecording> recs(static_cast<std::size_t>(nranks));
+  for (std::int64_t r = 0; r < nranks; ++r) {
+    auto& rec = recs[static_cast<std::size_t>(r)];
+    rec.rank = r;
+    rec.nranks = nranks;
+    const auto mod = rec.sites.intern_module("random_program");
+    for (std::uint32_t s = 0; s < 12; ++s) rec.sites.intern({Frame{mod, 0x100 + s}});
+  }
+  std::mt19937_64 rng(seed);
+  std::vector<std::int64_t> outstanding(static_cast<std::size_t>(nranks), 0);  // request slots
+  std::vector<bool> pending_collective(static_cast<std::size_t>(nranks), false);
+  auto add = [&](std::int64_t r, Op op, std::uint32_t site) -> Event& {
+    Event e;
+    e.op = op;
+    e.site = site;
+    e.compute_ns = 200 + static_cast<std::uint64_t>(rng() % 3000);
+    e.duration_ns = 50 + static_cast<std::uint64_t>(rng() % 100);
+    if (op_creates_request(op)) ++outstanding[static_cast<std::size_t>(r)];
+    auto& events = recs[static_cast<std::size_t>(r)].events;
+    events.push_back(e);
+    return events.back();
+  };
+  for (int step = 0; step < steps; ++step) {
+    const auto kind = rng() % 6;
+    if (kind <= 3) {
+      const std::int64_t shift = 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(nranks - 1));
+      const std::int64_t bytes = rng() % 3 == 0 ? 4096 + static_cast<std::int64_t>(rng() % 4096)
+                                                : 8 * (1 + static_cast<std::int64_t>(rng() % 100));
+      const bool wildcard = kind == 1;
+      const bool blocking = kind == 2;
+      for (std::int64_t r = 0; r < nranks; ++r) {
+        const std::int64_t to = (r + shift) % nranks, from = (r - shift + nranks) % nranks;
+        if (blocking) {
+          // Sendrecv: both halves in one call.
+          Event& e = add(r, Op::Sendrecv, 5);
+          e[Field::Peer] = to - r;
+          e[Field::Tag] = step;
+          e[Field::Bytes] = bytes;
+          e[Field::DtSize] = 1;
+          e[Field::Peer2] = from - r;
+          e[Field::Tag2] = step;
+          e[Field::Bytes2] = bytes;
+          e[Field::DtSize2] = 1;
+          continue;
+        }
+        Event& recv = add(r, Op::Irecv, 0);
+        recv[Field::Peer] = wildcard ? kAnySource : from - r;
+        recv[Field::Tag] = step;
+        recv[Field::Bytes] = bytes;
+        recv[Field::DtSize] = 1;
+        Event& send = add(r, rng() % 4 == 0 ? Op::Issend : Op::Isend, 1);
+        send[Field::Peer] = to - r;
+        send[Field::Tag] = step;
+        send[Field::Bytes] = bytes;
+        send[Field::DtSize] = 1;
+        Event& wait = add(r, Op::Waitall, 2);
+        for (std::int64_t q = outstanding[static_cast<std::size_t>(r)]; q >= 1; --q)
+          wait[ArrayField::Requests].push_back(q);
+        outstanding[static_cast<std::size_t>(r)] = 0;
+        pending_collective[static_cast<std::size_t>(r)] = false;
+      }
+    } else {
+      static constexpr Op kCollectives[] = {Op::Allreduce, Op::Bcast, Op::Barrier, Op::Alltoall, Op::Reduce};
+      const Op op = kCollectives[rng() % std::size(kCollectives)];
+      const bool nonblocking = kind == 5 && op == Op::Allreduce;
+      const std::int64_t bytes = 8 * (1 + static_cast<std::int64_t>(rng() % 600));
+      const std::int64_t root = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(nranks));
+      for (std::int64_t r = 0; r < nranks; ++r) {
+        if (nonblocking && pending_collective[static_cast<std::size_t>(r)]) continue;
+        Event& e = add(r, nonblocking ? Op::Iallreduce : op, nonblocking ? 6 : 3);
+        e[Field::Bytes] = bytes;
+        e[Field::Bytes2] = bytes;
+        e[Field::DtSize] = 8;
+        e[Field::DtSize2] = 8;
+        e[Field::Root] = root;
+        e[Field::RedOp] = static_cast<std::int64_t>(RedOpCode::Sum);
+        if (nonblocking) pending_collective[static_cast<std::size_t>(r)] = true;
+      }
+    }
+  }
+  for (std::int64_t r = 0; r < nranks; ++r) {
+    if (outstanding[static_cast<std::size_t>(r)] > 0) {
+      Event& wait = add(r, Op::Waitall, 2);
+      for (std::int64_t q = outstanding[static_cast<std::size_t>(r)]; q >= 1; --q)
+        wait[ArrayField::Requests].push_back(q);
+    }
+    add(r, Op::Finalize, 4);
+  }
+  return recs;
+}
+
+}  // namespace
+
+TEST(SimulatorLayout, SyntheticPatternsGiveTheSameResultsWithAndWithoutPrefetching) {
+  const SyntheticPattern patterns[] = {SyntheticPattern::Stencil1D, SyntheticPattern::Stencil2D,
+                                       SyntheticPattern::Stencil3D, SyntheticPattern::Collectives,
+                                       SyntheticPattern::RowColumn};
+  for (SyntheticPattern pattern : patterns) {
+    for (bool wrap : {true, false}) {
+      SyntheticSpec spec;
+      spec.pattern = pattern;
+      spec.nranks = pattern == SyntheticPattern::Stencil3D ? 27 : 16;
+      spec.timesteps = 5;
+      spec.wrap = wrap;
+      const Trace t = synthetic_merged_trace(spec);
+      for (const auto& [name, opt] : option_sets())
+        expect_layout_free(t, opt, std::string(synthetic_pattern_name(pattern)) + (wrap ? " wrap, " : ", ") + name);
+    }
+  }
+}
+
+TEST(SimulatorLayout, RandomizedProgramsGiveTheSameResultsWithAndWithoutPrefetching) {
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    const std::int64_t nranks = 5 + static_cast<std::int64_t>(seed * 3);
+    const Trace t = test_support::merged_trace(random_program(nranks, 40, seed));
+    for (const auto& [name, opt] : option_sets())
+      expect_layout_free(t, opt, "random program, seed " + std::to_string(seed) + ", " + name);
+  }
+  // The random graph exchange (data-dependent peers and sizes, Allreduce per iteration).
+  const Trace exchange = test_support::merged_trace(test_support::random_exchange(24, 15, 3));
+  for (const auto& [name, opt] : option_sets()) expect_layout_free(exchange, opt, "random exchange, " + name);
+}
