@@ -12,7 +12,9 @@ our own in tests/py/programs traced with real mpiexec runs at 2-12 ranks:
 * extrap_transpose.c: NPB CG's transpose partner on square and twice-as-wide grids, with
   floor(N/X) doubles;
 * extrap_lu.c: NPB LU's face exchanges, whose first column and row of ranks hold one grid line
-  more: a division plus a constant.
+  more: a division plus a constant;
+* extrap_residue.c: a single call whose fewest-term law (P) is wrong at the target, where a law of
+  one more term ((r%3) + r) also fits: named in a warning.
 
 Every extrapolated trace must equal the real trace at the target on every rank (events,
 arrays, communicators) and in its communication matrices, or be refused with the parameter
@@ -313,3 +315,17 @@ def test_lu_faces_of_a_size_no_input_shows_are_refused(traced):
     first = str(err.value).splitlines()[0]
     assert first.startswith("cannot extrapolate: role "), first
     assert "Y is 2 at every input having this role" in first, first
+
+
+def test_single_call_law_with_one_term_more_that_differs_is_named(traced):
+    # The last rank sends r % 3 + r bytes: at 2, 5, 8 ranks (r = 1, 4, 7) that is P as well as
+    # (r%3) + x; at 9 ranks 9 or 10. The fewest-term law P is taken, and the warning names the
+    # law of one term more that also fits (it was taken silently before).
+    small = [traced("extrap_residue", n) for n in (2, 5, 8)]
+    with pytest.warns(UserWarning, match=r"X chosen over \(r%3\) \+ x \(a law of one term more"):
+        scalatrace.extrapolate(small, ranks=9, timing=False)
+    # 3, 4, 5 ranks (r = 2, 3, 4) decide it: (r%3) + x, equal to the real 9-rank trace.
+    small = [traced("extrap_residue", n) for n in (3, 4, 5)]
+    big = scalatrace.extrapolate(small, ranks=9, timing=False)
+    helpers.assert_same_run(big, traced("extrap_residue", 9))
+    assert laws_of(big)[("Send", "Bytes")] == {"(r%3) + x"}

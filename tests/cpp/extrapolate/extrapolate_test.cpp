@@ -286,6 +286,28 @@ TEST(ExtrapolateLaws, UncheckedLawsReadAtAnInputsValuesDecide) {
       solve_linear_law({at(2, 2), at(4, 4)}, {44880, 23760}, {at(8, 4)}, &why, 4, 1, space.linear_count(), &space));
 }
 
+// Single calls: a law of one term more that the points check as well and that differs at the
+// target is named in a warning. The last rank of 2, 5, 8 ranks (x = 1, 4, 7, all with r % 3 = 1)
+// sends r % 3 + r bytes: 2, 5, 8 are X as well as (r%3) + x, which give 9 and 10 at 9 ranks. X is
+// taken (the fewest terms) and (r%3) + x named; with 3, 4, 5 ranks (x = 2, 3, 4) only
+// (r%3) + x fits.
+TEST(ExtrapolateLaws, SingleCallLawsWithOneTermMoreThatDifferAreNamed) {
+  const auto space = FeatureSpace::make(1, false);
+  auto last = [&](std::int64_t p) { return space.values(Grid{{p}}, {p - 1}); };
+  std::string why, note;
+  auto law = solve_linear_law({last(2), last(5), last(8)}, {2, 5, 8}, {last(9)}, &why, 4, 1, space.linear_count(),
+                              &space, &note);
+  ASSERT_TRUE(law) << why;
+  EXPECT_EQ(law->formula(space), "X");
+  EXPECT_EQ(note.rfind("X chosen over (r%3) + x (a law of one term more, checked as well", 0), 0u) << note;
+  note.clear();
+  law = solve_linear_law({last(3), last(4), last(5)}, {4, 3, 5}, {last(9)}, &why, 4, 1, space.linear_count(), &space,
+                         &note);
+  ASSERT_TRUE(law) << why;
+  EXPECT_EQ(law->formula(space), "(r%3) + x");
+  EXPECT_EQ(law->eval(last(9)), 10);
+}
+
 // A division law plus a constant (another role's law at the same call site, offset): its formula
 // and value.
 TEST(ExtrapolateLaws, DivisionLawWithAnOffset) {

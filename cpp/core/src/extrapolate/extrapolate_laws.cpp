@@ -457,19 +457,34 @@ std::string ambiguity(const LinearLaw& a, const LinearLaw& b, const std::vector<
 }  // namespace
 
 namespace {
-/// A law of exactly `size` terms over `usable` that reproduces every value (checked or not) and
-/// differs from `law` at some probe, with that probe; nullopt if there is none.
+/// A law of exactly `size` terms over `usable` that reproduces every value and differs from
+/// `law` at some probe, with that probe; nullopt if there is none. `checked_by` > 0: only laws
+/// with integer coefficients and that many distinct points beyond their terms count (else
+/// checked or not).
 std::optional<std::pair<LinearLaw, std::vector<std::int64_t>>> one_term_more(
     const std::vector<std::size_t>& usable, const std::vector<std::vector<std::int64_t>>& pts,
     const std::vector<std::int64_t>& vals, const std::vector<std::vector<std::int64_t>>& probes, const LinearLaw& law,
-    std::size_t size) {
+    std::size_t size, std::size_t checked_by = 0) {
   const std::size_t nusable = usable.size();
   if (size > nusable) return std::nullopt;
+  auto checked = [&](const LinearLaw& other) {
+    if (checked_by == 0) return true;
+    // Single calls: integer coefficients only (a rival such as (r%3)/6 + y*X/3 beside y is a
+    // coincidence of three points, not a reading of the code).
+    if (std::any_of(other.den.begin(), other.den.end(), [](std::int64_t d) { return d != 1; })) return false;
+    std::set<std::vector<std::int64_t>> distinct;
+    for (const auto& p : pts) {
+      std::vector<std::int64_t> projected;
+      for (auto t : other.terms) projected.push_back(p[t]);
+      distinct.insert(projected);
+    }
+    return distinct.size() >= other.terms.size() + checked_by;
+  };
   std::vector<std::size_t> pick(size), subset(size);
   std::iota(pick.begin(), pick.end(), 0);
   while (true) {
     for (std::size_t k = 0; k < size; ++k) subset[k] = usable[pick[k]];
-    if (auto other = fit_subset(subset, pts, vals))
+    if (auto other = fit_subset(subset, pts, vals); other && checked(*other))
       for (const auto& probe : probes) {
         const auto [s0, l0] = exact_sum(law, probe);
         const auto [s1, l1] = exact_sum(*other, probe);
@@ -490,7 +505,7 @@ std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
                                     const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
                                     std::size_t max_terms, std::size_t check_points, const FeatureSpace* space,
                                     const LinearLaw* avoid = nullptr, bool* read_at_inputs = nullptr,
-                                    bool avoid_unchecked = false);
+                                    bool avoid_unchecked = false, std::string* rival = nullptr);
 }  // namespace
 
 std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int64_t>>& points,
@@ -549,7 +564,10 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
     if (with_exotic && !any_exotic) break;
     std::string tier_why;
     bool at_inputs = false;
-    auto law = solve_over(usable, pts, vals, probes, &tier_why, max_terms, check_points, space, nullptr, &at_inputs);
+    std::string rival;
+    auto law = solve_over(usable, pts, vals, probes, &tier_why, max_terms, check_points, space, nullptr, &at_inputs,
+                          false, &rival);
+    if (law && note && !rival.empty()) *note = rival;
     if (law && !with_exotic && note && space) {
       // Does a law with log2(P) or sqrt(P) also fit, and differ at the target?
       std::vector<std::size_t> all = usable;
@@ -568,13 +586,14 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
             law->formula(*space) +
             (at_inputs ? " (no point left to check it, read only at values of its features that an input had)" : "");
         if (!other && other_why.rfind("ambiguous", 0) == 0)
-          *note = chosen + " chosen over several laws with log2(P) or sqrt(P) (" + other_why + ")";
+          *note = (note->empty() ? "" : *note + "; ") + chosen + " chosen over several laws with log2(P) or sqrt(P) (" +
+                  other_why + ")";
         if (other)
           for (const auto& probe : probes) {
             const auto [s0, l0] = exact_sum(*law, probe);
             const auto [s1, l1] = exact_sum(*other, probe);
             if (s0 * l1 != s1 * l0) {
-              *note = chosen + " chosen over " + other->formula(*space) +
+              *note = (note->empty() ? "" : *note + "; ") + chosen + " chosen over " + other->formula(*space) +
                       " (both reproduce every input value, they differ at the target)";
               break;
             }
@@ -600,7 +619,8 @@ std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
                                     const std::vector<std::int64_t>& vals,
                                     const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
                                     std::size_t max_terms, std::size_t check_points, const FeatureSpace* space,
-                                    const LinearLaw* avoid, bool* read_at_inputs, bool avoid_unchecked) {
+                                    const LinearLaw* avoid, bool* read_at_inputs, bool avoid_unchecked,
+                                    std::string* rival) {
   const std::size_t nusable = usable.size();
   if (read_at_inputs) *read_at_inputs = false;
   std::vector<std::size_t> pick, subset;
@@ -702,6 +722,14 @@ std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
         if (why) *why = ambiguity(fits[0], rival->first, rival->second, space);
         return std::nullopt;
       }
+    // Single calls: a law of one term more that the points check as well (one distinct point
+    // beyond its terms, integer coefficients) may reproduce every value and differ at the
+    // target; the fewest-term law is taken and the rival named (a warning).
+    if (space && rival && !space->with_stage && !space->with_index && check_points > 0 && size < max_terms && !avoid)
+      if (auto other = one_term_more(usable, pts, vals, probes, fits[0], size + 1, check_points))
+        *rival = fits[0].formula(*space) + " chosen over " + other->first.formula(*space) +
+                 " (a law of one term more, checked as well; both reproduce every input value, they differ at "
+                 "the target)";
     return fits[0];
   }
   if (why) *why = "no linear law with at most " + std::to_string(max_terms) + " terms fits";
