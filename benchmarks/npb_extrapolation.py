@@ -163,14 +163,14 @@ def main() -> None:
         sizes = [int(s) for s in (a.square_sizes if square else a.sizes).split(",")]
         target = a.square_target if square else a.target
         if not binary.is_file():
-            rows.append(f"| {code.upper()} | – | – | binary {binary} not found | | |")
+            rows.append(f"| {code.upper()} | – | – | binary {binary} not found | | | |")
             continue
         try:
             small = [traced(binary, n, work, a.timeout, a.steps)[0] for n in sizes]
             real, seconds = traced(binary, target, work, a.timeout, a.steps)
         except Exception as e:  # a run that fails is reported, the others go on
             rows.append(
-                f"| {code.upper()} | {sizes} → {target} | – | run failed: {str(e).splitlines()[0]} | | |"
+                f"| {code.upper()} | {sizes} → {target} | – | run failed: {str(e).splitlines()[0]} | | | |"
             )
             continue
         for lossy in (False, True):
@@ -181,7 +181,7 @@ def main() -> None:
             except ExtrapolationError as e:
                 rows.append(
                     f"| {code.upper()} | {sizes} → {target} | {mode} | refused: "
-                    f"{str(e).splitlines()[0][:300]} | | |"
+                    f"{str(e).splitlines()[0][:300]} | | | |"
                 )
                 continue
             secs = time.perf_counter() - start
@@ -193,7 +193,8 @@ def main() -> None:
                 f"| {code.upper()} | {sizes} → {target} ({big.metadata['extrapolation_grid']}) | {mode} | "
                 f"{same}/{total} events ({100.0 * same / max(total, 1):.2f}%)"
                 f"{'; first difference ' + first if first else ''}{'; ' + share if share else ''} | "
-                f"{'equal' if matrices_equal(big, real) else 'differ'} | {secs:.1f} s |"
+                f"{'equal' if matrices_equal(big, real) else 'differ'} | {secs:.1f} s | "
+                f"{seconds:.1f} s |"
             )
             table = extrapolation_laws(big)
             varying = table[~table["formula"].str.fullmatch(r"P \(MPI_COMM_WORLD\)")]
@@ -215,8 +216,9 @@ def main() -> None:
             "",
             f"Command: `{command}`",
             "",
-            "| code | inputs → target | mode | events reproduced exactly | comm matrices | extrapolation time |",
-            "|---|---|---|---|---|---|",
+            "| code | inputs → target | mode | events reproduced exactly | comm matrices "
+            "| extrapolation time | target run traced and loaded (load only if cached) |",
+            "|---|---|---|---|---|---|---|",
             *rows,
             "",
             *(

@@ -9,12 +9,14 @@ using namespace scalatrace;
 namespace {
 
 /// A law as Python data: an int (constant), or {"terms": [(feature, num, den), ...]} (the sum of
-/// num/den * feature), or {"div": (scale, numerator, divisor feature)} (scale*floor(N/d)).
+/// num/den * feature), or {"div": (scale, numerator, divisor feature, offset)}
+/// (scale*floor(N/d) + offset).
 py::object law_object(const LawValue& v, const FeatureSpace& space) {
   if (v.constant) return py::int_(v.value);
   py::dict d;
   if (v.law.div_scale != 0) {
-    d["div"] = py::make_tuple(v.law.div_scale, v.law.div_numerator, space.names.at(v.law.div_feature));
+    d["div"] =
+        py::make_tuple(v.law.div_scale, v.law.div_numerator, space.names.at(v.law.div_feature), v.law.div_offset);
   } else {
     py::list terms;
     for (std::size_t k = 0; k < v.law.terms.size(); ++k)

@@ -148,12 +148,14 @@ class ScalableProgram:
 
 def _freeze(law: Law) -> Any:
     """A law as a hashable value: an int, ("lin", ((feature, num, den), ...)) or
-    ("div", scale, numerator, divisor)."""
+    ("div", scale, numerator, divisor[, offset]) (an offset only where it is not 0)."""
     if isinstance(law, int):
         return law
     if "div" in law:
-        scale, numerator, divisor = law["div"]
-        return ("div", int(scale), int(numerator), str(divisor))
+        scale, numerator, divisor, offset = law["div"]
+        if int(offset) == 0:
+            return ("div", int(scale), int(numerator), str(divisor))
+        return ("div", int(scale), int(numerator), str(divisor), int(offset))
     return ("lin", tuple((str(f), int(n), int(d)) for f, n, d in law["terms"]))
 
 
@@ -164,9 +166,11 @@ def render(law: Any, names: Mapping[str, str]) -> str:
     if isinstance(law, int):
         return str(law) if law >= 0 else f"({law})"
     if law[0] == "div":
-        _, scale, numerator, divisor = law
+        scale, numerator, divisor = law[1:4]
+        offset = law[4] if len(law) > 4 else 0
         quotient = f"({numerator}/{names[divisor]})"
-        return quotient if scale == 1 else f"({scale}*{quotient})"
+        scaled = quotient if scale == 1 else f"({scale}*{quotient})"
+        return scaled if offset == 0 else f"({scaled} {'-' if offset < 0 else '+'} {abs(offset)})"
     terms = law[1]
     common = math.lcm(*(d for _, _, d in terms))
     parts = []

@@ -10,7 +10,11 @@ our own in tests/py/programs traced with real mpiexec runs at 2-12 ranks:
   interior ranks);
 * extrap_rowcol.c: row and column communicators of that grid;
 * extrap_transpose.c: NPB CG's transpose partner on square and twice-as-wide grids, with
-  floor(N/X) doubles.
+  floor(N/X) doubles;
+* extrap_lu.c: NPB LU's face exchanges, whose first column and row of ranks hold one grid line
+  more: a division plus a constant;
+* extrap_residue.c: a single call whose fewest-term law (P) is wrong at the target, where a law of
+  one more term ((r%3) + r) also fits: named in a warning.
 
 Every extrapolated trace must equal the real trace at the target on every rank (events,
 arrays, communicators) and in its communication matrices, or be refused with the parameter
@@ -205,6 +209,15 @@ def test_stage_loops_whose_partner_flips_bit_k(traced):
     assert laws[("Sendrecv", "Tag")] == {"n - k + 99"}, laws
 
 
+def p2p_messages(trace: scalatrace.Trace, rank: int) -> list[tuple[str, int, int]]:
+    """(op, relative peer, bytes) of a rank's MPI_Irecv and MPI_Send calls, in order."""
+    return [
+        (e.op, e.fields["Peer"], e.fields["Bytes"])
+        for e in trace.events(rank, timing="none")
+        if e.op in ("Irecv", "Send")
+    ]
+
+
 def transpose_messages(rank: int, size: int, n_global: int) -> list[tuple[str, int, int]]:
     """(op, relative peer, bytes) of extrap_transpose.c's point-to-point calls at one rank:
     NPB CG's exch_proc on MPI_Dims_create's grid X x Y (X = c*Y, X fastest)."""
@@ -234,11 +247,7 @@ def test_transpose_partner_of_square_and_non_square_grids(traced):
             warnings.simplefilter("ignore", UserWarning)
             big = scalatrace.extrapolate(small, ranks=target, timing=False)
         for r in range(target):
-            got = [
-                (e.op, e.fields["Peer"], e.fields["Bytes"])
-                for e in big.events(r, timing="none")
-                if e.op in ("Irecv", "Send")
-            ]
+            got = p2p_messages(big, r)
             assert got == transpose_messages(r, target, 1200), f"rank {r} of {target}"
 
 
@@ -251,3 +260,72 @@ def test_division_law_from_two_divisor_values_that_do_not_decide_is_refused(trac
     first = str(err.value).splitlines()[0]
     assert "Bytes: ambiguous: 8*floor(1400/X) and 8*floor(1401/X)" in first, first
     assert "give 3728 and 3736 at the target" in first, first
+
+
+def lu_messages(rank: int, size: int, n_global: int = 25) -> list[tuple[str, int, int]]:
+    """(op, relative peer, bytes) of extrap_lu.c's point-to-point calls at one rank: NPB LU's
+    subdomain split of an n x n plane on MPI_Dims_create's grid X x Y (X fastest)."""
+    y_size = max(d for d in range(1, int(size**0.5) + 1) if size % d == 0)
+    x_size = size // y_size
+    x, y = rank % x_size, rank // x_size
+    nx = n_global // x_size + (1 if x < n_global % x_size else 0)
+    ny = n_global // y_size + (1 if y < n_global % y_size else 0)
+    faces = []
+    if x > 0:
+        faces.append((-1, 5 * ny))
+    if x < x_size - 1:
+        faces.append((1, 5 * ny))
+    if y > 0:
+        faces.append((-x_size, 5 * nx))
+    if y < y_size - 1:
+        faces.append((x_size, 5 * nx))
+    return [
+        (op, peer, 8 * count) for _ in range(3) for peer, count in faces for op in ("Irecv", "Send")
+    ]
+
+
+def test_lu_faces_are_a_division_plus_a_constant(traced):
+    # NPB LU's split: with N = 25 the first column of ranks holds floor(25/X) + 1 columns, the
+    # others floor(25/X), so a face is 40*floor(25/X) + 40 bytes in the first column and
+    # 40*floor(25/X) elsewhere. Inputs 2x2, 3x2, 3x3 see X = 2, 3 only: the last column's
+    # 8*floor(120/X) is a division checked on 2 divisor values (the datatype size known), and
+    # the first column's values are that law plus 40 (one unknown, checked on the second value).
+    # Y = 2, 2, 3: at a target whose Y is 2 or 3 the y-faces are read where an input was.
+    small = [traced("extrap_lu", n) for n in (4, 6, 9)]
+    with pytest.warns(UserWarning, match=r"read only at values of its features that an input had"):
+        big = scalatrace.extrapolate(small, ranks=8, timing=False)
+    helpers.assert_same_run(big, traced("extrap_lu", 8))
+    laws = laws_of(big)
+    assert {"8*floor(120/X)", "8*floor(120/X) + 40"} <= laws[("Send", "Bytes")], laws
+    # Beyond this machine's test sizes: 4x3, 4x4 and 8x4 against the program's own formula.
+    for target in (12, 16, 32):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            big = scalatrace.extrapolate(small, ranks=target, timing=False)
+        for r in range(target):
+            assert p2p_messages(big, r) == lu_messages(r, target), f"rank {r} of {target}"
+
+
+def test_lu_faces_of_a_size_no_input_shows_are_refused(traced):
+    # 2x2, 3x2, 4x2 never vary Y: the y-extent of a face at 3x3 is no input's. Refused, with the
+    # parameter named first.
+    small = [traced("extrap_lu", n) for n in (4, 6, 8)]
+    with pytest.raises(ExtrapolationError) as err:
+        scalatrace.extrapolate(small, ranks=9, timing=False)
+    first = str(err.value).splitlines()[0]
+    assert first.startswith("cannot extrapolate: role "), first
+    assert "Y is 2 at every input having this role" in first, first
+
+
+def test_single_call_law_with_one_term_more_that_differs_is_named(traced):
+    # The last rank sends r % 3 + r bytes: at 2, 5, 8 ranks (r = 1, 4, 7) that is P as well as
+    # (r%3) + x; at 9 ranks 9 or 10. The fewest-term law P is taken, and the warning names the
+    # law of one term more that also fits (it was taken silently before).
+    small = [traced("extrap_residue", n) for n in (2, 5, 8)]
+    with pytest.warns(UserWarning, match=r"X chosen over \(r%3\) \+ x \(a law of one term more"):
+        scalatrace.extrapolate(small, ranks=9, timing=False)
+    # 3, 4, 5 ranks (r = 2, 3, 4) decide it: (r%3) + x, equal to the real 9-rank trace.
+    small = [traced("extrap_residue", n) for n in (3, 4, 5)]
+    big = scalatrace.extrapolate(small, ranks=9, timing=False)
+    helpers.assert_same_run(big, traced("extrap_residue", 9))
+    assert laws_of(big)[("Send", "Bytes")] == {"(r%3) + x"}

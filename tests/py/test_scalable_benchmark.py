@@ -329,4 +329,6 @@ def test_loops_and_laws_as_expressions():
     assert render(("lin", (("X", 1, 1), ("1", -1, 1))), C_NAMES) == "(X - 1)"
     assert render(("lin", (("x", 1, 2), ("y*X", 3, 4))), C_NAMES) == "((2*x + 3*(y*X))/4)"
     assert render(("div", 8, 1000, "P^2"), C_NAMES) == "(8*(1000/(P*P)))"
+    assert render(("div", 8, 10560, "X", 2640), C_NAMES) == "((8*(10560/X)) + 2640)"
+    assert render(("div", 8, 160, "X", -40), C_NAMES) == "((8*(160/X)) - 40)"
     assert render(-3, C_NAMES) == "(-3)"

@@ -97,6 +97,15 @@ std::pair<std::int64_t, std::int64_t> grid_prologue(std::int64_t p, RankStream& 
   return dims_create(p);
 }
 
+/// MPI_Allreduce of one double (MPI_SUM), at line 13 of both programs.
+void allreduce_one_double(RankStream& s) {
+  Event& a = s.start(Op::Allreduce, 13);
+  a[Field::Bytes] = a[Field::Bytes2] = 8;
+  a[Field::DtSize] = a[Field::DtSize2] = 8;
+  a[Field::RedOp] = kSum;
+  s.emit();
+}
+
 /// tests/py/programs/extrap_halo2d.c: 5-point halo on a non-periodic grid, 3 iterations.
 void halo2d(std::int64_t rank, std::int64_t p, RankStream& s) {
   const auto [nx, ny] = grid_prologue(p, s);
@@ -127,11 +136,7 @@ void halo2d(std::int64_t rank, std::int64_t p, RankStream& s) {
     Event& w = s.start(Op::Waitall, 12);
     for (std::int64_t i = n; i >= 1; --i) w[ArrayField::Requests].push_back(i);
     s.emit();
-    Event& a = s.start(Op::Allreduce, 13);
-    a[Field::Bytes] = a[Field::Bytes2] = 8;
-    a[Field::DtSize] = a[Field::DtSize2] = 8;
-    a[Field::RedOp] = kSum;
-    s.emit();
+    allreduce_one_double(s);
   }
   s.start(Op::Finalize, 14);
   s.emit();
@@ -180,6 +185,40 @@ void rowcol(std::int64_t rank, std::int64_t p, RankStream& s) {
   s.emit();
   s.start(Op::Finalize, 14);
   s.emit();
+}
+
+/// tests/py/programs/extrap_lu.c: NPB LU's face exchanges. A global n x n plane split as LU
+/// splits it (the first columns and rows hold one more where n mod X or n mod Y is not 0); with
+/// every neighbour in x a face of 5*ny doubles, in y of 5*nx doubles (Irecv, Send, Wait), then
+/// an Allreduce, 3 times. n = 25 on 4, 6, 9 ranks; n = 33 (LU class W) on powers of two.
+Program lu_faces(std::int64_t n) {
+  return [n](std::int64_t rank, std::int64_t p, RankStream& s) {
+    const auto [gx, gy] = grid_prologue(p, s);
+    const std::int64_t x = rank % gx, y = rank / gx;
+    const std::int64_t nx = n / gx + (x < n % gx ? 1 : 0), ny = n / gy + (y < n % gy ? 1 : 0);
+    auto exchange = [&](std::int64_t peer, std::int64_t count, std::uint64_t line) {
+      for (const Op op : {Op::Irecv, Op::Send}) {
+        Event& e = s.start(op, op == Op::Irecv ? line : line + 1);
+        e[Field::Peer] = peer;
+        e[Field::Tag] = 7;
+        e[Field::Bytes] = 8 * count;
+        e[Field::DtSize] = 8;
+        s.emit();
+      }
+      Event& w = s.start(Op::Wait, line + 2);
+      w[ArrayField::Requests].push_back(1);
+      s.emit();
+    };
+    for (int it = 0; it < 3; ++it) {
+      if (x > 0) exchange(-1, 5 * ny, 20);
+      if (x < gx - 1) exchange(1, 5 * ny, 23);
+      if (y > 0) exchange(-gx, 5 * nx, 26);
+      if (y < gy - 1) exchange(gx, 5 * nx, 29);
+      allreduce_one_double(s);
+    }
+    s.start(Op::Finalize, 14);
+    s.emit();
+  };
 }
 
 struct ProgramCase {
@@ -233,7 +272,9 @@ INSTANTIATE_TEST_SUITE_P(Issue31, ExtrapolatePrograms,
                                            ProgramCase{"halo2d", halo2d, {9, 12, 16}, {20, 25, 30, 36}},
                                            ProgramCase{"halo2d", halo2d, {4, 6, 9}, {12}},
                                            ProgramCase{"rowcol", rowcol, {4, 6, 9, 12}, {16}},
-                                           ProgramCase{"rowcol", rowcol, {9, 12, 16}, {20}}),
+                                           ProgramCase{"rowcol", rowcol, {9, 12, 16}, {20}},
+                                           ProgramCase{"lu", lu_faces(25), {4, 6, 9}, {8, 12, 16, 32}},
+                                           ProgramCase{"lu", lu_faces(33), {4, 8, 16}, {32}}),
                          case_name);
 
 // The grids 3x2, 4x3, 4x4 (6, 12, 16 ranks) give X = 3, 4, 4 and Y = 2, 3, 4: the vertical

@@ -262,6 +262,67 @@ TEST(ExtrapolateLaws, StageLawsWithOneTermMoreThatDifferAreAmbiguous) {
   EXPECT_EQ(law->formula(space), "k + 1");
 }
 
+// NPB LU's face at Y = 2, 2, 4 (4x2 gives what 2x2 gave): -10560*Y + 66000 has no point left to
+// check it, but at a target whose Y is 4 it is read where an input was, so any law of Y that
+// reproduces the inputs gives 23760 there; a sqrt(P) law that also fits is named. At Y = 8 the
+// form matters: under-determined.
+TEST(ExtrapolateLaws, UncheckedLawsReadAtAnInputsValuesDecide) {
+  const auto space = FeatureSpace::make(2, false);
+  auto at = [&](std::int64_t X, std::int64_t Y) { return space.values(Grid{{X, Y}}, {0, 0}); };
+  std::string why, note;
+  auto law = solve_linear_law({at(2, 2), at(4, 2), at(4, 4)}, {44880, 44880, 23760}, {at(8, 4)}, &why, 4, 1,
+                              space.linear_count(), &space, &note);
+  ASSERT_TRUE(law) << why;
+  EXPECT_EQ(law->formula(space), "-10560*Y + 66000");
+  EXPECT_EQ(law->eval(at(8, 4)), 23760);
+  EXPECT_NE(note.find("read only at values of its features that an input had"), std::string::npos) << note;
+  EXPECT_NE(note.find("-10560*sqrt(P) + 66000"), std::string::npos) << note;
+  // Y = 8 was no input's: the law's form decides, and nothing checks it.
+  EXPECT_FALSE(solve_linear_law({at(2, 2), at(4, 2), at(4, 4)}, {44880, 44880, 23760}, {at(8, 8)}, &why, 4, 1,
+                                space.linear_count(), &space));
+  EXPECT_EQ(why.rfind("under-determined: -10560*Y + 66000", 0), 0u) << why;
+  // Nothing beyond the law's own points shows that X does not matter (2x2, 4x4 only): refused.
+  EXPECT_FALSE(
+      solve_linear_law({at(2, 2), at(4, 4)}, {44880, 23760}, {at(8, 4)}, &why, 4, 1, space.linear_count(), &space));
+}
+
+// Single calls: a law of one term more that the points check as well and that differs at the
+// target is named in a warning. The last rank of 2, 5, 8 ranks (x = 1, 4, 7, all with r % 3 = 1)
+// sends r % 3 + r bytes: 2, 5, 8 are X as well as (r%3) + x, which give 9 and 10 at 9 ranks. X is
+// taken (the fewest terms) and (r%3) + x named; with 3, 4, 5 ranks (x = 2, 3, 4) only
+// (r%3) + x fits.
+TEST(ExtrapolateLaws, SingleCallLawsWithOneTermMoreThatDifferAreNamed) {
+  const auto space = FeatureSpace::make(1, false);
+  auto last = [&](std::int64_t p) { return space.values(Grid{{p}}, {p - 1}); };
+  std::string why, note;
+  auto law = solve_linear_law({last(2), last(5), last(8)}, {2, 5, 8}, {last(9)}, &why, 4, 1, space.linear_count(),
+                              &space, &note);
+  ASSERT_TRUE(law) << why;
+  EXPECT_EQ(law->formula(space), "X");
+  EXPECT_EQ(note.rfind("X chosen over (r%3) + x (a law of one term more, checked as well", 0), 0u) << note;
+  note.clear();
+  law = solve_linear_law({last(3), last(4), last(5)}, {4, 3, 5}, {last(9)}, &why, 4, 1, space.linear_count(), &space,
+                         &note);
+  ASSERT_TRUE(law) << why;
+  EXPECT_EQ(law->formula(space), "(r%3) + x");
+  EXPECT_EQ(law->eval(last(9)), 10);
+}
+
+// A division law plus a constant (another role's law at the same call site, offset): its formula
+// and value.
+TEST(ExtrapolateLaws, DivisionLawWithAnOffset) {
+  const auto space = FeatureSpace::make(2, false);
+  LinearLaw law;
+  law.div_scale = 8;
+  law.div_numerator = 10560;
+  law.div_feature = space.index("X");
+  law.div_offset = 2640;
+  EXPECT_EQ(law.formula(space), "8*floor(10560/X) + 2640");
+  EXPECT_EQ(law.eval(space.values(Grid{{8, 4}}, {0, 0})), 13200);
+  law.div_offset = -40;
+  EXPECT_EQ(law.formula(space), "8*floor(10560/X) - 40");
+}
+
 // NPB CG's transpose partner (exch_proc) on grids X = c*Y: the rank at (c*y + x%c, floor(x/c)),
 // the transpose on square grids; undefined where X is not a multiple of Y.
 TEST(ExtrapolateLaws, TransposePartnerOfSquareAndTwiceAsWideGrids) {

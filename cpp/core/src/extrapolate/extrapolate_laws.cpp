@@ -384,7 +384,7 @@ std::int64_t LinearLaw::eval(const std::vector<std::int64_t>& features) const {
   if (div_scale != 0) {
     const auto d = features.at(div_feature);
     if (d <= 0) throw ExtrapolationError("a division law divides by " + std::to_string(d) + " at the target");
-    return div_scale * floor_div(div_numerator, d);
+    return div_scale * floor_div(div_numerator, d) + div_offset;
   }
   for (auto t : terms)
     if (features.at(t) == kUndefinedFeature)
@@ -403,7 +403,9 @@ std::string LinearLaw::formula(const FeatureSpace& space) const {
     // C's integer division; N is the smallest numerator consistent with the inputs, so where
     // they allow it (div_exact) N/d had no remainder at any of them.
     const std::string body = "floor(" + std::to_string(div_numerator) + "/" + divisor_name(space, div_feature) + ")";
-    return div_scale == 1 ? body : std::to_string(div_scale) + "*" + body;
+    const std::string scaled = div_scale == 1 ? body : std::to_string(div_scale) + "*" + body;
+    if (div_offset == 0) return scaled;
+    return scaled + (div_offset < 0 ? " - " : " + ") + std::to_string(div_offset < 0 ? -div_offset : div_offset);
   }
   // Largest features first, the constant last.
   std::vector<std::size_t> order(terms.size());
@@ -455,19 +457,34 @@ std::string ambiguity(const LinearLaw& a, const LinearLaw& b, const std::vector<
 }  // namespace
 
 namespace {
-/// A law of exactly `size` terms over `usable` that reproduces every value (checked or not) and
-/// differs from `law` at some probe, with that probe; nullopt if there is none.
+/// A law of exactly `size` terms over `usable` that reproduces every value and differs from
+/// `law` at some probe, with that probe; nullopt if there is none. `checked_by` > 0: only laws
+/// with integer coefficients and that many distinct points beyond their terms count (else
+/// checked or not).
 std::optional<std::pair<LinearLaw, std::vector<std::int64_t>>> one_term_more(
     const std::vector<std::size_t>& usable, const std::vector<std::vector<std::int64_t>>& pts,
     const std::vector<std::int64_t>& vals, const std::vector<std::vector<std::int64_t>>& probes, const LinearLaw& law,
-    std::size_t size) {
+    std::size_t size, std::size_t checked_by = 0) {
   const std::size_t nusable = usable.size();
   if (size > nusable) return std::nullopt;
+  auto checked = [&](const LinearLaw& other) {
+    if (checked_by == 0) return true;
+    // Single calls: integer coefficients only (a rival such as (r%3)/6 + y*X/3 beside y is a
+    // coincidence of three points, not a reading of the code).
+    if (std::any_of(other.den.begin(), other.den.end(), [](std::int64_t d) { return d != 1; })) return false;
+    std::set<std::vector<std::int64_t>> distinct;
+    for (const auto& p : pts) {
+      std::vector<std::int64_t> projected;
+      for (auto t : other.terms) projected.push_back(p[t]);
+      distinct.insert(projected);
+    }
+    return distinct.size() >= other.terms.size() + checked_by;
+  };
   std::vector<std::size_t> pick(size), subset(size);
   std::iota(pick.begin(), pick.end(), 0);
   while (true) {
     for (std::size_t k = 0; k < size; ++k) subset[k] = usable[pick[k]];
-    if (auto other = fit_subset(subset, pts, vals))
+    if (auto other = fit_subset(subset, pts, vals); other && checked(*other))
       for (const auto& probe : probes) {
         const auto [s0, l0] = exact_sum(law, probe);
         const auto [s1, l1] = exact_sum(*other, probe);
@@ -487,7 +504,8 @@ std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
                                     const std::vector<std::int64_t>& vals,
                                     const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
                                     std::size_t max_terms, std::size_t check_points, const FeatureSpace* space,
-                                    const LinearLaw* avoid = nullptr);
+                                    const LinearLaw* avoid = nullptr, bool* read_at_inputs = nullptr,
+                                    bool avoid_unchecked = false, std::string* rival = nullptr);
 }  // namespace
 
 std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int64_t>>& points,
@@ -545,7 +563,11 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
     }
     if (with_exotic && !any_exotic) break;
     std::string tier_why;
-    auto law = solve_over(usable, pts, vals, probes, &tier_why, max_terms, check_points, space);
+    bool at_inputs = false;
+    std::string rival;
+    auto law = solve_over(usable, pts, vals, probes, &tier_why, max_terms, check_points, space, nullptr, &at_inputs,
+                          false, &rival);
+    if (law && note && !rival.empty()) *note = rival;
     if (law && !with_exotic && note && space) {
       // Does a law with log2(P) or sqrt(P) also fit, and differ at the target?
       std::vector<std::size_t> all = usable;
@@ -558,15 +580,20 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
       std::sort(all.begin(), all.end());
       if (all.size() > usable.size()) {
         std::string other_why;
-        auto other = solve_over(all, pts, vals, probes, &other_why, law->terms.size(), check_points, space, &*law);
+        auto other = solve_over(all, pts, vals, probes, &other_why, law->terms.size(), check_points, space, &*law,
+                                nullptr, at_inputs);
+        const std::string chosen =
+            law->formula(*space) +
+            (at_inputs ? " (no point left to check it, read only at values of its features that an input had)" : "");
         if (!other && other_why.rfind("ambiguous", 0) == 0)
-          *note = law->formula(*space) + " chosen over several laws with log2(P) or sqrt(P) (" + other_why + ")";
+          *note = (note->empty() ? "" : *note + "; ") + chosen + " chosen over several laws with log2(P) or sqrt(P) (" +
+                  other_why + ")";
         if (other)
           for (const auto& probe : probes) {
             const auto [s0, l0] = exact_sum(*law, probe);
             const auto [s1, l1] = exact_sum(*other, probe);
             if (s0 * l1 != s1 * l0) {
-              *note = law->formula(*space) + " chosen over " + other->formula(*space) +
+              *note = (note->empty() ? "" : *note + "; ") + chosen + " chosen over " + other->formula(*space) +
                       " (both reproduce every input value, they differ at the target)";
               break;
             }
@@ -592,8 +619,10 @@ std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
                                     const std::vector<std::int64_t>& vals,
                                     const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
                                     std::size_t max_terms, std::size_t check_points, const FeatureSpace* space,
-                                    const LinearLaw* avoid) {
+                                    const LinearLaw* avoid, bool* read_at_inputs, bool avoid_unchecked,
+                                    std::string* rival) {
   const std::size_t nusable = usable.size();
+  if (read_at_inputs) *read_at_inputs = false;
   std::vector<std::size_t> pick, subset;
   for (std::size_t size = 1; size <= std::min(max_terms, nusable); ++size) {
     std::vector<LinearLaw> fits;
@@ -612,20 +641,54 @@ std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
     }
     // Only laws checked on a point beyond their unknowns count (k terms: k+1 distinct points).
     std::string unchecked;
+    auto projection = [](const LinearLaw& law, const std::vector<std::int64_t>& p) {
+      std::vector<std::int64_t> projected;
+      for (auto t : law.terms) projected.push_back(p[t]);
+      return projected;
+    };
+    // An unchecked law read where the inputs were: at every probe its features have the values
+    // of an input point, so every function of them that reproduces the inputs gives that
+    // input's value there, whatever its form (NPB LU's face of 2640*(floor(32/Y) + 1) bytes at
+    // Y = 2, 2, 4 and a target whose Y is 4); input points beyond the law's distinct ones show
+    // that the other features do not change the value (4x2 gives what 2x2 gave).
+    auto read_at_input = [&](const LinearLaw& law, const std::set<std::vector<std::int64_t>>& distinct) {
+      if (!space || space->with_stage || space->with_index || distinct.size() >= pts.size() || probes.empty())
+        return false;
+      return std::all_of(probes.begin(), probes.end(), [&](const std::vector<std::int64_t>& probe) {
+        return distinct.count(projection(law, probe));
+      });
+    };
+    const auto all_fits = fits;
+    std::vector<LinearLaw> at_inputs;
     std::erase_if(fits, [&](const LinearLaw& law) {
       std::set<std::vector<std::int64_t>> distinct;
-      for (const auto& p : pts) {
-        std::vector<std::int64_t> projected;
-        for (auto t : law.terms) projected.push_back(p[t]);
-        distinct.insert(projected);
-      }
+      for (const auto& p : pts) distinct.insert(projection(law, p));
       if (distinct.size() >= law.terms.size() + check_points) return false;
+      if (read_at_input(law, distinct)) at_inputs.push_back(law);
       if (unchecked.empty())
         unchecked = "under-determined: " + (space ? law.formula(*space) + ", a " : std::string("a ")) +
                     std::to_string(law.terms.size()) + "-term law, fits only " + std::to_string(distinct.size()) +
                     " distinct input points, none left to check it; add an input size";
       return true;
     });
+    // Comparing with such a law (avoid): unchecked laws compete with it as much as checked ones.
+    if (avoid && avoid_unchecked) fits = all_fits;
+    // No checked law, but one read at the inputs' values: taken if every law of as many terms
+    // that reproduces the values (checked or not) gives the same value at every probe.
+    if (fits.empty() && !at_inputs.empty() && !avoid) {
+      for (const auto& probe : probes) {
+        const auto [s0, l0] = exact_sum(at_inputs[0], probe);
+        for (const auto& other : all_fits) {
+          const auto [s1, l1] = exact_sum(other, probe);
+          if (s0 * l1 != s1 * l0) {
+            if (why) *why = ambiguity(at_inputs[0], other, probe, space);
+            return std::nullopt;
+          }
+        }
+      }
+      if (read_at_inputs) *read_at_inputs = true;
+      return at_inputs[0];
+    }
     // Looking for another law than `avoid`: only those with a term it does not have.
     if (avoid)
       std::erase_if(fits, [&](const LinearLaw& law) {
@@ -659,6 +722,14 @@ std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
         if (why) *why = ambiguity(fits[0], rival->first, rival->second, space);
         return std::nullopt;
       }
+    // Single calls: a law of one term more that the points check as well (one distinct point
+    // beyond its terms, integer coefficients) may reproduce every value and differ at the
+    // target; the fewest-term law is taken and the rival named (a warning).
+    if (space && rival && !space->with_stage && !space->with_index && check_points > 0 && size < max_terms && !avoid)
+      if (auto other = one_term_more(usable, pts, vals, probes, fits[0], size + 1, check_points))
+        *rival = fits[0].formula(*space) + " chosen over " + other->first.formula(*space) +
+                 " (a law of one term more, checked as well; both reproduce every input value, they differ at "
+                 "the target)";
     return fits[0];
   }
   if (why) *why = "no linear law with at most " + std::to_string(max_terms) + " terms fits";

@@ -206,8 +206,18 @@ std::string division_alternatives(const LinearLaw& law, const std::vector<std::v
   const std::string chosen = law.formula(space) + " (one unknown, N, checked on 2 divisor values: elements of " +
                              std::to_string(law.div_scale) + " bytes, floor(N/d) of them) chosen over ";
   std::string why;
+  // A linear law that gives a negative count at the target is no law of bytes.
+  auto negative = [&](const LinearLaw& other) {
+    for (const auto& probe : probes) {
+      try {
+        if (other.eval(probe) < 0) return true;
+      } catch (const Error&) {
+      }
+    }
+    return false;
+  };
   if (auto linear = solve_linear_law(points, values, probes, &why, 2, 0, space.linear_count(), &space)) {
-    if (differs(*linear))
+    if (differs(*linear) && !negative(*linear))
       return chosen + linear->formula(space) +
              " (no point left to check it); both reproduce every input value, "
              "they differ at the target";
@@ -448,6 +458,7 @@ struct SharedLaw {
   ValuePlan plan;
   std::string role;
   bool indexed = false;
+  std::string note = "";  ///< the law was a choice among several (its own role's warning)
 };
 using LawPool = std::map<std::pair<std::string, std::string>, std::vector<SharedLaw>>;
 
@@ -467,6 +478,9 @@ struct Deferred {
   /// note naming the laws it was chosen over.
   std::optional<ValuePlan> own = std::nullopt;
   std::string own_note = "";
+  /// The parameter is an amount (not a communicator, operator or function id): another role's
+  /// law plus a constant may explain it.
+  bool amount = true;
 };
 
 using Signature = std::vector<std::pair<Op, std::uint32_t>>;
@@ -760,7 +774,8 @@ class RolePlanner {
                                    why,
                                    values_text(column_, role_.members, inputs_),
                                    plan,
-                                   note});
+                                   note,
+                                   !structural});
       if (plan) note_rank(*plan, scalar_);
       return;
     }
@@ -1235,51 +1250,123 @@ class RolePlanner {
   std::size_t reported_ = 0;                                    ///< failures of this role so far
 };
 
+/// `law` plus the constant `c` (a linear law's constant term, a division law's offset).
+std::shared_ptr<const LinearLaw> plus_constant(const LinearLaw& law, std::int64_t c) {
+  auto out = std::make_shared<LinearLaw>(law);
+  if (out->div_scale != 0) {
+    out->div_offset += c;
+    return out;
+  }
+  auto it = std::find(out->terms.begin(), out->terms.end(), std::size_t{0});
+  if (it == out->terms.end()) {
+    out->terms.push_back(0);
+    out->num.push_back(c);
+    out->den.push_back(1);
+    return out;
+  }
+  const auto k = static_cast<std::size_t>(it - out->terms.begin());
+  out->num[k] += c * out->den[k];
+  if (out->num[k] == 0) {
+    out->terms.erase(out->terms.begin() + static_cast<std::ptrdiff_t>(k));
+    out->num.erase(out->num.begin() + static_cast<std::ptrdiff_t>(k));
+    out->den.erase(out->den.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+  return out;
+}
+
+/// Another role's law at the same call site plus a constant that reproduces every value: the
+/// constant is its one unknown, so the law must take 2 or more distinct values over the
+/// parameter's points (one to solve it, one to check it). NPB LU: the first column of ranks
+/// holds one grid row more than the others, so its faces are the others' 8*floor(10560/X)
+/// bytes plus 2640. nullopt if the law does not fit so.
+std::optional<ValuePlan> offset_fit(const SharedLaw& shared, const Deferred& d) {
+  if (shared.plan.constant || shared.indexed || d.indexed) return std::nullopt;
+  std::set<std::int64_t> distinct;
+  std::optional<std::int64_t> c;
+  for (std::size_t i = 0; i < d.points.size(); ++i) {
+    const auto v = value_at(shared.plan, d.points[i]);
+    if (!v) return std::nullopt;
+    distinct.insert(*v);
+    const auto diff = static_cast<__int128>(d.values[i]) - *v;
+    if (diff > (std::int64_t{1} << 50) || diff < -(std::int64_t{1} << 50)) return std::nullopt;
+    if (!c) c = static_cast<std::int64_t>(diff);
+    if (*c != static_cast<std::int64_t>(diff)) return std::nullopt;
+  }
+  if (distinct.size() < 2 || !c || *c == 0) return std::nullopt;
+  ValuePlan plan;
+  plan.constant = false;
+  plan.law = plus_constant(*shared.plan.law, *c);
+  return plan;
+}
+
+/// What became of a deferred parameter in one round.
+enum class Settled { Yes, Failed, Open };
+
 /// Settles a deferred parameter with the laws other roles found for the same parameter at the
 /// same call site: those that reproduce every one of its values; they must agree wherever the
-/// role occurs at the target. Failure otherwise, naming the candidates.
-void resolve(Deferred& d, const LawPool& pool, const FeatureSpace& scalar, const FeatureSpace& indexed,
-             std::vector<Failure>& failures) {
+/// role occurs at the target. Without one: its own law if it has one (`own_allowed`), else, with
+/// `offsets`, another role's law plus a constant (see offset_fit), else it stays open. `last`:
+/// an open parameter is a failure, naming the candidates. A settled law joins `pool` (as
+/// `added`) for the parameters of later rounds.
+Settled resolve(Deferred& d, const LawPool& pool, const FeatureSpace& scalar, const FeatureSpace& indexed,
+                std::vector<Failure>& failures, bool offsets, bool last, LawPool& added) {
   const FeatureSpace& space = d.indexed ? indexed : scalar;
-  std::vector<const SharedLaw*> fits;
+  struct Fit {
+    ValuePlan plan;
+    std::string role, note;
+  };
+  std::vector<Fit> fits;
   auto it = pool.find(d.key);
+  auto add_fit = [&](const ValuePlan& plan, const SharedLaw& law) {
+    for (const auto& f : fits)
+      if (plan_text(f.plan, space) == plan_text(plan, space)) return;  // the same law from several roles: once
+    fits.push_back({plan, law.role, law.note});
+  };
   if (it != pool.end())
     for (const auto& law : it->second)
-      if (law.indexed == d.indexed && law.role != d.role_name && reproduces(law.plan, d.points, d.values)) {
-        bool seen = false;  // the same law from several roles: once
-        for (const auto* f : fits) seen = seen || plan_text(f->plan, space) == plan_text(law.plan, space);
-        if (!seen) fits.push_back(&law);
-      }
+      if (law.indexed == d.indexed && law.role != d.role_name && reproduces(law.plan, d.points, d.values))
+        add_fit(law.plan, law);
   auto report_failure = [&](const std::string& text) {
     failures.push_back({false,
                         "role " + d.role_name + ", " + d.where + ", " + d.key.second + ": " + text +
                             (d.values_text.empty() ? "" : "; values " + d.values_text),
                         text.rfind("ambiguous", 0) == 0});
+    return Settled::Failed;
   };
-  if (fits.empty() && d.own) {
-    *d.slot = *d.own;
-    d.report->add(d.key.first, d.key.second, plan_text(*d.own, space), distinct_points(d.points), "", d.own_note);
-    return;
-  }
+  auto settle = [&](const ValuePlan& plan, const std::string& from, const std::string& note) {
+    *d.slot = plan;
+    d.role->rank_dependent = d.role->rank_dependent || plan_uses_rank(plan, space);
+    d.report->add(d.key.first, d.key.second, plan_text(plan, space), distinct_points(d.points), from, note);
+    added[d.key].push_back(SharedLaw{plan, d.role_name, d.indexed, note});
+    return Settled::Yes;
+  };
+  if (fits.empty() && d.own) return settle(*d.own, "", d.own_note);
+  bool offset = false;
+  if (fits.empty() && offsets && d.amount && it != pool.end())
+    for (const auto& law : it->second)
+      if (law.role != d.role_name)
+        if (auto plan = offset_fit(law, d)) {
+          add_fit(*plan, law);
+          offset = true;
+        }
   if (fits.empty()) {
-    report_failure(d.why + "; no law of the same parameter at this call site in another role reproduces its values");
-    return;
+    if (!last) return Settled::Open;
+    return report_failure(d.why +
+                          "; no law of the same parameter at this call site in another role reproduces its values, "
+                          "alone or plus a constant");
   }
   for (const auto& probe : d.probes)
     for (std::size_t f = 1; f < fits.size(); ++f) {
-      const auto a = value_at(fits[0]->plan, probe), b = value_at(fits[f]->plan, probe);
-      if (a != b) {
-        report_failure("ambiguous: the laws " + plan_text(fits[0]->plan, space) + " (role " + fits[0]->role + ") and " +
-                       plan_text(fits[f]->plan, space) + " (role " + fits[f]->role +
-                       ") both reproduce its values but differ at the target (" +
-                       (a ? std::to_string(*a) : std::string("none")) + " vs " +
-                       (b ? std::to_string(*b) : std::string("none")) + "); " + d.why);
-        return;
-      }
+      const auto a = value_at(fits[0].plan, probe), b = value_at(fits[f].plan, probe);
+      if (a != b)
+        return report_failure("ambiguous: the laws " + plan_text(fits[0].plan, space) + " (role " + fits[0].role +
+                              (offset ? " plus a constant" : "") + ") and " + plan_text(fits[f].plan, space) +
+                              " (role " + fits[f].role + (offset ? " plus a constant" : "") +
+                              ") both reproduce its values but differ at the target (" +
+                              (a ? std::to_string(*a) : std::string("none")) + " vs " +
+                              (b ? std::to_string(*b) : std::string("none")) + "); " + d.why);
     }
-  *d.slot = fits[0]->plan;
-  d.role->rank_dependent = d.role->rank_dependent || plan_uses_rank(fits[0]->plan, space);
-  d.report->add(d.key.first, d.key.second, plan_text(fits[0]->plan, space), distinct_points(d.points), fits[0]->role);
+  return settle(fits[0].plan, fits[0].role + (offset ? " plus a constant" : ""), fits[0].note);
 }
 
 /// The needed roles of one (depth, modulus), with the (input, rank) pairs that play each.
@@ -1326,10 +1413,30 @@ std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
       RolePlanner(inputs, role, target, ndims, single, failures, reports[key], pool, deferred).plan();
     }
   const auto scalar = FeatureSpace::make(ndims, false), indexed = FeatureSpace::make(ndims, true);
+  // First the laws the roles determined themselves; then, round by round, also the laws the
+  // deferred parameters settled on (a role seen at one size may need the law another deferred
+  // parameter took) and other roles' laws plus a constant, until no more settle.
   const std::size_t before = failures.size();
+  std::vector<Deferred*> open;
+  LawPool added;
   for (auto& d : deferred) {
-    resolve(d, pool, scalar, indexed, failures);
     if (failures.size() > before + 24) break;  // enough to report
+    if (resolve(d, pool, scalar, indexed, failures, false, false, added) == Settled::Open) open.push_back(&d);
+  }
+  for (bool progress = true; !open.empty();) {
+    const bool last = !progress;
+    for (auto& [key, laws] : added) pool[key].insert(pool[key].end(), laws.begin(), laws.end());
+    added.clear();
+    progress = false;
+    std::vector<Deferred*> still;
+    for (auto* d : open) {
+      if (failures.size() > before + 24) break;
+      const auto r = resolve(*d, pool, scalar, indexed, failures, true, last, added);
+      progress = progress || r == Settled::Yes;
+      if (r == Settled::Open) still.push_back(d);
+    }
+    open = std::move(still);
+    if (last) break;
   }
   for (const auto& [key, report] : reports) report.flush(key.to_string(), laws);
   return roles;

@@ -125,7 +125,7 @@ struct FeatureSpace {
 };
 
 /// value = sum_k (num[k] / den[k]) * feature[terms[k]], exact on every input point; or, for a
-/// division law (div_scale != 0), value = div_scale * floor(div_numerator / feature[div_feature])
+/// division law (div_scale != 0), value = div_scale * floor(div_numerator / feature[div_feature]) + div_offset
 /// (strong scaling: a global size split over the ranks or a grid dimension with C's integer
 /// division), also exact on every input point.
 struct LinearLaw {
@@ -135,9 +135,12 @@ struct LinearLaw {
   std::int64_t div_numerator = 0;  ///< N of floor(N / divisor)
   std::size_t div_feature = 0;     ///< the divisor
   bool div_exact = false;          ///< N / divisor had no remainder at any input
+  /// Added to a division law: the law of another role at the same call site plus a constant
+  /// (NPB LU's first column holds one row more: 8*floor(10560/X) + 2640 bytes).
+  std::int64_t div_offset = 0;
   /// Exact evaluation; throws ExtrapolationError if the result is not an integer.
   std::int64_t eval(const std::vector<std::int64_t>& features) const;
-  /// "-X - 1", "8", "y*X + j", "8*floor(1000/P)", "floor(4096/P^2)".
+  /// "-X - 1", "8", "y*X + j", "8*floor(1000/P)", "floor(4096/P^2)", "8*floor(10560/X) + 2640".
   std::string formula(const FeatureSpace& space) const;
   bool uses_rank(const FeatureSpace& space) const;
   /// Number of unknowns the law was solved for (terms; 2 for a division law).
