@@ -167,8 +167,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ranks", type=int, nargs="+", default=[2, 4, 8])
     p.add_argument("--iterations", type=int, nargs="+", default=[10, 40, 160])
-    p.add_argument("--sizes", action=argparse.BooleanOptionalAction, default=True, help="the size table")
-    p.add_argument("--memory", action="store_true", help="the collector's memory, lossless vs lossy")
+    p.add_argument(
+        "--sizes", action=argparse.BooleanOptionalAction, default=True, help="the size table"
+    )
+    p.add_argument(
+        "--memory", action="store_true", help="the collector's memory, lossless vs lossy"
+    )
     p.add_argument("--memory-ranks", type=int, nargs="+", default=[4])
     p.add_argument("--memory-iterations", type=int, nargs="+", default=[300, 3000])
     p.add_argument("--time", action="store_true", help="also measure replay time at 2 ranks")
