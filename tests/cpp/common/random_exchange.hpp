@@ -17,16 +17,23 @@
 
 namespace scalatrace::test_support {
 
-inline std::vector<RankRecording> random_exchange(std::int64_t nranks, int iterations, std::uint64_t seed = 7,
-                                                  std::int64_t max_shift = 0, bool common_shifts = false) {
+/// One empty recording per rank of an `nranks`-rank run of `program`, each with the same
+/// `sites` call sites (ids 0 .. sites-1, one frame each in module `program`).
+inline std::vector<RankRecording> blank_recordings(std::int64_t nranks, const char* program, std::uint32_t sites) {
   std::vector<RankRecording> recs(static_cast<std::size_t>(nranks));
   for (std::int64_t r = 0; r < nranks; ++r) {
     auto& rec = recs[static_cast<std::size_t>(r)];
     rec.rank = r;
     rec.nranks = nranks;
-    const auto mod = rec.sites.intern_module("random_exchange");
-    for (std::uint32_t s = 0; s < 5; ++s) rec.sites.intern({Frame{mod, 0x100 + s}});
+    const auto mod = rec.sites.intern_module(program);
+    for (std::uint32_t s = 0; s < sites; ++s) rec.sites.intern({Frame{mod, 0x100 + s}});
   }
+  return recs;
+}
+
+inline std::vector<RankRecording> random_exchange(std::int64_t nranks, int iterations, std::uint64_t seed = 7,
+                                                  std::int64_t max_shift = 0, bool common_shifts = false) {
+  std::vector<RankRecording> recs = blank_recordings(nranks, "random_exchange", 5);
   std::mt19937_64 rng(seed);
   for (int it = 0; it < iterations; ++it) {
     struct Msg {

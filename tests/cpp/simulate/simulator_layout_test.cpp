@@ -121,14 +121,7 @@ std::vector<std::pair<std::string, SimOptions>> option_sets() {
 /// wildcard receive, sometimes blocking calls), or runs a collective (some nonblocking,
 /// completed after the next exchange's Waitall).
 std::vector<RankRecording> random_program(std::int64_t nranks, int steps, std::uint64_t seed) {
-  std::vector<RankRecording> recs(static_cast<std::size_t>(nranks));
-  for (std::int64_t r = 0; r < nranks; ++r) {
-    auto& rec = recs[static_cast<std::size_t>(r)];
-    rec.rank = r;
-    rec.nranks = nranks;
-    const auto mod = rec.sites.intern_module("random_program");
-    for (std::uint32_t s = 0; s < 12; ++s) rec.sites.intern({Frame{mod, 0x100 + s}});
-  }
+  std::vector<RankRecording> recs = test_support::blank_recordings(nranks, "random_program", 12);
   std::mt19937_64 rng(seed);
   std::vector<std::int64_t> outstanding(static_cast<std::size_t>(nranks), 0);  // request slots
   std::vector<bool> pending_collective(static_cast<std::size_t>(nranks), false);
