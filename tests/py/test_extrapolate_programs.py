@@ -218,11 +218,17 @@ def p2p_messages(trace: scalatrace.Trace, rank: int) -> list[tuple[str, int, int
     ]
 
 
+def dims_2d(size: int) -> tuple[int, int]:
+    """MPI_Dims_create's 2D grid of ``size`` ranks, (X, Y) with X >= Y as close as they can be:
+    the programs' own grid, written here independently of the library under test."""
+    y_size = max(d for d in range(1, int(size**0.5) + 1) if size % d == 0)
+    return size // y_size, y_size
+
+
 def transpose_messages(rank: int, size: int, n_global: int) -> list[tuple[str, int, int]]:
     """(op, relative peer, bytes) of extrap_transpose.c's point-to-point calls at one rank:
     NPB CG's exch_proc on MPI_Dims_create's grid X x Y (X = c*Y, X fastest)."""
-    y_size = max(d for d in range(1, int(size**0.5) + 1) if size % d == 0)
-    x_size = size // y_size
+    x_size, y_size = dims_2d(size)
     c, x, y = x_size // y_size, rank % x_size, rank // x_size
     peer = (x // c) * x_size + c * y + x % c - rank
     return [(op, peer, 8 * (n_global // x_size)) for _ in range(3) for op in ("Irecv", "Send")]
@@ -265,8 +271,7 @@ def test_division_law_from_two_divisor_values_that_do_not_decide_is_refused(trac
 def lu_messages(rank: int, size: int, n_global: int = 25) -> list[tuple[str, int, int]]:
     """(op, relative peer, bytes) of extrap_lu.c's point-to-point calls at one rank: NPB LU's
     subdomain split of an n x n plane on MPI_Dims_create's grid X x Y (X fastest)."""
-    y_size = max(d for d in range(1, int(size**0.5) + 1) if size % d == 0)
-    x_size = size // y_size
+    x_size, y_size = dims_2d(size)
     x, y = rank % x_size, rank // x_size
     nx = n_global // x_size + (1 if x < n_global % x_size else 0)
     ny = n_global // y_size + (1 if y < n_global % y_size else 0)
