@@ -1,32 +1,41 @@
 #!/usr/bin/env python3
-"""The simulator's torus topology beside SimGrid's SMPI on the same platform (issue 34).
+"""The simulator's topologies beside SimGrid's SMPI on the same platform (issue 34).
 
-For a harness 2D stencil (``scalatrace-harness``, no MPI), writes the SimGrid export
-(``Trace.to_simgrid_ti``) and a one-cluster platform with SimGrid's ``TORUS`` topology (every
-link ``--latency`` seconds and ``--bandwidth`` bytes per second; ``--limiter`` adds SimGrid's
-per-host limiter link of the same bandwidth), replays it with ``smpirun -replay`` (CM02 network
-model, no cross traffic, SMPI's latency and bandwidth factors 1) and compares the simulated
-time with ``scalatrace.simulate`` on ``Topology.torus`` (free endpoint: L = o = g = G = 0; the
-links give latency and bandwidth), with and without congestion, and on the flat network.
+For harness stencils (``scalatrace-harness --wrap``, no MPI), writes the SimGrid export
+(``Trace.to_simgrid_ti``) and a one-cluster platform with SimGrid's ``TORUS`` or ``FAT_TREE``
+topology (every link ``--latency`` seconds and ``--bandwidth`` bytes per second; ``--limiter``
+adds SimGrid's per-host limiter link of the same bandwidth), replays it with ``smpirun -replay``
+(CM02 network model, no cross traffic, SMPI's latency and bandwidth factors 1, and by default
+``smpi/allreduce:rdb``: recursive doubling, the schedule the simulator uses for small
+Allreduces, so that both simulate the same messages) and compares the simulated time with
+``scalatrace.simulate`` on the same ``Topology`` (free endpoint: L = o = g = G = 0; the links
+give latency and bandwidth), with and without congestion, and on the flat network. Each case
+runs with the trace's compute and with communication only (compute scaled to 0; SimGrid hosts
+at 1e18 flop/s).
 
 Usage::
 
-    python benchmarks/simgrid_topology.py [--ranks 64] [--dims 8x8] [--steps 10]
-        [--latency 1e-7] [--bandwidth 1e9] [--limiter]
+    python benchmarks/simgrid_topology.py [--cases torus:8x8:stencil2d,fat_tree:8:stencil2d]
+        [--ranks 64] [--bytes 1024,4096,16384,65536] [--steps 10] [--latency 1e-7]
+        [--bandwidth 1e9] [--smpi-cfg allreduce:rdb ...] [--limiter]
 
-Needs SimGrid (Debian ``libsimgrid-dev``: ``smpirun`` and ``smpireplaymain``). Prints one
-table (BENCHMARKS.md, section 18).
+A case is ``topology:shape:pattern`` (torus shape ``AxB[xC]``, fat tree ``k``; pattern
+``stencil2d`` or ``stencil3d``, or the path of a trace, e.g. an example traced under the
+collector, simulated as it is: ``--bytes`` and ``--ranks`` do not apply), the ranks placed one per
+node in rank order (block). Needs
+SimGrid (Debian ``libsimgrid-dev``: ``smpirun`` and ``smpireplaymain``). Prints one table
+(BENCHMARKS.md, section 18).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import scalatrace
@@ -36,29 +45,84 @@ from scalatrace.simgrid import to_simgrid_ti
 REPLAY_MAIN = Path("/usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain")
 
 
+@dataclass(frozen=True)
+class Case:
+    """One platform and harness pattern."""
+
+    kind: str  # "torus" or "fat_tree"
+    shape: tuple[int, ...]
+    pattern: str
+
+    @property
+    def nodes(self) -> int:
+        if self.kind == "fat_tree":
+            return self.shape[0] ** 3 // 4
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def label(self) -> str:
+        if self.kind == "fat_tree":
+            return f"fat tree k={self.shape[0]}"
+        return "torus " + "×".join(map(str, self.shape))
+
+    def simgrid_topology(self) -> str:
+        """SimGrid's cluster attributes for the same machine."""
+        if self.kind == "torus":
+            return f'topology="TORUS" topo_parameters="{",".join(map(str, self.shape))}"'
+        k = self.shape[0]
+        half = k // 2
+        # Three levels: edge switches with k/2 nodes, aggregation switches with k/2 edge switches
+        # (each edge switch has k/2 parents), core switches with k aggregation switches (each
+        # aggregation switch has k/2 parents); one link between every connected pair.
+        return f'topology="FAT_TREE" topo_parameters="3;{half},{half},{k};1,{half},{half};1,1,1"'
+
+    def topology(self, args: argparse.Namespace, congestion: bool) -> scalatrace.Topology:
+        free = scalatrace.LogGP(L=0, o_s=0, o_r=0, g=0, G=0)
+        kw: dict[str, object] = {"link_bandwidth": args.bandwidth, "hop_latency": args.latency, "endpoint": free,
+                                 "congestion": congestion}  # fmt: skip
+        if self.kind == "torus":
+            return scalatrace.Topology.torus(self.shape, **kw)
+        return scalatrace.Topology.fat_tree(self.shape[0], **kw)
+
+
+def parse_case(text: str) -> Case:
+    kind, shape, pattern = text.split(":", 2)
+    if kind not in ("torus", "fat_tree") or (
+        pattern not in ("stencil2d", "stencil3d") and not Path(pattern).is_file()
+    ):
+        sys.exit(
+            f"bad case {text!r}: give torus:AxB:stencil2d, fat_tree:K:stencil3d or torus:AxB:TRACE.sct"
+        )
+    return Case(kind, tuple(int(x) for x in shape.split("x")), pattern)
+
+
 def smpi_time(
-    trace: scalatrace.Trace, dims: tuple[int, ...], args: argparse.Namespace, work: Path
+    trace: scalatrace.Trace, case: Case, compute: bool, args: argparse.Namespace, work: Path
 ) -> float:
     exp = to_simgrid_ti(trace, work / "ti")
-    n = trace.nranks
+    speed = "1Gf" if compute else "1e18f"
     limiter = f' limiter_link="{args.bandwidth:.6g}Bps"' if args.limiter else ""
     (work / "platform.xml").write_text(
         '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
         '<platform version="4.1">\n'
-        f'  <cluster id="c" prefix="node-" suffix="" radical="0-{n - 1}" speed="1Gf" '
-        f'bw="{args.bandwidth:.6g}Bps" lat="{args.latency:.6g}s" topology="TORUS" '
-        f'topo_parameters="{",".join(map(str, dims))}"{limiter}/>\n</platform>\n'
+        f'  <cluster id="c" prefix="node-" suffix="" radical="0-{case.nodes - 1}" speed="{speed}" '
+        f'bw="{args.bandwidth:.6g}Bps" lat="{args.latency:.6g}s" {case.simgrid_topology()}{limiter}/>\n'
+        "</platform>\n"
     )
-    (work / "hostfile").write_text("".join(f"node-{i}\n" for i in range(n)))
+    (work / "hostfile").write_text("".join(f"node-{i}\n" for i in range(trace.nranks)))
     cmd = [
-        "smpirun", "-np", str(n), "-platform", str(work / "platform.xml"), "-hostfile",
+        "smpirun", "-np", str(trace.nranks), "-platform", str(work / "platform.xml"), "-hostfile",
         str(work / "hostfile"), "-replay", str(exp.index), "--log=replay.thresh:critical",
         "--log=smpi_config.thres:warning", "--log=xbt_cfg.thres:warning",
         "--cfg=smpi/simulate-computation:yes", "--cfg=smpi/lat-factor:0:1", "--cfg=smpi/bw-factor:0:1",
-        "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0", str(REPLAY_MAIN),
+        "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0", "--cfg=smpi/display-timing:yes",
+        *(f"--cfg=smpi/{c}" for c in args.smpi_cfg), str(REPLAY_MAIN),
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-    found = re.search(r"Simulation time ([0-9.eE+-]+)", proc.stdout + proc.stderr)
+    # "Simulated time: 4.956e-05 seconds" (4 significant digits; "Simulation time" has 1 us steps).
+    found = re.search(r"Simulated time: ([0-9.eE+-]+) seconds", proc.stdout + proc.stderr)
     if proc.returncode != 0 or not found:
         sys.exit(f"smpirun failed ({proc.returncode}): {proc.stderr[-1000:]}")
     return float(found.group(1))
@@ -68,45 +132,67 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    ap.add_argument(
+        "--cases", default="torus:8x8:stencil2d,torus:4x4x4:stencil3d,fat_tree:8:stencil2d"
+    )
     ap.add_argument("--ranks", type=int, default=64)
-    ap.add_argument("--dims", default="8x8", help="torus shape, product = ranks")
+    ap.add_argument(
+        "--bytes",
+        default="1024,4096,16384,65536",
+        help="bytes per stencil message, comma-separated",
+    )
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--latency", type=float, default=1e-7, help="seconds per link")
     ap.add_argument("--bandwidth", type=float, default=1e9, help="bytes per second per link")
+    ap.add_argument(
+        "--smpi-cfg", action="append", metavar="KEY:VALUE",
+        help="SMPI settings (repeatable; default allreduce:rdb)",
+    )  # fmt: skip
     ap.add_argument("--limiter", action="store_true", help="SimGrid: a limiter link per host")
     args = ap.parse_args()
-    dims = tuple(int(x) for x in args.dims.split("x"))
-    if math.prod(dims) != args.ranks:
-        sys.exit(f"--dims {args.dims} does not hold {args.ranks} ranks")
+    if args.smpi_cfg is None:
+        args.smpi_cfg = ["allreduce:rdb"]
+    cases = [parse_case(c) for c in args.cases.split(",")]
     if shutil.which("smpirun") is None or not REPLAY_MAIN.is_file():
         sys.exit("SimGrid is not installed (apt-get install libsimgrid-dev)")
-    with tempfile.TemporaryDirectory(prefix="sgtopo-") as tmp:
-        work = Path(tmp)
-        path = work / "stencil.sct"
-        subprocess.run(
-            [str(_paths.tool("scalatrace-harness")), "--pattern", "stencil2d", "--ranks", str(args.ranks),
-             "--timesteps", str(args.steps), "--wrap", "-o", str(path)],
-            check=True, capture_output=True, timeout=3600,
-        )  # fmt: skip
-        trace = scalatrace.load(path)
-        sg = smpi_time(trace, dims, args, work)
-    free = scalatrace.LogGP(L=0, o_s=0, o_r=0, g=0, G=0)
-    rows = []
-    for label, network in (
-        ("torus, congestion", scalatrace.Topology.torus(dims, link_bandwidth=args.bandwidth,
-                                                        hop_latency=args.latency, endpoint=free)),
-        ("torus, no congestion", scalatrace.Topology.torus(dims, link_bandwidth=args.bandwidth,
-                                                           hop_latency=args.latency, endpoint=free,
-                                                           congestion=False)),
-        ("flat (L = link latency, G = 1/bandwidth)", scalatrace.LogGP(L=args.latency, o_s=0, o_r=0, g=0,
-                                                                      G=1 / args.bandwidth)),
-    ):  # fmt: skip
-        ours = scalatrace.simulate(trace, network=network, recorded_local_calls=False).total_time
-        rows.append(f"| scalatrace, {label} | {ours * 1e3:.4f} | {100 * (ours - sg) / sg:+.1f} % |")
-    limiter = ", per-host limiter link" if args.limiter else ""
-    print(f"| model | predicted ms | against SimGrid ({sg * 1e3:.4f} ms{limiter}) |")
-    print("|---|---:|---:|")
-    print("\n".join(rows))
+    print("| platform | pattern | bytes | compute | SimGrid (ms) | congestion (ms) | error | "
+          "no congestion (ms) | error | flat (ms) | error |")  # fmt: skip
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for case in cases:
+        given = Path(case.pattern).is_file()
+        for size in [0] if given else [int(b) for b in args.bytes.split(",")]:
+            with tempfile.TemporaryDirectory(prefix="sgtopo-") as tmp:
+                work = Path(tmp)
+                if given:
+                    trace = scalatrace.load(case.pattern)
+                else:
+                    path = work / "stencil.sct"
+                    subprocess.run(
+                        [str(_paths.tool("scalatrace-harness")), "--pattern", case.pattern, "--ranks",
+                         str(args.ranks), "--timesteps", str(args.steps), "--bytes", str(size), "--wrap", "-o",
+                         str(path)],
+                        check=True, capture_output=True, timeout=3600,
+                    )  # fmt: skip
+                    trace = scalatrace.load(path)
+                if case.nodes < trace.nranks:
+                    sys.exit(
+                        f"{case.label()} has {case.nodes} nodes, fewer than {trace.nranks} ranks"
+                    )
+                name = Path(case.pattern).stem if given else case.pattern
+                for compute in (True, False):
+                    sg = smpi_time(trace, case, compute, args, work)
+                    cells = [f"{sg * 1e3:.4f}"]
+                    flat = scalatrace.LogGP(L=args.latency, o_s=0, o_r=0, g=0, G=1 / args.bandwidth)
+                    for network in (case.topology(args, True), case.topology(args, False), flat):
+                        ours = scalatrace.simulate(
+                            trace,
+                            network=network,
+                            recorded_local_calls=False,
+                            compute_scale=1.0 if compute else 0.0,
+                        ).total_time
+                        cells += [f"{ours * 1e3:.4f}", f"{100 * (ours - sg) / sg:+.1f} %"]
+                    print(f"| {case.label()} | {name} | {size or 'as traced'} | {'yes' if compute else 'no'} | "
+                          + " | ".join(cells) + " |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -66,7 +66,9 @@ Network::Network(const SimOptions& options, std::int64_t nranks)
     hop_latency_ = options.topology.hop_latency;
     link_G_ = options.topology.link_G;
     congestion_ = options.topology.congestion;
-    if (congestion_) {
+    per_link_ports_ = options.topology.kind == Topology::Kind::Torus;
+    reserving_ = congestion_ || per_link_ports_;
+    if (reserving_) {
       link_busy_.resize(static_cast<std::size_t>(routes_->links()));
       horizon_every_ = std::max<std::int64_t>(nranks, 64);
       horizon_due_ = horizon_every_;
@@ -94,41 +96,85 @@ Network::Transfer Network::routed_transfer(std::int64_t src, std::int64_t dst, c
   }
   routes_->route(node(src), node(dst), path_);
   const double body = bytes > 1 ? (bytes - 1) * std::max(p.G, link_G_) : 0.0;
-  if (congestion_ && body > 0) {
-    // The earliest start from which every link of the route is free for `body`: move past
-    // each link's reservation that overlaps, until none does (reservations made for later
-    // messages leave the gaps before them usable, so the order in which the engine processes
-    // senders does not hold an earlier message behind a later one).
+  // The injection port: a torus node injects on each of its links at once (one port per link,
+  // as SimGrid's torus hosts and machines with a DMA engine per link), so its NIC is busy only
+  // for the endpoint's own byte time and the port (the route's first link) for the message's; a
+  // fat-tree or dragonfly node has one link, its NIC one port busy for the whole message.
+  const double handed = t.start;
+  const double nic_busy = per_link_ports_ ? (bytes > 1 ? (bytes - 1) * p.G : 0.0) : body;
+  // Links reserved: the whole route (congestion), or a torus node's port alone (no congestion).
+  const std::size_t reserved = congestion_ ? path_.size() : per_link_ports_ ? 1 : 0;
+  const auto hops = static_cast<double>(path_.size());
+  t.end = t.start + body;
+  t.arrival = t.end + p.L + hops * hop_latency_;
+  if (reserved > 0 && body > 0) {
+    // As a flow crosses its links at once, the message takes on each link of its route the free
+    // time from when it was handed to the port (plus the hops' latencies) until the link has
+    // carried all of it, in pieces if the link's free time is in pieces; its last byte leaves a
+    // link no earlier than it left the one before plus a hop. A busy link thus leaves the
+    // route's other links free meanwhile, and reservations made for later messages leave the
+    // gaps before them usable (the engine processes senders in no global time order).
     --horizon_due_;
-    for (bool moved = true; moved;) {
-      moved = false;
-      for (std::uint32_t l : path_) {
-        const std::vector<Busy>& busy = link_busy_[l];
-        // The first reservation ending after the candidate start (ends are sorted too).
-        const auto it =
-            std::upper_bound(busy.begin(), busy.end(), t.start, [](double v, const Busy& b) { return v < b.end; });
-        if (it != busy.end() && it->start < t.start + body) {
-          t.start = it->end;
-          moved = true;
-        }
-      }
-    }
-    for (std::uint32_t l : path_) {
-      std::vector<Busy>& busy = link_busy_[l];
+    double head = handed, done = 0;
+    for (std::size_t i = 0; i < reserved; ++i) {
+      std::vector<Busy>& busy = link_busy_[path_[i]];
       if (!busy.empty() && busy.front().end <= horizon_) {  // drop what no transfer can meet
         const auto keep =
             std::upper_bound(busy.begin(), busy.end(), horizon_, [](double v, const Busy& b) { return v < b.end; });
         busy.erase(busy.begin(), keep);
       }
-      const auto at =
-          std::upper_bound(busy.begin(), busy.end(), t.start, [](double v, const Busy& b) { return v < b.start; });
-      busy.insert(at, Busy{t.start, t.start + body});
+      const double first = fill_gaps(busy, head, body);
+      if (i == 0) {
+        t.start = first;
+        t.end = done = fill_end_;
+      } else {
+        done = std::max(fill_end_, done + hop_latency_);
+      }
+      head += hop_latency_;
     }
+    // `done` counts the latencies of the first reserved - 1 hops.
+    t.arrival = done + p.L + (hops - static_cast<double>(reserved - 1)) * hop_latency_;
   }
-  t.end = t.start + body;
-  t.arrival = t.end + p.L + static_cast<double>(path_.size()) * hop_latency_;
-  nic = std::max(nic, t.start + std::max(p.g, body));
+  // With a port per link the NIC hands the message to its port and is free again after its own
+  // gap, however long the port makes the message wait.
+  nic = std::max(nic, (per_link_ports_ ? handed : t.start) + std::max(p.g, nic_busy));
   return t;
+}
+
+double Network::fill_gaps(std::vector<Busy>& busy, double from, double need) {
+  // From the first reservation ending after `from` (ends are sorted too), take every gap until
+  // `need` is covered, merging what is taken with the reservations it touches.
+  auto it = std::upper_bound(busy.begin(), busy.end(), from, [](double v, const Busy& b) { return v < b.end; });
+  double cur = from, first = -1;
+  while (need > 0) {
+    if (it != busy.end() && it->start <= cur) {
+      cur = std::max(cur, it->end);
+      ++it;
+      continue;
+    }
+    const double take = it == busy.end() ? need : std::min(need, it->start - cur);
+    const double stop = cur + take;
+    if (first < 0) first = cur;
+    need -= take;
+    const bool joins_before = it != busy.begin() && std::prev(it)->end == cur;
+    const bool joins_after = it != busy.end() && it->start == stop;
+    if (joins_before && joins_after) {  // the gap is filled: one reservation from both
+      std::prev(it)->end = it->end;
+      it = busy.erase(it);
+      cur = std::prev(it)->end;
+      continue;
+    }
+    if (joins_before) {
+      std::prev(it)->end = stop;
+    } else if (joins_after) {
+      it->start = cur;
+    } else {
+      it = std::next(busy.insert(it, Busy{cur, stop}));
+    }
+    cur = stop;
+  }
+  fill_end_ = cur;
+  return first;
 }
 
 void Network::forget_before(double t) {

@@ -33,7 +33,7 @@ class Network {
   const LogGP& link(std::int64_t a, std::int64_t b) const { return same_node(a, b) ? intra_ : inter_; }
   /// Topology congestion: true every so many routed messages, when the engine should call
   /// forget_before() with a lower bound of every future transfer's start.
-  bool wants_horizon() const { return horizon_due_ <= 0 && congestion_; }
+  bool wants_horizon() const { return horizon_due_ <= 0 && reserving_; }
   /// No transfer will start before `t`: link reservations ending by then are dropped.
   void forget_before(double t);
   /// The smallest latency of any link (lower bound of any future arrival).
@@ -73,8 +73,8 @@ class Network {
   }
 
  private:
-  /// transfer() over a topology: the route's latency and slowest byte time, and (congestion)
-  /// the route's links one message at a time.
+  /// transfer() over a topology: the route's latency and slowest byte time, a torus node's port
+  /// per link, and (congestion) the route's links one message at a time.
   Transfer routed_transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready, double bytes);
 
   LogGP inter_, intra_;
@@ -87,12 +87,19 @@ class Network {
   std::unique_ptr<Routes> routes_;                   ///< topology routes (null: flat)
   double hop_latency_ = 0, link_G_ = 0;
   bool congestion_ = false;
-  /// A link's reservations: disjoint busy intervals sorted by start (congestion only), those
-  /// ending at or before `horizon_` not yet dropped.
+  /// Torus: a node injects on each of its links at once (the route's first link is the port).
+  bool per_link_ports_ = false;
+  bool reserving_ = false;  ///< links keep reservations (congestion, or a torus node's ports)
+  /// A link's reservations: disjoint busy intervals sorted by start (congestion, or a torus
+  /// node's ports), those ending at or before `horizon_` not yet dropped.
   struct Busy {
     double start, end;
   };
   std::vector<std::vector<Busy>> link_busy_;
+  /// Reserves `need` ns of `busy`'s free time from `from` on, in the earliest gaps; returns the
+  /// first gap's start and sets fill_end_ to where the last one ends.
+  double fill_gaps(std::vector<Busy>& busy, double from, double need);
+  double fill_end_ = 0;
   double horizon_ = 0;
   std::int64_t horizon_due_ = 0, horizon_every_ = 1;  ///< routed messages until the next horizon
   std::vector<std::uint32_t> path_;                   ///< the current message's route
