@@ -3,9 +3,10 @@
 A :class:`Topology` replaces the flat inter-node network: an inter-node message crosses the
 links of its route (``hops``), taking the endpoint's LogGP ``L`` plus ``hops * hop_latency``
 and ``(k - 1) * max(endpoint.G, 1 / link_bandwidth)`` for its ``k`` bytes; with
-``congestion`` the links of a route carry one message at a time. :class:`Noise` takes each
-rank's CPU away for ``duration`` seconds ``frequency`` times a second (LogGOPSim's OS noise as
-a periodic detour). Model: ``docs/simulator.md`` ("Topology and placement", "OS noise").
+``congestion`` a link carries one message at a time. A torus node injects on each of its
+links at once (a port per link); a fat-tree or dragonfly node has one port. :class:`Noise`
+takes each rank's CPU away for ``duration`` seconds ``frequency`` times a second (LogGOPSim's
+OS noise as a periodic detour). Model: ``docs/simulator.md`` ("Topology and placement", "OS noise").
 
 Example::
 
@@ -38,8 +39,9 @@ class Topology:
     ----------
     kind : {"torus", "fat_tree", "dragonfly"}
         ``torus``: wrap-around links in every dimension, dimension-order routing the shorter
-        way. ``fat_tree``: three-level k-ary fat tree (k^3/4 nodes, k even), up-down routing
-        with the up ports chosen by the destination. ``dragonfly``: groups of routers linked
+        way; a node sends on each of its links at once (one injection port per link).
+        ``fat_tree``: three-level k-ary fat tree (k^3/4 nodes, k even), up-down routing
+        with the up ports chosen by the destination; a node has one link (one port). ``dragonfly``: groups of routers linked
         all-to-all, one global link between every two groups, minimal routing.
     shape : tuple of int
         Torus: nodes per dimension. Fat tree: ``(k,)``. Dragonfly: ``(groups, routers per
@@ -52,7 +54,9 @@ class Topology:
         The NIC and software: overheads, gap, ``L`` added to every inter-node message, ``G``
         (default ``LogGP()``; checked by :func:`scalatrace.simulate`).
     congestion : bool
-        Messages whose routes share a link cross it one at a time.
+        Messages whose routes share a link cross it one at a time (each message takes each
+        link's free time from its start on, as a flow crossing its links at once). Without it,
+        only the NICs' gaps and a torus node's ports limit messages.
     """
 
     kind: TopologyKind
