@@ -696,7 +696,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--link-bandwidth", type=float, default=float("inf"), help="bytes/s per link")
     sim.add_argument("--hop-latency", type=float, default=0.0, help="seconds per link crossed")
     sim.add_argument(
-        "--no-congestion", action="store_true", help="links carry any number of messages"
+        "--no-congestion",
+        action="store_true",
+        help="links carry any number of messages (a torus node's ports still one each)",
     )
     sim.add_argument(
         "--placement",
