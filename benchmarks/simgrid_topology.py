@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """The simulator's topologies beside SimGrid's SMPI on the same platform (issue 34).
 
-For harness stencils (``scalatrace-harness --wrap``, no MPI), writes the SimGrid export
-(``Trace.to_simgrid_ti``) and a one-cluster platform with SimGrid's ``TORUS`` or ``FAT_TREE``
-topology (every link ``--latency`` seconds and ``--bandwidth`` bytes per second; ``--limiter``
-adds SimGrid's per-host limiter link of the same bandwidth), replays it with ``smpirun -replay``
-(CM02 network model, no cross traffic, SMPI's latency and bandwidth factors 1, and by default
-``smpi/allreduce:rdb``: recursive doubling, the schedule the simulator uses for small
-Allreduces, so that both simulate the same messages) and compares the simulated time with
-``scalatrace.simulate`` on the same ``Topology`` (free endpoint: L = o = g = G = 0; the links
-give latency and bandwidth), with and without congestion, and on the flat network. Each case
-runs with the trace's compute and with communication only (compute scaled to 0; SimGrid hosts
-at 1e18 flop/s).
+For harness stencils (``scalatrace-harness --wrap``, no MPI) or traces given, writes the
+SimGrid export (``Trace.to_simgrid_ti``) and a one-cluster platform with SimGrid's ``TORUS``,
+``FAT_TREE`` or ``DRAGONFLY`` topology (every link ``--latency`` seconds and ``--bandwidth``
+bytes per second; ``--limiter`` adds SimGrid's per-host limiter link of the same bandwidth),
+replays it with ``smpirun -replay`` (CM02 network model, no cross traffic, SMPI's latency and
+bandwidth factors 1, and by default ``smpi/allreduce:rdb``: recursive doubling, the schedule
+the simulator uses for small Allreduces, so that both simulate the same messages) and compares
+the simulated time with ``scalatrace.simulate`` on the same ``Topology`` (free endpoint: L = o
+= g = G = 0; the links give latency and bandwidth), with and without congestion, and on the
+flat network. Each case runs with the trace's compute and with communication only (compute
+scaled to 0; SimGrid hosts at 1e18 flop/s).
 
 Usage::
 
@@ -19,12 +19,12 @@ Usage::
         [--ranks 64] [--bytes 1024,4096,16384,65536] [--steps 10] [--latency 1e-7]
         [--bandwidth 1e9] [--smpi-cfg allreduce:rdb ...] [--limiter]
 
-A case is ``topology:shape:pattern`` (torus shape ``AxB[xC]``, fat tree ``k``; pattern
-``stencil2d`` or ``stencil3d``, or the path of a trace, e.g. an example traced under the
-collector, simulated as it is: ``--bytes`` and ``--ranks`` do not apply), the ranks placed one per
-node in rank order (block). Needs
-SimGrid (Debian ``libsimgrid-dev``: ``smpirun`` and ``smpireplaymain``). Prints one table
-(BENCHMARKS.md, section 18).
+A case is ``topology:shape:pattern``: torus shape ``AxB[xC]``, fat tree ``k``, dragonfly
+``GxRxN`` (groups, routers per group, nodes per router; SimGrid's with one chassis per group);
+pattern ``stencil2d`` or ``stencil3d``, or the path of a trace (e.g. an example traced under the
+collector, simulated as it is: ``--bytes`` and ``--ranks`` do not apply). Ranks are placed one
+per node in rank order (block). Needs SimGrid (Debian ``libsimgrid-dev``: ``smpirun`` and
+``smpireplaymain``). Prints one table (BENCHMARKS.md, section 18).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ REPLAY_MAIN = Path("/usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain")
 class Case:
     """One platform and harness pattern."""
 
-    kind: str  # "torus" or "fat_tree"
+    kind: str  # "torus", "fat_tree" or "dragonfly"
     shape: tuple[int, ...]
     pattern: str
 
@@ -65,12 +65,19 @@ class Case:
     def label(self) -> str:
         if self.kind == "fat_tree":
             return f"fat tree k={self.shape[0]}"
+        if self.kind == "dragonfly":
+            return "dragonfly " + "×".join(map(str, self.shape))
         return "torus " + "×".join(map(str, self.shape))
 
     def simgrid_topology(self) -> str:
         """SimGrid's cluster attributes for the same machine."""
         if self.kind == "torus":
             return f'topology="TORUS" topo_parameters="{",".join(map(str, self.shape))}"'
+        if self.kind == "dragonfly":
+            # Groups with one global link between every two, one chassis per group, its routers
+            # linked all-to-all by one link, nodes per router.
+            groups, routers, nodes = self.shape
+            return f'topology="DRAGONFLY" topo_parameters="{groups},1;1,1;{routers},1;{nodes}"'
         k = self.shape[0]
         half = k // 2
         # Three levels: edge switches with k/2 nodes, aggregation switches with k/2 edge switches
@@ -84,12 +91,14 @@ class Case:
                                  "congestion": congestion}  # fmt: skip
         if self.kind == "torus":
             return scalatrace.Topology.torus(self.shape, **kw)
+        if self.kind == "dragonfly":
+            return scalatrace.Topology.dragonfly(*self.shape, **kw)
         return scalatrace.Topology.fat_tree(self.shape[0], **kw)
 
 
 def parse_case(text: str) -> Case:
     kind, shape, pattern = text.split(":", 2)
-    if kind not in ("torus", "fat_tree") or (
+    if kind not in ("torus", "fat_tree", "dragonfly") or (
         pattern not in ("stencil2d", "stencil3d") and not Path(pattern).is_file()
     ):
         sys.exit(
