@@ -47,6 +47,7 @@ OWN_PROGRAMS = [
     ("extrap_rowcol", 6, []),
     ("pipelined_sweeps", 4, ["3", "4"]),
     ("ft_like", 4, []),
+    ("triangular_loops", 3, ["6"]),
 ]
 
 
