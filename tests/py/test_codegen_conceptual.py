@@ -69,7 +69,7 @@ def _generate_compile_run(trace, work: Path, nranks: int, ncptl: Path):
         text = trace.to_conceptual()
     source = work / "bench.ncptl"
     source.write_text(text)
-    exe = conceptual.compile_conceptual(source, work / "bench", ncptl)
+    exe = conceptual.compile_conceptual(source, work / "bench", ncptl, cflags=helpers.NCPTL_CFLAGS)
     out = work / "generated.sct"
     env = {**conceptual.run_environment(ncptl), **helpers.collector_env(out=out)}
     helpers.run_mpi(nranks, [exe, f"--logfile={work}/log-%p.txt"], env=env, timeout=180)

@@ -219,7 +219,7 @@ def test_conceptual_benchmark_runs_at_sizes_never_traced_and_communicates_like_t
     assert "num_tasks = " not in text, "no fixed task count"
     src = tmp_path / "bench.ncptl"
     src.write_text(text)
-    exe = conceptual.compile_conceptual(src, tmp_path / "bench", ncptl)
+    exe = conceptual.compile_conceptual(src, tmp_path / "bench", ncptl, cflags=helpers.NCPTL_CFLAGS)
     # NCPTL_FAST_INIT=1: the run time skips its timer-quality checks (about 10 s per run,
     # longer oversubscribed); its delays still end at their target time.
     env = {**conceptual.run_environment(ncptl), "NCPTL_FAST_INIT": "1"}
