@@ -280,6 +280,10 @@ struct LoopFrame {
   /// ranks; "" otherwise. Expressions inside use it instead of repeating the expression (the
   /// compiler's parser recurses once per nesting level).
   std::string index_var;
+  /// LET variable bound to the index of the current visit among the visits the loop is present
+  /// (the prefix sum of its presence sequence), on the same terms; "" otherwise.
+  std::string visit_var;
+  int lets = 0;  ///< LET ... WHILE blocks opened in the body (closed with the loop)
 };
 
 /// A node with a presence sequence (the statement's own or an enclosing loop's).
@@ -331,10 +335,10 @@ class ConceptualBackend final : public CodegenBackend {
   }
 
   void leave_loop(const Node&, const LoopNode&, int) override {
-    const bool bound = !loops_.back().index_var.empty();
+    const int lets = loops_.back().lets;
     if (loops_.back().presence) presence_.pop_back();
     loops_.pop_back();
-    if (bound) close();  // the LET ... WHILE block
+    for (int k = 0; k < lets; ++k) close();  // the LET ... WHILE blocks
     close();
   }
 
@@ -431,21 +435,43 @@ class ConceptualBackend final : public CodegenBackend {
 
   // ---- which iterations a statement runs in ----
 
-  /// Binds the innermost loop's iteration index to a LET variable when all the loop's ranks
-  /// share its expression and it is more than the loop variable.
+  /// Binds the innermost loop's present-visit index (with a presence sequence) and then its
+  /// iteration index to LET variables, each when all the loop's ranks share its expression and
+  /// it is more than what it is computed from.
   void bind_iteration_index(const Node& node, int depth) {
     LoopFrame& l = loops_.back();
     if (l.var.empty() || loops_.size() < 2) return;
-    std::optional<std::string> shared;
-    for (auto r : codegen_support::ranks_of(node, trace_->nranks).to_vector()) {
-      auto x = occurrence(r, loops_.size());
-      if (!x || (shared && *shared != *x)) return;
-      shared = x;
+    const auto ranks = codegen_support::ranks_of(node, trace_->nranks).to_vector();
+    auto shared_over_ranks = [&](const std::function<std::optional<std::string>(std::int64_t)>& expr) {
+      std::optional<std::string> shared;
+      for (auto r : ranks) {
+        auto x = expr(r);
+        if (!x || (shared && *shared != *x)) return std::optional<std::string>();
+        shared = x;
+      }
+      return shared;
+    };
+    auto bind = [&](const std::string& name, const std::string& value) {
+      open("LET " + name + " BE " + value + " WHILE {");
+      ++l.lets;
+    };
+    if (l.presence_seq != nullptr) {
+      std::optional<std::string> outer;  // the visit index, shared as well
+      auto visit = shared_over_ranks([&](std::int64_t r) -> std::optional<std::string> {
+        auto at = occurrence(r, loops_.size() - 1);
+        if (!at) return std::nullopt;
+        outer = at;
+        return present_visits(l.presence_seq, r, *at);
+      });
+      if (visit && outer && *visit != *outer) {
+        l.visit_var = "v" + std::to_string(depth + 1);
+        bind(l.visit_var, *visit);
+      }
     }
-    if (!shared || *shared == l.var) return;
-    const std::string name = "n" + std::to_string(depth + 1);
-    open("LET " + name + " BE " + *shared + " WHILE {");
-    l.index_var = name;
+    auto index = shared_over_ranks([&](std::int64_t r) { return occurrence(r, loops_.size()); });
+    if (!index || *index == l.var) return;
+    l.index_var = "n" + std::to_string(depth + 1);
+    bind(l.index_var, *index);
   }
 
   /// Trip count of loop frame k for `rank` if it is one constant.
@@ -476,7 +502,7 @@ class ConceptualBackend final : public CodegenBackend {
         expr = l.index_var;
         continue;
       }
-      auto visit = present_visits(l.presence_seq, rank, expr);
+      auto visit = l.visit_var.empty() ? present_visits(l.presence_seq, rank, expr) : l.visit_var;
       if (!visit) return std::nullopt;
       if (auto trips = constant_trips(k, rank)) {
         expr = "(" + *visit + ")*" + std::to_string(*trips) + "+" + l.var;
@@ -648,7 +674,9 @@ class ConceptualBackend final : public CodegenBackend {
       if (!l.bounded || l.var.empty()) continue;
       const ValueSeq* seq = l.trips->for_rank(rank);
       if (!seq || seq->empty()) return std::nullopt;
-      if (auto x = value_at(*seq, rank, l.outside, l.presence_seq)) {
+      const auto x =
+          l.visit_var.empty() ? value_at(*seq, rank, l.outside, l.presence_seq) : sequence_value(*seq, l.visit_var);
+      if (x) {
         parts.push_back(l.var + " < " + *x);
       } else {
         note("the trip count of loop " + l.var +
