@@ -143,6 +143,20 @@ void register_extrapolate(py::module_& m) {
       py::arg("max_ranks") = kDefaultMaxExtrapolationRanks, py::arg("drop_local") = false,
       "Extrapolated trace at the target size (see scalatrace.extrapolate).");
   m.def(
+      "balanced_grid",
+      [](std::int64_t n, std::size_t ndims, const std::string& order) {
+        if (order != "fastest_smallest" && order != "fastest_largest")
+          throw UsageError("balanced_grid: order must be \"fastest_smallest\" or \"fastest_largest\", not \"" + order +
+                           "\"");
+        return balanced_grid(n, ndims,
+                             order == "fastest_largest" ? GridOrder::FastestLargest : GridOrder::FastestSmallest)
+            .dims;
+      },
+      py::arg("n"), py::arg("ndims"), py::arg("order"),
+      "The grid extrapolation lays n ranks on, fastest dimension first: MPI_Dims_create's balanced "
+      "factorization into ndims (1 to 3) factors, the largest varying fastest (\"fastest_largest\") "
+      "or slowest (\"fastest_smallest\").");
+  m.def(
       "extrapolation_program",
       [](const std::vector<const Trace*>& traces, std::int64_t ranks, bool drop_local) {
         ExtrapolationOptions opt;

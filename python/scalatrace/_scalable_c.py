@@ -141,25 +141,13 @@ static inline double plog(double p, double e, int j) { return pow(p, e) * pow(lo
 static inline long floor_log2(long n) { long l = 0; while (n > 1) { n >>= 1; ++l; } return l; }
 static inline long floor_sqrt(long n) { long s = 0; while ((s + 1) * (s + 1) <= n) ++s; return s; }
 
-/* Extrapolation's grid, which is MPI_Dims_create's: of the factorizations of n into nd <= 3
- * factors, largest first, the one whose largest and smallest factors differ least (ties: the
- * larger leading factors). */
+/* Extrapolation's grid is MPI_Dims_create's (its factors largest first); the program lays its
+ * ranks on the grid MPI_Dims_create makes of its own size, the largest factor varying fastest
+ * or slowest as the traced program did. */
 static inline void grid(long n, int nd, int fastest_largest, long *dims) {
-  long best[3] = {n, 1, 1}, spread = -1;
-  for (long a = n; a >= 1; --a) {
-    if (n % a) continue;
-    if (nd == 1) { best[0] = n; break; }
-    for (long b = a; b >= 1; --b) {
-      long rest = n / a;
-      if (rest % b) continue;
-      long c = nd == 3 ? rest / b : 1;
-      if (nd == 2 && rest != b) continue;
-      if (c > b) break;
-      long s = a - (nd == 3 ? c : b);
-      if (spread < 0 || s < spread) { spread = s; best[0] = a; best[1] = b; best[2] = c; }
-    }
-  }
-  for (int d = 0; d < 3; ++d) dims[d] = d < nd ? best[d] : 1;
+  int d[3] = {0, 0, 0};
+  MPI_Dims_create((int)n, nd, d);
+  for (int i = 0; i < 3; ++i) dims[i] = i < nd ? d[i] : 1;
   if (!fastest_largest)
     for (int a = 0, b = nd - 1; a < b; ++a, --b) { long t = dims[a]; dims[a] = dims[b]; dims[b] = t; }
 }

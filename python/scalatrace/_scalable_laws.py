@@ -267,35 +267,11 @@ def expand_repeats(calls: Sequence[Call]) -> list[Any]:
 
 
 def balanced_grid(n: int, ndims: int, order: str) -> list[int]:
-    """The grid extrapolation lays ``n`` ranks on, fastest dimension first.
-
-    It is ``MPI_Dims_create``'s grid (the core's ``synthetic_grid``): of the factorizations of
-    ``n`` into ``ndims`` factors, largest first, the one whose largest and smallest factors differ
-    least, ties going to the larger leading factors; ``order`` says whether the largest factor
-    varies fastest (``"fastest_largest"``) or slowest.
-    """
-    best: list[int] | None = None
-
-    def search(rest: int, left: int, cap: int, current: list[int]) -> None:
-        nonlocal best
-        if left == 1:
-            if rest <= cap:
-                done = current + [rest]
-                if best is None or done[0] - done[-1] < best[0] - best[-1]:
-                    best = done
-            return
-        for d in range(min(rest, cap), 0, -1):
-            if rest % d:
-                continue
-            if best is not None and current and current[0] - d >= best[0] - best[-1]:
-                break
-            if d**left < rest:
-                break
-            search(rest // d, left - 1, d, current + [d])
-
-    search(n, ndims, n, [])
-    assert best is not None
-    return best if order == "fastest_largest" else best[::-1]
+    """The grid extrapolation lays ``n`` ranks on, fastest dimension first: the core's
+    ``balanced_grid``, ``MPI_Dims_create``'s balanced factorization into ``ndims`` (1 to 3)
+    factors; ``order`` says whether the largest factor varies fastest (``"fastest_largest"``)
+    or slowest (``"fastest_smallest"``)."""
+    return list(_core.balanced_grid(n, ndims, order))
 
 
 def role_of(grid: Sequence[int], rank: int, depth: int, modulus: int) -> tuple:

@@ -43,6 +43,11 @@ K_NULL_REQUEST = -(1 << 40)
 K_UNDEFINED = -(1 << 40) - 2
 K_NO_COMM = -(1 << 40) - 3
 
+#: C flags for the generated C of coNCePTuaL benchmarks that tests compile and do not time
+#: (scalatrace.conceptual.compile_conceptual): -O0 instead of the compiler's -g -O2 takes a
+#: seventh of the C compiler's time on the largest (18-role) program.
+NCPTL_CFLAGS = "-O0"
+
 # Ops that create one request (handle-buffer slot), as op_creates_request() in op.hpp.
 # One small real run of every example: (example, ranks, extra arguments), 2..9 ranks. The
 # tests that run "every example" (merged-trace losslessness, replay fixed point) share it.

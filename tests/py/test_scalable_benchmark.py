@@ -219,7 +219,7 @@ def test_conceptual_benchmark_runs_at_sizes_never_traced_and_communicates_like_t
     assert "num_tasks = " not in text, "no fixed task count"
     src = tmp_path / "bench.ncptl"
     src.write_text(text)
-    exe = conceptual.compile_conceptual(src, tmp_path / "bench", ncptl)
+    exe = conceptual.compile_conceptual(src, tmp_path / "bench", ncptl, cflags=helpers.NCPTL_CFLAGS)
     # NCPTL_FAST_INIT=1: the run time skips its timer-quality checks (about 10 s per run,
     # longer oversubscribed); its delays still end at their target time.
     env = {**conceptual.run_environment(ncptl), "NCPTL_FAST_INIT": "1"}
@@ -276,18 +276,17 @@ def test_grids_are_the_ones_mpi_dims_create_makes(traced, tmp_path):
     function = text[start : text.index("\n}\n", start) + 3]
     probe = tmp_path / "grid_probe.c"
     probe.write_text(
-        "#include <stdio.h>\n" + function + "int main(void) {\n"
+        "#include <mpi.h>\n#include <stdio.h>\n" + function + "int main(int argc, char **argv) {\n"
+        "  MPI_Init(&argc, &argv);\n"
         f"  for (int nd = 2; nd <= 3; ++nd) for (long n = 1; n <= {limit}; ++n) {{\n"
-        '    long d[3]; grid(n, nd, 1, d); printf("%d %ld", nd, n);\n'
-        '    for (int i = 0; i < nd; ++i) printf(" %ld", d[i]); printf("\\n"); }\n'
-        "  return 0;\n}\n"
+        '    long d[3]; grid(n, nd, 0, d); printf("%d %ld", nd, n);\n'
+        '    for (int i = nd - 1; i >= 0; --i) printf(" %ld", d[i]); printf("\\n"); }\n'
+        "  MPI_Finalize();\n  return 0;\n}\n"
     )
     subprocess.run(
         [helpers.mpicc(), "-O1", "-o", str(tmp_path / "grid_probe"), str(probe)], check=True
     )
-    probed = subprocess.run(
-        [str(tmp_path / "grid_probe")], capture_output=True, text=True, check=True
-    ).stdout
+    probed = helpers.run_mpi(1, [tmp_path / "grid_probe"], timeout=120).stdout
     assert probed == proc.stdout
 
 

@@ -269,11 +269,21 @@ StartedRequests started_requests(const Trace& t, std::vector<std::string>& notes
 /// presence and trip counts that change between iterations can be written as expressions of
 /// the loop variables.
 struct LoopFrame {
-  std::string var;                      ///< FOR EACH variable ("" for a loop that never runs)
-  const ElasticValue* trips = nullptr;  ///< the loop's trip counts
-  std::size_t outside = 0;              ///< loops enclosing this one (its visits are counted there)
-  bool bounded = false;                 ///< runs to the largest count; statements check var < count
-  bool presence = false;                ///< the loop node has a presence sequence (pushed below)
+  std::string var;                             ///< FOR EACH variable ("" for a loop that never runs)
+  const ElasticValue* trips = nullptr;         ///< the loop's trip counts
+  std::size_t outside = 0;                     ///< loops enclosing this one (its visits are counted there)
+  bool bounded = false;                        ///< runs to the largest count; statements check var < count
+  bool presence = false;                       ///< the loop node has a presence sequence (pushed below)
+  const ElasticValue* presence_seq = nullptr;  ///< that presence sequence
+  /// LET variable bound (at the top of the loop body) to the index of the current iteration
+  /// among all the loop's iterations, when that expression is the same for all the loop's
+  /// ranks; "" otherwise. Expressions inside use it instead of repeating the expression (the
+  /// compiler's parser recurses once per nesting level).
+  std::string index_var;
+  /// LET variable bound to the index of the current visit among the visits the loop is present
+  /// (the prefix sum of its presence sequence), on the same terms; "" otherwise.
+  std::string visit_var;
+  int lets = 0;  ///< LET ... WHILE blocks opened in the body (closed with the loop)
 };
 
 /// A node with a presence sequence (the statement's own or an enclosing loop's).
@@ -304,6 +314,7 @@ class ConceptualBackend final : public CodegenBackend {
     if (!node.presence.empty()) {
       presence_.push_back({&node.presence, loops_.size()});
       frame.presence = true;
+      frame.presence_seq = &node.presence;
     }
     std::int64_t most = 0;
     const auto uniform = codegen_support::uniform_of(loop.trips);
@@ -320,17 +331,21 @@ class ConceptualBackend final : public CodegenBackend {
       open("FOR EACH " + frame.var + " IN {0, ..., " + std::to_string(most - 1) + "} {");
     }
     loops_.push_back(frame);
+    bind_iteration_index(node, depth);
   }
 
   void leave_loop(const Node&, const LoopNode&, int) override {
+    const int lets = loops_.back().lets;
     if (loops_.back().presence) presence_.pop_back();
     loops_.pop_back();
+    for (int k = 0; k < lets; ++k) close();  // the LET ... WHILE blocks
     close();
   }
 
   void event(const Node& node, const EventNode& e, int) override {
     const RankList all = codegen_support::ranks_of(node, trace_->nranks);
     if (!node.presence.empty()) presence_.push_back({&node.presence, loops_.size()});
+    event_presence_ = node.presence.empty() ? nullptr : &node.presence;
     if (op_is_collective(e.op)) {
       collective_event(e, all);
     } else if (op_kind(e.op) == OpKind::Start) {  // the sends / receives it starts
@@ -353,6 +368,7 @@ class ConceptualBackend final : public CodegenBackend {
       }
     }
     if (!node.presence.empty()) presence_.pop_back();
+    event_presence_ = nullptr;
   }
 
   void add_note(const std::string& n) { note(n); }
@@ -419,6 +435,45 @@ class ConceptualBackend final : public CodegenBackend {
 
   // ---- which iterations a statement runs in ----
 
+  /// Binds the innermost loop's present-visit index (with a presence sequence) and then its
+  /// iteration index to LET variables, each when all the loop's ranks share its expression and
+  /// it is more than what it is computed from.
+  void bind_iteration_index(const Node& node, int depth) {
+    LoopFrame& l = loops_.back();
+    if (l.var.empty() || loops_.size() < 2) return;
+    const auto ranks = codegen_support::ranks_of(node, trace_->nranks).to_vector();
+    auto shared_over_ranks = [&](const std::function<std::optional<std::string>(std::int64_t)>& expr) {
+      std::optional<std::string> shared;
+      for (auto r : ranks) {
+        auto x = expr(r);
+        if (!x || (shared && *shared != *x)) return std::optional<std::string>();
+        shared = x;
+      }
+      return shared;
+    };
+    auto bind = [&](const std::string& name, const std::string& value) {
+      open("LET " + name + " BE " + value + " WHILE {");
+      ++l.lets;
+    };
+    if (l.presence_seq != nullptr) {
+      std::optional<std::string> outer;  // the visit index, shared as well
+      auto visit = shared_over_ranks([&](std::int64_t r) -> std::optional<std::string> {
+        auto at = occurrence(r, loops_.size() - 1);
+        if (!at) return std::nullopt;
+        outer = at;
+        return present_visits(l.presence_seq, r, *at);
+      });
+      if (visit && outer && *visit != *outer) {
+        l.visit_var = "v" + std::to_string(depth + 1);
+        bind(l.visit_var, *visit);
+      }
+    }
+    auto index = shared_over_ranks([&](std::int64_t r) { return occurrence(r, loops_.size()); });
+    if (!index || *index == l.var) return;
+    l.index_var = "n" + std::to_string(depth + 1);
+    bind(l.index_var, *index);
+  }
+
   /// Trip count of loop frame k for `rank` if it is one constant.
   std::optional<std::int64_t> constant_trips(std::size_t k, std::int64_t rank) const {
     const ValueSeq* seq = loops_[k].trips->for_rank(rank);
@@ -426,8 +481,13 @@ class ConceptualBackend final : public CodegenBackend {
   }
 
   /// Index of the current visit of a node enclosed by the first `frames` loops, for `rank`,
-  /// as an expression of the loop variables; nullopt if a loop inside the outermost has a trip
-  /// count that changes between visits (no closed form).
+  /// as an expression of the loop variables (the iterations of the innermost of them the rank
+  /// ran before this one); nullopt if none can be written.
+  ///
+  /// A loop's k-th visit reads its k-th trip count, and a loop or event with a presence
+  /// sequence (approximate loop matching) reads its values only on the visits it is present:
+  /// the index of its values is then the number of present visits before this one, the prefix
+  /// sum of its presence sequence (the cursor's semantics, read/cursor.cpp).
   std::optional<std::string> occurrence(std::int64_t rank, std::size_t frames) const {
     if (frames == 0) return std::string("0");
     std::string expr;
@@ -438,21 +498,39 @@ class ConceptualBackend final : public CodegenBackend {
         expr = l.var;
         continue;
       }
+      if (!l.index_var.empty()) {
+        expr = l.index_var;
+        continue;
+      }
+      auto visit = l.visit_var.empty() ? present_visits(l.presence_seq, rank, expr) : l.visit_var;
+      if (!visit) return std::nullopt;
       if (auto trips = constant_trips(k, rank)) {
-        expr = "(" + expr + ")*" + std::to_string(*trips) + "+" + l.var;
+        expr = "(" + *visit + ")*" + std::to_string(*trips) + "+" + l.var;
         continue;
       }
       // the trip count changes between visits: iterations of the earlier visits, summed
       const ValueSeq* seq = l.trips->for_rank(rank);
-      auto before = seq ? prefix_sum(*seq, expr) : std::nullopt;
+      auto before = seq ? prefix_sum(*seq, *visit) : std::nullopt;
       if (!before) return std::nullopt;
       expr = "(" + *before + ")+" + l.var;
     }
     return expr;
   }
 
-  /// Sum of the first `v` values of a sequence of constant runs, as an expression of `v`
-  /// (piecewise linear: per block its complete periods and the runs of the last one).
+  /// The index among a node's present visits of its visit `visit` (an expression): `visit`
+  /// itself without a presence sequence, else the present visits before it.
+  static std::optional<std::string> present_visits(const ElasticValue* presence, std::int64_t rank,
+                                                   const std::string& visit) {
+    if (presence == nullptr || presence->alternatives.empty()) return visit;
+    const ValueSeq* seq = presence->for_rank(rank);
+    if (seq == nullptr || seq->empty()) return visit;  // present at every visit (cursor)
+    if (auto c = constant_of(*seq); c && *c == 1) return visit;
+    return prefix_sum(*seq, visit);
+  }
+
+  /// Sum of the first `v` values of a sequence of runs, as an expression of `v` (per block its
+  /// complete periods and the runs of the last one; within an arithmetic run a + s*j, the first
+  /// x values sum to a*x + s*(x*(x-1)/2), exact in integers: x*(x-1) is even).
   static std::optional<std::string> prefix_sum(const ValueSeq& seq, const std::string& v) {
     std::string out;
     int open = 0;
@@ -462,9 +540,8 @@ class ConceptualBackend final : public CodegenBackend {
       std::uint64_t period = 0;
       std::int64_t block_sum = 0;
       for (const auto& r : b.runs) {
-        if (r.stride != 0 && r.count > 1) return std::nullopt;
         period += r.count;
-        block_sum += r.first * static_cast<std::int64_t>(r.count);
+        block_sum += run_sum(r, static_cast<std::int64_t>(r.count));
       }
       const std::string local = start == 0 ? "(" + v + ")" : "((" + v + ")-" + std::to_string(start) + ")";
       const std::string within = b.repeat > 1 ? "(" + local + " MOD " + std::to_string(period) + ")" : local;
@@ -476,10 +553,11 @@ class ConceptualBackend final : public CodegenBackend {
       std::uint64_t offset = 0;
       std::int64_t sum = 0;
       for (const auto& r : b.runs) {
-        const std::string at =
-            num(sum) + "+" + num(r.first) + "*(" + within + (offset ? "-" + std::to_string(offset) : "") + ")";
+        const std::string x = "(" + within + (offset ? "-" + std::to_string(offset) : "") + ")";
+        std::string at = num(sum) + "+" + num(r.first) + "*" + x;
+        if (r.stride != 0 && r.count > 1) at += "+" + num(r.stride) + "*((" + x + "*(" + x + "-1))/2)";
         offset += r.count;
-        sum += r.first * static_cast<std::int64_t>(r.count);
+        sum += run_sum(r, static_cast<std::int64_t>(r.count));
         if (&r == &b.runs.back()) {
           runs += at;
         } else {
@@ -500,6 +578,11 @@ class ConceptualBackend final : public CodegenBackend {
     }
     out += std::string(static_cast<std::size_t>(open), ')');
     return out;
+  }
+
+  /// Sum of the first `x` values of an arithmetic run.
+  static std::int64_t run_sum(const ValueRun& r, std::int64_t x) {
+    return r.first * x + (r.count > 1 ? r.stride * (x * (x - 1) / 2) : 0);
   }
 
   /// A sequence that repeats the innermost loop's iterations: an expression of its variable.
@@ -556,13 +639,18 @@ class ConceptualBackend final : public CodegenBackend {
     return out;
   }
 
-  /// `rank`'s value of `v` at the current visit of a node inside the first `frames` loops.
-  std::optional<std::string> value_at(const ValueSeq& seq, std::int64_t rank, std::size_t frames) const {
+  /// `rank`'s value of `v` at the current visit of a node inside the first `frames` loops,
+  /// whose presence sequence (if any) is `presence`.
+  std::optional<std::string> value_at(const ValueSeq& seq, std::int64_t rank, std::size_t frames,
+                                      const ElasticValue* presence = nullptr) const {
     if (seq.empty()) return std::nullopt;
     if (auto c = constant_of(seq)) return num(*c);
-    if (frames == loops_.size())
+    const auto at = occurrence(rank, frames);
+    if (!at) return std::nullopt;
+    const auto index = present_visits(presence, rank, *at);
+    if (frames == loops_.size() && index == at)  // present at every visit
       if (auto p = periodic_value(seq, rank)) return p;
-    return sequence_value(seq, occurrence(rank, frames));
+    return sequence_value(seq, index);
   }
 
   /// `rank`'s value of `v` for the statement being written; the mean with a note (and so a
@@ -570,7 +658,7 @@ class ConceptualBackend final : public CodegenBackend {
   std::string value_of(const ElasticValue& v, std::int64_t rank, const std::string& what) {
     const ValueSeq* seq = v.for_rank(rank);
     if (!seq || seq->empty()) return "0";
-    if (auto x = value_at(*seq, rank, loops_.size())) return *x;
+    if (auto x = value_at(*seq, rank, loops_.size(), event_presence_)) return *x;
     note(what + " varies between iterations in a way the loop variables cannot express; its mean is used");
     double sum = 0;
     for (std::uint64_t k = 0; k < seq->size(); ++k) sum += static_cast<double>(seq->at(k));
@@ -586,7 +674,9 @@ class ConceptualBackend final : public CodegenBackend {
       if (!l.bounded || l.var.empty()) continue;
       const ValueSeq* seq = l.trips->for_rank(rank);
       if (!seq || seq->empty()) return std::nullopt;
-      if (auto x = value_at(*seq, rank, l.outside)) {
+      const auto x =
+          l.visit_var.empty() ? value_at(*seq, rank, l.outside, l.presence_seq) : sequence_value(*seq, l.visit_var);
+      if (x) {
         parts.push_back(l.var + " < " + *x);
       } else {
         note("the trip count of loop " + l.var +
@@ -855,7 +945,7 @@ class ConceptualBackend final : public CodegenBackend {
       distinct.insert(w);
     }
     if (distinct.size() == 1) return {{*distinct.begin(), ""}};
-    auto x = value_at(world, r, loops_.size());
+    auto x = value_at(world, r, loops_.size(), event_presence_);
     if (!x || distinct.size() > 16) {
       note("the root of MPI_" + std::string(op_name(e.op)) +
            " changes between iterations in a way the loop variables cannot express; the first is used");
@@ -951,6 +1041,7 @@ class ConceptualBackend final : public CodegenBackend {
   std::vector<std::string> notes_;
   std::vector<LoopFrame> loops_;
   std::vector<PresenceFrame> presence_;
+  const ElasticValue* event_presence_ = nullptr;  ///< presence sequence of the event being written
 };
 
 }  // namespace
