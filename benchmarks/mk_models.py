@@ -47,6 +47,7 @@ import scalatrace
 from scalatrace._launch import run_collected
 from scalatrace.extrapolate import smape
 from scalatrace.models import measure, model, optimal_grain
+from scalatrace.pmnf import fit_pmnf
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "tests" / "py" / "programs" / "blocked_pipeline.c"
@@ -80,22 +81,19 @@ def traced_run(
     return scalatrace.load(out), float(stamp.read_text())
 
 
-def traced_median(
+def traced_repeats(
     exe: Path, work: Path, points: list[tuple[int, int, int]], repeats: int
-) -> list[tuple[scalatrace.Trace, float]]:
-    """Per point the traced run of median run time among ``repeats``; the runs go repeat after
-    repeat over the points in a shuffled order (fixed seed), so a slow spell of the machine
-    touches one run of several points instead of every run of a few neighbouring ones."""
+) -> list[list[tuple[scalatrace.Trace, float]]]:
+    """Per point its ``repeats`` traced runs; the runs go repeat after repeat over the points in
+    a shuffled order (fixed seed), so a slow spell of the machine touches one run of several
+    points instead of every run of a few neighbouring ones. ``model`` takes every repeat and
+    uses the median of each measured part over a point's repeats."""
     order = np.random.default_rng(35).permutation(len(points))
     runs: dict[int, list[tuple[scalatrace.Trace, float]]] = {i: [] for i in range(len(points))}
     for r in range(repeats):
         for i in order:
             runs[int(i)].append(traced_run(exe, work, *points[int(i)], repeat=r))
-    out = []
-    for i in range(len(points)):
-        ranked = sorted(runs[i], key=lambda te: measure(te[0]).total)
-        out.append(ranked[len(ranked) // 2])
-    return out
+    return [runs[i] for i in range(len(points))]
 
 
 def plain_run(exe: Path, n: int, k: int, p: int, repeat: int) -> float:
@@ -228,7 +226,10 @@ def main() -> None:
     )
     ap.add_argument("--repeats", type=int, default=7, help="untraced runs per K for the best K")
     ap.add_argument(
-        "--traced-repeats", type=int, default=3, help="traced runs per point (the median is used)"
+        "--traced-repeats",
+        type=int,
+        default=5,
+        help="traced runs per point (the model takes the median of each measured part)",
     )
     ap.add_argument(
         "--ranks",
@@ -265,15 +266,22 @@ def main() -> None:
     loads = [load()]
     t0 = time.time()
     train = list(itertools.product(ns, ks, ps))
-    chosen = traced_median(exe, work, train + held, args.traced_repeats)
-    traces = [t for t, _ in chosen[: len(train)]]
+    runs = traced_repeats(exe, work, train + held, args.traced_repeats)
+    traces = [t for reps in runs[: len(train)] for t, _ in reps]
     loads.append(load())
-    params = {"N": [x[0] for x in train], "K": [x[1] for x in train], "P": [x[2] for x in train]}
+    reps_of = [x for x in train for _ in range(args.traced_repeats)]
+    params = {
+        "N": [x[0] for x in reps_of],
+        "K": [x[1] for x in reps_of],
+        "P": [x[2] for x in reps_of],
+    }
     m = model(traces, params)
     loads.append(load())
     held_rows = []
-    for (n, k, p), (t, e) in zip(held, chosen[len(train) :]):
-        held_rows.append((n, k, p, measure(t).total, e, float(m.predict(N=n, K=k, P=p))))
+    for (n, k, p), reps in zip(held, runs[len(train) :]):
+        total = float(np.median([measure(t).total for t, _ in reps]))
+        elapsed = float(np.median([e for _, e in reps]))
+        held_rows.append((n, k, p, total, elapsed, float(m.predict(N=n, K=k, P=p))))
     loads.append(load())
     best_rows = []
     for p in best_ps:
@@ -294,6 +302,24 @@ def main() -> None:
         best_rows.append(
             (p, times, kopt, measured_best(best_ks, runs), measured_best(best_ks, traced))
         )
+    loads.append(load())
+    # The fit's form, checked on the untraced program: the same PMNF search on untraced stage
+    # times (elapsed / (sweeps x (N / K + P - 1)), the blocks plus the fill) at the training
+    # points, and the optimum of sweeps x (N / K + P - 1) x that stage at the best-K size.
+    p_u = best_ps[0]
+    u_pts = [(n, k) for n, k, p in train if p == p_u]
+    u_stage = [
+        float(np.median([plain_run(exe, n, k, p_u, r) for r in range(args.traced_repeats)]))
+        / (SWEEPS * (-(-n // k) + p_u - 1))
+        for n, k in u_pts
+    ]
+    u_fit = fit_pmnf(
+        {"N": np.array([n for n, _ in u_pts], float), "K": np.array([k for _, k in u_pts], float)},
+        u_stage,
+    )
+    u_grid = np.geomspace(min(best_ks), max(best_ks), 4000)
+    u_time = (best_n / u_grid + p_u - 1) * u_fit.predict(N=np.full_like(u_grid, best_n), K=u_grid)
+    u_kopt = float(u_grid[int(np.argmin(u_time))])
     loads.append(load())
     ex = None
     if args.extrap:
@@ -351,8 +377,9 @@ def main() -> None:
         f"{wall:.0f} s. P = 2 on 2 cores; P >= 3 oversubscribed.",
         "",
         f"Training: {len(train)} points (N in {ns}, K in {ks}, P in {ps}, {SWEEPS} sweeps, "
-        f"{WORK} multiply-adds per cell), each traced {args.traced_repeats} times (the run of median "
-        "time is used; runs in a shuffled order, repeat after repeat).",
+        f"{WORK} multiply-adds per cell), each traced {args.traced_repeats} times (the model takes "
+        "every repeat: each measured part is the median over a point's repeats; runs in a shuffled "
+        "order, repeat after repeat).",
         "",
         "Model (seconds):",
         "",
@@ -425,6 +452,14 @@ def main() -> None:
             f"| {100 * (kopt - kb) / kb:+.0f} % / {100 * (kopt - mb['fitted']) / mb['fitted']:+.0f} % "
             f"| {m.predict(N=best_n, K=kb, P=p):.4f} / {m.predict(N=best_n, K=kopt, P=p):.4f} | {ts} |"
         )
+    lines += [
+        "",
+        f"The fit's form on the untraced program (P = {p_u}): the same PMNF search on untraced "
+        f"stage times at the {len(u_pts)} training points ({args.traced_repeats} runs each, "
+        f"medians): `{u_fit.formula}`; the optimum of (N / K + P - 1) x that stage at N = "
+        f"{best_n}: K = {u_kopt:.3g} (against the untraced curve's fitted minimum "
+        f"{best_rows[0][3]['fitted']:.3g}).",
+    ]
     lines += [
         "",
         f"The same at N = {best_n} traced ({args.traced_repeats} runs per K, the program's elapsed "

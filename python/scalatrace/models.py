@@ -379,8 +379,10 @@ def model(
     Parameters
     ----------
     traces : sequence of Trace or path
-        Traces of one program (at least 3; more than 2 per coefficient make the
-        cross-validation meaningful).
+        Traces of one program (at least 3 parameter points; more than 2 per coefficient make
+        the cross-validation meaningful). Traces at the same parameter point are repeats: each
+        measured part (run time, a phase's occurrences and time per occurrence) is the median
+        over them, so that one slow run moves no part of the model.
     params : mapping of str to sequence of float, optional
         Parameter values of each trace, e.g. ``{"N": [...], "K": [...]}``; ``P`` defaults to
         the traces' rank counts.
@@ -422,7 +424,9 @@ def model(
         detail = "; ".join(f"trace {i}: {' | '.join(s) or 'none'}" for i, s in enumerate(shapes))
         raise ModelError(f"the traces' communication phases differ ({detail})")
     pipelines = sorted({p.id for a in analyses for p in a.phases if p.kind in ("pipeline", "tree")})
-    ms = [measure(t, pipelines, a) for t, a in zip(ts, analyses)]
+    points, ms = _merge_repeats(points, [measure(t, pipelines, a) for t, a in zip(ts, analyses)])
+    if len(ms) < 3:
+        raise UsageError(f"model needs traces at 3 or more parameter points, got {len(ms)}")
     phase_models = []
     for g in range(len(shapes[0])):
         pm_list = [m.phases[g] for m in ms]
@@ -452,6 +456,51 @@ def model(
     measured = np.array([m.total for m in ms])
     direct = _fit(points, measured, max_terms)
     return PerformanceModel(tuple(points), points, measured, phase_models, rest, direct, ms)
+
+
+def _merge_repeats(
+    points: dict[str, np.ndarray], ms: list[Measurement]
+) -> tuple[dict[str, np.ndarray], list[Measurement]]:
+    """Traces at the same parameter point are repeats of one run: one measurement per point,
+    each part the median of its repeats' (one slow run moves none of them; the run of median
+    total time may still hold an outlying phase). Points keep the order of their first trace."""
+    keys = list(zip(*(points[p] for p in points))) if points else [()] * len(ms)
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(tuple(float(v) for v in key), []).append(i)
+    if all(len(g) == 1 for g in groups.values()):
+        return points, ms
+    merged = []
+    for idx in groups.values():
+        reps = [ms[i] for i in idx]
+        phases = []
+        for g, first in enumerate(reps[0].phases):
+
+            def med(attr: str, g: int = g, reps: list[Measurement] = reps) -> float:
+                return float(np.median([getattr(r.phases[g], attr) for r in reps]))
+
+            occ, visits, depth, per = (
+                med("occurrences"),
+                med("visits"),
+                med("depth"),
+                med("per_occurrence"),
+            )
+            stages = occ + visits * max(depth - 1, 0.0) if first.kind == "pipeline" else occ
+            phases.append(
+                PhaseMeasurement(
+                    first.kind,
+                    first.ops,
+                    occ,
+                    visits,
+                    depth,
+                    per,
+                    stages * per,
+                    all(r.phases[g].overlaps_next for r in reps),
+                )
+            )
+        merged.append(Measurement(float(np.median([r.total for r in reps])), phases))
+    first_of = [idx[0] for idx in groups.values()]
+    return {p: v[first_of] for p, v in points.items()}, merged
 
 
 def _constant(points: dict[str, np.ndarray], values: np.ndarray) -> MultiModel:
@@ -542,7 +591,7 @@ def constant_time(
     lo = check_float("lo", lo, lo=1e-300)
     hi = check_float("hi", hi, lo=lo)
     out = []
-    for pv in np.asarray(ps, dtype=float):
+    for pv in np.atleast_1d(np.asarray(ps, dtype=float)):
 
         def gap(x: float, pv: float = pv) -> float:
             return float(m.predict(**{n: x, p: pv}, **fixed)) - time

@@ -453,7 +453,8 @@ def _public_functions(t, raw) -> list[tuple[str, object, dict]]:
         "latency_s": 1e-6,
         "bandwidth_bytes_per_s": 1e9,
         "rank": 0,
-        "m": scalatrace.model(traces),
+        # three parameter points (the same trace three times would be one point's repeats)
+        "m": scalatrace.model(traces, params={"N": [1.0, 2.0, 3.0]}),
         "time": 1.0,
         "ps": [2, 4],
         "points": {"P": [2.0, 4.0, 8.0]},

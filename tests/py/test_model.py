@@ -334,3 +334,31 @@ def test_models_notebook_executes(tmp_path):
     assert any(
         o.get("output_type") == "display_data" and "image/png" in o.get("data", {}) for o in outputs
     )
+
+
+def test_repeats_at_one_point_are_merged_by_their_median(pipeline_traces):
+    """Traces at the same parameter point are repeats: one point each, every measured part the
+    median over its repeats (one slow run moves nothing)."""
+    from scalatrace.models import Measurement, PhaseMeasurement, _merge_repeats
+
+    ks = [k for k, _ in POINTS]
+    once = scalatrace.model(pipeline_traces, params={"K": ks})
+    thrice = scalatrace.model(pipeline_traces * 3, params={"K": ks * 3})
+    assert len(thrice.measured) == len(POINTS)
+    assert thrice.measured == pytest.approx(once.measured)
+    assert str(thrice.expression) == str(once.expression)
+
+    def rep(total: float, stage: float) -> Measurement:
+        return Measurement(
+            total, [PhaseMeasurement("pipeline", "Recv,Send", 8, 1, 3, stage, 10 * stage)]
+        )
+
+    points = {"K": np.array([4.0, 4.0, 4.0, 8.0]), "P": np.array([4.0, 4.0, 4.0, 4.0])}
+    merged_points, merged = _merge_repeats(
+        points, [rep(1, 1e-3), rep(9, 5e-3), rep(2, 2e-3), rep(3, 1e-3)]
+    )
+    assert merged_points["K"].tolist() == [4.0, 8.0] and len(merged) == 2
+    assert merged[0].total == 2 and merged[0].phases[0].per_occurrence == 2e-3
+    # a pipeline's cost: (B + V (D - 1)) stages of the median stage time
+    assert merged[0].phases[0].cost == pytest.approx((8 + 1 * 2) * 2e-3)
+    assert merged[1].total == 3
