@@ -287,25 +287,44 @@ TEST(ExtrapolateLaws, UncheckedLawsReadAtAnInputsValuesDecide) {
 }
 
 // Single calls: a law of one term more that the points check as well and that differs at the
-// target is named in a warning. The last rank of 2, 5, 8 ranks (x = 1, 4, 7, all with r % 3 = 1)
-// sends r % 3 + r bytes: 2, 5, 8 are X as well as (r%3) + x, which give 9 and 10 at 9 ranks. X is
-// taken (the fewest terms) and (r%3) + x named; with 3, 4, 5 ranks (x = 2, 3, 4) only
-// (r%3) + x fits.
-TEST(ExtrapolateLaws, SingleCallLawsWithOneTermMoreThatDifferAreNamed) {
+// target. Where it differs at a residue class of the rank that some input shows, the fewest-term
+// law is taken and the rival named in a warning: NPB LU's last rank at 2x2, 4x2, 4x4 (r = 3, 7,
+// 15) sends to -X, which is also -2*(r%3) - Y there; at 8x4 (r = 31, r % 3 = 1 as at 4x2) they give
+// -8 and -6. Where the rival's residue class is one no input shows, the inputs do not decide: the
+// last rank of 2, 5, 8 ranks (x = 1, 4, 7, all with r % 3 = 1) sends r % 3 + r bytes, X as well as
+// (r%3) + x, which give 9 and 10 at 9 ranks (r % 3 = 2): refused, naming both. With 3, 4, 5 ranks
+// (x = 2, 3, 4) only (r%3) + x fits. A law of a residue class no input shows is not taken either.
+TEST(ExtrapolateLaws, SingleCallLawsWithOneTermMoreThatDifferAreNamedOrRefused) {
+  const auto space2 = FeatureSpace::make(2, false);
+  auto corner = [&](std::int64_t X, std::int64_t Y) { return space2.values(Grid{{X, Y}}, {X - 1, Y - 1}); };
+  std::string why, note;
+  auto law = solve_linear_law({corner(2, 2), corner(4, 2), corner(4, 4)}, {-2, -4, -4}, {corner(8, 4)}, &why, 4, 1,
+                              space2.linear_count(), &space2, &note);
+  ASSERT_TRUE(law) << why;
+  EXPECT_EQ(law->formula(space2), "-X");
+  EXPECT_EQ(note.rfind("-X chosen over -2*(r%3) - Y (a law of one term more, checked as well", 0), 0u) << note;
+
   const auto space = FeatureSpace::make(1, false);
   auto last = [&](std::int64_t p) { return space.values(Grid{{p}}, {p - 1}); };
-  std::string why, note;
-  auto law = solve_linear_law({last(2), last(5), last(8)}, {2, 5, 8}, {last(9)}, &why, 4, 1, space.linear_count(),
-                              &space, &note);
-  ASSERT_TRUE(law) << why;
-  EXPECT_EQ(law->formula(space), "X");
-  EXPECT_EQ(note.rfind("X chosen over (r%3) + x (a law of one term more, checked as well", 0), 0u) << note;
   note.clear();
+  EXPECT_FALSE(solve_linear_law({last(2), last(5), last(8)}, {2, 5, 8}, {last(9)}, &why, 4, 1, space.linear_count(),
+                                &space, &note));
+  EXPECT_EQ(why.rfind("ambiguous: X and (r%3) + x both reproduce every input value but give 9 and 10 at the target "
+                      "((r%3) is 2 at the target and only 1 at the inputs)",
+                      0),
+            0u)
+      << why;
   law = solve_linear_law({last(3), last(4), last(5)}, {4, 3, 5}, {last(9)}, &why, 4, 1, space.linear_count(), &space,
                          &note);
   ASSERT_TRUE(law) << why;
   EXPECT_EQ(law->formula(space), "(r%3) + x");
   EXPECT_EQ(law->eval(last(9)), 10);
+  // Ranks 0, 1, 3, 4 (r % 3 = 0, 1, 0, 1) send X + 10*(r%3) bytes; rank 5 is of class 2.
+  auto at = [&](std::int64_t p, std::int64_t r) { return space.values(Grid{{p}}, {r}); };
+  EXPECT_FALSE(solve_linear_law({at(6, 0), at(6, 1), at(6, 3), at(6, 4), at(8, 0), at(8, 1)}, {6, 16, 6, 16, 8, 18},
+                                {at(10, 5)}, &why, 4, 1, space.linear_count(), &space, &note));
+  EXPECT_EQ(why,
+            "under-determined: 10*(r%3) + X uses (r%3), which is 2 at the target and at no input; add an input size");
 }
 
 // A division law plus a constant (another role's law at the same call site, offset): its formula

@@ -4,6 +4,7 @@
 // See docs/extrapolation.md ("Parameter laws").
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -436,7 +437,7 @@ namespace {
 
 /// "ambiguous: A and B both reproduce every input value but give a and b at the target".
 std::string ambiguity(const LinearLaw& a, const LinearLaw& b, const std::vector<std::int64_t>& probe,
-                      const FeatureSpace* space) {
+                      const FeatureSpace* space, const std::string& reason = "") {
   std::string s = "ambiguous: ";
   if (space) {
     auto value = [&](const LinearLaw& l) {
@@ -451,20 +452,26 @@ std::string ambiguity(const LinearLaw& a, const LinearLaw& b, const std::vector<
   } else {
     s += "two laws reproduce every input value but differ at the target";
   }
-  return s + " (the inputs' sizes or coordinates vary together); add an input size that separates them";
+  return s + " (" + (reason.empty() ? "the inputs' sizes or coordinates vary together" : reason) +
+         "); add an input size that separates them";
 }
 
 }  // namespace
 
 namespace {
+/// A rival law and the probe at which it differs from the law it rivals.
+using Rival = std::pair<LinearLaw, std::vector<std::int64_t>>;
+
 /// A law of exactly `size` terms over `usable` that reproduces every value and differs from
 /// `law` at some probe, with that probe; nullopt if there is none. `checked_by` > 0: only laws
 /// with integer coefficients and that many distinct points beyond their terms count (else
-/// checked or not).
-std::optional<std::pair<LinearLaw, std::vector<std::int64_t>>> one_term_more(
-    const std::vector<std::size_t>& usable, const std::vector<std::vector<std::int64_t>>& pts,
-    const std::vector<std::int64_t>& vals, const std::vector<std::vector<std::int64_t>>& probes, const LinearLaw& law,
-    std::size_t size, std::size_t checked_by = 0) {
+/// checked or not). `decisive`: a rival for which it holds is returned before any other.
+std::optional<Rival> one_term_more(const std::vector<std::size_t>& usable,
+                                   const std::vector<std::vector<std::int64_t>>& pts,
+                                   const std::vector<std::int64_t>& vals,
+                                   const std::vector<std::vector<std::int64_t>>& probes, const LinearLaw& law,
+                                   std::size_t size, std::size_t checked_by = 0,
+                                   const std::function<bool(const Rival&)>& decisive = nullptr) {
   const std::size_t nusable = usable.size();
   if (size > nusable) return std::nullopt;
   auto checked = [&](const LinearLaw& other) {
@@ -480,6 +487,7 @@ std::optional<std::pair<LinearLaw, std::vector<std::int64_t>>> one_term_more(
     }
     return distinct.size() >= other.terms.size() + checked_by;
   };
+  std::optional<Rival> first;
   std::vector<std::size_t> pick(size), subset(size);
   std::iota(pick.begin(), pick.end(), 0);
   while (true) {
@@ -488,14 +496,31 @@ std::optional<std::pair<LinearLaw, std::vector<std::int64_t>>> one_term_more(
       for (const auto& probe : probes) {
         const auto [s0, l0] = exact_sum(law, probe);
         const auto [s1, l1] = exact_sum(*other, probe);
-        if (s0 * l1 != s1 * l0) return std::make_pair(*other, probe);
+        if (s0 * l1 == s1 * l0) continue;
+        Rival rival{*other, probe};
+        if (!decisive || decisive(rival)) return rival;
+        if (!first) first = std::move(rival);
       }
     std::size_t i = size;
     while (i > 0 && pick[i - 1] == nusable - size + i - 1) --i;
-    if (i == 0) return std::nullopt;
+    if (i == 0) return first;
     ++pick[i - 1];
     for (std::size_t k = i; k < size; ++k) pick[k] = pick[k - 1] + 1;
   }
+}
+
+/// A residue term ((r%2), (r%3)) of a rival law whose value at the rival's probe no input point
+/// had (nullopt if none). A residue has few values; a law of it is read off the classes the
+/// inputs show, and says nothing of a class none of them shows (extrap_residue.c at 2, 5, 8
+/// ranks: its last rank's r % 3 is 1 every time, 2 at 9 ranks).
+std::optional<std::size_t> unseen_residue(const Rival& rival, const std::vector<std::vector<std::int64_t>>& pts,
+                                          const FeatureSpace& space) {
+  const auto defs = feature_defs(space.ndims, space.with_index, space.with_stage);
+  for (auto t : rival.first.terms) {
+    if (t >= defs.size() || (defs[t].feat != Feat::R2 && defs[t].feat != Feat::R3)) continue;
+    if (std::none_of(pts.begin(), pts.end(), [&](const auto& p) { return p[t] == rival.second[t]; })) return t;
+  }
+  return std::nullopt;
 }
 
 /// The fewest-term law over the `usable` features (see solve_linear_law).
@@ -724,12 +749,47 @@ std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
       }
     // Single calls: a law of one term more that the points check as well (one distinct point
     // beyond its terms, integer coefficients) may reproduce every value and differ at the
-    // target; the fewest-term law is taken and the rival named (a warning).
-    if (space && rival && !space->with_stage && !space->with_index && check_points > 0 && size < max_terms && !avoid)
-      if (auto other = one_term_more(usable, pts, vals, probes, fits[0], size + 1, check_points))
+    // target. Where it differs at a residue class of the rank that no input shows, the inputs
+    // do not decide (refused, naming both); elsewhere both are read off what the inputs show,
+    // and the fewest-term law is taken and the rival named (a warning).
+    const bool single_call = space && rival && !space->with_stage && !space->with_index && check_points > 0 && !avoid;
+    // A law of a residue class no input shows is not checked there: another law of as many
+    // terms (they agree at the target) or none.
+    if (single_call) {
+      auto unseen_at = [&](const LinearLaw& law) -> std::optional<std::pair<std::size_t, std::int64_t>> {
+        for (const auto& probe : probes)
+          if (const auto t = unseen_residue({law, probe}, pts, *space)) return std::make_pair(*t, probe[*t]);
+        return std::nullopt;
+      };
+      const auto seen = std::find_if(fits.begin(), fits.end(), [&](const LinearLaw& l) { return !unseen_at(l); });
+      if (seen == fits.end()) {
+        const auto t = unseen_at(fits[0]);
+        if (why)
+          *why = "under-determined: " + fits[0].formula(*space) + " uses " + space->names[t->first] + ", which is " +
+                 std::to_string(t->second) + " at the target and at no input; add an input size";
+        return std::nullopt;
+      }
+      std::iter_swap(fits.begin(), seen);
+    }
+    if (single_call && size < max_terms) {
+      const auto unseen = [&](const Rival& r) { return unseen_residue(r, pts, *space).has_value(); };
+      if (auto other = one_term_more(usable, pts, vals, probes, fits[0], size + 1, check_points, unseen)) {
+        if (const auto t = unseen_residue(*other, pts, *space)) {
+          std::set<std::int64_t> seen;
+          for (const auto& p : pts) seen.insert(p[*t]);
+          std::string classes;
+          for (auto v : seen) classes += (classes.empty() ? "" : ", ") + std::to_string(v);
+          if (why)
+            *why = ambiguity(fits[0], other->first, other->second, space,
+                             space->names[*t] + " is " + std::to_string(other->second[*t]) +
+                                 " at the target and only " + classes + " at the inputs");
+          return std::nullopt;
+        }
         *rival = fits[0].formula(*space) + " chosen over " + other->first.formula(*space) +
                  " (a law of one term more, checked as well; both reproduce every input value, they differ at "
                  "the target)";
+      }
+    }
     return fits[0];
   }
   if (why) *why = "no linear law with at most " + std::to_string(max_terms) + " terms fits";

@@ -462,6 +462,26 @@ struct SharedLaw {
 };
 using LawPool = std::map<std::pair<std::string, std::string>, std::vector<SharedLaw>>;
 
+/// The same value plan (a constant, or the same law term by term).
+bool same_plan(const ValuePlan& a, const ValuePlan& b) {
+  if (a.constant != b.constant || a.staged != b.staged) return false;
+  if (a.constant) return a.value == b.value;
+  const auto &x = *a.law, &y = *b.law;
+  return x.terms == y.terms && x.num == y.num && x.den == y.den && x.div_scale == y.div_scale &&
+         x.div_numerator == y.div_numerator && x.div_feature == y.div_feature && x.div_exact == y.div_exact &&
+         x.div_offset == y.div_offset;
+}
+
+/// Adds a law to the pool unless that role already gave the same law for that parameter: a call
+/// site inside a loop gives the same law at every iteration (NPB CG: thousands of events per
+/// rank at a handful of sites), and every deferred parameter walks its key's laws.
+void pool_add(LawPool& pool, const std::pair<std::string, std::string>& key, SharedLaw law) {
+  auto& laws = pool[key];
+  for (const auto& l : laws)
+    if (l.indexed == law.indexed && l.role == law.role && same_plan(l.plan, law.plan)) return;
+  laws.push_back(std::move(law));
+}
+
 /// A parameter waiting for a shared law: where its plan goes and the values it must reproduce.
 struct Deferred {
   RolePlan* role = nullptr;
@@ -785,7 +805,7 @@ class RolePlanner {
     }
     slot = *plan;
     note_rank(*plan, scalar_);
-    pool_[{where_site, name}].push_back(SharedLaw{*plan, name_, false});
+    pool_add(pool_, {where_site, name}, SharedLaw{*plan, name_, false});
     report_.add(where_site, name, plan_text(*plan, scalar_), distinct_points(solver_.points()), "", note);
   }
 
@@ -1033,8 +1053,8 @@ class RolePlanner {
       ep.arrays[a].constant = first;
       const auto aname = std::string(array_field_name(static_cast<ArrayField>(a)));
       for (std::size_t j = 0; j < first.size(); ++j)
-        pool_[{site_text(ep), aname + "[" + std::to_string(j) + "]"}].push_back(
-            SharedLaw{ValuePlan{true, first[j], nullptr}, name_, false});
+        pool_add(pool_, {site_text(ep), aname + "[" + std::to_string(j) + "]"},
+                 SharedLaw{ValuePlan{true, first[j], nullptr}, name_, false});
     } else if (same_length)
       plan_elementwise(ep, i, a, where);
     else
@@ -1184,7 +1204,7 @@ class RolePlanner {
     }
     cp.member = *member;
     note_rank(cp.member, indexed_);
-    pool_[{where, "member j"}].push_back(SharedLaw{*member, name_, true});
+    pool_add(pool_, {where, "member j"}, SharedLaw{*member, name_, true});
     report_.add(where, "member j", plan_text(cp.member, indexed_), distinct_points(pts));
   }
 
@@ -1313,14 +1333,17 @@ Settled resolve(Deferred& d, const LawPool& pool, const FeatureSpace& scalar, co
   const FeatureSpace& space = d.indexed ? indexed : scalar;
   struct Fit {
     ValuePlan plan;
-    std::string role, note;
+    std::string role, note, text;
   };
   std::vector<Fit> fits;
   auto it = pool.find(d.key);
   auto add_fit = [&](const ValuePlan& plan, const SharedLaw& law) {
     for (const auto& f : fits)
-      if (plan_text(f.plan, space) == plan_text(plan, space)) return;  // the same law from several roles: once
-    fits.push_back({plan, law.role, law.note});
+      if (same_plan(f.plan, plan)) return;  // the same law from several roles: once
+    auto text = plan_text(plan, space);
+    for (const auto& f : fits)
+      if (f.text == text) return;
+    fits.push_back({plan, law.role, law.note, std::move(text)});
   };
   if (it != pool.end())
     for (const auto& law : it->second)
@@ -1337,7 +1360,7 @@ Settled resolve(Deferred& d, const LawPool& pool, const FeatureSpace& scalar, co
     *d.slot = plan;
     d.role->rank_dependent = d.role->rank_dependent || plan_uses_rank(plan, space);
     d.report->add(d.key.first, d.key.second, plan_text(plan, space), distinct_points(d.points), from, note);
-    added[d.key].push_back(SharedLaw{plan, d.role_name, d.indexed, note});
+    pool_add(added, d.key, SharedLaw{plan, d.role_name, d.indexed, note});
     return Settled::Yes;
   };
   if (fits.empty() && d.own) return settle(*d.own, "", d.own_note);
@@ -1425,7 +1448,8 @@ std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
   }
   for (bool progress = true; !open.empty();) {
     const bool last = !progress;
-    for (auto& [key, laws] : added) pool[key].insert(pool[key].end(), laws.begin(), laws.end());
+    for (auto& [key, laws] : added)
+      for (auto& law : laws) pool_add(pool, key, std::move(law));
     added.clear();
     progress = false;
     std::vector<Deferred*> still;
