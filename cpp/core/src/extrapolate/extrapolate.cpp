@@ -346,6 +346,9 @@ struct Attempt {
     return static_cast<std::size_t>(
         std::count_if(failures.begin(), failures.end(), [](const extrap::Failure& f) { return f.structural; }));
   }
+  bool only_ambiguous() const {
+    return std::all_of(failures.begin(), failures.end(), [](const extrap::Failure& f) { return f.ambiguous; });
+  }
   std::string describe() const {
     return topo->explanation + "; boundary depth " + std::to_string(depth) + ", rank modulus " +
            std::to_string(modulus) + "; target grid " + target.to_string();
@@ -355,13 +358,18 @@ struct Attempt {
 /// The closer of two failed attempts. Grids the point-to-point end points reveal come first, in
 /// the order of identification (the grid the code communicates on is where its parameters'
 /// problems are worth naming), then the others; within one grid, and among the others, fewer
-/// structural problems (a role no input shows, event sequences that differ), then fewer
-/// parameters without a law; ties keep the earlier one.
+/// structural problems (a role no input shows, event sequences that differ), then an attempt
+/// whose problems are all ambiguities (every input value fits a law, the inputs only do not
+/// decide the target) before one with a parameter no law reproduces or the inputs cannot
+/// check, then fewer parameters without a law; ties keep the earlier one. (Planning an attempt
+/// stops once it has more problems than the closest one and one is not an ambiguity: such an
+/// attempt is never closer under this order.)
 bool closer(const Attempt& a, const Attempt& b) {
   const bool ra = a.topo->depth_found, rb = b.topo->depth_found;
   if (ra != rb) return ra;
   if (ra && a.topo != b.topo) return a.candidate < b.candidate;
   if (a.structural() != b.structural()) return a.structural() < b.structural();
+  if (a.only_ambiguous() != b.only_ambiguous()) return a.only_ambiguous();
   return a.failures.size() < b.failures.size();
 }
 
@@ -525,8 +533,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
           a.roles =
               extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws, budget);
         for (const auto& [key, role] : a.roles) stage_loops = stage_loops || role.stages;
-        const bool only_ambiguous =
-            std::all_of(a.failures.begin(), a.failures.end(), [](const extrap::Failure& f) { return f.ambiguous; });
+        const bool only_ambiguous = a.only_ambiguous();
         if (a.failures.empty()) {
           explained.push_back(std::move(a));
           found = true;
@@ -556,10 +563,15 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
   }
   if (explained.empty()) {
     if (!closest.topo) throw ExtrapolationError(target_problem);
-    // The first parameter without a law leads; every structural problem (a role no input
-    // shows: at most a few) follows, then further parameters.
-    std::stable_partition(closest.failures.begin(), closest.failures.end(),
-                          [](const extrap::Failure& f) { return !f.structural; });
+    // The parameter problem that decides the refusal leads: the first of the most certain kind
+    // (values no law reproduces, then an ambiguity, then a law the inputs cannot check; see
+    // failure_rank); every structural problem (a role no input shows: at most a few) follows,
+    // then further parameters in the order they were found.
+    auto lead = std::min_element(closest.failures.begin(), closest.failures.end(),
+                                 [](const extrap::Failure& x, const extrap::Failure& y) {
+                                   return extrap::failure_rank(x) < extrap::failure_rank(y);
+                                 });
+    std::rotate(closest.failures.begin(), lead, lead + 1);
     if (!closest.failures.front().structural)
       std::stable_partition(closest.failures.begin() + 1, closest.failures.end(),
                             [](const extrap::Failure& f) { return f.structural; });

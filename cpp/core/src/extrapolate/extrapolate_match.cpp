@@ -1353,7 +1353,7 @@ Settled resolve(Deferred& d, const LawPool& pool, const FeatureSpace& scalar, co
     failures.push_back({false,
                         "role " + d.role_name + ", " + d.where + ", " + d.key.second + ": " + text +
                             (d.values_text.empty() ? "" : "; values " + d.values_text),
-                        text.rfind("ambiguous", 0) == 0});
+                        text.rfind("ambiguous", 0) == 0, text.rfind("ambiguous", 0) != 0});
     return Settled::Failed;
   };
   auto settle = [&](const ValuePlan& plan, const std::string& from, const std::string& note) {

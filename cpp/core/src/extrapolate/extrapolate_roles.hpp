@@ -122,7 +122,19 @@ struct Failure {
   /// Several laws reproduce the values but differ at the target: the inputs fit this reading,
   /// they only do not decide it.
   bool ambiguous = false;
+  /// The values fit a law that no spare input point checks (under-determined), or the role
+  /// occurs at one input size only: neither wrong nor shown to be undecided.
+  bool unchecked = false;
 };
+
+/// The order in which a refusal names the parameter problems of an attempt, most certain first:
+/// 0 for values no law reproduces, 1 for an ambiguity (two laws reproduce every value and give
+/// different values at the target), 2 for a law the inputs cannot check; structural problems 3.
+inline int failure_rank(const Failure& f) {
+  if (f.structural) return 3;
+  if (f.ambiguous) return 1;
+  return f.unchecked ? 2 : 0;
+}
 
 /// Builds every role plan for one (depth, modulus). Problems (shapes that differ inside a role,
 /// parameters without a law) are appended to `failures`, one line each; laws to `laws`.
