@@ -339,7 +339,10 @@ def test_single_call_law_with_one_term_more_is_exact_or_refused_never_wrong(trac
     assert ": ambiguous: " in first and "(r%3)" in first, first
     assert "both reproduce every input value but give" in first, first
     assert "under-determined" not in text, text
-    assert "Bytes: ambiguous: X and (r%3) + x both reproduce every input value but give 9 and 10" in text, text
+    assert (
+        "Bytes: ambiguous: X and (r%3) + x both reproduce every input value but give 9 and 10"
+        in text
+    ), text
     # At 11 ranks the last rank (r = 10) is of class 1, as at every input: both laws give 11.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # rank 0's peer X - 1 is also 3*log2(P) - 2
