@@ -81,8 +81,20 @@ class PhaseMeasurement:
     visits: float
     depth: float
     per_occurrence: float  # seconds: c (synchronous) or w (pipeline stage)
-    cost: float  # seconds, as the model combines it
     overlaps_next: bool = False  # MK §4.1: it and the next phase can overlap
+
+    @property
+    def stages(self) -> float:
+        """Occurrences on the critical path: ``B + V (D - 1)`` for a pipeline (its fill and
+        drain at each visit), ``B`` for any other phase."""
+        if self.kind == "pipeline":
+            return self.occurrences + self.visits * max(self.depth - 1, 0.0)
+        return self.occurrences
+
+    @property
+    def cost(self) -> float:
+        """Seconds, as the model combines it: ``stages * per_occurrence``."""
+        return self.stages * self.per_occurrence
 
 
 @dataclass
@@ -173,22 +185,20 @@ def measure(
         occ = float(p.occurrences)
         pipeline = p.kind in ("pipeline", "tree") or p.id in pipelines
         if pipeline:
-            depth = float(p.chain_depth or 0)
-            visits = float(p.visits)
-            stages = occ + visits * max(depth - 1, 0.0)
-            w = whole[p.id] / stages
-            out.append(
-                PhaseMeasurement("pipeline", ",".join(p.ops), occ, visits, depth, w, stages * w)
+            stage = PhaseMeasurement(
+                "pipeline", ",".join(p.ops), occ, float(p.visits), float(p.chain_depth or 0), 0.0
             )
+            stage.per_occurrence = whole[p.id] / stage.stages
+            out.append(stage)
         elif p.kind == "shift" and not np.intersect1d(p.senders, p.receivers).size:
             # One-way: no rank both sends and receives (a pipeline over 2 ranks). A receiver
             # cannot run ahead of its sender, so the slowest rank's time in the phase (its
             # receives' own cost included) is the cost, as for a pipeline of depth 1.
             c = whole[p.id] / occ
-            out.append(PhaseMeasurement(p.kind, ",".join(p.ops), occ, 1.0, 0.0, c, occ * c))
+            out.append(PhaseMeasurement(p.kind, ",".join(p.ops), occ, 1.0, 0.0, c))
         else:
             c = (work[p.id] + (calls[p.id] if np.isfinite(calls[p.id]) else 0.0)) / occ
-            out.append(PhaseMeasurement(p.kind, ",".join(p.ops), occ, 1.0, 0.0, c, occ * c))
+            out.append(PhaseMeasurement(p.kind, ",".join(p.ops), occ, 1.0, 0.0, c))
         out[-1].overlaps_next = p.id + 1 in p.overlaps_with
     return Measurement(total, out)
 
@@ -479,22 +489,14 @@ def _merge_repeats(
             def med(attr: str, g: int = g, reps: list[Measurement] = reps) -> float:
                 return float(np.median([getattr(r.phases[g], attr) for r in reps]))
 
-            occ, visits, depth, per = (
-                med("occurrences"),
-                med("visits"),
-                med("depth"),
-                med("per_occurrence"),
-            )
-            stages = occ + visits * max(depth - 1, 0.0) if first.kind == "pipeline" else occ
             phases.append(
                 PhaseMeasurement(
                     first.kind,
                     first.ops,
-                    occ,
-                    visits,
-                    depth,
-                    per,
-                    stages * per,
+                    med("occurrences"),
+                    med("visits"),
+                    med("depth"),
+                    med("per_occurrence"),
                     all(r.phases[g].overlaps_next for r in reps),
                 )
             )

@@ -349,9 +349,7 @@ def test_repeats_at_one_point_are_merged_by_their_median(pipeline_traces):
     assert str(thrice.expression) == str(once.expression)
 
     def rep(total: float, stage: float) -> Measurement:
-        return Measurement(
-            total, [PhaseMeasurement("pipeline", "Recv,Send", 8, 1, 3, stage, 10 * stage)]
-        )
+        return Measurement(total, [PhaseMeasurement("pipeline", "Recv,Send", 8, 1, 3, stage)])
 
     points = {"K": np.array([4.0, 4.0, 4.0, 8.0]), "P": np.array([4.0, 4.0, 4.0, 4.0])}
     merged_points, merged = _merge_repeats(
