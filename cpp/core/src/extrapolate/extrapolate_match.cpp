@@ -1338,11 +1338,9 @@ Settled resolve(Deferred& d, const LawPool& pool, const FeatureSpace& scalar, co
   std::vector<Fit> fits;
   auto it = pool.find(d.key);
   auto add_fit = [&](const ValuePlan& plan, const SharedLaw& law) {
-    for (const auto& f : fits)
-      if (same_plan(f.plan, plan)) return;  // the same law from several roles: once
     auto text = plan_text(plan, space);
     for (const auto& f : fits)
-      if (f.text == text) return;
+      if (f.text == text) return;  // the same law from several roles: once
     fits.push_back({plan, law.role, law.note, std::move(text)});
   };
   if (it != pool.end())
