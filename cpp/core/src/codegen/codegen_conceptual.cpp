@@ -269,12 +269,12 @@ StartedRequests started_requests(const Trace& t, std::vector<std::string>& notes
 /// presence and trip counts that change between iterations can be written as expressions of
 /// the loop variables.
 struct LoopFrame {
-  std::string var;                             ///< FOR EACH variable ("" for a loop that never runs)
-  const ElasticValue* trips = nullptr;         ///< the loop's trip counts
-  std::size_t outside = 0;                     ///< loops enclosing this one (its visits are counted there)
-  bool bounded = false;                        ///< runs to the largest count; statements check var < count
-  bool presence = false;                       ///< the loop node has a presence sequence (pushed below)
-  const ElasticValue* presence_seq = nullptr;  ///< that presence sequence
+  std::string var;                      ///< FOR EACH variable ("" for a loop that never runs)
+  const ElasticValue* trips = nullptr;  ///< the loop's trip counts
+  std::size_t outside = 0;              ///< loops enclosing this one (its visits are counted there)
+  bool bounded = false;                 ///< runs to the largest count; statements check var < count
+  /// The loop node's presence sequence (pushed below as well), null without one.
+  const ElasticValue* presence_seq = nullptr;
   /// LET variable bound (at the top of the loop body) to the index of the current iteration
   /// among all the loop's iterations, when that expression is the same for all the loop's
   /// ranks; "" otherwise. Expressions inside use it instead of repeating the expression (the
@@ -313,7 +313,6 @@ class ConceptualBackend final : public CodegenBackend {
     frame.outside = loops_.size();
     if (!node.presence.empty()) {
       presence_.push_back({&node.presence, loops_.size()});
-      frame.presence = true;
       frame.presence_seq = &node.presence;
     }
     std::int64_t most = 0;
@@ -336,7 +335,7 @@ class ConceptualBackend final : public CodegenBackend {
 
   void leave_loop(const Node&, const LoopNode&, int) override {
     const int lets = loops_.back().lets;
-    if (loops_.back().presence) presence_.pop_back();
+    if (loops_.back().presence_seq != nullptr) presence_.pop_back();
     loops_.pop_back();
     for (int k = 0; k < lets; ++k) close();  // the LET ... WHILE blocks
     close();
