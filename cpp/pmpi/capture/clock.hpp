@@ -9,7 +9,8 @@
 
 namespace scalatrace::pmpi {
 
-std::uint64_t now_ns();
+/// Hidden: the wrappers call it directly, not through the PLT (it is on the program's time line).
+__attribute__((visibility("hidden"))) std::uint64_t now_ns();
 /// Switches now_ns() to the TSC if the platform allows it (call once, at recorder start).
 void calibrate_clock();
 /// "tsc" or "monotonic": what now_ns() uses (recorded in the metadata).

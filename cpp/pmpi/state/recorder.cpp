@@ -264,6 +264,9 @@ void Recorder::append(Event& e, std::uint64_t start_ns, std::uint64_t end_ns) {
       compressor_.reset();
     }
   }
+}
+
+void Recorder::returned(std::uint64_t end_ns) {
   // The next event's compute starts when the program gets control back: the collector's own
   // work after the call (call site, recording, compression) is the tool's time, not the
   // program's (docs/collector.md, "The collector's own time").

@@ -32,15 +32,20 @@ class Recorder {
   /// The running recorder, or nullptr (before MPI is initialised, after the recording finished).
   /// Starts the recorder lazily if MPI was initialised behind the collector's back (mpi_f08
   /// calls PMPI_Init directly).
-  static Recorder* running();
+  /// Hidden: called directly by every wrapper before its start timestamp, not through the PLT.
+  __attribute__((visibility("hidden"))) static Recorder* running();
   /// Starts the recorder (idempotent). `at_init`: called right after PMPI_Init* succeeded on
   /// every rank, so a collective call (the private communicator's PMPI_Comm_dup) is safe.
   static Recorder* start(bool at_init);
   /// Finishes the recording (idempotent); `why` is "MPI_Finalize", "MPI_Abort" or "exit".
   static void finish(const char* why);
 
-  /// Appends one finished event (timing filled in here). Caller holds mu.
+  /// Appends one finished event (timing filled in here). Caller holds mu; calls returned() next.
   void append(Event& e, std::uint64_t start_ns, std::uint64_t end_ns);
+  /// The collector is about to return control to the program after the call that ended at
+  /// `end_ns`: the next event's compute_ns starts now, the time since `end_ns` is the
+  /// collector's own (docs/collector.md, "The collector's own time"). Caller holds mu.
+  void returned(std::uint64_t end_ns);
   /// Call-site id of a call whose stack is not remembered (walk_memo.hpp): walks the stack
   /// from the wrapper's frame with libunwind (outside the lock, which `lock` holds on entry
   /// and on return), interns the call site and, if `learn`, remembers the walk.
