@@ -266,15 +266,6 @@ void Recorder::append(Event& e, std::uint64_t start_ns, std::uint64_t end_ns) {
   }
 }
 
-void Recorder::returned(std::uint64_t end_ns) {
-  // The next event's compute starts when the program gets control back: the collector's own
-  // work after the call (call site, recording, compression) is the tool's time, not the
-  // program's (docs/collector.md, "The collector's own time").
-  const std::uint64_t returned_ns = now_ns();
-  if (returned_ns > end_ns) collector_ns_ += returned_ns - end_ns;
-  if (returned_ns > last_end_ns_) last_end_ns_ = returned_ns;
-}
-
 std::map<std::string, std::string> Recorder::metadata(const char* why) const {
   auto m = start_metadata_;
   m["finished_by"] = why;

@@ -45,7 +45,14 @@ class Recorder {
   /// The collector is about to return control to the program after the call that ended at
   /// `end_ns`: the next event's compute_ns starts now, the time since `end_ns` is the
   /// collector's own (docs/collector.md, "The collector's own time"). Caller holds mu.
-  void returned(std::uint64_t end_ns);
+  void returned(std::uint64_t end_ns) {
+    // The next event's compute starts when the program gets control back: the collector's own
+    // work after the call (call site, recording, compression) is the tool's time, not the
+    // program's.
+    const std::uint64_t returned_ns = now_ns();
+    if (returned_ns > end_ns) collector_ns_ += returned_ns - end_ns;
+    if (returned_ns > last_end_ns_) last_end_ns_ = returned_ns;
+  }
   /// Call-site id of a call whose stack is not remembered (walk_memo.hpp): walks the stack
   /// from the wrapper's frame with libunwind (outside the lock, which `lock` holds on entry
   /// and on return), interns the call site and, if `learn`, remembers the walk.
