@@ -43,12 +43,10 @@ class Recorder {
   /// Appends one finished event (timing filled in here). Caller holds mu; calls returned() next.
   void append(Event& e, std::uint64_t start_ns, std::uint64_t end_ns);
   /// The collector is about to return control to the program after the call that ended at
-  /// `end_ns`: the next event's compute_ns starts now, the time since `end_ns` is the
-  /// collector's own (docs/collector.md, "The collector's own time"). Caller holds mu.
+  /// `end_ns`: the next event's compute_ns starts now; the time since `end_ns` (call site,
+  /// recording, compression) is the tool's, not the program's (docs/collector.md, "The
+  /// collector's own time"). Caller holds mu.
   void returned(std::uint64_t end_ns) {
-    // The next event's compute starts when the program gets control back: the collector's own
-    // work after the call (call site, recording, compression) is the tool's time, not the
-    // program's.
     const std::uint64_t returned_ns = now_ns();
     if (returned_ns > end_ns) collector_ns_ += returned_ns - end_ns;
     if (returned_ns > last_end_ns_) last_end_ns_ = returned_ns;

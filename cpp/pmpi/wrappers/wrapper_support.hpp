@@ -20,7 +20,7 @@ inline thread_local bool t_in_wrapper __attribute__((tls_model("initial-exec")))
 
 /// One recorded call. Only what the program's time line needs is done between the program's call
 /// and `start_ns_`, and between the last clock read and the return: the event record (`Rec`, about
-/// 320 bytes whose zeroing and vector members cost 30-40 ns per call) is built after the PMPI call
+/// 320 bytes whose zeroing and vector members cost ~25 ns per call) is built after the PMPI call
 /// returned (or by `before`, for ops that record state the call overwrites) and torn down before
 /// the collector's last clock read, so its cost is the collector's own time, left out of the trace
 /// (docs/collector.md, "The collector's own time").
