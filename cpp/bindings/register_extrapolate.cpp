@@ -162,6 +162,9 @@ void register_extrapolate(py::module_& m) {
         ExtrapolationOptions opt;
         opt.drop_local = drop_local;
         opt.target_ranks = ranks;
+        // The laws are a model of every size: C's integer division as written, the remainder of
+        // an uneven split included (docs/codegen.md).
+        opt.uneven_splits_from_inputs = false;
         return program_object(extrapolate(traces, opt));
       },
       py::arg("traces"), py::arg("ranks"), py::arg("drop_local") = false,

@@ -12,7 +12,8 @@ our own in tests/py/programs traced with real mpiexec runs at 2-12 ranks:
 * extrap_transpose.c: NPB CG's transpose partner on square and twice-as-wide grids, with
   floor(N/X) doubles;
 * extrap_lu.c: NPB LU's face exchanges, whose first column and row of ranks hold one grid line
-  more: a division plus a constant;
+  more: a division plus a constant; with 12 lines at 4, 6, 9 ranks no input splits unevenly
+  and 10 ranks do (NPB BT and SP class W at 4, 9, 16 -> 25): refused;
 * extrap_residue.c: a single call whose fewest-term law (P) is wrong at the target, where a law of
   one more term ((r%3) + r) also fits and differs at a residue class no input shows: refused.
 
@@ -80,21 +81,55 @@ def laws_of(trace: scalatrace.Trace) -> dict[tuple[str, str], set[str]]:
 
 
 def test_strong_scaling_sizes_with_integer_division(traced):
-    small = [traced("extrap_strong", n) for n in (2, 4, 8)]
+    # 1000/9, 4096/81 and 12000/9 are not integers. At 7 ranks 1000, 4096 and 12000 split
+    # unevenly too (1000 = 142*7 + 6, 4096 = 83*49 + 29, 12000 = 1714*7 + 2), and every rank got
+    # the floor: C's integer division, found exactly. (3, 7, 8 would not do: the last rank's
+    # Bcast bytes 8, 12, 16 at x = 2, 6, 7 are also 2*(r%3) + 2*x, taken with a warning over
+    # 4*log2(P) + 4, 20 bytes at 9 ranks instead of 16.)
+    small = [traced("extrap_strong", n) for n in (2, 7, 8)]
     big = scalatrace.extrapolate(small, ranks=9, timing=False)
     helpers.assert_same_run(big, traced("extrap_strong", 9))
     laws = laws_of(big)
-    # 1000/9, 4096/81 and 12000/9 are not integers: C's integer division, found exactly.
     assert "8*floor(1000/P)" in laws[("Sendrecv", "Bytes")], laws
     assert "8*floor(4096/P^2)" in laws[("Alltoall", "Bytes")], laws
     assert "4*floor(12000/P)" in laws[("Allreduce", "Bytes")], laws
     assert "4*log2(P) + 4" in laws[("Bcast", "Bytes")], laws
     table = extrapolation_laws(big)
     assert table["status"].str.startswith("exact on").all(), table.to_string()
+    # At 2, 4, 8 ranks every division is even: how the program splits a remainder (C's floor,
+    # ceil, or NPB's balanced split with one more on the first ranks) is in no input, and they
+    # differ at 9. Refused, naming the rival, never the floor guessed.
+    small = [traced("extrap_strong", n) for n in (2, 4, 8)]
+    with pytest.raises(ExtrapolationError) as err:
+        scalatrace.extrapolate(small, ranks=9, timing=False)
+    first = str(err.value).splitlines()[0]
+    assert "ambiguous: 8*floor(1000/P) and 8*ceil(1000/P)" in first, first
+    assert "how the program splits the remainder is not in the inputs" in first, first
+
+
+def test_uneven_split_no_input_shows_is_refused(traced):
+    # extrap_lu.c with 12 grid lines of one double each: at 4, 6, 9 ranks (2x2, 3x2, 3x3) 12
+    # splits evenly over X, Y = 2, 3; at 10 ranks (5x2) it does not (3, 3, 2, 2, 2, the first
+    # columns holding one more, as NPB BT and SP split their 24 and 36 grid points over 5 cells
+    # at 25 ranks). Every input value is also 8*floor(12/X), which gives 16 bytes to all: a wrong
+    # trace before, refused now. At 8 ranks (4x2, even again) the trace is exact.
+    small = [traced("extrap_lu", n, "12", "1") for n in (4, 6, 9)]
+    with pytest.raises(ExtrapolationError) as err:
+        scalatrace.extrapolate(small, ranks=10, timing=False)
+    first = str(err.value).splitlines()[0]
+    assert "how the program splits the remainder is not in the inputs" in first, first
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        big = scalatrace.extrapolate(small, ranks=8, timing=False)
+    helpers.assert_same_run(big, traced("extrap_lu", 8, "12", "1"))
 
 
 def test_one_local_call_per_iteration_is_a_run_with_a_count_law(traced):
-    small = [traced("extrap_ep", n) for n in (2, 3, 4)]
+    # floor(24/P) batches; 24 = 4*5 + 4 at 5 ranks shows that every rank gets the floor, so at 9
+    # (24 = 2*9 + 6) it is 2 everywhere. At 2, 3, 4 ranks (all even) it would be refused; at 2,
+    # 3, 5 a count has no datatype size to fix its scale, and 4*floor(6/P) gives 0 at 9; at 3,
+    # 4, 5 the counts 8, 6, 4 are linear in P (-4 at 9, refused).
+    small = [traced("extrap_ep", n) for n in (2, 3, 4, 5)]
     big = scalatrace.extrapolate(small, ranks=9, timing=False)
     helpers.assert_same_run(big, traced("extrap_ep", 9))
     assert any("floor(" in f for f in laws_of(big)[("Other", "repeat count")])
@@ -153,15 +188,18 @@ def test_row_and_column_communicators(traced):
 
 def test_refusal_names_the_parameter_site_role_and_values_first(traced):
     # At 2, 3, 4 ranks floor(log2 P) is 1, 1, 2: the Bcast's 4*(log2(P) + 1) bytes (8, 8, 12) fit
-    # a two-term law on two distinct points only, which nothing checks. The refusal starts with
-    # that parameter: role, call site, field, reason and one value per input size.
+    # a two-term law on two distinct points only, which nothing checks; and 12000 splits evenly
+    # over 2, 3, 4 ranks, not over 9: the Allreduce's bytes are ambiguous (floor or ceil), which
+    # is more certain than under-determined. The refusal starts with that parameter: role, call
+    # site, field, reason and one value per input size; the Bcast follows.
     small = [traced("extrap_strong", n) for n in (2, 3, 4)]
     with pytest.raises(ExtrapolationError) as err:
         scalatrace.extrapolate(small, ranks=9, timing=False)
     first = str(err.value).splitlines()[0]
     assert first.startswith("cannot extrapolate: role x:"), first
-    assert "Bcast@site" in first and "Bytes: under-determined" in first, first
-    assert "values 8 (P=2 rank 0), 8 (P=3 rank 0), 12 (P=4 rank 0)" in first, first
+    assert "Allreduce@site" in first and "Bytes: ambiguous: 4*floor(12000/P) and" in first, first
+    assert "values 24000 (P=2 rank 0), 16000 (P=3 rank 0), 12000 (P=4 rank 0)" in first, first
+    assert "Bcast@site" in str(err.value) and "Bytes: under-determined" in str(err.value)
     assert "(closest attempt: 1D grid (2, 3, 4)" in str(err.value)
 
 

@@ -191,8 +191,9 @@ void rowcol(std::int64_t rank, std::int64_t p, RankStream& s) {
 /// splits it (the first columns and rows hold one more where n mod X or n mod Y is not 0); with
 /// every neighbour in x a face of 5*ny doubles, in y of 5*nx doubles (Irecv, Send, Wait), then
 /// an Allreduce, 3 times. n = 25 on 4, 6, 9 ranks; n = 33 (LU class W) on powers of two.
-Program lu_faces(std::int64_t n) {
-  return [n](std::int64_t rank, std::int64_t p, RankStream& s) {
+/// `per_line` doubles per grid line (5: NPB's components; the program's argv[2]).
+Program lu_faces(std::int64_t n, std::int64_t per_line = 5) {
+  return [n, per_line](std::int64_t rank, std::int64_t p, RankStream& s) {
     const auto [gx, gy] = grid_prologue(p, s);
     const std::int64_t x = rank % gx, y = rank / gx;
     const std::int64_t nx = n / gx + (x < n % gx ? 1 : 0), ny = n / gy + (y < n % gy ? 1 : 0);
@@ -210,10 +211,10 @@ Program lu_faces(std::int64_t n) {
       s.emit();
     };
     for (int it = 0; it < 3; ++it) {
-      if (x > 0) exchange(-1, 5 * ny, 20);
-      if (x < gx - 1) exchange(1, 5 * ny, 23);
-      if (y > 0) exchange(-gx, 5 * nx, 26);
-      if (y < gy - 1) exchange(gx, 5 * nx, 29);
+      if (x > 0) exchange(-1, per_line * ny, 20);
+      if (x < gx - 1) exchange(1, per_line * ny, 23);
+      if (y > 0) exchange(-gx, per_line * nx, 26);
+      if (y < gy - 1) exchange(gx, per_line * nx, 29);
       allreduce_one_double(s);
     }
     s.start(Op::Finalize, 14);
@@ -274,7 +275,8 @@ INSTANTIATE_TEST_SUITE_P(Issue31, ExtrapolatePrograms,
                                            ProgramCase{"rowcol", rowcol, {4, 6, 9, 12}, {16}},
                                            ProgramCase{"rowcol", rowcol, {9, 12, 16}, {20}},
                                            ProgramCase{"lu", lu_faces(25), {4, 6, 9}, {8, 12, 16, 32}},
-                                           ProgramCase{"lu", lu_faces(33), {4, 8, 16}, {32}}),
+                                           ProgramCase{"lu", lu_faces(33), {4, 8, 16}, {32}},
+                                           ProgramCase{"lu", lu_faces(24, 1), {4, 9, 16}, {36}}),
                          case_name);
 
 // The grids 3x2, 4x3, 4x4 (6, 12, 16 ranks) give X = 3, 4, 4 and Y = 2, 3, 4: the vertical
@@ -308,6 +310,33 @@ TEST(ExtrapolatePrograms, ReadingsThatDisagreeAtTheTargetAreRefusedAndNamed) {
   EXPECT_EQ(why.rfind("ambiguous: two grids ", 0), 0u) << why;
   EXPECT_NE(why.find("3D grid (2x2x2, 2x2x3, 2x2x4)"), std::string::npos) << why;
   EXPECT_NE(why.find("2D grid (4x2, 4x3, 4x4)"), std::string::npos) << why;
+}
+
+// The split of NPB BT and SP class W on their square grids: 24 (BT) and 36 (SP) grid points over
+// n = 2, 3, 4 cells per direction at 4, 9, 16 ranks split evenly, over 5 at 25 ranks they do
+// not, and the first cells hold one point more (BT's make_set.f, LU's subdomain.f). Faces of
+// one double per grid line, 8*floor(24/X) at every input, are also 8*(floor(24/X) + (x < 24%X))
+// and 8*ceil(24/X): at 25 ranks the first four columns send 40 bytes where floor gives 32. No
+// input shows how a remainder is split, so the inputs do not decide: refused. At 25 ranks N
+// itself is open too (floor(25/X) is 12, 8, 6 at X = 2, 3, 4 as well: 32 or 40 bytes at 5);
+// at 10 ranks from 4, 6, 9 (12 points over X = 2, 3, then 5) N is 12 or 13, both 2 at 5, and
+// only the remainder rule refuses (before it, the floor law was taken and the real 10-rank run
+// differed in 4 cells of the communication matrix). At 36 ranks (6 cells, even again) every
+// reading agrees: exact (the case above).
+TEST(ExtrapolatePrograms, UnevenSplitNoInputShowsIsRefused) {
+  auto got = attempt(ProgramCase{"lu", lu_faces(24, 1), {4, 9, 16}, {25}}, 25);
+  ASSERT_TRUE(std::holds_alternative<std::string>(got))
+      << "accepted: " << std::get<ExtrapolationResult>(got).trace.metadata.at("extrapolation_laws");
+  const auto& why = std::get<std::string>(got);
+  EXPECT_NE(why.find("ambiguous: 8*floor(24/X)"), std::string::npos) << why;
+  // The program on 4, 6, 9 ranks (2x2, 3x2, 3x3) with 12 points: 5x2 at 10 ranks splits 12 as
+  // 3, 3, 2, 2, 2; refused as well (tests/py: the same program run with mpiexec).
+  got = attempt(ProgramCase{"lu", lu_faces(12, 1), {4, 6, 9}, {10}}, 10);
+  ASSERT_TRUE(std::holds_alternative<std::string>(got))
+      << "accepted: " << std::get<ExtrapolationResult>(got).trace.metadata.at("extrapolation_laws");
+  EXPECT_NE(std::get<std::string>(got).find("how the program splits the remainder is not in the inputs"),
+            std::string::npos)
+      << std::get<std::string>(got);
 }
 
 }  // namespace

@@ -209,37 +209,59 @@ INSTANTIATE_TEST_SUITE_P(Large, ExtrapolateLarge,
                                            HarnessCase{SyntheticPattern::Stencil2D, {16, 20, 25, 30}, 1048576}));
 
 // Strong scaling: 8*floor(1000/P) bytes (1000 doubles split over P ranks with C's integer
-// division) at 2, 4, 8 ranks; at 9 it is 8*111, found exactly from the interval of N.
+// division) at 2, 4, 8 ranks; at 10 it is 8*100, found exactly from the interval of N. At 9
+// ranks 1000 splits unevenly, and how the program splits the remainder is in no input: C's
+// floor, ceil and the balanced split floor(N/P) + (r < N%P) (NPB LU, BT, SP) all give 500,
+// 250, 125 at 2, 4, 8 and 111 or 112 at 9: refused. Inputs that split 1000 unevenly (3 ranks:
+// 333 at rank 0) decide it.
 TEST(ExtrapolateLaws, DivisionLawsOfStrongScaling) {
   const auto space = FeatureSpace::make(1, false);
-  auto at = [&](std::int64_t p) { return space.values(Grid{{p}}, {0}); };
+  auto at = [&](std::int64_t p, std::int64_t x = 0) { return space.values(Grid{{p}}, {x}); };
   std::vector<std::vector<std::int64_t>> pts{at(2), at(4), at(8)};
   std::string why;
   // Linear laws do not fit 4000, 2000, 1000 at 2, 4, 8.
-  EXPECT_FALSE(solve_linear_law(pts, {4000, 2000, 1000}, {at(9)}, &why, 4, 1, space.linear_count(), &space));
-  auto law = solve_division_law(pts, {4000, 2000, 1000}, {at(9)}, space.divisors(), &why, &space, 8);
+  EXPECT_FALSE(solve_linear_law(pts, {4000, 2000, 1000}, {at(10)}, &why, 4, 1, space.linear_count(), &space));
+  auto law = solve_division_law(pts, {4000, 2000, 1000}, {at(10)}, space.divisors(), &why, &space, 8);
   ASSERT_TRUE(law) << why;
   EXPECT_EQ(law->formula(space), "8*floor(1000/P)");
-  EXPECT_EQ(law->eval(at(9)), 8 * (1000 / 9));
-  // FT's Alltoall: 4096 / P^2 doubles, exact at 2, 4, 8 (P^2 divides 4096).
-  law = solve_division_law(pts, {8192, 2048, 512}, {at(9)}, space.divisors(), &why, &space, 8);
+  EXPECT_EQ(law->eval(at(10)), 8 * 100);
+  EXPECT_FALSE(solve_division_law(pts, {4000, 2000, 1000}, {at(9)}, space.divisors(), &why, &space, 8));
+  EXPECT_EQ(why.rfind("ambiguous: 8*floor(1000/P) and 8*ceil(1000/P) both reproduce every input value but give 888 "
+                      "and 896 at the target",
+                      0),
+            0u)
+      << why;
+  // 3 ranks split 1000 unevenly and rank 0 got 333: neither ceil nor the remainder on the first
+  // ranks; the remainder on the last ranks gives rank 0 no more at 9 either. Seen at x = 1, 3, 7
+  // (P = 3, 4, 8) only, that rival reproduces 333, 250, 125 and gives x = 8 at 9 ranks 112.
+  law = solve_division_law({at(3), at(4), at(8)}, {2664, 2000, 1000}, {at(9)}, space.divisors(), &why, &space, 8);
+  ASSERT_TRUE(law) << why;
+  EXPECT_EQ(law->eval(at(9)), 8 * 111);
+  EXPECT_FALSE(solve_division_law({at(3, 1), at(4, 3), at(8, 7)}, {2664, 2000, 1000}, {at(9, 8)}, space.divisors(),
+                                  &why, &space, 8));
+  EXPECT_EQ(why.rfind("ambiguous: 8*floor(1000/P) and 8*(floor(1000/P) + (x >= P - 1000%P))", 0), 0u) << why;
+  // FT's Alltoall: 4096 / P^2 doubles, exact at 2, 4, 8 (P^2 divides 4096) and at 16; at 9
+  // (4096 = 50*81 + 46) the inputs do not say how the remainder is split: ceil differs.
+  law = solve_division_law(pts, {8192, 2048, 512}, {at(16)}, space.divisors(), &why, &space, 8);
   ASSERT_TRUE(law) << why;
   EXPECT_EQ(law->formula(space), "8*floor(4096/P^2)");
   EXPECT_TRUE(law->div_exact);
-  EXPECT_EQ(law->eval(at(9)), 8 * (4096 / 81));
+  EXPECT_EQ(law->eval(at(16)), 8 * 16);
+  EXPECT_FALSE(solve_division_law(pts, {8192, 2048, 512}, {at(9)}, space.divisors(), &why, &space, 8));
+  EXPECT_EQ(why.rfind("ambiguous: 8*floor(4096/P^2) and 8*ceil(4096/P^2)", 0), 0u) << why;
   // Without the datatype size the scale is free: 8*floor(4096/P^2) and 4*floor(8192/P^2) (and
   // others) reproduce 8192, 3640, 2048 at 2, 3, 4 but give 400 and 404 at 9: ambiguous.
   std::vector<std::vector<std::int64_t>> p234{at(2), at(3), at(4)};
   EXPECT_FALSE(solve_division_law(p234, {8192, 3640, 2048}, {at(9)}, space.divisors(), &why, &space));
   EXPECT_EQ(why.rfind("ambiguous", 0), 0u) << why;
   // Two distinct divisor values: with the datatype size known, N is the one unknown and the
-  // second value checks it (1000 or 1001 at 2, 4: both 111 at 9); with any scale, nothing is
-  // checked. 1400 or 1401 at 2, 4 give 155 or 155... but 466 or 467 at 3: ambiguous.
+  // second value checks it (1000 or 1001 at 2, 4: both 100 at 10); with any scale, nothing is
+  // checked. 1400 or 1401 at 2, 4 give 466 or 467 at 3: ambiguous.
   std::vector<std::vector<std::int64_t>> two{at(2), at(4)};
-  law = solve_division_law(two, {4000, 2000}, {at(9)}, space.divisors(), &why, &space, 8);
+  law = solve_division_law(two, {4000, 2000}, {at(10)}, space.divisors(), &why, &space, 8);
   ASSERT_TRUE(law) << why;
   EXPECT_EQ(law->formula(space), "8*floor(1000/P)");
-  EXPECT_FALSE(solve_division_law(two, {4000, 2000}, {at(9)}, space.divisors(), &why, &space));
+  EXPECT_FALSE(solve_division_law(two, {4000, 2000}, {at(10)}, space.divisors(), &why, &space));
   EXPECT_FALSE(solve_division_law(two, {5600, 2800}, {at(3)}, space.divisors(), &why, &space, 8));
   EXPECT_EQ(why.rfind("ambiguous: 8*floor(1400/P) and 8*floor(1401/P)", 0), 0u) << why;
 }

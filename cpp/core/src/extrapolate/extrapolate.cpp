@@ -530,8 +530,8 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
           budget = 0;  // stops at the first parameter without a law
         }
         if (!skip)
-          a.roles =
-              extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws, budget);
+          a.roles = extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws, budget,
+                                       options.uneven_splits_from_inputs);
         for (const auto& [key, role] : a.roles) stage_loops = stage_loops || role.stages;
         const bool only_ambiguous = a.only_ambiguous();
         if (a.failures.empty()) {

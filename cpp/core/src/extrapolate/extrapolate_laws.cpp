@@ -879,7 +879,63 @@ std::optional<LinearLaw> solve_division_law(const std::vector<std::vector<std::i
     if (a.div_exact != b.div_exact) return a.div_exact;
     return a.div_scale > b.div_scale;
   });
+  const auto rival = division_remainder_rival(fits.front(), points, probes, space);
+  if (!rival.empty()) return fail(rival);
   return fits.front();
+}
+
+std::string division_remainder_rival(const LinearLaw& law, const std::vector<std::vector<std::int64_t>>& points,
+                                     const std::vector<std::vector<std::int64_t>>& probes, const FeatureSpace* space) {
+  if (law.div_scale == 0 || (space && !space->remainder_rivals)) return "";
+  const auto n = law.div_numerator;
+  const auto d = law.div_feature;
+  // The rank's coordinate along the divisor, 0 .. d-1: x along X, y along Y, z along Z, the
+  // rank along P. Other divisors (P^2, a plane X*Y of a 3D grid) have none.
+  const std::string dname = space ? divisor_name(*space, d) : "d";
+  std::optional<std::size_t> coord;
+  std::string coord_name;
+  if (space) {
+    coord_name = dname == "P"   ? (space->ndims == 1 ? "x" : "r")
+                 : dname == "X" ? "x"
+                 : dname == "Y" ? "y"
+                 : dname == "Z" ? "z"
+                                : "";
+    if (!coord_name.empty()) coord = space->index(coord_name);
+  }
+  auto remainder = [&](const std::vector<std::int64_t>& p) { return n - p[d] * floor_div(n, p[d]); };
+  struct Rival {
+    std::string text;                                             // the extra element's condition
+    std::function<bool(const std::vector<std::int64_t>&)> extra;  // one element more here
+  };
+  const std::string nd = std::to_string(n) + "/" + dname, nmod = std::to_string(n) + "%" + dname;
+  std::vector<Rival> rivals{{"ceil(" + nd + ")", [&](const auto& p) { return remainder(p) != 0; }}};
+  if (coord) {
+    const auto c = *coord;
+    rivals.push_back({"(floor(" + nd + ") + (" + coord_name + " < " + nmod + "))",
+                      [&, c](const auto& p) { return p[c] < remainder(p); }});
+    rivals.push_back({"(floor(" + nd + ") + (" + coord_name + " >= " + dname + " - " + nmod + "))",
+                      [&, c](const auto& p) { return remainder(p) != 0 && p[c] >= p[d] - remainder(p); }});
+  }
+  for (const auto& rival : rivals) {
+    if (std::any_of(points.begin(), points.end(), [&](const auto& p) { return p[d] <= 0 || rival.extra(p); }))
+      continue;  // the inputs show how the program splits a remainder, and it is not this way
+    for (const auto& probe : probes) {
+      if (probe[d] <= 0 || !rival.extra(probe)) continue;
+      const auto v = law.eval(probe);
+      std::string text = rival.text;
+      if (law.div_scale != 1) text = std::to_string(law.div_scale) + "*" + text;
+      if (law.div_offset != 0)
+        text += (law.div_offset < 0 ? " - " : " + ") +
+                std::to_string(law.div_offset < 0 ? -law.div_offset : law.div_offset);
+      return "ambiguous: " + (space ? law.formula(*space) : std::string("a division law")) + " and " + text +
+             " both reproduce every input value but give " + std::to_string(v) + " and " +
+             std::to_string(v + law.div_scale) + " at the target (no input splits " + std::to_string(n) +
+             " unevenly where this rival would differ, the target does: how the program splits the remainder is not "
+             "in the inputs); add an input size whose " +
+             dname + " does not divide " + std::to_string(n);
+    }
+  }
+  return "";
 }
 
 }  // namespace scalatrace

@@ -269,8 +269,10 @@ std::string over_ambiguous_linear(const LinearLaw& law, const std::string& why, 
 /// Laws of one role, memoized by value column (every timestep repeats the same columns).
 class RoleSolver {
  public:
-  RoleSolver(const std::vector<ExpandedInput>& inputs, const RolePlan& role, const Grid& target, std::size_t ndims)
+  RoleSolver(const std::vector<ExpandedInput>& inputs, const RolePlan& role, const Grid& target, std::size_t ndims,
+             bool remainder_rivals)
       : scalar_(FeatureSpace::make(ndims, false)), indexed_(FeatureSpace::make(ndims, true)) {
+    scalar_.remainder_rivals = indexed_.remainder_rivals = remainder_rivals;
     for (const auto& [k, r] : role.members) points_.push_back(scalar_.values(inputs[k].grid, inputs[k].grid.coords(r)));
     for (const auto& c : role_corners(role.key, target)) {
       probes_.push_back(scalar_.values(target, c));
@@ -694,7 +696,7 @@ class RolePlanner {
  public:
   RolePlanner(const std::vector<ExpandedInput>& inputs, RolePlan& role, const Grid& target, std::size_t ndims,
               bool single_size, std::vector<Failure>& failures, LawReport& report, LawPool& pool,
-              std::vector<Deferred>& deferred)
+              std::vector<Deferred>& deferred, bool remainder_rivals)
       : inputs_(inputs),
         role_(role),
         name_(role.key.to_string()),
@@ -703,8 +705,12 @@ class RolePlanner {
         report_(report),
         pool_(pool),
         deferred_(deferred),
-        solver_(inputs, role, target, ndims),
-        stage_(FeatureSpace::make(ndims, false, true)),
+        solver_(inputs, role, target, ndims, remainder_rivals),
+        stage_([&] {
+          auto space = FeatureSpace::make(ndims, false, true);
+          space.remainder_rivals = remainder_rivals;
+          return space;
+        }()),
         target_(target),
         scalar_(solver_.scalar_space()),
         indexed_(solver_.index_space()),
@@ -1387,6 +1393,12 @@ Settled resolve(Deferred& d, const LawPool& pool, const FeatureSpace& scalar, co
                               (a ? std::to_string(*a) : std::string("none")) + " vs " +
                               (b ? std::to_string(*b) : std::string("none")) + "); " + d.why);
     }
+  // A division law shared from a role whose inputs showed no remainder either, read at this
+  // role's points: how the program splits a remainder at the target may not be in them.
+  if (!fits[0].plan.constant && fits[0].plan.law && !fits[0].plan.staged) {
+    const auto rival = division_remainder_rival(*fits[0].plan.law, d.points, d.probes, &space);
+    if (!rival.empty()) return report_failure(rival);
+  }
   return settle(fits[0].plan, fits[0].role + (offset ? " plus a constant" : ""), fits[0].note);
 }
 
@@ -1416,7 +1428,7 @@ std::size_t input_sizes(const RolePlan& role) {
 std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs, const Grid& target, std::size_t ndims,
                                        int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
                                        std::vector<Failure>& failures, std::vector<ParameterLaw>& laws,
-                                       std::size_t budget) {
+                                       std::size_t budget, bool remainder_rivals) {
   std::map<RoleKey, RolePlan> roles = group_roles(inputs, depth, modulus, needed);
   std::map<RoleKey, LawReport> reports;
   LawPool pool;
@@ -1431,9 +1443,10 @@ std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
       if (hopeless()) return roles;
       if ((input_sizes(role) < 2) != single) continue;
       if (!same_shape(inputs, role, key.to_string(), failures)) continue;
-      RolePlanner(inputs, role, target, ndims, single, failures, reports[key], pool, deferred).plan();
+      RolePlanner(inputs, role, target, ndims, single, failures, reports[key], pool, deferred, remainder_rivals).plan();
     }
-  const auto scalar = FeatureSpace::make(ndims, false), indexed = FeatureSpace::make(ndims, true);
+  auto scalar = FeatureSpace::make(ndims, false), indexed = FeatureSpace::make(ndims, true);
+  scalar.remainder_rivals = indexed.remainder_rivals = remainder_rivals;
   // First the laws the roles determined themselves; then, round by round, also the laws the
   // deferred parameters settled on (a role seen at one size may need the law another deferred
   // parameter took) and other roles' laws plus a constant, until no more settle.

@@ -148,7 +148,7 @@ inline int failure_rank(const Failure& f) {
 std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs, const Grid& target, std::size_t ndims,
                                        int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
                                        std::vector<Failure>& failures, std::vector<ParameterLaw>& laws,
-                                       std::size_t budget = SIZE_MAX);
+                                       std::size_t budget = SIZE_MAX, bool remainder_rivals = true);
 
 /// Corners of the coordinate box a role covers at the target grid (probe points for laws).
 std::vector<std::vector<std::int64_t>> role_corners(const RoleKey& key, const Grid& target);

@@ -107,6 +107,9 @@ struct FeatureSpace {
   bool with_index = false;
   bool with_stage = false;
   std::vector<std::string> names;
+  /// Division laws are compared with their remainder rivals (ExtrapolationOptions::
+  /// uneven_splits_from_inputs).
+  bool remainder_rivals = true;
   static FeatureSpace make(std::size_t ndims, bool with_index, bool with_stage = false);
   /// Feature values for a rank (coords) of a grid, element index j, stage k of n.
   std::vector<std::int64_t> values(const Grid& grid, const std::vector<std::int64_t>& coords, std::int64_t j = 0,
@@ -178,6 +181,19 @@ std::optional<LinearLaw> solve_division_law(const std::vector<std::vector<std::i
                                             const std::vector<std::size_t>& divisors, std::string* why,
                                             const FeatureSpace* space = nullptr, std::int64_t scale = 0);
 
+/// The remainder of a division law: where the target splits N unevenly (N mod d != 0), the value
+/// depends on how the program distributes the remainder, which the inputs show only where they
+/// split N unevenly too. Rivals of `law` (its N, scale and offset): ceil(N/d), and where d has a
+/// rank coordinate c (x for X, y for Y, z for Z, the rank for P) the balanced splits
+/// floor(N/d) + (c < N%d) (NPB LU, BT, SP: the remainder on the first ranks) and
+/// floor(N/d) + (c >= d - N%d). A rival that reproduces every input point (one element more at
+/// none of them) and differs at a probe makes the law ambiguous: the message naming both, else "".
+/// NPB BT and SP class W at 4, 9, 16 ranks: 24 and 36 grid points split evenly over 2, 3, 4
+/// cells, not over 5 at 25 ranks, and their faces there differ from floor(N/5)'s.
+std::string division_remainder_rival(const LinearLaw& law, const std::vector<std::vector<std::int64_t>>& points,
+                                     const std::vector<std::vector<std::int64_t>>& probes,
+                                     const FeatureSpace* space = nullptr);
+
 // ---- extrapolation ----------------------------------------------------------------------
 
 /// Fits the mean time of one event node over the input sizes and predicts it at the target:
@@ -206,6 +222,10 @@ struct ExtrapolationOptions {
   /// MPI_Comm_size, MPI_Type_commit, ...) of every input before extrapolating; the dropped
   /// share is reported in the metadata (`extrapolation_dropped`).
   bool drop_local = false;
+  /// A division law is refused where the target splits its N unevenly and no input shows how
+  /// the program splits a remainder (see division_remainder_rival). Off only for laws read as a
+  /// model of every size (scalable benchmarks, which write C's integer division as such).
+  bool uneven_splits_from_inputs = true;
 };
 
 /// One extrapolated parameter as reported (metadata key `extrapolation_laws`).
