@@ -122,10 +122,11 @@ void register_extrapolate(py::module_& m) {
       "extrapolate",
       [](const std::vector<const Trace*>& traces, std::int64_t ranks, std::vector<std::int64_t> dims,
          const std::vector<std::vector<std::int64_t>>& input_dims, std::optional<py::function> timing,
-         std::int64_t max_ranks, bool drop_local) {
+         std::int64_t max_ranks, bool drop_local, bool refuse_undecided) {
         ExtrapolationOptions opt;
         opt.max_ranks = max_ranks;
         opt.drop_local = drop_local;
+        opt.refuse_undecided = refuse_undecided;
         opt.target_ranks = ranks;
         opt.target_grid.dims = std::move(dims);
         for (const auto& g : input_dims) opt.input_grids.push_back(Grid{g});
@@ -141,7 +142,7 @@ void register_extrapolate(py::module_& m) {
       },
       py::arg("traces"), py::arg("ranks"), py::arg("dims"), py::arg("input_dims"), py::arg("timing"),
       py::arg("max_ranks") = kDefaultMaxExtrapolationRanks, py::arg("drop_local") = false,
-      "Extrapolated trace at the target size (see scalatrace.extrapolate).");
+      py::arg("refuse_undecided") = false, "Extrapolated trace at the target size (see scalatrace.extrapolate).");
   m.def(
       "balanced_grid",
       [](std::int64_t n, std::size_t ndims, const std::string& order) {

@@ -291,6 +291,7 @@ def extrapolate(
     timing: Callable[[list[float], list[float], float], float] | None,
     max_ranks: int = ...,
     drop_local: bool = ...,
+    refuse_undecided: bool = ...,
 ) -> Trace: ...
 def extrapolation_program(
     traces: list[Trace], ranks: int, drop_local: bool = ...

@@ -51,6 +51,12 @@ def _extrapolate_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
         action="store_true",
         help="drop local calls (Other: MPI_Comm_rank, ...) before extrapolating",
     )
+    e.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse where the inputs do not decide between laws that differ at the target "
+        "(default: the simplest law, with a warning)",
+    )
     return e
 
 
@@ -466,6 +472,7 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
         dims=dims,
         timing=not args.no_timing,
         lossy=args.lossy,
+        strict=args.strict,
     )
     big.save(args.output)
     print(

@@ -457,6 +457,7 @@ def extrapolate(
     timing: bool = True,
     max_ranks: int = 4_194_304,
     lossy: bool = False,
+    strict: bool = False,
 ) -> TraceModel:
     """The trace of the same program at a larger size, from traces of several small sizes.
 
@@ -483,6 +484,10 @@ def extrapolate(
         Lossy extrapolation (thesis §3.2.4): drop the local calls (``Other`` events such as
         ``MPI_Comm_rank``) of every input before extrapolating. The result has no ``Other``
         events; ``trace.metadata["extrapolation_dropped"]`` gives the share dropped.
+    strict : bool
+        Refuse (``ExtrapolationError`` naming the laws) where the inputs do not decide between
+        laws that give different values at the target, instead of taking the simplest with a
+        warning: for a trace that must be right or absent.
 
     Warns
     -----
@@ -545,6 +550,7 @@ def extrapolate(
         ]
     timing = check_bool("timing", timing)
     lossy = check_bool("lossy", lossy)
+    strict = check_bool("strict", strict)
     max_ranks = check_int("max_ranks", max_ranks, lo=1)
     cache: dict = {}
     core = _core.extrapolate(
@@ -555,6 +561,7 @@ def extrapolate(
         _timing_model(cache) if timing else None,
         int(max_ranks),
         lossy,
+        strict,
     )
     big = wrap(core)
     chosen = big.metadata.get("extrapolation_warnings", "").strip()

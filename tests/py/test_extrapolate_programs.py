@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import warnings
 from pathlib import Path
 
 import helpers
+import numpy as np
 import pytest
 
 import scalatrace
@@ -122,6 +124,43 @@ def test_uneven_split_no_input_shows_is_refused(traced):
         warnings.simplefilter("ignore", UserWarning)
         big = scalatrace.extrapolate(small, ranks=8, timing=False)
     helpers.assert_same_run(big, traced("extrap_lu", 8, "12", "1"))
+
+
+def test_strict_refuses_what_the_simplest_law_would_get_wrong(traced, tmp_path):
+    # extrap_lu.c with 12 grid lines of 5 doubles: every input value (4, 6, 9 ranks) is also
+    # 8*floor(60/X), and 60 splits evenly over the target's X = 5 where 12 does not. By default
+    # the simplest law is taken with a warning naming the choice, and the trace is wrong at 10
+    # ranks (the real run splits 12 lines); strict=True refuses it and names the laws.
+    small = [traced("extrap_lu", n, "12", "5") for n in (4, 6, 9)]
+    real = traced("extrap_lu", 10, "12", "5")
+    with pytest.warns(UserWarning, match="simplest was taken"):
+        chosen = scalatrace.extrapolate(small, ranks=10, timing=False)
+    assert chosen.metadata["extrapolation_warnings"].strip()
+    assert not np.array_equal(chosen.comm_matrix(), real.comm_matrix())
+    with pytest.raises(ExtrapolationError) as err:
+        scalatrace.extrapolate(small, ranks=10, timing=False, strict=True)
+    text = str(err.value)
+    assert text.startswith("undecided:"), text
+    assert "chosen over" in text and "Bytes" in text, text
+    # The CLI's --strict: a one-line refusal, exit status 1, no output file.
+    paths = []
+    for t in small:
+        paths.append(tmp_path / f"lu{t.nranks}.sct")
+        t.save(paths[-1])
+    out = tmp_path / "big.sct"
+    cli = [
+        sys.executable,
+        "-c",
+        "import sys; from scalatrace.cli import main; sys.exit(main(sys.argv[1:]))",
+    ]
+    proc = subprocess.run(
+        [*cli, "extrapolate", *map(str, paths), "--ranks", "10", "-o", str(out), "--strict"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1 and "undecided:" in proc.stderr, proc.stderr
+    assert not out.exists()
 
 
 def test_one_local_call_per_iteration_is_a_run_with_a_count_law(traced):

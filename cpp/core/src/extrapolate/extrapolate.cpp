@@ -629,6 +629,13 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
       res.warnings.push_back("role " + law.role + ", " + law.where + ", " + law.field + ": " +
                              law.status.substr(at + 23));
   }
+  if (options.refuse_undecided && !res.warnings.empty()) {
+    std::string text =
+        "undecided: the inputs do not decide between laws that differ at the target (refused, as "
+        "asked; without strict the simplest law is taken with a warning):";
+    for (const auto& w : res.warnings) text += "\n  " + w;
+    throw ExtrapolationError(text + "\n  add an input size that tells them apart");
+  }
   res.depth = chosen.depth;
   res.modulus = chosen.modulus;
   res.topology = *chosen.topo;

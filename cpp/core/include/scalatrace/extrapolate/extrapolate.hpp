@@ -226,6 +226,10 @@ struct ExtrapolationOptions {
   /// the program splits a remainder (see division_remainder_rival). Off only for laws read as a
   /// model of every size (scalable benchmarks, which write C's integer division as such).
   bool uneven_splits_from_inputs = true;
+  /// Refuse instead of taking the simplest law where the inputs do not decide between laws that
+  /// give different values at the target (what is otherwise a warning, `extrapolation_warnings`):
+  /// for a user who needs the trace to be right or absent.
+  bool refuse_undecided = false;
 };
 
 /// One extrapolated parameter as reported (metadata key `extrapolation_laws`).
