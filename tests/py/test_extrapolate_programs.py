@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -36,6 +35,7 @@ import numpy as np
 import pytest
 
 import scalatrace
+from scalatrace.cli import main
 from scalatrace.extrapolate import ExtrapolationError, extrapolation_laws
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -126,7 +126,7 @@ def test_uneven_split_no_input_shows_is_refused(traced):
     helpers.assert_same_run(big, traced("extrap_lu", 8, "12", "1"))
 
 
-def test_strict_refuses_what_the_simplest_law_would_get_wrong(traced, tmp_path):
+def test_strict_refuses_what_the_simplest_law_would_get_wrong(traced, tmp_path, capsys):
     # extrap_lu.c with 12 grid lines of 5 doubles: every input value (4, 6, 9 ranks) is also
     # 8*floor(60/X), and 60 splits evenly over the target's X = 5 where 12 does not. By default
     # the simplest law is taken with a warning naming the choice, and the trace is wrong at 10
@@ -142,24 +142,15 @@ def test_strict_refuses_what_the_simplest_law_would_get_wrong(traced, tmp_path):
     text = str(err.value)
     assert text.startswith("undecided:"), text
     assert "chosen over" in text and "Bytes" in text, text
-    # The CLI's --strict: a one-line refusal, exit status 1, no output file.
+    # The CLI's --strict: the refusal on stderr, exit status 1, no output file.
     paths = []
     for t in small:
         paths.append(tmp_path / f"lu{t.nranks}.sct")
         t.save(paths[-1])
     out = tmp_path / "big.sct"
-    cli = [
-        sys.executable,
-        "-c",
-        "import sys; from scalatrace.cli import main; sys.exit(main(sys.argv[1:]))",
-    ]
-    proc = subprocess.run(
-        [*cli, "extrapolate", *map(str, paths), "--ranks", "10", "-o", str(out), "--strict"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 1 and "undecided:" in proc.stderr, proc.stderr
+    rc = main(["extrapolate", *map(str, paths), "--ranks", "10", "-o", str(out), "--strict"])
+    stderr = capsys.readouterr().err
+    assert rc == 1 and "undecided:" in stderr, stderr
     assert not out.exists()
 
 
