@@ -36,6 +36,7 @@ ITERATIONS = "3"
 #: run had completed all of the task's requests.
 EXPECTED_NOTES = {
     "waitsome": "MPI_Waitsome leaves some of the task's requests outstanding on some calls",
+    "unaligned_collectives": "the program is written per rank (TASK r statements) between",
 }
 #: Programs whose benchmark runs several times: the waitsome trace changes from run to run
 #: (Waitsome / Testsome outcomes, the number of Test calls) and its benchmark once hung for 1
@@ -47,12 +48,15 @@ RUNS = {"waitsome": 3}
 #: calls present only on some visits: the indices of their values are prefix sums of trip
 #: counts and presence sequences. ``triangular_loops``: trip counts 1, 2, 3, ... per visit (an
 #: arithmetic progression: the index is the triangular sum) and a reduction every third visit.
+#: ``unaligned_collectives``: the same Allreduce sequence from different loops on different
+#: ranks (LULESH's shape), written per rank between the collectives.
 OWN_PROGRAMS = [
     ("extrap_halo2d", 4, []),
     ("extrap_rowcol", 6, []),
     ("ft_like", 4, []),
     ("pipelined_sweeps", 4, ["3", "4"]),
     ("triangular_loops", 3, ["6"]),
+    ("unaligned_collectives", 3, ["3"]),
 ]
 
 
