@@ -23,9 +23,8 @@ from __future__ import annotations
 
 from . import _core
 from ._model import TraceModel
-
-K_ANY = -(1 << 40)  # MPI_ANY_SOURCE / MPI_ANY_TAG / MPI_REQUEST_NULL
-K_PROC_NULL = K_ANY - 1
+from .conceptual import K_ANY_TAG as K_ANY  # also MPI_ANY_SOURCE's value
+from .conceptual import K_PROC_NULL
 
 _ISENDS = {"Isend", "Ibsend", "Issend", "Irsend"}
 _SENDS = {"Send", "Bsend", "Ssend", "Rsend"}
