@@ -48,6 +48,7 @@ OWN_PROGRAMS = [
     ("pipelined_sweeps", 4, ["3", "4"]),
     ("ft_like", 4, []),
     ("triangular_loops", 3, ["6"]),
+    ("unaligned_collectives", 3, ["3"]),
 ]
 
 

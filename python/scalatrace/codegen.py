@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from . import _core
 from ._base import check_bool, check_int
+from ._conceptual_per_rank import per_rank_program
 from ._files import write_text
 from .errors import DeadlockError, ScalatraceError, UsageError
 
@@ -97,7 +98,13 @@ def to_conceptual(trace: TraceModel, computation: bool = True, min_compute_ns: i
     """
     core = _core_of(trace)
     min_compute_ns = check_int("min_compute_ns", min_compute_ns, lo=0)
-    text = _core.generate_conceptual(core, check_bool("computation", computation), min_compute_ns)
+    computation = check_bool("computation", computation)
+    text = _core.generate_conceptual(core, computation, min_compute_ns)
+    if "# note: unaligned collective" in text:
+        # the ranks' k-th collectives are in different nodes: written per rank where it can be
+        per_rank = per_rank_program(trace, computation, min_compute_ns)
+        if per_rank is not None:
+            text = per_rank
     for line in text.splitlines():
         if line.startswith("# note: "):
             warnings.warn(f"coNCePTuaL benchmark: {line[len('# note: ') :]}", stacklevel=2)

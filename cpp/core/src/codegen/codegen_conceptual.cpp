@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/codegen_await_points.hpp"
 #include "codegen/codegen_support.hpp"
 #include "scalatrace/codegen/codegen.hpp"
 #include "scalatrace/read/cursor.hpp"
@@ -128,11 +129,18 @@ void align_siblings(std::vector<Node>& body, std::int64_t nranks) {
         if (movable) {
           EventNode& ea = *a.event;
           EventNode& eb = *b.event;
-          for (std::size_t f = 0; f < kFieldCount; ++f)
-            for (auto& alt : eb.fields[f].alternatives) {
+          const RankList ra = ranks(a);
+          auto take = [&](auto& into, auto& from) {  // b's alternatives, each named by its ranks
+            for (auto& alt : into.alternatives)
+              if (alt.second.empty()) alt.second = ra;
+            for (auto& alt : from.alternatives) {
               if (alt.second.empty()) alt.second = rb;
-              ea.fields[f].alternatives.push_back(std::move(alt));
+              into.alternatives.push_back(std::move(alt));
             }
+          };
+          for (std::size_t f = 0; f < kFieldCount; ++f) take(ea.fields[f], eb.fields[f]);
+          // the arrays too: the merged node is walked by the cursor (await points, Starts)
+          for (std::size_t f = 0; f < kArrayFieldCount; ++f) take(ea.arrays[f], eb.arrays[f]);
           ea.compute.merge(eb.compute);
           ea.duration.merge(eb.duration);
           ea.first_compute.merge(eb.first_compute);
@@ -194,6 +202,10 @@ void collect_unaligned(const Trace& t, const std::vector<Node>& body, std::vecto
 /// occurrence of the Start, the parameters of the persistent request it started.
 using StartedRequests = std::map<const Node*, std::vector<EventNode>>;
 
+/// Per completion / MPI_Sendrecv node, per rank and occurrence: 1 where AWAIT COMPLETION may
+/// wait (codegen_await_points.hpp).
+using AwaitPoints = std::map<const Node*, ElasticValue>;
+
 bool has_start(const std::vector<Node>& body) {
   for (const Node& n : body)
     if ((n.loop && has_start(n.loop->body)) || (n.event && op_kind(n.event->op) == OpKind::Start)) return true;
@@ -246,19 +258,9 @@ StartedRequests started_requests(const Trace& t, std::vector<std::string>& notes
       started.op = kinds[{node, j}];
       started.site = node->event->site;
       if (j == 0) started.compute = node->event->compute;  // the computation before the Start
-      for (Field f : {Field::Comm, Field::Peer, Field::Tag, Field::Bytes, Field::DtSize}) {
-        std::vector<std::pair<ValueSeq, std::vector<std::int64_t>>> groups;
-        for (auto& [rank, seq] : positions[j][static_cast<std::size_t>(f)]) {
-          auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == seq; });
-          if (g == groups.end())
-            groups.push_back({std::move(seq), {rank}});
-          else
-            g->second.push_back(rank);
-        }
-        ElasticValue v;
-        for (auto& [seq, ranks] : groups) v.alternatives.push_back({std::move(seq), RankList::from_sequence(ranks)});
-        started.fields[static_cast<std::size_t>(f)] = std::move(v);
-      }
+      for (Field f : {Field::Comm, Field::Peer, Field::Tag, Field::Bytes, Field::DtSize})
+        started.fields[static_cast<std::size_t>(f)] =
+            codegen_support::elastic_of(std::move(positions[j][static_cast<std::size_t>(f)]));
       out[node].push_back(std::move(started));
     }
   }
@@ -303,7 +305,8 @@ std::int64_t seq_max(const ValueSeq& seq) {
 
 class ConceptualBackend final : public CodegenBackend {
  public:
-  ConceptualBackend(const CodegenOptions& o, const StartedRequests& started) : options_(o), started_(started) {}
+  ConceptualBackend(const CodegenOptions& o, const StartedRequests& started, const AwaitPoints& awaits)
+      : options_(o), started_(started), awaits_(awaits) {}
 
   void begin(const Trace& t) override { trace_ = &t; }
 
@@ -347,6 +350,8 @@ class ConceptualBackend final : public CodegenBackend {
     event_presence_ = node.presence.empty() ? nullptr : &node.presence;
     if (op_is_collective(e.op)) {
       collective_event(e, all);
+    } else if (op_kind(e.op) == OpKind::Completion || op_kind(e.op) == OpKind::SendRecv) {
+      awaiting_event(node, e, all);
     } else if (op_kind(e.op) == OpKind::Start) {  // the sends / receives it starts
       if (auto it = started_.find(&node); it != started_.end())
         for (const EventNode& started : it->second) {
@@ -420,8 +425,12 @@ class ConceptualBackend final : public CodegenBackend {
     if (!cond) return;  // never present for these ranks
     std::string s = text;
     const double us = static_cast<double>(codegen_support::mean_compute_ns(e)) / 1000.0;
-    if (options_.computation && codegen_support::mean_compute_ns(e) >= options_.min_compute_ns && std::llround(us) > 0)
-      s = tasks + " COMPUTE FOR " + std::to_string(std::llround(us)) + " MICROSECONDS then\n" + indent() + "  " + s;
+    if (options_.computation && codegen_support::mean_compute_ns(e) >= options_.min_compute_ns &&
+        std::llround(us) > 0) {
+      const std::string compute = tasks + " COMPUTE FOR " + std::to_string(std::llround(us)) + " MICROSECONDS";
+      s = s.empty() ? compute : compute + " then\n" + indent() + "  " + s;
+    }
+    if (s.empty()) return;  // a call left out without computation before it
     if (ranks.size() == 1) s = replace_whole_word(s, "t", "(" + std::to_string(ranks.at(0)) + ")");
     if (cond->empty()) {
       statement(s);
@@ -685,7 +694,8 @@ class ConceptualBackend final : public CodegenBackend {
     }
     for (const PresenceFrame& p : presence_) {
       const ValueSeq* seq = p.presence->for_rank(rank);
-      if (!seq || seq->empty()) return std::nullopt;
+      if (seq == nullptr) continue;  // a merged node's rank without a sequence: present at every visit (cursor)
+      if (seq->empty()) return std::nullopt;
       if (auto c = constant_of(*seq)) {
         if (*c == 0) return std::nullopt;
         continue;
@@ -714,7 +724,7 @@ class ConceptualBackend final : public CodegenBackend {
 
   /// Groups of ranks that share every parameter, trip count and presence sequence: one
   /// statement each. Peers on other communicators are grouped by their world offsets.
-  std::vector<RankList> rank_groups(const EventNode& e, const RankList& ranks) {
+  std::vector<RankList> rank_groups(const EventNode& e, const RankList& ranks, const ElasticValue* extra = nullptr) {
     std::map<std::vector<std::int64_t>, std::vector<std::int64_t>> by;
     std::map<std::vector<std::int64_t>, std::int64_t> offset_ids;
     const auto comm = codegen_support::uniform_of(field(e, Field::Comm));
@@ -723,6 +733,7 @@ class ConceptualBackend final : public CodegenBackend {
       for (const auto& f : e.fields) signature.push_back(alternative_of(f, r));
       for (const auto& l : loops_) signature.push_back(alternative_of(*l.trips, r));
       for (const auto& p : presence_) signature.push_back(alternative_of(*p.presence, r));
+      if (extra != nullptr) signature.push_back(alternative_of(*extra, r));
       if (!comm || *comm != 0)
         for (Field f : {Field::Peer, Field::Peer2}) {
           const auto offsets = world_offsets(e, r, f).to_vector();
@@ -832,29 +843,14 @@ class ConceptualBackend final : public CodegenBackend {
       case OpKind::BlockingRecv:
       case OpKind::NonblockingRecv:
         return receive(kind == OpKind::NonblockingRecv, Field::Peer, Field::Bytes, Field::Tag);
-      case OpKind::SendRecv: {
+      case OpKind::SendRecv: {  // its send and receive; awaiting_event() adds the wait
         const std::string s = send(true, Field::Peer, Field::Bytes, Field::Tag);
         const std::string v = receive(true, Field::Peer2, Field::Bytes2, Field::Tag2);
         std::string out;
         for (const std::string& part : {s, v})
           if (!part.empty()) out += (out.empty() ? "" : " then\n" + indent() + "  ") + part;
-        if (out.empty()) return "";
-        note(
-            "MPI_Sendrecv is an asynchronous send and receive followed by AWAIT COMPLETION, which also "
-            "completes the task's other outstanding requests");
-        return out + " then\n" + indent() + "  " + source_set(ranks) + " AWAIT COMPLETION";
+        return out;
       }
-      case OpKind::Completion:
-        if (e.op == Op::Waitany || e.op == Op::Waitsome)
-          note("MPI_" + std::string(op_name(e.op)) +
-               " completes only some of its requests; AWAIT COMPLETION waits for all of the task's outstanding "
-               "requests and can block where the traced run did not");
-        if (e.op == Op::Wait || e.op == Op::Waitall || e.op == Op::Waitany || e.op == Op::Waitsome)
-          return source_set(ranks) + " AWAIT COMPLETION";
-        note(
-            "Test calls are not expressed; the requests they completed are awaited by the next AWAIT "
-            "COMPLETION (at the latest at the end)");
-        return "";
       case OpKind::PersistentSend:
       case OpKind::PersistentRecv:
       case OpKind::Start:
@@ -864,6 +860,61 @@ class ConceptualBackend final : public CodegenBackend {
         return "";
       default:
         return "";  // Init/Finalize (the frame), communicator management (task sets), Other
+    }
+  }
+
+  // ---- waiting: AWAIT COMPLETION where the traced run had completed the task's requests ----
+
+  /// A Wait* / Test* call or an MPI_Sendrecv. AWAIT COMPLETION waits for all of the task's
+  /// outstanding requests, so it is written only on the occurrences after which the traced run
+  /// had completed all of them (codegen_await_points.hpp): the benchmark then waits for nothing
+  /// the traced run had not received or sent by that point, whatever order its requests
+  /// complete in. Elsewhere the call is left out (an MPI_Sendrecv keeps its asynchronous send
+  /// and receive) and its requests are awaited at the next such point, at the latest at the end.
+  void awaiting_event(const Node& node, const EventNode& e, const RankList& all) {
+    static const ElasticValue kNowhere;
+    const auto it = awaits_.find(&node);
+    const ElasticValue& flags = it == awaits_.end() ? kNowhere : it->second;
+    const bool sendrecv = op_kind(e.op) == OpKind::SendRecv;
+    const std::string op = "MPI_" + std::string(op_name(e.op));
+    for (const RankList& ranks : rank_groups(e, all, &flags)) {
+      const std::int64_t r = ranks.at(0);
+      const std::string tasks = source_set(ranks);
+      const ValueSeq* seq = flags.for_rank(r);
+      const auto always = seq != nullptr ? constant_of(*seq) : std::nullopt;
+      std::optional<std::string> when;  // "" on every occurrence, a condition, or nullopt: never
+      if (always) {
+        if (*always == 1) when = "";
+      } else if (seq != nullptr && !seq->empty()) {
+        when = value_at(*seq, r, loops_.size(), event_presence_);
+        if (when) {
+          *when = "(" + *when + ") = 1";
+        } else {
+          note(op +
+               ": the calls after which the traced run had completed all of the task's requests follow no "
+               "pattern of the loop variables; its AWAIT COMPLETION is left out and the requests are awaited "
+               "later");
+        }
+      }
+      if (sendrecv) {
+        note(always && *always == 1
+                 ? "MPI_Sendrecv is an asynchronous send and receive followed by AWAIT COMPLETION, which also "
+                   "completes the task's other outstanding requests"
+                 : "MPI_Sendrecv is an asynchronous send and receive; its AWAIT COMPLETION, which waits for all "
+                   "of the task's requests, is written only where the traced run had no other request "
+                   "outstanding (elsewhere they are awaited later)");
+      } else if (!always || *always != 1) {
+        note(op +
+             " leaves some of the task's requests outstanding on some calls in the traced run; AWAIT "
+             "COMPLETION, which waits for all of them, is written only on the calls after which the traced run "
+             "had completed all (the requests of the other calls are awaited there)");
+      }
+      std::string text = sendrecv ? point_to_point(e, ranks) : "";
+      if (when) {
+        const std::string await = (when->empty() ? "" : "IF " + *when + " THEN ") + tasks + " AWAIT COMPLETION";
+        text += (text.empty() ? "" : " then\n" + indent() + "  ") + await;
+      }
+      emit(ranks, e, tasks, text);  // an empty text keeps the computation before the call
     }
   }
 
@@ -1035,6 +1086,7 @@ class ConceptualBackend final : public CodegenBackend {
 
   CodegenOptions options_;
   const StartedRequests& started_;
+  const AwaitPoints& awaits_;
   const Trace* trace_ = nullptr;
   std::vector<std::string> lines_;
   std::vector<std::string> notes_;
@@ -1060,7 +1112,8 @@ std::string generate_conceptual(const Trace& trace, const CodegenOptions& option
   if (!unaligned.empty()) align_siblings(work.nodes, work.nranks);
   std::vector<std::string> start_notes;
   const StartedRequests started = started_requests(work, start_notes);
-  ConceptualBackend backend(options, started);
+  const AwaitPoints awaits = codegen_await::await_points(work);
+  ConceptualBackend backend(options, started, awaits);
   for (const auto& n : start_notes) backend.add_note(n);
   traverse(work, backend);
   std::string text = backend.finish();

@@ -1,4 +1,5 @@
 // The generator framework's traversal (thesis §4.4.1) and the helpers the back ends share.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -77,6 +78,20 @@ std::optional<std::int64_t> uniform_of(const ElasticValue& value) {
     if (!c || (out && *out != *c)) return std::nullopt;
     out = c;
   }
+  return out;
+}
+
+ElasticValue elastic_of(std::map<std::int64_t, ValueSeq> per_rank) {
+  std::vector<std::pair<ValueSeq, std::vector<std::int64_t>>> groups;
+  for (auto& [rank, seq] : per_rank) {
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == seq; });
+    if (g == groups.end())
+      groups.push_back({std::move(seq), {rank}});
+    else
+      g->second.push_back(rank);
+  }
+  ElasticValue out;
+  for (auto& [seq, ranks] : groups) out.alternatives.push_back({std::move(seq), RankList::from_sequence(ranks)});
   return out;
 }
 
