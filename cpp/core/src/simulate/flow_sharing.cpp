@@ -6,12 +6,18 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <string>
+
+#include "scalatrace/support/errors.hpp"
 
 namespace scalatrace::sim {
 
 namespace {}  // namespace
 
 std::uint32_t FairSharing::add(double start, double work, double cap, const std::uint32_t* links, std::size_t nlinks) {
+  if (link_ids_.size() + nlinks > std::numeric_limits<std::uint32_t>::max())
+    throw UsageError("fair sharing: too many messages crossing links in one run (" + std::to_string(flows_.size()) +
+                     "); simulate with sharing first_come");
   Flow f{};
   f.start = start;
   f.work = work;
