@@ -9,15 +9,15 @@ replays it with ``smpirun -replay`` (CM02 network model, no cross traffic, SMPI'
 bandwidth factors 1, and by default ``smpi/allreduce:rdb``: recursive doubling, the schedule
 the simulator uses for small Allreduces, so that both simulate the same messages) and compares
 the simulated time with ``scalatrace.simulate`` on the same ``Topology`` (free endpoint: L = o
-= g = G = 0; the links give latency and bandwidth), with and without congestion, and on the
-flat network. Each case runs with the trace's compute and with communication only (compute
+= g = G = 0; the links give latency and bandwidth), with congestion (``sharing="fair"`` and
+``"first_come"``), without, and on the flat network. Each case runs with the trace's compute and with communication only (compute
 scaled to 0; SimGrid hosts at 1e18 flop/s).
 
 Usage::
 
     python benchmarks/simgrid_topology.py [--cases torus:8x8:stencil2d,fat_tree:8:stencil2d]
         [--ranks 64] [--bytes 1024,4096,16384,65536] [--steps 10] [--latency 1e-7]
-        [--bandwidth 1e9] [--smpi-cfg allreduce:rdb ...] [--limiter]
+        [--bandwidth 1e9] [--smpi-cfg allreduce:rdb ...] [--limiter] [--simgrid-cache FILE]
 
 A case is ``topology:shape:pattern``: torus shape ``AxB[xC]``, fat tree ``k``, dragonfly
 ``GxRxN`` (groups, routers per group, nodes per router; SimGrid's with one chassis per group);
@@ -30,6 +30,7 @@ per node in rank order (block). Needs SimGrid (Debian ``libsimgrid-dev``: ``smpi
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import subprocess
@@ -85,10 +86,12 @@ class Case:
         # aggregation switch has k/2 parents); one link between every connected pair.
         return f'topology="FAT_TREE" topo_parameters="3;{half},{half},{k};1,{half},{half};1,1,1"'
 
-    def topology(self, args: argparse.Namespace, congestion: bool) -> scalatrace.Topology:
+    def topology(
+        self, args: argparse.Namespace, congestion: bool, sharing: str = "first_come"
+    ) -> scalatrace.Topology:
         free = scalatrace.LogGP(L=0, o_s=0, o_r=0, g=0, G=0)
         kw: dict[str, object] = {"link_bandwidth": args.bandwidth, "hop_latency": args.latency, "endpoint": free,
-                                 "congestion": congestion}  # fmt: skip
+                                 "congestion": congestion, "sharing": sharing}  # fmt: skip
         if self.kind == "torus":
             return scalatrace.Topology.torus(self.shape, **kw)
         if self.kind == "dragonfly":
@@ -158,15 +161,24 @@ def main() -> None:
         help="SMPI settings (repeatable; default allreduce:rdb)",
     )  # fmt: skip
     ap.add_argument("--limiter", action="store_true", help="SimGrid: a limiter link per host")
+    ap.add_argument(
+        "--simgrid-cache",
+        type=Path,
+        help="JSON file of SimGrid times by case (read, and written with the new ones): "
+        "re-runs of our side skip SMPI",
+    )
     args = ap.parse_args()
     if args.smpi_cfg is None:
         args.smpi_cfg = ["allreduce:rdb"]
     cases = [parse_case(c) for c in args.cases.split(",")]
     if shutil.which("smpirun") is None or not REPLAY_MAIN.is_file():
         sys.exit("SimGrid is not installed (apt-get install libsimgrid-dev)")
-    print("| platform | pattern | bytes | compute | SimGrid (ms) | congestion (ms) | error | "
-          "no congestion (ms) | error | flat (ms) | error |")  # fmt: skip
-    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    cache: dict[str, float] = {}
+    if args.simgrid_cache is not None and args.simgrid_cache.is_file():
+        cache = json.loads(args.simgrid_cache.read_text())
+    print("| platform | pattern | bytes | compute | SimGrid (ms) | fair (ms) | error | "
+          "first come (ms) | error | no congestion (ms) | error | flat (ms) | error |")  # fmt: skip
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for case in cases:
         given = Path(case.pattern).is_file()
         for size in [0] if given else [int(b) for b in args.bytes.split(",")]:
@@ -189,10 +201,23 @@ def main() -> None:
                     )
                 name = Path(case.pattern).stem if given else case.pattern
                 for compute in (True, False):
-                    sg = smpi_time(trace, case, compute, args, work)
+                    key = (
+                        f"{case.kind}:{'x'.join(map(str, case.shape))}:{name}:{size}:{int(compute)}:"
+                        + (
+                            f"{args.ranks}:{args.steps}:{args.latency:g}:{args.bandwidth:g}:{args.limiter}:"
+                            + ",".join(args.smpi_cfg)
+                        )
+                    )
+                    if key not in cache:
+                        cache[key] = smpi_time(trace, case, compute, args, work)
+                        if args.simgrid_cache is not None:
+                            args.simgrid_cache.write_text(json.dumps(cache, indent=1))
+                    sg = cache[key]
                     cells = [f"{sg * 1e3:.4f}"]
                     flat = scalatrace.LogGP(L=args.latency, o_s=0, o_r=0, g=0, G=1 / args.bandwidth)
-                    for network in (case.topology(args, True), case.topology(args, False), flat):
+                    networks = (case.topology(args, True, "fair"), case.topology(args, True),
+                                case.topology(args, False), flat)  # fmt: skip
+                    for network in networks:
                         ours = scalatrace.simulate(
                             trace,
                             network=network,

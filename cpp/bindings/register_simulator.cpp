@@ -112,14 +112,19 @@ void register_simulator(py::module_& m) {
          const std::unordered_map<std::uint32_t, double>& site_compute_scale, double size_scale, bool timeline,
          std::uint64_t timeline_limit, bool pair_counts, bool recorded_local_calls, const std::string& topology,
          const std::vector<std::int64_t>& shape, double hop_latency, double link_G, bool congestion,
-         const std::string& placement, std::uint64_t placement_seed, const std::vector<std::int64_t>& node_of_rank,
-         double noise_period, double noise_duration, bool noise_coscheduled, std::uint64_t noise_seed) {
+         const std::string& sharing, const std::string& placement, std::uint64_t placement_seed,
+         const std::vector<std::int64_t>& node_of_rank, double noise_period, double noise_duration,
+         bool noise_coscheduled, std::uint64_t noise_seed) {
         SimOptions o;
         o.topology.kind = topology_from(topology);
         o.topology.shape = shape;
         o.topology.hop_latency = hop_latency;
         o.topology.link_G = link_G;
         o.topology.congestion = congestion;
+        if (sharing == "fair")
+          o.topology.sharing = Topology::Sharing::Fair;
+        else if (sharing != "first_come")
+          throw UsageError("sharing must be 'first_come' or 'fair', got '" + sharing + "'");
         o.placement = placement_from(placement);
         o.placement_seed = placement_seed;
         o.node_of_rank = node_of_rank;
@@ -152,10 +157,10 @@ void register_simulator(py::module_& m) {
       py::arg("timeline") = false, py::arg("timeline_limit") = 10'000'000, py::arg("pair_counts") = false,
       py::arg("recorded_local_calls") = true, py::arg("topology") = "flat",
       py::arg("shape") = std::vector<std::int64_t>{}, py::arg("hop_latency") = 0.0, py::arg("link_G") = 0.0,
-      py::arg("congestion") = true, py::arg("placement") = "block", py::arg("placement_seed") = 0,
-      py::arg("node_of_rank") = std::vector<std::int64_t>{}, py::arg("noise_period") = 0.0,
-      py::arg("noise_duration") = 0.0, py::arg("noise_coscheduled") = false, py::arg("noise_seed") = 0,
-      "Simulates the trace on a LogGP network; times in ns (see scalatrace.simulate).");
+      py::arg("congestion") = true, py::arg("sharing") = "first_come", py::arg("placement") = "block",
+      py::arg("placement_seed") = 0, py::arg("node_of_rank") = std::vector<std::int64_t>{},
+      py::arg("noise_period") = 0.0, py::arg("noise_duration") = 0.0, py::arg("noise_coscheduled") = false,
+      py::arg("noise_seed") = 0, "Simulates the trace on a LogGP network; times in ns (see scalatrace.simulate).");
   m.def(
       "collective_schedule",
       [](const Event& e, std::int64_t me, std::int64_t size) {

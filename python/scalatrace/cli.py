@@ -244,6 +244,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             hop_latency=args.hop_latency,
             endpoint=net,
             congestion=not args.no_congestion,
+            sharing=args.sharing,
         )
     intra = None
     if args.intra is not None:
@@ -706,6 +707,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-congestion",
         action="store_true",
         help="links carry any number of messages (a torus node's ports still one each)",
+    )
+    sim.add_argument(
+        "--sharing",
+        choices=("first_come", "fair"),
+        default="first_come",
+        help="how a congested link is shared: first come, first served, or max-min fair (SimGrid's CM02)",
     )
     sim.add_argument(
         "--placement",

@@ -3,7 +3,9 @@
 A :class:`Topology` replaces the flat inter-node network: an inter-node message crosses the
 links of its route (``hops``), taking the endpoint's LogGP ``L`` plus ``hops * hop_latency``
 and ``(k - 1) * max(endpoint.G, 1 / link_bandwidth)`` for its ``k`` bytes; with
-``congestion`` a link carries one message at a time. A torus node injects on each of its
+``congestion`` a link carries one message at a time (``sharing="first_come"``) or shares its
+bandwidth max-min fairly among the messages crossing it (``sharing="fair"``, SimGrid's CM02
+fluid model). A torus node injects on each of its
 links at once (a port per link); a fat-tree or dragonfly node has one port. :class:`Noise`
 takes each rank's CPU away for ``duration`` seconds ``frequency`` times a second (LogGOPSim's
 OS noise as a periodic detour). Model: ``docs/simulator.md`` ("Topology and placement", "OS noise").
@@ -57,6 +59,13 @@ class Topology:
         Messages whose routes share a link cross it one at a time (each message takes each
         link's free time from its start on, as a flow crossing its links at once). Without it,
         only the NICs' gaps and a torus node's ports limit messages.
+    sharing : {"first_come", "fair"}
+        How congested links are shared. ``first_come`` (the default): the reservations above,
+        first come, first served. ``fair``: every link's bandwidth is shared max-min fairly
+        among the messages crossing it at each instant, the rates recomputed whenever a message
+        starts or ends (SimGrid's CM02 model); a node's link to its switch is shared that way
+        too, and its NIC only keeps its gap. The simulation then runs a few times (each pass
+        timing the messages by the previous pass's flows) until the flows' start times repeat.
     """
 
     kind: TopologyKind
@@ -65,6 +74,7 @@ class Topology:
     hop_latency: float = 0.0
     endpoint: Any = None
     congestion: bool = True
+    sharing: Literal["first_come", "fair"] = "first_come"
 
     def __post_init__(self) -> None:
         try:
@@ -104,6 +114,10 @@ class Topology:
                 raise UsageError(f"link_bandwidth must be positive, got {bw}")
             check_float("hop_latency", self.hop_latency)
             check_bool("congestion", self.congestion)
+            if self.sharing not in ("first_come", "fair"):
+                raise UsageError(
+                    f"sharing must be 'first_come' or 'fair', got {self.sharing!r:.40}"
+                )
         except UsageError as e:
             raise SimulationParameterError(str(e)) from None
 
@@ -136,6 +150,7 @@ class Topology:
             "hop_latency": self.hop_latency * 1e9,
             "link_G": 0.0 if math.isinf(self.link_bandwidth) else 1e9 / self.link_bandwidth,
             "congestion": bool(self.congestion),
+            "sharing": self.sharing,
         }
 
 

@@ -4,6 +4,7 @@
 // communication matrix's message counts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -693,6 +694,16 @@ Trace two_flows(std::int64_t bytes) {
   return merged(p);
 }
 
+/// Rank 0 sends `bytes` to rank 1, then to rank 2, at time 0 (blocking eager sends).
+Trace one_sender_two_receivers(std::int64_t bytes) {
+  auto p = programs(3);
+  p[0].p2p(Op::Send, 1, +1, bytes);
+  p[0].p2p(Op::Send, 2, +2, bytes);
+  p[1].p2p(Op::Recv, 3, -1, bytes);
+  p[2].p2p(Op::Recv, 4, -2, bytes);
+  return merged(p);
+}
+
 }  // namespace
 
 TEST(SimulatorTopology, TorusMessageTakesHopsTimesLatencyPlusBytesOverBandwidth) {
@@ -718,13 +729,15 @@ TEST(SimulatorTopology, FatTreeAndDragonflyHopCounts) {
   EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::FatTree, {4}, 0, 1), 2);   // same edge switch
   EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::FatTree, {4}, 0, 3), 4);   // same pod
   EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::FatTree, {4}, 0, 13), 6);  // through the core
-  // Dragonfly of 3 groups x 2 routers x 2 nodes: group 0's link to group 1 is on its router 0,
-  // to group 2 on router 1; group 1's and group 2's links to group 0 on their router 0.
+  // Dragonfly of 3 groups x 2 routers x 2 nodes (routers 2g and 2g+1 in group g): group g's
+  // link to group h is on its router h mod 2 (SimGrid's choice): group 0's to group 1 on its
+  // router 1, to group 2 on router 0; group 1's and group 2's to group 0 on their router 0.
   const std::vector<std::int64_t> df{3, 2, 2};
-  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Dragonfly, df, 0, 1), 2);   // one router
-  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Dragonfly, df, 0, 2), 3);   // local link
-  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Dragonfly, df, 0, 4), 3);   // global link only
-  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Dragonfly, df, 0, 10), 5);  // local, global, local
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Dragonfly, df, 0, 1), 2);  // one router
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Dragonfly, df, 0, 2), 3);  // local link
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Dragonfly, df, 0, 8), 3);  // global link only
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Dragonfly, df, 0, 4), 4);  // local, global
+  EXPECT_DOUBLE_EQ(hops_between(Topology::Kind::Dragonfly, df, 0, 6), 5);  // local, global, local
 }
 
 TEST(SimulatorTopology, TwoFlowsOnOneLinkTakeTwiceTheTransfer) {
@@ -747,12 +760,7 @@ TEST(SimulatorTopology, ATorusNodeSendsOnEachLinkAtOnceAFatTreeNodeOneMessageAtA
   // 0->1 and 0->3: a port each), then on a fat tree (one link from node 0: one port).
   const std::int64_t bytes = 1000;
   const double body = (bytes - 1) * 1.0;
-  auto p = programs(3);
-  p[0].p2p(Op::Send, 1, +1, bytes);
-  p[0].p2p(Op::Send, 2, +2, bytes);
-  p[1].p2p(Op::Recv, 3, -1, bytes);
-  p[2].p2p(Op::Recv, 4, -2, bytes);
-  const Trace t = merged(p);
+  const Trace t = one_sender_two_receivers(bytes);
   SimOptions opt = routed(Topology::Kind::Torus, {4}, 50, 1.0);
   opt.placement = Placement::Explicit;
   opt.node_of_rank = {0, 1, 3};
@@ -789,6 +797,44 @@ TEST(SimulatorTopology, AMessageTakesEachLinksFreeTimeInPieces) {
   p[2].p2p(Op::Recv, 3, -1, bytes);
   const SimResult r = simulate(merged(p), routed(Topology::Kind::Torus, {4}, 50, 1.0));
   EXPECT_DOUBLE_EQ(r.end_ns[2], 2 * (bytes - 1) * 1.0 + 50);
+}
+
+TEST(SimulatorTopology, FairSharingGivesTwoFlowsOnALinkHalfEach) {
+  // Ring of 4: 0->2 and 1->3 both cross link 1->2 from time 0. First come, first served: one
+  // arrives after one body, the other after two; fair sharing: both after two.
+  const std::int64_t bytes = 1000;
+  const double body = (bytes - 1) * 1.0;
+  SimOptions opt = routed(Topology::Kind::Torus, {4}, 50, 1.0);
+  const SimResult first_come = simulate(two_flows(bytes), opt);
+  EXPECT_DOUBLE_EQ(std::min(first_come.end_ns[2], first_come.end_ns[3]), 2 * 50 + body);
+  opt.topology.sharing = Topology::Sharing::Fair;
+  const SimResult fair = simulate(two_flows(bytes), opt);
+  EXPECT_DOUBLE_EQ(fair.end_ns[2], 2 * 50 + 2 * body);
+  EXPECT_DOUBLE_EQ(fair.end_ns[3], 2 * 50 + 2 * body);
+  // Without congestion the sharing changes nothing.
+  opt.topology.congestion = false;
+  EXPECT_DOUBLE_EQ(simulate(two_flows(bytes), opt).total_ns, 2 * 50 + body);
+}
+
+TEST(SimulatorTopology, FairSharingSharesANodesOneLinkAmongItsMessages) {
+  // k = 4 fat tree: rank 0 sends to nodes 1 (2 hops) and 2 (4 hops) at time 0 over its one
+  // link. First come: the NIC sends one after the other. Fair: each flow starts after its
+  // route's latency (100, 200) and they share node 0's link: the first alone from 100 to 200,
+  // then both at half; it ends at 2 body, the other has 100 left then and ends at 2 body + 100.
+  const std::int64_t bytes = 1000;
+  const double body = (bytes - 1) * 1.0;
+  const Trace t = one_sender_two_receivers(bytes);
+  SimOptions opt = routed(Topology::Kind::FatTree, {4}, 50, 1.0);
+  opt.placement = Placement::Explicit;
+  opt.node_of_rank = {0, 1, 2};
+  const SimResult first_come = simulate(t, opt);
+  EXPECT_DOUBLE_EQ(first_come.end_ns[1], body + 2 * 50);
+  EXPECT_DOUBLE_EQ(first_come.end_ns[2], 2 * body + 4 * 50);
+  opt.topology.sharing = Topology::Sharing::Fair;
+  const SimResult fair = simulate(t, opt);
+  EXPECT_DOUBLE_EQ(fair.end_ns[1], 2 * body);
+  EXPECT_DOUBLE_EQ(fair.end_ns[2], 2 * body + 100);
+  EXPECT_DOUBLE_EQ(simulate(t, opt).total_ns, fair.total_ns);  // deterministic
 }
 
 TEST(SimulatorTopology, AStencilOnATorusTakesNearlyItsBusiestLinksLoad) {

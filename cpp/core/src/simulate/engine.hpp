@@ -44,7 +44,9 @@ enum class Prefetching { Auto, Off, All };
 
 class Engine {
  public:
-  Engine(const Trace& trace, const SimOptions& options, Prefetching prefetching = Prefetching::Auto);
+  /// `fair`: fair sharing's state across passes (Topology::Sharing::Fair), null otherwise.
+  Engine(const Trace& trace, const SimOptions& options, Prefetching prefetching = Prefetching::Auto,
+         FairPasses* fair = nullptr);
 
   SimTimes& site_times(std::uint32_t site, Op op) {
     if (site >= site_count_) {  // a site beyond the trace's table: counted all the same

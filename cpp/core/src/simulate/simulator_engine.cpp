@@ -19,10 +19,10 @@
 namespace scalatrace {
 namespace sim {
 
-Engine::Engine(const Trace& trace, const SimOptions& options, Prefetching prefetching)
+Engine::Engine(const Trace& trace, const SimOptions& options, Prefetching prefetching, FairPasses* fair)
     : trace_(trace),
       opt_(options),
-      net_(options, trace.nranks),
+      net_(options, trace.nranks, fair),
       n_(trace.nranks),
       ranks_(static_cast<std::size_t>(trace.nranks)),
       prefetching_(prefetching) {
@@ -434,8 +434,22 @@ SimResult Engine::collect() {
 SimResult simulate_prefetching(const Trace& trace, const SimOptions& options, Prefetching prefetching) {
   options.validate();
   if (trace.nranks <= 0) throw UsageError("cannot simulate a trace with no ranks");
-  Engine engine(trace, options, prefetching);
-  return engine.run();
+  const Topology& topo = options.topology;
+  if (topo.kind == Topology::Kind::Flat || !topo.congestion || topo.sharing != Topology::Sharing::Fair) {
+    Engine engine(trace, options, prefetching);
+    return engine.run();
+  }
+  // Fair sharing: the first pass times the messages first come, first served; each later one by
+  // the fair shares of the flows of the pass before, until the flows start at the same times
+  // in two passes (docs/simulator.md, "Fair sharing").
+  FairPasses fair(trace.nranks);
+  SimResult result;
+  for (;;) {
+    Engine engine(trace, options, prefetching, &fair);
+    result = engine.run();
+    if (fair.finish_pass() || fair.pass >= FairPasses::kMaxPasses) break;
+  }
+  return result;
 }
 
 }  // namespace sim

@@ -52,7 +52,7 @@ void SimOptions::validate() const {
 
 namespace sim {
 
-Network::Network(const SimOptions& options, std::int64_t nranks)
+Network::Network(const SimOptions& options, std::int64_t nranks, FairPasses* fair)
     : inter_(options.inter_node),
       intra_(options.intra_node),
       ranks_per_node_(options.ranks_per_node),
@@ -67,7 +67,10 @@ Network::Network(const SimOptions& options, std::int64_t nranks)
     link_G_ = options.topology.link_G;
     congestion_ = options.topology.congestion;
     per_link_ports_ = options.topology.kind == Topology::Kind::Torus;
-    reserving_ = congestion_ || per_link_ports_;
+    if (congestion_ && options.topology.sharing == Topology::Sharing::Fair) fair_ = fair;
+    // Fair sharing's first pass times messages first come, first served; the later ones by the
+    // flows of the pass before.
+    reserving_ = (congestion_ || per_link_ports_) && (fair_ == nullptr || fair_->pass == 0);
     if (reserving_) {
       link_busy_.resize(static_cast<std::size_t>(routes_->links()));
       horizon_every_ = std::max<std::int64_t>(nranks, 64);
@@ -94,6 +97,7 @@ Network::Transfer Network::routed_transfer(std::int64_t src, std::int64_t dst, c
     nic = std::max(nic, t.start + std::max(p.g, body));
     return t;
   }
+  if (fair_ != nullptr && fair_->pass > 0) return fair_transfer(src, dst, p, t.start, bytes);
   routes_->route(node(src), node(dst), path_);
   const double body = bytes > 1 ? (bytes - 1) * std::max(p.G, link_G_) : 0.0;
   // The injection port: a torus node injects on each of its links at once (one port per link,
@@ -138,7 +142,69 @@ Network::Transfer Network::routed_transfer(std::int64_t src, std::int64_t dst, c
   // With a port per link the NIC hands the message to its port and is free again after its own
   // gap, however long the port makes the message wait.
   nic = std::max(nic, (per_link_ports_ ? handed : t.start) + std::max(p.g, nic_busy));
+  if (fair_ != nullptr) record_flow(src, dst, p, handed, bytes);
   return t;
+}
+
+// Under fair sharing a message is a flow: after the route's latency (L and the hops' latencies,
+// as SimGrid's CM02 model), it crosses all its links at once at the rate max-min fair sharing
+// gives it among the flows on them. The rates depend on messages the engine has not processed
+// yet (it runs ranks in no global time order), so the run is repeated: each pass records its
+// flows, which are then solved in time order (FairSharing), and the next pass gives each message
+// the duration of the same message (the same sender's same send) in the pass before.
+void Network::record_flow(std::int64_t src, std::int64_t dst, const LogGP& p, double handed, double bytes) {
+  const double work = bytes > 1 ? (bytes - 1) * link_G_ : 0.0;
+  const double cap = p.G > link_G_ ? link_G_ / p.G : 1.0;
+  const double latency = p.L + static_cast<double>(path_.size()) * hop_latency_;
+  fair_->sent[static_cast<std::size_t>(src)].push_back(
+      fair_->flows.add(handed + latency, work, cap, path_.data(), path_.size()));
+  fair_->destination.push_back(dst);
+}
+
+Network::Transfer Network::fair_transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready,
+                                         double bytes) {
+  routes_->route(node(src), node(dst), path_);
+  const double alone = bytes > 1 ? (bytes - 1) * std::max(p.G, link_G_) : 0.0;
+  const double work = bytes > 1 ? (bytes - 1) * link_G_ : 0.0;
+  const double latency = p.L + static_cast<double>(path_.size()) * hop_latency_;
+  double duration = alone;
+  const auto& before = fair_->before[static_cast<std::size_t>(src)];
+  const std::size_t k = fair_->sent[static_cast<std::size_t>(src)].size();
+  if (k < before.size() && before[k].dst == dst && before[k].work == work)
+    duration = std::max(alone, before[k].duration);
+  record_flow(src, dst, p, ready, bytes);
+  Transfer t;
+  t.start = ready;
+  t.end = ready + duration;
+  t.arrival = t.end + latency;
+  // The NIC is busy for its own byte time only: the node's link is shared like any other.
+  double& nic = nic_free_[static_cast<std::size_t>(src)];
+  nic = std::max(nic, ready + std::max(p.g, bytes > 1 ? (bytes - 1) * p.G : 0.0));
+  return t;
+}
+
+bool FairPasses::finish_pass() {
+  flows.solve();
+  bool same = true;
+  for (std::size_t s = 0; s < sent.size(); ++s) {
+    auto& mine = sent[s];
+    auto& old = before[s];
+    if (mine.size() != old.size()) same = false;
+    old.resize(mine.size());
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      const std::uint32_t f = mine[k];
+      const double start = flows.start(f);
+      const std::int64_t dst = destination[f];
+      if (same && (old[k].dst != dst || std::abs(old[k].start - start) > kSettled || old[k].work != flows.work(f)))
+        same = false;
+      old[k] = Sent{dst, start, flows.work(f), flows.end(f) - start};
+    }
+    mine.clear();
+  }
+  flows.clear();
+  destination.clear();
+  ++pass;
+  return same && pass > 1;
 }
 
 double Network::fill_gaps(std::vector<Busy>& busy, double from, double need) {

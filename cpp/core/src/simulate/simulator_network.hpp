@@ -8,17 +8,44 @@
 #include <vector>
 
 #include "scalatrace/simulate/simulator.hpp"
+#include "simulate/flow_sharing.hpp"
 #include "simulate/simulator_topology.hpp"
 #include "support/prefetch.hpp"
 
 namespace scalatrace::sim {
+
+/// Fair sharing's state across the passes of one simulation (Topology::Sharing::Fair): this
+/// pass's flows, and the previous pass's flows of every sender in the order it sent them, whose
+/// durations time this pass's messages.
+struct FairPasses {
+  explicit FairPasses(std::int64_t nranks) : sent(static_cast<std::size_t>(nranks)), before(sent.size()) {}
+  struct Sent {
+    std::int64_t dst;
+    double start, work, duration;  ///< the flow's start, bytes (as link time) and fair duration
+  };
+  FairSharing flows;                             ///< this pass's flows
+  std::vector<std::int64_t> destination;         ///< per flow of this pass: its receiver
+  std::vector<std::vector<std::uint32_t>> sent;  ///< per sender: its flows this pass, in order
+  std::vector<std::vector<Sent>> before;         ///< per sender: the previous pass's, solved
+  int pass = 0;
+  /// Passes at most (a run whose flows keep moving ends with the last pass's timing).
+  static constexpr int kMaxPasses = 10;
+  /// Flows whose start moved by at most this many ns since the previous pass count as settled.
+  static constexpr double kSettled = 1e-3;
+  /// Solves this pass's flows; true when every sender started the same flows at the same times
+  /// (within kSettled) as in the previous pass (the durations used were then this pass's own:
+  /// a fixed point).
+  /// Then makes them the previous pass's for the next one.
+  bool finish_pass();
+};
 
 /// LogGP timing of data transfers, with each sender's gap and (optionally) per-node link
 /// contention, or routes over a topology's links. State: when each rank's NIC (and each node's
 /// links, or each topology link) may start the next message.
 class Network {
  public:
-  Network(const SimOptions& options, std::int64_t nranks);
+  /// `fair`: the passes' state under fair sharing (null otherwise).
+  Network(const SimOptions& options, std::int64_t nranks, FairPasses* fair = nullptr);
 
   /// The node of a rank (its placement; rank / ranks_per_node by default).
   std::int64_t node(std::int64_t r) const {
@@ -76,6 +103,11 @@ class Network {
   /// transfer() over a topology: the route's latency and slowest byte time, a torus node's port
   /// per link, and (congestion) the route's links one message at a time.
   Transfer routed_transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready, double bytes);
+  /// routed_transfer() under fair sharing after the first pass: the message is a flow that
+  /// takes the duration its flow had in the previous pass (docs/simulator.md, "Fair sharing").
+  Transfer fair_transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready, double bytes);
+  /// Records the message handed to the network at `handed` as a flow of this pass.
+  void record_flow(std::int64_t src, std::int64_t dst, const LogGP& p, double handed, double bytes);
 
   LogGP inter_, intra_;
   std::int64_t ranks_per_node_;
@@ -103,6 +135,7 @@ class Network {
   double horizon_ = 0;
   std::int64_t horizon_due_ = 0, horizon_every_ = 1;  ///< routed messages until the next horizon
   std::vector<std::uint32_t> path_;                   ///< the current message's route
+  FairPasses* fair_ = nullptr;                        ///< fair sharing (null: first come)
 };
 
 }  // namespace scalatrace::sim

@@ -158,7 +158,8 @@ void Routes::fat_tree(std::int64_t a, std::int64_t b, std::vector<std::uint32_t>
 }
 
 // Links: node up [0, N), node down [N, 2N); local (group, from router, to router); global
-// (from group, to group). Group g's link to group h (h != g) is on router (h < g ? h : h - 1) % a.
+// (from group, to group). Group g's link to group h (h != g) is on its router h % a, as SimGrid's
+// DRAGONFLY cluster places them ("router n of each group is linked to group n"; one chassis).
 void Routes::dragonfly(std::int64_t a, std::int64_t b, std::vector<std::uint32_t>& path) const {
   const std::int64_t groups = shape_[0], routers = shape_[1], per_router = shape_[2];
   const std::int64_t local = 2 * nodes_, global = local + groups * routers * routers;
@@ -168,14 +169,14 @@ void Routes::dragonfly(std::int64_t a, std::int64_t b, std::vector<std::uint32_t
   const auto hop = [&](std::int64_t g, std::int64_t from, std::int64_t to) {
     if (from != to) push(local + (g * routers + from) * routers + to);
   };
-  const auto gateway = [&](std::int64_t g, std::int64_t to) { return (to < g ? to : to - 1) % routers; };
+  const auto gateway = [&](std::int64_t to) { return to % routers; };
   push(a);
   if (ga == gb) {
     hop(ga, ra % routers, rb % routers);
   } else {
-    hop(ga, ra % routers, gateway(ga, gb));
+    hop(ga, ra % routers, gateway(gb));
     push(global + ga * groups + gb);
-    hop(gb, gateway(gb, ga), rb % routers);
+    hop(gb, gateway(ga), rb % routers);
   }
   push(nodes_ + b);
 }

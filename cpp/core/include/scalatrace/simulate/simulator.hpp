@@ -48,7 +48,14 @@ struct Topology {
   std::vector<std::int64_t> shape;
   double hop_latency = 0;  ///< ns per link crossed
   double link_G = 0;       ///< ns per byte on a link (inverse link bandwidth); 0: unlimited
-  bool congestion = true;  ///< messages sharing a link cross it one at a time
+  bool congestion = true;  ///< messages sharing a link share its bandwidth (see `sharing`)
+  /// How messages share a congested link. FirstCome: each takes the link's free time, first
+  /// come, first served (reservations). Fair: the link's bandwidth is shared max-min fairly
+  /// among the messages crossing it at each instant (SimGrid's CM02 fluid model); the run is
+  /// then repeated, each pass timing the messages by the previous pass's flows, until the
+  /// messages' start times repeat (docs/simulator.md, "Fair sharing").
+  enum class Sharing : std::uint8_t { FirstCome, Fair };
+  Sharing sharing = Sharing::FirstCome;
 
   /// Nodes of the topology (0 for Flat: unbounded). Throws UsageError for a bad shape.
   std::int64_t nodes() const;
