@@ -57,6 +57,8 @@ py::dict result_to_dict(SimResult&& r) {
   out["total_ns"] = r.total_ns;
   out["events"] = r.events;
   out["messages"] = r.messages;
+  out["fair_passes"] = r.fair_passes;
+  out["fair_settled"] = r.fair_settled;
   out["end_ns"] = to_numpy(std::move(r.end_ns));
   out["ranks"] = times_columns(r.ranks);
   out["sent_messages"] = to_numpy(std::move(r.sent_messages));

@@ -22,6 +22,7 @@ import math
 import os
 import subprocess
 import tempfile
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -149,6 +150,10 @@ class SimResult:
         Trace events simulated (all ranks).
     messages : int
         Point-to-point messages simulated, including those of decomposed collectives.
+    fair_passes, fair_settled : int, bool
+        With ``Topology(..., sharing="fair")``: the passes the fair-sharing iteration ran, and
+        whether its last two passes agreed (``False``: the pass limit stopped it, the times are
+        the last pass's and :func:`simulate` warned). 0 and ``True`` otherwise.
     params : dict
         The parameters of the run.
     """
@@ -168,6 +173,8 @@ class SimResult:
         self.recv_bytes: np.ndarray = np.asarray(raw["recv_bytes"])
         self.events: int = int(raw["events"])
         self.messages: int = int(raw["messages"])
+        self.fair_passes: int = int(raw["fair_passes"])
+        self.fair_settled: bool = bool(raw["fair_settled"])
 
     @property
     def nranks(self) -> int:
@@ -456,7 +463,15 @@ def simulate(
         if type(e) is ScalatraceError:
             raise SimulationError(str(e)) from None
         raise
-    return SimResult(raw, params)
+    result = SimResult(raw, params)
+    if not result.fair_settled:
+        warnings.warn(
+            f"simulate: fair sharing did not settle in {result.fair_passes} passes; the times are "
+            "the last pass's (an approximation: first come, first served is exact to its model)",
+            UserWarning,
+            stacklevel=2,
+        )
+    return result
 
 
 def _placement_args(placement: Any, nranks: int, seed: int) -> dict[str, Any]:

@@ -165,6 +165,9 @@ def test_fair_sharing_on_a_real_trace(tmp_path):
     fair, first = run(sharing="fair"), run()
     assert fair.total_time > 0 and math.isfinite(fair.total_time)
     assert run(sharing="fair").total_time == fair.total_time
+    # The passes reached their fixed point (at least a second pass to confirm the first).
+    assert fair.fair_settled and 2 <= fair.fair_passes <= 10
+    assert first.fair_passes == 0 and first.fair_settled
     # Rank 1 receives 8 messages of 2,047 ns alone each: under either sharing the last one
     # arrives no earlier than 8 transfers after the first left.
     assert fair.end_time[1] >= 8 * 2047e-9 and first.end_time[1] >= 8 * 2047e-9

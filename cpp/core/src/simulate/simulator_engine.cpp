@@ -444,11 +444,14 @@ SimResult simulate_prefetching(const Trace& trace, const SimOptions& options, Pr
   // in two passes (docs/simulator.md, "Fair sharing").
   FairPasses fair(trace.nranks);
   SimResult result;
-  for (;;) {
+  bool settled = false;
+  while (!settled && fair.pass < FairPasses::kMaxPasses) {
     Engine engine(trace, options, prefetching, &fair);
     result = engine.run();
-    if (fair.finish_pass() || fair.pass >= FairPasses::kMaxPasses) break;
+    settled = fair.finish_pass();
   }
+  result.fair_passes = fair.pass;
+  result.fair_settled = settled;
   return result;
 }
 

@@ -159,6 +159,11 @@ struct SimResult {
   std::vector<SimTimelineRow> timeline;  ///< SimOptions::timeline only, by rank then index
   std::uint64_t events = 0;              ///< trace events simulated (all ranks)
   std::uint64_t messages = 0;            ///< point-to-point messages incl. collectives' own
+  /// Topology sharing "fair": the passes run (0: first come, first served, one pass) and
+  /// whether the last two agreed on every flow's start (false: the pass limit ended the
+  /// iteration and the times are the last pass's, an approximation).
+  int fair_passes = 0;
+  bool fair_settled = true;
 };
 
 /// The trace is inconsistent as a program: it deadlocks in simulation, or sends messages that
