@@ -58,6 +58,8 @@ PYTHON_LEVELS = {
     # L4: raw recordings; simulator what-if descriptions (topologies, noise)
     "_raw": 4,
     "topology": 4,
+    # L4.5: the per-rank coNCePTuaL form (over the model; codegen's to_conceptual uses it)
+    "_conceptual_per_rank": 4.5,
     # L5: features as functions over the model; running a program under the collector
     "simulate": 5,
     "simgrid": 5,

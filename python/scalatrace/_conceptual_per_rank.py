@@ -22,9 +22,8 @@ wildcards) get ``None``: the caller keeps the tree program.
 from __future__ import annotations
 
 from . import _core
+from ._base import K_ANY, K_PROC_NULL
 from ._model import TraceModel
-from .conceptual import K_ANY_TAG as K_ANY  # also MPI_ANY_SOURCE's value
-from .conceptual import K_PROC_NULL
 
 _ISENDS = {"Isend", "Ibsend", "Issend", "Irsend"}
 _SENDS = {"Send", "Bsend", "Ssend", "Rsend"}
