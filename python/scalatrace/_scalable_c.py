@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ._base import K_ANY, K_PROC_NULL
 from ._scalable_laws import (
     COLLECTIVE_OPS,
     Call,
@@ -41,8 +42,6 @@ C_NAMES = {
     "(r%3)": "(me%3)",
     "P^2": "(P*P)",
 }
-K_ANY = -(1 << 40)
-K_PROC_NULL = K_ANY - 1
 K_UNDEFINED = K_ANY - 2
 K_NO_COMM = K_ANY - 3
 REDUCTION_OPS = {

@@ -19,6 +19,7 @@ import warnings
 from dataclasses import replace
 from typing import Any
 
+from ._base import K_ANY, K_PROC_NULL
 from ._scalable_laws import (
     COLLECTIVE_OPS,
     COMM_OPS,
@@ -41,8 +42,6 @@ from .errors import ScalatraceError
 #: Largest rank count the program supports: its 2D grid is the largest divisor of
 #: num_tasks up to its square root, written as one conditional expression per candidate.
 MAX_TASKS = 1024
-K_ANY = -(1 << 40)
-K_PROC_NULL = K_ANY - 1
 K_NO_COMM = K_ANY - 3
 
 NAMES = {

@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._base import K_ANY, K_PROC_NULL
 from .errors import ScalatraceError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -208,9 +209,8 @@ _COLLECTIVE_AS = {
 }
 #: Collectives whose byte counts the generated program keeps exactly.
 _EXACT_BYTES = {"Bcast", "Reduce", "Allreduce", "Alltoall"}
-K_ANY_TAG = -(1 << 40)
-K_ANY_SOURCE = K_ANY_TAG
-K_PROC_NULL = K_ANY_TAG - 1
+K_ANY_TAG = K_ANY
+K_ANY_SOURCE = K_ANY
 
 
 def _members(trace: TraceModel) -> dict[tuple[int, int], list[int]]:
