@@ -136,18 +136,18 @@ std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs
       }
       for (std::size_t i = 0; i < all.size(); ++i) {
         if (!keep[i]) continue;
-        auto e = std::optional<Event>(std::move(all[i]));
-        if (e->op == Op::Other) {
-          auto& id = (*e)[Field::NameId];
+        Event& e = all[i];
+        if (e.op == Op::Other) {
+          auto& id = e[Field::NameId];
           if (id >= 0 && static_cast<std::size_t>(id) < name_map.size()) id = name_map[static_cast<std::size_t>(id)];
         }
-        if (!runs.empty() && same_event(runs.back(), *e)) {
+        if (!runs.empty() && same_event(runs.back(), e)) {
           ++reps.back();  // a run of identical calls (the mean timing of its first one is kept)
         } else {
-          runs.push_back(*e);
+          runs.push_back(e);
           reps.push_back(1);
         }
-        evs.push_back(std::move(*e));
+        evs.push_back(std::move(e));
       }
       auto& held = in.comms[static_cast<std::size_t>(r)];
       for (const auto& entry : t.comms.entries) {
