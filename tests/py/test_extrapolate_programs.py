@@ -476,6 +476,16 @@ def test_periodic_torus_with_snippet_filter(traced, tmp_path, capsys):
     assert {"((x+1)%X-x)", "((x+X-1)%X-x)", "X*((y+1)%Y-y)", "X*((y+Y-1)%Y-y)"} <= (
         laws[("Irecv", "Peer")] | laws[("Send", "Peer")]
     ), laws
+    # Y is 2 at 4, 6 and 8 ranks (2x2x1, 3x2x1, 2x2x2) and 3 at 9 (3x3x1): the - and + neighbour
+    # laws along y coincide at every input and differ at the target. Refused, never guessed.
+    with pytest.raises(ExtrapolationError, match="ambiguous"):
+        scalatrace.extrapolate(
+            [traced("extrap_torus", n) for n in (4, 6, 8)],
+            ranks=9,
+            timing=False,
+            snippet=snippet,
+            periodic=True,
+        )
     # CLI
     paths = []
     for n, t in zip((6, 8, 9), small):
