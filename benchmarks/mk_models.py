@@ -534,9 +534,9 @@ def main() -> None:
             f"{1e9 * network.o_r:.0f} ns, G = {1e12 * network.G:.1f} ps/B, O = "
             f"{1e12 * network.O:.1f} ps/B, g = {1e9 * network.g:.0f} ns. Each point-to-point "
             "phase: its computation W per occurrence from the trace (the busiest rank's; the "
-            "chain end's last block counted in the pipeline), its messages' s + r from the "
-            "machine; collectives ceil(log2 P) rounds of the machine's messages; the rest the "
-            "time outside the phases.",
+            "chain end's last block counted in the pipeline), the machine's overheads of a "
+            "rank's own messages per block and s + tau + r per hop of the fill; collectives "
+            "ceil(log2 P) rounds of the machine's messages; the rest the time outside the phases.",
             "",
             "```",
             str(mn.expression),

@@ -87,8 +87,8 @@ class PhaseMeasurement:
     network: bool = False
     chained: bool = False  # a pipeline or one-way shift: B + V D stages and D hops per visit
     compute: float = 0.0  # W: the busiest rank's computation per occurrence
-    message: float = 0.0  # s + r: the machine's send and receive overheads per occurrence
-    hop: float = 0.0  # tau(m): the machine's transfer time of one message
+    message: float = 0.0  # the machine's overheads of a rank's own sends and receives, largest
+    hop: float = 0.0  # tau (chained phases: s + tau + r, one message's trip in the fill)
 
     @property
     def stages(self) -> float:
@@ -104,12 +104,16 @@ class PhaseMeasurement:
     @property
     def cost(self) -> float:
         """Seconds, as the model combines it: ``stages * per_occurrence``; with a network,
-        ``stages * (W + s + r) + V D tau`` for a pipeline or one-way shift (MK's Remain and
-        Fill) and ``B (W + s + r + tau)`` for any other phase."""
+        ``B (W + m) + V D (W + s + tau + r)`` for a pipeline or one-way shift (MK's Remain and
+        Fill) and ``B (W + m + tau)`` for any other phase, ``m`` the overheads of a rank's own
+        messages per occurrence."""
         if not self.network:
             return self.stages * self.per_occurrence
         if self.chained:
-            return self.stages * (self.compute + self.message) + self.visits * self.depth * self.hop
+            fill = self.visits * self.depth
+            return self.occurrences * (self.compute + self.message) + fill * (
+                self.compute + self.hop
+            )
         return self.occurrences * (self.compute + self.message + self.hop)
 
 
@@ -187,8 +191,7 @@ def measure(
     work = np.zeros(nphases)  # the busiest rank's computation before the phase's calls
     calls = np.full(nphases, np.inf)  # the least time a rank spends inside them
     whole = np.zeros(nphases)  # the slowest rank's time in the phase
-    send_side = np.zeros(nphases)  # the machine's cost of a rank's sends, the largest
-    receive_side = np.zeros(nphases)  # and of a rank's receives
+    message = np.zeros(nphases)  # the machine's cost of a rank's own messages, the largest
     total = 0.0
     outside = 0.0
     for r in _ranks_to_expand(t):
@@ -220,9 +223,8 @@ def measure(
                 calls[g] = min(calls[g], float(duration[sel].sum()))
                 whole[g] = max(whole[g], float(mine[sel].sum()))
                 if network is not None:
-                    sent, received = _overheads(network, ops[sel], tab["bytes"][sel])
-                    send_side[g] = max(send_side[g], sent)
-                    receive_side[g] = max(receive_side[g], received)
+                    own = _overheads(network, ops[sel], tab["bytes"][sel])
+                    message[g] = max(message[g], own)
     out = []
     for p in pa.phases:
         occ = float(p.occurrences)
@@ -244,9 +246,8 @@ def measure(
         ph = out[-1]
         ph.overlaps_next = p.id + 1 in p.overlaps_with
         if network is not None:
-            message = send_side[p.id] + receive_side[p.id]
             chain = bool(chained[p.id])
-            _split(ph, p, network, work[p.id], message, chain, t.nranks)
+            _split(ph, p, network, work[p.id], message[p.id], chain, t.nranks)
     return Measurement(total, out, outside if network is not None else None)
 
 
@@ -255,17 +256,13 @@ _RECEIVES = frozenset({"Recv", "Irecv", "Mrecv", "Imrecv"})
 _SENDRECVS = frozenset({"Sendrecv", "Sendrecv_replace"})
 
 
-def _overheads(network: Any, ops: np.ndarray, nbytes: np.ndarray) -> tuple[float, float]:
-    """The CPU time a rank's point-to-point calls cost on the machine (seconds), its sends' and
-    its receives': ``o_s + (k - 1) O`` per k-byte send and ``o_r + (k - 1) O`` per receive
-    (LogGOPS)."""
+def _overheads(network: Any, ops: np.ndarray, nbytes: np.ndarray) -> float:
+    """The CPU time a rank's point-to-point calls cost on the machine (seconds): ``o_s + (k - 1)
+    O`` per k-byte send and ``o_r + (k - 1) O`` per receive (LogGOPS)."""
     extra = np.maximum(nbytes.astype(float) - 1.0, 0.0) * network.O
     sends = np.isin(ops, list(_SENDS | _SENDRECVS))
     receives = np.isin(ops, list(_RECEIVES | _SENDRECVS))
-    return (
-        float((network.o_s + extra)[sends].sum()),
-        float((network.o_r + extra)[receives].sum()),
-    )
+    return float((network.o_s + extra)[sends].sum() + (network.o_r + extra)[receives].sum())
 
 
 def _with_drains(compute: np.ndarray, phase: np.ndarray, chained: np.ndarray) -> np.ndarray:
@@ -310,7 +307,8 @@ def _split(
         return
     ph.message = message / occ
     ph.hop = network.L + extra * network.G
-    if chained:
+    if chained:  # a hop of the fill: one message's send overhead, transfer, receive overhead
+        ph.hop += network.o_s + network.o_r + 2.0 * extra * network.O
         ph.visits = float(p.visits)
         ph.depth = float(p.chain_depth or 0) if ph.kind == "pipeline" else 1.0
     ph.per_occurrence = ph.cost / ph.stages
@@ -344,7 +342,7 @@ class PhaseModel:
             if self.chained:
                 assert self.visits is not None and self.depth is not None
                 fill = self.visits.expression(symbols) * self.depth.expression(symbols)
-                return (b + fill) * (w + sr) + fill * tau
+                return b * (w + sr) + fill * (w + tau)
             return b * (w + sr + tau)
         x = self.per_occurrence.expression(symbols)
         if self.kind == "pipeline":
@@ -536,15 +534,17 @@ def model(
         The machine's message costs, e.g. ``scalatrace.calibrate(np=2)`` (untraced
         ping-pongs). MK's split (§4): a point-to-point phase costs its computation ``W`` per
         occurrence (the busiest rank's, from the trace: the collector's own time is not in it)
-        plus the machine's send and receive overheads ``s + r`` of the messages of that
-        occurrence (the rank of the largest; LogGOPS ``o_s + (k - 1) O``, ``o_r + (k - 1) O``
-        for k bytes) instead of the traced time inside the calls, which carries the tracer's
-        per-call cost. A pipeline or one-way shift costs ``(B + V D) (W + s + r) + V D tau``
-        (``tau = L + (k - 1) G``: MK's Remain plus a Fill of ``D`` hops per visit, the chain
-        end's last block, recorded before the next phase's call, counted here); other
-        point-to-point phases ``B (W + s + r + tau)``; collectives keep their traced time
-        (the library's algorithm is not in the trace). The rest is the slowest rank's time
-        outside the phases. None (the default): every part is the traced time.
+        plus the machine's overheads ``m`` of a rank's own messages per occurrence (the
+        largest over the ranks; LogGOPS ``o_s + (k - 1) O`` per k-byte send, ``o_r + (k - 1)
+        O`` per receive: ``s + r`` for a rank that both receives and sends, as in MK's laws)
+        instead of the traced time inside the calls, which carries the tracer's per-call cost.
+        A pipeline or one-way shift costs ``B (W + m) + V D (W + s + tau + r)`` (MK's Remain,
+        and a Fill of ``D`` hops per visit, each one message's trip with ``tau = L + (k - 1)
+        G``; the chain end's last block, recorded before the next phase's call, is counted
+        here); other point-to-point phases ``B (W + m + tau)``; collectives their computation
+        and ``ceil(log2 P)`` rounds of ``o_s + o_r + L`` (and the bytes terms). The rest is
+        the slowest rank's time outside the phases. None (the default): every part is the
+        traced time.
 
     Returns
     -------

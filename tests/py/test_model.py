@@ -368,9 +368,10 @@ NET = scalatrace.LogGP(L=4e-7, o_s=9e-8, o_r=7e-8, g=1e-7, G=3e-11, O=5e-11)
 
 
 def test_machine_model_optimum_is_the_message_cost_against_the_block():
-    """A chained phase with the machine: ``(B + V D) (W + s + r) + V D tau``. With B = S N / K
-    blocks of W = a N K, one fill stage per sweep (V = S, D = 1) and s + r = m per message, T =
-    S a N^2 + S m N / K + S a N K + ..., minimal at K = sqrt(m / a) whatever N and S."""
+    """A chained phase with the machine: ``B (W + m) + V D (W + s + tau + r)``. With B = S N / K
+    blocks of W = a N K, a rank's own overheads m per block and one fill hop per sweep (V = S,
+    D = 1), T = S a N^2 + S m N / K + S a N K + ..., minimal at K = sqrt(m / a) whatever N, S
+    and the hop."""
     import sympy
 
     params = ("N", "K", "P")
@@ -393,7 +394,7 @@ def test_machine_model_optimum_is_the_message_cost_against_the_block():
         params, pts, np.ones(4), [pm], _multi(params, 1e-4), _multi(params, 1)
     )
     n, k = 720.0, 9.0
-    expected = (sweeps * n / k + sweeps) * (a * n * k + m) + sweeps * tau + 1e-4
+    expected = sweeps * n / k * (a * n * k + m) + sweeps * (a * n * k + tau) + 1e-4
     assert pmodel.predict(N=n, K=k, P=2) == pytest.approx(expected, rel=1e-12)
     assert optimal_grain(pmodel, "K", N=720, P=2) == pytest.approx(np.sqrt(m / a), rel=1e-6)
     assert optimal_grain(pmodel, "K", N=4096, P=2) == pytest.approx(np.sqrt(m / a), rel=1e-6)
@@ -403,7 +404,8 @@ def test_machine_model_optimum_is_the_message_cost_against_the_block():
 
 def _phase_sums(t, phase, drains: bool):
     """Per rank: the computation before the phase's calls (with the compute of the call after
-    each run of them, the chain end's last block, if ``drains``) and its sends and receives."""
+    each run of them, the chain end's last block, if ``drains``) and the machine's overheads of
+    its own sends and receives."""
     out = []
     for r in range(t.nranks):
         tab = t.rank_table(r)
@@ -424,9 +426,10 @@ def _phase_sums(t, phase, drains: bool):
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_machine_split_of_the_pipeline_phase(pipeline_traces, ranks):
     """With a network the pipeline's phase is its busiest rank's computation per block (the
-    chain end's last block, recorded before the Allreduce, counted in it), the machine's send
-    and receive overheads of its k-byte messages, and tau = L + (k - 1) G per hop of the fill:
-    each recomputed here from the rank tables."""
+    chain end's last block, recorded before the Allreduce, counted in it), the machine's
+    overheads of a rank's own k-byte messages per block (the largest: the receiver's o_r at 2
+    ranks, each rank paying its own side; a middle rank's o_s + o_r at 3), and per hop of the
+    fill one message's trip s + tau + r: each recomputed here from the rank tables."""
     from scalatrace.models import measure
     from scalatrace.phases import phase_analysis
 
@@ -440,15 +443,16 @@ def test_machine_split_of_the_pipeline_phase(pipeline_traces, ranks):
     assert got.chained and got.network
     assert got.compute == pytest.approx(max(w for w, _, _ in sums) / occ, rel=1e-9)
     size = ph.bytes / ph.messages
-    expected_message = max(s for _, s, _ in sums) + max(r for _, _, r in sums)
-    assert got.message == pytest.approx(expected_message / occ, rel=1e-9)
-    assert got.message == pytest.approx(NET.o_s + NET.o_r + 2 * (size - 1) * NET.O, rel=1e-9)
-    assert got.hop == pytest.approx(NET.L + (size - 1) * NET.G, rel=1e-12)
+    assert got.message == pytest.approx(max(s + r for _, s, r in sums) / occ, rel=1e-9)
+    sides = (max(NET.o_s, NET.o_r),) if ranks == 2 else (NET.o_s, NET.o_r)
+    assert got.message == pytest.approx(sum(sides) + len(sides) * (size - 1) * NET.O, rel=1e-9)
+    trip = NET.o_s + NET.o_r + 2 * (size - 1) * NET.O + NET.L + (size - 1) * NET.G
+    assert got.hop == pytest.approx(trip, rel=1e-12)
     depth = 1.0 if ranks == 2 else float(ph.chain_depth)
     assert (got.visits, got.depth) == (float(ph.visits), depth)
-    stages = occ + ph.visits * depth
+    fill = ph.visits * depth
     assert got.cost == pytest.approx(
-        stages * (got.compute + got.message) + ph.visits * depth * got.hop, rel=1e-12
+        occ * (got.compute + got.message) + fill * (got.compute + got.hop), rel=1e-12
     )
     # The drain left the Allreduce: its computation is what remains before it on each rank.
     allreduce = m.phases[2]
@@ -469,9 +473,9 @@ def test_machine_split_of_the_pipeline_phase(pipeline_traces, ranks):
 
 
 def test_machine_model_from_traces(pipeline_traces):
-    """scalatrace.model(..., network=...) fits W, s + r and tau per phase; the machine's parts
-    are exact (s + r constant in K at 2 and 3 ranks up to LogGOPS's bytes term), the rest is
-    the time outside the phases; a bad network is refused."""
+    """scalatrace.model(..., network=...) fits W, the ranks' own overheads and the fill's hop per
+    phase; the machine's parts are exact (constant in K up to LogGOPS's bytes terms), the rest
+    is the time outside the phases; a bad network is refused."""
     ks = [k for k, _ in POINTS]
     m = scalatrace.model(pipeline_traces, params={"K": ks}, network=NET)
     assert m.network is NET
@@ -479,10 +483,12 @@ def test_machine_model_from_traces(pipeline_traces):
     assert pm.chained and pm.compute is not None and pm.message is not None
     for k, p in POINTS:
         size = 8 * k
-        assert pm.message.predict(K=k, P=p) == pytest.approx(
-            NET.o_s + NET.o_r + 2 * (size - 1) * NET.O, rel=1e-6
-        )
-        assert pm.hop.predict(K=k, P=p) == pytest.approx(NET.L + (size - 1) * NET.G, rel=1e-6)
+        trip = NET.o_s + NET.o_r + 2 * (size - 1) * NET.O + NET.L + (size - 1) * NET.G
+        assert pm.hop.predict(K=k, P=p) == pytest.approx(trip, rel=1e-6)
+    for (k, p), ms in zip(POINTS, m.measurements):
+        sides = (max(NET.o_s, NET.o_r),) if p == 2 else (NET.o_s, NET.o_r)
+        own = sum(sides) + len(sides) * (8 * k - 1) * NET.O
+        assert ms.phases[1].message == pytest.approx(own, rel=1e-9)
     assert {"computation", "message_cost"} <= set(m.phases.columns)
     assert all(ms.outside is not None and ms.rest == ms.outside for ms in m.measurements)
     assert np.isfinite(m.predict(K=8, P=2)) and m.predict(K=8, P=2) > 0
