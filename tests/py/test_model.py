@@ -494,3 +494,20 @@ def test_machine_model_from_traces(pipeline_traces):
     assert np.isfinite(m.predict(K=8, P=2)) and m.predict(K=8, P=2) > 0
     with pytest.raises(UsageError, match="LogGP"):
         scalatrace.model(pipeline_traces, params={"K": ks}, network="fast")
+
+
+def test_cli_model_with_the_calibrated_machine(pipeline_traces, capsys):
+    import json
+
+    from scalatrace import cli
+
+    paths = [str(t.path) for t in pipeline_traces]
+    ks = ",".join(str(k) for k, _ in POINTS)
+    argv = ["model", *paths, "--param", f"K={ks}", "--calibrate", "2", "--json"]
+    assert cli.main([*argv, "--optimal-grain", "K", "--at", "P=2"]) == 0
+    out = json.loads(capsys.readouterr().out.splitlines()[0])
+    pipeline = out["phases"][1]
+    assert pipeline["computation"] and pipeline["message_cost"]
+    assert out["optimal_grain"]["K"] > 0
+    assert cli.main(["model", *paths, "--param", f"K={ks}", "--calibrate", "1"]) == 2
+    assert "np" in capsys.readouterr().err
