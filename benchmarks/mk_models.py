@@ -9,7 +9,7 @@ Program: tests/py/programs/blocked_pipeline.c (-O2), ``blocked_pipeline N K SWEE
 (default 32 sweeps, 1 multiply-add per cell: the per-message cost is then a visible part of a
 stage, so T(K) has a clear minimum; with 16 multiply-adds per cell the curve was flat within a
 few per cent from K = 4 to 64 at N = 2048, and no measurement could place its minimum).
-Training runs (traced): N in {256, 512, 1024}, K in {2, 8, 32, 128}, P in {2, 3, 4}.
+Training runs (traced): N in {256, 512, 1024} (--train-ns), K in {2, 8, 32, 128}, P in {2, 3, 4}.
 Held-out runs (traced, never fitted): N = 768 with K in {4, 16, 64} at every P, and N = 2048
 with K in {8, 32} at P = 2. Measured time of a run: the slowest rank's time from MPI_Init to
 MPI_Finalize in its trace (what the model is fitted to), and the program's own elapsed time
@@ -246,6 +246,14 @@ def main() -> None:
         help="traced runs per point (the model takes the median of each measured part)",
     )
     ap.add_argument(
+        "--train-ns",
+        type=int,
+        nargs="+",
+        default=None,
+        help="N of the training runs (default 256 512 1024; e.g. add 128 to train below a "
+        "--best-n of 120 instead of extrapolating to it)",
+    )
+    ap.add_argument(
         "--best-n",
         type=int,
         default=720,
@@ -287,7 +295,7 @@ def main() -> None:
         held = [(768, 4, 2), (768, 16, 3), (2048, 8, 2)]
         best_ks, best_n, best_ps, repeats = divisors[::3], args.best_n, [2], 1
     else:
-        ns, ks, ps = [256, 512, 1024], [2, 8, 32, 128], [2, 3, 4]
+        ns, ks, ps = args.train_ns or [256, 512, 1024], [2, 8, 32, 128], [2, 3, 4]
         held = [(768, k, p) for k in (4, 16, 64) for p in ps] + [(2048, 8, 2), (2048, 32, 2)]
         best_ks, best_n, best_ps, repeats = divisors, args.best_n, [2, 4], args.repeats
     if args.ranks:
@@ -298,7 +306,9 @@ def main() -> None:
         best_ps = [p for p in best_ps if p in ps] or ps[:1]
     loads = [load()]
     t0 = time.time()
-    train = list(itertools.product(ns, ks, ps))
+    # K < N: a block as wide as the array leaves one block per sweep, no block loop in the trace
+    # (the phase's loop is then the sweep loop: other occurrences and visits, another program).
+    train = [(n, k, p) for n, k, p in itertools.product(ns, ks, ps) if k < n]
     runs = traced_repeats(exe, work, train + held, args.traced_repeats)
     traces = [t for reps in runs[: len(train)] for t, _ in reps]
     loads.append(load())
