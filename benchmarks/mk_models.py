@@ -9,7 +9,7 @@ Program: tests/py/programs/blocked_pipeline.c (-O2), ``blocked_pipeline N K SWEE
 (default 32 sweeps, 1 multiply-add per cell: the per-message cost is then a visible part of a
 stage, so T(K) has a clear minimum; with 16 multiply-adds per cell the curve was flat within a
 few per cent from K = 4 to 64 at N = 2048, and no measurement could place its minimum).
-Training runs (traced): N in {256, 512, 1024}, K in {2, 8, 32, 128}, P in {2, 3, 4}.
+Training runs (traced): N in {256, 512, 1024} (--train-ns), K in {2, 8, 32, 128}, P in {2, 3, 4}.
 Held-out runs (traced, never fitted): N = 768 with K in {4, 16, 64} at every P, and N = 2048
 with K in {8, 32} at P = 2. Measured time of a run: the slowest rank's time from MPI_Init to
 MPI_Finalize in its trace (what the model is fitted to), and the program's own elapsed time
@@ -96,13 +96,14 @@ def traced_repeats(
     return [runs[i] for i in range(len(points))]
 
 
-def plain_run(exe: Path, n: int, k: int, p: int, repeat: int) -> float:
-    stamp = exe.parent / f"plain-{n}-{k}-{p}-s{SWEEPS}-w{WORK}-{repeat}.elapsed"
+def plain_run(exe: Path, n: int, k: int, p: int, repeat: int, sweeps: int | None = None) -> float:
+    sweeps = sweeps or SWEEPS
+    stamp = exe.parent / f"plain-{n}-{k}-{p}-s{sweeps}-w{WORK}-{repeat}.elapsed"
     if stamp.exists():
         return float(stamp.read_text())
     mpiexec = shutil.which("mpiexec.mpich") or "mpiexec"
     proc = subprocess.run(
-        [mpiexec, "-n", str(p), str(exe), str(n), str(k), str(SWEEPS), str(WORK)],
+        [mpiexec, "-n", str(p), str(exe), str(n), str(k), str(sweeps), str(WORK)],
         capture_output=True,
         text=True,
         check=True,
@@ -110,6 +111,19 @@ def plain_run(exe: Path, n: int, k: int, p: int, repeat: int) -> float:
     )
     stamp.write_text(proc.stdout.split()[1])
     return float(proc.stdout.split()[1])
+
+
+def calibration(work: Path, ranks: int) -> scalatrace.LogGP:
+    """The machine's LogGP (``scalatrace.calibrate``, untraced ping-pongs), the median of each
+    parameter over 3 calibrations, kept in ``work`` (a re-run with the same directory reuses
+    it, as it reuses the runs)."""
+    import dataclasses
+
+    path = work / f"calibration-p{ranks}.json"
+    if not path.exists():
+        runs = [dataclasses.asdict(scalatrace.calibrate(np=ranks)) for _ in range(3)]
+        path.write_text(json.dumps({k: float(np.median([r[k] for r in runs])) for k in runs[0]}))
+    return scalatrace.LogGP(**json.loads(path.read_text()))
 
 
 def curve_minimum(ks: list[int], times: np.ndarray) -> float:
@@ -232,6 +246,32 @@ def main() -> None:
         help="traced runs per point (the model takes the median of each measured part)",
     )
     ap.add_argument(
+        "--train-ns",
+        type=int,
+        nargs="+",
+        default=None,
+        help="N of the training runs (default 256 512 1024; e.g. add 128 to train below a "
+        "--best-n of 120 instead of extrapolating to it)",
+    )
+    ap.add_argument(
+        "--best-n",
+        type=int,
+        default=720,
+        help="N of the best-K search (every divisor of it from 2 to N / 2 is a K; default 720)",
+    )
+    ap.add_argument(
+        "--best-sweeps",
+        type=int,
+        default=None,
+        help="sweeps of the untraced best-K runs (default: --sweeps; the optimal K does not "
+        "depend on the sweeps, every sweep costing the same: more sweeps time a small N better)",
+    )
+    ap.add_argument(
+        "--no-network",
+        action="store_true",
+        help="skip the model with the calibrated machine (scalatrace.model(..., network=...))",
+    )
+    ap.add_argument(
         "--ranks",
         type=int,
         nargs="+",
@@ -248,15 +288,16 @@ def main() -> None:
     exe = (
         work / "blocked_pipeline" if (work / "blocked_pipeline").exists() else compile_program(work)
     )
-    divisors = [k for k in range(2, 361) if 720 % k == 0]
+    divisors = [k for k in range(2, args.best_n // 2 + 1) if args.best_n % k == 0]
+    best_sweeps = args.best_sweeps or SWEEPS
     if args.quick:
         ns, ks, ps = [256, 512, 1024], [2, 8, 32], [2, 3]
         held = [(768, 4, 2), (768, 16, 3), (2048, 8, 2)]
-        best_ks, best_n, best_ps, repeats = divisors[::3], 720, [2], 1
+        best_ks, best_n, best_ps, repeats = divisors[::3], args.best_n, [2], 1
     else:
-        ns, ks, ps = [256, 512, 1024], [2, 8, 32, 128], [2, 3, 4]
+        ns, ks, ps = args.train_ns or [256, 512, 1024], [2, 8, 32, 128], [2, 3, 4]
         held = [(768, k, p) for k in (4, 16, 64) for p in ps] + [(2048, 8, 2), (2048, 32, 2)]
-        best_ks, best_n, best_ps, repeats = divisors, 720, [2, 4], args.repeats
+        best_ks, best_n, best_ps, repeats = divisors, args.best_n, [2, 4], args.repeats
     if args.ranks:
         ps = sorted(set(args.ranks))
         held = [(n, k, p) for n, k, p in held if p in ps] or [
@@ -265,7 +306,9 @@ def main() -> None:
         best_ps = [p for p in best_ps if p in ps] or ps[:1]
     loads = [load()]
     t0 = time.time()
-    train = list(itertools.product(ns, ks, ps))
+    # K < N: a block as wide as the array leaves one block per sweep, no block loop in the trace
+    # (the phase's loop is then the sweep loop: other occurrences and visits, another program).
+    train = [(n, k, p) for n, k, p in itertools.product(ns, ks, ps) if k < n]
     runs = traced_repeats(exe, work, train + held, args.traced_repeats)
     traces = [t for reps in runs[: len(train)] for t, _ in reps]
     loads.append(load())
@@ -276,21 +319,35 @@ def main() -> None:
         "P": [x[2] for x in reps_of],
     }
     m = model(traces, params)
+    network = None if args.no_network else calibration(work, max(2, min(ps)))
+    mn = model(traces, params, network=network) if network is not None else None
     loads.append(load())
     held_rows = []
     for (n, k, p), reps in zip(held, runs[len(train) :]):
         total = float(np.median([measure(t).total for t, _ in reps]))
         elapsed = float(np.median([e for _, e in reps]))
         held_rows.append((n, k, p, total, elapsed, float(m.predict(N=n, K=k, P=p))))
+    # The untraced program at the held-out points (what the model with the machine describes).
+    held_plain = [
+        float(np.median([plain_run(exe, n, k, p, r) for r in range(args.traced_repeats)]))
+        for n, k, p in held
+    ]
     loads.append(load())
     best_rows = []
     for p in best_ps:
         # Repeat after repeat over all K (not K after K): a slow spell of the machine then
         # touches one run of many K values, not every run of one K.
-        by_repeat = [[plain_run(exe, best_n, k, p, r) for k in best_ks] for r in range(repeats)]
+        by_repeat = [
+            [plain_run(exe, best_n, k, p, r, best_sweeps) for k in best_ks] for r in range(repeats)
+        ]
         runs = np.array(by_repeat).T  # K x repeats
         times = [float(v) for v in np.median(runs, axis=1)]
         kopt = optimal_grain(m, "K", lo=min(best_ks), hi=max(best_ks), N=best_n, P=p)
+        kopt_n = (
+            optimal_grain(mn, "K", lo=min(best_ks), hi=max(best_ks), N=best_n, P=p)
+            if mn is not None
+            else float("nan")
+        )
         # The same curve traced (the program's own elapsed time under the collector): the
         # program the model was fitted to, whose per-message cost includes the collector's.
         traced = np.array(
@@ -300,7 +357,7 @@ def main() -> None:
             ]
         ).T
         best_rows.append(
-            (p, times, kopt, measured_best(best_ks, runs), measured_best(best_ks, traced))
+            (p, times, kopt, measured_best(best_ks, runs), measured_best(best_ks, traced), kopt_n)
         )
     loads.append(load())
     # The fit's form, checked on the untraced program: the same PMNF search on untraced stage
@@ -355,11 +412,16 @@ def main() -> None:
     fig.tight_layout()
     fig.savefig(fig_dir / f"{out_md.stem}_predicted.png", dpi=100)
     fig, axes = plt.subplots(1, len(best_rows), figsize=(5 * len(best_rows), 4), squeeze=False)
-    for ax, (p, times, kopt, _, mt) in zip(axes[0], best_rows):
+    for ax, (p, times, kopt, _, mt, kopt_n) in zip(axes[0], best_rows):
         grid = np.geomspace(min(best_ks), max(best_ks), 200)
-        ax.plot(grid, m.predict(N=best_n, K=grid, P=p), "-", label="model")
+        scale = best_sweeps / SWEEPS  # the untraced runs' sweeps against the model's
+        ax.plot(grid, scale * m.predict(N=best_n, K=grid, P=p), "-", label="model (traced)")
+        if mn is not None:
+            ax.plot(grid, scale * mn.predict(N=best_n, K=grid, P=p), "--", label="model (machine)")
+            ax.axvline(kopt_n, ls=":", color="C1", label=f"machine optimum K={kopt_n:.3g}")
         ax.plot(best_ks, times, "o", label="measured (untraced, elapsed)")
-        ax.plot(best_ks, mt["medians"], "x", label="measured (traced, elapsed)")
+        if best_sweeps == SWEEPS:
+            ax.plot(best_ks, mt["medians"], "x", label="measured (traced, elapsed)")
         ax.axvline(kopt, ls="--", color="k", label=f"model optimum K={kopt:.3g}")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("K")
@@ -439,7 +501,7 @@ def main() -> None:
         "|---|---|---|---|---|---|---|",
     ]
     rows_t: list[str] = []
-    for p, times, kopt, mb, mt in best_rows:
+    for p, times, kopt, mb, mt, _ in best_rows:
         kb = mb["argmin"]
         rows_t.append(
             f"| {p} | {kopt:.3g} | {mt['argmin']} | {mt['fitted']:.3g} [{mt['lo']:.3g}, "
@@ -470,9 +532,89 @@ def main() -> None:
         "|---|---|---|---|---|",
         *rows_t,
     ]
+    summary: dict = {"loads": loads, "wall_s": wall, "best_n": best_n, "best_sweeps": best_sweeps}
+    if mn is not None:
+        assert network is not None
+        lines += [
+            "",
+            "## With the calibrated machine (MK's split: scalatrace.model(..., network=...))",
+            "",
+            f"Machine (`scalatrace.calibrate(np={max(2, min(ps))})`, untraced ping-pongs, the median "
+            f"of 3): L = {1e9 * network.L:.0f} ns, o_s = {1e9 * network.o_s:.0f} ns, o_r = "
+            f"{1e9 * network.o_r:.0f} ns, G = {1e12 * network.G:.1f} ps/B, O = "
+            f"{1e12 * network.O:.1f} ps/B, g = {1e9 * network.g:.0f} ns. Each point-to-point "
+            "phase: its computation W per occurrence from the trace (the busiest rank's; the "
+            "chain end's last block counted in the pipeline), the machine's overheads of a "
+            "rank's own messages per block and s + tau + r per hop of the fill; collectives "
+            "ceil(log2 P) rounds of the machine's messages; the rest the time outside the phases.",
+            "",
+            "```",
+            str(mn.expression),
+            "```",
+            "",
+            markdown_table(mn.phases),
+            "",
+            "Held-out points: the model with the machine against the untraced program (median of "
+            f"{args.traced_repeats} runs, its own timer) and the traced one (trace time); the "
+            "traced model for comparison:",
+            "",
+            "| N | K | P | untraced elapsed s | machine model s | error | traced model s | error "
+            "| trace time s | machine model vs trace |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        nerrs, terrs = [], []
+        for (n, k, p, mt, _e, pr), un in zip(held_rows, held_plain):
+            pn = float(mn.predict(N=n, K=k, P=p))
+            nerrs.append((pn - un) / un)
+            terrs.append((pr - un) / un)
+            lines.append(
+                f"| {n} | {k} | {p} | {un:.4f} | {pn:.4f} | {100 * (pn - un) / un:+.1f} % "
+                f"| {pr:.4f} | {100 * (pr - un) / un:+.1f} % | {mt:.4f} | "
+                f"{100 * (pn - mt) / mt:+.1f} % |"
+            )
+        lines += [
+            "",
+            f"Mean absolute error against the untraced program: machine model "
+            f"{100 * np.mean(np.abs(nerrs)):.1f} %, traced model {100 * np.mean(np.abs(terrs)):.1f} %.",
+            "",
+            f"Optimal K at N = {best_n}: model with the machine against the untraced program "
+            f"({repeats} runs per K, {best_sweeps} sweeps):",
+            "",
+            "| P | machine model optimum K | traced model optimum K | untraced: lowest median at K "
+            "| untraced: fitted minimum [10 %, 90 %] | machine model vs lowest median / fitted "
+            "| traced model vs lowest median / fitted |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for p, _times, kopt, mb, _mt, kopt_n in best_rows:
+            kb, kf = mb["argmin"], mb["fitted"]
+            lines.append(
+                f"| {p} | {kopt_n:.3g} | {kopt:.3g} | {kb} | {kf:.3g} [{mb['lo']:.3g}, "
+                f"{mb['hi']:.3g}] | {100 * (kopt_n - kb) / kb:+.0f} % / "
+                f"{100 * (kopt_n - kf) / kf:+.0f} % | {100 * (kopt - kb) / kb:+.0f} % / "
+                f"{100 * (kopt - kf) / kf:+.0f} % |"
+            )
+        summary.update(
+            network={k: getattr(network, k) for k in ("L", "o_s", "o_r", "g", "G", "O")},
+            machine_expression=str(mn.expression),
+            held_error_machine_vs_untraced=float(np.mean(np.abs(nerrs))),
+            held_error_traced_vs_untraced=float(np.mean(np.abs(terrs))),
+        )
+    summary["best"] = [
+        {
+            "P": p,
+            "traced_model_optimum": kopt,
+            "machine_model_optimum": kopt_n,
+            "untraced": mb,
+            "traced": {k: v for k, v in mt.items() if k != "medians"},
+        }
+        for p, _t, kopt, mb, mt, kopt_n in best_rows
+    ]
+    summary["held_error_traced_model"] = {str(p): float(np.mean(v)) for p, v in errs.items()}
+    summary["traced_expression"] = str(m.expression)
+    out_md.with_suffix(".json").write_text(json.dumps(summary, indent=1))
     p0 = best_rows[0]
     per_call = ", ".join(
-        f"K = {k}: {1e9 * (tr - un) / (SWEEPS * -(-best_n // k)):.0f} ns"
+        f"K = {k}: {1e9 * (tr - un * SWEEPS / best_sweeps) / (SWEEPS * -(-best_n // k)):.0f} ns"
         for k, un, tr in zip(best_ks[:6], p0[1][:6], p0[4]["medians"][:6])
     )
     lines += [

@@ -566,7 +566,13 @@ def _cmd_model(args: argparse.Namespace) -> int:
     from .models import model, optimal_grain
 
     params = _assignments(args.param, "--param")
-    m = model([load(p) for p in args.traces], params or None, max_terms=args.max_terms)
+    network = None
+    if args.calibrate is not None:
+        from .simulate import calibrate
+
+        network = calibrate(np=args.calibrate)
+    traces = [load(p) for p in args.traces]
+    m = model(traces, params or None, max_terms=args.max_terms, network=network)
     at = _single_values(args.at, "--at")
     result: dict = {
         "expression": str(m.expression),
@@ -624,6 +630,14 @@ def _model_parsers(sub: argparse._SubParsersAction) -> None:
         help="a parameter's value for each trace, in order (repeatable; P defaults to the ranks)",
     )
     mo.add_argument("--max-terms", type=int, default=2, help="terms per fitted part (1-3)")
+    mo.add_argument(
+        "--calibrate",
+        type=int,
+        metavar="NP",
+        default=None,
+        help="the messages' costs from this machine (scalatrace.calibrate(np=NP), untraced "
+        "ping-pongs) instead of the traced times inside the calls: MK's split (docs/models.md)",
+    )
     mo.add_argument(
         "--predict",
         action="append",

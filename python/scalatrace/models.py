@@ -82,19 +82,39 @@ class PhaseMeasurement:
     depth: float
     per_occurrence: float  # seconds: c (synchronous) or w (pipeline stage)
     overlaps_next: bool = False  # MK §4.1: it and the next phase can overlap
+    # With a network (model(..., network=...)), MK's split: the computation per occurrence from
+    # the trace, the messages' cost from the machine (seconds).
+    network: bool = False
+    chained: bool = False  # a pipeline or one-way shift: B + V D stages and D hops per visit
+    compute: float = 0.0  # W: the busiest rank's computation per occurrence
+    message: float = 0.0  # the machine's overheads of a rank's own sends and receives, largest
+    hop: float = 0.0  # tau (chained phases: s + tau + r, one message's trip in the fill)
 
     @property
     def stages(self) -> float:
         """Occurrences on the critical path: ``B + V (D - 1)`` for a pipeline (its fill and
-        drain at each visit), ``B`` for any other phase."""
+        drain at each visit), ``B`` for any other phase; with a network, ``B + V D`` for a
+        pipeline or one-way shift (the chain end's last stage of each visit included)."""
+        if self.network and self.chained:
+            return self.occurrences + self.visits * self.depth
         if self.kind == "pipeline":
             return self.occurrences + self.visits * max(self.depth - 1, 0.0)
         return self.occurrences
 
     @property
     def cost(self) -> float:
-        """Seconds, as the model combines it: ``stages * per_occurrence``."""
-        return self.stages * self.per_occurrence
+        """Seconds, as the model combines it: ``stages * per_occurrence``; with a network,
+        ``B (W + m) + V D (W + s + tau + r)`` for a pipeline or one-way shift (MK's Remain and
+        Fill) and ``B (W + m + tau)`` for any other phase, ``m`` the overheads of a rank's own
+        messages per occurrence."""
+        if not self.network:
+            return self.stages * self.per_occurrence
+        if self.chained:
+            fill = self.visits * self.depth
+            return self.occurrences * (self.compute + self.message) + fill * (
+                self.compute + self.hop
+            )
+        return self.occurrences * (self.compute + self.message + self.hop)
 
 
 @dataclass
@@ -103,10 +123,16 @@ class Measurement:
 
     total: float  # seconds: the slowest rank from the end of MPI_Init to MPI_Finalize
     phases: list[PhaseMeasurement]
+    # With a network: the slowest rank's time outside every phase (MK's T_s outside them).
+    outside: float | None = None
 
     @property
     def rest(self) -> float:
-        """The run time the phases do not account for."""
+        """The run time the phases do not account for; with a network, the time outside the
+        phases (so that the collector's share of the traced messages, which the machine's
+        costs replace, is not fitted back in through the rest)."""
+        if self.outside is not None:
+            return self.outside
         return self.total - combine(
             [p.cost for p in self.phases], [p.overlaps_next for p in self.phases], max
         )
@@ -134,7 +160,10 @@ def _ranks_to_expand(t: TraceModel) -> list[int]:
 
 
 def measure(
-    trace: TraceModel | str, pipelines: Sequence[int] = (), analysis: PhaseAnalysis | None = None
+    trace: TraceModel | str,
+    pipelines: Sequence[int] = (),
+    analysis: PhaseAnalysis | None = None,
+    network: Any = None,
 ) -> Measurement:
     """The run time and the phases' measurements of one trace (see the module documentation).
 
@@ -146,15 +175,25 @@ def measure(
         pipeline over 2 ranks passes nothing on and is a shift).
     analysis : PhaseAnalysis, optional
         The trace's phases, if already computed.
+    network : LogGP, optional
+        The machine's message costs (:func:`scalatrace.calibrate`): point-to-point phases then
+        take their computation from the trace and their messages' cost from ``network``
+        (see :func:`model`).
     """
     t = as_trace(trace)
     pa = analysis or phase_analysis(t)
     site_phase = {s: p.id for p in pa.phases for s in p.sites}
     nphases = len(pa.phases)
+    chained = np.zeros(nphases, dtype=bool)
+    for p in pa.phases:
+        one_way = p.kind == "shift" and not np.intersect1d(p.senders, p.receivers).size
+        chained[p.id] = p.kind in ("pipeline", "tree") or p.id in pipelines or one_way
     work = np.zeros(nphases)  # the busiest rank's computation before the phase's calls
     calls = np.full(nphases, np.inf)  # the least time a rank spends inside them
     whole = np.zeros(nphases)  # the slowest rank's time in the phase
+    message = np.zeros(nphases)  # the machine's cost of a rank's own messages, the largest
     total = 0.0
+    outside = 0.0
     for r in _ranks_to_expand(t):
         tab = t.rank_table(r)
         ops = tab["op_name"].astype(str)
@@ -174,23 +213,28 @@ def measure(
                 last = phase[i]
             elif op in _COMPLETIONS and last >= 0:
                 phase[i] = last
+        if network is not None:
+            compute = _with_drains(compute, phase, chained)
+            outside = max(outside, float(mine[phase < 0].sum()))
         for g in range(nphases):
             sel = phase == g
             if sel.any():
                 work[g] = max(work[g], float(compute[sel].sum()))
                 calls[g] = min(calls[g], float(duration[sel].sum()))
                 whole[g] = max(whole[g], float(mine[sel].sum()))
+                if network is not None:
+                    own = _overheads(network, ops[sel], tab["bytes"][sel])
+                    message[g] = max(message[g], own)
     out = []
     for p in pa.phases:
         occ = float(p.occurrences)
-        pipeline = p.kind in ("pipeline", "tree") or p.id in pipelines
-        if pipeline:
+        if p.kind in ("pipeline", "tree") or p.id in pipelines:
             stage = PhaseMeasurement(
                 "pipeline", ",".join(p.ops), occ, float(p.visits), float(p.chain_depth or 0), 0.0
             )
             stage.per_occurrence = whole[p.id] / stage.stages
             out.append(stage)
-        elif p.kind == "shift" and not np.intersect1d(p.senders, p.receivers).size:
+        elif chained[p.id]:
             # One-way: no rank both sends and receives (a pipeline over 2 ranks). A receiver
             # cannot run ahead of its sender, so the slowest rank's time in the phase (its
             # receives' own cost included) is the cost, as for a pipeline of depth 1.
@@ -199,8 +243,75 @@ def measure(
         else:
             c = (work[p.id] + (calls[p.id] if np.isfinite(calls[p.id]) else 0.0)) / occ
             out.append(PhaseMeasurement(p.kind, ",".join(p.ops), occ, 1.0, 0.0, c))
-        out[-1].overlaps_next = p.id + 1 in p.overlaps_with
-    return Measurement(total, out)
+        ph = out[-1]
+        ph.overlaps_next = p.id + 1 in p.overlaps_with
+        if network is not None:
+            chain = bool(chained[p.id])
+            _split(ph, p, network, work[p.id], message[p.id], chain, t.nranks)
+    return Measurement(total, out, outside if network is not None else None)
+
+
+_SENDS = frozenset({"Send", "Bsend", "Ssend", "Rsend", "Isend", "Ibsend", "Issend", "Irsend"})
+_RECEIVES = frozenset({"Recv", "Irecv", "Mrecv", "Imrecv"})
+_SENDRECVS = frozenset({"Sendrecv", "Sendrecv_replace"})
+
+
+def _overheads(network: Any, ops: np.ndarray, nbytes: np.ndarray) -> float:
+    """The CPU time a rank's point-to-point calls cost on the machine (seconds): ``o_s + (k - 1)
+    O`` per k-byte send and ``o_r + (k - 1) O`` per receive (LogGOPS)."""
+    extra = np.maximum(nbytes.astype(float) - 1.0, 0.0) * network.O
+    sends = np.isin(ops, list(_SENDS | _SENDRECVS))
+    receives = np.isin(ops, list(_RECEIVES | _SENDRECVS))
+    return float((network.o_s + extra)[sends].sum() + (network.o_r + extra)[receives].sum())
+
+
+def _with_drains(compute: np.ndarray, phase: np.ndarray, chained: np.ndarray) -> np.ndarray:
+    """``compute`` with the computation after each run of a chained phase's calls (the chain
+    end's last stage: its block after the last receive, recorded before the next phase's call)
+    moved to that phase: MK's Remain counts it in the pipeline, not in the phase after it."""
+    out = compute.copy()
+    run_ends = np.flatnonzero((phase[:-1] >= 0) & (phase[1:] != phase[:-1])) + 1
+    for i in run_ends:
+        g = phase[i - 1]
+        if chained[g]:
+            out[i - 1] += out[i]
+            out[i] = 0.0
+    return out
+
+
+def _split(
+    ph: PhaseMeasurement,
+    p: Any,
+    network: Any,
+    work: float,
+    message: float,
+    chained: bool,
+    nranks: int,
+) -> None:
+    """MK's split of a phase's cost: the computation from the trace, the messages from the
+    machine (collectives: ``ceil(log2 P)`` rounds of one message each way)."""
+    ph.network = True
+    ph.chained = chained
+    occ = ph.occurrences
+    ph.compute = work / occ
+    messages = float(p.messages)
+    size = float(p.bytes) / messages if messages > 0 else 0.0
+    extra = max(size - 1.0, 0.0)
+    if p.kind == "collective":
+        # MK's GLOBAL (machine specific): ceil(log2 P) rounds of a message each way, as a
+        # recursive-doubling or tree collective of ``size`` bytes per rank takes.
+        rounds = float(np.ceil(np.log2(max(nranks, 2))))
+        ph.message = rounds * (network.o_s + network.o_r + 2.0 * extra * network.O)
+        ph.hop = rounds * (network.L + extra * network.G)
+        ph.per_occurrence = ph.cost / ph.stages
+        return
+    ph.message = message / occ
+    ph.hop = network.L + extra * network.G
+    if chained:  # a hop of the fill: one message's send overhead, transfer, receive overhead
+        ph.hop += network.o_s + network.o_r + 2.0 * extra * network.O
+        ph.visits = float(p.visits)
+        ph.depth = float(p.chain_depth or 0) if ph.kind == "pipeline" else 1.0
+    ph.per_occurrence = ph.cost / ph.stages
 
 
 @dataclass
@@ -215,9 +326,24 @@ class PhaseModel:
     visits: MultiModel | None = None
     depth: MultiModel | None = None
     overlaps_next: bool = False
+    # With a network (MK's split): W fitted from the trace, s + r and tau from the machine.
+    compute: MultiModel | None = None
+    message: MultiModel | None = None
+    hop: MultiModel | None = None
+    chained: bool = False
 
     def expression(self, symbols: Mapping[str, Any]) -> sympy.Expr:
         b = self.occurrences.expression(symbols)
+        if self.compute is not None:
+            assert self.message is not None and self.hop is not None
+            w = self.compute.expression(symbols)
+            sr = self.message.expression(symbols)
+            tau = self.hop.expression(symbols)
+            if self.chained:
+                assert self.visits is not None and self.depth is not None
+                fill = self.visits.expression(symbols) * self.depth.expression(symbols)
+                return b * (w + sr) + fill * (w + tau)
+            return b * (w + sr + tau)
         x = self.per_occurrence.expression(symbols)
         if self.kind == "pipeline":
             assert self.visits is not None and self.depth is not None
@@ -250,6 +376,7 @@ class PerformanceModel:
     rest: MultiModel
     direct: MultiModel
     measurements: list[Measurement] = field(repr=False, default_factory=list)
+    network: Any = None
     _fn: Any = field(default=None, repr=False)
 
     @property
@@ -305,6 +432,8 @@ class PerformanceModel:
                     "visits": pm.visits.formula if pm.visits else "",
                     "chain_depth": pm.depth.formula if pm.depth else "",
                     "time_per_occurrence": pm.per_occurrence.formula,
+                    "computation": pm.compute.formula if pm.compute else "",
+                    "message_cost": pm.message.formula if pm.message else "",
                     "cost": str(pm.expression(syms)),
                 }
             )
@@ -317,6 +446,8 @@ class PerformanceModel:
                 "visits": "",
                 "chain_depth": "",
                 "time_per_occurrence": "",
+                "computation": "",
+                "message_cost": "",
                 "cost": self.rest.formula,
             }
         )
@@ -383,6 +514,7 @@ def model(
     params: Mapping[str, Sequence[float]] | None = None,
     *,
     max_terms: int = 2,
+    network: Any = None,
 ) -> PerformanceModel:
     """A closed-form model of run time from traces at several parameter points.
 
@@ -398,6 +530,21 @@ def model(
         the traces' rank counts.
     max_terms : int
         Terms per fitted part (1 to 3).
+    network : LogGP, optional
+        The machine's message costs, e.g. ``scalatrace.calibrate(np=2)`` (untraced
+        ping-pongs). MK's split (§4): a point-to-point phase costs its computation ``W`` per
+        occurrence (the busiest rank's, from the trace: the collector's own time is not in it)
+        plus the machine's overheads ``m`` of a rank's own messages per occurrence (the
+        largest over the ranks; LogGOPS ``o_s + (k - 1) O`` per k-byte send, ``o_r + (k - 1)
+        O`` per receive: ``s + r`` for a rank that both receives and sends, as in MK's laws)
+        instead of the traced time inside the calls, which carries the tracer's per-call cost.
+        A pipeline or one-way shift costs ``B (W + m) + V D (W + s + tau + r)`` (MK's Remain,
+        and a Fill of ``D`` hops per visit, each one message's trip with ``tau = L + (k - 1)
+        G``; the chain end's last block, recorded before the next phase's call, is counted
+        here); other point-to-point phases ``B (W + m + tau)``; collectives their computation
+        and ``ceil(log2 P)`` rounds of ``o_s + o_r + L`` (and the bytes terms). The rest is
+        the slowest rank's time outside the phases. None (the default): every part is the
+        traced time.
 
     Returns
     -------
@@ -434,7 +581,15 @@ def model(
         detail = "; ".join(f"trace {i}: {' | '.join(s) or 'none'}" for i, s in enumerate(shapes))
         raise ModelError(f"the traces' communication phases differ ({detail})")
     pipelines = sorted({p.id for a in analyses for p in a.phases if p.kind in ("pipeline", "tree")})
-    points, ms = _merge_repeats(points, [measure(t, pipelines, a) for t, a in zip(ts, analyses)])
+    if network is not None:
+        for name in ("L", "o_s", "o_r", "G", "O"):
+            value = getattr(network, name, None)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise UsageError(
+                    f"network must be a LogGP (scalatrace.calibrate()); its {name} is {value!r}"
+                )
+    measured_traces = [measure(t, pipelines, a, network) for t, a in zip(ts, analyses)]
+    points, ms = _merge_repeats(points, measured_traces)
     if len(ms) < 3:
         raise UsageError(f"model needs traces at 3 or more parameter points, got {len(ms)}")
     phase_models = []
@@ -449,9 +604,14 @@ def model(
             per_occurrence=_fit(points, [x.per_occurrence for x in pm_list], max_terms),
             overlaps_next=all(x.overlaps_next for x in pm_list),
         )
-        if kind == "pipeline":
+        if kind == "pipeline" or (network is not None and pm_list[0].chained):
             pm.visits = _fit(points, [x.visits for x in pm_list], max_terms)
             pm.depth = _fit(points, [x.depth for x in pm_list], max_terms)
+        if network is not None:
+            pm.chained = pm_list[0].chained
+            pm.compute = _fit_part(points, [x.compute for x in pm_list], max_terms)
+            pm.message = _fit_part(points, [x.message for x in pm_list], max_terms)
+            pm.hop = _fit_part(points, [x.hop for x in pm_list], max_terms)
         phase_models.append(pm)
     for m_ in ms:  # one overlap decision for all traces (the model's)
         for pm, ph in zip(phase_models, m_.phases):
@@ -465,7 +625,15 @@ def model(
     )
     measured = np.array([m.total for m in ms])
     direct = _fit(points, measured, max_terms)
-    return PerformanceModel(tuple(points), points, measured, phase_models, rest, direct, ms)
+    return PerformanceModel(
+        tuple(points), points, measured, phase_models, rest, direct, ms, network
+    )
+
+
+def _fit_part(points: dict[str, np.ndarray], values: Sequence[float], max_terms: int) -> MultiModel:
+    """A fitted part that may be zero at every point (a collective's messages)."""
+    arr = np.asarray(values, dtype=float)
+    return _fit(points, arr, max_terms) if np.all(arr > 0) else _constant(points, arr)
 
 
 def _merge_repeats(
@@ -498,9 +666,17 @@ def _merge_repeats(
                     med("depth"),
                     med("per_occurrence"),
                     all(r.phases[g].overlaps_next for r in reps),
+                    first.network,
+                    first.chained,
+                    med("compute"),
+                    med("message"),
+                    med("hop"),
                 )
             )
-        merged.append(Measurement(float(np.median([r.total for r in reps])), phases))
+        outside = (
+            float(np.median([r.outside for r in reps])) if reps[0].outside is not None else None
+        )
+        merged.append(Measurement(float(np.median([r.total for r in reps])), phases, outside))
     first_of = [idx[0] for idx in groups.values()]
     return {p: v[first_of] for p, v in points.items()}, merged
 

@@ -360,3 +360,154 @@ def test_repeats_at_one_point_are_merged_by_their_median(pipeline_traces):
     # a pipeline's cost: (B + V (D - 1)) stages of the median stage time
     assert merged[0].phases[0].cost == pytest.approx((8 + 1 * 2) * 2e-3)
     assert merged[1].total == 3
+
+
+# --- MK's split: the computation from the trace, the messages from the machine --------------
+
+NET = scalatrace.LogGP(L=4e-7, o_s=9e-8, o_r=7e-8, g=1e-7, G=3e-11, O=5e-11)
+
+
+def test_machine_model_optimum_is_the_message_cost_against_the_block():
+    """A chained phase with the machine: ``B (W + m) + V D (W + s + tau + r)``. With B = S N / K
+    blocks of W = a N K, a rank's own overheads m per block and one fill hop per sweep (V = S,
+    D = 1), T = S a N^2 + S m N / K + S a N K + ..., minimal at K = sqrt(m / a) whatever N, S
+    and the hop."""
+    import sympy
+
+    params = ("N", "K", "P")
+    a, m, tau, sweeps = 2e-9, 1.7e-7, 4e-7, 32.0
+    pm = PhaseModel(
+        id=0,
+        kind="shift",
+        ops="Recv,Send",
+        occurrences=_multi(params, 0, (sweeps, {"N": 1, "K": -1})),
+        per_occurrence=_multi(params, 0.0),
+        visits=_multi(params, sweeps),
+        depth=_multi(params, 1.0),
+        compute=_multi(params, 0, (a, {"N": 1, "K": 1})),
+        message=_multi(params, m),
+        hop=_multi(params, tau),
+        chained=True,
+    )
+    pts = grid(N=[256, 1024], K=[2, 128], P=[2])
+    pmodel = PerformanceModel(
+        params, pts, np.ones(4), [pm], _multi(params, 1e-4), _multi(params, 1)
+    )
+    n, k = 720.0, 9.0
+    expected = sweeps * n / k * (a * n * k + m) + sweeps * (a * n * k + tau) + 1e-4
+    assert pmodel.predict(N=n, K=k, P=2) == pytest.approx(expected, rel=1e-12)
+    assert optimal_grain(pmodel, "K", N=720, P=2) == pytest.approx(np.sqrt(m / a), rel=1e-6)
+    assert optimal_grain(pmodel, "K", N=4096, P=2) == pytest.approx(np.sqrt(m / a), rel=1e-6)
+    syms = pmodel.symbols
+    assert sympy.simplify(pm.expression(syms).diff(syms["N"], 3)) == 0
+
+
+def _phase_sums(t, phase, drains: bool):
+    """Per rank: the computation before the phase's calls (with the compute of the call after
+    each run of them, the chain end's last block, if ``drains``) and the machine's overheads of
+    its own sends and receives."""
+    out = []
+    for r in range(t.nranks):
+        tab = t.rank_table(r)
+        inside = np.isin(tab["site"], list(phase.sites))
+        compute = tab["compute_ns"].astype(float) * 1e-9
+        work = float(compute[inside].sum())
+        if drains:
+            after = np.flatnonzero(inside[:-1] & ~inside[1:]) + 1
+            work += float(compute[after].sum())
+        ops = tab["op_name"][inside]
+        nbytes = tab["bytes"][inside].astype(float)
+        sends = float(((NET.o_s + (nbytes - 1) * NET.O) * (ops == "Send")).sum())
+        receives = float(((NET.o_r + (nbytes - 1) * NET.O) * (ops == "Recv")).sum())
+        out.append((work, sends, receives))
+    return out
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_machine_split_of_the_pipeline_phase(pipeline_traces, ranks):
+    """With a network the pipeline's phase is its busiest rank's computation per block (the
+    chain end's last block, recorded before the Allreduce, counted in it), the machine's
+    overheads of a rank's own k-byte messages per block (the largest: the receiver's o_r at 2
+    ranks, each rank paying its own side; a middle rank's o_s + o_r at 3), and per hop of the
+    fill one message's trip s + tau + r: each recomputed here from the rank tables."""
+    from scalatrace.models import measure
+    from scalatrace.phases import phase_analysis
+
+    t = next(t for t, (_, p) in zip(pipeline_traces, POINTS) if p == ranks)
+    pa = phase_analysis(t)
+    ph = pa.phases[1]
+    m = measure(t, analysis=pa, network=NET)
+    got = m.phases[1]
+    sums = _phase_sums(t, ph, drains=True)
+    occ = ph.occurrences
+    assert got.chained and got.network
+    assert got.compute == pytest.approx(max(w for w, _, _ in sums) / occ, rel=1e-9)
+    size = ph.bytes / ph.messages
+    assert got.message == pytest.approx(max(s + r for _, s, r in sums) / occ, rel=1e-9)
+    sides = (max(NET.o_s, NET.o_r),) if ranks == 2 else (NET.o_s, NET.o_r)
+    assert got.message == pytest.approx(sum(sides) + len(sides) * (size - 1) * NET.O, rel=1e-9)
+    trip = NET.o_s + NET.o_r + 2 * (size - 1) * NET.O + NET.L + (size - 1) * NET.G
+    assert got.hop == pytest.approx(trip, rel=1e-12)
+    depth = 1.0 if ranks == 2 else float(ph.chain_depth)
+    assert (got.visits, got.depth) == (float(ph.visits), depth)
+    fill = ph.visits * depth
+    assert got.cost == pytest.approx(
+        occ * (got.compute + got.message) + fill * (got.compute + got.hop), rel=1e-12
+    )
+    # The drain left the Allreduce: its computation is what remains before it on each rank.
+    allreduce = m.phases[2]
+    rest_before = []
+    for r in range(t.nranks):
+        tab = t.rank_table(r)
+        at = np.flatnonzero(np.isin(tab["site"], list(pa.phases[2].sites)))
+        follows_pipeline = np.isin(tab["site"][at - 1], list(ph.sites))
+        rest_before.append(float(tab["compute_ns"][at][~follows_pipeline].sum()) * 1e-9)
+    assert allreduce.compute == pytest.approx(
+        max(rest_before) / pa.phases[2].occurrences, abs=1e-15
+    )
+    rounds = np.ceil(np.log2(ranks))
+    assert allreduce.message == pytest.approx(rounds * (NET.o_s + NET.o_r + 14 * NET.O))
+    # Without a network nothing changes: the traced model's measurement.
+    plain = measure(t, analysis=pa)
+    assert plain.outside is None and not plain.phases[1].network
+
+
+def test_machine_model_from_traces(pipeline_traces):
+    """scalatrace.model(..., network=...) fits W, the ranks' own overheads and the fill's hop per
+    phase; the machine's parts are exact (constant in K up to LogGOPS's bytes terms), the rest
+    is the time outside the phases; a bad network is refused."""
+    ks = [k for k, _ in POINTS]
+    m = scalatrace.model(pipeline_traces, params={"K": ks}, network=NET)
+    assert m.network is NET
+    pm = m.phase_models[1]
+    assert pm.chained and pm.compute is not None and pm.message is not None
+    for k, p in POINTS:
+        size = 8 * k
+        trip = NET.o_s + NET.o_r + 2 * (size - 1) * NET.O + NET.L + (size - 1) * NET.G
+        assert pm.hop.predict(K=k, P=p) == pytest.approx(trip, rel=1e-6)
+    for (k, p), ms in zip(POINTS, m.measurements):
+        sides = (max(NET.o_s, NET.o_r),) if p == 2 else (NET.o_s, NET.o_r)
+        own = sum(sides) + len(sides) * (8 * k - 1) * NET.O
+        assert ms.phases[1].message == pytest.approx(own, rel=1e-9)
+    assert {"computation", "message_cost"} <= set(m.phases.columns)
+    assert all(ms.outside is not None and ms.rest == ms.outside for ms in m.measurements)
+    assert np.isfinite(m.predict(K=8, P=2)) and m.predict(K=8, P=2) > 0
+    with pytest.raises(UsageError, match="LogGP"):
+        scalatrace.model(pipeline_traces, params={"K": ks}, network="fast")
+
+
+def test_cli_model_with_the_calibrated_machine(pipeline_traces, capsys):
+    import json
+
+    from scalatrace import cli
+
+    paths = [str(t.path) for t in pipeline_traces]
+    ks = ",".join(str(k) for k, _ in POINTS)
+    argv = ["model", *paths, "--param", f"K={ks}", "--calibrate", "2", "--json"]
+    assert cli.main([*argv, "--optimal-grain", "K", "--at", "P=2"]) == 0
+    out = json.loads(capsys.readouterr().out.splitlines()[0])
+    pipeline = out["phases"][1]
+    assert pipeline["computation"] and pipeline["message_cost"]
+    assert out["optimal_grain"]["K"] > 0
+    assert cli.main(["model", *paths, "--param", f"K={ks}", "--calibrate", "1"]) == 2
+    assert "np" in capsys.readouterr().err
