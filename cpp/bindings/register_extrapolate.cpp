@@ -2,6 +2,7 @@
 #include <pybind11/functional.h>
 
 #include "bindings.hpp"
+#include "scalatrace/extrapolate/even_counts.hpp"
 #include "scalatrace/extrapolate/extrapolate.hpp"
 
 using namespace scalatrace;
@@ -122,10 +123,11 @@ void register_extrapolate(py::module_& m) {
       "extrapolate",
       [](const std::vector<const Trace*>& traces, std::int64_t ranks, std::vector<std::int64_t> dims,
          const std::vector<std::vector<std::int64_t>>& input_dims, std::optional<py::function> timing,
-         std::int64_t max_ranks, bool drop_local, bool refuse_undecided) {
+         std::int64_t max_ranks, bool drop_local, bool refuse_undecided, bool even_counts) {
         ExtrapolationOptions opt;
         opt.max_ranks = max_ranks;
         opt.drop_local = drop_local;
+        opt.even_alltoall_counts = even_counts;
         opt.refuse_undecided = refuse_undecided;
         opt.target_ranks = ranks;
         opt.target_grid.dims = std::move(dims);
@@ -142,7 +144,22 @@ void register_extrapolate(py::module_& m) {
       },
       py::arg("traces"), py::arg("ranks"), py::arg("dims"), py::arg("input_dims"), py::arg("timing"),
       py::arg("max_ranks") = kDefaultMaxExtrapolationRanks, py::arg("drop_local") = false,
-      py::arg("refuse_undecided") = false, "Extrapolated trace at the target size (see scalatrace.extrapolate).");
+      py::arg("refuse_undecided") = false, py::arg("even_counts") = false,
+      "Extrapolated trace at the target size (see scalatrace.extrapolate).");
+  m.def(
+      "even_alltoall_counts",
+      [](const Trace& trace) {
+        EvenCountsReport report;
+        Trace out = even_alltoall_counts(trace, &report);
+        py::dict d;
+        d["nodes"] = report.nodes;
+        d["calls"] = report.calls;
+        d["changed_arrays"] = report.changed_arrays;
+        d["max_element_deviation"] = report.max_element_deviation;
+        d["max_total_deviation"] = report.max_total_deviation;
+        return py::make_tuple(py::cast(std::move(out)), d);
+      },
+      py::arg("trace"), "A copy whose Alltoallv count arrays are even splits of each call's mean total, and a report.");
   m.def(
       "balanced_grid",
       [](std::int64_t n, std::size_t ndims, const std::string& order) {

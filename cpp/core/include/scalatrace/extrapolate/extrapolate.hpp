@@ -222,6 +222,11 @@ struct ExtrapolationOptions {
   /// MPI_Comm_size, MPI_Type_commit, ...) of every input before extrapolating; the dropped
   /// share is reported in the metadata (`extrapolation_dropped`).
   bool drop_local = false;
+  /// Lossy extrapolation of data-dependent all-to-all counts (NPB IS): every input's Alltoallv /
+  /// Ialltoallv count arrays are replaced by even splits of each call's mean total first
+  /// (even_alltoall_counts); how far they were from even is reported in the metadata
+  /// (`extrapolation_even_counts`).
+  bool even_alltoall_counts = false;
   /// A division law is refused where the target splits its N unevenly and no input shows how
   /// the program splits a remainder (see division_remainder_rival). Off only for laws read as a
   /// model of every size (scalable benchmarks, which write C's integer division as such).
@@ -301,6 +306,8 @@ struct ExtrapolationResult {
   std::vector<std::string> warnings;  ///< choices the inputs did not decide (simplest law taken)
   std::uint64_t dropped_events = 0;   ///< drop_local: events dropped over all inputs
   std::uint64_t input_events = 0;     ///< events of all inputs (before dropping)
+  /// even_alltoall_counts: a description of what was evened (empty when the option is off).
+  std::string even_counts;
   /// The chosen reading's laws, role by role (the target's roles): what generated scalable
   /// benchmarks evaluate at their own size.
   std::vector<RoleLaws> role_laws;
