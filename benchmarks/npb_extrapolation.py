@@ -5,6 +5,8 @@ event by event with the real trace at that size.
     python benchmarks/npb_extrapolation.py [--bin-dir /work/apps/npb/bin] [--class S]
         [--codes bt,cg,ep,ft,is,lu,mg,sp] [--sizes 4,8,16] [--square-sizes 4,9,16]
         [--target 32] [--square-target 25] [--timeout 900] [--steps N] [--simulate] [--out FILE]
+        [--snippet Irecv,Irecv,Send,Send,Wait,Wait] [--periodic] [--input-dims 1x2x2,2x2x2,2x2x4]
+        [--dims 2x4x4] [--work DIR]
 
 For each code: traces at the input sizes and at the target (real mpiexec runs under the
 collector; BT and SP need square rank counts, so they use --square-sizes and --square-target),
@@ -16,7 +18,10 @@ equal. Where it is refused, the first line of the refusal. The laws found are li
 `--steps N` writes NPB's input file (inputlu.data, inputbt.data, inputsp.data: the class's grid
 size, N time steps) into each run's directory, so that a larger class (W: LU 33^3, BT 24^3,
 SP 36^3, which run at 25 and 32 ranks where class S does not) runs in minutes; the other codes
-ignore it. `--simulate` also simulates the extrapolated trace and the real trace at the target
+ignore it. `--snippet` extrapolates with the thesis' snippet filter instead (only the
+snippet's call sequences and the collectives kept; the real trace compared on the events the
+same filter keeps), `--periodic` with periodic neighbour laws, `--input-dims`/`--dims` with
+the grids given. `--simulate` also simulates the extrapolated trace and the real trace at the target
 with the same parameters (`scalatrace.simulate`, default network model) and reports both
 times and their difference.
 Runs with more ranks than cores are slow here (MPICH busy-polls): a 32-rank run of a class S
@@ -33,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 import scalatrace
-from scalatrace.extrapolate import ExtrapolationError, extrapolation_laws
+from scalatrace.extrapolate import ExtrapolationError, extrapolation_laws, snippet_filter
 
 SQUARE = {"bt", "sp"}
 
@@ -89,14 +94,24 @@ def traced(
 
 
 def event_match(
-    got: scalatrace.Trace, real: scalatrace.Trace, drop_other: bool
+    got: scalatrace.Trace,
+    real: scalatrace.Trace,
+    drop_other: bool,
+    snippet: list[str] | None = None,
+    reference: scalatrace.Trace | None = None,
 ) -> tuple[int, int, str]:
-    """(events reproduced, events of the real trace, first difference)."""
+    """(events reproduced, events of the real trace, first difference). With a snippet, the
+    real trace's events are those the snippet filter keeps (its sites matched to the
+    reference's, the largest input)."""
     same = total = 0
     first = ""
     for r in range(real.nranks):
         a = list(got.events(r, timing="none")) if r < got.nranks else []
-        b = [e for e in real.events(r, timing="none") if not (drop_other and e.op == "Other")]
+        if snippet:
+            b = snippet_filter(real, r, snippet, reference=reference)
+        else:
+            b = list(real.events(r, timing="none"))
+        b = [e for e in b if not (drop_other and e.op == "Other")]
         total += len(b)
         for i, y in enumerate(b):
             x = a[i] if i < len(a) else None
@@ -146,8 +161,22 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/npb_extrapolation")
     ap.add_argument("--steps", type=int, default=0, help="time steps of LU, BT, SP (input file)")
     ap.add_argument("--simulate", action="store_true", help="simulated time, extrapolated vs real")
+    ap.add_argument(
+        "--snippet",
+        help="lossy with the snippet filter: calls such as Irecv,Irecv,Send,Send,Wait,Wait "
+        "(Op or Op@site of the largest input); replaces the lossless/lossy pair",
+    )
+    ap.add_argument("--periodic", action="store_true", help="periodic neighbour laws")
+    ap.add_argument("--input-dims", help="the inputs' grids, e.g. 1x2x2,2x2x2,2x2x4")
+    ap.add_argument("--dims", help="the target grid, e.g. 2x4x4")
     ap.add_argument("--out")
     a = ap.parse_args()
+    snippet = [c for c in a.snippet.split(",") if c] if a.snippet else None
+    grids = {}
+    if a.input_dims:
+        grids["input_dims"] = [[int(d) for d in g.split("x")] for g in a.input_dims.split(",")]
+    if a.dims:
+        grids["dims"] = [int(d) for d in a.dims.split("x")]
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     command = (
@@ -156,6 +185,11 @@ def main() -> None:
         f"--square-target {a.square_target} --bin-dir {a.bin_dir}"
         + (f" --steps {a.steps}" if a.steps else "")
         + (" --simulate" if a.simulate else "")
+        + (f" --snippet {a.snippet}" if a.snippet else "")
+        + (" --periodic" if a.periodic else "")
+        + (f" --input-dims {a.input_dims}" if a.input_dims else "")
+        + (f" --dims {a.dims}" if a.dims else "")
+        + f" --work {a.work}"
     )
     rows, laws_text, sims = [], [], []
     for code in a.codes.split(","):
@@ -175,19 +209,32 @@ def main() -> None:
             )
             continue
         # Lossless first; then dropping local calls (lossy); then with data-dependent Alltoallv
-        # counts made even (NPB IS), alone and with the local calls dropped. The first mode
-        # that extrapolates is compared with the real trace (through the same transforms).
-        modes = [
-            ("lossless", False, False),
-            ("lossy", True, False),
-            ("even counts", False, True),
-            ("lossy, even counts", True, True),
-        ]
+        # counts made even (NPB IS), alone and with the local calls dropped. With a snippet,
+        # the snippet filter alone. The first mode that extrapolates is compared with the real
+        # trace (through the same transforms).
+        if snippet:
+            modes = [("snippet", True, False)]
+        else:
+            modes = [
+                ("lossless", False, False),
+                ("lossy", True, False),
+                ("even counts", False, True),
+                ("lossy, even counts", True, True),
+            ]
         for mode, lossy, even in modes:
+            if a.periodic:
+                mode += ", periodic"
             start = time.perf_counter()
             try:
                 big = scalatrace.extrapolate(
-                    small, ranks=target, timing=a.simulate, lossy=lossy, even_counts=even
+                    small,
+                    ranks=target,
+                    timing=a.simulate,
+                    lossy=lossy and not snippet,
+                    snippet=snippet,
+                    periodic=a.periodic,
+                    even_counts=even,
+                    **grids,
                 )
             except ExtrapolationError as e:
                 rows.append(
@@ -197,7 +244,9 @@ def main() -> None:
                 continue
             reference = scalatrace.even_alltoall_counts(real)[0] if even else real
             secs = time.perf_counter() - start
-            same, total, first = event_match(big, reference, drop_other=lossy)
+            same, total, first = event_match(
+                big, reference, drop_other=lossy, snippet=snippet, reference=small[-1]
+            )
             share = "; ".join(
                 big.metadata[k]
                 for k in ("extrapolation_dropped", "extrapolation_even_counts")

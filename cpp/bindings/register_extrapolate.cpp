@@ -58,8 +58,10 @@ py::object array_object(const LawArray& a, const FeatureSpace& scalar, const Fea
 /// The laws of an extrapolation, role by role, for scalable benchmark generation.
 py::dict program_object(const ExtrapolationResult& res) {
   const auto nd = res.topology.ndims;
-  const auto scalar = FeatureSpace::make(nd, false), indexed = FeatureSpace::make(nd, true);
+  const auto scalar = FeatureSpace::make(nd, false, false, res.periodic),
+             indexed = FeatureSpace::make(nd, true, false, res.periodic);
   py::dict out;
+  out["periodic"] = res.periodic;
   out["ndims"] = nd;
   out["order"] = res.topology.order == GridOrder::FastestSmallest ? "fastest_smallest" : "fastest_largest";
   out["order_ambiguous"] = res.topology.order_ambiguous;
@@ -108,6 +110,17 @@ py::dict program_object(const ExtrapolationResult& res) {
   return out;
 }
 
+/// (operation name, call site or -1) pairs as snippet calls; an unknown name is a UsageError.
+std::vector<SnippetCall> snippet_calls(const std::vector<std::pair<std::string, std::int64_t>>& snippet) {
+  std::vector<SnippetCall> out;
+  for (const auto& [name, site] : snippet) {
+    const auto op = op_from_name(name);
+    if (!op) throw UsageError("snippet: unknown MPI operation \"" + name + "\"");
+    out.push_back(SnippetCall{*op, site < 0 ? -1 : site});
+  }
+  return out;
+}
+
 }  // namespace
 
 void register_extrapolate(py::module_& m) {
@@ -123,12 +136,15 @@ void register_extrapolate(py::module_& m) {
       "extrapolate",
       [](const std::vector<const Trace*>& traces, std::int64_t ranks, std::vector<std::int64_t> dims,
          const std::vector<std::vector<std::int64_t>>& input_dims, std::optional<py::function> timing,
-         std::int64_t max_ranks, bool drop_local, bool refuse_undecided, bool even_counts) {
+         std::int64_t max_ranks, bool drop_local, bool refuse_undecided,
+         const std::vector<std::pair<std::string, std::int64_t>>& snippet, bool periodic, bool even_counts) {
         ExtrapolationOptions opt;
         opt.max_ranks = max_ranks;
         opt.drop_local = drop_local;
         opt.even_alltoall_counts = even_counts;
         opt.refuse_undecided = refuse_undecided;
+        opt.snippet = snippet_calls(snippet);
+        opt.periodic = periodic;
         opt.target_ranks = ranks;
         opt.target_grid.dims = std::move(dims);
         for (const auto& g : input_dims) opt.input_grids.push_back(Grid{g});
@@ -144,8 +160,23 @@ void register_extrapolate(py::module_& m) {
       },
       py::arg("traces"), py::arg("ranks"), py::arg("dims"), py::arg("input_dims"), py::arg("timing"),
       py::arg("max_ranks") = kDefaultMaxExtrapolationRanks, py::arg("drop_local") = false,
-      py::arg("refuse_undecided") = false, py::arg("even_counts") = false,
+      py::arg("refuse_undecided") = false, py::arg("snippet") = std::vector<std::pair<std::string, std::int64_t>>{},
+      py::arg("periodic") = false, py::arg("even_counts") = false,
       "Extrapolated trace at the target size (see scalatrace.extrapolate).");
+  m.def(
+      "snippet_keep",
+      [](const std::vector<std::pair<std::string, std::int64_t>>& snippet, const std::vector<std::string>& ops,
+         const std::vector<std::uint32_t>& sites) {
+        std::vector<Op> parsed;
+        for (const auto& name : ops) {
+          const auto op = op_from_name(name);
+          if (!op) throw UsageError("snippet_keep: unknown MPI operation \"" + name + "\"");
+          parsed.push_back(*op);
+        }
+        return snippet_keep(snippet_calls(snippet), parsed, sites);
+      },
+      py::arg("snippet"), py::arg("ops"), py::arg("sites"),
+      "Per event, whether the thesis' snippet filter keeps it (see scalatrace.extrapolate.snippet_filter).");
   m.def(
       "even_alltoall_counts",
       [](const Trace& trace) {

@@ -62,6 +62,20 @@ def _extrapolate_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
         help="refuse where the inputs do not decide between laws that differ at the target "
         "(default: the simplest law, with a warning)",
     )
+    e.add_argument(
+        "--snippet",
+        help="lossy: keep only these calls' complete sequences (and collectives), e.g. "
+        "Irecv@18,Send@20,Wait (sites of the largest input)",
+    )
+    e.add_argument(
+        "--periodic",
+        action="store_true",
+        help="periodic neighbour laws (a torus: ((x+1)%%X-x), ...), one role for every rank first",
+    )
+    e.add_argument(
+        "--input-dims",
+        help="the inputs' grids in input order, e.g. 1x2x2,2x2x2,2x2x4 (skips identification)",
+    )
     return e
 
 
@@ -472,6 +486,17 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
         raise UsageError(
             f"extrapolate: --dims wants a grid such as 32x32, got {args.dims!r}"
         ) from None
+    try:
+        input_dims = (
+            [[int(d) for d in g.lower().split("x")] for g in args.input_dims.split(",")]
+            if args.input_dims
+            else None
+        )
+    except ValueError:
+        raise UsageError(
+            f"extrapolate: --input-dims wants grids such as 2x2,4x2,4x4, got {args.input_dims!r}"
+        ) from None
+    snippet = [c for c in args.snippet.split(",") if c.strip()] if args.snippet else None
     big = extrapolate(
         [load(p) for p in args.traces],
         ranks=args.ranks,
@@ -479,6 +504,9 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
         timing=not args.no_timing,
         lossy=args.lossy,
         strict=args.strict,
+        snippet=snippet,
+        periodic=args.periodic,
+        input_dims=input_dims,
         even_counts=args.even_counts,
     )
     big.save(args.output)
@@ -486,7 +514,7 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
         f"scalatrace: wrote {args.output} ({big.nranks} ranks, grid {big.metadata['extrapolation_grid']}, "
         f"from {big.metadata['extrapolated_from']} ranks)"
     )
-    if args.lossy:
+    if args.lossy or snippet:
         print(f"scalatrace: {big.metadata['extrapolation_dropped']}")
     if args.even_counts:
         print(f"scalatrace: {big.metadata['extrapolation_even_counts']}")

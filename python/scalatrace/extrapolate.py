@@ -40,6 +40,7 @@ __all__ = [
     "extrapolation_laws",
     "fit_scaling",
     "smape",
+    "snippet_filter",
 ]
 
 
@@ -458,6 +459,8 @@ def extrapolate(
     max_ranks: int = 4_194_304,
     lossy: bool = False,
     strict: bool = False,
+    snippet: Sequence[str] | None = None,
+    periodic: bool = False,
     even_counts: bool = False,
 ) -> TraceModel:
     """The trace of the same program at a larger size, from traces of several small sizes.
@@ -489,6 +492,21 @@ def extrapolate(
         Refuse (``ExtrapolationError`` naming the laws) where the inputs do not decide between
         laws that give different values at the target, instead of taking the simplest with a
         warning: for a trace that must be right or absent.
+    snippet : sequence of str, optional
+        Lossy extrapolation with the thesis' snippet filter (§3.2.4, Fig. 3.7): the calls of
+        the code's dominating pattern in order, each ``"Op"`` or ``"Op@site"`` (``"Irecv@18"``,
+        ``"Send"``, ``"Wait"``; sites of the largest input's call-site table, as its events
+        show them). Every rank of every input keeps only the snippet's complete call sequences
+        and, outside them, the collectives (and Init, Finalize, communicator calls); the rest
+        is dropped before extrapolating, and ``trace.metadata["extrapolation_dropped"]`` gives
+        the share dropped and its operations. :func:`snippet_filter` applies the same filter
+        to a trace's events (to compare with a real run's).
+    periodic : bool
+        Periodic neighbour laws for codes on a torus (NPB MG): the relative rank of the
+        neighbour one step up or down a dimension with wrap-around, ``((x+1)%X-x)``,
+        ``X*((y+Y-1)%Y-y)``, ..., is one law for every rank, also where a dimension of size 2
+        makes both neighbours one rank; one role for every rank (boundary depth 0) is tried
+        first.
     even_counts : bool
         Lossy extrapolation of all-to-all counts that follow the program's data (NPB IS: each
         rank sends each other rank the keys of its buckets, a random share of one total): every
@@ -560,6 +578,8 @@ def extrapolate(
     timing = check_bool("timing", timing)
     lossy = check_bool("lossy", lossy)
     strict = check_bool("strict", strict)
+    periodic = check_bool("periodic", periodic)
+    calls = _snippet_calls(snippet)
     even_counts = check_bool("even_counts", even_counts)
     max_ranks = check_int("max_ranks", max_ranks, lo=1)
     cache: dict = {}
@@ -572,6 +592,8 @@ def extrapolate(
         int(max_ranks),
         lossy,
         strict,
+        calls,
+        periodic,
         even_counts,
     )
     big = wrap(core)
@@ -613,6 +635,71 @@ def even_alltoall_counts(trace: TraceModel) -> tuple[TraceModel, dict[str, float
         )
     core, report = _core.even_alltoall_counts(trace._core)
     return wrap(core), dict(report)
+
+
+def _snippet_calls(snippet: Sequence[str] | None) -> list[tuple[str, int]]:
+    """``["Irecv@18", "Send"]`` as (operation, site or -1) pairs; UsageError if malformed."""
+    if snippet is None:
+        return []
+    if isinstance(snippet, (str, bytes)) or not isinstance(snippet, Sequence) or not snippet:
+        raise UsageError(
+            f"snippet must be a non-empty sequence of calls such as ['Irecv@18', 'Send'], not {snippet!r}"
+        )
+    calls = []
+    for entry in snippet:
+        if not isinstance(entry, str) or not entry.strip():
+            raise UsageError(f"snippet: each call is a string 'Op' or 'Op@site', not {entry!r}")
+        op, _, site = entry.strip().partition("@")
+        if site and not site.isdigit():
+            raise UsageError(f"snippet: the site of {entry!r} must be a non-negative integer")
+        calls.append((op, int(site) if site else -1))
+    return calls
+
+
+def _site_keys(trace: TraceModel) -> list[tuple]:
+    """Each call site of a trace as its frames, (module path, offset) innermost first."""
+    table = trace._core.sites
+    return [tuple((table.modules[f.module], f.offset) for f in s.frames) for s in table.sites]
+
+
+def snippet_filter(
+    trace: TraceModel, rank: int, snippet: Sequence[str], reference: TraceModel | None = None
+) -> list[Any]:
+    """The events of one rank that the snippet filter of :func:`extrapolate` keeps.
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace (a real run at the target size, to compare with an extrapolated one).
+    rank : int
+        The rank whose events are filtered.
+    snippet : sequence of str
+        As for :func:`extrapolate`.
+    reference : Trace, optional
+        The trace whose call-site numbers the snippet uses (the largest input of the
+        extrapolation); ``trace``'s sites are matched to it by their frames. Default: ``trace``.
+
+    Returns
+    -------
+    list of Event
+        The kept events in order (timing ``"none"``; their sites are ``trace``'s own).
+    """
+    if not isinstance(trace, TraceModel):
+        raise UsageError(f"snippet_filter expects a scalatrace.Trace, not {type(trace).__name__}")
+    events = list(trace.events(check_int("rank", rank, lo=0), timing="none"))
+    sites = [int(e.site) for e in events]
+    if reference is not None and reference is not trace:
+        if not isinstance(reference, TraceModel):
+            raise UsageError(
+                f"snippet_filter: reference must be a scalatrace.Trace, not {type(reference).__name__}"
+            )
+        known = {key: i for i, key in enumerate(_site_keys(reference))}
+        mapped = [known.get(key, -1) for key in _site_keys(trace)]
+        # A site the reference does not have matches no site-specific call of the snippet.
+        unmatched = 2**32 - 1
+        sites = [mapped[s] if 0 <= s < len(mapped) and mapped[s] >= 0 else unmatched for s in sites]
+    keep = _core.snippet_keep(_snippet_calls(snippet), [e.op for e in events], sites)
+    return [e for e, k in zip(events, keep) if k]
 
 
 def _bad_input_dims(g: object) -> list[int]:

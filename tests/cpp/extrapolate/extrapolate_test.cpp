@@ -396,3 +396,49 @@ TEST(ExtrapolateLaws, Log2OfTheRankCount) {
   EXPECT_EQ(law->formula(space), "4*log2(P) + 4");
   EXPECT_EQ(law->eval(at(32)), 24);
 }
+
+TEST(ExtrapolateSnippet, KeepsCompleteSequencesAndCollectives) {
+  // Thesis Fig. 3.7: the snippet Irecv, Send@5, Wait. A complete sequence is kept, a broken
+  // one dropped whole (the call that broke it read from the start), collectives kept outside
+  // sequences, other calls dropped, a sequence pending at the end dropped.
+  const std::vector<SnippetCall> snippet{{Op::Irecv, -1}, {Op::Send, 5}, {Op::Wait, -1}};
+  const std::vector<Op> ops{Op::Init,    Op::Irecv, Op::Send, Op::Wait,    Op::Other,     Op::Irecv,
+                            Op::Send,    Op::Irecv, Op::Send, Op::Wait,    Op::Allreduce, Op::Irecv,
+                            Op::Barrier, Op::Irecv, Op::Send, Op::Finalize};
+  const std::vector<std::uint32_t> sites{0, 1, 5, 2, 3, 1, 6, 1, 5, 2, 7, 1, 8, 1, 5, 9};
+  const std::vector<bool> want{true, true, true, true,  false, false, false, true,
+                               true, true, true, false, true,  false, false, true};
+  EXPECT_EQ(snippet_keep(snippet, ops, sites), want);
+  EXPECT_EQ(snippet_keep({}, ops, sites), std::vector<bool>(ops.size(), true));
+  EXPECT_THROW(snippet_keep(snippet, ops, {1, 2}), UsageError);
+}
+
+TEST(ExtrapolateLaws, PeriodicNeighbourFeatures) {
+  const auto plain = FeatureSpace::make(3, false), space = FeatureSpace::make(3, false, false, true);
+  EXPECT_EQ(space.names.size(), plain.names.size() + 6);
+  EXPECT_EQ(space.names.back(), "P^2");
+  const Grid g{{3, 2, 4}};
+  auto at = [&](const std::string& name, std::vector<std::int64_t> c) { return space.values(g, c)[space.index(name)]; };
+  EXPECT_EQ(at("((x+1)%X-x)", {2, 0, 0}), -2);
+  EXPECT_EQ(at("((x+X-1)%X-x)", {0, 0, 0}), 2);
+  EXPECT_EQ(at("X*((y+1)%Y-y)", {0, 1, 0}), -3);
+  EXPECT_EQ(at("X*((y+Y-1)%Y-y)", {0, 1, 0}), -3);  // Y = 2: both neighbours are one rank
+  EXPECT_EQ(at("X*Y*((z+1)%Z-z)", {0, 0, 1}), 6);
+  EXPECT_EQ(at("X*Y*((z+Z-1)%Z-z)", {0, 0, 0}), 18);
+  EXPECT_TRUE(space.rank_dependent(space.index("((x+1)%X-x)")));
+  EXPECT_FALSE(space.exotic(space.index("((x+1)%X-x)")));
+  // One law for every rank of a ring, whatever its size (1: the rank itself).
+  std::vector<std::vector<std::int64_t>> pts;
+  std::vector<std::int64_t> vals;
+  const auto ring = FeatureSpace::make(1, false, false, true);
+  for (std::int64_t n : {1, 2, 3, 5})
+    for (std::int64_t x = 0; x < n; ++x) {
+      pts.push_back(ring.values(Grid{{n}}, {x}));
+      vals.push_back((x + 1) % n - x);
+    }
+  std::string why;
+  const auto law = solve_linear_law(pts, vals, {ring.values(Grid{{8}}, {7})}, &why, 4, 1, ring.linear_count(), &ring);
+  ASSERT_TRUE(law) << why;
+  EXPECT_EQ(law->formula(ring), "((x+1)%X-x)");
+  EXPECT_EQ(law->eval(ring.values(Grid{{8}}, {7})), -7);
+}

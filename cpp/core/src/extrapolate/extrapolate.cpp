@@ -151,12 +151,12 @@ void apply_timing(RolePlan& role, const std::vector<extrap::ExpandedInput>& inpu
 class RankGenerator {
  public:
   /// `sites`: the call-site table the events' sites index (matching by innermost frames).
-  RankGenerator(const Grid& target, std::size_t ndims, const CallSiteTable& sites)
+  RankGenerator(const Grid& target, std::size_t ndims, const CallSiteTable& sites, bool periodic)
       : target_(target),
         sites_(sites),
-        scalar_(FeatureSpace::make(ndims, false)),
-        indexed_(FeatureSpace::make(ndims, true)),
-        stage_(FeatureSpace::make(ndims, false, true)) {}
+        scalar_(FeatureSpace::make(ndims, false, false, periodic)),
+        indexed_(FeatureSpace::make(ndims, true, false, periodic)),
+        stage_(FeatureSpace::make(ndims, false, true, periodic)) {}
 
   /// The events of the target rank at `coords` (the role's plan evaluated there).
   std::vector<Event> events(const RolePlan& role, const std::vector<std::int64_t>& coords) {
@@ -391,10 +391,10 @@ std::string event_text(const Event& e) {
 /// The first target rank whose events or communicators differ between two successful attempts,
 /// described; "" if they build the same trace. An alternative whose laws cannot be evaluated
 /// at the target (`alternative_broken`) builds no trace and is not a competitor.
-std::string disagreement(const Attempt& a, const Attempt& b, bool& alternative_broken) {
+std::string disagreement(const Attempt& a, const Attempt& b, bool periodic, bool& alternative_broken) {
   // Events only (never compressed here), so no call-site table is needed for matching.
   static const CallSiteTable kNoSites;
-  RankGenerator ga(a.target, a.topo->ndims, kNoSites), gb(b.target, b.topo->ndims, kNoSites);
+  RankGenerator ga(a.target, a.topo->ndims, kNoSites, periodic), gb(b.target, b.topo->ndims, kNoSites, periodic);
   alternative_broken = false;
   const std::int64_t n = a.target.size();
   for (std::int64_t r = 0; r < n; ++r) {
@@ -471,8 +471,16 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
   ExtrapolationResult res;
   const auto candidates = topology_candidates(inputs, given);
   extrap::CanonicalTables tables;
-  auto expanded = extrap::expand_inputs(inputs, candidates.front().grids, tables, options.drop_local,
-                                        res.dropped_events, res.input_events);
+  for (const auto& call : options.snippet)
+    if (call.site >= static_cast<std::int64_t>(inputs.back()->sites.size()))
+      throw UsageError("snippet call " + std::string(op_name(call.op)) + "@" + std::to_string(call.site) +
+                       ": the largest input has call sites 0.." + std::to_string(inputs.back()->sites.size() - 1));
+  extrap::InputFilter filter{options.drop_local, options.snippet, 0, 0, {}};
+  auto expanded = extrap::expand_inputs(inputs, candidates.front().grids, tables, filter);
+  res.dropped_events = filter.dropped;
+  res.input_events = filter.total;
+  res.dropped_by_op = filter.dropped_by_op;
+  res.periodic = options.periodic;
 
   // Every candidate grid (best explained first) with the smallest boundary depth and rank
   // modulus under which every parameter of every role has a law and every target rank's role
@@ -507,9 +515,12 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
     // Boundary depths from the one the end points show up to 3, then the smaller ones: codes
     // whose peers follow a law in the rank's bits (butterflies, CG's reductions) show every rank
     // as its own class, and their laws hold for the whole row or grid (depth 0: one role).
+    // Periodic neighbour laws hold for every rank of a torus: one role (depth 0) first.
     std::vector<int> depths;
-    for (int d = topo.depth; d <= 3; ++d) depths.push_back(d);
-    for (int d = 0; d < topo.depth; ++d) depths.push_back(d);
+    if (options.periodic) depths.push_back(0);
+    for (int d = topo.depth; d <= 3; ++d)
+      if (!options.periodic || d > 0) depths.push_back(d);
+    for (int d = options.periodic ? 1 : 0; d < topo.depth; ++d) depths.push_back(d);
     bool stage_loops = false;    // some role of an attempt at this grid was read as stage loops
     bool roles_missing = false;  // some attempt at this grid has target roles no input shows
     for (std::int64_t modulus : {1, 2, 3, 4}) {
@@ -541,7 +552,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
         // failures, is neither explained nor closer: it is planned only as far as that shows.
         // A depth below the identified one is a fallback: it counts only if it explains every
         // parameter, and is never the attempt a refusal reports.
-        const bool fallback = depth < topo.depth;
+        const bool fallback = depth < topo.depth && !(options.periodic && depth == 0);
         // Only codes with stage loops, or whose target roles at the deeper depths no input shows
         // (a transpose partner gives every rank its own end points), need it.
         if (fallback && !stage_loops && !counts_change && !roles_missing) continue;
@@ -555,7 +566,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
         }
         if (!skip)
           a.roles = extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws, budget,
-                                       options.uneven_splits_from_inputs);
+                                       options.uneven_splits_from_inputs, options.periodic);
         for (const auto& [key, role] : a.roles) stage_loops = stage_loops || role.stages;
         const bool only_ambiguous = a.only_ambiguous();
         if (a.failures.empty()) {
@@ -627,7 +638,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
       continue;
     }
     bool broken = false;
-    const auto diff = disagreement(explained.front(), explained[i], broken);
+    const auto diff = disagreement(explained.front(), explained[i], options.periodic, broken);
     if (!diff.empty())
       throw ExtrapolationError(
           "ambiguous: two grids explain every input value but give different traces at the target:\n  (1) " +
@@ -670,7 +681,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
 
   for (auto& [key, role] : roles) apply_timing(role, expanded, static_cast<double>(n), options.timing);
 
-  RankGenerator gen(target, res.topology.ndims, tables.sites);
+  RankGenerator gen(target, res.topology.ndims, tables.sites, options.periodic);
   std::map<RoleKey, std::vector<Node>> cache;
   std::map<RoleKey, std::int64_t> role_ranks;
   TreeMerger merger;
@@ -724,7 +735,24 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
     for (const auto& w : res.warnings) text += w + "\n";
     md["extrapolation_warnings"] = text;
   }
-  if (options.drop_local) {
+  if (!options.snippet.empty()) {
+    std::ostringstream share;
+    share.precision(3);
+    share << "lossy (snippet";
+    for (const auto& call : options.snippet)
+      share << " " << op_name(call.op) << (call.site >= 0 ? "@" + std::to_string(call.site) : "");
+    share << "): " << res.dropped_events << " of " << res.input_events << " input events ("
+          << (res.input_events ? 100.0 * static_cast<double>(res.dropped_events) / static_cast<double>(res.input_events)
+                               : 0.0)
+          << "%) were outside the snippet's sequences and were dropped before extrapolating (";
+    bool first = true;
+    for (const auto& [op, count] : res.dropped_by_op) {
+      share << (first ? "" : ", ") << op << " " << count;
+      first = false;
+    }
+    share << ")" << (options.drop_local ? "; local calls (Other) dropped as well" : "");
+    md["extrapolation_dropped"] = share.str();
+  } else if (options.drop_local) {
     std::ostringstream share;
     share.precision(3);
     share << "lossy: " << res.dropped_events << " of " << res.input_events << " input events ("

@@ -49,6 +49,12 @@ enum class Feat {
   XorRK,
   XorRRev,
   Transpose,
+  PerXp,
+  PerXm,
+  PerYp,
+  PerYm,
+  PerZp,
+  PerZm,
   P2
 };
 
@@ -61,7 +67,7 @@ struct FeatureDef {
   const char* name;
 };
 
-std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index, bool with_stage) {
+std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index, bool with_stage, bool periodic) {
   std::vector<FeatureDef> d{{Feat::One, "1"}, {Feat::X, "X"}};
   if (ndims >= 2) d.insert(d.end(), {{Feat::Y, "Y"}, {Feat::XY, "X*Y"}});
   if (ndims >= 3) d.insert(d.end(), {{Feat::Z, "Z"}, {Feat::YZ, "Y*Z"}, {Feat::XYZ, "X*Y*Z"}});
@@ -89,6 +95,13 @@ std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index, bool wi
     d.insert(d.end(), {{Feat::XorXK, "((x^2^k)-x)"}, {Feat::XorXRev, "((x^2^(n-1-k))-x)"}});
     if (ndims >= 2) d.insert(d.end(), {{Feat::XorRK, "((r^2^k)-r)"}, {Feat::XorRRev, "((r^2^(n-1-k))-r)"}});
   }
+  if (periodic) {
+    // The relative rank of the neighbour one step up or down a dimension with wrap-around (a
+    // torus: NPB MG): one law for every rank, also where a dimension of size 2 makes both one.
+    d.insert(d.end(), {{Feat::PerXp, "((x+1)%X-x)"}, {Feat::PerXm, "((x+X-1)%X-x)"}});
+    if (ndims >= 2) d.insert(d.end(), {{Feat::PerYp, "X*((y+1)%Y-y)"}, {Feat::PerYm, "X*((y+Y-1)%Y-y)"}});
+    if (ndims >= 3) d.insert(d.end(), {{Feat::PerZp, "X*Y*((z+1)%Z-z)"}, {Feat::PerZm, "X*Y*((z+Z-1)%Z-z)"}});
+  }
   d.push_back({Feat::P2, "P^2"});  // divisor only: last (FeatureSpace::linear_count)
   return d;
 }
@@ -96,7 +109,8 @@ std::vector<FeatureDef> feature_defs(std::size_t ndims, bool with_index, bool wi
 bool is_rank_feature(Feat f) {
   return f == Feat::Cx || f == Feat::Cy || f == Feat::Cz || f == Feat::CyX || f == Feat::CzXY || f == Feat::R ||
          f == Feat::R2 || f == Feat::R3 || f == Feat::XorXK || f == Feat::XorXRev || f == Feat::XorRK ||
-         f == Feat::XorRRev || f == Feat::Transpose;
+         f == Feat::XorRRev || f == Feat::Transpose || f == Feat::PerXp || f == Feat::PerXm || f == Feat::PerYp ||
+         f == Feat::PerYm || f == Feat::PerZp || f == Feat::PerZm;
 }
 
 /// 2^e for 0 <= e < 62, else 0 (a stage index outside the loop: no such bit).
@@ -190,6 +204,20 @@ std::int64_t feature_value(Feat f, const Grid& g, const std::vector<std::int64_t
       if (g.dims.size() != 2 || dim(1) <= 0 || dim(0) % dim(1) != 0) return kUndefinedFeature;
       const auto c = dim(0) / dim(1), x = co(0), y = co(1);
       return (c * y + x % c + (x / c) * dim(0)) - (x + y * dim(0));
+    }
+    case Feat::PerXp:
+    case Feat::PerXm:
+    case Feat::PerYp:
+    case Feat::PerYm:
+    case Feat::PerZp:
+    case Feat::PerZm: {
+      const std::size_t axis = f == Feat::PerXp || f == Feat::PerXm ? 0 : f == Feat::PerYp || f == Feat::PerYm ? 1 : 2;
+      const bool up = f == Feat::PerXp || f == Feat::PerYp || f == Feat::PerZp;
+      const auto size = dim(axis), at = co(axis);
+      if (size <= 0) return 0;
+      std::int64_t stride = 1;
+      for (std::size_t i = 0; i < axis; ++i) stride *= dim(i);
+      return stride * ((at + (up ? 1 : size - 1)) % size - at);
     }
     case Feat::XorRK:
     case Feat::XorRRev: {
@@ -307,30 +335,31 @@ std::string coefficient_text(std::int64_t num, std::int64_t den, const std::stri
 
 }  // namespace
 
-FeatureSpace FeatureSpace::make(std::size_t ndims, bool with_index, bool with_stage) {
+FeatureSpace FeatureSpace::make(std::size_t ndims, bool with_index, bool with_stage, bool periodic) {
   FeatureSpace fs;
   fs.ndims = ndims;
   fs.with_index = with_index;
   fs.with_stage = with_stage;
-  for (const auto& d : feature_defs(ndims, with_index, with_stage)) fs.names.emplace_back(d.name);
+  fs.periodic = periodic;
+  for (const auto& d : feature_defs(ndims, with_index, with_stage, periodic)) fs.names.emplace_back(d.name);
   return fs;
 }
 
 std::vector<std::int64_t> FeatureSpace::values(const Grid& grid, const std::vector<std::int64_t>& coords,
                                                std::int64_t j, std::int64_t k, std::int64_t n) const {
-  const auto defs = feature_defs(ndims, with_index, with_stage);
+  const auto defs = feature_defs(ndims, with_index, with_stage, periodic);
   std::vector<std::int64_t> out(defs.size());
   for (std::size_t i = 0; i < defs.size(); ++i) out[i] = feature_value(defs[i].feat, grid, coords, j, k, n);
   return out;
 }
 
 bool FeatureSpace::rank_dependent(std::size_t feature) const {
-  const auto defs = feature_defs(ndims, with_index, with_stage);
+  const auto defs = feature_defs(ndims, with_index, with_stage, periodic);
   return feature < defs.size() && is_rank_feature(defs[feature].feat);
 }
 
 bool FeatureSpace::exotic(std::size_t feature) const {
-  const auto defs = feature_defs(ndims, with_index, with_stage);
+  const auto defs = feature_defs(ndims, with_index, with_stage, periodic);
   if (feature >= defs.size()) return false;
   const auto f = defs[feature].feat;
   return f == Feat::Log2P || f == Feat::SqrtP || f == Feat::Log2X || f == Feat::Log2Y || f == Feat::Log2Z ||
@@ -338,7 +367,7 @@ bool FeatureSpace::exotic(std::size_t feature) const {
 }
 
 std::vector<std::size_t> FeatureSpace::divisors() const {
-  const auto defs = feature_defs(ndims, with_index, with_stage);
+  const auto defs = feature_defs(ndims, with_index, with_stage, periodic);
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < defs.size(); ++i) switch (defs[i].feat) {
       case Feat::X:
@@ -515,7 +544,7 @@ std::optional<Rival> one_term_more(const std::vector<std::size_t>& usable,
 /// ranks: its last rank's r % 3 is 1 every time, 2 at 9 ranks).
 std::optional<std::size_t> unseen_residue(const Rival& rival, const std::vector<std::vector<std::int64_t>>& pts,
                                           const FeatureSpace& space) {
-  const auto defs = feature_defs(space.ndims, space.with_index, space.with_stage);
+  const auto defs = feature_defs(space.ndims, space.with_index, space.with_stage, space.periodic);
   for (auto t : rival.first.terms) {
     if (t >= defs.size() || (defs[t].feat != Feat::R2 && defs[t].feat != Feat::R3)) continue;
     if (std::none_of(pts.begin(), pts.end(), [&](const auto& p) { return p[t] == rival.second[t]; })) return t;

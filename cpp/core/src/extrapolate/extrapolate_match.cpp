@@ -21,12 +21,68 @@ bool same_event(const Event& a, const Event& b) {
   return a.op == b.op && a.site == b.site && a.fields == b.fields && a.arrays == b.arrays;
 }
 
+/// Kept outside a snippet sequence: what every rank's structure needs (thesis §3.2.4: the
+/// collectives; here also Init/Finalize and communicator creation and freeing).
+bool kept_outside_sequences(Op op) {
+  const auto k = op_kind(op);
+  return op_is_collective(op) || k == OpKind::Lifecycle || k == OpKind::CommCreate || k == OpKind::CommFree;
+}
+
 }  // namespace
 
+}  // namespace scalatrace::extrap
+
+namespace scalatrace {
+
+std::vector<bool> snippet_keep(const std::vector<SnippetCall>& snippet, const std::vector<Op>& ops,
+                               const std::vector<std::uint32_t>& sites) {
+  if (ops.size() != sites.size()) throw UsageError("snippet_keep needs one site per operation");
+  std::vector<bool> keep(ops.size(), false);
+  if (snippet.empty()) {
+    keep.assign(ops.size(), true);
+    return keep;
+  }
+  auto matches = [&](std::size_t i, const SnippetCall& c) {
+    return ops[i] == c.op && (c.site < 0 || static_cast<std::int64_t>(sites[i]) == c.site);
+  };
+  std::size_t state = 0;  // START, or the number of the snippet's calls matched so far
+  std::vector<std::size_t> pending;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (state > 0) {
+      if (matches(i, snippet[state])) {
+        pending.push_back(i);
+        if (++state == snippet.size()) {  // ACCEPT: the pending sequence is kept
+          for (auto p : pending) keep[p] = true;
+          pending.clear();
+          state = 0;
+        }
+        continue;
+      }
+      pending.clear();  // ERROR: the broken sequence is dropped; the call is read from START
+      state = 0;
+    }
+    if (matches(i, snippet[0])) {
+      if (snippet.size() == 1) {
+        keep[i] = true;
+      } else {
+        pending.push_back(i);
+        state = 1;
+      }
+    } else if (extrap::kept_outside_sequences(ops[i])) {
+      keep[i] = true;
+    }
+  }
+  return keep;  // a sequence still pending at the end is dropped
+}
+
+}  // namespace scalatrace
+
+namespace scalatrace::extrap {
+
 std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs, const std::vector<Grid>& grids,
-                                         CanonicalTables& tables, bool drop_local, std::uint64_t& dropped,
-                                         std::uint64_t& total) {
-  dropped = total = 0;
+                                         CanonicalTables& tables, InputFilter& filter) {
+  filter.dropped = filter.total = 0;
+  filter.dropped_by_op.clear();
   tables.sites = inputs.back()->sites;
   tables.names = inputs.back()->names;
   std::vector<ExpandedInput> out;
@@ -55,24 +111,43 @@ std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs
       auto& runs = in.runs[static_cast<std::size_t>(r)];
       auto& reps = in.repeats[static_cast<std::size_t>(r)];
       Cursor cur(t, r, TimingMode::Mean);
+      std::vector<Event> all;
       while (auto e = cur.next()) {
-        ++total;
-        if (drop_local && e->op == Op::Other) {
-          ++dropped;
-          continue;
-        }
         if (e->site < site_map.size()) e->site = site_map[e->site];
-        if (e->op == Op::Other) {
-          auto& id = (*e)[Field::NameId];
+        all.push_back(std::move(*e));
+      }
+      std::vector<bool> keep(all.size(), true);
+      if (!filter.snippet.empty()) {
+        std::vector<Op> ops;
+        std::vector<std::uint32_t> sites;
+        for (const auto& e : all) {
+          ops.push_back(e.op);
+          sites.push_back(e.site);
+        }
+        keep = snippet_keep(filter.snippet, ops, sites);
+      }
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        if (filter.drop_local && all[i].op == Op::Other) keep[i] = false;
+        ++filter.total;
+        if (!keep[i]) {
+          ++filter.dropped;
+          ++filter.dropped_by_op[std::string(op_name(all[i].op))];
+        }
+      }
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        if (!keep[i]) continue;
+        Event& e = all[i];
+        if (e.op == Op::Other) {
+          auto& id = e[Field::NameId];
           if (id >= 0 && static_cast<std::size_t>(id) < name_map.size()) id = name_map[static_cast<std::size_t>(id)];
         }
-        if (!runs.empty() && same_event(runs.back(), *e)) {
+        if (!runs.empty() && same_event(runs.back(), e)) {
           ++reps.back();  // a run of identical calls (the mean timing of its first one is kept)
         } else {
-          runs.push_back(*e);
+          runs.push_back(e);
           reps.push_back(1);
         }
-        evs.push_back(std::move(*e));
+        evs.push_back(std::move(e));
       }
       auto& held = in.comms[static_cast<std::size_t>(r)];
       for (const auto& entry : t.comms.entries) {
@@ -270,8 +345,9 @@ std::string over_ambiguous_linear(const LinearLaw& law, const std::string& why, 
 class RoleSolver {
  public:
   RoleSolver(const std::vector<ExpandedInput>& inputs, const RolePlan& role, const Grid& target, std::size_t ndims,
-             bool remainder_rivals)
-      : scalar_(FeatureSpace::make(ndims, false)), indexed_(FeatureSpace::make(ndims, true)) {
+             bool remainder_rivals, bool periodic)
+      : scalar_(FeatureSpace::make(ndims, false, false, periodic)),
+        indexed_(FeatureSpace::make(ndims, true, false, periodic)) {
     scalar_.remainder_rivals = indexed_.remainder_rivals = remainder_rivals;
     for (const auto& [k, r] : role.members) points_.push_back(scalar_.values(inputs[k].grid, inputs[k].grid.coords(r)));
     for (const auto& c : role_corners(role.key, target)) {
@@ -715,7 +791,7 @@ class RolePlanner {
  public:
   RolePlanner(const std::vector<ExpandedInput>& inputs, RolePlan& role, const Grid& target, std::size_t ndims,
               bool single_size, std::vector<Failure>& failures, LawReport& report, LawPool& pool,
-              std::vector<Deferred>& deferred, bool remainder_rivals)
+              std::vector<Deferred>& deferred, bool remainder_rivals, bool periodic)
       : inputs_(inputs),
         role_(role),
         name_(role.key.to_string()),
@@ -724,9 +800,9 @@ class RolePlanner {
         report_(report),
         pool_(pool),
         deferred_(deferred),
-        solver_(inputs, role, target, ndims, remainder_rivals),
+        solver_(inputs, role, target, ndims, remainder_rivals, periodic),
         stage_([&] {
-          auto space = FeatureSpace::make(ndims, false, true);
+          auto space = FeatureSpace::make(ndims, false, true, periodic);
           space.remainder_rivals = remainder_rivals;
           return space;
         }()),
@@ -1491,7 +1567,7 @@ std::size_t input_sizes(const RolePlan& role) {
 std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs, const Grid& target, std::size_t ndims,
                                        int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
                                        std::vector<Failure>& failures, std::vector<ParameterLaw>& laws,
-                                       std::size_t budget, bool remainder_rivals) {
+                                       std::size_t budget, bool remainder_rivals, bool periodic) {
   std::map<RoleKey, RolePlan> roles = group_roles(inputs, depth, modulus, needed);
   std::map<RoleKey, LawReport> reports;
   LawPool pool;
@@ -1506,9 +1582,12 @@ std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
       if (hopeless()) return roles;
       if ((input_sizes(role) < 2) != single) continue;
       if (!same_shape(inputs, role, key.to_string(), failures)) continue;
-      RolePlanner(inputs, role, target, ndims, single, failures, reports[key], pool, deferred, remainder_rivals).plan();
+      RolePlanner(inputs, role, target, ndims, single, failures, reports[key], pool, deferred, remainder_rivals,
+                  periodic)
+          .plan();
     }
-  auto scalar = FeatureSpace::make(ndims, false), indexed = FeatureSpace::make(ndims, true);
+  auto scalar = FeatureSpace::make(ndims, false, false, periodic),
+       indexed = FeatureSpace::make(ndims, true, false, periodic);
   scalar.remainder_rivals = indexed.remainder_rivals = remainder_rivals;
   // First the laws the roles determined themselves; then, round by round, also the laws the
   // deferred parameters settled on (a role seen at one size may need the law another deferred

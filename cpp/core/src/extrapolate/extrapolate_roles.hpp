@@ -36,12 +36,18 @@ struct CanonicalTables {
   std::vector<std::string> names;
 };
 
-/// Expands every rank of every input (inputs sorted by size; the last one is canonical).
-/// `drop_local`: Op::Other events are left out (lossy extrapolation); `dropped` and `total`
-/// count the events left out and all events.
+/// What lossy extrapolation leaves out of the inputs (thesis §3.2.4), and what it left out.
+struct InputFilter {
+  bool drop_local = false;           ///< Op::Other events are left out
+  std::vector<SnippetCall> snippet;  ///< non-empty: only what snippet_keep keeps stays
+  std::uint64_t dropped = 0, total = 0;
+  std::map<std::string, std::uint64_t> dropped_by_op;
+};
+
+/// Expands every rank of every input (inputs sorted by size; the last one is canonical),
+/// leaving out what `filter` says (lossy extrapolation) and counting it there.
 std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs, const std::vector<Grid>& grids,
-                                         CanonicalTables& tables, bool drop_local, std::uint64_t& dropped,
-                                         std::uint64_t& total);
+                                         CanonicalTables& tables, InputFilter& filter);
 
 /// A parameter value at a target rank: a constant or a law over FeatureSpace features.
 struct ValuePlan {
@@ -148,7 +154,8 @@ inline int failure_rank(const Failure& f) {
 std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs, const Grid& target, std::size_t ndims,
                                        int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
                                        std::vector<Failure>& failures, std::vector<ParameterLaw>& laws,
-                                       std::size_t budget = SIZE_MAX, bool remainder_rivals = true);
+                                       std::size_t budget = SIZE_MAX, bool remainder_rivals = true,
+                                       bool periodic = false);
 
 /// Corners of the coordinate box a role covers at the target grid (probe points for laws).
 std::vector<std::vector<std::int64_t>> role_corners(const RoleKey& key, const Grid& target);

@@ -14,6 +14,7 @@
 //                             formulas (metadata) and timing from per-node models (§3.2.5).
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -106,11 +107,16 @@ struct FeatureSpace {
   std::size_t ndims = 1;
   bool with_index = false;
   bool with_stage = false;
+  /// Periodic neighbours (ExtrapolationOptions::periodic): the relative rank of the +1 and -1
+  /// neighbour along each dimension with wrap-around, ((x+1)%X-x), ((x+X-1)%X-x),
+  /// X*((y+1)%Y-y), ..., X*Y*((z+Z-1)%Z-z); inserted before P^2, terms like the coordinates
+  /// (a law of one periodic term is found before any law of several coordinate terms).
+  bool periodic = false;
   std::vector<std::string> names;
   /// Division laws are compared with their remainder rivals (ExtrapolationOptions::
   /// uneven_splits_from_inputs).
   bool remainder_rivals = true;
-  static FeatureSpace make(std::size_t ndims, bool with_index, bool with_stage = false);
+  static FeatureSpace make(std::size_t ndims, bool with_index, bool with_stage = false, bool periodic = false);
   /// Feature values for a rank (coords) of a grid, element index j, stage k of n.
   std::vector<std::int64_t> values(const Grid& grid, const std::vector<std::int64_t>& coords, std::int64_t j = 0,
                                    std::int64_t k = 0, std::int64_t n = 0) const;
@@ -207,6 +213,24 @@ using TimingModel =
 inline constexpr std::int64_t kDefaultMaxExtrapolationRanks = std::int64_t{1} << 22;
 inline constexpr std::int64_t kMaxExtrapolationRanks = (std::int64_t{1} << 32) - 1;
 
+/// One call of a snippet (thesis §3.2.4, Fig. 3.7): an MPI operation, at one call site of the
+/// largest input's call-site table or at any (site < 0).
+struct SnippetCall {
+  Op op = Op::Other;
+  std::int64_t site = -1;
+  bool operator==(const SnippetCall&) const = default;
+};
+
+/// The thesis' snippet filter (Fig. 3.7) over one rank's events: a finite-state machine that
+/// keeps every complete occurrence of the snippet's call sequence and, outside a sequence, the
+/// collectives (and Init, Finalize, communicator creation and freeing); everything else is
+/// dropped. A sequence broken by an unexpected call is dropped whole (the unexpected call is then
+/// read from the start state: kept if a collective, the start of a new sequence if it matches
+/// the snippet's first call). `sites` are the events' sites in the snippet's table. Returns, per
+/// event, whether it is kept.
+std::vector<bool> snippet_keep(const std::vector<SnippetCall>& snippet, const std::vector<Op>& ops,
+                               const std::vector<std::uint32_t>& sites);
+
 struct ExtrapolationOptions {
   std::int64_t target_ranks = 0;  ///< target rank count (with the inputs' grid rule) or 0
   Grid target_grid;               ///< explicit target grid (overrides target_ranks)
@@ -227,6 +251,15 @@ struct ExtrapolationOptions {
   /// (even_alltoall_counts); how far they were from even is reported in the metadata
   /// (`extrapolation_even_counts`).
   bool even_alltoall_counts = false;
+  /// Lossy extrapolation with the thesis' snippet filter (§3.2.4, Fig. 3.7; see snippet_keep):
+  /// every rank of every input is filtered before extrapolating, keeping the snippet's complete
+  /// call sequences and the collectives; the dropped share is reported (`extrapolation_dropped`).
+  /// Sites are the largest input's. Empty: no filter.
+  std::vector<SnippetCall> snippet;
+  /// Periodic neighbour features (FeatureSpace::periodic) for codes on a torus (NPB MG): a
+  /// neighbour with wrap-around is one law for every rank whatever the dimension's size, and
+  /// boundary depth 0 (one role for every rank) is tried first.
+  bool periodic = false;
   /// A division law is refused where the target splits its N unevenly and no input shows how
   /// the program splits a remainder (see division_remainder_rival). Off only for laws read as a
   /// model of every size (scalable benchmarks, which write C's integer division as such).
@@ -304,8 +337,11 @@ struct ExtrapolationResult {
   std::vector<ParameterLaw> laws;
   std::vector<std::string> roles;     ///< role descriptions with their target ranklists
   std::vector<std::string> warnings;  ///< choices the inputs did not decide (simplest law taken)
-  std::uint64_t dropped_events = 0;   ///< drop_local: events dropped over all inputs
-  std::uint64_t input_events = 0;     ///< events of all inputs (before dropping)
+  bool periodic = false;              ///< the laws are over FeatureSpace::make(..., periodic = true)
+  std::uint64_t dropped_events = 0;   ///< drop_local, snippet: events dropped over all inputs
+  /// snippet: events dropped per operation name (over all inputs)
+  std::map<std::string, std::uint64_t> dropped_by_op;
+  std::uint64_t input_events = 0;  ///< events of all inputs (before dropping)
   /// even_alltoall_counts: a description of what was evened (empty when the option is off).
   std::string even_counts;
   /// The chosen reading's laws, role by role (the target's roles): what generated scalable
