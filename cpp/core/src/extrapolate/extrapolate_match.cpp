@@ -1195,13 +1195,7 @@ class RolePlanner {
       // another role at the same call site, as scalars are.
       std::vector<std::vector<std::int64_t>> pts;
       std::vector<std::int64_t> vals;
-      for (std::size_t m = 0; m < nm_; ++m) {
-        const auto& arr = member_event(m, i).arrays[a];
-        for (std::size_t j = 0; j < arr.size(); ++j) {
-          pts.push_back(index_point(m, j));
-          vals.push_back(arr[j]);
-        }
-      }
+      element_points(i, a, 1, 0, pts, vals);
       std::string why;
       bool deferrable = single_size_;
       if (!single_size_ && !pts.empty()) solver_.indexed(pts, vals, why, deferrable, scale);
@@ -1257,11 +1251,10 @@ class RolePlanner {
     return false;
   }
 
-  /// The law of the elements j = c (mod `mod`) of array a of event i, over all members.
-  std::optional<ValuePlan> residue_law(std::size_t i, std::size_t a, std::int64_t mod, std::int64_t c,
-                                       std::int64_t scale) {
-    std::vector<std::vector<std::int64_t>> pts;
-    std::vector<std::int64_t> vals;
+  /// The (member, element index) points and values of the elements j = c (mod `mod`) of array a
+  /// of event i, over all members.
+  void element_points(std::size_t i, std::size_t a, std::int64_t mod, std::int64_t c,
+                      std::vector<std::vector<std::int64_t>>& pts, std::vector<std::int64_t>& vals) const {
     for (std::size_t m = 0; m < nm_; ++m) {
       const auto& arr = member_event(m, i).arrays[a];
       for (std::size_t j = static_cast<std::size_t>(c); j < arr.size(); j += static_cast<std::size_t>(mod)) {
@@ -1269,6 +1262,14 @@ class RolePlanner {
         vals.push_back(arr[j]);
       }
     }
+  }
+
+  /// The law of the elements j = c (mod `mod`) of array a of event i, over all members.
+  std::optional<ValuePlan> residue_law(std::size_t i, std::size_t a, std::int64_t mod, std::int64_t c,
+                                       std::int64_t scale) {
+    std::vector<std::vector<std::int64_t>> pts;
+    std::vector<std::int64_t> vals;
+    element_points(i, a, mod, c, pts, vals);
     if (pts.empty()) return std::nullopt;
     std::string w;
     bool deferrable = false;
