@@ -2,6 +2,7 @@
 #include <pybind11/functional.h>
 
 #include "bindings.hpp"
+#include "scalatrace/extrapolate/even_counts.hpp"
 #include "scalatrace/extrapolate/extrapolate.hpp"
 
 using namespace scalatrace;
@@ -136,10 +137,11 @@ void register_extrapolate(py::module_& m) {
       [](const std::vector<const Trace*>& traces, std::int64_t ranks, std::vector<std::int64_t> dims,
          const std::vector<std::vector<std::int64_t>>& input_dims, std::optional<py::function> timing,
          std::int64_t max_ranks, bool drop_local, bool refuse_undecided,
-         const std::vector<std::pair<std::string, std::int64_t>>& snippet, bool periodic) {
+         const std::vector<std::pair<std::string, std::int64_t>>& snippet, bool periodic, bool even_counts) {
         ExtrapolationOptions opt;
         opt.max_ranks = max_ranks;
         opt.drop_local = drop_local;
+        opt.even_alltoall_counts = even_counts;
         opt.refuse_undecided = refuse_undecided;
         opt.snippet = snippet_calls(snippet);
         opt.periodic = periodic;
@@ -159,7 +161,8 @@ void register_extrapolate(py::module_& m) {
       py::arg("traces"), py::arg("ranks"), py::arg("dims"), py::arg("input_dims"), py::arg("timing"),
       py::arg("max_ranks") = kDefaultMaxExtrapolationRanks, py::arg("drop_local") = false,
       py::arg("refuse_undecided") = false, py::arg("snippet") = std::vector<std::pair<std::string, std::int64_t>>{},
-      py::arg("periodic") = false, "Extrapolated trace at the target size (see scalatrace.extrapolate).");
+      py::arg("periodic") = false, py::arg("even_counts") = false,
+      "Extrapolated trace at the target size (see scalatrace.extrapolate).");
   m.def(
       "snippet_keep",
       [](const std::vector<std::pair<std::string, std::int64_t>>& snippet, const std::vector<std::string>& ops,
@@ -174,6 +177,20 @@ void register_extrapolate(py::module_& m) {
       },
       py::arg("snippet"), py::arg("ops"), py::arg("sites"),
       "Per event, whether the thesis' snippet filter keeps it (see scalatrace.extrapolate.snippet_filter).");
+  m.def(
+      "even_alltoall_counts",
+      [](const Trace& trace) {
+        EvenCountsReport report;
+        Trace out = even_alltoall_counts(trace, &report);
+        py::dict d;
+        d["nodes"] = report.nodes;
+        d["calls"] = report.calls;
+        d["changed_arrays"] = report.changed_arrays;
+        d["max_element_deviation"] = report.max_element_deviation;
+        d["max_total_deviation"] = report.max_total_deviation;
+        return py::make_tuple(py::cast(std::move(out)), d);
+      },
+      py::arg("trace"), "A copy whose Alltoallv count arrays are even splits of each call's mean total, and a report.");
   m.def(
       "balanced_grid",
       [](std::int64_t n, std::size_t ndims, const std::string& order) {

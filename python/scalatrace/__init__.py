@@ -48,7 +48,14 @@ from .errors import (
     UsageError,
 )
 from .export_extrap import to_extrap
-from .extrapolate import ExtrapolationError, Model, extrapolate, extrapolation_laws, fit_scaling
+from .extrapolate import (
+    ExtrapolationError,
+    Model,
+    even_alltoall_counts,
+    extrapolate,
+    extrapolation_laws,
+    fit_scaling,
+)
 from .models import (
     ModelError,
     PerformanceModel,
@@ -106,6 +113,7 @@ __all__ = [
     "optimal_grain",
     "speedup",
     "extrapolate",
+    "even_alltoall_counts",
     "extrapolation_laws",
     "fit_scaling",
     "load",

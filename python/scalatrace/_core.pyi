@@ -294,7 +294,9 @@ def extrapolate(
     refuse_undecided: bool = ...,
     snippet: list[tuple[str, int]] = ...,
     periodic: bool = ...,
+    even_counts: bool = ...,
 ) -> Trace: ...
+def even_alltoall_counts(trace: Trace) -> tuple[Trace, dict[str, Any]]: ...
 def snippet_keep(
     snippet: list[tuple[str, int]], ops: list[str], sites: list[int]
 ) -> list[bool]: ...

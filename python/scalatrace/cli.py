@@ -52,6 +52,11 @@ def _extrapolate_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
         help="drop local calls (Other: MPI_Comm_rank, ...) before extrapolating",
     )
     e.add_argument(
+        "--even-counts",
+        action="store_true",
+        help="make Alltoallv counts that follow the data (NPB IS) even before extrapolating (lossy)",
+    )
+    e.add_argument(
         "--strict",
         action="store_true",
         help="refuse where the inputs do not decide between laws that differ at the target "
@@ -502,6 +507,7 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
         snippet=snippet,
         periodic=args.periodic,
         input_dims=input_dims,
+        even_counts=args.even_counts,
     )
     big.save(args.output)
     print(
@@ -510,6 +516,8 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
     )
     if args.lossy or snippet:
         print(f"scalatrace: {big.metadata['extrapolation_dropped']}")
+    if args.even_counts:
+        print(f"scalatrace: {big.metadata['extrapolation_even_counts']}")
     if args.laws:
         print(extrapolation_laws(big).to_string(index=False))
     return 0

@@ -461,6 +461,7 @@ def extrapolate(
     strict: bool = False,
     snippet: Sequence[str] | None = None,
     periodic: bool = False,
+    even_counts: bool = False,
 ) -> TraceModel:
     """The trace of the same program at a larger size, from traces of several small sizes.
 
@@ -506,6 +507,14 @@ def extrapolate(
         ``X*((y+Y-1)%Y-y)``, ..., is one law for every rank, also where a dimension of size 2
         makes both neighbours one rank; one role for every rank (boundary depth 0) is tried
         first.
+    even_counts : bool
+        Lossy extrapolation of all-to-all counts that follow the program's data (NPB IS: each
+        rank sends each other rank the keys of its buckets, a random share of one total): every
+        input's ``Alltoallv`` / ``Ialltoallv`` count arrays are first made even
+        (:func:`even_alltoall_counts`: each call's mean total over the ranks split evenly, in
+        whole elements), so that they follow a law of the size. Everything else stays exact;
+        ``trace.metadata["extrapolation_even_counts"]`` says how many calls changed and by how
+        much. Compare the result with a real trace passed through :func:`even_alltoall_counts`.
 
     Warns
     -----
@@ -571,6 +580,7 @@ def extrapolate(
     strict = check_bool("strict", strict)
     periodic = check_bool("periodic", periodic)
     calls = _snippet_calls(snippet)
+    even_counts = check_bool("even_counts", even_counts)
     max_ranks = check_int("max_ranks", max_ranks, lo=1)
     cache: dict = {}
     core = _core.extrapolate(
@@ -584,6 +594,7 @@ def extrapolate(
         strict,
         calls,
         periodic,
+        even_counts,
     )
     big = wrap(core)
     chosen = big.metadata.get("extrapolation_warnings", "").strip()
@@ -595,6 +606,35 @@ def extrapolate(
             stacklevel=2,
         )
     return big
+
+
+def even_alltoall_counts(trace: TraceModel) -> tuple[TraceModel, dict[str, float]]:
+    """A copy of ``trace`` whose ``Alltoallv`` / ``Ialltoallv`` count arrays are even.
+
+    Each call's count arrays (send and receive side) become the even split of the call's mean
+    total over the ranks that make it, rounded to whole datatype elements; its ``bytes`` totals
+    follow. Every other event and parameter is unchanged. This is what ``extrapolate(...,
+    even_counts=True)`` does to its inputs, and the form to compare its result with.
+
+    Returns
+    -------
+    (Trace, dict)
+        The lossy copy, and a report: ``nodes`` and ``calls`` rewritten, ``changed_arrays``
+        (send or receive arrays that were not even already), ``max_element_deviation`` and
+        ``max_total_deviation`` (largest relative distance of an original count, and of a
+        call's original total, from its even value).
+
+    Raises
+    ------
+    UsageError
+        A clustered trace (its members' counts were not recorded).
+    """
+    if not isinstance(trace, TraceModel):
+        raise UsageError(
+            f"even_alltoall_counts expects a scalatrace.Trace, not {type(trace).__name__}"
+        )
+    core, report = _core.even_alltoall_counts(trace._core)
+    return wrap(core), dict(report)
 
 
 def _snippet_calls(snippet: Sequence[str] | None) -> list[tuple[str, int]]:

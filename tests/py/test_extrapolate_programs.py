@@ -14,6 +14,8 @@ our own in tests/py/programs traced with real mpiexec runs at 2-12 ranks:
 * extrap_lu.c: NPB LU's face exchanges, whose first column and row of ranks hold one grid line
   more: a division plus a constant; with 12 lines at 4, 6, 9 ranks no input splits unevenly
   and 10 ranks do (NPB BT and SP class W at 4, 9, 16 -> 25): refused;
+* extrap_buckets.c: NPB IS's shape, Alltoallv counts that follow random keys (a fixed total of
+  keys): refused, and extrapolated with ``even_counts=True`` (the counts made even first);
 * extrap_residue.c: a single call whose fewest-term law (P) is wrong at the target, where a law of
   one more term ((r%3) + r) also fits and differs at a residue class no input shows: refused.
 
@@ -182,6 +184,44 @@ def test_lossy_extrapolation_drops_local_calls_and_reports_the_share(traced):
     )
     total = sum(len(list(t.events(r, timing="none"))) for t in small for r in range(t.nranks))
     assert dropped.startswith(f"lossy: {total_other} of {total} input events"), dropped
+
+
+def test_alltoallv_counts_that_follow_the_data_are_made_even(traced, tmp_path, capsys):
+    small = [traced("extrap_buckets", n) for n in (2, 3, 4)]
+    with pytest.raises(ExtrapolationError) as err:
+        scalatrace.extrapolate(small, ranks=6, timing=False)
+    assert "Alltoallv" in str(err.value), str(err.value)[:2000]
+    big = scalatrace.extrapolate(small, ranks=6, timing=False, even_counts=True)
+    real = traced("extrap_buckets", 6)
+    even_real, report = scalatrace.even_alltoall_counts(real)
+    # The real run's counts follow its keys: the transform changed them, and only them.
+    assert report["calls"] == 3 * 6 and report["changed_arrays"] > 0, report
+    assert report["max_element_deviation"] > 0 and report["max_total_deviation"] > 0, report
+    for r in range(6):
+        before = list(real.events(r, timing="none"))
+        after = list(even_real.events(r, timing="none"))
+        assert [e.op for e in before] == [e.op for e in after]
+        for x, y in zip(before, after):
+            if x.op != "Alltoallv":
+                assert (x.fields, x.arrays) == (y.fields, y.arrays)
+            else:  # 14400 keys / 6 ranks / 6 peers, 4 bytes each
+                assert y.arrays["SendCounts"] == [1600] * 6, y.arrays
+                assert y.arrays["RecvCounts"] == [1600] * 6, y.arrays
+                assert sum(x.arrays["SendCounts"]) == 9600  # each rank sends all its keys
+    helpers.assert_same_run(big, even_real)
+    note = big.metadata["extrapolation_even_counts"]
+    assert note.startswith("lossy: the count arrays of 27 Alltoallv"), note  # 3 x (2+3+4)
+    laws = laws_of(big)
+    assert laws[("Alltoallv", "SendCounts element j")] == {"4*floor(14400/P^2)"}, laws
+    # The CLI says the same.
+    paths = []
+    for n, t in zip((2, 3, 4), small):
+        paths.append(str(tmp_path / f"b{n}.sct"))
+        t.save(paths[-1])
+    out = tmp_path / "b6.sct"
+    assert main(["extrapolate", *paths, "--ranks", "6", "--even-counts", "-o", str(out)]) == 0
+    assert "lossy: the count arrays of 27" in capsys.readouterr().out
+    helpers.assert_same_run(scalatrace.load(out), even_real)
 
 
 def test_halo2d_whose_small_grids_lack_interior_ranks(traced):

@@ -10,6 +10,7 @@
 
 #include "extrapolate/extrapolate_roles.hpp"
 #include "scalatrace/compress/compressor.hpp"
+#include "scalatrace/extrapolate/even_counts.hpp"
 #include "scalatrace/merge/merge.hpp"
 #include "scalatrace/read/cursor.hpp"
 
@@ -430,8 +431,31 @@ std::string disagreement(const Attempt& a, const Attempt& b, bool periodic, bool
 
 }  // namespace
 
-ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, const ExtrapolationOptions& options) {
+ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, const ExtrapolationOptions& options) {
   check_target_size(options);
+  std::vector<Trace> evened;
+  std::vector<const Trace*> inputs_in = inputs_given;
+  std::string even_text;
+  if (options.even_alltoall_counts) {
+    EvenCountsReport total;
+    for (const Trace* t : inputs_given) {
+      EvenCountsReport one;
+      evened.push_back(even_alltoall_counts(*t, &one));
+      total.nodes += one.nodes;
+      total.calls += one.calls;
+      total.changed_arrays += one.changed_arrays;
+      total.max_element_deviation = std::max(total.max_element_deviation, one.max_element_deviation);
+      total.max_total_deviation = std::max(total.max_total_deviation, one.max_total_deviation);
+    }
+    for (std::size_t k = 0; k < evened.size(); ++k) inputs_in[k] = &evened[k];
+    std::ostringstream text;
+    text.precision(3);
+    text << "lossy: the count arrays of " << total.calls << " Alltoallv/Ialltoallv calls of the inputs were made even"
+         << " (the mean total over the ranks split evenly, in whole elements); " << total.changed_arrays
+         << " send or receive arrays changed, by up to " << 100.0 * total.max_element_deviation << "% per element and "
+         << 100.0 * total.max_total_deviation << "% per total";
+    even_text = text.str();
+  }
   const auto order = validated_order(inputs_in);
   std::vector<const Trace*> inputs;
   std::vector<Grid> given;
@@ -737,6 +761,8 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_in, cons
           << "%) were local calls (Other) and were dropped before extrapolating";
     md["extrapolation_dropped"] = share.str();
   }
+  if (options.even_alltoall_counts) md["extrapolation_even_counts"] = even_text;
+  res.even_counts = even_text;
   return res;
 }
 

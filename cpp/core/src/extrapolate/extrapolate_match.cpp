@@ -444,8 +444,10 @@ class RoleSolver {
   }
 
   /// Law over (member, element index) points.
+  /// `scale` (> 0): the values are element counts times this datatype size (count arrays).
   std::optional<ValuePlan> indexed(const std::vector<std::vector<std::int64_t>>& pts,
-                                   const std::vector<std::int64_t>& vals, std::string& why, bool& deferrable) {
+                                   const std::vector<std::int64_t>& vals, std::string& why, bool& deferrable,
+                                   std::int64_t scale = 0) {
     deferrable = false;
     ValuePlan p;
     if (std::all_of(vals.begin(), vals.end(), [&](std::int64_t v) { return v == vals[0]; })) {
@@ -453,6 +455,23 @@ class RoleSolver {
       return p;
     }
     auto law = solve_linear_law(pts, vals, index_probes_, &why, 4, 1, indexed_.linear_count(), &indexed_);
+    if (!law) {
+      // Elements of a strong-scaled all-to-all (the same count to every peer, N / P^2): a
+      // division law, checked as for scalars; where other laws also fit and differ at the
+      // target it is refused, naming them (no "simplest" choice for array elements).
+      std::string wd;
+      auto division = solve_division_law(pts, vals, index_probes_, indexed_.divisors(), &wd, &indexed_, scale);
+      if (division) {
+        const auto others = division_alternatives(*division, pts, vals, index_probes_, indexed_);
+        if (others.empty()) {
+          law = division;
+        } else {
+          why = "ambiguous: " + others;
+          deferrable = true;
+          return std::nullopt;
+        }
+      }
+    }
     if (!law) {
       deferrable = is_deferrable(why);
       return std::nullopt;
@@ -902,6 +921,14 @@ class RolePlanner {
     return d > 0 ? d : 0;
   }
 
+  /// Count arrays hold bytes: element counts times the datatype size (DtSize for SendCounts,
+  /// DtSize2 for RecvCounts) if every member has the same one, else 0.
+  std::int64_t array_element_size(std::size_t i, ArrayField a) const {
+    if (a == ArrayField::SendCounts) return datatype_size(i, Field::Bytes);
+    if (a == ArrayField::RecvCounts) return datatype_size(i, Field::Bytes2);
+    return 0;
+  }
+
   void plan_event(std::size_t i, const Event& ref) {
     EventPlan& ep = role_.events[i];
     ep.op = ref.op;
@@ -1161,11 +1188,40 @@ class RolePlanner {
     ap.kind = ArrayPlan::Kind::Sequence;
     for (std::size_t m = 0; m < nm_; ++m) column_[m] = static_cast<std::int64_t>(member_event(m, i).arrays[a].size());
     plan_scalar(ap.length, site_text(ep), where, "length of " + aname);
-    if (!solve_residues(ap, i, a)) {
+    const std::int64_t scale = array_element_size(i, static_cast<ArrayField>(a));
+    if (!solve_residues(ap, i, a, scale)) {
+      // One law for every element that this role's inputs do not decide (a division checked on
+      // two sizes only: an all-to-all's N / P^2 in a role seen at two sizes) may be shared from
+      // another role at the same call site, as scalars are.
+      std::vector<std::vector<std::int64_t>> pts;
+      std::vector<std::int64_t> vals;
+      element_points(i, a, 1, 0, pts, vals);
+      std::string why;
+      bool deferrable = single_size_;
+      if (!single_size_ && !pts.empty()) solver_.indexed(pts, vals, why, deferrable, scale);
+      if (deferrable && !pts.empty()) {
+        ap.modulus = 1;
+        ap.by_residue.assign(1, ValuePlan{});
+        deferred_.push_back(Deferred{&role_,
+                                     &report_,
+                                     name_,
+                                     &ap.by_residue[0],
+                                     {site_text(ep), aname + " element j"},
+                                     where,
+                                     true,
+                                     pts,
+                                     solver_.index_probes(),
+                                     vals,
+                                     why,
+                                     ""});
+        return;
+      }
       fail(where + ", " + aname +
            ": the elements follow no linear law in j (nor one per residue of j mod 2, 3, 4 or 6)");
       return;
     }
+    if (ap.modulus == 1)
+      pool_add(pool_, {site_text(ep), aname + " element j"}, SharedLaw{ap.by_residue[0], name_, true});
     std::string text;
     for (std::int64_t c = 0; c < ap.modulus; ++c) {
       note_rank(ap.by_residue[static_cast<std::size_t>(c)], indexed_);
@@ -1178,11 +1234,11 @@ class RolePlanner {
 
   /// Element laws of a variable-length array: the smallest modulus (1, 2, 3, 4 or 6) for which
   /// every residue class of the element index follows a law. False if none does.
-  bool solve_residues(ArrayPlan& ap, std::size_t i, std::size_t a) {
+  bool solve_residues(ArrayPlan& ap, std::size_t i, std::size_t a, std::int64_t scale) {
     for (std::int64_t mod : {1, 2, 3, 4, 6}) {
       std::vector<ValuePlan> classes;
       for (std::int64_t c = 0; c < mod; ++c) {
-        auto law = residue_law(i, a, mod, c);
+        auto law = residue_law(i, a, mod, c, scale);
         if (!law) break;
         classes.push_back(*law);
       }
@@ -1195,10 +1251,10 @@ class RolePlanner {
     return false;
   }
 
-  /// The law of the elements j = c (mod `mod`) of array a of event i, over all members.
-  std::optional<ValuePlan> residue_law(std::size_t i, std::size_t a, std::int64_t mod, std::int64_t c) {
-    std::vector<std::vector<std::int64_t>> pts;
-    std::vector<std::int64_t> vals;
+  /// The (member, element index) points and values of the elements j = c (mod `mod`) of array a
+  /// of event i, over all members.
+  void element_points(std::size_t i, std::size_t a, std::int64_t mod, std::int64_t c,
+                      std::vector<std::vector<std::int64_t>>& pts, std::vector<std::int64_t>& vals) const {
     for (std::size_t m = 0; m < nm_; ++m) {
       const auto& arr = member_event(m, i).arrays[a];
       for (std::size_t j = static_cast<std::size_t>(c); j < arr.size(); j += static_cast<std::size_t>(mod)) {
@@ -1206,10 +1262,18 @@ class RolePlanner {
         vals.push_back(arr[j]);
       }
     }
+  }
+
+  /// The law of the elements j = c (mod `mod`) of array a of event i, over all members.
+  std::optional<ValuePlan> residue_law(std::size_t i, std::size_t a, std::int64_t mod, std::int64_t c,
+                                       std::int64_t scale) {
+    std::vector<std::vector<std::int64_t>> pts;
+    std::vector<std::int64_t> vals;
+    element_points(i, a, mod, c, pts, vals);
     if (pts.empty()) return std::nullopt;
     std::string w;
     bool deferrable = false;
-    return solver_.indexed(pts, vals, w, deferrable);
+    return solver_.indexed(pts, vals, w, deferrable, scale);
   }
 
   /// MPI_COMM_WORLD (id 0) by definition: P members 0..P-1, checked on every input.

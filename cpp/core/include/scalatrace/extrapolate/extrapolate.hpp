@@ -246,6 +246,11 @@ struct ExtrapolationOptions {
   /// MPI_Comm_size, MPI_Type_commit, ...) of every input before extrapolating; the dropped
   /// share is reported in the metadata (`extrapolation_dropped`).
   bool drop_local = false;
+  /// Lossy extrapolation of data-dependent all-to-all counts (NPB IS): every input's Alltoallv /
+  /// Ialltoallv count arrays are replaced by even splits of each call's mean total first
+  /// (even_alltoall_counts); how far they were from even is reported in the metadata
+  /// (`extrapolation_even_counts`).
+  bool even_alltoall_counts = false;
   /// Lossy extrapolation with the thesis' snippet filter (§3.2.4, Fig. 3.7; see snippet_keep):
   /// every rank of every input is filtered before extrapolating, keeping the snippet's complete
   /// call sequences and the collectives; the dropped share is reported (`extrapolation_dropped`).
@@ -337,6 +342,8 @@ struct ExtrapolationResult {
   /// snippet: events dropped per operation name (over all inputs)
   std::map<std::string, std::uint64_t> dropped_by_op;
   std::uint64_t input_events = 0;  ///< events of all inputs (before dropping)
+  /// even_alltoall_counts: a description of what was evened (empty when the option is off).
+  std::string even_counts;
   /// The chosen reading's laws, role by role (the target's roles): what generated scalable
   /// benchmarks evaluate at their own size.
   std::vector<RoleLaws> role_laws;
