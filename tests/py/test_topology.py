@@ -140,6 +140,10 @@ def test_cli_topology_and_noise(stencil, capsys):
     assert '"total_time"' in capsys.readouterr().out
     assert main(["simulate", str(stencil.path), "--topology", "torus:4xq"]) == 2
     assert "sizes must be integers" in capsys.readouterr().err
+    weighted = ["simulate", str(stencil.path), "--topology", "torus:4x4", "--hop-latency", "1e-7",
+                "--sharing", "latency_weighted", "--json"]  # fmt: skip
+    assert main(weighted) == 0
+    assert '"total_time"' in capsys.readouterr().out
     # Placement on the flat network matters through contention (or intra_node).
     sweep = ["sweep", str(stencil.path), "--param", "placement=block,random", "--param",
              "ranks_per_node=1,4", "--param", "contention=true", "-j", "1", "-q"]  # fmt: skip
