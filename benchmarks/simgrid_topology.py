@@ -19,14 +19,17 @@ Usage::
     python benchmarks/simgrid_topology.py [--cases torus:8x8:stencil2d,fat_tree:8:stencil2d]
         [--ranks 64] [--bytes 1024,4096,16384,65536] [--steps 10] [--latency 1e-7]
         [--bandwidth 1e9] [--smpi-cfg allreduce:rdb ...] [--limiter] [--simgrid-cache FILE]
-        [--sharings latency_weighted,fair,first_come]
+        [--sharings latency_weighted,fair,first_come] [--simgrid-routes simgrid|scalatrace]
 
 A case is ``topology:shape:pattern``: torus shape ``AxB[xC]``, fat tree ``k``, dragonfly
 ``GxRxN`` (groups, routers per group, nodes per router; SimGrid's with one chassis per group);
 pattern ``stencil2d`` or ``stencil3d``, or the path of a trace (e.g. an example traced under the
 collector, simulated as it is: ``--bytes`` and ``--ranks`` do not apply). Ranks are placed one
-per node in rank order (block). Needs SimGrid (Debian ``libsimgrid-dev``: ``smpirun`` and
-``smpireplaymain``). Prints one table (BENCHMARKS.md, section 18).
+per node in rank order (block). ``--simgrid-routes scalatrace`` (tori): SimGrid runs the same
+torus as a ``Full`` zone whose explicit routes are the simulator's (SimGrid's ``TORUS`` breaks
+one tie of an even ring the other way), to compare the two on the same routes. Needs SimGrid
+(Debian ``libsimgrid-dev``: ``smpirun`` and ``smpireplaymain``). Prints one table
+(BENCHMARKS.md, sections 18, 18b and 18c).
 """
 
 from __future__ import annotations
