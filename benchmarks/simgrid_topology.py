@@ -9,8 +9,9 @@ replays it with ``smpirun -replay`` (CM02 network model, no cross traffic, SMPI'
 bandwidth factors 1, and by default ``smpi/allreduce:rdb``: recursive doubling, the schedule
 the simulator uses for small Allreduces, so that both simulate the same messages) and compares
 the simulated time with ``scalatrace.simulate`` on the same ``Topology`` (free endpoint: L = o
-= g = G = 0; the links give latency and bandwidth), with congestion (``sharing="fair"`` and
-``"first_come"``), without, and on the flat network. Each case runs with the trace's compute and with communication only (compute
+= g = G = 0; the links give latency and bandwidth), with congestion (``sharing="latency_weighted"``,
+SimGrid's own CM02 sharing, ``"fair"`` and ``"first_come"``; ``--sharings`` picks them), without,
+and on the flat network. Each case runs with the trace's compute and with communication only (compute
 scaled to 0; SimGrid hosts at 1e18 flop/s).
 
 Usage::
@@ -18,13 +19,17 @@ Usage::
     python benchmarks/simgrid_topology.py [--cases torus:8x8:stencil2d,fat_tree:8:stencil2d]
         [--ranks 64] [--bytes 1024,4096,16384,65536] [--steps 10] [--latency 1e-7]
         [--bandwidth 1e9] [--smpi-cfg allreduce:rdb ...] [--limiter] [--simgrid-cache FILE]
+        [--sharings latency_weighted,fair,first_come] [--simgrid-routes simgrid|scalatrace]
 
 A case is ``topology:shape:pattern``: torus shape ``AxB[xC]``, fat tree ``k``, dragonfly
 ``GxRxN`` (groups, routers per group, nodes per router; SimGrid's with one chassis per group);
 pattern ``stencil2d`` or ``stencil3d``, or the path of a trace (e.g. an example traced under the
 collector, simulated as it is: ``--bytes`` and ``--ranks`` do not apply). Ranks are placed one
-per node in rank order (block). Needs SimGrid (Debian ``libsimgrid-dev``: ``smpirun`` and
-``smpireplaymain``). Prints one table (BENCHMARKS.md, section 18).
+per node in rank order (block). ``--simgrid-routes scalatrace`` (tori): SimGrid runs the same
+torus as a ``Full`` zone whose explicit routes are the simulator's (SimGrid's ``TORUS`` breaks
+one tie of an even ring the other way), to compare the two on the same routes. Needs SimGrid
+(Debian ``libsimgrid-dev``: ``smpirun`` and ``smpireplaymain``). Prints one table
+(BENCHMARKS.md, sections 18, 18b and 18c).
 """
 
 from __future__ import annotations
@@ -110,18 +115,67 @@ def parse_case(text: str) -> Case:
     return Case(kind, tuple(int(x) for x in shape.split("x")), pattern)
 
 
+def torus_route(shape: tuple[int, ...], a: int, b: int) -> list[tuple[int, int, int]]:
+    """The simulator's torus route from node a to b as (node, dimension, 0 up / 1 down) links:
+    dimension order, each dimension the shorter way, ties upwards (docs/simulator.md)."""
+    links, here, stride = [], a, 1
+    for d, n in enumerate(shape):
+        c, to = (a // stride) % n, (b // stride) % n
+        ahead = (to - c) % n
+        up = ahead <= n - ahead
+        for _ in range(ahead if up else n - ahead):
+            links.append((here, d, 0 if up else 1))
+            nxt = (c + 1) % n if up else (c - 1) % n
+            here += (nxt - c) * stride
+            c = nxt
+        stride *= n
+    return links
+
+
+def torus_with_our_routes(case: Case, speed: str, args: argparse.Namespace) -> str:
+    """A SimGrid zone with the torus's hosts and links (one per node, dimension and direction)
+    and, as explicit routes, the simulator's own (``--simgrid-routes scalatrace``): SimGrid's
+    TORUS breaks a tie between the two ways round an even ring differently."""
+    if case.kind != "torus":
+        sys.exit("--simgrid-routes scalatrace: tori only")
+    out = ['  <zone id="z" routing="Full">\n']
+    out += [f'    <host id="node-{i}" speed="{speed}"/>\n' for i in range(case.nodes)]
+    for i in range(case.nodes):
+        for d in range(len(case.shape)):
+            for way in (0, 1):
+                out.append(
+                    f'    <link id="l{i}_{d}_{way}" bandwidth="{args.bandwidth:.6g}Bps" '
+                    f'latency="{args.latency:.6g}s"/>\n'
+                )
+    for a in range(case.nodes):
+        for b in range(case.nodes):
+            if a != b:
+                ctn = "".join(
+                    f'<link_ctn id="l{n}_{d}_{w}"/>' for n, d, w in torus_route(case.shape, a, b)
+                )
+                out.append(
+                    f'    <route src="node-{a}" dst="node-{b}" symmetrical="NO">{ctn}</route>\n'
+                )
+    out.append("  </zone>\n")
+    return "".join(out)
+
+
 def smpi_time(
     trace: scalatrace.Trace, case: Case, compute: bool, args: argparse.Namespace, work: Path
 ) -> float:
     exp = to_simgrid_ti(trace, work / "ti")
     speed = "1Gf" if compute else "1e18f"
     limiter = f' limiter_link="{args.bandwidth:.6g}Bps"' if args.limiter else ""
+    if args.simgrid_routes == "scalatrace":
+        body = torus_with_our_routes(case, speed, args)
+    else:
+        body = (
+            f'  <cluster id="c" prefix="node-" suffix="" radical="0-{case.nodes - 1}" speed="{speed}" '
+            f'bw="{args.bandwidth:.6g}Bps" lat="{args.latency:.6g}s" {case.simgrid_topology()}{limiter}/>\n'
+        )
     (work / "platform.xml").write_text(
         '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
-        '<platform version="4.1">\n'
-        f'  <cluster id="c" prefix="node-" suffix="" radical="0-{case.nodes - 1}" speed="{speed}" '
-        f'bw="{args.bandwidth:.6g}Bps" lat="{args.latency:.6g}s" {case.simgrid_topology()}{limiter}/>\n'
-        "</platform>\n"
+        '<platform version="4.1">\n' + body + "</platform>\n"
     )
     (work / "hostfile").write_text("".join(f"node-{i}\n" for i in range(trace.nranks)))
     cmd = [
@@ -167,7 +221,21 @@ def main() -> None:
         help="JSON file of SimGrid times by case (read, and written with the new ones): "
         "re-runs of our side skip SMPI",
     )
+    ap.add_argument(
+        "--simgrid-routes",
+        choices=("simgrid", "scalatrace"),
+        default="simgrid",
+        help="tori: SimGrid's TORUS cluster (its routes), or a zone with the simulator's routes",
+    )
+    ap.add_argument(
+        "--sharings",
+        default="latency_weighted,fair,first_come",
+        help="congestion columns, comma-separated: latency_weighted (SimGrid's CM02), fair, first_come",
+    )
     args = ap.parse_args()
+    sharings = args.sharings.split(",")
+    if any(s not in ("latency_weighted", "fair", "first_come") for s in sharings):
+        sys.exit(f"bad --sharings {args.sharings!r}: give latency_weighted, fair and/or first_come")
     if args.smpi_cfg is None:
         args.smpi_cfg = ["allreduce:rdb"]
     cases = [parse_case(c) for c in args.cases.split(",")]
@@ -176,9 +244,13 @@ def main() -> None:
     cache: dict[str, float] = {}
     if args.simgrid_cache is not None and args.simgrid_cache.is_file():
         cache = json.loads(args.simgrid_cache.read_text())
-    print("| platform | pattern | bytes | compute | SimGrid (ms) | fair (ms) | error | "
-          "first come (ms) | error | no congestion (ms) | error | flat (ms) | error |")  # fmt: skip
-    print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    names = {"latency_weighted": "latency-weighted", "fair": "fair", "first_come": "first come"}
+    heads = [f"{names[s]} (ms) | error" for s in sharings] + [
+        "no congestion (ms) | error",
+        "flat (ms) | error",
+    ]
+    print("| platform | pattern | bytes | compute | SimGrid (ms) | " + " | ".join(heads) + " |")
+    print("|---|---|---:|---|---:|" + "---:|---:|" * len(heads))
     for case in cases:
         given = Path(case.pattern).is_file()
         for size in [0] if given else [int(b) for b in args.bytes.split(",")]:
@@ -206,6 +278,7 @@ def main() -> None:
                         + (
                             f"{args.ranks}:{args.steps}:{args.latency:g}:{args.bandwidth:g}:{args.limiter}:"
                             + ",".join(args.smpi_cfg)
+                            + (":our-routes" if args.simgrid_routes == "scalatrace" else "")
                         )
                     )
                     if key not in cache:
@@ -215,7 +288,7 @@ def main() -> None:
                     sg = cache[key]
                     cells = [f"{sg * 1e3:.4f}"]
                     flat = scalatrace.LogGP(L=args.latency, o_s=0, o_r=0, g=0, G=1 / args.bandwidth)
-                    networks = (case.topology(args, True, "fair"), case.topology(args, True),
+                    networks = (*(case.topology(args, True, s) for s in sharings),
                                 case.topology(args, False), flat)  # fmt: skip
                     for network in networks:
                         ours = scalatrace.simulate(

@@ -170,14 +170,16 @@ def feed(h: Any, value: Any) -> None:
         feed(h, np.asarray(value))
 
 
-def digest(trace: scalatrace.Trace, options: dict[str, Any]) -> str:
+def digest(
+    trace: scalatrace.Trace, options: dict[str, Any], ignore: frozenset[str] = frozenset()
+) -> str:
     h = hashlib.sha256()
     try:
         r = scalatrace.simulate(trace, **options)
     except Exception as e:  # noqa: BLE001 (the error is part of the prediction)
         h.update(f"error {type(e).__name__}: {e}".encode())
         return "E:" + h.hexdigest()[:32]
-    raw = r._raw  # everything the core returned
+    raw = {k: v for k, v in r._raw.items() if k not in ignore}  # everything the core returned
     feed(h, raw)
     feed(
         h,
@@ -206,6 +208,14 @@ def main() -> int:
     ap.add_argument("--traces", type=Path, default=Path("/tmp/simulator_digest_traces"))
     ap.add_argument("--out", type=Path, required=True, help="JSON of {trace/options: digest}")
     ap.add_argument("--compare", type=Path, help="a JSON written by an earlier run")
+    ap.add_argument(
+        "--ignore-field",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a field of the core's result left out of the hash (repeatable), to compare with "
+        "digests written before the core returned it (e.g. fair_passes, fair_settled)",
+    )
     args = ap.parse_args()
 
     results: dict[str, str] = {}
@@ -213,7 +223,7 @@ def main() -> int:
     for path in make_traces(args.traces):
         trace = scalatrace.load(path)
         for name, options in OPTION_SETS.items():
-            results[f"{path.name}/{name}"] = digest(trace, options)
+            results[f"{path.name}/{name}"] = digest(trace, options, frozenset(args.ignore_field))
     args.out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
     errors = sum(v.startswith("E:") for v in results.values())
     print(

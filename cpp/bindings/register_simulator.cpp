@@ -125,8 +125,10 @@ void register_simulator(py::module_& m) {
         o.topology.congestion = congestion;
         if (sharing == "fair")
           o.topology.sharing = Topology::Sharing::Fair;
+        else if (sharing == "latency_weighted")
+          o.topology.sharing = Topology::Sharing::LatencyWeighted;
         else if (sharing != "first_come")
-          throw UsageError("sharing must be 'first_come' or 'fair', got '" + sharing + "'");
+          throw UsageError("sharing must be 'first_come', 'fair' or 'latency_weighted', got '" + sharing + "'");
         o.placement = placement_from(placement);
         o.placement_seed = placement_seed;
         o.node_of_rank = node_of_rank;

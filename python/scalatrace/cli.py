@@ -760,9 +760,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument(
         "--sharing",
-        choices=("first_come", "fair"),
+        choices=("first_come", "fair", "latency_weighted"),
         default="first_come",
-        help="how a congested link is shared: first come, first served, or max-min fair (SimGrid's CM02)",
+        help="how a congested link is shared: first come, first served, max-min fair, or max-min "
+        "weighted by the inverse of the route's latency (SimGrid's CM02)",
     )
     sim.add_argument(
         "--placement",

@@ -151,9 +151,10 @@ class SimResult:
     messages : int
         Point-to-point messages simulated, including those of decomposed collectives.
     fair_passes, fair_settled : int, bool
-        With ``Topology(..., sharing="fair")``: the passes the fair-sharing iteration ran, and
-        whether its last two passes agreed (``False``: the pass limit stopped it, the times are
-        the last pass's and :func:`simulate` warned). 0 and ``True`` otherwise.
+        With ``Topology(..., sharing="fair")`` or ``"latency_weighted"``: the passes the
+        fair-sharing iteration ran, and whether its last two passes agreed (``False``: the pass
+        limit stopped it, the times are the last pass's and :func:`simulate` warned). 0 and
+        ``True`` otherwise.
     params : dict
         The parameters of the run.
     """

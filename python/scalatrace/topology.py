@@ -4,8 +4,9 @@ A :class:`Topology` replaces the flat inter-node network: an inter-node message 
 links of its route (``hops``), taking the endpoint's LogGP ``L`` plus ``hops * hop_latency``
 and ``(k - 1) * max(endpoint.G, 1 / link_bandwidth)`` for its ``k`` bytes; with
 ``congestion`` a link carries one message at a time (``sharing="first_come"``) or shares its
-bandwidth max-min fairly among the messages crossing it (``sharing="fair"``, SimGrid's CM02
-fluid model). A torus node injects on each of its
+bandwidth max-min fairly among the messages crossing it (``sharing="fair"``), or in proportion to
+the inverse of their routes' latencies (``sharing="latency_weighted"``, SimGrid's CM02 fluid
+model). A torus node injects on each of its
 links at once (a port per link); a fat-tree or dragonfly node has one port. :class:`Noise`
 takes each rank's CPU away for ``duration`` seconds ``frequency`` times a second (LogGOPSim's
 OS noise as a periodic detour). Model: ``docs/simulator.md`` ("Topology and placement", "OS noise").
@@ -59,13 +60,15 @@ class Topology:
         Messages whose routes share a link cross it one at a time (each message takes each
         link's free time from its start on, as a flow crossing its links at once). Without it,
         only the NICs' gaps and a torus node's ports limit messages.
-    sharing : {"first_come", "fair"}
+    sharing : {"first_come", "fair", "latency_weighted"}
         How congested links are shared. ``first_come`` (the default): the reservations above,
         first come, first served. ``fair``: every link's bandwidth is shared max-min fairly
         among the messages crossing it at each instant, the rates recomputed whenever a message
-        starts or ends (SimGrid's CM02 model); a node's link to its switch is shared that way
-        too, and its NIC only keeps its gap. The simulation then runs a few times (each pass
-        timing the messages by the previous pass's flows) until the flows' start times repeat.
+        starts or ends; a node's link to its switch is shared that way too, and its NIC only
+        keeps its gap. The simulation then runs a few times (each pass timing the messages by
+        the previous pass's flows) until the flows' start times repeat. ``latency_weighted``:
+        as ``fair``, each message's share in proportion to the inverse of its route's latency
+        (SimGrid's CM02 model, TCP's bias against long round trips).
     """
 
     kind: TopologyKind
@@ -74,7 +77,7 @@ class Topology:
     hop_latency: float = 0.0
     endpoint: Any = None
     congestion: bool = True
-    sharing: Literal["first_come", "fair"] = "first_come"
+    sharing: Literal["first_come", "fair", "latency_weighted"] = "first_come"
 
     def __post_init__(self) -> None:
         try:
@@ -114,9 +117,10 @@ class Topology:
                 raise UsageError(f"link_bandwidth must be positive, got {bw}")
             check_float("hop_latency", self.hop_latency)
             check_bool("congestion", self.congestion)
-            if self.sharing not in ("first_come", "fair"):
+            if self.sharing not in ("first_come", "fair", "latency_weighted"):
                 raise UsageError(
-                    f"sharing must be 'first_come' or 'fair', got {self.sharing!r:.40}"
+                    "sharing must be 'first_come', 'fair' or 'latency_weighted', "
+                    f"got {self.sharing!r:.40}"
                 )
         except UsageError as e:
             raise SimulationParameterError(str(e)) from None

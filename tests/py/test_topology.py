@@ -140,6 +140,10 @@ def test_cli_topology_and_noise(stencil, capsys):
     assert '"total_time"' in capsys.readouterr().out
     assert main(["simulate", str(stencil.path), "--topology", "torus:4xq"]) == 2
     assert "sizes must be integers" in capsys.readouterr().err
+    weighted = ["simulate", str(stencil.path), "--topology", "torus:4x4", "--hop-latency", "1e-7",
+                "--sharing", "latency_weighted", "--json"]  # fmt: skip
+    assert main(weighted) == 0
+    assert '"total_time"' in capsys.readouterr().out
     # Placement on the flat network matters through contention (or intra_node).
     sweep = ["sweep", str(stencil.path), "--param", "placement=block,random", "--param",
              "ranks_per_node=1,4", "--param", "contention=true", "-j", "1", "-q"]  # fmt: skip
@@ -173,5 +177,10 @@ def test_fair_sharing_on_a_real_trace(tmp_path):
     assert fair.end_time[1] >= 8 * 2047e-9 and first.end_time[1] >= 8 * 2047e-9
     loose = run(sharing="fair", congestion=False).total_time
     assert loose == run(congestion=False).total_time
+    # Latency-weighted sharing (SimGrid's CM02) weighs each flow by 1 / its route's latency:
+    # here every link carries flows of one route length only (each rank sends to the next), so
+    # the weights cancel and it gives fair sharing's times (up to rounding).
+    weighted = run(sharing="latency_weighted")
+    assert weighted.fair_settled and weighted.total_time == pytest.approx(fair.total_time, rel=1e-9)
     with pytest.raises(SimulationParameterError, match="sharing"):
         Topology.fat_tree(4, sharing="fifo")  # type: ignore[arg-type]

@@ -11,8 +11,9 @@ using scalatrace::sim::FairSharing;
 
 namespace {
 
-std::uint32_t add(FairSharing& s, double start, double work, std::vector<std::uint32_t> links, double cap = 1.0) {
-  return s.add(start, work, cap, links.data(), links.size());
+std::uint32_t add(FairSharing& s, double start, double work, std::vector<std::uint32_t> links, double cap = 1.0,
+                  double weight = 1.0) {
+  return s.add(start, work, cap, links.data(), links.size(), weight);
 }
 
 }  // namespace
@@ -82,4 +83,26 @@ TEST(FairSharing, ParkingLot) {
   // Deterministic: solving again gives the same times.
   s.solve();
   EXPECT_DOUBLE_EQ(s.end(d), 160);
+}
+
+TEST(FairSharing, WeightedFlowsShareInProportionToTheirWeights) {
+  // Weights 2 and 1 on one link: A at two thirds ends at 150, B (50 of 100 done) then alone
+  // until 200. (SimGrid's CM02 weighs a flow by the inverse of its route's latency.)
+  FairSharing s;
+  const auto a = add(s, 0, 100, {0}, 1.0, 2.0);
+  const auto b = add(s, 0, 100, {0}, 1.0, 1.0);
+  s.solve();
+  EXPECT_NEAR(s.end(a), 150, 1e-9);
+  EXPECT_NEAR(s.end(b), 200, 1e-9);
+}
+
+TEST(FairSharing, AWeightedFlowCappedBelowItsShareLeavesTheRest) {
+  // Weights 3 and 1 would give A three quarters, but its cap is a half: A at a half ends at
+  // 100, B at the other half has 50 of 100 done then and ends at 150.
+  FairSharing s;
+  const auto a = add(s, 0, 50, {0}, 0.5, 3.0);
+  const auto b = add(s, 0, 100, {0}, 1.0, 1.0);
+  s.solve();
+  EXPECT_NEAR(s.end(a), 100, 1e-9);
+  EXPECT_NEAR(s.end(b), 150, 1e-9);
 }

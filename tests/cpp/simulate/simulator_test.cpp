@@ -837,6 +837,23 @@ TEST(SimulatorTopology, FairSharingSharesANodesOneLinkAmongItsMessages) {
   EXPECT_DOUBLE_EQ(simulate(t, opt).total_ns, fair.total_ns);  // deterministic
 }
 
+TEST(SimulatorTopology, LatencyWeightedSharingFavoursTheShorterRoute) {
+  // As above, each flow's share in proportion to 1 / its route's latency (SimGrid's CM02): the
+  // first alone from 100 to 200 (100 done), then 1/100 : 1/200, two thirds and one third: it
+  // ends at 200 + 899 * 1.5; the other has 449.5 done then and ends alone at 2 body + 100.
+  const std::int64_t bytes = 1000;
+  const double body = (bytes - 1) * 1.0;
+  const Trace t = one_sender_two_receivers(bytes);
+  SimOptions opt = routed(Topology::Kind::FatTree, {4}, 50, 1.0);
+  opt.placement = Placement::Explicit;
+  opt.node_of_rank = {0, 1, 2};
+  opt.topology.sharing = Topology::Sharing::LatencyWeighted;
+  const SimResult weighted = simulate(t, opt);
+  EXPECT_NEAR(weighted.end_ns[1], 200 + (body - 100) * 1.5, 1e-6);
+  EXPECT_NEAR(weighted.end_ns[2], 2 * body + 100, 1e-6);
+  EXPECT_TRUE(weighted.fair_settled);
+}
+
 TEST(SimulatorTopology, AStencilOnATorusTakesNearlyItsBusiestLinksLoad) {
   // 64-rank 2D stencil (8 neighbours, 8x8 grid) on an 8x8 torus, no compute: every directed
   // link carries 3 messages a step (its own direction's, and the first or second hop of two

@@ -14,7 +14,8 @@ namespace scalatrace::sim {
 
 namespace {}  // namespace
 
-std::uint32_t FairSharing::add(double start, double work, double cap, const std::uint32_t* links, std::size_t nlinks) {
+std::uint32_t FairSharing::add(double start, double work, double cap, const std::uint32_t* links, std::size_t nlinks,
+                               double weight) {
   if (link_ids_.size() + nlinks > std::numeric_limits<std::uint32_t>::max())
     throw UsageError("fair sharing: too many messages crossing links in one run (" + std::to_string(flows_.size()) +
                      "); simulate with sharing first_come");
@@ -22,6 +23,7 @@ std::uint32_t FairSharing::add(double start, double work, double cap, const std:
   f.start = start;
   f.work = work;
   f.cap = cap;
+  f.weight = weight;
   f.first_link = static_cast<std::uint32_t>(link_ids_.size());
   f.nlinks = static_cast<std::uint32_t>(nlinks);
   f.end = start;
@@ -44,6 +46,7 @@ void FairSharing::solve() {
   flow_mark_.assign(n, 0);
   link_left_.assign(nlinks, 0.0);
   link_unfrozen_.assign(nlinks, 0);
+  link_weight_.assign(nlinks, 0.0);
   mark_ = 0;
   heap_.clear();
   dirty_links_.clear();
@@ -134,9 +137,11 @@ void FairSharing::reshare(double now) {
     }
   }
   // Progressive filling, bottleneck first: the link with the least share (capacity left over
-  // its unfrozen flows) saturates first, its flows freeze at that share and leave the rest of
-  // their other links to the others; a flow whose cap is below every share freezes at its cap.
-  // Links are taken from a heap of shares (an entry is stale if the link's share has moved).
+  // the summed weights of its unfrozen flows) saturates first, its flows freeze at that share
+  // times their weight and leave the rest of their other links to the others; a flow whose cap
+  // over its weight is below every share freezes at its cap. Links are taken from a heap of
+  // shares (an entry is stale if the link's share has moved). With unit weights the weight sums
+  // are the flow counts, exactly.
   for (std::uint32_t i : comp_flows_) {
     Flow& f = flows_[i];
     old_rate_.push_back(f.rate);
@@ -146,17 +151,22 @@ void FairSharing::reshare(double now) {
   for (std::uint32_t l : comp_links_) {
     link_left_[l] = 1.0;
     link_unfrozen_[l] = static_cast<std::uint32_t>(on_link_[l].size());
-    if (link_unfrozen_[l] > 0) link_heap_.push_back(Share{1.0 / link_unfrozen_[l], l});
+    double weights = 0;
+    for (std::uint32_t i : on_link_[l]) weights += flows_[i].weight;
+    link_weight_[l] = weights;
+    if (link_unfrozen_[l] > 0) link_heap_.push_back(Share{1.0 / weights, l});
   }
   const auto larger = [](const Share& a, const Share& b) {
     return a.share != b.share ? a.share > b.share : a.link > b.link;
   };
   std::make_heap(link_heap_.begin(), link_heap_.end(), larger);
   capped_.clear();
+  // A flow's cap, as a share per unit of weight (its rate is its weight times its link's share).
+  const auto capped_share = [&](std::uint32_t i) { return flows_[i].cap / flows_[i].weight; };
   for (std::uint32_t i : comp_flows_)
     if (flows_[i].cap < 1.0) capped_.push_back(i);
   std::stable_sort(capped_.begin(), capped_.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return flows_[a].cap < flows_[b].cap; });
+                   [&](std::uint32_t a, std::uint32_t b) { return capped_share(a) < capped_share(b); });
   std::size_t next_capped = 0;
   const auto freeze = [&](std::uint32_t i, double rate) {
     Flow& f = flows_[i];
@@ -164,8 +174,9 @@ void FairSharing::reshare(double now) {
     for (std::uint32_t k = 0; k < f.nlinks; ++k) {
       const std::uint32_t m = link_ids_[f.first_link + k];
       link_left_[m] -= rate;
+      link_weight_[m] -= f.weight;
       if (--link_unfrozen_[m] > 0) {
-        link_heap_.push_back(Share{std::max(0.0, link_left_[m]) / link_unfrozen_[m], m});
+        link_heap_.push_back(Share{std::max(0.0, link_left_[m]) / link_weight_[m], m});
         std::push_heap(link_heap_.begin(), link_heap_.end(), larger);
       }
     }
@@ -175,9 +186,9 @@ void FairSharing::reshare(double now) {
     std::pop_heap(link_heap_.begin(), link_heap_.end(), larger);
     link_heap_.pop_back();
     const std::uint32_t l = top.link;
-    if (link_unfrozen_[l] == 0 || top.share != std::max(0.0, link_left_[l]) / link_unfrozen_[l]) continue;
+    if (link_unfrozen_[l] == 0 || top.share != std::max(0.0, link_left_[l]) / link_weight_[l]) continue;
     while (next_capped < capped_.size() && flows_[capped_[next_capped]].rate >= 0) ++next_capped;
-    if (next_capped < capped_.size() && flows_[capped_[next_capped]].cap < top.share) {
+    if (next_capped < capped_.size() && capped_share(capped_[next_capped]) < top.share) {
       const std::uint32_t i = capped_[next_capped++];
       freeze(i, flows_[i].cap);
       link_heap_.push_back(top);  // still valid unless the capped flow crossed it (then stale)
@@ -185,7 +196,7 @@ void FairSharing::reshare(double now) {
       continue;
     }
     for (std::uint32_t i : on_link_[l])
-      if (flows_[i].rate < 0) freeze(i, top.share);
+      if (flows_[i].rate < 0) freeze(i, flows_[i].weight * top.share);
   }
   // Flows whose rate changed: their work done so far at the old rate, and a new finishing time
   // (the others' queued times stay valid).

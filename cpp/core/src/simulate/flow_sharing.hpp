@@ -1,6 +1,7 @@
 #pragma once
 // Max-min fair sharing of links among flows (the fluid model of SimGrid's CM02 network model):
-// every link's bandwidth is shared among the flows crossing it by progressive filling, and the
+// every link's bandwidth is shared among the flows crossing it by progressive filling (each in
+// proportion to its weight: CM02 weighs a flow by the inverse of its route's latency), and the
 // rates are recomputed when a flow starts or ends, over the flows and links connected to it
 // only. Defined in flow_sharing.cpp. See docs/simulator.md ("Fair sharing").
 #include <cstdint>
@@ -11,11 +12,14 @@ namespace scalatrace::sim {
 /// A set of flows over links of equal capacity (one link's bandwidth = rate 1), each needing
 /// `work` ns of one link alone, at a rate of at most `cap` (its endpoint's own byte time can be
 /// slower than the link's), from its start time on. solve() gives every flow's finishing time.
+/// Weighted max-min: on a link the flows not limited elsewhere get rates in proportion to their
+/// weights (all 1: equal shares).
 class FairSharing {
  public:
   /// Adds a flow; returns its index. `links` are link ids (any order, no repetition);
-  /// `work` >= 0 ns, 0 < `cap` <= 1.
-  std::uint32_t add(double start, double work, double cap, const std::uint32_t* links, std::size_t nlinks);
+  /// `work` >= 0 ns, 0 < `cap` <= 1, `weight` > 0.
+  std::uint32_t add(double start, double work, double cap, const std::uint32_t* links, std::size_t nlinks,
+                    double weight = 1.0);
   std::size_t size() const { return flows_.size(); }
   void clear();
 
@@ -28,7 +32,7 @@ class FairSharing {
 
  private:
   struct Flow {
-    double start, work, cap;
+    double start, work, cap, weight;
     std::uint32_t first_link, nlinks;
     double remaining = 0, rate = 0, updated = 0, end = 0;
     std::uint32_t version = 0;
@@ -54,6 +58,7 @@ class FairSharing {
   std::vector<std::uint32_t> comp_flows_, comp_links_;
   std::vector<double> link_left_;
   std::vector<std::uint32_t> link_unfrozen_;
+  std::vector<double> link_weight_;  ///< sum of the weights of the link's unfrozen flows
   struct Share {
     double share;
     std::uint32_t link;

@@ -435,7 +435,7 @@ SimResult simulate_prefetching(const Trace& trace, const SimOptions& options, Pr
   options.validate();
   if (trace.nranks <= 0) throw UsageError("cannot simulate a trace with no ranks");
   const Topology& topo = options.topology;
-  if (topo.kind == Topology::Kind::Flat || !topo.congestion || topo.sharing != Topology::Sharing::Fair) {
+  if (topo.kind == Topology::Kind::Flat || !topo.congestion || topo.sharing == Topology::Sharing::FirstCome) {
     Engine engine(trace, options, prefetching);
     return engine.run();
   }

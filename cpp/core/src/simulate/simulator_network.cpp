@@ -67,7 +67,8 @@ Network::Network(const SimOptions& options, std::int64_t nranks, FairPasses* fai
     link_G_ = options.topology.link_G;
     congestion_ = options.topology.congestion;
     per_link_ports_ = options.topology.kind == Topology::Kind::Torus;
-    if (congestion_ && options.topology.sharing == Topology::Sharing::Fair) fair_ = fair;
+    if (congestion_ && options.topology.sharing != Topology::Sharing::FirstCome) fair_ = fair;
+    latency_weighted_ = options.topology.sharing == Topology::Sharing::LatencyWeighted;
     // Fair sharing's first pass times messages first come, first served; the later ones by the
     // flows of the pass before.
     reserving_ = (congestion_ || per_link_ports_) && (fair_ == nullptr || fair_->pass == 0);
@@ -156,8 +157,11 @@ void Network::record_flow(std::int64_t src, std::int64_t dst, const LogGP& p, do
   const double work = bytes > 1 ? (bytes - 1) * link_G_ : 0.0;
   const double cap = p.G > link_G_ ? link_G_ / p.G : 1.0;
   const double latency = p.L + static_cast<double>(path_.size()) * hop_latency_;
+  // Latency-weighted sharing (SimGrid's CM02): a flow's share is proportional to the inverse of
+  // its route's latency; with no latency at all every route weighs the same.
+  const double weight = latency_weighted_ && latency > 0 ? 1.0 / latency : 1.0;
   fair_->sent[static_cast<std::size_t>(src)].push_back(
-      fair_->flows.add(handed + latency, work, cap, path_.data(), path_.size()));
+      fair_->flows.add(handed + latency, work, cap, path_.data(), path_.size(), weight));
   fair_->destination.push_back(dst);
 }
 

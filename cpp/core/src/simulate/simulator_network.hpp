@@ -14,7 +14,7 @@
 
 namespace scalatrace::sim {
 
-/// Fair sharing's state across the passes of one simulation (Topology::Sharing::Fair): this
+/// Fair sharing's state across the passes of one simulation (Sharing::Fair, LatencyWeighted): this
 /// pass's flows, and the previous pass's flows of every sender in the order it sent them, whose
 /// durations time this pass's messages.
 struct FairPasses {
@@ -136,6 +136,7 @@ class Network {
   std::int64_t horizon_due_ = 0, horizon_every_ = 1;  ///< routed messages until the next horizon
   std::vector<std::uint32_t> path_;                   ///< the current message's route
   FairPasses* fair_ = nullptr;                        ///< fair sharing (null: first come)
+  bool latency_weighted_ = false;                     ///< fair shares weighted by 1 / route latency
 };
 
 }  // namespace scalatrace::sim

@@ -53,8 +53,10 @@ struct Topology {
   /// come, first served (reservations). Fair: the link's bandwidth is shared max-min fairly
   /// among the messages crossing it at each instant (SimGrid's CM02 fluid model); the run is
   /// then repeated, each pass timing the messages by the previous pass's flows, until the
-  /// messages' start times repeat (docs/simulator.md, "Fair sharing").
-  enum class Sharing : std::uint8_t { FirstCome, Fair };
+  /// messages' start times repeat (docs/simulator.md, "Fair sharing"). LatencyWeighted: as
+  /// Fair, each message's share weighted by the inverse of its route's latency (what SimGrid's
+  /// CM02 model does: TCP's bias against long round trips).
+  enum class Sharing : std::uint8_t { FirstCome, Fair, LatencyWeighted };
   Sharing sharing = Sharing::FirstCome;
 
   /// Nodes of the topology (0 for Flat: unbounded). Throws UsageError for a bad shape.
