@@ -1,9 +1,10 @@
 #pragma once
 // The simulator's event engine (not a public header): every rank walks its own Cursor and runs
-// until it blocks; messages carry their simulated arrival times, so the order in which ranks are
-// processed does not change the result, except where MPI itself would be nondeterministic
-// (MPI_ANY_SOURCE): those receives are matched only when no rank can make progress any more, to
-// the message that arrived first in simulated time. See docs/simulator.md ("Event engine").
+// until it blocks; messages carry their simulated arrival times, and MPI_ANY_SOURCE receives are
+// matched only when no rank can make progress any more, to the message that arrived first in
+// simulated time. Ready ranks resume first in, first out: that order is part of the result (the
+// per-site sums' last bits, rendezvous transfers on their sender's NIC, shared links), so the
+// speed measures below keep it. See docs/simulator.md ("Event engine").
 //
 // The class is defined here with the small helpers every section uses (inline); its sections
 // are in their own files:
@@ -36,7 +37,8 @@
 
 namespace scalatrace::sim {
 
-/// Which of the engine's cache measures (prefetching ahead of resumptions, the outbox) run.
+/// Which of the engine's cache measures (prefetching ahead of resumptions, the outbox, skipping
+/// the resumptions that would only block again) run.
 /// They change the speed only, never a result: Auto decides by the size of the ranks' states
 /// (the measures pay only when the states exceed the caches); Off and All force them, so that
 /// tests can compare both paths on traces small enough to simulate quickly.
@@ -156,6 +158,7 @@ class Engine {
   /// on resuming: a collective step, its communicator and the receive queues' heads; a wait
   /// list with the handle buffer; or all of these before R's next event.
   static void prefetch_for_stage(const RankSim& R) {
+    if (R.unknown > 0) return;  // its resumption will be skipped (RankSim::unknown)
     prefetch_range(reinterpret_cast<const char*>(&R) + 64, hot_end(R));
     switch (R.stage) {
       case Stage::StepWaiting:
@@ -190,6 +193,7 @@ class Engine {
   /// Round three (R's stage lines are cached): the requests R waits for, the receiver of its
   /// collective's next step, its walk over the trace.
   void prefetch_targets(const RankSim& R) const {
+    if (R.unknown > 0) return;
     prefetch_requests(R);
     prefetch_next_step_receiver(R);
     prefetch_cursor(R);
@@ -212,7 +216,7 @@ class Engine {
   }
   /// Round four (R's walk state is cached): the node states its next events come from.
   static void prefetch_cursor_nodes(const RankSim& R) {
-    if (reads_next_event(R)) R.cursor.prefetch_upcoming();
+    if (R.unknown == 0 && reads_next_event(R)) R.cursor.prefetch_upcoming();
   }
 
   /// The rank the next step of R's collective sends to: its receive queues are what delivering
@@ -258,6 +262,29 @@ class Engine {
       R.blocked = false;
       ready_.push_back(r);
     }
+  }
+
+  /// Request q of R has become known: if R waits for it, one fewer unknown (RankSim::unknown).
+  /// R's requests in its wait list are marked `waited`; a step's requests are waited for
+  /// while R is in Stage::StepWaiting.
+  static void note_known(RankSim& R, std::int32_t q) {
+    if (R.unknown == 0 || q == kNoRequest) return;
+    if (q >= 0 ? R.reqs[static_cast<std::size_t>(q)].waited : R.stage == Stage::StepWaiting) --R.unknown;
+  }
+  /// Sets R.unknown as R blocks (RankSim::unknown): the requests of its wait list or of its
+  /// collective step not known yet; 0 if R has nonblocking collectives in progress (a
+  /// resumption progresses them) or blocks for anything else.
+  static void count_unknown(RankSim& R) {
+    std::uint32_t n = 0;
+    if (R.schedules.empty()) {
+      if (R.stage == Stage::Waiting) {
+        for (std::size_t i = R.waits_known; i < R.waits.size(); ++i)
+          n += R.reqs[static_cast<std::size_t>(R.waits[i])].known ? 0 : 1;
+      } else if (R.stage == Stage::StepWaiting) {
+        n = (R.step_recv && !R.step_reqs[0].known ? 1 : 0) + (R.step_send && !R.step_reqs[1].known ? 1 : 0);
+      }
+    }
+    R.unknown = n;
   }
 
   void mark_wild(std::int64_t r) {
