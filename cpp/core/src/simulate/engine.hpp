@@ -37,8 +37,7 @@
 
 namespace scalatrace::sim {
 
-/// Which of the engine's cache measures (prefetching ahead of resumptions, the outbox, skipping
-/// the resumptions that would only block again) run.
+/// Which of the engine's cache measures (prefetching ahead of resumptions, the outbox) run.
 /// They change the speed only, never a result: Auto decides by the size of the ranks' states
 /// (the measures pay only when the states exceed the caches); Off and All force them, so that
 /// tests can compare both paths on traces small enough to simulate quickly.
@@ -158,7 +157,6 @@ class Engine {
   /// on resuming: a collective step, its communicator and the receive queues' heads; a wait
   /// list with the handle buffer; or all of these before R's next event.
   static void prefetch_for_stage(const RankSim& R) {
-    if (R.unknown > 0) return;  // its resumption will be skipped (RankSim::unknown)
     prefetch_range(reinterpret_cast<const char*>(&R) + 64, hot_end(R));
     switch (R.stage) {
       case Stage::StepWaiting:
@@ -193,7 +191,6 @@ class Engine {
   /// Round three (R's stage lines are cached): the requests R waits for, the receiver of its
   /// collective's next step, its walk over the trace.
   void prefetch_targets(const RankSim& R) const {
-    if (R.unknown > 0) return;
     prefetch_requests(R);
     prefetch_next_step_receiver(R);
     prefetch_cursor(R);
@@ -216,7 +213,7 @@ class Engine {
   }
   /// Round four (R's walk state is cached): the node states its next events come from.
   static void prefetch_cursor_nodes(const RankSim& R) {
-    if (R.unknown == 0 && reads_next_event(R)) R.cursor.prefetch_upcoming();
+    if (reads_next_event(R)) R.cursor.prefetch_upcoming();
   }
 
   /// The rank the next step of R's collective sends to: its receive queues are what delivering
@@ -262,29 +259,6 @@ class Engine {
       R.blocked = false;
       ready_.push_back(r);
     }
-  }
-
-  /// Request q of R has become known: if R waits for it, one fewer unknown (RankSim::unknown).
-  /// R's requests in its wait list are marked `waited`; a step's requests are waited for
-  /// while R is in Stage::StepWaiting.
-  static void note_known(RankSim& R, std::int32_t q) {
-    if (R.unknown == 0 || q == kNoRequest) return;
-    if (q >= 0 ? R.reqs[static_cast<std::size_t>(q)].waited : R.stage == Stage::StepWaiting) --R.unknown;
-  }
-  /// Sets R.unknown as R blocks (RankSim::unknown): the requests of its wait list or of its
-  /// collective step not known yet; 0 if R has nonblocking collectives in progress (a
-  /// resumption progresses them) or blocks for anything else.
-  static void count_unknown(RankSim& R) {
-    std::uint32_t n = 0;
-    if (R.schedules.empty()) {
-      if (R.stage == Stage::Waiting) {
-        for (std::size_t i = R.waits_known; i < R.waits.size(); ++i)
-          n += R.reqs[static_cast<std::size_t>(R.waits[i])].known ? 0 : 1;
-      } else if (R.stage == Stage::StepWaiting) {
-        n = (R.step_recv && !R.step_reqs[0].known ? 1 : 0) + (R.step_send && !R.step_reqs[1].known ? 1 : 0);
-      }
-    }
-    R.unknown = n;
   }
 
   void mark_wild(std::int64_t r) {

@@ -117,12 +117,10 @@ void Engine::match(std::int64_t d, const PostedRecv& pr, const Message& m) {
     Request& SQ = request(S, m.send_req);
     SQ.known = true;
     SQ.done = t.end;
-    note_known(S, m.send_req);
     wake(m.src);
     Q.done = t.arrival;
   }
   Q.known = true;
-  note_known(D, pr.req);
   if (m.user && m.src != d) {
     ++D.received;
     D.recv_bytes += m.bytes;

@@ -151,13 +151,7 @@ struct alignas(64) RankSim {
   std::size_t step_pos = 0;
   std::size_t coll_comm = 0;  ///< index into comms
   std::uint64_t coll_tag = 0;
-  std::uint32_t waits_known = 0;  ///< waits[0, waits_known) are known to complete (checked)
-  /// While blocked in a completion call or a collective step (without nonblocking collectives
-  /// in progress): how many of the requests it waits for are not known yet. A rank resumed
-  /// with a nonzero count would only find that and block again, so the run loop skips its
-  /// resumption (Engine::run); 0 otherwise, and always 0 when the states fit in the cache
-  /// (counted with the prefetches: Engine::prefetch_states_).
-  std::uint32_t unknown = 0;
+  std::size_t waits_known = 0;  ///< waits[0, waits_known) are known to complete (checked)
   // Line 1.
   alignas(64) Request step_reqs[2];
   // Lines 2-4.

@@ -65,15 +65,7 @@ SimResult Engine::run() {
         if (prefetch_more_ && queued > kTargetDistance) prefetch_targets(rank(ready_[kTargetDistance]));
         if (prefetch_more_ && queued > kCursorNodesDistance) prefetch_cursor_nodes(rank(ready_[kCursorNodesDistance]));
       }
-      RankSim& R = rank(r);
-      // A rank woken while some of what it waits for is still unknown (RankSim::unknown, counted
-      // when the ranks' states exceed the cache: prefetch_states_) would only block again: the
-      // same effect without reading the rest of its state. The order of the ready queue, and so
-      // every result, is the same as with the resumption.
-      if (R.unknown > 0)
-        R.blocked = true;
-      else
-        advance(R);
+      advance(rank(r));
       if (net_.wants_horizon()) [[unlikely]]
         net_.forget_before(earliest_clock());
     }
@@ -173,7 +165,6 @@ inline void Engine::advance(RankSim& R) {
       case Stage::Waiting:
         if (!R.schedules.empty()) progress_schedules(R);
         if (!complete_waits(R)) {
-          if (prefetch_states_) count_unknown(R);
           R.blocked = true;
           return;
         }
@@ -190,7 +181,6 @@ inline void Engine::advance(RankSim& R) {
       case Stage::StepWaiting:
         if (!R.schedules.empty()) progress_schedules(R);
         if (!complete_step(R)) {
-          if (prefetch_states_) count_unknown(R);
           R.blocked = true;
           return;
         }
@@ -235,10 +225,7 @@ inline void Engine::advance(RankSim& R) {
 inline void Engine::wait_for(RankSim& R, std::initializer_list<std::int32_t> qs) {
   clear_waits(R);
   for (const std::int32_t q : qs)
-    if (q != kNoRequest) {
-      R.reqs[static_cast<std::size_t>(q)].waited = true;  // note_known: R waits for it
-      R.waits.push_back(q);
-    }
+    if (q != kNoRequest) R.waits.push_back(q);
   R.stage = Stage::Waiting;
 }
 
