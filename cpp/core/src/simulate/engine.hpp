@@ -1,9 +1,10 @@
 #pragma once
 // The simulator's event engine (not a public header): every rank walks its own Cursor and runs
-// until it blocks; messages carry their simulated arrival times, so the order in which ranks are
-// processed does not change the result, except where MPI itself would be nondeterministic
-// (MPI_ANY_SOURCE): those receives are matched only when no rank can make progress any more, to
-// the message that arrived first in simulated time. See docs/simulator.md ("Event engine").
+// until it blocks; messages carry their simulated arrival times, and MPI_ANY_SOURCE receives are
+// matched only when no rank can make progress any more, to the message that arrived first in
+// simulated time. Ready ranks resume first in, first out: that order is part of the result (the
+// per-site sums' last bits, rendezvous transfers on their sender's NIC, shared links), so the
+// speed measures below keep it. See docs/simulator.md ("Event engine").
 //
 // The class is defined here with the small helpers every section uses (inline); its sections
 // are in their own files:
