@@ -1189,39 +1189,32 @@ class RolePlanner {
     for (std::size_t m = 0; m < nm_; ++m) column_[m] = static_cast<std::int64_t>(member_event(m, i).arrays[a].size());
     plan_scalar(ap.length, site_text(ep), where, "length of " + aname);
     const std::int64_t scale = array_element_size(i, static_cast<ArrayField>(a));
-    if (!solve_residues(ap, i, a, scale)) {
-      // One law for every element that this role's inputs do not decide (a division checked on
-      // two sizes only: an all-to-all's N / P^2 in a role seen at two sizes) may be shared from
-      // another role at the same call site, as scalars are.
-      std::vector<std::vector<std::int64_t>> pts;
-      std::vector<std::int64_t> vals;
-      element_points(i, a, 1, 0, pts, vals);
-      std::string why;
-      bool deferrable = single_size_;
-      if (!single_size_ && !pts.empty()) solver_.indexed(pts, vals, why, deferrable, scale);
-      if (deferrable && !pts.empty()) {
+    // One law for every element first. Where this role's inputs do not decide it (a division
+    // checked on two sizes only: an all-to-all's N / P^2 in a role seen at two sizes), a law of
+    // another role at the same call site may, as for scalars.
+    std::vector<std::vector<std::int64_t>> pts;
+    std::vector<std::int64_t> vals;
+    element_points(i, a, 1, 0, pts, vals);
+    std::string why;
+    bool deferrable = false;
+    std::optional<ValuePlan> whole;
+    if (!pts.empty()) whole = solver_.indexed(pts, vals, why, deferrable, scale);
+    if (whole) {
+      ap.modulus = 1;
+      ap.by_residue = {*whole};
+      pool_add(pool_, {site_text(ep), aname + " element j"}, SharedLaw{*whole, name_, true});
+    } else if (!solve_residues(ap, i, a, scale)) {
+      if ((deferrable || single_size_) && !pts.empty()) {
         ap.modulus = 1;
         ap.by_residue.assign(1, ValuePlan{});
-        deferred_.push_back(Deferred{&role_,
-                                     &report_,
-                                     name_,
-                                     &ap.by_residue[0],
-                                     {site_text(ep), aname + " element j"},
-                                     where,
-                                     true,
-                                     pts,
-                                     solver_.index_probes(),
-                                     vals,
-                                     why,
-                                     ""});
+        defer_indexed(&ap.by_residue[0], {site_text(ep), aname + " element j"}, where, std::move(pts), std::move(vals),
+                      why.empty() ? "the role occurs at one input size only" : why);
         return;
       }
       fail(where + ", " + aname +
            ": the elements follow no linear law in j (nor one per residue of j mod 2, 3, 4 or 6)");
       return;
     }
-    if (ap.modulus == 1)
-      pool_add(pool_, {site_text(ep), aname + " element j"}, SharedLaw{ap.by_residue[0], name_, true});
     std::string text;
     for (std::int64_t c = 0; c < ap.modulus; ++c) {
       note_rank(ap.by_residue[static_cast<std::size_t>(c)], indexed_);
@@ -1232,10 +1225,11 @@ class RolePlanner {
     report_.add(site_text(ep), aname + " element j", text, distinct_points(solver_.points()));
   }
 
-  /// Element laws of a variable-length array: the smallest modulus (1, 2, 3, 4 or 6) for which
-  /// every residue class of the element index follows a law. False if none does.
+  /// Element laws of a variable-length array whose elements follow no one law: the smallest
+  /// modulus (2, 3, 4 or 6) for which every residue class of the element index follows a law.
+  /// False if none does.
   bool solve_residues(ArrayPlan& ap, std::size_t i, std::size_t a, std::int64_t scale) {
-    for (std::int64_t mod : {1, 2, 3, 4, 6}) {
+    for (std::int64_t mod : {2, 3, 4, 6}) {
       std::vector<ValuePlan> classes;
       for (std::int64_t c = 0; c < mod; ++c) {
         auto law = residue_law(i, a, mod, c, scale);
@@ -1249,6 +1243,14 @@ class RolePlanner {
       }
     }
     return false;
+  }
+
+  /// An indexed law (array elements, communicator members) that this role's inputs do not
+  /// decide: settled later by a law of another role for the same parameter (see resolve).
+  void defer_indexed(ValuePlan* slot, std::pair<std::string, std::string> key, const std::string& where,
+                     std::vector<std::vector<std::int64_t>> pts, std::vector<std::int64_t> vals, std::string why) {
+    deferred_.push_back(Deferred{&role_, &report_, name_, slot, std::move(key), where, true, std::move(pts),
+                                 solver_.index_probes(), std::move(vals), std::move(why), ""});
   }
 
   /// The (member, element index) points and values of the elements j = c (mod `mod`) of array a
@@ -1331,18 +1333,7 @@ class RolePlanner {
       member = solver_.indexed(pts, vals, why, deferrable);
     if (!member) {
       if (deferrable) {
-        deferred_.push_back(Deferred{&role_,
-                                     &report_,
-                                     name_,
-                                     &cp.member,
-                                     {where, "member j"},
-                                     where,
-                                     true,
-                                     pts,
-                                     solver_.index_probes(),
-                                     vals,
-                                     why,
-                                     ""});
+        defer_indexed(&cp.member, {where, "member j"}, where, std::move(pts), std::move(vals), why);
         return;
       }
       fail(where + ", members: " + why);
