@@ -1008,3 +1008,74 @@ TEST(Format, FilesKeepTheDefaultTimingBinsWithCountsMeansAndBounds) {
     EXPECT_NEAR(static_cast<double>(h.max()), static_cast<double>(e.compute.max()), e.compute.max() / 128.0);
   }
 }
+
+namespace {
+
+/// Random timing on every event node of `nodes`: compute, duration and first occurrences from
+/// a wide log-normal distribution, and on some nodes two timing groups.
+void randomize_timing(std::vector<Node>& nodes, std::mt19937_64& rng) {
+  std::lognormal_distribution<double> duration_ns(8.0, 1.5);
+  auto fill = [&](Histogram& compute, Histogram& duration, Histogram& first) {
+    compute = Histogram(4);
+    duration = Histogram(4);
+    first = Histogram(4);
+    const int n = std::uniform_int_distribution<int>(1, 60)(rng);
+    const int firsts = std::uniform_int_distribution<int>(0, n)(rng);
+    for (int i = 0; i < n; ++i) {
+      const auto v = static_cast<std::uint64_t>(duration_ns(rng)) + 1;
+      compute.add(v);
+      if (i < firsts) first.add(v);
+      duration.add(static_cast<std::uint64_t>(duration_ns(rng)) + 1);
+    }
+  };
+  for (Node& n : nodes) {
+    if (n.loop) {
+      randomize_timing(n.loop->body, rng);
+      continue;
+    }
+    if (!n.event) continue;
+    EventNode& e = *n.event;
+    e.timing_groups.clear();
+    fill(e.compute, e.duration, e.first_compute);
+    if (n.ranks.size() < 2 || rng() % 3 != 0) continue;
+    std::vector<std::int64_t> low, high;
+    for (std::size_t i = 0; i < n.ranks.size(); ++i) (2 * i < n.ranks.size() ? low : high).push_back(n.ranks.at(i));
+    e.timing_groups.resize(2);
+    e.timing_groups[0].ranks = RankList::from_sequence(low);
+    e.timing_groups[1].ranks = RankList::from_sequence(high);
+    for (TimingGroup& g : e.timing_groups) fill(g.compute, g.duration, g.first_compute);
+    e.compute = e.timing_groups[0].compute;
+    e.compute.merge(e.timing_groups[1].compute);
+    e.duration = e.timing_groups[0].duration;
+    e.duration.merge(e.timing_groups[1].duration);
+    e.first_compute = e.timing_groups[0].first_compute;
+    e.first_compute.merge(e.timing_groups[1].first_compute);
+  }
+}
+
+}  // namespace
+
+TEST(Format, AFileReadAndWrittenAgainKeepsItsBytes) {
+  // Final files round timing to time and count codes, and choose on the way (a first
+  // occurrence like the others dropped, two bins with close means made one). Those choices are
+  // made on the values the file gives back, so a loaded trace saved again is the same file
+  // (CI found a saved copy of a loaded trace that simulated 0.06 % apart from the trace).
+  SyntheticSpec spec;
+  spec.nranks = 4;
+  spec.timesteps = 3;
+  const Trace base = merged_trace(spec);
+  for (const char* bins : {static_cast<const char*>(nullptr), "1", "3", "8"}) {
+    for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+      std::mt19937_64 rng(seed);
+      Trace t = base.clone();
+      if (bins)
+        t.metadata[kTimingBinsKey] = bins;
+      else
+        t.metadata.erase(kTimingBinsKey);
+      randomize_timing(t.nodes, rng);
+      const auto once = encode_trace(t);
+      const auto twice = encode_trace(decode_trace(once));
+      ASSERT_EQ(once, twice) << "seed " << seed << ", timing bins " << (bins ? bins : "default");
+    }
+  }
+}

@@ -184,30 +184,6 @@ Histogram coarsened(const Histogram& h, std::size_t max_bins, std::optional<std:
   return Histogram::from_parts(h.sub_bins(), h.count(), h.sum(), h.min(), h.max(), std::move(bins), shift);
 }
 
-/// The timing histograms of one group (or of a node without groups) as a final file stores
-/// them: compute and duration with at most `bins` bins each, the first occurrences in the
-/// compute histogram's layout (a subset of its values, so never more bins; and the cursor's
-/// mean_excluding needs that layout).
-struct StoredTiming {
-  Histogram compute, duration, first;
-  StoredTiming(const Histogram& c, const Histogram& d, const Histogram& f, std::size_t bins)
-      : compute(in_bins_that_differ(coarsened(c, bins), bins)),
-        duration(in_bins_that_differ(coarsened(d, bins), bins)),
-        first(f.count() ? coarsened(f, 0, compute.coarsening()) : f) {}
-
-  /// With at most 2 bins (the default), `h` in one bin when its two bins' means are within a
-  /// factor of 2 of each other (format version 10): the second bin is kept only where it says
-  /// something the first does not (a warm-up, a slow path, a second mode), which is what the
-  /// cursor's median, sampling and the fastest bin use. Count, sum (so mean), min and max are
-  /// kept either way. More bins, asked for with SCALATRACE_TIMING_BINS, are kept as they are.
-  static Histogram in_bins_that_differ(Histogram h, std::size_t bins) {
-    if (bins > 2 || h.bins().size() != 2) return h;
-    const std::uint64_t a = bin_mean_ns(h.bins()[0]), b = bin_mean_ns(h.bins()[1]);
-    if (std::max(a, b) > 2 * std::min(a, b)) return h;
-    return coarsened(h, 1);
-  }
-};
-
 /// Histogram (format version 8): the layout, the bins; per bin its index delta, its count (the
 /// two-byte count code, as in version 7, so that its width depends neither on the rank count
 /// nor on the run's length; exact `uv` with `exact`), then min, max and mean. Final files
@@ -275,6 +251,51 @@ void put_hist_columns(std::span<wire::Writer> columns, const Histogram& h, bool 
     columns[kColumnMeans].uv(mid - lo);
   }
 }
+
+/// `h` as a final file gives it back (its counts as count codes, its bounds and means as time
+/// codes): written into scratch timing columns and read from them.
+Histogram as_read(const Histogram& h) {
+  std::array<wire::Writer, kTimingColumnCount> scratch;
+  put_hist_columns(scratch, h, false);
+  std::vector<SectionReader> columns;
+  columns.reserve(kTimingColumnCount);
+  for (const auto& w : scratch) columns.emplace_back(w.data());
+  return get_hist_columns(columns, 0);
+}
+
+/// The timing histograms of one group (or of a node without groups) as a final file stores
+/// them: compute and duration with at most `bins` bins each, the first occurrences in the
+/// compute histogram's layout (a subset of its values, so never more bins; and the cursor's
+/// mean_excluding needs that layout). Every choice is made on the values as the file will
+/// give them back (as_read: time codes, count codes), never on the exact ones, so that a
+/// trace read from a file is written back to the same bytes: a choice made on exact values
+/// can go the other way on their rounded copies (a first occurrence 2.1 % from the others kept,
+/// 1.9 % after rounding dropped), and a saved copy of a loaded trace would then simulate
+/// differently from the trace itself.
+struct StoredTiming {
+  Histogram compute, duration, first;
+  StoredTiming(const Histogram& c, const Histogram& d, const Histogram& f, std::size_t bins)
+      : compute(in_bins_that_differ(coarsened(c, bins), bins)),
+        duration(in_bins_that_differ(coarsened(d, bins), bins)),
+        first(f.count() ? coarsened(f, 0, compute.coarsening()) : f) {}
+
+  /// Whether the first occurrences say something the compute times do not (similar_timing),
+  /// as the file gives both back.
+  bool first_differs() const { return first.count() != 0 && !similar_timing(as_read(first), as_read(compute)); }
+
+  /// With at most 2 bins (the default), `h` in one bin when its two bins' means are within a
+  /// factor of 2 of each other (format version 10): the second bin is kept only where it says
+  /// something the first does not (a warm-up, a slow path, a second mode), which is what the
+  /// cursor's median, sampling and the fastest bin use. Count, sum (so mean), min and max are
+  /// kept either way. More bins, asked for with SCALATRACE_TIMING_BINS, are kept as they are.
+  static Histogram in_bins_that_differ(Histogram h, std::size_t bins) {
+    if (bins > 2 || h.bins().size() != 2) return h;
+    const Histogram stored = as_read(h);
+    const std::uint64_t a = bin_mean_ns(stored.bins()[0]), b = bin_mean_ns(stored.bins()[1]);
+    if (std::max(a, b) > 2 * std::min(a, b)) return h;
+    return coarsened(h, 1);
+  }
+};
 
 /// Whether a duration histogram's last bin count can be left to the reader (version 11): it
 /// holds as many values as its compute histogram (one of each per call), and the count the
@@ -509,8 +530,8 @@ struct TraceWriter {
       if (ref != 0) c.refs.uv(ref);
     if (!e.lossy.empty()) put_lossy(c.refs, e);
     wire::Writer& w = c.structure;  // inline timing (traces passed between processes)
-    const bool firsts = keeps_first_compute(e);
-    if (exact_counts) {  // passed between processes: everything, exact, in the node
+    if (exact_counts) {             // passed between processes: everything, exact, in the node
+      const bool firsts = e.first_compute.count() != 0;
       w.uv(2 * e.timing_groups.size() + (firsts ? 1 : 0));
       auto put_exact = [&](const Histogram& compute, const Histogram& duration, const Histogram& first) {
         put_hist_v8(w, compute, true);
@@ -532,6 +553,10 @@ struct TraceWriter {
     const bool implied = std::all_of(stored.begin(), stored.end(), [](const StoredTiming& t) {
       return duration_count_implied(t.compute, t.duration);
     });
+    // First occurrences are written only where they differ from the compute times: one like
+    // the others tells a replay or simulation nothing new.
+    const bool firsts =
+        std::any_of(stored.begin(), stored.end(), [](const StoredTiming& t) { return t.first_differs(); });
     wire::Writer& groups = timing_columns[kColumnGroups];
     groups.uv(4 * e.timing_groups.size() + (implied ? 0 : 2) + (firsts ? 1 : 0));
     for (std::size_t i = 0; i < stored.size(); ++i) {
@@ -597,18 +622,6 @@ struct TraceWriter {
         previous_lo = b.lo;
       }
     }
-  }
-
-  /// Whether a node's first-occurrence compute times are written: always in traces passed
-  /// between processes (exact counts, nothing dropped); in final files only where they differ
-  /// from the node's compute times (similar_timing), since a first occurrence like the others
-  /// tells a replay or simulation nothing new.
-  bool keeps_first_compute(const EventNode& e) const {
-    if (e.first_compute.count() == 0) return false;
-    if (exact_counts) return true;
-    if (!similar_timing(e.first_compute, e.compute)) return true;
-    return std::any_of(e.timing_groups.begin(), e.timing_groups.end(),
-                       [](const TimingGroup& g) { return !similar_timing(g.first_compute, g.compute); });
   }
 };
 
