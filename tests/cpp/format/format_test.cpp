@@ -1039,7 +1039,8 @@ void randomize_timing(std::vector<Node>& nodes, std::mt19937_64& rng) {
     fill(e.compute, e.duration, e.first_compute);
     if (n.ranks.size() < 2 || rng() % 3 != 0) continue;
     std::vector<std::int64_t> low, high;
-    for (std::size_t i = 0; i < n.ranks.size(); ++i) (2 * i < n.ranks.size() ? low : high).push_back(n.ranks.at(i));
+    const std::int64_t size = n.ranks.size();
+    for (std::int64_t i = 0; i < size; ++i) (2 * i < size ? low : high).push_back(n.ranks.at(i));
     e.timing_groups.resize(2);
     e.timing_groups[0].ranks = RankList::from_sequence(low);
     e.timing_groups[1].ranks = RankList::from_sequence(high);
