@@ -6,7 +6,7 @@ event by event with the real trace at that size.
         [--codes bt,cg,ep,ft,is,lu,mg,sp] [--sizes 4,8,16] [--square-sizes 4,9,16]
         [--target 32] [--square-target 25] [--timeout 900] [--steps N] [--simulate] [--out FILE]
         [--snippet Irecv,Irecv,Send,Send,Wait,Wait] [--periodic] [--input-dims 1x2x2,2x2x2,2x2x4]
-        [--dims 2x4x4] [--work DIR]
+        [--dims 2x4x4] [--weak L] [--work DIR]
 
 For each code: traces at the input sizes and at the target (real mpiexec runs under the
 collector; BT and SP need square rank counts, so they use --square-sizes and --square-target),
@@ -24,6 +24,28 @@ same filter keeps), `--periodic` with periodic neighbour laws, `--input-dims`/`-
 the grids given. `--simulate` also simulates the extrapolated trace and the real trace at the target
 with the same parameters (`scalatrace.simulate`, default network model) and reports both
 times and their difference.
+`--weak L` runs MG in weak scaling: L^3 points per rank on MG's own process grid (mg.f:
+`pi(1) = 2^floor(log2(P)/3)`, `pi(2) = 2^floor((log2(P) - dx)/2)`, `pi(3) = P/(pi(1)*pi(2))`,
+i.e. 1x2x2, 2x2x2, 2x2x4, 2x4x4 at 4, 8, 16, 32 ranks), the global grid L*pi per axis with
+lt = log2 of its largest axis, `--steps` iterations (4 if not given), through an mg.input
+written into each run's directory (MG reads it instead of its compiled class). The binary must
+be sized for the largest grid and the same file at every size (call sites are matched across
+the inputs by module and offset). Recipe (NPB 3.4-MPI: `fetch github:thaisacs/NPB3.4-MPI`,
+`git --git-dir=<mirror> archive HEAD | tar -x -C /work/apps/npb-src`):
+
+    cd /work/apps/npb-src/sys && make all && cd ../MG && ../sys/setparams mg S
+    sed -i 's/lt_default=5/lt_default=6/; s/_default=32/_default=64/g' npbparams.h
+    sed -i -e '/call init_timestep()/d' -e '/call begin_timestep()/d' \
+        -e '/call end_timestep()/d' mg.f          # the thaisacs fork's kernel_stats calls
+    cp ../common/print_results.f ../common/randi8.f ../common/timers.f .
+    mkdir -p /work/apps/npb-weak/bin && mpif90 -O2 -o /work/apps/npb-weak/bin/mg.weak.x \
+        mpinpb.f mg_data.f mg.f print_results.f randi8.f timers.f
+
+(lt_default = 6: arrays for 64 points per axis, 16^3 per rank up to 64 ranks; -O2 because
+gfortran 12's -O3 duplicates zran3's fourth MPI_Allreduce into both branches of an `if`, so
+ranks of one run record different call sites for it.) Run with `--bin-dir
+/work/apps/npb-weak/bin --class weak --codes mg --weak 16` (BENCHMARKS.md section 12, "MG in
+weak scaling").
 Runs with more ranks than cores are slow here (MPICH busy-polls): a 32-rank run of a class S
 code can take minutes on 2 cores. A benchmark, not a test.
 """
@@ -56,6 +78,18 @@ DT = {("lu", "S"): "0.5d0", ("lu", "W"): "1.5d-3", ("bt", "S"): "0.01d0", ("bt",
 DT.update({("sp", "S"): "0.015d0", ("sp", "W"): "0.0015d0"})
 
 
+def mg_weak_input(n: int, local: int, steps: int) -> tuple[str, str]:
+    """(file name, contents) of MG's input file for `n` ranks (a power of two) with local^3
+    points per rank on MG's process grid (mg.f's setup) and `steps` iterations (4 if 0)."""
+    log_p = n.bit_length() - 1
+    dx = log_p // 3
+    dy = (log_p - dx) // 2
+    grid = [local << dx, local << dy, local << (log_p - dx - dy)]
+    lt = max(grid).bit_length() - 1
+    text = f" {lt}\n {grid[0]} {grid[1]} {grid[2]}\n {steps or 4}\n 0 0 0 0 0 0 0 0\n"
+    return "mg.input", text
+
+
 def input_file(code: str, klass: str, steps: int) -> tuple[str, str] | None:
     """(file name, contents) of the NPB input file running `steps` time steps, or None."""
     n = GRID.get((code, klass))
@@ -72,16 +106,24 @@ def input_file(code: str, klass: str, steps: int) -> tuple[str, str] | None:
 
 
 def traced(
-    binary: Path, n: int, work: Path, timeout: float, steps: int = 0
+    binary: Path, n: int, work: Path, timeout: float, steps: int = 0, weak: int = 0
 ) -> tuple[scalatrace.Trace, float]:
+    """The trace of `binary` at `n` ranks (cached in `work`) and the seconds to make or load
+    it; `weak` > 0: MG with weak^3 points per rank (mg.input)."""
     code, klass = binary.name.split(".")[:2]
-    suffix = f".steps{steps}" if steps and input_file(code, klass, steps) else ""
+    made = None
+    if weak and code == "mg":
+        made = mg_weak_input(n, weak, steps)
+    elif steps:
+        made = input_file(code, klass, steps)
+    suffix = f".steps{steps}" if steps and made else ""
+    if weak and code == "mg":
+        suffix = f".weak{weak}{suffix}"
     out = work / f"{binary.stem}{suffix}.{n}.sct"
     start = time.perf_counter()
     if not out.exists():
         run_dir = work / f"{binary.stem}{suffix}.{n}.run"
         run_dir.mkdir(parents=True, exist_ok=True)
-        made = input_file(code, klass, steps) if steps else None
         if made:
             (run_dir / made[0]).write_text(made[1])
         here = os.getcwd()
@@ -169,6 +211,9 @@ def main() -> None:
     ap.add_argument("--periodic", action="store_true", help="periodic neighbour laws")
     ap.add_argument("--input-dims", help="the inputs' grids, e.g. 1x2x2,2x2x2,2x2x4")
     ap.add_argument("--dims", help="the target grid, e.g. 2x4x4")
+    ap.add_argument(
+        "--weak", type=int, default=0, help="MG in weak scaling, L^3 points per rank (mg.input)"
+    )
     ap.add_argument("--out")
     a = ap.parse_args()
     snippet = [c for c in a.snippet.split(",") if c] if a.snippet else None
@@ -189,6 +234,7 @@ def main() -> None:
         + (" --periodic" if a.periodic else "")
         + (f" --input-dims {a.input_dims}" if a.input_dims else "")
         + (f" --dims {a.dims}" if a.dims else "")
+        + (f" --weak {a.weak}" if a.weak else "")
         + f" --work {a.work}"
     )
     rows, laws_text, sims = [], [], []
@@ -201,8 +247,8 @@ def main() -> None:
             rows.append(f"| {code.upper()} | – | – | binary {binary} not found | | | |")
             continue
         try:
-            small = [traced(binary, n, work, a.timeout, a.steps)[0] for n in sizes]
-            real, seconds = traced(binary, target, work, a.timeout, a.steps)
+            small = [traced(binary, n, work, a.timeout, a.steps, a.weak)[0] for n in sizes]
+            real, seconds = traced(binary, target, work, a.timeout, a.steps, a.weak)
         except Exception as e:  # a run that fails is reported, the others go on
             rows.append(
                 f"| {code.upper()} | {sizes} → {target} | – | run failed: {str(e).splitlines()[0]} | | | |"
