@@ -126,6 +126,69 @@ def calibration(work: Path, ranks: int) -> scalatrace.LogGP:
     return scalatrace.LogGP(**json.loads(path.read_text()))
 
 
+def in_situ_model(
+    work: Path,
+    mn,
+    traces: list,
+    params: dict,
+    best_n: int,
+    p: int,
+    lo: float,
+    hi: float,
+    rounds: int,
+) -> tuple[float, list[dict], object]:
+    """The model with the machine's overheads measured in situ (``scalatrace.calibrate_in_situ``):
+    a one-way stage with the program's block of computation between the calls. The block's
+    computation is the machine model's fitted W at (``best_n``, K, ``p``), K the optimum of the
+    model before (first the ping-pong machine model's, then the in-situ model's: ``rounds``
+    fixed-point steps), the footprint the program's strip (N / P x N doubles), the message K
+    doubles. Each calibration is the median of 3 (each parameter), kept in ``work``. Returns the
+    last optimum, the rounds and the last model."""
+    import dataclasses
+
+    chained = [pm for pm in mn.phase_models if pm.compute is not None and pm.chained]
+    if not chained:
+        raise SystemExit("--calibrate-in-situ: the machine model has no pipeline phase")
+    stage = max(chained, key=lambda pm: float(pm.occurrences.predict(N=best_n, K=2, P=p)))
+    k = optimal_grain(mn, "K", lo=lo, hi=hi, N=best_n, P=p)
+    history, mi = [], mn
+    for _ in range(rounds):
+        kb = max(1, int(round(k)))
+        w_ns = 1e9 * float(stage.compute.predict(N=best_n, K=kb, P=p))
+        foot = -(-best_n // p) * best_n * 8
+        path = work / f"insitu-p{p}-n{best_n}-k{kb}.json"
+        if not path.exists():
+            cals = [
+                scalatrace.calibrate_in_situ(w_ns, footprint_bytes=foot, message_bytes=8 * kb, np=p)
+                for _ in range(3)
+            ]
+            rec = {
+                "network": {
+                    f: float(np.median([getattr(c.network, f) for c in cals]))
+                    for f in ("L", "o_s", "o_r", "g", "G", "O")
+                },
+                "ping_pong_o_s": float(np.median([c.ping_pong.o_s for c in cals])),
+                "ping_pong_o_r": float(np.median([c.ping_pong.o_r for c in cals])),
+                "cells": int(np.median([c.cells for c in cals])),
+                "compute_alone": [
+                    float(np.median([c.compute_alone[i] for c in cals])) for i in (0, 1)
+                ],
+                "period": [float(np.median([c.period[i] for c in cals])) for i in (0, 1)],
+                "overheads": [dataclasses.asdict(c)["overhead"] for c in cals],
+                "load": load(),
+            }
+            path.write_text(json.dumps(rec))
+        rec = json.loads(path.read_text())
+        net = scalatrace.LogGP(**rec["network"])
+        mi = model(traces, params, network=net)
+        k_new = optimal_grain(mi, "K", lo=lo, hi=hi, N=best_n, P=p)
+        history.append(
+            {"K_in": kb, "compute_ns": w_ns, "footprint": foot, **rec, "K_out": float(k_new)}
+        )
+        k = k_new
+    return float(k), history, mi
+
+
 def curve_minimum(ks: list[int], times: np.ndarray) -> float:
     """The minimum of ``a + b K + c / K`` least-squares fitted (relative residuals) to the
     measured ``times`` at every K: ``sqrt(c / b)`` (NaN unless b, c > 0). A smoother of the
@@ -272,6 +335,20 @@ def main() -> None:
         help="skip the model with the calibrated machine (scalatrace.model(..., network=...))",
     )
     ap.add_argument(
+        "--calibrate-in-situ",
+        action="store_true",
+        help="also the model with the message overheads measured in situ "
+        "(scalatrace.calibrate_in_situ: a one-way stage with the program's block of "
+        "computation between the calls, at the best-K size N and the model's optimum K)",
+    )
+    ap.add_argument(
+        "--in-situ-rounds",
+        type=int,
+        default=2,
+        help="fixed-point rounds of the in-situ calibration (calibrate at the optimum K, "
+        "refit, calibrate at the new optimum; default 2)",
+    )
+    ap.add_argument(
         "--ranks",
         type=int,
         nargs="+",
@@ -334,6 +411,7 @@ def main() -> None:
     ]
     loads.append(load())
     best_rows = []
+    insitu: dict[int, tuple[float, list[dict], object]] = {}
     for p in best_ps:
         # Repeat after repeat over all K (not K after K): a slow spell of the machine then
         # touches one run of many K values, not every run of one K.
@@ -359,6 +437,10 @@ def main() -> None:
         best_rows.append(
             (p, times, kopt, measured_best(best_ks, runs), measured_best(best_ks, traced), kopt_n)
         )
+        if args.calibrate_in_situ and mn is not None:
+            insitu[p] = in_situ_model(
+                work, mn, traces, params, best_n, p, min(best_ks), max(best_ks), args.in_situ_rounds
+            )
     loads.append(load())
     # The fit's form, checked on the untraced program: the same PMNF search on untraced stage
     # times (elapsed / (sweeps x (N / K + P - 1)), the blocks plus the fill) at the training
@@ -419,6 +501,10 @@ def main() -> None:
         if mn is not None:
             ax.plot(grid, scale * mn.predict(N=best_n, K=grid, P=p), "--", label="model (machine)")
             ax.axvline(kopt_n, ls=":", color="C1", label=f"machine optimum K={kopt_n:.3g}")
+        if p in insitu:
+            ki, _, mi = insitu[p]
+            ax.plot(grid, scale * mi.predict(N=best_n, K=grid, P=p), "-.", label="model (in situ)")
+            ax.axvline(ki, ls=":", color="C2", label=f"in-situ optimum K={ki:.3g}")
         ax.plot(best_ks, times, "o", label="measured (untraced, elapsed)")
         if best_sweeps == SWEEPS:
             ax.plot(best_ks, mt["medians"], "x", label="measured (traced, elapsed)")
@@ -599,6 +685,67 @@ def main() -> None:
             held_error_machine_vs_untraced=float(np.mean(np.abs(nerrs))),
             held_error_traced_vs_untraced=float(np.mean(np.abs(terrs))),
         )
+    if insitu:
+        lines += [
+            "",
+            "## With the message overheads calibrated in situ (scalatrace.calibrate_in_situ)",
+            "",
+            "Each round: the block's computation W(N, K, P) of the model before (the machine "
+            "model's fitted computation per block) at the best-K size N and that model's optimum "
+            "K, the strip's footprint (N / P x N doubles), messages of K doubles; "
+            "`calibrate_in_situ` (median of 3) gives o_s and o_r (a one-way stage's period minus "
+            "the block's computation alone), the model is refitted with them (the other LogGP "
+            "parameters from the same runs' ping-pongs) and its optimum is the next round's K.",
+            "",
+            "| P | round | K in | W ns | footprint B | cells | computation alone ns (sender / "
+            "receiver) | stage period ns | in-situ o_s / o_r ns | ping-pong o_s / o_r ns | "
+            "optimum K out |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for p, (_, hist, _) in insitu.items():
+            for i, h in enumerate(hist):
+                lines.append(
+                    f"| {p} | {i + 1} | {h['K_in']} | {h['compute_ns']:.0f} | {h['footprint']} | "
+                    f"{h['cells']} | {1e9 * h['compute_alone'][0]:.0f} / "
+                    f"{1e9 * h['compute_alone'][1]:.0f} | {1e9 * h['period'][0]:.0f} / "
+                    f"{1e9 * h['period'][1]:.0f} | {1e9 * h['network']['o_s']:.0f} / "
+                    f"{1e9 * h['network']['o_r']:.0f} | {1e9 * h['ping_pong_o_s']:.0f} / "
+                    f"{1e9 * h['ping_pong_o_r']:.0f} | {h['K_out']:.3g} |"
+                )
+        lines += [
+            "",
+            "| P | in-situ model optimum K | ping-pong machine model K | untraced lowest median "
+            "| untraced fitted minimum [10 %, 90 %] | in situ vs lowest / fitted | held-out error "
+            "vs untraced (in situ / ping-pong) |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for p, _times, _kopt, mb, _mt, kopt_n in best_rows:
+            if p not in insitu:
+                continue
+            ki, hist, mi = insitu[p]
+            kb, kf = mb["argmin"], mb["fitted"]
+            ie = [
+                abs(float(mi.predict(N=n, K=k, P=q)) - un) / un
+                for (n, k, q, *_), un in zip(held_rows, held_plain)
+            ]
+            ne = [
+                abs(float(mn.predict(N=n, K=k, P=q)) - un) / un
+                for (n, k, q, *_), un in zip(held_rows, held_plain)
+            ]
+            lines.append(
+                f"| {p} | {ki:.3g} | {kopt_n:.3g} | {kb} | {kf:.3g} [{mb['lo']:.3g}, "
+                f"{mb['hi']:.3g}] | {100 * (ki - kb) / kb:+.0f} % / {100 * (ki - kf) / kf:+.0f} % "
+                f"| {100 * np.mean(ie):.1f} % / {100 * np.mean(ne):.1f} % |"
+            )
+            summary.setdefault("in_situ", []).append(
+                {
+                    "P": p,
+                    "optimum": ki,
+                    "rounds": hist,
+                    "expression": str(mi.expression),
+                    "held_error_vs_untraced": float(np.mean(ie)),
+                }
+            )
     summary["best"] = [
         {
             "P": p,
