@@ -126,67 +126,78 @@ def calibration(work: Path, ranks: int) -> scalatrace.LogGP:
     return scalatrace.LogGP(**json.loads(path.read_text()))
 
 
-def in_situ_model(
-    work: Path,
-    mn,
-    traces: list,
-    params: dict,
-    best_n: int,
-    p: int,
-    lo: float,
-    hi: float,
-    rounds: int,
-) -> tuple[float, list[dict], object]:
-    """The model with the machine's overheads measured in situ (``scalatrace.calibrate_in_situ``):
-    a one-way stage with the program's block of computation between the calls. The block's
-    computation is the machine model's fitted W at (``best_n``, K, ``p``), K the optimum of the
-    model before (first the ping-pong machine model's, then the in-situ model's: ``rounds``
-    fixed-point steps), the footprint the program's strip (N / P x N doubles), the message K
-    doubles. Each calibration is the median of 3 (each parameter), kept in ``work``. Returns the
-    last optimum, the rounds and the last model."""
-    import dataclasses
+class InSituRounds:
+    """The model with the machine's overheads measured in situ (``scalatrace.calibrate_in_situ``:
+    a one-way stage with the program's block of computation between the calls). The block's
+    computation is the machine model's fitted W at (``best_n``, K, ``p``), K first ``k0`` (the
+    traced model's optimum: the trace's per-message cost is the nearer first guess, the
+    ping-pong's the farther), then the in-situ model's optimum after each round (fixed-point
+    steps), the footprint the program's strip (N / P x N doubles), the
+    message K doubles. The calibrations are interleaved with the untraced best-K runs (one after
+    each repeat over all K: the machine's state drifts over a session, and the calibration
+    samples it as the runs do); a round ends with the median of its calibrations (each
+    parameter) and a refit. Every calibration is kept in ``work``."""
 
-    chained = [pm for pm in mn.phase_models if pm.compute is not None and pm.chained]
-    if not chained:
-        raise SystemExit("--calibrate-in-situ: the machine model has no pipeline phase")
-    stage = max(chained, key=lambda pm: float(pm.occurrences.predict(N=best_n, K=2, P=p)))
-    k = optimal_grain(mn, "K", lo=lo, hi=hi, N=best_n, P=p)
-    history, mi = [], mn
-    for _ in range(rounds):
-        kb = max(1, int(round(k)))
-        w_ns = 1e9 * float(stage.compute.predict(N=best_n, K=kb, P=p))
-        foot = -(-best_n // p) * best_n * 8
-        path = work / f"insitu-p{p}-n{best_n}-k{kb}.json"
+    def __init__(
+        self, work: Path, mn, traces: list, params: dict, best_n: int, p: int, lo, hi, k0: float
+    ):
+        chained = [pm for pm in mn.phase_models if pm.compute is not None and pm.chained]
+        if not chained:
+            raise SystemExit("--calibrate-in-situ: the machine model has no pipeline phase")
+        self.stage = max(chained, key=lambda pm: float(pm.occurrences.predict(N=best_n, K=2, P=p)))
+        self.work, self.traces, self.params = work, traces, params
+        self.best_n, self.p, self.lo, self.hi = best_n, p, lo, hi
+        self.k = k0
+        self.model, self.history, self.cals = mn, [], []
+
+    def _block(self) -> tuple[int, float, int]:
+        kb = max(1, int(round(self.k)))
+        w_ns = 1e9 * float(self.stage.compute.predict(N=self.best_n, K=kb, P=self.p))
+        return kb, w_ns, -(-self.best_n // self.p) * self.best_n * 8
+
+    def calibrate(self, tag: int) -> None:
+        import dataclasses
+
+        kb, w_ns, foot = self._block()
+        path = self.work / f"insitu-p{self.p}-n{self.best_n}-k{kb}-{tag}.json"
         if not path.exists():
-            cals = [
-                scalatrace.calibrate_in_situ(w_ns, footprint_bytes=foot, message_bytes=8 * kb, np=p)
-                for _ in range(3)
-            ]
-            rec = {
-                "network": {
-                    f: float(np.median([getattr(c.network, f) for c in cals]))
-                    for f in ("L", "o_s", "o_r", "g", "G", "O")
-                },
-                "ping_pong_o_s": float(np.median([c.ping_pong.o_s for c in cals])),
-                "ping_pong_o_r": float(np.median([c.ping_pong.o_r for c in cals])),
-                "cells": int(np.median([c.cells for c in cals])),
-                "compute_alone": [
-                    float(np.median([c.compute_alone[i] for c in cals])) for i in (0, 1)
-                ],
-                "period": [float(np.median([c.period[i] for c in cals])) for i in (0, 1)],
-                "overheads": [dataclasses.asdict(c)["overhead"] for c in cals],
-                "load": load(),
-            }
-            path.write_text(json.dumps(rec))
-        rec = json.loads(path.read_text())
-        net = scalatrace.LogGP(**rec["network"])
-        mi = model(traces, params, network=net)
-        k_new = optimal_grain(mi, "K", lo=lo, hi=hi, N=best_n, P=p)
-        history.append(
-            {"K_in": kb, "compute_ns": w_ns, "footprint": foot, **rec, "K_out": float(k_new)}
+            c = scalatrace.calibrate_in_situ(
+                w_ns, footprint_bytes=foot, message_bytes=8 * kb, np=self.p
+            )
+            path.write_text(json.dumps({**dataclasses.asdict(c), "load": load()}))
+        self.cals.append(json.loads(path.read_text()))
+
+    def refit(self) -> None:
+        kb, w_ns, foot = self._block()
+        cals, self.cals = self.cals, []
+        med = lambda get: float(np.median([get(c) for c in cals]))  # noqa: E731
+        net = scalatrace.LogGP(
+            **{f: med(lambda c, f=f: c["network"][f]) for f in ("L", "o_s", "o_r", "g", "G", "O")}
         )
-        k = k_new
-    return float(k), history, mi
+        self.model = model(self.traces, self.params, network=net)
+        k_new = optimal_grain(self.model, "K", lo=self.lo, hi=self.hi, N=self.best_n, P=self.p)
+        self.history.append(
+            {
+                "K_in": kb,
+                "compute_ns": w_ns,
+                "footprint": foot,
+                "calibrations": len(cals),
+                "network": dataclasses_dict(net),
+                "ping_pong_o_s": med(lambda c: c["ping_pong"]["o_s"]),
+                "ping_pong_o_r": med(lambda c: c["ping_pong"]["o_r"]),
+                "cells": int(med(lambda c: c["cells"])),
+                "compute_alone": [med(lambda c, i=i: c["compute_alone"][i]) for i in (0, 1)],
+                "period": [med(lambda c, i=i: c["period"][i]) for i in (0, 1)],
+                "overheads": [c["overhead"] for c in cals],
+                "loads": [c["load"] for c in cals],
+                "K_out": float(k_new),
+            }
+        )
+        self.k = k_new
+
+
+def dataclasses_dict(net: scalatrace.LogGP) -> dict:
+    return {f: float(getattr(net, f)) for f in ("L", "o_s", "o_r", "g", "G", "O")}
 
 
 def curve_minimum(ks: list[int], times: np.ndarray) -> float:
@@ -346,7 +357,8 @@ def main() -> None:
         type=int,
         default=2,
         help="fixed-point rounds of the in-situ calibration (calibrate at the optimum K, "
-        "refit, calibrate at the new optimum; default 2)",
+        "refit, calibrate at the new optimum; default 2); the untraced best-K repeats are split "
+        "among the rounds, one calibration after each repeat",
     )
     ap.add_argument(
         "--ranks",
@@ -415,12 +427,25 @@ def main() -> None:
     for p in best_ps:
         # Repeat after repeat over all K (not K after K): a slow spell of the machine then
         # touches one run of many K values, not every run of one K.
-        by_repeat = [
-            [plain_run(exe, best_n, k, p, r, best_sweeps) for k in best_ks] for r in range(repeats)
-        ]
+        kopt = optimal_grain(m, "K", lo=min(best_ks), hi=max(best_ks), N=best_n, P=p)
+        rounds = (
+            InSituRounds(work, mn, traces, params, best_n, p, min(best_ks), max(best_ks), kopt)
+            if args.calibrate_in_situ and mn is not None
+            else None
+        )
+        # the repeats after which an in-situ round ends (its calibrations' median, a refit)
+        ends = {
+            int(g[-1]) for g in np.array_split(np.arange(repeats), args.in_situ_rounds) if len(g)
+        }
+        by_repeat = []
+        for r in range(repeats):
+            by_repeat.append([plain_run(exe, best_n, k, p, r, best_sweeps) for k in best_ks])
+            if rounds is not None:
+                rounds.calibrate(r)
+                if r in ends:
+                    rounds.refit()
         runs = np.array(by_repeat).T  # K x repeats
         times = [float(v) for v in np.median(runs, axis=1)]
-        kopt = optimal_grain(m, "K", lo=min(best_ks), hi=max(best_ks), N=best_n, P=p)
         kopt_n = (
             optimal_grain(mn, "K", lo=min(best_ks), hi=max(best_ks), N=best_n, P=p)
             if mn is not None
@@ -437,10 +462,8 @@ def main() -> None:
         best_rows.append(
             (p, times, kopt, measured_best(best_ks, runs), measured_best(best_ks, traced), kopt_n)
         )
-        if args.calibrate_in_situ and mn is not None:
-            insitu[p] = in_situ_model(
-                work, mn, traces, params, best_n, p, min(best_ks), max(best_ks), args.in_situ_rounds
-            )
+        if rounds is not None:
+            insitu[p] = (float(rounds.k), rounds.history, rounds.model)
     loads.append(load())
     # The fit's form, checked on the untraced program: the same PMNF search on untraced stage
     # times (elapsed / (sweeps x (N / K + P - 1)), the blocks plus the fill) at the training
@@ -690,17 +713,19 @@ def main() -> None:
             "",
             "## With the message overheads calibrated in situ (scalatrace.calibrate_in_situ)",
             "",
-            "Each round: the block's computation W(N, K, P) of the model before (the machine "
-            "model's fitted computation per block) at the best-K size N and that model's optimum "
-            "K, the strip's footprint (N / P x N doubles), messages of K doubles; "
-            "`calibrate_in_situ` (median of 3) gives o_s and o_r (a one-way stage's period minus "
-            "the block's computation alone), the model is refitted with them (the other LogGP "
-            "parameters from the same runs' ping-pongs) and its optimum is the next round's K.",
+            "Each round: the block's computation W(N, K, P) of the machine model (its fitted "
+            "computation per block) at the best-K size N and K = the traced model's optimum "
+            "(first round) or the last round's, the strip's footprint (N / P x N doubles), messages of K doubles; "
+            "`calibrate_in_situ` gives o_s and o_r (a one-way stage's period minus the block's "
+            "computation alone), one calibration after each repeat of the untraced best-K runs "
+            "over all K (so that they sample the machine's drifting state as the runs do); the "
+            "round's median of each parameter refits the model (the other LogGP parameters from "
+            "the same runs' ping-pongs) and its optimum is the next round's K.",
             "",
             "| P | round | K in | W ns | footprint B | cells | computation alone ns (sender / "
-            "receiver) | stage period ns | in-situ o_s / o_r ns | ping-pong o_s / o_r ns | "
-            "optimum K out |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "receiver) | stage period ns | in-situ o_s / o_r ns (median) | each calibration's "
+            "o_s / o_r ns | ping-pong o_s / o_r ns | optimum K out |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for p, (_, hist, _) in insitu.items():
             for i, h in enumerate(hist):
@@ -709,7 +734,9 @@ def main() -> None:
                     f"{h['cells']} | {1e9 * h['compute_alone'][0]:.0f} / "
                     f"{1e9 * h['compute_alone'][1]:.0f} | {1e9 * h['period'][0]:.0f} / "
                     f"{1e9 * h['period'][1]:.0f} | {1e9 * h['network']['o_s']:.0f} / "
-                    f"{1e9 * h['network']['o_r']:.0f} | {1e9 * h['ping_pong_o_s']:.0f} / "
+                    f"{1e9 * h['network']['o_r']:.0f} | "
+                    + ", ".join(f"{1e9 * a:.0f} / {1e9 * b:.0f}" for a, b in h["overheads"])
+                    + f" | {1e9 * h['ping_pong_o_s']:.0f} / "
                     f"{1e9 * h['ping_pong_o_r']:.0f} | {h['K_out']:.3g} |"
                 )
         lines += [
