@@ -139,7 +139,17 @@ class InSituRounds:
     parameter) and a refit. Every calibration is kept in ``work``."""
 
     def __init__(
-        self, work: Path, mn, traces: list, params: dict, best_n: int, p: int, lo, hi, k0: float
+        self,
+        work: Path,
+        mn,
+        traces: list,
+        params: dict,
+        best_n: int,
+        p: int,
+        lo,
+        hi,
+        k0: float,
+        intercept: bool = False,
     ):
         chained = [pm for pm in mn.phase_models if pm.compute is not None and pm.chained]
         if not chained:
@@ -147,7 +157,7 @@ class InSituRounds:
         self.stage = max(chained, key=lambda pm: float(pm.occurrences.predict(N=best_n, K=2, P=p)))
         self.work, self.traces, self.params = work, traces, params
         self.best_n, self.p, self.lo, self.hi = best_n, p, lo, hi
-        self.k = k0
+        self.k, self.intercept = k0, intercept
         self.model, self.history, self.cals = mn, [], []
 
     def _block(self) -> tuple[int, float, int]:
@@ -155,17 +165,43 @@ class InSituRounds:
         w_ns = 1e9 * float(self.stage.compute.predict(N=self.best_n, K=kb, P=self.p))
         return kb, w_ns, -(-self.best_n // self.p) * self.best_n * 8
 
-    def calibrate(self, tag: int) -> None:
+    def _calibrate_at(self, kb: int, path: Path) -> dict:
         import dataclasses
 
-        kb, w_ns, foot = self._block()
-        path = self.work / f"insitu-p{self.p}-n{self.best_n}-k{kb}-{tag}.json"
+        w_ns = 1e9 * float(self.stage.compute.predict(N=self.best_n, K=kb, P=self.p))
         if not path.exists():
             c = scalatrace.calibrate_in_situ(
-                w_ns, footprint_bytes=foot, message_bytes=8 * kb, np=self.p
+                w_ns, footprint_bytes=self._block()[2], message_bytes=8 * kb, np=self.p
             )
             path.write_text(json.dumps({**dataclasses.asdict(c), "load": load()}))
-        self.cals.append(json.loads(path.read_text()))
+        return json.loads(path.read_text())
+
+    def calibrate(self, tag: int) -> None:
+        kb = self._block()[0]
+        rec = self._calibrate_at(
+            kb, self.work / f"insitu-p{self.p}-n{self.best_n}-k{kb}-{tag}.json"
+        )
+        if self.intercept:
+            # The same at half the block, right after: the overheads' line in the block's
+            # computation W, taken at W = 0 (a per-message cost growing with the block, m0 + mu W,
+            # adds mu W to every block: it does not move the optimum, m0 does).
+            kh = max(1, kb // 2)
+            half = self._calibrate_at(
+                kh, self.work / f"insitu-p{self.p}-n{self.best_n}-k{kh}-{tag}-half.json"
+            )
+            w1, w0 = rec["compute_ns"], half["compute_ns"]
+            o1, o0 = rec["overhead"], half["overhead"]
+            at_zero = [
+                max((w1 * b - w0 * a) / (w1 - w0), 0.0) if w1 > w0 else a for a, b in zip(o1, o0)
+            ]
+            rec = {
+                **rec,
+                "at_block": o1,
+                "half": {"K": kh, "compute_ns": w0, "overhead": o0},
+                "overhead": at_zero,
+                "network": {**rec["network"], "o_s": at_zero[0], "o_r": at_zero[1]},
+            }
+        self.cals.append(rec)
 
     def refit(self) -> None:
         kb, w_ns, foot = self._block()
@@ -353,6 +389,13 @@ def main() -> None:
         "computation between the calls, at the best-K size N and the model's optimum K)",
     )
     ap.add_argument(
+        "--in-situ-intercept",
+        action="store_true",
+        help="with --calibrate-in-situ: calibrate at the round's K and at K / 2 each time and "
+        "take the overheads' line in the block's computation at zero computation (the part of "
+        "the per-message cost that grows with the block does not move the optimum)",
+    )
+    ap.add_argument(
         "--in-situ-rounds",
         type=int,
         default=2,
@@ -429,7 +472,18 @@ def main() -> None:
         # touches one run of many K values, not every run of one K.
         kopt = optimal_grain(m, "K", lo=min(best_ks), hi=max(best_ks), N=best_n, P=p)
         rounds = (
-            InSituRounds(work, mn, traces, params, best_n, p, min(best_ks), max(best_ks), kopt)
+            InSituRounds(
+                work,
+                mn,
+                traces,
+                params,
+                best_n,
+                p,
+                min(best_ks),
+                max(best_ks),
+                kopt,
+                args.in_situ_intercept,
+            )
             if args.calibrate_in_situ and mn is not None
             else None
         )
@@ -720,7 +774,13 @@ def main() -> None:
             "computation alone), one calibration after each repeat of the untraced best-K runs "
             "over all K (so that they sample the machine's drifting state as the runs do); the "
             "round's median of each parameter refits the model (the other LogGP parameters from "
-            "the same runs' ping-pongs) and its optimum is the next round's K.",
+            "the same runs' ping-pongs) and its optimum is the next round's K."
+            + (
+                " With --in-situ-intercept each calibration is a pair, at K and at K / 2 (right "
+                "after), and its o_s, o_r are the pair's line in W taken at W = 0."
+                if args.in_situ_intercept
+                else ""
+            ),
             "",
             "| P | round | K in | W ns | footprint B | cells | computation alone ns (sender / "
             "receiver) | stage period ns | in-situ o_s / o_r ns (median) | each calibration's "
