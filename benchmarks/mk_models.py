@@ -150,6 +150,7 @@ class InSituRounds:
         hi,
         k0: float,
         intercept: bool = False,
+        line: bool = False,
     ):
         chained = [pm for pm in mn.phase_models if pm.compute is not None and pm.chained]
         if not chained:
@@ -157,7 +158,7 @@ class InSituRounds:
         self.stage = max(chained, key=lambda pm: float(pm.occurrences.predict(N=best_n, K=2, P=p)))
         self.work, self.traces, self.params = work, traces, params
         self.best_n, self.p, self.lo, self.hi = best_n, p, lo, hi
-        self.k, self.intercept = k0, intercept
+        self.k, self.intercept, self.line, self.points = k0, intercept, line, []
         self.model, self.history, self.cals = mn, [], []
 
     def _block(self) -> tuple[int, float, int]:
@@ -201,6 +202,15 @@ class InSituRounds:
                 "overhead": at_zero,
                 "network": {**rec["network"], "o_s": at_zero[0], "o_r": at_zero[1]},
             }
+        if self.line:
+            # Also at K / 2 and 2 K right after; the round's overheads are then the Theil-Sen
+            # line through all its calibrations' (W, overhead) points, taken at W = 0.
+            for kx in sorted({max(1, kb // 2), 2 * kb}):
+                x = self._calibrate_at(
+                    kx, self.work / f"insitu-p{self.p}-n{self.best_n}-k{kx}-{tag}-line.json"
+                )
+                self.points.append((x["compute_ns"], x["overhead"]))
+            self.points.append((rec["compute_ns"], rec["overhead"]))
         self.cals.append(rec)
 
     def refit(self) -> None:
@@ -210,6 +220,20 @@ class InSituRounds:
         net = scalatrace.LogGP(
             **{f: med(lambda c, f=f: c["network"][f]) for f in ("L", "o_s", "o_r", "g", "G", "O")}
         )
+        line = None
+        if self.line:
+            from scipy.stats import theilslopes
+
+            w = np.array([pt[0] for pt in self.points])
+            at0, slopes = [], []
+            for side in (0, 1):
+                o = np.array([pt[1][side] for pt in self.points])
+                slope, icpt, *_ = theilslopes(o, w)
+                at0.append(max(float(icpt), 0.0))
+                slopes.append(float(slope))
+            line = {"points": len(self.points), "at_zero": at0, "per_ns": slopes}
+            self.points = []
+            net = scalatrace.LogGP(**{**dataclasses_dict(net), "o_s": at0[0], "o_r": at0[1]})
         self.model = model(self.traces, self.params, network=net)
         k_new = optimal_grain(self.model, "K", lo=self.lo, hi=self.hi, N=self.best_n, P=self.p)
         self.history.append(
@@ -227,6 +251,7 @@ class InSituRounds:
                 "overheads": [c["overhead"] for c in cals],
                 "loads": [c["load"] for c in cals],
                 "K_out": float(k_new),
+                "line": line,
             }
         )
         self.k = k_new
@@ -396,6 +421,13 @@ def main() -> None:
         "the per-message cost that grows with the block does not move the optimum)",
     )
     ap.add_argument(
+        "--in-situ-line",
+        action="store_true",
+        help="with --calibrate-in-situ: calibrate at K / 2, K and 2 K after each repeat; a "
+        "round's o_s, o_r are the Theil-Sen line through its points in the block's computation, "
+        "taken at zero computation",
+    )
+    ap.add_argument(
         "--in-situ-rounds",
         type=int,
         default=2,
@@ -483,6 +515,7 @@ def main() -> None:
                 max(best_ks),
                 kopt,
                 args.in_situ_intercept,
+                args.in_situ_line,
             )
             if args.calibrate_in_situ and mn is not None
             else None
@@ -779,6 +812,13 @@ def main() -> None:
                 " With --in-situ-intercept each calibration is a pair, at K and at K / 2 (right "
                 "after), and its o_s, o_r are the pair's line in W taken at W = 0."
                 if args.in_situ_intercept
+                else ""
+            )
+            + (
+                " With --in-situ-line each repeat calibrates at K / 2, K and 2 K, and a round's "
+                "o_s, o_r (the median column) are the Theil-Sen line through its points in W at "
+                "W = 0 (each calibration's column: at K)."
+                if args.in_situ_line
                 else ""
             ),
             "",
