@@ -4,6 +4,7 @@ block size it predicts vs the measured best one.
 
     python benchmarks/mk_models.py [--out benchmarks/results/mk_models.md] [--quick]
                                    [--extrap] [--ranks 2] [--work DIR] [--sweeps S] [--work-per-cell W]
+                                   [--calibrate-in-situ [--in-situ-intercept | --in-situ-line]]
 
 Program: tests/py/programs/blocked_pipeline.c (-O2), ``blocked_pipeline N K SWEEPS WORK``
 (default 32 sweeps, 1 multiply-add per cell: the per-message cost is then a visible part of a
@@ -24,6 +25,9 @@ into a scratch venv (``pip install extrap``; never a dependency of scalatrace) a
 the same training points (its multi-parameter modeler on the run time), scored on the same
 held-out points. Runs are kept in ``--work``: a second invocation with the same directory
 reuses them (time the runs under the timing lock, then add ``--extrap`` without it).
+``--calibrate-in-situ`` adds a model whose message overheads are ``scalatrace.calibrate_in_situ``'s
+at the program's block (calibrations interleaved with the untraced best-K runs, two fixed-point
+rounds; BENCHMARKS.md section 16, "The message overheads calibrated in situ").
 """
 
 from __future__ import annotations
