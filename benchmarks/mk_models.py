@@ -4,6 +4,7 @@ block size it predicts vs the measured best one.
 
     python benchmarks/mk_models.py [--out benchmarks/results/mk_models.md] [--quick]
                                    [--extrap] [--ranks 2] [--work DIR] [--sweeps S] [--work-per-cell W]
+                                   [--calibrate-in-situ [--in-situ-intercept | --in-situ-line]]
 
 Program: tests/py/programs/blocked_pipeline.c (-O2), ``blocked_pipeline N K SWEEPS WORK``
 (default 32 sweeps, 1 multiply-add per cell: the per-message cost is then a visible part of a
@@ -24,6 +25,9 @@ into a scratch venv (``pip install extrap``; never a dependency of scalatrace) a
 the same training points (its multi-parameter modeler on the run time), scored on the same
 held-out points. Runs are kept in ``--work``: a second invocation with the same directory
 reuses them (time the runs under the timing lock, then add ``--extrap`` without it).
+``--calibrate-in-situ`` adds a model whose message overheads are ``scalatrace.calibrate_in_situ``'s
+at the program's block (calibrations interleaved with the untraced best-K runs, two fixed-point
+rounds; BENCHMARKS.md section 16, "The message overheads calibrated in situ").
 """
 
 from __future__ import annotations
@@ -124,6 +128,141 @@ def calibration(work: Path, ranks: int) -> scalatrace.LogGP:
         runs = [dataclasses.asdict(scalatrace.calibrate(np=ranks)) for _ in range(3)]
         path.write_text(json.dumps({k: float(np.median([r[k] for r in runs])) for k in runs[0]}))
     return scalatrace.LogGP(**json.loads(path.read_text()))
+
+
+class InSituRounds:
+    """The model with the machine's overheads measured in situ (``scalatrace.calibrate_in_situ``:
+    a one-way stage with the program's block of computation between the calls). The block's
+    computation is the machine model's fitted W at (``best_n``, K, ``p``), K first ``k0`` (the
+    traced model's optimum: the trace's per-message cost is the nearer first guess, the
+    ping-pong's the farther), then the in-situ model's optimum after each round (fixed-point
+    steps), the footprint the program's strip (N / P x N doubles), the
+    message K doubles. The calibrations are interleaved with the untraced best-K runs (one after
+    each repeat over all K: the machine's state drifts over a session, and the calibration
+    samples it as the runs do); a round ends with the median of its calibrations (each
+    parameter) and a refit. Every calibration is kept in ``work``."""
+
+    def __init__(
+        self,
+        work: Path,
+        mn,
+        traces: list,
+        params: dict,
+        best_n: int,
+        p: int,
+        lo,
+        hi,
+        k0: float,
+        intercept: bool = False,
+        line: bool = False,
+    ):
+        chained = [pm for pm in mn.phase_models if pm.compute is not None and pm.chained]
+        if not chained:
+            raise SystemExit("--calibrate-in-situ: the machine model has no pipeline phase")
+        self.stage = max(chained, key=lambda pm: float(pm.occurrences.predict(N=best_n, K=2, P=p)))
+        self.work, self.traces, self.params = work, traces, params
+        self.best_n, self.p, self.lo, self.hi = best_n, p, lo, hi
+        self.k, self.intercept, self.line, self.points = k0, intercept, line, []
+        self.model, self.history, self.cals = mn, [], []
+
+    def _block(self) -> tuple[int, float, int]:
+        kb = max(1, int(round(self.k)))
+        w_ns = 1e9 * float(self.stage.compute.predict(N=self.best_n, K=kb, P=self.p))
+        return kb, w_ns, -(-self.best_n // self.p) * self.best_n * 8
+
+    def _calibrate_at(self, kb: int, path: Path) -> dict:
+        import dataclasses
+
+        w_ns = 1e9 * float(self.stage.compute.predict(N=self.best_n, K=kb, P=self.p))
+        if not path.exists():
+            c = scalatrace.calibrate_in_situ(
+                w_ns, footprint_bytes=self._block()[2], message_bytes=8 * kb, np=self.p
+            )
+            path.write_text(json.dumps({**dataclasses.asdict(c), "load": load()}))
+        return json.loads(path.read_text())
+
+    def calibrate(self, tag: int) -> None:
+        kb = self._block()[0]
+        rec = self._calibrate_at(
+            kb, self.work / f"insitu-p{self.p}-n{self.best_n}-k{kb}-{tag}.json"
+        )
+        if self.intercept:
+            # The same at half the block, right after: the overheads' line in the block's
+            # computation W, taken at W = 0 (a per-message cost growing with the block, m0 + mu W,
+            # adds mu W to every block: it does not move the optimum, m0 does).
+            kh = max(1, kb // 2)
+            half = self._calibrate_at(
+                kh, self.work / f"insitu-p{self.p}-n{self.best_n}-k{kh}-{tag}-half.json"
+            )
+            w1, w0 = rec["compute_ns"], half["compute_ns"]
+            o1, o0 = rec["overhead"], half["overhead"]
+            at_zero = [
+                max((w1 * b - w0 * a) / (w1 - w0), 0.0) if w1 > w0 else a for a, b in zip(o1, o0)
+            ]
+            rec = {
+                **rec,
+                "at_block": o1,
+                "half": {"K": kh, "compute_ns": w0, "overhead": o0},
+                "overhead": at_zero,
+                "network": {**rec["network"], "o_s": at_zero[0], "o_r": at_zero[1]},
+            }
+        if self.line:
+            # Also at K / 2 and 2 K right after; the round's overheads are then the Theil-Sen
+            # line through all its calibrations' (W, overhead) points, taken at W = 0.
+            for kx in sorted({max(1, kb // 2), 2 * kb}):
+                x = self._calibrate_at(
+                    kx, self.work / f"insitu-p{self.p}-n{self.best_n}-k{kx}-{tag}-line.json"
+                )
+                self.points.append((x["compute_ns"], x["overhead"]))
+            self.points.append((rec["compute_ns"], rec["overhead"]))
+        self.cals.append(rec)
+
+    def refit(self) -> None:
+        kb, w_ns, foot = self._block()
+        cals, self.cals = self.cals, []
+        med = lambda get: float(np.median([get(c) for c in cals]))  # noqa: E731
+        net = scalatrace.LogGP(
+            **{f: med(lambda c, f=f: c["network"][f]) for f in ("L", "o_s", "o_r", "g", "G", "O")}
+        )
+        line = None
+        if self.line:
+            from scipy.stats import theilslopes
+
+            w = np.array([pt[0] for pt in self.points])
+            at0, slopes = [], []
+            for side in (0, 1):
+                o = np.array([pt[1][side] for pt in self.points])
+                slope, icpt, *_ = theilslopes(o, w)
+                at0.append(max(float(icpt), 0.0))
+                slopes.append(float(slope))
+            line = {"points": len(self.points), "at_zero": at0, "per_ns": slopes}
+            self.points = []
+            net = scalatrace.LogGP(**{**dataclasses_dict(net), "o_s": at0[0], "o_r": at0[1]})
+        self.model = model(self.traces, self.params, network=net)
+        k_new = optimal_grain(self.model, "K", lo=self.lo, hi=self.hi, N=self.best_n, P=self.p)
+        self.history.append(
+            {
+                "K_in": kb,
+                "compute_ns": w_ns,
+                "footprint": foot,
+                "calibrations": len(cals),
+                "network": dataclasses_dict(net),
+                "ping_pong_o_s": med(lambda c: c["ping_pong"]["o_s"]),
+                "ping_pong_o_r": med(lambda c: c["ping_pong"]["o_r"]),
+                "cells": int(med(lambda c: c["cells"])),
+                "compute_alone": [med(lambda c, i=i: c["compute_alone"][i]) for i in (0, 1)],
+                "period": [med(lambda c, i=i: c["period"][i]) for i in (0, 1)],
+                "overheads": [c["overhead"] for c in cals],
+                "loads": [c["load"] for c in cals],
+                "K_out": float(k_new),
+                "line": line,
+            }
+        )
+        self.k = k_new
+
+
+def dataclasses_dict(net: scalatrace.LogGP) -> dict:
+    return {f: float(getattr(net, f)) for f in ("L", "o_s", "o_r", "g", "G", "O")}
 
 
 def curve_minimum(ks: list[int], times: np.ndarray) -> float:
@@ -272,6 +411,35 @@ def main() -> None:
         help="skip the model with the calibrated machine (scalatrace.model(..., network=...))",
     )
     ap.add_argument(
+        "--calibrate-in-situ",
+        action="store_true",
+        help="also the model with the message overheads measured in situ "
+        "(scalatrace.calibrate_in_situ: a one-way stage with the program's block of "
+        "computation between the calls, at the best-K size N and the model's optimum K)",
+    )
+    ap.add_argument(
+        "--in-situ-intercept",
+        action="store_true",
+        help="with --calibrate-in-situ: calibrate at the round's K and at K / 2 each time and "
+        "take the overheads' line in the block's computation at zero computation (the part of "
+        "the per-message cost that grows with the block does not move the optimum)",
+    )
+    ap.add_argument(
+        "--in-situ-line",
+        action="store_true",
+        help="with --calibrate-in-situ: calibrate at K / 2, K and 2 K after each repeat; a "
+        "round's o_s, o_r are the Theil-Sen line through its points in the block's computation, "
+        "taken at zero computation",
+    )
+    ap.add_argument(
+        "--in-situ-rounds",
+        type=int,
+        default=2,
+        help="fixed-point rounds of the in-situ calibration (calibrate at the optimum K, "
+        "refit, calibrate at the new optimum; default 2); the untraced best-K repeats are split "
+        "among the rounds, one calibration after each repeat",
+    )
+    ap.add_argument(
         "--ranks",
         type=int,
         nargs="+",
@@ -334,15 +502,41 @@ def main() -> None:
     ]
     loads.append(load())
     best_rows = []
+    insitu: dict[int, tuple[float, list[dict], object]] = {}
     for p in best_ps:
         # Repeat after repeat over all K (not K after K): a slow spell of the machine then
         # touches one run of many K values, not every run of one K.
-        by_repeat = [
-            [plain_run(exe, best_n, k, p, r, best_sweeps) for k in best_ks] for r in range(repeats)
-        ]
+        kopt = optimal_grain(m, "K", lo=min(best_ks), hi=max(best_ks), N=best_n, P=p)
+        rounds = (
+            InSituRounds(
+                work,
+                mn,
+                traces,
+                params,
+                best_n,
+                p,
+                min(best_ks),
+                max(best_ks),
+                kopt,
+                args.in_situ_intercept,
+                args.in_situ_line,
+            )
+            if args.calibrate_in_situ and mn is not None
+            else None
+        )
+        # the repeats after which an in-situ round ends (its calibrations' median, a refit)
+        ends = {
+            int(g[-1]) for g in np.array_split(np.arange(repeats), args.in_situ_rounds) if len(g)
+        }
+        by_repeat = []
+        for r in range(repeats):
+            by_repeat.append([plain_run(exe, best_n, k, p, r, best_sweeps) for k in best_ks])
+            if rounds is not None:
+                rounds.calibrate(r)
+                if r in ends:
+                    rounds.refit()
         runs = np.array(by_repeat).T  # K x repeats
         times = [float(v) for v in np.median(runs, axis=1)]
-        kopt = optimal_grain(m, "K", lo=min(best_ks), hi=max(best_ks), N=best_n, P=p)
         kopt_n = (
             optimal_grain(mn, "K", lo=min(best_ks), hi=max(best_ks), N=best_n, P=p)
             if mn is not None
@@ -359,6 +553,8 @@ def main() -> None:
         best_rows.append(
             (p, times, kopt, measured_best(best_ks, runs), measured_best(best_ks, traced), kopt_n)
         )
+        if rounds is not None:
+            insitu[p] = (float(rounds.k), rounds.history, rounds.model)
     loads.append(load())
     # The fit's form, checked on the untraced program: the same PMNF search on untraced stage
     # times (elapsed / (sweeps x (N / K + P - 1)), the blocks plus the fill) at the training
@@ -419,6 +615,10 @@ def main() -> None:
         if mn is not None:
             ax.plot(grid, scale * mn.predict(N=best_n, K=grid, P=p), "--", label="model (machine)")
             ax.axvline(kopt_n, ls=":", color="C1", label=f"machine optimum K={kopt_n:.3g}")
+        if p in insitu:
+            ki, _, mi = insitu[p]
+            ax.plot(grid, scale * mi.predict(N=best_n, K=grid, P=p), "-.", label="model (in situ)")
+            ax.axvline(ki, ls=":", color="C2", label=f"in-situ optimum K={ki:.3g}")
         ax.plot(best_ks, times, "o", label="measured (untraced, elapsed)")
         if best_sweeps == SWEEPS:
             ax.plot(best_ks, mt["medians"], "x", label="measured (traced, elapsed)")
@@ -599,6 +799,84 @@ def main() -> None:
             held_error_machine_vs_untraced=float(np.mean(np.abs(nerrs))),
             held_error_traced_vs_untraced=float(np.mean(np.abs(terrs))),
         )
+    if insitu:
+        lines += [
+            "",
+            "## With the message overheads calibrated in situ (scalatrace.calibrate_in_situ)",
+            "",
+            "Each round: the block's computation W(N, K, P) of the machine model (its fitted "
+            "computation per block) at the best-K size N and K = the traced model's optimum "
+            "(first round) or the last round's, the strip's footprint (N / P x N doubles), messages of K doubles; "
+            "`calibrate_in_situ` gives o_s and o_r (a one-way stage's period minus the block's "
+            "computation alone), one calibration after each repeat of the untraced best-K runs "
+            "over all K (so that they sample the machine's drifting state as the runs do); the "
+            "round's median of each parameter refits the model (the other LogGP parameters from "
+            "the same runs' ping-pongs) and its optimum is the next round's K."
+            + (
+                " With --in-situ-intercept each calibration is a pair, at K and at K / 2 (right "
+                "after), and its o_s, o_r are the pair's line in W taken at W = 0."
+                if args.in_situ_intercept
+                else ""
+            )
+            + (
+                " With --in-situ-line each repeat calibrates at K / 2, K and 2 K, and a round's "
+                "o_s, o_r (the median column) are the Theil-Sen line through its points in W at "
+                "W = 0 (each calibration's column: at K)."
+                if args.in_situ_line
+                else ""
+            ),
+            "",
+            "| P | round | K in | W ns | footprint B | cells | computation alone ns (sender / "
+            "receiver) | stage period ns | in-situ o_s / o_r ns (median) | each calibration's "
+            "o_s / o_r ns | ping-pong o_s / o_r ns | optimum K out |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for p, (_, hist, _) in insitu.items():
+            for i, h in enumerate(hist):
+                lines.append(
+                    f"| {p} | {i + 1} | {h['K_in']} | {h['compute_ns']:.0f} | {h['footprint']} | "
+                    f"{h['cells']} | {1e9 * h['compute_alone'][0]:.0f} / "
+                    f"{1e9 * h['compute_alone'][1]:.0f} | {1e9 * h['period'][0]:.0f} / "
+                    f"{1e9 * h['period'][1]:.0f} | {1e9 * h['network']['o_s']:.0f} / "
+                    f"{1e9 * h['network']['o_r']:.0f} | "
+                    + ", ".join(f"{1e9 * a:.0f} / {1e9 * b:.0f}" for a, b in h["overheads"])
+                    + f" | {1e9 * h['ping_pong_o_s']:.0f} / "
+                    f"{1e9 * h['ping_pong_o_r']:.0f} | {h['K_out']:.3g} |"
+                )
+        lines += [
+            "",
+            "| P | in-situ model optimum K | ping-pong machine model K | untraced lowest median "
+            "| untraced fitted minimum [10 %, 90 %] | in situ vs lowest / fitted | held-out error "
+            "vs untraced (in situ / ping-pong) |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for p, _times, _kopt, mb, _mt, kopt_n in best_rows:
+            if p not in insitu:
+                continue
+            ki, hist, mi = insitu[p]
+            kb, kf = mb["argmin"], mb["fitted"]
+            ie = [
+                abs(float(mi.predict(N=n, K=k, P=q)) - un) / un
+                for (n, k, q, *_), un in zip(held_rows, held_plain)
+            ]
+            ne = [
+                abs(float(mn.predict(N=n, K=k, P=q)) - un) / un
+                for (n, k, q, *_), un in zip(held_rows, held_plain)
+            ]
+            lines.append(
+                f"| {p} | {ki:.3g} | {kopt_n:.3g} | {kb} | {kf:.3g} [{mb['lo']:.3g}, "
+                f"{mb['hi']:.3g}] | {100 * (ki - kb) / kb:+.0f} % / {100 * (ki - kf) / kf:+.0f} % "
+                f"| {100 * np.mean(ie):.1f} % / {100 * np.mean(ne):.1f} % |"
+            )
+            summary.setdefault("in_situ", []).append(
+                {
+                    "P": p,
+                    "optimum": ki,
+                    "rounds": hist,
+                    "expression": str(mi.expression),
+                    "held_error_vs_untraced": float(np.mean(ie)),
+                }
+            )
     summary["best"] = [
         {
             "P": p,

@@ -3,7 +3,13 @@
  * gap between back-to-back sends) and prints them as one JSON object on rank 0's standard
  * output. scalatrace.calibrate() runs it under mpiexec and fits L, G and O (docs/simulator.md).
  *
- * usage: mpiexec -n 2 scalatrace-calibrate [BATCHES] [MAX_BYTES]
+ * With COMPUTE_NS > 0 it also measures the overheads in situ (scalatrace.calibrate_in_situ):
+ * a one-way pipeline stage with a block of computation of about COMPUTE_NS between the calls,
+ * walking a buffer of FOOTPRINT_BYTES (as a program's block walks its array), messages of
+ * MESSAGE_BYTES; the per-message cost of each side is its period minus the same computation
+ * timed alone (docs/simulator.md, "In situ").
+ *
+ * usage: mpiexec -n 2 scalatrace-calibrate [BATCHES] [MAX_BYTES] [COMPUTE_NS FOOTPRINT_BYTES MESSAGE_BYTES]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -83,6 +89,143 @@ static double gap(int rank, char* buf, int count, int batches) {
   return best;
 }
 
+/* ---- in situ: the application's pattern (a compute block between the calls) ---- */
+
+static double g_sink;          /* keeps the kernel's result alive */
+static long long g_cells_done; /* cells the kernel updated (the test checks it is all done) */
+
+/* One block of computation: `cells` dependent multiply-adds over consecutive doubles of `buf`
+ * (`len` of them) from `*cursor` on, wrapping, the cursor left after the block: the blocked
+ * pipeline's column walk, each block the next part of the array, the whole array once per
+ * len / cells blocks (so the array's footprint goes through the caches as the program's does). */
+static void kernel(double* buf, long long len, long long* cursor, long long cells) {
+  double carry = g_sink;
+  long long c = *cursor, left = cells;
+  while (left > 0) { /* runs of consecutive cells up to the buffer's end */
+    const long long run = left < len - c ? left : len - c;
+    double* cell = &buf[c];
+    for (long long i = 0; i < run; ++i) {
+      carry = 0.5 * (cell[i] + carry) + 1e-9;
+      cell[i] = carry;
+    }
+    c += run;
+    if (c == len) c = 0;
+    left -= run;
+  }
+  *cursor = c;
+  g_sink = carry;
+  g_cells_done += cells;
+}
+
+/* `buf` grown to `n` doubles, each 1.0. */
+static double* filled(double* buf, long long n) {
+  double* grown = realloc(buf, (size_t)n * sizeof(double));
+  if (grown == NULL) {
+    fprintf(stderr, "scalatrace-calibrate: cannot allocate %lld bytes\n", n * 8);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  for (long long i = 0; i < n; ++i) grown[i] = 1.0;
+  return grown;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  const double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef struct {
+  long long cells, blocks;
+  double compute_alone, period, overhead; /* this rank's medians over the batches, seconds */
+} InSitu;
+
+/* Each batch: both ranks time `blocks` blocks of computation alone, then the one-way stage
+ * (rank 0: compute, MPI_Send; rank 1: MPI_Recv, compute; the receiver's period from the return
+ * of its first receive, so the fill is not in it). A rank's per-message cost in the batch is its
+ * stage period minus its computation alone; the medians over the batches are reported. */
+static InSitu in_situ(int rank, double compute_ns, long long footprint, int msg_bytes, int batches) {
+  InSitu r = {0, 64, 0, 0, 0};
+  long long len = footprint / (long long)sizeof(double);
+  if (len < 1) len = 1;
+  /* Cells per block: time a trial block size on both ranks at once (as in the stage), scale to
+   * compute_ns, time again and rescale (the per-cell cost depends on the block's size). */
+  long long cells = 1024;
+  double* buf = NULL;
+  long long cursor = 0;
+  for (int round = 0; round < 3; ++round) {
+    const long long this_len = cells > len ? cells : len;
+    buf = filled(buf, this_len);
+    double best = 1e30;
+    for (int b = 0; b < 5; ++b) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = MPI_Wtime();
+      for (int i = 0; i < 16; ++i) kernel(buf, this_len, &cursor, cells);
+      const double t = (MPI_Wtime() - t0) / 16.0;
+      if (t < best) best = t;
+    }
+    MPI_Bcast(&best, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    double next = (double)cells * compute_ns * 1e-9 / (best > 0 ? best : 1e-9);
+    if (next < 1) next = 1;
+    if (next > 1e9) next = 1e9;
+    cells = (long long)(next + 0.5);
+    MPI_Bcast(&cells, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  }
+  if (cells > len) len = cells;
+  buf = filled(buf, len);
+  char* msg = calloc((size_t)(msg_bytes > 0 ? msg_bytes : 1), 1);
+  double* alone = malloc((size_t)batches * sizeof(double));
+  double* period = malloc((size_t)batches * sizeof(double));
+  double* diff = malloc((size_t)batches * sizeof(double));
+  if (msg == NULL || alone == NULL || period == NULL || diff == NULL) {
+    fprintf(stderr, "scalatrace-calibrate: out of memory\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  const int blocks = (int)r.blocks;
+  cursor = 0;
+  g_cells_done = 0;
+  for (int b = 0; b < batches; ++b) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < blocks; ++i) kernel(buf, len, &cursor, cells);
+    alone[b] = (MPI_Wtime() - t0) / blocks;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+      t0 = MPI_Wtime();
+      for (int i = 0; i < blocks; ++i) {
+        kernel(buf, len, &cursor, cells);
+        MPI_Send(msg, msg_bytes, MPI_BYTE, 1, 6, MPI_COMM_WORLD);
+      }
+      period[b] = (MPI_Wtime() - t0) / blocks;
+    } else if (rank == 1) {
+      MPI_Recv(msg, msg_bytes, MPI_BYTE, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      t0 = MPI_Wtime();
+      for (int i = 1; i < blocks; ++i) {
+        kernel(buf, len, &cursor, cells);
+        MPI_Recv(msg, msg_bytes, MPI_BYTE, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      }
+      period[b] = (MPI_Wtime() - t0) / (blocks - 1);
+      kernel(buf, len, &cursor, cells);
+    } else {
+      period[b] = alone[b];
+    }
+    diff[b] = period[b] - alone[b];
+  }
+  r.cells = cells;
+  r.overhead = median(diff, batches);
+  r.compute_alone = median(alone, batches);
+  r.period = median(period, batches);
+  free(diff);
+  free(period);
+  free(alone);
+  free(msg);
+  free(buf);
+  return r;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
@@ -90,7 +233,10 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int reps = argc > 1 ? atoi(argv[1]) : 200;
   const int max_bytes = argc > 2 ? atoi(argv[2]) : (1 << 20);
-  if (size < 2 || reps < 1 || max_bytes < 1) {
+  const double compute_ns = argc > 3 ? atof(argv[3]) : 0.0;
+  const long long footprint = argc > 4 ? atoll(argv[4]) : 0;
+  const int msg_bytes = argc > 5 ? atoi(argv[5]) : 8;
+  if (size < 2 || reps < 1 || max_bytes < 1 || compute_ns < 0 || footprint < 0 || msg_bytes < 0) {
     if (rank == 0) fprintf(stderr, "scalatrace-calibrate: needs 2 ranks, REPS >= 1, MAX_BYTES >= 1\n");
     MPI_Finalize();
     return 2;
@@ -130,6 +276,24 @@ int main(int argc, char** argv) {
     ++m;
   }
   const double g = gap(rank, buf, 20, reps);
+  InSitu mine = {0, 0, 0, 0, 0}, other = {0, 0, 0, 0, 0};
+  long long other_done = 0;
+  if (compute_ns > 0) {
+    mine = in_situ(rank, compute_ns, footprint, msg_bytes, reps);
+    other = mine;
+    other_done = g_cells_done;
+    if (rank == 1) {
+      double v[4] = {mine.compute_alone, mine.period, mine.overhead, (double)g_cells_done};
+      MPI_Send(v, 4, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+      double v[4];
+      MPI_Recv(v, 4, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      other.compute_alone = v[0];
+      other.period = v[1];
+      other.overhead = v[2];
+      other_done = (long long)v[3];
+    }
+  }
   if (rank == 0) {
     printf("{\"ranks\": %d, \"sizes\": [", size);
     for (int i = 0; i < n; ++i) printf("%s%d", i ? ", " : "", sizes[i]);
@@ -141,7 +305,17 @@ int main(int argc, char** argv) {
     for (int i = 0; i < m; ++i) printf("%s%.9e", i ? ", " : "", copy_s[i]);
     printf("], \"o_r_by_size\": [");
     for (int i = 0; i < m; ++i) printf("%s%.9e", i ? ", " : "", copy_r[i]);
-    printf("]}\n");
+    printf("]");
+    if (compute_ns > 0) {
+      /* [rank 0 (the sender), rank 1 (the receiver)] */
+      printf(
+          ", \"in_situ\": {\"compute_ns\": %.9e, \"footprint_bytes\": %lld, \"message_bytes\": %d, "
+          "\"cells\": %lld, \"blocks\": %lld, \"batches\": %d, \"cells_done\": [%lld, %lld], "
+          "\"compute_alone\": [%.9e, %.9e], \"period\": [%.9e, %.9e], \"overhead\": [%.9e, %.9e]}",
+          compute_ns, footprint, msg_bytes, mine.cells, mine.blocks, reps, g_cells_done, other_done, mine.compute_alone,
+          other.compute_alone, mine.period, other.period, mine.overhead, other.overhead);
+    }
+    printf("}\n");
     fflush(stdout);
   }
   free(buf);

@@ -66,7 +66,16 @@ from .models import (
 )
 from .pmnf import fit_pmnf
 from .scalable import scalable_benchmark
-from .simulate import LogGP, SimResult, SimulationError, calibrate, simulate, sweep
+from .simulate import (
+    InSituCalibration,
+    LogGP,
+    SimResult,
+    SimulationError,
+    calibrate,
+    calibrate_in_situ,
+    simulate,
+    sweep,
+)
 from .sizes import byte_breakdown
 from .topology import Noise, Topology
 
@@ -117,12 +126,14 @@ __all__ = [
     "extrapolation_laws",
     "fit_scaling",
     "load",
+    "InSituCalibration",
     "LogGP",
     "Noise",
     "Topology",
     "SimResult",
     "SimulationError",
     "calibrate",
+    "calibrate_in_situ",
     "simulate",
     "sweep",
     "plot",

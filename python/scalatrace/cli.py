@@ -578,7 +578,13 @@ def _cmd_model(args: argparse.Namespace) -> int:
     if args.calibrate is not None:
         from .simulate import calibrate
 
-        network = calibrate(np=args.calibrate)
+        network = calibrate(
+            np=args.calibrate,
+            compute_ns=args.calibrate_compute_ns,
+            footprint_bytes=args.calibrate_footprint,
+        )
+    elif args.calibrate_compute_ns is not None or args.calibrate_footprint is not None:
+        raise UsageError("--calibrate-compute-ns and --calibrate-footprint need --calibrate NP")
     traces = [load(p) for p in args.traces]
     m = model(traces, params or None, max_terms=args.max_terms, network=network)
     at = _single_values(args.at, "--at")
@@ -645,6 +651,22 @@ def _model_parsers(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="the messages' costs from this machine (scalatrace.calibrate(np=NP), untraced "
         "ping-pongs) instead of the traced times inside the calls: MK's split (docs/models.md)",
+    )
+    mo.add_argument(
+        "--calibrate-compute-ns",
+        type=float,
+        metavar="NS",
+        default=None,
+        help="with --calibrate: measure the send and receive overheads in situ, a one-way "
+        "pipeline stage with NS of computation between the calls (scalatrace.calibrate_in_situ)",
+    )
+    mo.add_argument(
+        "--calibrate-footprint",
+        type=int,
+        metavar="BYTES",
+        default=None,
+        help="with --calibrate-compute-ns: the memory the computation walks through (the "
+        "program's array per rank)",
     )
     mo.add_argument(
         "--predict",

@@ -1,4 +1,5 @@
-"""Trace-driven simulation without MPI: :func:`simulate`, :func:`sweep`, :func:`calibrate`.
+"""Trace-driven simulation without MPI: :func:`simulate`, :func:`sweep`, :func:`calibrate`,
+:func:`calibrate_in_situ` (the last two run MPI ping-pongs to measure the machine).
 
 The simulator (``cpp/core``, see ``docs/simulator.md``) walks every rank's cursor over the
 compressed trace and predicts the run time on a LogGP network. Python-side times are in
@@ -780,55 +781,12 @@ def _fit_loggp(doc: Mapping[str, Any], eager_threshold: float) -> LogGP:
     return LogGP(L=L, o_s=o_s, o_r=o_r, g=g, G=G, O=per_byte_cpu)
 
 
-def calibrate(
-    np: int = 2,
-    reps: int = 200,
-    max_bytes: int = 1 << 20,
-    eager_threshold: float = 65536,
-    timeout: float = 300.0,
-) -> LogGP:
-    """Measures LogGP parameters of the local MPI with ping-pong runs of several sizes.
-
-    Runs ``mpiexec -n np scalatrace-calibrate`` (ranks 0 and 1 measure; others idle): half
-    round trips of 1 B .. ``max_bytes`` (powers of 4), the time per call of back-to-back
-    ``MPI_Send`` of 8 bytes (``o_s``), of ``MPI_Recv`` of messages already there (``o_r``), the
-    same at 1, 4 and 8 KiB (their mean growth per byte is ``O``, the copies' CPU time), and
-    the per-message time of a stream of sends (``g``); each the fastest of ``reps`` batches (so
-    that batches during which a rank was descheduled do not count). ``G`` and ``L`` come from a least-squares
-    line through the half round trips of eager-sized messages:
-    ``t(k) = o_s + o_r + L + (k - 1) (G + 2 O)``.
-
-    Parameters
-    ----------
-    np : int
-        Ranks to launch (at least 2; place them as the simulated ranks will be placed).
-    reps : int
-        Batches per measurement (10 ping-pongs or 20 calls each).
-    max_bytes : int
-        Largest message size measured.
-    eager_threshold : float
-        Sizes up to this are used in the fit (the simulator's default threshold).
-    timeout : float
-        Seconds before the run is killed.
-
-    Returns
-    -------
-    LogGP
-
-    Raises
-    ------
-    UsageError
-        ``np < 2``, ``reps < 1``, ``max_bytes < 1`` or an argument of the wrong type.
-    MPIRunError
-        The calibration run failed.
-    """
+def _run_calibration(
+    np: int, reps: int, max_bytes: int, extra: Sequence[str], timeout: float
+) -> dict[str, Any]:
+    """Runs ``scalatrace-calibrate`` under ``mpiexec`` and returns its JSON measurements."""
     from . import _paths
 
-    np = check_int("np", np, lo=2, hi=MAX_LAUNCH_RANKS)
-    reps = check_int("reps", reps, lo=1, hi=1 << 30)
-    max_bytes = check_int("max_bytes", max_bytes, lo=1, hi=1 << 40)
-    eager_threshold = check_float("eager_threshold", eager_threshold)
-    timeout = check_float("timeout", timeout, lo=0.0, hi=MAX_TIMEOUT_S)
     cmd = [
         _paths.mpiexec(),
         "-n",
@@ -836,6 +794,7 @@ def calibrate(
         str(_paths.tool("scalatrace-calibrate")),
         str(int(reps)),
         str(int(max_bytes)),
+        *extra,
     ]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -850,4 +809,226 @@ def calibrate(
         raise MPIRunError(
             "calibration run printed no measurements", proc.returncode, proc.stderr[-2000:], cmd
         )
-    return _fit_loggp(json.loads(line), eager_threshold)
+    doc: dict[str, Any] = json.loads(line)
+    return doc
+
+
+def calibrate(
+    np: int = 2,
+    reps: int = 200,
+    max_bytes: int = 1 << 20,
+    eager_threshold: float = 65536,
+    timeout: float = 300.0,
+    *,
+    compute_ns: float | None = None,
+    footprint_bytes: int | None = None,
+    message_bytes: int = 8,
+) -> LogGP:
+    """Measures LogGP parameters of the local MPI with ping-pong runs of several sizes.
+
+    Runs ``mpiexec -n np scalatrace-calibrate`` (ranks 0 and 1 measure; others idle): half
+    round trips of 1 B .. ``max_bytes`` (powers of 4), the time per call of back-to-back
+    ``MPI_Send`` of 8 bytes (``o_s``), of ``MPI_Recv`` of messages already there (``o_r``), the
+    same at 1, 4 and 8 KiB (their mean growth per byte is ``O``, the copies' CPU time), and
+    the per-message time of a stream of sends (``g``); each the fastest of ``reps`` batches (so
+    that batches during which a rank was descheduled do not count). ``G`` and ``L`` come from a least-squares
+    line through the half round trips of eager-sized messages:
+    ``t(k) = o_s + o_r + L + (k - 1) (G + 2 O)``.
+
+    With ``compute_ns``, ``o_s`` and ``o_r`` are measured *in situ* instead, on the
+    application's pattern (MK's machine parameters): :func:`calibrate_in_situ`.
+
+    Parameters
+    ----------
+    np : int
+        Ranks to launch (at least 2; place them as the simulated ranks will be placed).
+    reps : int
+        Batches per measurement (10 ping-pongs or 20 calls each).
+    max_bytes : int
+        Largest message size measured.
+    eager_threshold : float
+        Sizes up to this are used in the fit (the simulator's default threshold).
+    timeout : float
+        Seconds before the run is killed.
+    compute_ns : float, optional
+        The computation between two calls of the application (ns per block): if given,
+        ``o_s`` and ``o_r`` come from a one-way pipeline stage with this much computation
+        between the calls (:func:`calibrate_in_situ`), the other parameters from the ping-pongs.
+    footprint_bytes : int, optional
+        With ``compute_ns``: the memory the computation walks through, block after block (the
+        application's array per rank); default the block's own cells.
+    message_bytes : int
+        With ``compute_ns``: the stage's message size.
+
+    Returns
+    -------
+    LogGP
+
+    Raises
+    ------
+    UsageError
+        ``np < 2``, ``reps < 1``, ``max_bytes < 1``, ``compute_ns <= 0`` or an argument of the
+        wrong type.
+    MPIRunError
+        The calibration run failed.
+    """
+    if compute_ns is not None:
+        return calibrate_in_situ(
+            compute_ns,
+            footprint_bytes=footprint_bytes,
+            message_bytes=message_bytes,
+            np=np,
+            reps=reps,
+            max_bytes=max_bytes,
+            eager_threshold=eager_threshold,
+            timeout=timeout,
+        ).network
+    if footprint_bytes is not None:
+        raise UsageError("footprint_bytes needs compute_ns (the in-situ calibration)")
+    np = check_int("np", np, lo=2, hi=MAX_LAUNCH_RANKS)
+    reps = check_int("reps", reps, lo=1, hi=1 << 30)
+    max_bytes = check_int("max_bytes", max_bytes, lo=1, hi=1 << 40)
+    eager_threshold = check_float("eager_threshold", eager_threshold)
+    timeout = check_float("timeout", timeout, lo=0.0, hi=MAX_TIMEOUT_S)
+    return _fit_loggp(_run_calibration(np, reps, max_bytes, [], timeout), eager_threshold)
+
+
+@dataclass(frozen=True)
+class InSituCalibration:
+    """The message overheads measured on the application's pattern (:func:`calibrate_in_situ`).
+
+    Times in seconds; the pairs are (rank 0, the sender; rank 1, the receiver).
+
+    Attributes
+    ----------
+    network : LogGP
+        The ping-pong calibration's ``L``, ``g``, ``G``, ``O`` with ``o_s`` and ``o_r``
+        replaced by ``overhead`` (each at least 0): use it as ``model(..., network=)``.
+    ping_pong : LogGP
+        The same run's plain calibration (:func:`calibrate`), for comparison.
+    compute_ns : float
+        The computation per block asked for.
+    cells : int
+        Dependent multiply-adds per block chosen to take about ``compute_ns`` (timed on both
+        ranks at once, before the stage).
+    cells_done : tuple of int
+        The multiply-adds each rank's measured blocks performed (``cells`` x ``blocks`` x
+        ``batches`` x 2: computation alone and in the stage).
+    footprint_bytes, message_bytes, blocks, batches : int
+        The buffer the blocks walk through, the message size, blocks per batch, batches.
+    compute_alone : tuple of float
+        A block's computation timed alone (both ranks computing, no messages; median over the
+        batches).
+    period : tuple of float
+        A block's period in the stage (the sender: compute, ``MPI_Send``; the receiver:
+        ``MPI_Recv``, compute, timed from its first receive's return; median over the batches).
+    overhead : tuple of float
+        Per message, ``period - compute_alone`` of the same batch, median over the batches: the
+        sender's and the receiver's cost of a message inside the pattern (the receiver's
+        includes waiting for a slower sender, as a pipeline's stage does).
+    """
+
+    network: LogGP
+    ping_pong: LogGP
+    # what was asked, and the work done
+    compute_ns: float
+    footprint_bytes: int
+    message_bytes: int
+    cells: int
+    cells_done: tuple[int, int]
+    blocks: int
+    batches: int
+    # what was measured (sender, receiver)
+    compute_alone: tuple[float, float]
+    period: tuple[float, float]
+    overhead: tuple[float, float]
+
+
+def calibrate_in_situ(
+    compute_ns: float,
+    footprint_bytes: int | None = None,
+    message_bytes: int = 8,
+    *,
+    np: int = 2,
+    reps: int = 200,
+    max_bytes: int = 1 << 20,
+    eager_threshold: float = 65536,
+    timeout: float = 300.0,
+) -> InSituCalibration:
+    """Measures the send and receive overheads in situ: on a one-way pipeline stage with a
+    block of computation between the calls, as MK measures its machine parameters on the
+    application's pattern.
+
+    A ping-pong's overheads (:func:`calibrate`) are those of a tight loop with MPI's data in
+    the caches; inside a program each message also pays for the computation between the calls
+    (MPI's data evicted, the receiver's polling against the sender's stores, the receiver
+    catching up with the sender). ``scalatrace-calibrate`` runs, after the ping-pongs, batches
+    (``reps``) of 64 blocks on ranks 0 and 1: each block ``cells`` dependent multiply-adds over
+    the next doubles of a buffer of ``footprint_bytes`` (wrapping; ``cells`` chosen so that a
+    block takes about ``compute_ns``); first both ranks compute the blocks alone, then rank 0
+    computes and sends each block's ``message_bytes``, rank 1 receives and computes. Each
+    rank's per-message overhead is its period in the stage minus its computation alone (per
+    batch, the median over the batches); both replace ``o_s`` and ``o_r`` of the ping-pong
+    calibration (clipped at 0). Time it at ``SCHED_FIFO`` (``chrt -f``) on a loaded machine.
+
+    Parameters
+    ----------
+    compute_ns : float
+        Computation per block (ns): the application's computation between two calls, e.g.
+        the trace's ``compute_ns`` per block near the block size of interest.
+    footprint_bytes : int, optional
+        Bytes the blocks walk through in turn (the application's working set per rank, e.g.
+        an N / P x N array of doubles); default just the block's own cells.
+    message_bytes : int
+        Size of each message.
+    np, reps, max_bytes, eager_threshold, timeout
+        As for :func:`calibrate`.
+
+    Returns
+    -------
+    InSituCalibration
+
+    Raises
+    ------
+    UsageError
+        ``compute_ns`` not positive, a negative ``footprint_bytes`` or ``message_bytes``, or
+        :func:`calibrate`'s.
+    MPIRunError
+        The calibration run failed.
+    """
+    compute_ns = check_float("compute_ns", compute_ns, lo=0.0, hi=1e10)
+    if compute_ns <= 0:
+        raise UsageError(f"compute_ns must be positive, not {compute_ns!r}")
+    footprint = 0 if footprint_bytes is None else footprint_bytes
+    footprint = check_int("footprint_bytes", footprint, lo=0, hi=1 << 40)
+    message_bytes = check_int("message_bytes", message_bytes, lo=0, hi=1 << 30)
+    np = check_int("np", np, lo=2, hi=MAX_LAUNCH_RANKS)
+    reps = check_int("reps", reps, lo=1, hi=1 << 30)
+    max_bytes = check_int("max_bytes", max_bytes, lo=1, hi=1 << 40)
+    eager_threshold = check_float("eager_threshold", eager_threshold)
+    timeout = check_float("timeout", timeout, lo=0.0, hi=MAX_TIMEOUT_S)
+    doc = _run_calibration(
+        np, reps, max_bytes, [repr(compute_ns), str(footprint), str(message_bytes)], timeout
+    )
+    ping_pong = _fit_loggp(doc, eager_threshold)
+    s = doc["in_situ"]
+
+    def pair(key: str) -> tuple[float, float]:
+        return float(s[key][0]), float(s[key][1])
+
+    overhead = pair("overhead")
+    network = dataclasses.replace(ping_pong, o_s=max(overhead[0], 0.0), o_r=max(overhead[1], 0.0))
+    return InSituCalibration(
+        network=network,
+        ping_pong=ping_pong,
+        compute_ns=compute_ns,
+        cells=int(s["cells"]),
+        cells_done=(int(s["cells_done"][0]), int(s["cells_done"][1])),
+        footprint_bytes=int(s["footprint_bytes"]),
+        message_bytes=int(s["message_bytes"]),
+        blocks=int(s["blocks"]),
+        batches=int(s["batches"]),
+        compute_alone=pair("compute_alone"),
+        period=pair("period"),
+        overhead=overhead,
+    )

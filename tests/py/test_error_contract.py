@@ -68,6 +68,17 @@ def _calls(t):
         ("calibrate(np=trace)", lambda: scalatrace.calibrate(t), UsageError),
         ("calibrate(timeout=nan)", lambda: scalatrace.calibrate(timeout=NAN), UsageError),
         (
+            "calibrate(footprint_bytes without compute_ns)",
+            lambda: scalatrace.calibrate(footprint_bytes=1024),
+            UsageError,
+        ),
+        ("calibrate_in_situ(0)", lambda: scalatrace.calibrate_in_situ(0), UsageError),
+        (
+            "calibrate_in_situ(footprint_bytes=-1)",
+            lambda: scalatrace.calibrate_in_situ(1000, footprint_bytes=-1),
+            UsageError,
+        ),
+        (
             "extrapolate(dims='16')",
             lambda: scalatrace.extrapolate([t, t, t], dims="16"),
             UsageError,
@@ -458,6 +469,7 @@ def _public_functions(t, raw) -> list[tuple[str, object, dict]]:
         "time": 1.0,
         "ps": [2, 4],
         "points": {"P": [2.0, 4.0, 8.0]},
+        "compute_ns": 1000.0,
     }
     functions = [
         (name, getattr(scalatrace, name))

@@ -511,3 +511,11 @@ def test_cli_model_with_the_calibrated_machine(pipeline_traces, capsys):
     assert out["optimal_grain"]["K"] > 0
     assert cli.main(["model", *paths, "--param", f"K={ks}", "--calibrate", "1"]) == 2
     assert "np" in capsys.readouterr().err
+    # the overheads measured in situ: a stage with 2 us of computation between the calls
+    in_situ = [*argv, "--calibrate-compute-ns", "2000", "--calibrate-footprint", "65536"]
+    assert cli.main([*in_situ, "--optimal-grain", "K", "--at", "P=2"]) == 0
+    out = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert out["phases"][1]["message_cost"] and out["optimal_grain"]["K"] > 0
+    no_np = ["model", *paths, "--param", f"K={ks}", "--calibrate-compute-ns", "2000"]
+    assert cli.main(no_np) == 2
+    assert "--calibrate NP" in capsys.readouterr().err

@@ -371,6 +371,39 @@ def test_calibrate_measures_the_local_mpi():
     assert net.L + net.o_s + net.o_r < 0.1  # generous: this machine is often oversubscribed
 
 
+def test_calibrate_in_situ_runs_the_stage_with_the_computation_between_the_calls():
+    """The in-situ calibration (MK's machine parameters on the application's pattern) at 2 real
+    ranks: every block's computation is performed, alone and in the stage, about as long as
+    asked, and its overheads replace the ping-pong's in a usable LogGP."""
+    runs = {
+        ns: scalatrace.calibrate_in_situ(
+            ns, footprint_bytes=1 << 18, message_bytes=64, np=2, reps=20, max_bytes=1 << 12
+        )
+        for ns in (2_000.0, 32_000.0)
+    }
+    for ns, c in runs.items():
+        assert isinstance(c, scalatrace.InSituCalibration) and isinstance(
+            c.network, scalatrace.LogGP
+        )
+        assert (c.compute_ns, c.footprint_bytes, c.message_bytes) == (ns, 1 << 18, 64)
+        assert c.blocks >= 2 and c.batches == 20 and c.cells >= 1
+        # both ranks computed every block: the blocks alone, then the stage's
+        assert c.cells_done == (2 * c.cells * c.blocks * c.batches,) * 2
+        # a block's computation takes about what was asked (timed alone; generous: loaded CI)
+        assert all(0.05 * ns * 1e-9 < t < 50 * ns * 1e-9 for t in c.compute_alone)
+        assert all(0 < p < 1.0 for p in c.period)
+        assert all(abs(o) < 1e-3 for o in c.overhead)
+        net, pp = c.network, c.ping_pong
+        assert (net.o_s, net.o_r) == (max(c.overhead[0], 0.0), max(c.overhead[1], 0.0))
+        assert (net.L, net.g, net.G, net.O) == (pp.L, pp.g, pp.G, pp.O)
+        assert 0 < pp.o_s < 1e-3 and 0 < pp.o_r < 1e-3
+    # 16 times the computation asked for: more cells per block (chosen by timing the kernel)
+    assert runs[32_000.0].cells > runs[2_000.0].cells
+    # calibrate(compute_ns=...) is the same measurement, its network
+    net = scalatrace.calibrate(np=2, reps=5, max_bytes=1 << 12, compute_ns=1000.0)
+    assert isinstance(net, scalatrace.LogGP) and net.o_s < 1e-3 and net.o_r < 1e-3
+
+
 def test_simgrid_export_has_one_file_per_rank_and_the_events(example_traces, tmp_path):
     t = example_traces["stencil2d"]
     exp = t.to_simgrid_ti(tmp_path / "ti")
