@@ -237,7 +237,10 @@ int main(int argc, char** argv) {
   const long long footprint = argc > 4 ? atoll(argv[4]) : 0;
   const int msg_bytes = argc > 5 ? atoi(argv[5]) : 8;
   if (size < 2 || reps < 1 || max_bytes < 1 || compute_ns < 0 || footprint < 0 || msg_bytes < 0) {
-    if (rank == 0) fprintf(stderr, "scalatrace-calibrate: needs 2 ranks, REPS >= 1, MAX_BYTES >= 1\n");
+    if (rank == 0)
+      fprintf(stderr,
+              "scalatrace-calibrate: needs 2 ranks, REPS >= 1, MAX_BYTES >= 1, COMPUTE_NS, FOOTPRINT_BYTES and "
+              "MESSAGE_BYTES >= 0\n");
     MPI_Finalize();
     return 2;
   }

@@ -781,6 +781,19 @@ def _fit_loggp(doc: Mapping[str, Any], eager_threshold: float) -> LogGP:
     return LogGP(L=L, o_s=o_s, o_r=o_r, g=g, G=G, O=per_byte_cpu)
 
 
+def _checked_run_args(
+    np: int, reps: int, max_bytes: int, eager_threshold: float, timeout: float
+) -> tuple[int, int, int, float, float]:
+    """The calibration run's arguments (:func:`calibrate`, :func:`calibrate_in_situ`), checked."""
+    return (
+        check_int("np", np, lo=2, hi=MAX_LAUNCH_RANKS),
+        check_int("reps", reps, lo=1, hi=1 << 30),
+        check_int("max_bytes", max_bytes, lo=1, hi=1 << 40),
+        check_float("eager_threshold", eager_threshold),
+        check_float("timeout", timeout, lo=0.0, hi=MAX_TIMEOUT_S),
+    )
+
+
 def _run_calibration(
     np: int, reps: int, max_bytes: int, extra: Sequence[str], timeout: float
 ) -> dict[str, Any]:
@@ -885,11 +898,9 @@ def calibrate(
         ).network
     if footprint_bytes is not None:
         raise UsageError("footprint_bytes needs compute_ns (the in-situ calibration)")
-    np = check_int("np", np, lo=2, hi=MAX_LAUNCH_RANKS)
-    reps = check_int("reps", reps, lo=1, hi=1 << 30)
-    max_bytes = check_int("max_bytes", max_bytes, lo=1, hi=1 << 40)
-    eager_threshold = check_float("eager_threshold", eager_threshold)
-    timeout = check_float("timeout", timeout, lo=0.0, hi=MAX_TIMEOUT_S)
+    np, reps, max_bytes, eager_threshold, timeout = _checked_run_args(
+        np, reps, max_bytes, eager_threshold, timeout
+    )
     return _fit_loggp(_run_calibration(np, reps, max_bytes, [], timeout), eager_threshold)
 
 
@@ -1002,11 +1013,9 @@ def calibrate_in_situ(
     footprint = 0 if footprint_bytes is None else footprint_bytes
     footprint = check_int("footprint_bytes", footprint, lo=0, hi=1 << 40)
     message_bytes = check_int("message_bytes", message_bytes, lo=0, hi=1 << 30)
-    np = check_int("np", np, lo=2, hi=MAX_LAUNCH_RANKS)
-    reps = check_int("reps", reps, lo=1, hi=1 << 30)
-    max_bytes = check_int("max_bytes", max_bytes, lo=1, hi=1 << 40)
-    eager_threshold = check_float("eager_threshold", eager_threshold)
-    timeout = check_float("timeout", timeout, lo=0.0, hi=MAX_TIMEOUT_S)
+    np, reps, max_bytes, eager_threshold, timeout = _checked_run_args(
+        np, reps, max_bytes, eager_threshold, timeout
+    )
     doc = _run_calibration(
         np, reps, max_bytes, [repr(compute_ns), str(footprint), str(message_bytes)], timeout
     )
