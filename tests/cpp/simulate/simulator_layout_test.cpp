@@ -2,10 +2,14 @@
 // messages, the direct delivery of collectives' messages) change the speed only. They switch on
 // by themselves only at thousands of ranks; here they are forced on and off (sim::Prefetching)
 // on small traces, randomized programs among them, and every field of every result must be the
-// same bit for bit.
+// same bit for bit. Gathered collectives (one pass over all members of a blocking collective in
+// order-free runs, sim::CollectiveGathering) change the processing order: every rank's times
+// must stay the same bit for bit, the per-site sums (added in processing order) to rounding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <iterator>
 #include <random>
@@ -75,6 +79,48 @@ void expect_same(const SimResult& a, const SimResult& b, const std::string& what
   }
 }
 
+/// Every field of two results bit for bit but the per-site sums, which may differ by rounding
+/// (the same values added in another order).
+void expect_same_but_site_rounding(const SimResult& a, const SimResult& b, const std::string& what) {
+  SimResult a_sites_apart = a, b_sites_apart = b;
+  a_sites_apart.sites.clear();
+  b_sites_apart.sites.clear();
+  expect_same(a_sites_apart, b_sites_apart, what);
+  ASSERT_EQ(a.sites.size(), b.sites.size()) << what;
+  const auto close = [](double x, double y) { return std::abs(x - y) <= 1e-12 * std::max(std::abs(x), std::abs(y)); };
+  for (std::size_t i = 0; i < a.sites.size(); ++i) {
+    const std::string at = what + ", site row " + std::to_string(i);
+    const SimTimes &x = a.sites[i].times, &y = b.sites[i].times;
+    EXPECT_EQ(a.sites[i].site, b.sites[i].site) << at;
+    EXPECT_EQ(a.sites[i].op, b.sites[i].op) << at;
+    EXPECT_TRUE(close(x.compute, y.compute)) << at << ": " << x.compute << " vs " << y.compute;
+    EXPECT_TRUE(close(x.comm, y.comm)) << at << ": " << x.comm << " vs " << y.comm;
+    EXPECT_TRUE(close(x.wait, y.wait)) << at << ": " << x.wait << " vs " << y.wait;
+    EXPECT_TRUE(close(x.late_sender, y.late_sender)) << at;
+    EXPECT_TRUE(close(x.late_receiver, y.late_receiver)) << at;
+    EXPECT_EQ(x.calls, y.calls) << at;
+  }
+}
+
+/// Simulated step by step and with collectives gathered where the run allows it: the same
+/// times on every rank. Returns how many collectives were gathered.
+std::uint64_t expect_gathering_free(const Trace& t, const SimOptions& opt, const std::string& what) {
+  SimResult stepwise, gathered;
+  try {
+    stepwise = sim::simulate_prefetching(t, opt, sim::Prefetching::Off, sim::CollectiveGathering::Off);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": " << e.what();
+    return 0;
+  }
+  sim::Engine engine(t, opt, sim::Prefetching::All);
+  gathered = engine.run();
+  EXPECT_GT(stepwise.events, 0u) << what;
+  expect_same_but_site_rounding(stepwise, gathered, what);
+  // The public entry point (prefetching by size): the same as the engine gathering.
+  expect_same(gathered, simulate(t, opt), what + " (auto)");
+  return engine.gathered_collectives();
+}
+
 /// The trace simulated with the cache measures off and forced on: the same results.
 void expect_layout_free(const Trace& t, const SimOptions& opt, const std::string& what) {
   SimResult off, on;
@@ -120,7 +166,9 @@ std::vector<std::pair<std::string, SimOptions>> option_sets() {
 /// shift away in either direction (sizes on both sides of the eager threshold, sometimes a
 /// wildcard receive, sometimes blocking calls), or runs a collective (some nonblocking,
 /// completed after the next exchange's Waitall).
-std::vector<RankRecording> random_program(std::int64_t nranks, int steps, std::uint64_t seed) {
+/// `order_free`: none of what makes a run depend on the engine's order (wildcards, Issend,
+/// messages above the eager threshold of option_sets(), nonblocking collectives).
+std::vector<RankRecording> random_program(std::int64_t nranks, int steps, std::uint64_t seed, bool order_free = false) {
   std::vector<RankRecording> recs = test_support::blank_recordings(nranks, "random_program", 12);
   std::mt19937_64 rng(seed);
   std::vector<std::int64_t> outstanding(static_cast<std::size_t>(nranks), 0);  // request slots
@@ -140,9 +188,9 @@ std::vector<RankRecording> random_program(std::int64_t nranks, int steps, std::u
     const auto kind = rng() % 6;
     if (kind <= 3) {
       const std::int64_t shift = 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(nranks - 1));
-      const std::int64_t bytes = rng() % 3 == 0 ? 4096 + static_cast<std::int64_t>(rng() % 4096)
-                                                : 8 * (1 + static_cast<std::int64_t>(rng() % 100));
-      const bool wildcard = kind == 1;
+      const std::int64_t bytes = rng() % 3 == 0 && !order_free ? 4096 + static_cast<std::int64_t>(rng() % 4096)
+                                                               : 8 * (1 + static_cast<std::int64_t>(rng() % 100));
+      const bool wildcard = kind == 1 && !order_free;
       const bool blocking = kind == 2;
       for (std::int64_t r = 0; r < nranks; ++r) {
         const std::int64_t to = (r + shift) % nranks, from = (r - shift + nranks) % nranks;
@@ -164,7 +212,7 @@ std::vector<RankRecording> random_program(std::int64_t nranks, int steps, std::u
         recv[Field::Tag] = step;
         recv[Field::Bytes] = bytes;
         recv[Field::DtSize] = 1;
-        Event& send = add(r, rng() % 4 == 0 ? Op::Issend : Op::Isend, 1);
+        Event& send = add(r, rng() % 4 == 0 && !order_free ? Op::Issend : Op::Isend, 1);
         send[Field::Peer] = to - r;
         send[Field::Tag] = step;
         send[Field::Bytes] = bytes;
@@ -178,7 +226,7 @@ std::vector<RankRecording> random_program(std::int64_t nranks, int steps, std::u
     } else {
       static constexpr Op kCollectives[] = {Op::Allreduce, Op::Bcast, Op::Barrier, Op::Alltoall, Op::Reduce};
       const Op op = kCollectives[rng() % std::size(kCollectives)];
-      const bool nonblocking = kind == 5 && op == Op::Allreduce;
+      const bool nonblocking = kind == 5 && op == Op::Allreduce && !order_free;
       const std::int64_t bytes = 8 * (1 + static_cast<std::int64_t>(rng() % 600));
       const std::int64_t root = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(nranks));
       for (std::int64_t r = 0; r < nranks; ++r) {
@@ -235,4 +283,80 @@ TEST(SimulatorLayout, RandomizedProgramsGiveTheSameResultsWithAndWithoutPrefetch
   // The random graph exchange (data-dependent peers and sizes, Allreduce per iteration).
   const Trace exchange = test_support::merged_trace(test_support::random_exchange(24, 15, 3));
   for (const auto& [name, opt] : option_sets()) expect_layout_free(exchange, opt, "random exchange, " + name);
+}
+
+TEST(SimulatorLayout, GatheredCollectivesGiveEveryRankTheSameTimes) {
+  // Synthetic patterns: stencils with an Allreduce per step, the collectives pattern (every
+  // blocking collective) and row and column communicators; 48 and 64 ranks so that no
+  // allreduce member count is a power of two in some (MPICH's fold of the extra ranks); at most
+  // 64, the torus' 16 nodes of 4 ranks.
+  std::uint64_t gathered = 0;
+  const SyntheticPattern patterns[] = {SyntheticPattern::Stencil2D, SyntheticPattern::Stencil3D,
+                                       SyntheticPattern::Collectives, SyntheticPattern::RowColumn};
+  for (SyntheticPattern pattern : patterns) {
+    for (std::int64_t nranks : {std::int64_t{48}, std::int64_t{64}}) {
+      SyntheticSpec spec;
+      spec.pattern = pattern;
+      spec.nranks = nranks;
+      spec.timesteps = 4;
+      spec.wrap = true;
+      const Trace t = synthetic_merged_trace(spec);
+      for (const auto& [name, opt] : option_sets()) {
+        const std::string what =
+            std::string(synthetic_pattern_name(pattern)) + ", " + std::to_string(nranks) + " ranks, " + name;
+        const std::uint64_t count = expect_gathering_free(t, opt, what);
+        // Shared links make the order part of the result: nothing is gathered there.
+        if (opt.contention || opt.topology.kind != Topology::Kind::Flat) {
+          EXPECT_EQ(count, 0u) << what;
+        }
+        gathered += count;
+      }
+    }
+  }
+  EXPECT_GT(gathered, 0u);
+}
+
+TEST(SimulatorLayout, GatheredCollectivesInRandomizedOrderFreePrograms) {
+  // Random shifts, Sendrecv, blocking collectives with random roots and sizes (some above the
+  // eager threshold: those run step by step, beside the gathered ones).
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    const std::int64_t nranks = 3 + static_cast<std::int64_t>(seed * 5);
+    const Trace t = test_support::merged_trace(random_program(nranks, 60, seed, true));
+    std::uint64_t gathered = 0;
+    for (const auto& [name, opt] : option_sets())
+      gathered +=
+          expect_gathering_free(t, opt, "order-free random program, seed " + std::to_string(seed) + ", " + name);
+    EXPECT_GT(gathered, 0u) << "seed " << seed;
+  }
+  // With wildcards, Issend and nonblocking collectives the run is not order-free: nothing is
+  // gathered, and the results are those of the step-by-step engine bit for bit.
+  const Trace t = test_support::merged_trace(random_program(17, 40, 5));
+  for (const auto& [name, opt] : option_sets()) {
+    sim::Engine engine(t, opt);
+    const SimResult r = engine.run();
+    EXPECT_EQ(engine.gathered_collectives(), 0u) << name;
+    expect_same(r, sim::simulate_prefetching(t, opt, sim::Prefetching::Off, sim::CollectiveGathering::Off), name);
+  }
+}
+
+TEST(SimulatorLayout, AGatheredCollectiveThatAMemberNeverEntersIsADeadlock) {
+  // Rank 2 leaves out the last Allreduce: the others wait in it for ever, gathered or not.
+  std::vector<RankRecording> recs = random_program(6, 10, 3, true);
+  auto& events = recs[2].events;
+  for (auto it = events.rbegin(); it != events.rend(); ++it)
+    if (it->op == Op::Allreduce || it->op == Op::Barrier || it->op == Op::Bcast || it->op == Op::Reduce ||
+        it->op == Op::Alltoall) {
+      events.erase(std::next(it).base());
+      break;
+    }
+  const Trace t = test_support::merged_trace(recs);
+  const SimOptions opt = option_sets().front().second;
+  for (const auto gathering : {sim::CollectiveGathering::Off, sim::CollectiveGathering::Auto}) {
+    try {
+      sim::simulate_prefetching(t, opt, sim::Prefetching::Off, gathering);
+      ADD_FAILURE() << "no error";
+    } catch (const SimulationError& e) {
+      EXPECT_NE(std::string(e.what()).find("simulated deadlock"), std::string::npos) << e.what();
+    }
+  }
 }

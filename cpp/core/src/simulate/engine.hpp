@@ -13,6 +13,7 @@
 //   engine_point_to_point.cpp  posting sends and receives, delivery, matching, wildcards
 //   engine_waiting.hpp         completion of waits and probes
 //   engine_collectives.hpp     a collective's steps; engine_collectives.cpp: nonblocking schedules
+//   engine_gathering.hpp       gathered collectives' state; engine_gathering.cpp: their pass
 //   simulator_engine.cpp       the run loop, event dispatch, end of run, simulate()
 // Functions the run loop calls for every event or resumption are `inline` and defined where
 // that loop is compiled (simulator_engine.cpp, which includes engine_waiting.hpp and
@@ -22,15 +23,19 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "scalatrace/model/trace.hpp"
 #include "scalatrace/simulate/simulator.hpp"
+#include "simulate/engine_gathering.hpp"
 #include "simulate/engine_state.hpp"
+#include "simulate/order_free.hpp"
 #include "simulate/simulator_network.hpp"
 #include "simulate/simulator_rank_array.hpp"
 #include "support/prefetch.hpp"
@@ -43,11 +48,15 @@ namespace scalatrace::sim {
 /// tests can compare both paths on traces small enough to simulate quickly.
 enum class Prefetching { Auto, Off, All };
 
+/// Whether blocking collectives are gathered (engine_gathering.hpp) where the run allows it
+/// (Auto), or always run step by step (Off: what tests compare Auto with).
+enum class CollectiveGathering { Auto, Off };
+
 class Engine {
  public:
   /// `fair`: fair sharing's state across passes (Topology::Sharing::Fair), null otherwise.
   Engine(const Trace& trace, const SimOptions& options, Prefetching prefetching = Prefetching::Auto,
-         FairPasses* fair = nullptr);
+         FairPasses* fair = nullptr, CollectiveGathering gathering = CollectiveGathering::Auto);
 
   SimTimes& site_times(std::uint32_t site, Op op) {
     if (site >= site_count_) {  // a site beyond the trace's table: counted all the same
@@ -64,6 +73,8 @@ class Engine {
   }
 
   SimResult run();
+  /// Blocking collectives run as gathered collectives so far (engine_gathering.hpp).
+  std::uint64_t gathered_collectives() const { return gathered_; }
   /// A lower bound of every future transfer's start (topology congestion's horizon).
   double earliest_clock();
   /// The options of rank r's ProbabilisticWalk (lossy traces).
@@ -106,6 +117,14 @@ class Engine {
   std::unordered_map<std::uint64_t, SimTimes> other_ops_;
   std::unordered_map<std::uint64_t, SimPair> pairs_;
   std::unordered_map<std::string, std::int64_t> comm_keys_;  ///< members -> communicator key
+  /// Gathered collectives (engine_gathering.hpp): whether the run allows them, the slots (open
+  /// and free) and the open ones by communicator key and sequence number.
+  const OrderFreedom order_;
+  const bool gather_;
+  std::vector<Gathering> gatherings_;
+  std::map<std::pair<std::int64_t, std::uint64_t>, std::int32_t> open_gatherings_;  ///< (key, tag) -> slot
+  CollSteps gather_steps_;  ///< the entering rank's steps, before they are copied
+  std::uint64_t gathered_ = 0;
 
   RankSim& rank(std::int64_t r) { return ranks_[static_cast<std::size_t>(r)]; }
 
@@ -171,6 +190,8 @@ class Engine {
         return;
       case Stage::Probing:
         prefetch_queue_heads(R);
+        return;
+      case Stage::Gathered:  // resumed only by a message: it blocks again at once
         return;
       case Stage::Waiting:
       case Stage::Next:
@@ -432,19 +453,39 @@ class Engine {
   }
 
   /// A waiting rank at time `t` reaches request Q's completion: the time it idles (counted as
-  /// late sender for a receive, late receiver for a rendezvous send) and, for a receive, the
-  /// receive overhead.
-  [[gnu::always_inline]] static void wait_until_done(RankSim& R, const Request& Q, double& t) {
+  /// late sender for a receive, late receiver for a rendezvous send, in `times`: a SimTimes or
+  /// a gathered member's IdleTimes) and, for a receive, the receive overhead.
+  template <class Times>
+  [[gnu::always_inline]] static void wait_until_done(Times& times, const Request& Q, double& t) {
     if (Q.done > t) {
       const double idle = Q.done - t;
-      R.times.wait += idle;
+      times.wait += idle;
       if (Q.kind == Request::Kind::Recv)
-        R.times.late_sender += idle;
+        times.late_sender += idle;
       else if (Q.rendezvous)
-        R.times.late_receiver += idle;
+        times.late_receiver += idle;
       t = Q.done;
     }
     if (Q.kind == Request::Kind::Recv) t += Q.o_r;
+  }
+  /// A collective step's completion from time `t`, its receive and send known (either may be
+  /// null): a send done when the wait starts changes nothing; the rest in order of
+  /// completion, the receive first on a tie (a wait list's order).
+  template <class Times>
+  [[gnu::always_inline]] static void finish_step(Times& times, const Request* recv, const Request* send, double& t) {
+    const Request* order[2];
+    std::size_t n = 0;
+    if (recv != nullptr) order[n++] = recv;
+    if (send != nullptr && send->done > t) {
+      if (n == 1 && send->done < recv->done) {
+        order[1] = order[0];
+        order[0] = send;
+      } else {
+        order[n] = send;
+      }
+      ++n;
+    }
+    for (std::size_t i = 0; i < n; ++i) wait_until_done(times, *order[i], t);
   }
 
   inline bool complete_waits(RankSim& R);
@@ -458,6 +499,12 @@ class Engine {
   [[gnu::always_inline]] inline void post_step(RankSim& R);
   inline bool complete_step(RankSim& R);
   [[gnu::always_inline]] inline void start_nonblocking_collective(RankSim& R, std::int64_t comm);
+  // Gathered collectives (engine_gathering.cpp).
+  bool enter_gathering(RankSim& R, std::int64_t comm);
+  Gathering& open_gathering(CommInfo& c, std::uint64_t tag);
+  void complete_gathering(Gathering& g);
+  bool gathering_round(Gathering& g, std::vector<std::int32_t>& members);
+  void send_in_gathering(Gathering& g, std::int32_t from, const GatheredStep& step);
   void post_schedule_step(RankSim& R, CollSchedule& S);
   void progress_schedules(RankSim& R);
 
@@ -508,7 +555,9 @@ class Engine {
   SimResult collect();
 };
 
-/// simulate() with the engine's cache measures chosen (tests: results equal with each).
-SimResult simulate_prefetching(const Trace& trace, const SimOptions& options, Prefetching prefetching);
+/// simulate() with the engine's cache measures chosen (tests: results equal with each) and
+/// gathered collectives on (Auto) or off (tests: the same times per rank).
+SimResult simulate_prefetching(const Trace& trace, const SimOptions& options, Prefetching prefetching,
+                               CollectiveGathering gathering = CollectiveGathering::Auto);
 
 }  // namespace scalatrace::sim

@@ -56,21 +56,7 @@ inline bool Engine::complete_step(RankSim& R) {
   Request& send = R.step_reqs[1];
   if ((R.step_recv && !recv.known) || (R.step_send && !send.known)) return false;
   double t = R.clock;
-  // A send done when the wait starts changes nothing; the rest in order of completion, the
-  // receive first on a tie (the wait list's order).
-  Request* order[2];
-  std::size_t n = 0;
-  if (R.step_recv) order[n++] = &recv;
-  if (R.step_send && send.done > t) {
-    if (n == 1 && send.done < recv.done) {
-      order[1] = order[0];
-      order[0] = &send;
-    } else {
-      order[n] = &send;
-    }
-    ++n;
-  }
-  for (std::size_t i = 0; i < n; ++i) wait_until_done(R, *order[i], t);
+  finish_step(R.times, R.step_recv ? &recv : nullptr, R.step_send ? &send : nullptr, t);
   R.clock = t;
   R.step_recv = R.step_send = false;
   return true;

@@ -77,13 +77,16 @@ struct CommInfo {
   std::int64_t key = 0;
   const CommEntry* entry = nullptr;
   bool identity = false;  ///< comm rank == world rank
+  /// The engine's gathering this rank last entered on this communicator (a hint: checked).
+  std::int32_t gathering = -1;
   std::uint64_t collective_seq = 0;
 };
 
 /// Where a rank is: about to read its next event; waiting for the requests of a completion call
 /// (R.waits) or for the current step of a blocking collective (R.step_reqs); about to post the
-/// collective's next step; in a blocking probe.
-enum class Stage : std::uint8_t { Next, Waiting, StepWaiting, Collective, Probing };
+/// collective's next step; in a blocking probe; entered a gathered collective (engine_gathering.hpp),
+/// waiting for its other members.
+enum class Stage : std::uint8_t { Next, Waiting, StepWaiting, Collective, Probing, Gathered };
 
 /// First-in first-out queue of ranks ready to run: a ring over a power-of-two array. A rank is
 /// queued at most once at a time (only a blocked rank is woken), so `ranks` slots suffice.

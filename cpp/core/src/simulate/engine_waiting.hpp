@@ -35,7 +35,7 @@ inline bool Engine::complete_waits(RankSim& R) {
   sort_by_completion(R);
   for (const std::int32_t q : R.waits) {
     Request& Q = R.reqs[static_cast<std::size_t>(q)];
-    wait_until_done(R, Q, t);
+    wait_until_done(R.times, Q, t);
     Q.active = false;
     Q.waited = false;
     if (!Q.persistent) release(R, q);

@@ -19,12 +19,15 @@
 namespace scalatrace {
 namespace sim {
 
-Engine::Engine(const Trace& trace, const SimOptions& options, Prefetching prefetching, FairPasses* fair)
+Engine::Engine(const Trace& trace, const SimOptions& options, Prefetching prefetching, FairPasses* fair,
+               CollectiveGathering gathering)
     : trace_(trace),
       opt_(options),
       net_(options, trace.nranks, fair),
       n_(trace.nranks),
       ranks_(static_cast<std::size_t>(trace.nranks)),
+      order_(trace, options),
+      gather_(gathering == CollectiveGathering::Auto && fair == nullptr && order_.order_free()),
       prefetching_(prefetching) {
   for (std::int64_t r = 0; r < n_; ++r) ranks_.emplace_back(trace, r, options);
   if (is_lossy(trace)) {
@@ -178,6 +181,9 @@ inline void Engine::advance(RankSim& R) {
         }
         end_event(R);
         continue;
+      case Stage::Gathered:  // woken by a message: its collective's other members are still to come
+        R.blocked = true;
+        return;
       case Stage::StepWaiting:
         if (!R.schedules.empty()) progress_schedules(R);
         if (!complete_step(R)) {
@@ -361,6 +367,9 @@ inline void Engine::dispatch(RankSim& R) {
       end_event(R);
       return;
     case OpKind::Collective:
+      if (gather_ && enter_gathering(R, comm)) return;
+      start_collective(R, comm);
+      return;
     case OpKind::CommCreate:
       start_collective(R, comm);
       return;
@@ -431,12 +440,13 @@ SimResult Engine::collect() {
   return std::move(res_);
 }
 
-SimResult simulate_prefetching(const Trace& trace, const SimOptions& options, Prefetching prefetching) {
+SimResult simulate_prefetching(const Trace& trace, const SimOptions& options, Prefetching prefetching,
+                               CollectiveGathering gathering) {
   options.validate();
   if (trace.nranks <= 0) throw UsageError("cannot simulate a trace with no ranks");
   const Topology& topo = options.topology;
   if (topo.kind == Topology::Kind::Flat || !topo.congestion || topo.sharing == Topology::Sharing::FirstCome) {
-    Engine engine(trace, options, prefetching);
+    Engine engine(trace, options, prefetching, nullptr, gathering);
     return engine.run();
   }
   // Fair sharing: the first pass times the messages first come, first served; each later one by

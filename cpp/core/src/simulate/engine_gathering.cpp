@@ -1,0 +1,229 @@
+// The simulator engine's gathered collectives (engine_gathering.hpp): a member entering notes its
+// steps and waits; the last one runs all members' steps in rounds over dense arrays, each
+// member going as far as its messages allow, with the operations of the step-by-step path
+// (post_send_at's eager branch, match, complete_step) on the same values, so every rank's times
+// come out the same. See docs/simulator.md ("Gathered collectives").
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "simulate/engine.hpp"
+
+namespace scalatrace::sim {
+
+/// A blocking collective in an order-free run: false (run it step by step) unless all its
+/// messages are eager; otherwise R enters its communicator's gathering and waits there, and the
+/// last member to enter completes every member's call.
+bool Engine::enter_gathering(RankSim& R, std::int64_t comm) {
+  const std::size_t ci = comm_index(R, comm);
+  CommInfo& c = R.comms[ci];
+  if (c.size <= 1 || !order_.eager_collective(ev_.op, c.size)) return false;
+  const std::uint64_t tag = c.collective_seq++;
+  sim::collective_steps(ev_, c.me, c.size, opt_.size_scale, gather_steps_);
+  Gathering& g = open_gathering(c, tag);
+  if (g.op != ev_.op)
+    fail_event(R, std::string("collective mismatch: other members of the communicator call MPI_") +
+                      std::string(op_name(g.op)) + " here");
+  GatheredMember& m = g.members[static_cast<std::size_t>(c.me)];
+  if (m.entered) fail_event(R, "rank entered the same collective twice");
+  m = GatheredMember{};
+  m.entered = true;
+  m.clock = R.clock;
+  m.idle = IdleTimes{R.times.wait, R.times.late_sender, R.times.late_receiver};
+  m.first_step = static_cast<std::uint32_t>(g.steps.size());
+  m.steps = static_cast<std::uint32_t>(gather_steps_.size());
+  for (const CollStep& s : gather_steps_) {
+    if (s.send_to >= 0 && s.send_bytes > opt_.eager_threshold)
+      throw std::logic_error("simulator: a gathered collective's step is not eager (OrderFreedom's bound)");
+    g.steps.push_back(
+        GatheredStep{static_cast<std::int32_t>(s.recv_from), static_cast<std::int32_t>(s.send_to), s.send_bytes});
+  }
+  if (m.steps > 0) m.step = g.steps[m.first_step];
+  g.world[static_cast<std::size_t>(c.me)] = R.rank;
+  R.stage = Stage::Gathered;
+  if (++g.entered == g.size) complete_gathering(g);
+  return true;
+}
+
+/// The gathering of collective number `tag` on communicator c: the one a member opened, or a
+/// new one (a free slot, or a new slot).
+Gathering& Engine::open_gathering(CommInfo& c, std::uint64_t tag) {
+  if (c.gathering >= 0) {
+    Gathering& g = gatherings_[static_cast<std::size_t>(c.gathering)];
+    if (g.open && g.key == c.key && g.tag == tag) return g;
+  }
+  const auto id = std::make_pair(c.key, tag);
+  if (const auto it = open_gatherings_.find(id); it != open_gatherings_.end()) {
+    c.gathering = it->second;
+    return gatherings_[static_cast<std::size_t>(it->second)];
+  }
+  std::size_t slot = 0;
+  while (slot < gatherings_.size() && gatherings_[slot].open) ++slot;
+  if (slot == gatherings_.size()) gatherings_.emplace_back();
+  Gathering& g = gatherings_[slot];
+  g.open = true;
+  g.key = c.key;
+  g.tag = tag;
+  g.op = ev_.op;
+  g.size = c.size;
+  g.entered = 0;
+  g.world.assign(static_cast<std::size_t>(c.size), -1);
+  g.members.resize(static_cast<std::size_t>(c.size));
+  g.inboxes.assign(static_cast<std::size_t>(c.size), GatheredInbox{});
+  g.steps.clear();
+  open_gatherings_.emplace(id, static_cast<std::int32_t>(slot));
+  c.gathering = static_cast<std::int32_t>(slot);
+  return g;
+}
+
+/// Member `from` posts the send of its current step: post_send_at for an eager message (its
+/// overheads on the member's clock, the transfer on its NIC) and the message queued for its
+/// receiver as match() would time it.
+void Engine::send_in_gathering(Gathering& g, std::int32_t from, const GatheredStep& step) {
+  GatheredMember& m = g.members[static_cast<std::size_t>(from)];
+  const std::int64_t src = g.world[static_cast<std::size_t>(from)];
+  const std::int64_t dst = g.world[static_cast<std::size_t>(step.send_to)];
+  const LogGP& p = net_.link(src, dst);
+  m.clock += p.o_s + p.copy_time(step.send_bytes);
+  const auto t = net_.transfer(src, dst, p, m.clock, step.send_bytes);
+  m.send_done = t.start;
+  ++seq_;
+  ++res_.messages;
+  std::int32_t slot;
+  if (!g.free_messages.empty()) {
+    slot = g.free_messages.back();
+    g.free_messages.pop_back();
+  } else {
+    slot = static_cast<std::int32_t>(g.messages.size());
+    g.messages.emplace_back();
+  }
+  GatheredMessage& msg = g.messages[static_cast<std::size_t>(slot)];
+  msg.from = from;
+  msg.next = -1;
+  msg.arrival = t.arrival;
+  msg.o_r = p.o_r + p.copy_time(step.send_bytes);  // link(src, dst) is link(dst, src)
+  GatheredInbox& to = g.inboxes[static_cast<std::size_t>(step.send_to)];
+  if (to.last >= 0)
+    g.messages[static_cast<std::size_t>(to.last)].next = slot;
+  else
+    to.first = slot;
+  to.last = slot;
+}
+
+/// One round over `members` (member indices, increasing): each posts and completes steps until
+/// one waits for a message not sent yet; those done leave the list. False if none moved.
+bool Engine::gathering_round(Gathering& g, std::vector<std::int32_t>& members) {
+  // What a member reads beyond its own entry is fetched ahead: the line of its next step
+  // kStepsAhead members ahead, the inbox of the member it sends to kInboxesAhead ahead (both
+  // only matter once the members' data no longer stays in the cache between rounds).
+  constexpr std::size_t kStepsAhead = 16, kInboxesAhead = 8;
+  const std::size_t count = members.size();
+  std::size_t kept = 0;
+  bool moved = false;
+  for (std::size_t a = 0; a < count; ++a) {
+    if (a + kStepsAhead < count) {
+      const GatheredMember& later = g.members[static_cast<std::size_t>(members[a + kStepsAhead])];
+      if (later.pos + 1 < later.steps) prefetch_line(&g.steps[later.first_step + later.pos + 1]);
+    }
+    if (a + kInboxesAhead < count) {
+      const GatheredMember& later = g.members[static_cast<std::size_t>(members[a + kInboxesAhead])];
+      if (later.step.send_to >= 0) prefetch_line(&g.inboxes[static_cast<std::size_t>(later.step.send_to)]);
+    }
+    const std::int32_t i = members[a];
+    GatheredMember& m = g.members[static_cast<std::size_t>(i)];
+    GatheredInbox& inbox = g.inboxes[static_cast<std::size_t>(i)];
+    while (m.pos < m.steps) {
+      const GatheredStep s = m.step;
+      if (!m.posted) {
+        if (s.send_to >= 0) send_in_gathering(g, i, s);
+        m.posted = true;
+      }
+      Request recv, send;
+      if (s.recv_from >= 0) {
+        // The first message from that member (first in, first out per sender).
+        std::int32_t before = -1, at = inbox.first;
+        while (at >= 0 && g.messages[static_cast<std::size_t>(at)].from != s.recv_from) {
+          before = at;
+          at = g.messages[static_cast<std::size_t>(at)].next;
+        }
+        if (at < 0) break;  // not sent yet: a later round
+        const GatheredMessage& msg = g.messages[static_cast<std::size_t>(at)];
+        recv.kind = Request::Kind::Recv;
+        recv.done = msg.arrival;
+        recv.o_r = msg.o_r;
+        if (before < 0)
+          inbox.first = msg.next;
+        else
+          g.messages[static_cast<std::size_t>(before)].next = msg.next;
+        if (inbox.last == at) inbox.last = before;
+        g.free_messages.push_back(at);
+      }
+      send.kind = Request::Kind::Send;
+      send.done = m.send_done;
+      double t = m.clock;
+      finish_step(m.idle, s.recv_from >= 0 ? &recv : nullptr, s.send_to >= 0 ? &send : nullptr, t);
+      m.clock = t;
+      m.posted = false;
+      moved = true;
+      if (++m.pos < m.steps) m.step = g.steps[m.first_step + m.pos];
+    }
+    if (m.pos < m.steps) members[kept++] = i;
+  }
+  members.resize(kept);
+  return moved;
+}
+
+/// Every member has entered: runs their steps (gathering_round), first block by block of
+/// kBlockMembers members as far as each block goes on its own (an allreduce's first steps pair
+/// members nearby: their data stays in the cache), then in rounds over all members until every
+/// step is done; then ends every member's call and lets it go on. Any order that waits for
+/// each message gives the same times: a member's values depend only on its own steps and the
+/// messages it receives.
+void Engine::complete_gathering(Gathering& g) {
+  constexpr std::int64_t kBlockMembers = 1024;
+  g.messages.clear();
+  g.free_messages.clear();
+  std::vector<std::int32_t>& members = g.active;
+  if (g.size > kBlockMembers) {
+    for (std::int64_t lo = 0; lo < g.size; lo += kBlockMembers) {
+      members.clear();
+      for (std::int64_t i = lo; i < std::min(g.size, lo + kBlockMembers); ++i)
+        if (g.members[static_cast<std::size_t>(i)].steps > 0) members.push_back(static_cast<std::int32_t>(i));
+      while (!members.empty() && gathering_round(g, members)) {
+      }
+    }
+  }
+  members.clear();
+  for (std::int32_t i = 0; i < static_cast<std::int32_t>(g.size); ++i) {
+    const GatheredMember& m = g.members[static_cast<std::size_t>(i)];
+    if (m.pos < m.steps) members.push_back(i);
+  }
+  while (!members.empty())
+    if (!gathering_round(g, members))
+      throw std::logic_error("simulator: a gathered collective's members wait for each other");
+  // Every member's call ends, in member order; the ranks go on in that order.
+  constexpr std::size_t kAhead = 8;
+  const auto size = static_cast<std::size_t>(g.size);
+  for (std::size_t i = 0; i < size; ++i) {
+    if (prefetch_states_ && i + kAhead < size) {
+      const RankSim& later = rank(g.world[i + kAhead]);
+      prefetch_line(&later);
+      prefetch_line(&later.event_start);
+      prefetch_line(&later.times);
+    }
+    GatheredMember& m = g.members[i];
+    RankSim& R = rank(g.world[i]);
+    R.clock = m.clock;
+    R.times.wait = m.idle.wait;
+    R.times.late_sender = m.idle.late_sender;
+    R.times.late_receiver = m.idle.late_receiver;
+    m.entered = false;
+    end_event(R);
+    wake(g.world[i]);
+  }
+  ++gathered_;
+  g.open = false;
+  open_gatherings_.erase(std::make_pair(g.key, g.tag));
+}
+
+}  // namespace scalatrace::sim

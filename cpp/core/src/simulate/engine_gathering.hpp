@@ -1,0 +1,73 @@
+#pragma once
+// Gathered collectives (not a public header): in an order-free run (order_free.hpp) a blocking
+// collective whose messages are all eager is not run step by step, one resumption of one rank
+// per step, but gathered: each member that enters notes its steps here and waits; the last one
+// to enter runs every member's steps in one pass over these dense arrays (Engine::
+// complete_gathering), with the same operations on the same values as the step-by-step path.
+// See docs/simulator.md ("Gathered collectives").
+#include <cstdint>
+#include <vector>
+
+#include "scalatrace/model/op.hpp"
+
+namespace scalatrace::sim {
+
+/// Idle time a member accumulates in its steps (the fields of SimTimes a wait writes).
+struct IdleTimes {
+  double wait = 0;
+  double late_sender = 0;
+  double late_receiver = 0;
+};
+
+/// One step of a member (CollStep in 16 bytes: member indices fit 32 bits).
+struct GatheredStep {
+  std::int32_t recv_from = -1;  ///< communicator rank, -1: no receive
+  std::int32_t send_to = -1;    ///< communicator rank, -1: no send
+  double send_bytes = 0;
+};
+
+/// A member's progress through its steps in the pass.
+struct GatheredMember {
+  double clock = 0;      ///< the rank's clock
+  double send_done = 0;  ///< the current step's send: its transfer's start (an eager send's completion)
+  IdleTimes idle;        ///< the rank's wait, late-sender and late-receiver totals
+  /// Its current step, copied from Gathering::steps when the one before ends (that line is in
+  /// the cache then; in the next round it is not).
+  GatheredStep step;
+  std::uint32_t first_step = 0, steps = 0, pos = 0;  ///< its steps in Gathering::steps; the current one
+  bool posted = false;                               ///< the current step's send is posted
+  bool entered = false;
+};
+
+/// The messages arrived for a member, first in first out (apart from GatheredMember: senders
+/// write it, and 8 bytes per member stay in the cache where the members do not).
+struct GatheredInbox {
+  std::int32_t first = -1, last = -1;
+};
+
+/// A message of the pass waiting for its receive.
+struct GatheredMessage {
+  std::int32_t from = 0;   ///< the sender's communicator rank
+  std::int32_t next = -1;  ///< the next message of the receiver's inbox
+  double arrival = 0;
+  double o_r = 0;  ///< the receive overhead it costs
+};
+
+/// One blocking collective of one communicator, its members entering.
+struct Gathering {
+  std::int64_t key = 0;   ///< the communicator's key (CommInfo::key)
+  std::uint64_t tag = 0;  ///< the collective's sequence number on it
+  Op op = Op::Other;
+  std::int64_t size = 0;            ///< members
+  std::int64_t entered = 0;         ///< members that have entered
+  bool open = false;                ///< members are entering (false: the slot is free)
+  std::vector<std::int64_t> world;  ///< member -> world rank
+  std::vector<GatheredMember> members;
+  std::vector<GatheredInbox> inboxes;  ///< per member
+  std::vector<GatheredStep> steps;     ///< every member's, each member's contiguous
+  std::vector<GatheredMessage> messages;
+  std::vector<std::int32_t> free_messages;  ///< received messages' slots, reused
+  std::vector<std::int32_t> active;         ///< members with steps left (the pass)
+};
+
+}  // namespace scalatrace::sim
