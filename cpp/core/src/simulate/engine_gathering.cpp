@@ -174,21 +174,23 @@ bool Engine::gathering_round(Gathering& g, std::vector<std::int32_t>& members) {
 }
 
 /// Every member has entered: runs their steps (gathering_round), first block by block of
-/// kBlockMembers members as far as each block goes on its own (an allreduce's first steps pair
-/// members nearby: their data stays in the cache), then in rounds over all members until every
-/// step is done; then ends every member's call and lets it go on. Any order that waits for
+/// kFirstBlock members as far as each block goes on its own (an allreduce's first steps pair
+/// members nearby: their data stays in the cache), then in blocks kBlockGrowth times as large,
+/// and so on, then in rounds over all members until every step is done; then ends every member's call and lets it go on. Any order that waits for
 /// each message gives the same times: a member's values depend only on its own steps and the
 /// messages it receives.
 void Engine::complete_gathering(Gathering& g) {
-  constexpr std::int64_t kBlockMembers = 1024;
+  constexpr std::int64_t kFirstBlock = 1024, kBlockGrowth = 16;
   g.messages.clear();
   g.free_messages.clear();
   std::vector<std::int32_t>& members = g.active;
-  if (g.size > kBlockMembers) {
-    for (std::int64_t lo = 0; lo < g.size; lo += kBlockMembers) {
+  for (std::int64_t block = kFirstBlock; block < g.size; block *= kBlockGrowth) {
+    for (std::int64_t lo = 0; lo < g.size; lo += block) {
       members.clear();
-      for (std::int64_t i = lo; i < std::min(g.size, lo + kBlockMembers); ++i)
-        if (g.members[static_cast<std::size_t>(i)].steps > 0) members.push_back(static_cast<std::int32_t>(i));
+      for (std::int64_t i = lo; i < std::min(g.size, lo + block); ++i) {
+        const GatheredMember& m = g.members[static_cast<std::size_t>(i)];
+        if (m.pos < m.steps) members.push_back(static_cast<std::int32_t>(i));
+      }
       while (!members.empty() && gathering_round(g, members)) {
       }
     }
