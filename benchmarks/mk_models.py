@@ -364,9 +364,10 @@ def held_errors(m, held_rows: list, held_plain: list[float]) -> list[float]:
 def law_text(law: scalatrace.OverheadLaw) -> str:
     """An overhead law in ns and ns per us of computation, its regimes by message size."""
     parts = [f"{1e9 * a:.0f} + {1e3 * b:.1f} W" for a, b in zip(law.intercepts, law.slopes)]
-    if not law.thresholds:
-        return parts[0]
-    return f"{parts[0]} (k <= {law.thresholds[0]:.0f} B); {parts[1]} (beyond)"
+    bounds = [f" (k <= {t:.0f} B)" for t in law.thresholds] + [
+        " (beyond)" if law.thresholds else ""
+    ]
+    return "; ".join(p + b for p, b in zip(parts, bounds))
 
 
 def dataclasses_dict_law(law: scalatrace.OverheadLaw) -> dict:

@@ -1032,9 +1032,13 @@ class OverheadLaw:
 
     A line in ``W`` per message-size regime: ``o = intercepts[i] + slopes[i] * W`` for the
     sizes ``k <= thresholds[i]`` (the first regime whose threshold is not below ``k``; the last
-    regime has none). One regime is a plain line; a second appears where the measurements
-    jump between two message sizes (MPICH's shared-memory transport switches its protocol
-    above a few dozen bytes: on the benchmark machine between 88 and 96 bytes, docs/models.md).
+    regime has none). One regime is a plain line; more appear where the measurements jump
+    between two message sizes (MPICH's shared-memory transport switches its protocol above a
+    few dozen bytes: on the benchmark machine between 88 and 96 bytes, docs/models.md). The
+    blocks of one calibration grow in ``W`` and ``k`` together, so a regime may also stand for
+    a change with ``W`` at the calibrated configuration (on the benchmark machine the overhead
+    rises over the first ~0.7 us of a block and then stays nearly flat): use the law for the
+    configuration it was measured at.
 
     Attributes
     ----------
@@ -1081,19 +1085,21 @@ class OverheadLaw:
         return sympy.Piecewise(*pieces, (lines[-1], True))
 
     @classmethod
-    def fit(cls, compute_s: Any, message_bytes: Any, overhead: Any) -> OverheadLaw:
+    def fit(
+        cls, compute_s: Any, message_bytes: Any, overhead: Any, max_regimes: int = 3
+    ) -> OverheadLaw:
         """The law through measured ``(W, k, overhead)`` points (seconds, bytes, seconds).
 
-        Candidates: one line in ``W`` through all points, and two lines split between each
-        pair of neighbouring message sizes (each side with at least 2 points); each line is
-        Theil-Sen's (the median of the pairwise slopes: one calibration in another state of the
-        machine does not tilt it). Each candidate is scored by its leave-one-out mean absolute
-        error; the single line is kept unless
-        a split's score is below the single line's divided by 1.5 (the factor of
-        :func:`scalatrace.fit_pmnf`'s "simplest law within the noise"), else the best split,
-        its threshold halfway between the two sizes it separates. A regime whose points share
-        one ``W`` is a constant. Measure sizes on both sides of a step close together: where
-        between them it lies is not known.
+        Candidates: one line in ``W`` through all points, and lines per message-size regime
+        with up to ``max_regimes`` regimes (default 3), split between neighbouring sizes, each
+        regime with at least 2 points; each line is Theil-Sen's (the median of the pairwise
+        slopes: one calibration in another state of the machine does not tilt it). Each
+        candidate is scored by its leave-one-out mean absolute error; of those within 1.5 times
+        the lowest score (the factor of :func:`scalatrace.fit_pmnf`'s "simplest law within the
+        noise") the one of fewest regimes is kept, the lower score breaking ties. A threshold
+        lies halfway between the two sizes it separates (where between them the step lies is
+        not known: measure sizes on both sides of a step close together). A regime whose
+        points share one ``W`` is a constant.
         """
         w = np.asarray(compute_s, dtype=float).ravel()
         k = np.asarray(message_bytes, dtype=float).ravel()
@@ -1102,6 +1108,7 @@ class OverheadLaw:
             raise UsageError("OverheadLaw.fit needs at least 2 points of W, bytes and overhead")
         if not (np.all(np.isfinite(w)) and np.all(np.isfinite(k)) and np.all(np.isfinite(o))):
             raise UsageError("OverheadLaw.fit's points must be finite")
+        max_regimes = check_int("max_regimes", max_regimes, lo=1, hi=8)
 
         def line(ws: np.ndarray, os_: np.ndarray) -> tuple[float, float]:
             if np.ptp(ws) <= 0:
@@ -1111,38 +1118,37 @@ class OverheadLaw:
             b, a, *_ = theilslopes(os_, ws)
             return float(a), float(b)
 
-        def loo(split: float | None) -> float:
+        def regime(cuts: tuple[float, ...]) -> np.ndarray:
+            return np.searchsorted(np.asarray(cuts, dtype=float), k, side="left")
+
+        def loo(cuts: tuple[float, ...]) -> float:
+            of = regime(cuts)
             errs = []
             for j in range(w.size):
-                keep = np.arange(w.size) != j
-                side = k <= split if split is not None else np.ones_like(k, dtype=bool)
-                same = keep & (side == side[j])
-                if not same.any():
-                    return math.inf
+                same = (np.arange(w.size) != j) & (of == of[j])
                 a, b = line(w[same], o[same])
                 errs.append(abs(a + b * w[j] - o[j]))
             return float(np.mean(errs))
 
         sizes = np.unique(k)
-        splits = [
-            float(t)
-            for t in sizes[:-1]
-            if np.count_nonzero(k <= t) >= 2 and np.count_nonzero(k > t) >= 2
+        halfway = [0.5 * (float(a) + float(b)) for a, b in zip(sizes[:-1], sizes[1:])]
+        candidates = [
+            cuts
+            for n in range(max_regimes)
+            for cuts in itertools.combinations(halfway, n)
+            if np.all(np.bincount(regime(cuts), minlength=n + 1) >= 2)
         ]
-        single = loo(None)
-        scores = [loo(t) for t in splits]
-        # (a line within a picosecond of every point needs no split, whatever rounding says)
-        if scores and min(scores) * _NOISE_FACTOR < single and single > 1e-12:
-            t = splits[int(np.argmin(scores))]
-            lo, hi = line(w[k <= t], o[k <= t]), line(w[k > t], o[k > t])
-            # the step lies between the two sizes: the threshold halfway
-            cut = 0.5 * (t + float(sizes[np.searchsorted(sizes, t) + 1]))
-            return cls((cut,), (lo[0], hi[0]), (lo[1], hi[1]))
-        a, b = line(w, o)
-        return cls((), (a,), (b,))
+        scores = np.array([loo(c) for c in candidates])
+        # (a law within a picosecond of every point needs no split, whatever rounding says)
+        best = max(float(scores.min()), 1e-12)
+        within = [i for i in range(len(candidates)) if scores[i] <= _NOISE_FACTOR * best]
+        cuts = candidates[min(within, key=lambda i: (len(candidates[i]), scores[i]))]
+        of = regime(cuts)
+        lines = [line(w[of == r], o[of == r]) for r in range(len(cuts) + 1)]
+        return cls(tuple(cuts), tuple(a for a, _ in lines), tuple(b for _, b in lines))
 
 
-# A split of OverheadLaw must beat the single line by this factor (pmnf's _NOISE_FACTOR).
+# OverheadLaw.fit keeps the fewest regimes within this factor of the best score (pmnf's).
 _NOISE_FACTOR = 1.5
 
 

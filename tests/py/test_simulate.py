@@ -429,7 +429,8 @@ def test_calibrate_in_situ_blocks_measures_every_block_in_one_run():
 def test_overhead_law_fit_finds_a_step_in_the_message_size():
     """OverheadLaw.fit: a line in W through points of one regime; two lines split where the
     overhead jumps between two message sizes (as MPICH's shared memory does above 88 bytes on
-    the benchmark machine); the law and its SymPy expression agree."""
+    the benchmark machine), three where it also rises steeply over the smallest blocks; the
+    law and its SymPy expression agree."""
     import sympy
 
     w = np.array([1, 2, 4, 8, 1, 2, 4, 8], dtype=float) * 1e-6
@@ -441,6 +442,16 @@ def test_overhead_law_fit_finds_a_step_in_the_message_size():
     assert step.thresholds == (84.0,)  # halfway between 72 and 96
     assert step.intercepts == pytest.approx((50e-9, 150e-9))
     assert step.slopes == pytest.approx((0.01, 0.01))
+    # the benchmark's blocks (K columns: W and 8 K bytes grow together): a steep rise over the
+    # smallest blocks, nearly flat after, a step above 88 bytes: three regimes
+    kk = np.array([2, 3, 4, 6, 8, 10, 11, 12, 16, 20, 24, 32], dtype=float)
+    w3, k3 = 130e-9 * kk, 8 * kk
+    o3 = np.where(k3 <= 32, 100e-9 + 0.5 * w3, 280e-9 + 0.005 * w3)
+    o3 = o3 + (k3 > 88) * (60e-9 + 0.015 * w3)
+    three = scalatrace.OverheadLaw.fit(w3, k3, o3)
+    assert three.thresholds == (40.0, 92.0)
+    assert three(w3, k3) == pytest.approx(o3)
+    assert scalatrace.OverheadLaw.fit(w3, k3, o3, max_regimes=1).thresholds == ()
     ws, ks = sympy.symbols("W k", positive=True)
     expr = step.expression(ws, ks)
     for wv, kv in ((3e-6, 40.0), (3e-6, 200.0)):
