@@ -5,6 +5,7 @@ block size it predicts vs the measured best one.
     python benchmarks/mk_models.py [--out benchmarks/results/mk_models.md] [--quick]
                                    [--extrap] [--ranks 2] [--work DIR] [--sweeps S] [--work-per-cell W]
                                    [--calibrate-in-situ [--in-situ-intercept | --in-situ-line]]
+                                   [--in-situ-block-line]
 
 Program: tests/py/programs/blocked_pipeline.c (-O2), ``blocked_pipeline N K SWEEPS WORK``
 (default 32 sweeps, 1 multiply-add per cell: the per-message cost is then a visible part of a
@@ -28,6 +29,11 @@ reuses them (time the runs under the timing lock, then add ``--extrap`` without 
 ``--calibrate-in-situ`` adds a model whose message overheads are ``scalatrace.calibrate_in_situ``'s
 at the program's block (calibrations interleaved with the untraced best-K runs, two fixed-point
 rounds; BENCHMARKS.md section 16, "The message overheads calibrated in situ").
+``--in-situ-block-line`` adds a model whose per-message overheads are laws of the block
+(``scalatrace.calibrate_in_situ_blocks`` at blocks of K = 2..32 (11 and 12 among them) in one run after each untraced
+repeat; a line in the block's computation per message-size regime), so that T(K) takes the
+overheads at each K's own block (BENCHMARKS.md section 16, "Per-message overheads as laws of the
+block").
 """
 
 from __future__ import annotations
@@ -261,6 +267,117 @@ class InSituRounds:
         self.k = k_new
 
 
+class InSituBlockLaws:
+    """The model with per-message overheads as laws of the block (``--in-situ-block-line``):
+    after each repeat of the untraced best-K runs, one ``scalatrace.calibrate_in_situ_blocks``
+    run at the blocks of ``ks`` (each block's computation the machine model's fitted W at
+    (``best_n``, K, ``p``), messages of K doubles, the strip's footprint; the blocks' batches
+    interleaved in the run, so they share the machine's state). The model's laws are fitted
+    through each block's median over the runs (``OverheadLaw.fit``: a line in W per
+    message-size regime); each run's own laws give an optimum too (the spread over the
+    session). Every run is kept in ``work``."""
+
+    def __init__(self, work: Path, mn, traces: list, params: dict, best_n: int, p: int, lo, hi):
+        chained = [pm for pm in mn.phase_models if pm.compute is not None and pm.chained]
+        if not chained:
+            raise SystemExit("--in-situ-block-line: the machine model has no pipeline phase")
+        stage = max(chained, key=lambda pm: float(pm.occurrences.predict(N=best_n, K=2, P=p)))
+        self.ks = [k for k in (2, 3, 4, 6, 8, 10, 11, 12, 16, 20, 24, 32) if k <= best_n // 2]
+        self.ws = [1e9 * float(stage.compute.predict(N=best_n, K=k, P=p)) for k in self.ks]
+        self.foot = -(-best_n // p) * best_n * 8
+        self.work, self.traces, self.params = work, traces, params
+        self.best_n, self.p, self.lo, self.hi = best_n, p, lo, hi
+        self.runs: list[scalatrace.InSituBlocks] = []
+
+    def calibrate(self, tag: int) -> None:
+        import dataclasses
+
+        path = self.work / f"insitu-blocks-p{self.p}-n{self.best_n}-{tag}.json"
+        if not path.exists():
+            b = scalatrace.calibrate_in_situ_blocks(
+                self.ws, self.foot, [8 * k for k in self.ks], np=self.p, reps=100
+            )
+            cals = [dataclasses.asdict(c) for c in b.calibrations]
+            path.write_text(json.dumps({"calibrations": cals, "load": load()}))
+        doc = json.loads(path.read_text())
+        self.runs.append(
+            scalatrace.InSituBlocks.from_calibrations([_cal(c) for c in doc["calibrations"]])
+        )
+
+    def finish(self) -> dict:
+        import dataclasses
+
+        per_block = []
+        for i in range(len(self.ks)):
+            cs = [r.calibrations[i] for r in self.runs]
+            per_block.append(
+                dataclasses.replace(
+                    cs[0],
+                    compute_alone=tuple(
+                        float(np.median([c.compute_alone[j] for c in cs])) for j in (0, 1)
+                    ),
+                    overhead=tuple(float(np.median([c.overhead[j] for c in cs])) for j in (0, 1)),
+                )
+            )
+        laws = scalatrace.InSituBlocks.from_calibrations(per_block)
+        opt = lambda blocks: optimal_grain(  # noqa: E731
+            model(self.traces, self.params, network=blocks),
+            "K",
+            lo=self.lo,
+            hi=self.hi,
+            N=self.best_n,
+            P=self.p,
+        )
+        mi = model(self.traces, self.params, network=laws)
+        return {
+            "model": mi,
+            "optimum": float(
+                optimal_grain(mi, "K", lo=self.lo, hi=self.hi, N=self.best_n, P=self.p)
+            ),
+            "per_run": [float(opt(r)) for r in self.runs],
+            "laws": laws,
+            "runs": self.runs,
+            "ks": self.ks,
+        }
+
+
+def _cal(d: dict) -> scalatrace.InSituCalibration:
+    """An InSituCalibration from its dataclasses.asdict form (kept in --work)."""
+    return scalatrace.InSituCalibration(
+        **{
+            **d,
+            "network": scalatrace.LogGP(**d["network"]),
+            "ping_pong": scalatrace.LogGP(**d["ping_pong"]),
+            **{k: tuple(d[k]) for k in ("cells_done", "compute_alone", "period", "overhead")},
+        }
+    )
+
+
+def held_errors(m, held_rows: list, held_plain: list[float]) -> list[float]:
+    """A model's relative errors against the untraced program at the held-out points."""
+    return [
+        abs(float(m.predict(N=n, K=k, P=q)) - un) / un
+        for (n, k, q, *_), un in zip(held_rows, held_plain)
+    ]
+
+
+def law_text(law: scalatrace.OverheadLaw) -> str:
+    """An overhead law in ns and ns per us of computation, its regimes by message size."""
+    parts = [f"{1e9 * a:.0f} + {1e3 * b:.1f} W" for a, b in zip(law.intercepts, law.slopes)]
+    bounds = [f" (k <= {t:.0f} B)" for t in law.thresholds] + [
+        " (beyond)" if law.thresholds else ""
+    ]
+    return "; ".join(p + b for p, b in zip(parts, bounds))
+
+
+def dataclasses_dict_law(law: scalatrace.OverheadLaw) -> dict:
+    return {
+        "thresholds": list(law.thresholds),
+        "intercepts": list(law.intercepts),
+        "slopes": list(law.slopes),
+    }
+
+
 def dataclasses_dict(net: scalatrace.LogGP) -> dict:
     return {f: float(getattr(net, f)) for f in ("L", "o_s", "o_r", "g", "G", "O")}
 
@@ -432,6 +549,14 @@ def main() -> None:
         "taken at zero computation",
     )
     ap.add_argument(
+        "--in-situ-block-line",
+        action="store_true",
+        help="also the model with per-message overheads as laws of the block "
+        "(scalatrace.calibrate_in_situ_blocks after each untraced repeat: blocks of K in 2..32 "
+        "in one run, their batches interleaved; a line in W per message-size regime, the "
+        "model's T(K) taking the overheads at each K's block)",
+    )
+    ap.add_argument(
         "--in-situ-rounds",
         type=int,
         default=2,
@@ -503,6 +628,7 @@ def main() -> None:
     loads.append(load())
     best_rows = []
     insitu: dict[int, tuple[float, list[dict], object]] = {}
+    blockres: dict[int, dict] = {}
     for p in best_ps:
         # Repeat after repeat over all K (not K after K): a slow spell of the machine then
         # touches one run of many K values, not every run of one K.
@@ -528,9 +654,16 @@ def main() -> None:
         ends = {
             int(g[-1]) for g in np.array_split(np.arange(repeats), args.in_situ_rounds) if len(g)
         }
+        block_laws = (
+            InSituBlockLaws(work, mn, traces, params, best_n, p, min(best_ks), max(best_ks))
+            if args.in_situ_block_line and mn is not None
+            else None
+        )
         by_repeat = []
         for r in range(repeats):
             by_repeat.append([plain_run(exe, best_n, k, p, r, best_sweeps) for k in best_ks])
+            if block_laws is not None:
+                block_laws.calibrate(r)
             if rounds is not None:
                 rounds.calibrate(r)
                 if r in ends:
@@ -555,6 +688,8 @@ def main() -> None:
         )
         if rounds is not None:
             insitu[p] = (float(rounds.k), rounds.history, rounds.model)
+        if block_laws is not None:
+            blockres[p] = block_laws.finish()
     loads.append(load())
     # The fit's form, checked on the untraced program: the same PMNF search on untraced stage
     # times (elapsed / (sweeps x (N / K + P - 1)), the blocks plus the fill) at the training
@@ -615,6 +750,20 @@ def main() -> None:
         if mn is not None:
             ax.plot(grid, scale * mn.predict(N=best_n, K=grid, P=p), "--", label="model (machine)")
             ax.axvline(kopt_n, ls=":", color="C1", label=f"machine optimum K={kopt_n:.3g}")
+        if p in blockres:
+            bl = blockres[p]
+            ax.plot(
+                grid,
+                scale * bl["model"].predict(N=best_n, K=grid, P=p),
+                ":",
+                label="model (in-situ laws)",
+            )
+            ax.axvline(
+                bl["optimum"],
+                ls="-.",
+                color="C4",
+                label=f"in-situ laws optimum K={bl['optimum']:.3g}",
+            )
         if p in insitu:
             ki, _, mi = insitu[p]
             ax.plot(grid, scale * mi.predict(N=best_n, K=grid, P=p), "-.", label="model (in situ)")
@@ -855,14 +1004,7 @@ def main() -> None:
                 continue
             ki, hist, mi = insitu[p]
             kb, kf = mb["argmin"], mb["fitted"]
-            ie = [
-                abs(float(mi.predict(N=n, K=k, P=q)) - un) / un
-                for (n, k, q, *_), un in zip(held_rows, held_plain)
-            ]
-            ne = [
-                abs(float(mn.predict(N=n, K=k, P=q)) - un) / un
-                for (n, k, q, *_), un in zip(held_rows, held_plain)
-            ]
+            ie, ne = held_errors(mi, held_rows, held_plain), held_errors(mn, held_rows, held_plain)
             lines.append(
                 f"| {p} | {ki:.3g} | {kopt_n:.3g} | {kb} | {kf:.3g} [{mb['lo']:.3g}, "
                 f"{mb['hi']:.3g}] | {100 * (ki - kb) / kb:+.0f} % / {100 * (ki - kf) / kf:+.0f} % "
@@ -877,6 +1019,74 @@ def main() -> None:
                     "held_error_vs_untraced": float(np.mean(ie)),
                 }
             )
+    for p, bl in blockres.items():
+        row = next(r for r in best_rows if r[0] == p)
+        _, _times, kopt, mb, _mt, kopt_n = row
+        kb, kf = mb["argmin"], mb["fitted"]
+        ki = bl["optimum"]
+        lines += [
+            "",
+            "## With the per-message overheads as laws of the block (scalatrace.calibrate_in_situ_blocks)",
+            "",
+            f"After each untraced repeat one calibration run at the blocks K in {bl['ks']} (W the "
+            f"machine model's computation per block at N = {best_n}, messages of K doubles, the "
+            "strip as footprint; the blocks' batches interleaved in the run). Each block's "
+            "median over the runs (ns; sender o_s / receiver o_r; W the receiver's computation "
+            "alone):",
+            "",
+            "| K | bytes | W ns | o_s / o_r median | each run's o_s / o_r |",
+            "|---|---|---|---|---|",
+        ]
+        for i, k in enumerate(bl["ks"]):
+            c = bl["laws"].calibrations[i]
+            each = ", ".join(
+                f"{1e9 * r.calibrations[i].overhead[0]:.0f}/{1e9 * r.calibrations[i].overhead[1]:.0f}"
+                for r in bl["runs"]
+            )
+            lines.append(
+                f"| {k} | {c.message_bytes} | {1e9 * c.compute_alone[1]:.0f} | "
+                f"{1e9 * c.overhead[0]:.0f} / {1e9 * c.overhead[1]:.0f} | {each} |"
+            )
+        lines += [
+            "",
+            f"Laws (ns, W in us): o_s = {law_text(bl['laws'].o_s)}; o_r = {law_text(bl['laws'].o_r)}. "
+            "Each run's laws: " + "; ".join(f"o_r = {law_text(r.o_r)}" for r in bl["runs"]),
+            "",
+            "| P | in-situ laws optimum K | each run's laws: optimum K | ping-pong machine model K "
+            "| traced model K | untraced lowest median | untraced fitted minimum [10 %, 90 %] | "
+            "laws vs lowest / fitted | held-out error vs untraced (laws / ping-pong) |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        le = held_errors(bl["model"], held_rows, held_plain)
+        ne = held_errors(mn, held_rows, held_plain)
+        lines.append(
+            f"| {p} | {ki:.3g} | {', '.join(f'{x:.3g}' for x in bl['per_run'])} | {kopt_n:.3g} | "
+            f"{kopt:.3g} | {kb} | {kf:.3g} [{mb['lo']:.3g}, {mb['hi']:.3g}] | "
+            f"{100 * (ki - kb) / kb:+.0f} % / {100 * (ki - kf) / kf:+.0f} % | "
+            f"{100 * np.mean(le):.1f} % / {100 * np.mean(ne):.1f} % |"
+        )
+        summary.setdefault("in_situ_block_line", []).append(
+            {
+                "P": p,
+                "optimum": ki,
+                "per_run": bl["per_run"],
+                "ks": bl["ks"],
+                "o_s": dataclasses_dict_law(bl["laws"].o_s),
+                "o_r": dataclasses_dict_law(bl["laws"].o_r),
+                "per_block": [
+                    {
+                        "K": k,
+                        "W": c.compute_alone[1],
+                        "bytes": c.message_bytes,
+                        "overhead": list(c.overhead),
+                        "each": [list(r.calibrations[i].overhead) for r in bl["runs"]],
+                    }
+                    for i, (k, c) in enumerate(zip(bl["ks"], bl["laws"].calibrations))
+                ],
+                "expression": str(bl["model"].expression),
+                "held_error_vs_untraced": float(np.mean(le)),
+            }
+        )
     summary["best"] = [
         {
             "P": p,

@@ -7,9 +7,13 @@
  * a one-way pipeline stage with a block of computation of about COMPUTE_NS between the calls,
  * walking a buffer of FOOTPRINT_BYTES (as a program's block walks its array), messages of
  * MESSAGE_BYTES; the per-message cost of each side is its period minus the same computation
- * timed alone (docs/simulator.md, "In situ").
+ * timed alone (docs/simulator.md, "In situ"). COMPUTE_NS may be a comma-separated list of block
+ * sizes (MESSAGE_BYTES then one size for all or one per block): their batches are interleaved in
+ * one run, so that every block size sees the same state of the machine
+ * (scalatrace.calibrate_in_situ_blocks). The "in_situ" field is a list, one object per block.
  *
- * usage: mpiexec -n 2 scalatrace-calibrate [BATCHES] [MAX_BYTES] [COMPUTE_NS FOOTPRINT_BYTES MESSAGE_BYTES]
+ * usage: mpiexec -n 2 scalatrace-calibrate [BATCHES] [MAX_BYTES] [COMPUTE_NS[,NS...] FOOTPRINT_BYTES
+ * MESSAGE_BYTES[,B...]]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -141,29 +145,22 @@ static double median(double* v, int n) {
 typedef struct {
   long long cells, blocks;
   double compute_alone, period, overhead; /* this rank's medians over the batches, seconds */
+  long long cells_done;                   /* cells this rank's measured blocks updated */
 } InSitu;
 
-/* Each batch: both ranks time `blocks` blocks of computation alone, then the one-way stage
- * (rank 0: compute, MPI_Send; rank 1: MPI_Recv, compute; the receiver's period from the return
- * of its first receive, so the fill is not in it). A rank's per-message cost in the batch is its
- * stage period minus its computation alone; the medians over the batches are reported. */
-static InSitu in_situ(int rank, double compute_ns, long long footprint, int msg_bytes, int batches) {
-  InSitu r = {0, 64, 0, 0, 0};
-  long long len = footprint / (long long)sizeof(double);
-  if (len < 1) len = 1;
-  /* Cells per block: time a trial block size on both ranks at once (as in the stage), scale to
-   * compute_ns, time again and rescale (the per-cell cost depends on the block's size). */
-  long long cells = 1024;
-  double* buf = NULL;
-  long long cursor = 0;
+/* Cells per block for about `compute_ns`: time a trial block size on both ranks at once (as in
+ * the stage), scale to compute_ns, time again and rescale (the per-cell cost depends on the
+ * block's size). `*buf` is grown to at least the block. */
+static long long cells_for(double compute_ns, double** buf, long long len) {
+  long long cells = 1024, cursor = 0;
   for (int round = 0; round < 3; ++round) {
     const long long this_len = cells > len ? cells : len;
-    buf = filled(buf, this_len);
+    *buf = filled(*buf, this_len);
     double best = 1e30;
     for (int b = 0; b < 5; ++b) {
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
-      for (int i = 0; i < 16; ++i) kernel(buf, this_len, &cursor, cells);
+      for (int i = 0; i < 16; ++i) kernel(*buf, this_len, &cursor, cells);
       const double t = (MPI_Wtime() - t0) / 16.0;
       if (t < best) best = t;
     }
@@ -174,56 +171,102 @@ static InSitu in_situ(int rank, double compute_ns, long long footprint, int msg_
     cells = (long long)(next + 0.5);
     MPI_Bcast(&cells, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
   }
-  if (cells > len) len = cells;
+  return cells;
+}
+
+/* `nsizes` block sizes (`compute_ns[i]`, messages of `msg_bytes[i]`), their batches interleaved
+ * (batch b runs every size once, starting at size b mod nsizes, so no size always follows the
+ * same one). Each batch of a size: both ranks time `blocks` blocks of computation alone, then
+ * the one-way stage (rank 0: compute, MPI_Send; rank 1: MPI_Recv, compute; the receiver's
+ * period from the return of its first receive, so the fill is not in it). A rank's per-message
+ * cost in the batch is its stage period minus its computation alone; the medians over the
+ * batches are reported in `out[i]`. */
+static void in_situ(int rank, const double* compute_ns, long long footprint, const int* msg_bytes, int nsizes,
+                    int batches, InSitu* out) {
+  long long len = footprint / (long long)sizeof(double);
+  if (len < 1) len = 1;
+  double* buf = NULL;
+  int max_msg = 1;
+  for (int i = 0; i < nsizes; ++i) {
+    out[i] = (InSitu){cells_for(compute_ns[i], &buf, len), 64, 0, 0, 0, 0};
+    if (out[i].cells > len) len = out[i].cells;
+    if (msg_bytes[i] > max_msg) max_msg = msg_bytes[i];
+  }
   buf = filled(buf, len);
-  char* msg = calloc((size_t)(msg_bytes > 0 ? msg_bytes : 1), 1);
-  double* alone = malloc((size_t)batches * sizeof(double));
-  double* period = malloc((size_t)batches * sizeof(double));
-  double* diff = malloc((size_t)batches * sizeof(double));
+  char* msg = calloc((size_t)max_msg, 1);
+  const size_t cells = (size_t)batches * (size_t)nsizes;
+  double* alone = malloc(cells * sizeof(double));
+  double* period = malloc(cells * sizeof(double));
+  double* diff = malloc(cells * sizeof(double));
   if (msg == NULL || alone == NULL || period == NULL || diff == NULL) {
     fprintf(stderr, "scalatrace-calibrate: out of memory\n");
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  const int blocks = (int)r.blocks;
-  cursor = 0;
-  g_cells_done = 0;
+  long long cursor = 0;
   for (int b = 0; b < batches; ++b) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    for (int i = 0; i < blocks; ++i) kernel(buf, len, &cursor, cells);
-    alone[b] = (MPI_Wtime() - t0) / blocks;
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0) {
-      t0 = MPI_Wtime();
-      for (int i = 0; i < blocks; ++i) {
-        kernel(buf, len, &cursor, cells);
-        MPI_Send(msg, msg_bytes, MPI_BYTE, 1, 6, MPI_COMM_WORLD);
+    for (int j = 0; j < nsizes; ++j) {
+      const int i = (b + j) % nsizes;
+      const int blocks = (int)out[i].blocks, bytes = msg_bytes[i];
+      const long long n = out[i].cells;
+      const size_t at = (size_t)i * (size_t)batches + (size_t)b;
+      const long long before = g_cells_done;
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = MPI_Wtime();
+      for (int k = 0; k < blocks; ++k) kernel(buf, len, &cursor, n);
+      alone[at] = (MPI_Wtime() - t0) / blocks;
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (rank == 0) {
+        t0 = MPI_Wtime();
+        for (int k = 0; k < blocks; ++k) {
+          kernel(buf, len, &cursor, n);
+          MPI_Send(msg, bytes, MPI_BYTE, 1, 6, MPI_COMM_WORLD);
+        }
+        period[at] = (MPI_Wtime() - t0) / blocks;
+      } else if (rank == 1) {
+        MPI_Recv(msg, bytes, MPI_BYTE, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        t0 = MPI_Wtime();
+        for (int k = 1; k < blocks; ++k) {
+          kernel(buf, len, &cursor, n);
+          MPI_Recv(msg, bytes, MPI_BYTE, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        period[at] = (MPI_Wtime() - t0) / (blocks - 1);
+        kernel(buf, len, &cursor, n);
+      } else {
+        period[at] = alone[at];
       }
-      period[b] = (MPI_Wtime() - t0) / blocks;
-    } else if (rank == 1) {
-      MPI_Recv(msg, msg_bytes, MPI_BYTE, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      t0 = MPI_Wtime();
-      for (int i = 1; i < blocks; ++i) {
-        kernel(buf, len, &cursor, cells);
-        MPI_Recv(msg, msg_bytes, MPI_BYTE, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      }
-      period[b] = (MPI_Wtime() - t0) / (blocks - 1);
-      kernel(buf, len, &cursor, cells);
-    } else {
-      period[b] = alone[b];
+      diff[at] = period[at] - alone[at];
+      out[i].cells_done += g_cells_done - before;
     }
-    diff[b] = period[b] - alone[b];
   }
-  r.cells = cells;
-  r.overhead = median(diff, batches);
-  r.compute_alone = median(alone, batches);
-  r.period = median(period, batches);
+  for (int i = 0; i < nsizes; ++i) {
+    const size_t at = (size_t)i * (size_t)batches;
+    out[i].overhead = median(diff + at, batches);
+    out[i].compute_alone = median(alone + at, batches);
+    out[i].period = median(period + at, batches);
+  }
   free(diff);
   free(period);
   free(alone);
   free(msg);
   free(buf);
-  return r;
+}
+
+/* A comma-separated list of numbers into `v` (at most `cap`); the count, or -1 if malformed. */
+static int parse_list(const char* text, double* v, int cap) {
+  int n = 0;
+  const char* p = text;
+  while (*p != '\0') {
+    char* end = NULL;
+    const double x = strtod(p, &end);
+    if (end == p || n == cap) return -1;
+    v[n++] = x;
+    if (*end == ',')
+      ++end;
+    else if (*end != '\0')
+      return -1;
+    p = end;
+  }
+  return n;
 }
 
 int main(int argc, char** argv) {
@@ -233,17 +276,30 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int reps = argc > 1 ? atoi(argv[1]) : 200;
   const int max_bytes = argc > 2 ? atoi(argv[2]) : (1 << 20);
-  const double compute_ns = argc > 3 ? atof(argv[3]) : 0.0;
+  enum { kMaxBlocks = 64 };
+  double compute_ns[kMaxBlocks], msg_list[kMaxBlocks];
+  int nsizes = 0, nmsg = 1;
+  msg_list[0] = 8;
+  if (argc > 3) nsizes = parse_list(argv[3], compute_ns, kMaxBlocks);
   const long long footprint = argc > 4 ? atoll(argv[4]) : 0;
-  const int msg_bytes = argc > 5 ? atoi(argv[5]) : 8;
-  if (size < 2 || reps < 1 || max_bytes < 1 || compute_ns < 0 || footprint < 0 || msg_bytes < 0) {
+  if (argc > 5) nmsg = parse_list(argv[5], msg_list, kMaxBlocks);
+  int bad =
+      size < 2 || reps < 1 || max_bytes < 1 || footprint < 0 || nsizes < 0 || nmsg < 1 || (nmsg > 1 && nmsg != nsizes);
+  for (int i = 0; i < nsizes && !bad; ++i) bad = !(compute_ns[i] >= 0);
+  for (int i = 0; i < nmsg && !bad; ++i) bad = !(msg_list[i] >= 0 && msg_list[i] < 2147483648.0);
+  if (nsizes == 1 && compute_ns[0] == 0) nsizes = 0; /* COMPUTE_NS 0: no in-situ measurement */
+  for (int i = 0; i < nsizes && !bad; ++i) bad = !(compute_ns[i] > 0);
+  if (bad) {
     if (rank == 0)
       fprintf(stderr,
-              "scalatrace-calibrate: needs 2 ranks, REPS >= 1, MAX_BYTES >= 1, COMPUTE_NS, FOOTPRINT_BYTES and "
-              "MESSAGE_BYTES >= 0\n");
+              "scalatrace-calibrate: needs 2 ranks, REPS >= 1, MAX_BYTES >= 1, COMPUTE_NS (> 0, or a comma-separated "
+              "list of up to %d), FOOTPRINT_BYTES >= 0 and MESSAGE_BYTES >= 0 (one, or one per COMPUTE_NS)\n",
+              (int)kMaxBlocks);
     MPI_Finalize();
     return 2;
   }
+  int msg_bytes[kMaxBlocks];
+  for (int i = 0; i < nsizes; ++i) msg_bytes[i] = (int)msg_list[nmsg > 1 ? i : 0];
   char* buf = calloc((size_t)max_bytes, 1);
   if (buf == NULL) {
     fprintf(stderr, "scalatrace-calibrate: cannot allocate %d bytes\n", max_bytes);
@@ -279,22 +335,22 @@ int main(int argc, char** argv) {
     ++m;
   }
   const double g = gap(rank, buf, 20, reps);
-  InSitu mine = {0, 0, 0, 0, 0}, other = {0, 0, 0, 0, 0};
-  long long other_done = 0;
-  if (compute_ns > 0) {
-    mine = in_situ(rank, compute_ns, footprint, msg_bytes, reps);
-    other = mine;
-    other_done = g_cells_done;
-    if (rank == 1) {
-      double v[4] = {mine.compute_alone, mine.period, mine.overhead, (double)g_cells_done};
-      MPI_Send(v, 4, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
-    } else if (rank == 0) {
-      double v[4];
-      MPI_Recv(v, 4, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      other.compute_alone = v[0];
-      other.period = v[1];
-      other.overhead = v[2];
-      other_done = (long long)v[3];
+  InSitu mine[kMaxBlocks], other[kMaxBlocks];
+  if (nsizes > 0) {
+    in_situ(rank, compute_ns, footprint, msg_bytes, nsizes, reps, mine);
+    for (int i = 0; i < nsizes; ++i) {
+      other[i] = mine[i];
+      if (rank == 1) {
+        double v[4] = {mine[i].compute_alone, mine[i].period, mine[i].overhead, (double)mine[i].cells_done};
+        MPI_Send(v, 4, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
+      } else if (rank == 0) {
+        double v[4];
+        MPI_Recv(v, 4, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        other[i].compute_alone = v[0];
+        other[i].period = v[1];
+        other[i].overhead = v[2];
+        other[i].cells_done = (long long)v[3];
+      }
     }
   }
   if (rank == 0) {
@@ -309,14 +365,19 @@ int main(int argc, char** argv) {
     printf("], \"o_r_by_size\": [");
     for (int i = 0; i < m; ++i) printf("%s%.9e", i ? ", " : "", copy_r[i]);
     printf("]");
-    if (compute_ns > 0) {
-      /* [rank 0 (the sender), rank 1 (the receiver)] */
-      printf(
-          ", \"in_situ\": {\"compute_ns\": %.9e, \"footprint_bytes\": %lld, \"message_bytes\": %d, "
-          "\"cells\": %lld, \"blocks\": %lld, \"batches\": %d, \"cells_done\": [%lld, %lld], "
-          "\"compute_alone\": [%.9e, %.9e], \"period\": [%.9e, %.9e], \"overhead\": [%.9e, %.9e]}",
-          compute_ns, footprint, msg_bytes, mine.cells, mine.blocks, reps, g_cells_done, other_done, mine.compute_alone,
-          other.compute_alone, mine.period, other.period, mine.overhead, other.overhead);
+    if (nsizes > 0) {
+      /* one object per block size, in the order given; the pairs [rank 0 (the sender), rank 1 (the receiver)] */
+      printf(", \"in_situ\": [");
+      for (int i = 0; i < nsizes; ++i) {
+        const InSitu *a = &mine[i], *b = &other[i];
+        printf(
+            "%s{\"compute_ns\": %.9e, \"footprint_bytes\": %lld, \"message_bytes\": %d, "
+            "\"cells\": %lld, \"blocks\": %lld, \"batches\": %d, \"cells_done\": [%lld, %lld], "
+            "\"compute_alone\": [%.9e, %.9e], \"period\": [%.9e, %.9e], \"overhead\": [%.9e, %.9e]}",
+            i ? ", " : "", compute_ns[i], footprint, msg_bytes[i], a->cells, a->blocks, reps, a->cells_done,
+            b->cells_done, a->compute_alone, b->compute_alone, a->period, b->period, a->overhead, b->overhead);
+      }
+      printf("]");
     }
     printf("}\n");
     fflush(stdout);

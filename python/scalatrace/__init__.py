@@ -67,12 +67,15 @@ from .models import (
 from .pmnf import fit_pmnf
 from .scalable import scalable_benchmark
 from .simulate import (
+    InSituBlocks,
     InSituCalibration,
     LogGP,
+    OverheadLaw,
     SimResult,
     SimulationError,
     calibrate,
     calibrate_in_situ,
+    calibrate_in_situ_blocks,
     simulate,
     sweep,
 )
@@ -126,14 +129,17 @@ __all__ = [
     "extrapolation_laws",
     "fit_scaling",
     "load",
+    "InSituBlocks",
     "InSituCalibration",
     "LogGP",
+    "OverheadLaw",
     "Noise",
     "Topology",
     "SimResult",
     "SimulationError",
     "calibrate",
     "calibrate_in_situ",
+    "calibrate_in_situ_blocks",
     "simulate",
     "sweep",
     "plot",

@@ -41,6 +41,7 @@ from .errors import ScalatraceError, UsageError
 from .extrapolate import smape
 from .phases import PhaseAnalysis, phase_analysis
 from .pmnf import MultiModel, fit_pmnf
+from .simulate import InSituBlocks
 
 if TYPE_CHECKING:
     import matplotlib.axes
@@ -89,6 +90,10 @@ class PhaseMeasurement:
     compute: float = 0.0  # W: the busiest rank's computation per occurrence
     message: float = 0.0  # the machine's overheads of a rank's own sends and receives, largest
     hop: float = 0.0  # tau (chained phases: s + tau + r, one message's trip in the fill)
+    # With overhead laws (network=InSituBlocks): the phase's mean message size (bytes) and each
+    # rank's (sends, receives) per occurrence, the distinct pairs.
+    message_bytes: float = 0.0
+    counts: tuple[tuple[float, float], ...] = ()
 
     @property
     def stages(self) -> float:
@@ -192,6 +197,7 @@ def measure(
     calls = np.full(nphases, np.inf)  # the least time a rank spends inside them
     whole = np.zeros(nphases)  # the slowest rank's time in the phase
     message = np.zeros(nphases)  # the machine's cost of a rank's own messages, the largest
+    counts: list[set[tuple[int, int]]] = [set() for _ in range(nphases)]  # (sends, receives)
     total = 0.0
     outside = 0.0
     for r in _ranks_to_expand(t):
@@ -223,8 +229,9 @@ def measure(
                 calls[g] = min(calls[g], float(duration[sel].sum()))
                 whole[g] = max(whole[g], float(mine[sel].sum()))
                 if network is not None:
-                    own = _overheads(network, ops[sel], tab["bytes"][sel])
+                    own = _overheads(_loggp(network), ops[sel], tab["bytes"][sel])
                     message[g] = max(message[g], own)
+                    counts[g].add(_sends_receives(ops[sel]))
     out = []
     for p in pa.phases:
         occ = float(p.occurrences)
@@ -247,13 +254,41 @@ def measure(
         ph.overlaps_next = p.id + 1 in p.overlaps_with
         if network is not None:
             chain = bool(chained[p.id])
-            _split(ph, p, network, work[p.id], message[p.id], chain, t.nranks)
+            _split(ph, p, network, work[p.id], message[p.id], chain, t.nranks, counts[p.id])
     return Measurement(total, out, outside if network is not None else None)
 
 
 _SENDS = frozenset({"Send", "Bsend", "Ssend", "Rsend", "Isend", "Ibsend", "Issend", "Irsend"})
 _RECEIVES = frozenset({"Recv", "Irecv", "Mrecv", "Imrecv"})
 _SENDRECVS = frozenset({"Sendrecv", "Sendrecv_replace"})
+
+
+def _loggp(network: Any) -> Any:
+    """The LogGP of ``network`` (a LogGP, or an InSituBlocks' ping-pong based one)."""
+    return network.network if isinstance(network, InSituBlocks) else network
+
+
+def _sends_receives(ops: np.ndarray) -> tuple[int, int]:
+    """How many of ``ops`` send and how many receive (a Sendrecv does both)."""
+    sends = np.isin(ops, list(_SENDS | _SENDRECVS))
+    receives = np.isin(ops, list(_RECEIVES | _SENDRECVS))
+    return int(sends.sum()), int(receives.sum())
+
+
+def _law_message(
+    blocks: Any, compute: Any, size: Any, counts: Sequence[tuple[float, float]], symbolic: bool
+) -> Any:
+    """A rank's overheads per occurrence under overhead laws, the largest over ``counts`` (each
+    rank's sends and receives per occurrence): ``S o_s(W, k) + R o_r(W, k)``; a SymPy expression
+    of the ``compute`` and ``size`` expressions if ``symbolic``, else a number."""
+    if symbolic:
+        import sympy
+
+        o_s, o_r = blocks.o_s.expression(compute, size), blocks.o_r.expression(compute, size)
+        terms = [s_ * o_s + r_ * o_r for s_, r_ in counts]
+        return sympy.Max(*terms) if len(terms) > 1 else (terms[0] if terms else sympy.Integer(0))
+    o_s, o_r = float(blocks.o_s(compute, size)), float(blocks.o_r(compute, size))
+    return max((s_ * o_s + r_ * o_r for s_, r_ in counts), default=0.0)
 
 
 def _overheads(network: Any, ops: np.ndarray, nbytes: np.ndarray) -> float:
@@ -287,9 +322,14 @@ def _split(
     message: float,
     chained: bool,
     nranks: int,
+    counts: set[tuple[int, int]] | None = None,
 ) -> None:
     """MK's split of a phase's cost: the computation from the trace, the messages from the
-    machine (collectives: ``ceil(log2 P)`` rounds of one message each way)."""
+    machine (collectives: ``ceil(log2 P)`` rounds of one message each way); with overhead laws
+    (an InSituBlocks) the point-to-point overheads are the laws' at the phase's own computation
+    per occurrence and message size."""
+    blocks = network if isinstance(network, InSituBlocks) else None
+    network = _loggp(network)
     ph.network = True
     ph.chained = chained
     occ = ph.occurrences
@@ -307,8 +347,14 @@ def _split(
         return
     ph.message = message / occ
     ph.hop = network.L + extra * network.G
+    o_pair = network.o_s + network.o_r + 2.0 * extra * network.O
+    if blocks is not None:
+        ph.message_bytes = size
+        ph.counts = tuple(sorted({(s_ / occ, r_ / occ) for s_, r_ in counts or ()}))
+        ph.message = _law_message(blocks, ph.compute, size, ph.counts, symbolic=False)
+        o_pair = blocks.o_s(ph.compute, size) + blocks.o_r(ph.compute, size)
     if chained:  # a hop of the fill: one message's send overhead, transfer, receive overhead
-        ph.hop += network.o_s + network.o_r + 2.0 * extra * network.O
+        ph.hop += o_pair
         ph.visits = float(p.visits)
         ph.depth = float(p.chain_depth or 0) if ph.kind == "pipeline" else 1.0
     ph.per_occurrence = ph.cost / ph.stages
@@ -331,6 +377,13 @@ class PhaseModel:
     message: MultiModel | None = None
     hop: MultiModel | None = None
     chained: bool = False
+    # With overhead laws (network=InSituBlocks): the laws, the fitted message size (bytes) and
+    # each rank's (sends, receives) per occurrence; m and the fill's s + r are then the laws'
+    # at the fitted W and message size, tau the fitted transfer (L + (k - 1) G).
+    laws: Any = None
+    message_bytes: MultiModel | None = None
+    counts: tuple[tuple[float, float], ...] = ()
+    transfer: MultiModel | None = None
 
     def expression(self, symbols: Mapping[str, Any]) -> sympy.Expr:
         b = self.occurrences.expression(symbols)
@@ -339,6 +392,14 @@ class PhaseModel:
             w = self.compute.expression(symbols)
             sr = self.message.expression(symbols)
             tau = self.hop.expression(symbols)
+            if self.laws is not None:
+                assert self.message_bytes is not None and self.transfer is not None
+                size = self.message_bytes.expression(symbols)
+                sr = _law_message(self.laws, w, size, self.counts, symbolic=True)
+                tau = self.transfer.expression(symbols)
+                if self.chained:
+                    tau = tau + self.laws.o_s.expression(w, size)
+                    tau = tau + self.laws.o_r.expression(w, size)
             if self.chained:
                 assert self.visits is not None and self.depth is not None
                 fill = self.visits.expression(symbols) * self.depth.expression(symbols)
@@ -583,7 +644,7 @@ def model(
     pipelines = sorted({p.id for a in analyses for p in a.phases if p.kind in ("pipeline", "tree")})
     if network is not None:
         for name in ("L", "o_s", "o_r", "G", "O"):
-            value = getattr(network, name, None)
+            value = getattr(_loggp(network), name, None)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise UsageError(
                     f"network must be a LogGP (scalatrace.calibrate()); its {name} is {value!r}"
@@ -612,6 +673,8 @@ def model(
             pm.compute = _fit_part(points, [x.compute for x in pm_list], max_terms)
             pm.message = _fit_part(points, [x.message for x in pm_list], max_terms)
             pm.hop = _fit_part(points, [x.hop for x in pm_list], max_terms)
+            if isinstance(network, InSituBlocks) and kind != "collective":
+                _with_laws(pm, pm_list, network, points, max_terms)
         phase_models.append(pm)
     for m_ in ms:  # one overlap decision for all traces (the model's)
         for pm, ph in zip(phase_models, m_.phases):
@@ -627,6 +690,31 @@ def model(
     direct = _fit(points, measured, max_terms)
     return PerformanceModel(
         tuple(points), points, measured, phase_models, rest, direct, ms, network
+    )
+
+
+def _with_laws(
+    pm: PhaseModel,
+    pm_list: Sequence[PhaseMeasurement],
+    blocks: Any,
+    points: dict[str, np.ndarray],
+    max_terms: int,
+) -> None:
+    """The phase's overheads as the laws of ``blocks`` at its fitted computation and message
+    size (the ranks' sends and receives per occurrence must be the same in every trace)."""
+    counts = {x.counts for x in pm_list}
+    if len(counts) != 1:
+        raise ModelError(
+            f"phase {pm.id} ({pm.ops}): its ranks' sends and receives per occurrence differ "
+            f"between the traces ({sorted(counts)}); overhead laws (network=InSituBlocks) need "
+            "them equal (e.g. traces at one rank count)"
+        )
+    pm.laws = blocks
+    pm.counts = counts.pop()
+    pm.message_bytes = _fit_part(points, [x.message_bytes for x in pm_list], max_terms)
+    net = blocks.network
+    pm.transfer = _fit_part(
+        points, [net.L + max(x.message_bytes - 1.0, 0.0) * net.G for x in pm_list], max_terms
     )
 
 
@@ -671,6 +759,8 @@ def _merge_repeats(
                     med("compute"),
                     med("message"),
                     med("hop"),
+                    med("message_bytes"),
+                    first.counts,
                 )
             )
         outside = (

@@ -1,5 +1,6 @@
 """Trace-driven simulation without MPI: :func:`simulate`, :func:`sweep`, :func:`calibrate`,
-:func:`calibrate_in_situ` (the last two run MPI ping-pongs to measure the machine).
+:func:`calibrate_in_situ`, :func:`calibrate_in_situ_blocks` (the last three run MPI ping-pongs to
+measure the machine).
 
 The simulator (``cpp/core``, see ``docs/simulator.md``) walks every rank's cursor over the
 compressed trace and predicts the run time on a LogGP network. Python-side times are in
@@ -54,6 +55,7 @@ from .topology import Noise, Topology
 
 if TYPE_CHECKING:
     import pandas
+    import sympy
 
 Timing = Literal["mean", "median", "sample", "none"]
 Placement = Literal["block", "round_robin", "random"]
@@ -1019,8 +1021,259 @@ def calibrate_in_situ(
     doc = _run_calibration(
         np, reps, max_bytes, [repr(compute_ns), str(footprint), str(message_bytes)], timeout
     )
+    return _in_situ_of(doc["in_situ"][0], _fit_loggp(doc, eager_threshold), compute_ns)
+
+
+@dataclass(frozen=True)
+class OverheadLaw:
+    """A per-message overhead as a function of the block: the computation ``W`` between two
+    calls (seconds) and the message size ``k`` (bytes), fitted to in-situ calibrations at
+    several blocks (:func:`calibrate_in_situ_blocks`, :meth:`fit`).
+
+    A line in ``W`` per message-size regime: ``o = intercepts[i] + slopes[i] * W`` for the
+    sizes ``k <= thresholds[i]`` (the first regime whose threshold is not below ``k``; the last
+    regime has none). One regime is a plain line; more appear where the measurements jump
+    between two message sizes (MPICH's shared-memory transport switches its protocol above a
+    few dozen bytes: on the benchmark machine between 88 and 96 bytes, docs/models.md). The
+    blocks of one calibration grow in ``W`` and ``k`` together, so a regime may also stand for
+    a change with ``W`` at the calibrated configuration (on the benchmark machine the overhead
+    rises over the first ~0.7 us of a block and then stays nearly flat): use the law for the
+    configuration it was measured at.
+
+    Attributes
+    ----------
+    thresholds : tuple of float
+        Largest message size (bytes) of each regime but the last; empty for a single line.
+    intercepts, slopes : tuple of float
+        Each regime's overhead at ``W = 0`` (seconds) and its growth per second of ``W``.
+    """
+
+    thresholds: tuple[float, ...]
+    intercepts: tuple[float, ...]
+    slopes: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not (len(self.intercepts) == len(self.slopes) == len(self.thresholds) + 1):
+            raise UsageError(
+                "OverheadLaw needs one intercept and slope per regime and one threshold fewer"
+            )
+        for v in (*self.thresholds, *self.intercepts, *self.slopes):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise UsageError(f"OverheadLaw's values must be finite numbers, not {v!r}")
+
+    def __call__(self, compute_s: Any, message_bytes: Any) -> Any:
+        """The overhead (seconds) of a message of ``message_bytes`` after ``compute_s`` of
+        computation (scalars or arrays, broadcast)."""
+        w, k = np.broadcast_arrays(
+            np.asarray(compute_s, dtype=float), np.asarray(message_bytes, dtype=float)
+        )
+        regime = np.searchsorted(np.asarray(self.thresholds, dtype=float), k, side="left")
+        out = np.asarray(self.intercepts)[regime] + np.asarray(self.slopes)[regime] * w
+        return float(out) if out.ndim == 0 else out
+
+    def expression(self, compute: sympy.Expr, message_bytes: sympy.Expr) -> sympy.Expr:
+        """The law as a SymPy expression of the given ``W`` and ``k`` expressions (a
+        ``Piecewise`` in ``k`` if there are several regimes)."""
+        import sympy
+
+        lines = [
+            sympy.Float(a) + sympy.Float(b) * compute for a, b in zip(self.intercepts, self.slopes)
+        ]
+        if not self.thresholds:
+            return lines[0]
+        pieces = [(line, message_bytes <= t) for line, t in zip(lines, self.thresholds)]
+        return sympy.Piecewise(*pieces, (lines[-1], True))
+
+    @classmethod
+    def fit(
+        cls, compute_s: Any, message_bytes: Any, overhead: Any, max_regimes: int = 3
+    ) -> OverheadLaw:
+        """The law through measured ``(W, k, overhead)`` points (seconds, bytes, seconds).
+
+        Candidates: one line in ``W`` through all points, and lines per message-size regime
+        with up to ``max_regimes`` regimes (default 3), split between neighbouring sizes, each
+        regime with at least 2 points; each line is Theil-Sen's (the median of the pairwise
+        slopes: one calibration in another state of the machine does not tilt it). Each
+        candidate is scored by its leave-one-out mean absolute error; of those within 1.5 times
+        the lowest score (the factor of :func:`scalatrace.fit_pmnf`'s "simplest law within the
+        noise") the one of fewest regimes is kept, the lower score breaking ties. A threshold
+        lies halfway between the two sizes it separates (where between them the step lies is
+        not known: measure sizes on both sides of a step close together). A regime whose
+        points share one ``W`` is a constant.
+        """
+        w = np.asarray(compute_s, dtype=float).ravel()
+        k = np.asarray(message_bytes, dtype=float).ravel()
+        o = np.asarray(overhead, dtype=float).ravel()
+        if not (w.size == k.size == o.size) or w.size < 2:
+            raise UsageError("OverheadLaw.fit needs at least 2 points of W, bytes and overhead")
+        if not (np.all(np.isfinite(w)) and np.all(np.isfinite(k)) and np.all(np.isfinite(o))):
+            raise UsageError("OverheadLaw.fit's points must be finite")
+        max_regimes = check_int("max_regimes", max_regimes, lo=1, hi=8)
+
+        def line(ws: np.ndarray, os_: np.ndarray) -> tuple[float, float]:
+            if np.ptp(ws) <= 0:
+                return float(np.median(os_)), 0.0
+            from scipy.stats import theilslopes
+
+            b, a, *_ = theilslopes(os_, ws)
+            return float(a), float(b)
+
+        def regime(cuts: tuple[float, ...]) -> np.ndarray:
+            return np.searchsorted(np.asarray(cuts, dtype=float), k, side="left")
+
+        def loo(cuts: tuple[float, ...]) -> float:
+            of = regime(cuts)
+            errs = []
+            for j in range(w.size):
+                same = (np.arange(w.size) != j) & (of == of[j])
+                a, b = line(w[same], o[same])
+                errs.append(abs(a + b * w[j] - o[j]))
+            return float(np.mean(errs))
+
+        sizes = np.unique(k)
+        halfway = [0.5 * (float(a) + float(b)) for a, b in zip(sizes[:-1], sizes[1:])]
+        candidates = [
+            cuts
+            for n in range(max_regimes)
+            for cuts in itertools.combinations(halfway, n)
+            if np.all(np.bincount(regime(cuts), minlength=n + 1) >= 2)
+        ]
+        scores = np.array([loo(c) for c in candidates])
+        # (a law within a picosecond of every point needs no split, whatever rounding says)
+        best = max(float(scores.min()), 1e-12)
+        within = [i for i in range(len(candidates)) if scores[i] <= _NOISE_FACTOR * best]
+        cuts = candidates[min(within, key=lambda i: (len(candidates[i]), scores[i]))]
+        of = regime(cuts)
+        lines = [line(w[of == r], o[of == r]) for r in range(len(cuts) + 1)]
+        return cls(tuple(cuts), tuple(a for a, _ in lines), tuple(b for _, b in lines))
+
+
+# OverheadLaw.fit keeps the fewest regimes within this factor of the best score (pmnf's).
+_NOISE_FACTOR = 1.5
+
+
+@dataclass(frozen=True)
+class InSituBlocks:
+    """In-situ message overheads at several blocks measured in one run
+    (:func:`calibrate_in_situ_blocks`), and the laws fitted through them.
+
+    Use it as ``model(..., network=blocks)``: a point-to-point phase's overheads are then
+    ``o_s(W, k)`` and ``o_r(W, k)`` of the phase's own fitted computation per occurrence ``W``
+    and message size ``k``, so that the optimal block size sees how the cost per message
+    changes with the block.
+
+    Attributes
+    ----------
+    calibrations : tuple of InSituCalibration
+        One per block, in the order asked (each with the run's ping-pong calibration).
+    ping_pong : LogGP
+        The run's plain calibration (:func:`calibrate`).
+    o_s, o_r : OverheadLaw
+        The sender's and the receiver's overhead fitted through the calibrations' medians
+        (:meth:`OverheadLaw.fit`, ``W`` each block's computation timed alone on that rank).
+    network : LogGP
+        The ping-pong's ``L``, ``g``, ``G`` (collectives' messages and the transfer) with ``O``
+        = 0 (the laws measured the copies at each size) and ``o_s``, ``o_r`` the laws' values
+        at the first block.
+    """
+
+    calibrations: tuple[InSituCalibration, ...]
+    ping_pong: LogGP
+    o_s: OverheadLaw
+    o_r: OverheadLaw
+    network: LogGP
+
+    @classmethod
+    def from_calibrations(cls, calibrations: Sequence[InSituCalibration]) -> InSituBlocks:
+        """The laws through the given calibrations (e.g. several runs' pooled: every
+        calibration is a point), the ping-pong of the first."""
+        cals = tuple(calibrations)
+        if len(cals) < 2 or not all(isinstance(c, InSituCalibration) for c in cals):
+            raise UsageError("InSituBlocks needs at least 2 InSituCalibration")
+        k = [c.message_bytes for c in cals]
+        laws = [
+            OverheadLaw.fit([c.compute_alone[i] for c in cals], k, [c.overhead[i] for c in cals])
+            for i in (0, 1)
+        ]
+        first = cals[0]
+        w0, k0 = first.compute_alone, first.message_bytes
+        network = dataclasses.replace(
+            first.ping_pong,
+            o_s=max(float(laws[0](w0[0], k0)), 0.0),
+            o_r=max(float(laws[1](w0[1], k0)), 0.0),
+            O=0.0,
+        )
+        return cls(cals, first.ping_pong, laws[0], laws[1], network)
+
+
+def calibrate_in_situ_blocks(
+    compute_ns: Sequence[float],
+    footprint_bytes: int | None = None,
+    message_bytes: int | Sequence[int] = 8,
+    *,
+    reps: int = 100,
+    timeout: float = 600.0,
+    np: int = 2,
+    eager_threshold: float = 65536,
+    max_bytes: int = 1 << 20,
+) -> InSituBlocks:
+    """The in-situ overheads (:func:`calibrate_in_situ`) at several blocks in one run, their
+    batches interleaved, and the laws ``o_s(W, k)``, ``o_r(W, k)`` through them.
+
+    One run of ``scalatrace-calibrate``: after the ping-pongs, batch after batch, every block
+    size's batch once (both ranks computing 64 blocks alone, then the one-way stage), the
+    sizes in a rotating order. The blocks then share whatever state the machine is in, which
+    calibrations run one after another do not (the benchmark machine switches between a fast
+    and a slow state for seconds at a time).
+
+    Parameters
+    ----------
+    compute_ns : sequence of float
+        Computation per block (ns) of each block size, at least 2, e.g. the program's
+        computation per block at the block sizes around the optimum you look for.
+    footprint_bytes : int, optional
+        Bytes the blocks walk through in turn (the application's working set per rank).
+    message_bytes : int or sequence of int
+        The message size of every block, or one per block (a block of ``K`` columns sends
+        ``K`` values).
+    reps, timeout, np, eager_threshold, max_bytes
+        As for :func:`calibrate`; ``reps`` batches per block size.
+
+    Returns
+    -------
+    InSituBlocks
+
+    Raises
+    ------
+    UsageError
+        Fewer than 2 or more than 64 blocks, a ``compute_ns`` not positive, a negative size,
+        ``message_bytes`` of another length, or :func:`calibrate`'s.
+    MPIRunError
+        The calibration run failed.
+    """
+    if isinstance(compute_ns, (str, bytes)) or not isinstance(compute_ns, Sequence):
+        raise UsageError("compute_ns must be a sequence of block computations (ns)")
+    ws = [check_float("compute_ns", w, lo=0.0, hi=1e10) for w in compute_ns]
+    if not 2 <= len(ws) <= 64 or any(w <= 0 for w in ws):
+        raise UsageError(f"compute_ns needs 2 to 64 positive values, not {list(compute_ns)!r}")
+    sizes = [message_bytes] * len(ws) if isinstance(message_bytes, int) else message_bytes
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or len(sizes) != len(ws):
+        raise UsageError("message_bytes must be one size or one per block")
+    ks = [check_int("message_bytes", k, lo=0, hi=1 << 30) for k in sizes]
+    footprint = check_int("footprint_bytes", footprint_bytes or 0, lo=0, hi=1 << 40)
+    np, reps, max_bytes, eager_threshold, timeout = _checked_run_args(
+        np, reps, max_bytes, eager_threshold, timeout
+    )
+    extra = [",".join(repr(w) for w in ws), str(footprint), ",".join(str(k) for k in ks)]
+    doc = _run_calibration(np, reps, max_bytes, extra, timeout)
     ping_pong = _fit_loggp(doc, eager_threshold)
-    s = doc["in_situ"]
+    return InSituBlocks.from_calibrations(
+        [_in_situ_of(s, ping_pong, w) for s, w in zip(doc["in_situ"], ws)]
+    )
+
+
+def _in_situ_of(s: Mapping[str, Any], ping_pong: LogGP, compute_ns: float) -> InSituCalibration:
+    """One block's figures of the calibration run's JSON as an InSituCalibration."""
 
     def pair(key: str) -> tuple[float, float]:
         return float(s[key][0]), float(s[key][1])

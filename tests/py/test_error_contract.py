@@ -79,6 +79,21 @@ def _calls(t):
             UsageError,
         ),
         (
+            "calibrate_in_situ_blocks(one block)",
+            lambda: scalatrace.calibrate_in_situ_blocks([1000.0]),
+            UsageError,
+        ),
+        (
+            "calibrate_in_situ_blocks(message_bytes of another length)",
+            lambda: scalatrace.calibrate_in_situ_blocks([1000.0, 2000.0], message_bytes=[8]),
+            UsageError,
+        ),
+        (
+            "OverheadLaw(regimes without a threshold)",
+            lambda: scalatrace.OverheadLaw((), (1e-7, 2e-7), (0.0, 0.0)),
+            UsageError,
+        ),
+        (
             "extrapolate(dims='16')",
             lambda: scalatrace.extrapolate([t, t, t], dims="16"),
             UsageError,

@@ -496,6 +496,49 @@ def test_machine_model_from_traces(pipeline_traces):
         scalatrace.model(pipeline_traces, params={"K": ks}, network="fast")
 
 
+def test_machine_model_with_overhead_laws_of_the_block(pipeline_traces, blocked_pipeline):
+    """network=InSituBlocks: a point-to-point phase's overheads are the laws at its own fitted
+    computation per block W and message size k, in the expression (a Piecewise where the law
+    has a step in k), so that T(K) and the optimal K see the cost per message change with the
+    block. Between a law with a 100 ns step above 88 bytes and the same law without it, T
+    differs by exactly the step on every block and on both ends of each fill hop."""
+    import dataclasses
+
+    import sympy
+
+    two = [(t, k) for t, (k, p) in zip(pipeline_traces, POINTS) if p == 2]
+    out = Path(two[0][0].path).parent
+    for k in (8, 32):  # 5 block sizes at 2 ranks: enough points for the fits' cross-validation
+        cmd = [str(blocked_pipeline), "256", str(k), "2"]
+        two.append((scalatrace.trace(cmd, np=2, out=out / f"{k}-2.sct", timeout=120), k))
+    traces, ks = [t for t, _ in two], [k for _, k in two]
+    flat = scalatrace.OverheadLaw((), (50e-9,), (0.01,))
+    step = scalatrace.OverheadLaw((88.0,), (50e-9, 150e-9), (0.01, 0.01))
+
+    def blocks(law):
+        return scalatrace.InSituBlocks((), NET, law, law, dataclasses.replace(NET, O=0.0))
+
+    ms = scalatrace.model(traces, params={"K": ks}, network=blocks(step))
+    mf = scalatrace.model(traces, params={"K": ks}, network=blocks(flat))
+    pm = ms.phase_models[1]
+    assert pm.laws is not None and pm.counts == ((0.0, 1.0), (1.0, 0.0))
+    assert ms.expression.has(sympy.Piecewise) and not mf.expression.has(sympy.Piecewise)
+    for k, meas in zip(ks, ms.measurements):
+        ph = meas.phases[1]
+        assert ph.message_bytes == 8 * k
+        assert ph.message == pytest.approx(step(ph.compute, 8 * k), rel=1e-9)
+    # 256 columns, 2 sweeps: B = 512 / K blocks, one fill hop (s + r) per sweep
+    for k, extra in ((4, 0.0), (32, (512 / 32) * 100e-9 + 2 * 200e-9)):
+        got = ms.predict(K=k, P=2) - mf.predict(K=k, P=2)
+        assert got == pytest.approx(extra, abs=1e-12)
+    assert 2 <= scalatrace.optimal_grain(ms, "K", lo=2, hi=128, P=2) <= 128
+    # the laws need the same sends and receives per block in every trace (one rank count)
+    with pytest.raises(scalatrace.ModelError, match="sends and receives"):
+        scalatrace.model(
+            pipeline_traces, params={"K": [k for k, _ in POINTS]}, network=blocks(step)
+        )
+
+
 def test_cli_model_with_the_calibrated_machine(pipeline_traces, capsys):
     import json
 

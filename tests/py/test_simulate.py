@@ -404,6 +404,61 @@ def test_calibrate_in_situ_runs_the_stage_with_the_computation_between_the_calls
     assert isinstance(net, scalatrace.LogGP) and net.o_s < 1e-3 and net.o_r < 1e-3
 
 
+def test_calibrate_in_situ_blocks_measures_every_block_in_one_run():
+    """Several blocks in one calibration run (their batches interleaved): each block's
+    computation is performed, alone and in the stage, with its own message size, and the laws
+    o_s(W, k), o_r(W, k) go through the blocks' overheads."""
+    ws, sizes = [1_000.0, 4_000.0, 8_000.0], [16, 64, 256]
+    b = scalatrace.calibrate_in_situ_blocks(
+        ws, footprint_bytes=1 << 16, message_bytes=sizes, np=2, reps=10, max_bytes=1 << 12
+    )
+    assert isinstance(b, scalatrace.InSituBlocks) and len(b.calibrations) == 3
+    for c, w, k in zip(b.calibrations, ws, sizes):
+        assert (c.compute_ns, c.message_bytes, c.footprint_bytes, c.batches) == (w, k, 1 << 16, 10)
+        assert c.cells_done == (2 * c.cells * c.blocks * c.batches,) * 2
+        assert all(0.05 * w * 1e-9 < t < 50 * w * 1e-9 for t in c.compute_alone)
+        assert c.ping_pong == b.ping_pong
+    assert b.calibrations[2].cells > b.calibrations[0].cells
+    for law, side in ((b.o_s, 0), (b.o_r, 1)):
+        assert isinstance(law, scalatrace.OverheadLaw)
+        at = [law(c.compute_alone[side], c.message_bytes) for c in b.calibrations]
+        assert all(np.isfinite(at)) and all(abs(x) < 1e-3 for x in at)
+    assert (b.network.L, b.network.G, b.network.O) == (b.ping_pong.L, b.ping_pong.G, 0.0)
+
+
+def test_overhead_law_fit_finds_a_step_in_the_message_size():
+    """OverheadLaw.fit: a line in W through points of one regime; two lines split where the
+    overhead jumps between two message sizes (as MPICH's shared memory does above 88 bytes on
+    the benchmark machine), three where it also rises steeply over the smallest blocks; the
+    law and its SymPy expression agree."""
+    import sympy
+
+    w = np.array([1, 2, 4, 8, 1, 2, 4, 8], dtype=float) * 1e-6
+    k = np.array([16, 32, 48, 72, 96, 128, 192, 256], dtype=float)
+    line = scalatrace.OverheadLaw.fit(w, k, 50e-9 + 0.01 * w)
+    assert line.thresholds == () and line.intercepts[0] == pytest.approx(50e-9)
+    assert line.slopes[0] == pytest.approx(0.01)
+    step = scalatrace.OverheadLaw.fit(w, k, 50e-9 + 0.01 * w + 100e-9 * (k > 88))
+    assert step.thresholds == (84.0,)  # halfway between 72 and 96
+    assert step.intercepts == pytest.approx((50e-9, 150e-9))
+    assert step.slopes == pytest.approx((0.01, 0.01))
+    # the benchmark's blocks (K columns: W and 8 K bytes grow together): a steep rise over the
+    # smallest blocks, nearly flat after, a step above 88 bytes: three regimes
+    kk = np.array([2, 3, 4, 6, 8, 10, 11, 12, 16, 20, 24, 32], dtype=float)
+    w3, k3 = 130e-9 * kk, 8 * kk
+    o3 = np.where(k3 <= 32, 100e-9 + 0.5 * w3, 280e-9 + 0.005 * w3)
+    o3 = o3 + (k3 > 88) * (60e-9 + 0.015 * w3)
+    three = scalatrace.OverheadLaw.fit(w3, k3, o3)
+    assert three.thresholds == (40.0, 92.0)
+    assert three(w3, k3) == pytest.approx(o3)
+    assert scalatrace.OverheadLaw.fit(w3, k3, o3, max_regimes=1).thresholds == ()
+    ws, ks = sympy.symbols("W k", positive=True)
+    expr = step.expression(ws, ks)
+    for wv, kv in ((3e-6, 40.0), (3e-6, 200.0)):
+        assert float(expr.subs({ws: wv, ks: kv})) == pytest.approx(step(wv, kv))
+    assert step(np.array([3e-6, 3e-6]), np.array([40.0, 200.0])) == pytest.approx([80e-9, 180e-9])
+
+
 def test_simgrid_export_has_one_file_per_rank_and_the_events(example_traces, tmp_path):
     t = example_traces["stencil2d"]
     exp = t.to_simgrid_ti(tmp_path / "ti")
