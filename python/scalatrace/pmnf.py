@@ -47,7 +47,15 @@ from .extrapolate import (
 if TYPE_CHECKING:
     import sympy
 
-__all__ = ["MultiModel", "MultiTerm", "complexity", "fit_pmnf", "term_complexity"]
+__all__ = [
+    "MultiModel",
+    "MultiTerm",
+    "RegimeModel",
+    "complexity",
+    "fit_pmnf",
+    "fit_pmnf_regimes",
+    "term_complexity",
+]
 
 # Terms per parameter carried into the combination step (besides _ALWAYS).
 _PER_PARAMETER = 3
@@ -83,6 +91,17 @@ def _within_noise(scores: np.ndarray, simplicity: Callable[[int], tuple]) -> lis
     limit = _NOISE_FACTOR * float(scores[finite].min())
     within = [int(i) for i in np.flatnonzero(finite & (scores <= limit))]
     return sorted(within, key=lambda i: (simplicity(i), float(scores[i])))
+
+
+def _broadcast(
+    parameters: Sequence[str], values: Mapping[str, Any]
+) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """The ``values`` of every parameter as arrays broadcast to one shape, in order and by name."""
+    missing = [p for p in parameters if p not in values]
+    if missing:
+        raise UsageError(f"predict needs values for {', '.join(missing)}")
+    arrays = np.broadcast_arrays(*[np.asarray(values[p], dtype=float) for p in parameters])
+    return list(arrays), dict(zip(parameters, arrays))
 
 
 @dataclass(frozen=True)
@@ -143,11 +162,7 @@ class MultiModel:
 
     def predict(self, **values: Any) -> Any:
         """Model value(s) at the given parameter values (scalars or arrays that broadcast)."""
-        missing = [p for p in self.parameters if p not in values]
-        if missing:
-            raise UsageError(f"predict needs values for {', '.join(missing)}")
-        arrays = np.broadcast_arrays(*[np.asarray(values[p], dtype=float) for p in self.parameters])
-        pts = dict(zip(self.parameters, arrays))
+        arrays, pts = _broadcast(self.parameters, values)
         return _sum_of_terms(
             self.coefficients, [t.values(pts) for t in self.terms], arrays[0].shape
         )
@@ -360,3 +375,203 @@ def fit_pmnf(
             stacklevel=2,
         )
     return model
+
+
+@dataclass
+class RegimeModel:
+    """A PMNF law whose coefficients change between regimes of one quantity (e.g. a strip's
+    footprint leaving a cache level): ``regimes[i]`` holds where ``by <= cuts[i]`` (the first
+    regime whose cut is not below it), the last regime beyond the last cut. Every regime has
+    the terms of one PMNF hypothesis fitted on all points (:func:`fit_pmnf_regimes`) with its
+    own coefficients, and the constant of all.
+
+    Attributes
+    ----------
+    parameters : tuple of str
+        Parameter names.
+    by : str
+        The quantity the regimes are cut in: a SymPy expression of the parameters (e.g.
+        ``"N/P"``; a parameter name is the simplest).
+    cuts : tuple of float
+        Largest value of ``by`` in each regime but the last; empty for one regime.
+    regimes : tuple of MultiModel
+        One fitted law per regime.
+    cv_smape : float
+        Leave-one-out SMAPE (percent) of the chosen split (each point predicted by its regime's
+        law fitted without it).
+    """
+
+    parameters: tuple[str, ...]
+    by: str
+    cuts: tuple[float, ...]
+    regimes: tuple[MultiModel, ...]
+    cv_smape: float
+
+    def _by_values(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        return _by_function(self.by, self.parameters)(*[values[p] for p in self.parameters])
+
+    def predict(self, **values: Any) -> Any:
+        """Model value(s) at the given parameter values (scalars or arrays that broadcast)."""
+        arrays, pts = _broadcast(self.parameters, values)
+        which = np.searchsorted(
+            np.asarray(self.cuts, dtype=float),
+            np.asarray(self._by_values(pts), dtype=float) * np.ones(arrays[0].shape),
+            side="left",
+        )
+        per = np.stack([np.asarray(r.predict(**pts), dtype=float) for r in self.regimes])
+        out = np.take_along_axis(per, which[None, ...], axis=0)[0]
+        return float(out) if out.ndim == 0 else out
+
+    @property
+    def formula(self) -> str:
+        """E.g. ``1e-08 + 1.1e-09*N*K if N/P <= 96; 2e-08 + 1.3e-09*N*K otherwise``."""
+        if not self.cuts:
+            return self.regimes[0].formula
+        parts = [f"{r.formula} if {self.by} <= {c:.6g}" for r, c in zip(self.regimes, self.cuts)]
+        return "; ".join([*parts, f"{self.regimes[-1].formula} otherwise"])
+
+    def expression(self, symbols: Mapping[str, sympy.Symbol] | None = None) -> sympy.Expr:
+        """The law as a SymPy expression (a ``Piecewise`` in ``by`` for several regimes)."""
+        import sympy
+
+        syms = symbols or {p: sympy.Symbol(p, positive=True) for p in self.parameters}
+        laws = [r.expression(syms) for r in self.regimes]
+        if not self.cuts:
+            return laws[0]
+        z = sympy.sympify(self.by, locals=dict(syms))
+        pieces = [(law, z <= c) for law, c in zip(laws, self.cuts)]
+        return sympy.Piecewise(*pieces, (laws[-1], True))
+
+    def __repr__(self) -> str:
+        return f"RegimeModel({self.formula!r}, cv_smape={self.cv_smape:.3g}%)"
+
+
+def _by_function(by: str, names: Sequence[str]) -> Callable[..., np.ndarray]:
+    """``by`` (a SymPy expression of the parameters ``names``) as a NumPy function of them."""
+    import sympy
+
+    syms = {p: sympy.Symbol(p, positive=True) for p in names}
+    try:
+        expr = sympy.sympify(by, locals=dict(syms))
+    except (sympy.SympifyError, TypeError, SyntaxError) as e:
+        raise UsageError(f"by must be an expression of the parameters, not {by!r} ({e})") from None
+    unknown = sorted(str(s) for s in expr.free_symbols if str(s) not in syms)
+    if unknown:
+        raise UsageError(
+            f"by ({by!r}) names {', '.join(unknown)}, not a parameter ({', '.join(names)})"
+        )
+    return sympy.lambdify([syms[p] for p in names], expr, "numpy")
+
+
+def _independent_columns(a: np.ndarray) -> list[int]:
+    """Indices of columns of ``a`` (first the constant) that the rows tell apart: each column is
+    kept unless it is zero at every row or a combination of the columns kept before it (e.g. a
+    term in ``N`` alone in a regime whose points share one ``N``)."""
+    scaled = a / np.maximum(np.abs(a).max(axis=0), 1e-300)
+    kept: list[int] = []
+    for j in range(a.shape[1]):
+        if np.linalg.matrix_rank(scaled[:, [*kept, j]]) == len(kept) + 1:
+            kept.append(j)
+    return kept
+
+
+def fit_pmnf_regimes(
+    points: Mapping[str, Sequence[float]],
+    ys: Sequence[float],
+    by: str,
+    *,
+    max_terms: int = 2,
+    max_regimes: int = 3,
+    negative_exponents: bool = True,
+) -> RegimeModel:
+    """A PMNF law with coefficients per regime of ``by`` (the fewest regimes that
+    cross-validate).
+
+    The terms are :func:`fit_pmnf`'s hypothesis on all points. Candidates: those terms with one
+    set of coefficients, and with each term's coefficient per regime of ``by`` (the constant
+    shared: a block's fixed cost, its calls and loop, does not change with its footprint; the
+    cost per cell does) for up to ``max_regimes`` regimes, cut halfway between neighbouring
+    values of ``by`` at the points, each regime with more points than terms. A regime's term
+    that its points cannot tell from the others is dropped there (a term in ``N`` alone where
+    the regime's points share one ``N``); a term in ``N K`` stays, so the regime's law still
+    scales with ``N`` below its one training ``N``. All coefficients are one weighted least
+    squares (relative residuals, as :func:`fit_pmnf`). Each candidate is scored by leave-one-out
+    SMAPE; a candidate with a negative term coefficient is out. Of those within 1.5 times the
+    lowest score (:func:`fit_pmnf`'s "within the noise") the one of fewest regimes is kept, the
+    lower score breaking ties.
+
+    Parameters
+    ----------
+    points, ys, max_terms, negative_exponents
+        As :func:`fit_pmnf`.
+    by : str
+        A SymPy expression of the parameters, e.g. ``"N/P"`` (the rows of a rank's strip).
+    max_regimes : int
+        1 to 4.
+
+    Returns
+    -------
+    RegimeModel
+
+    Raises
+    ------
+    UsageError
+        As :func:`fit_pmnf`; ``by`` not an expression of the parameters.
+    """
+    if isinstance(max_regimes, bool) or max_regimes not in (1, 2, 3, 4):
+        raise UsageError(f"max_regimes must be 1 to 4, got {max_regimes}")
+    if not isinstance(by, str):
+        raise UsageError(f"by must be a string (an expression of the parameters), not {by!r}")
+    base = fit_pmnf(
+        points, ys, max_terms=max_terms, negative_exponents=negative_exponents, warn=False
+    )
+    names = base.parameters
+    pts, y = base.points, base.ys
+    z = np.asarray(_by_function(by, names)(*[pts[p] for p in names]), dtype=float) * np.ones_like(y)
+    if not np.all(np.isfinite(z)):
+        raise UsageError(f"by ({by!r}) is not finite at every point")
+    levels = np.unique(z)
+    halfway = [0.5 * (float(a) + float(b)) for a, b in zip(levels[:-1], levels[1:])]
+    need = len(base.terms) + 1
+    ones = np.ones_like(y)
+    values = [t.values(pts) for t in base.terms]
+    scored: list[tuple[float, int, tuple[float, ...], tuple[MultiModel, ...]]] = []
+    for n in range(max_regimes):
+        for cuts in itertools.combinations(halfway, n):
+            of = np.searchsorted(np.asarray(cuts, dtype=float), z, side="left")
+            if np.any(np.bincount(of, minlength=n + 1) < need):
+                continue
+            # columns: the constant, then term t in regime r at 1 + r * len(terms) + t
+            a = np.column_stack([ones] + [v * (of == r) for r in range(n + 1) for v in values])
+            kept = _independent_columns(a)
+            loo, coef, _ = _loo_fit(a[None][:, :, kept], y, _relative_weights(y))
+            full = np.zeros(a.shape[1])
+            full[kept] = coef[0]
+            if np.any(full[1:] < 0) or not np.all(np.isfinite(full)):
+                continue
+            score = float(_smape_terms(loo, y)[0].mean())
+            if not np.isfinite(score):
+                continue
+            laws = []
+            for r in range(n + 1):
+                cols = [1 + r * len(values) + t for t in range(len(values))]
+                terms = tuple(base.terms[t] for t, c in enumerate(cols) if c in kept)
+                sel = of == r
+                law = MultiModel(
+                    names,
+                    terms,
+                    np.array([full[0], *(full[c] for c in cols if c in kept)]),
+                    {p: v[sel] for p, v in pts.items()},
+                    y[sel],
+                    score,
+                    0.0,
+                )
+                law.smape = smape(y[sel], law.predict(**law.points))
+                laws.append(law)
+            scored.append((score, n, tuple(cuts), tuple(laws)))
+    if not scored:
+        return RegimeModel(names, by, (), (base,), base.cv_smape)
+    lowest = max(min(s for s, *_ in scored), 1e-12)
+    best = min((s for s in scored if s[0] <= _NOISE_FACTOR * lowest), key=lambda s: (s[1], s[0]))
+    score, _, cuts, laws = best
+    return RegimeModel(names, by, cuts, laws, score)
