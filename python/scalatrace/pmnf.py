@@ -255,6 +255,20 @@ def _best_single(
     return best + plain
 
 
+def _products(pts: dict[str, np.ndarray], y: np.ndarray, negative: bool) -> list[MultiTerm]:
+    """The candidate terms of the combination step: products of each varying parameter's best
+    single terms (:func:`_best_single`)."""
+    singles = _single_terms(negative)
+    varying = [p for p in pts if np.unique(pts[p]).size > 1]
+    per_param = {p: _best_single(p, pts, y, singles) for p in varying}
+    products: list[MultiTerm] = []
+    for size in range(1, len(varying) + 1):
+        for subset in itertools.combinations(varying, size):
+            for choice in itertools.product(*[per_param[p] for p in subset]):
+                products.append(MultiTerm(tuple(zip(subset, choice))))
+    return products
+
+
 def fit_pmnf(
     points: Mapping[str, Sequence[float]],
     ys: Sequence[float],
@@ -315,14 +329,7 @@ def fit_pmnf(
         raise UsageError("parameter values must be positive")
     if isinstance(max_terms, bool) or max_terms not in (1, 2, 3):
         raise UsageError(f"max_terms must be 1, 2 or 3, got {max_terms}")
-    singles = _single_terms(negative_exponents)
-    varying = [p for p in names if np.unique(pts[p]).size > 1]
-    per_param = {p: _best_single(p, pts, y, singles) for p in varying}
-    products: list[MultiTerm] = []
-    for size in range(1, len(varying) + 1):
-        for subset in itertools.combinations(varying, size):
-            for choice in itertools.product(*[per_param[p] for p in subset]):
-                products.append(MultiTerm(tuple(zip(subset, choice))))
+    products = _products(pts, y, negative_exponents)
     # Leave-one-out needs more points than coefficients, with a margin (two per coefficient).
     usable = min(max_terms, max(0, y.size // 2 - 1))
     ones = np.ones_like(y)
@@ -463,18 +470,6 @@ def _by_function(by: str, names: Sequence[str]) -> Callable[..., np.ndarray]:
     return sympy.lambdify([syms[p] for p in names], expr, "numpy")
 
 
-def _independent_columns(a: np.ndarray) -> list[int]:
-    """Indices of columns of ``a`` (first the constant) that the rows tell apart: each column is
-    kept unless it is zero at every row or a combination of the columns kept before it (e.g. a
-    term in ``N`` alone in a regime whose points share one ``N``)."""
-    scaled = a / np.maximum(np.abs(a).max(axis=0), 1e-300)
-    kept: list[int] = []
-    for j in range(a.shape[1]):
-        if np.linalg.matrix_rank(scaled[:, [*kept, j]]) == len(kept) + 1:
-            kept.append(j)
-    return kept
-
-
 def fit_pmnf_regimes(
     points: Mapping[str, Sequence[float]],
     ys: Sequence[float],
@@ -487,18 +482,23 @@ def fit_pmnf_regimes(
     """A PMNF law with coefficients per regime of ``by`` (the fewest regimes that
     cross-validate).
 
-    The terms are :func:`fit_pmnf`'s hypothesis on all points. Candidates: those terms with one
-    set of coefficients, and with each term's coefficient per regime of ``by`` (the constant
-    shared: a block's fixed cost, its calls and loop, does not change with its footprint; the
-    cost per cell does) for up to ``max_regimes`` regimes, cut halfway between neighbouring
-    values of ``by`` at the points, each regime with more points than terms. A regime's term
-    that its points cannot tell from the others is dropped there (a term in ``N`` alone where
-    the regime's points share one ``N``); a term in ``N K`` stays, so the regime's law still
-    scales with ``N`` below its one training ``N``. All coefficients are one weighted least
-    squares (relative residuals, as :func:`fit_pmnf`). Each candidate is scored by leave-one-out
-    SMAPE; a candidate with a negative term coefficient is out. Of those within 1.5 times the
-    lowest score (:func:`fit_pmnf`'s "within the noise") the one of fewest regimes is kept, the
-    lower score breaking ties.
+    The hypotheses and the regimes are searched together: every sum of :func:`fit_pmnf`'s
+    candidate terms (the products of each parameter's best single terms), with one coefficient
+    per term, or with each term's coefficient per regime of ``by`` (the constant shared: a
+    block's fixed cost, its calls and loop, does not change with its footprint; the cost per
+    cell does), the regimes cut halfway between neighbouring values of ``by`` at the points.
+    Terms times regimes is at most ``max_terms`` (a regime's coefficients count as terms: with
+    the default 2, two terms in one regime or one term in two), each regime has more points
+    than terms, and a regime whose points cannot tell a term from the constant (a term in ``N``
+    alone where its points share one ``N``) rules the hypothesis out there; a term in ``N K``
+    stays, so a regime's law still scales with ``N`` below its one training ``N``. The
+    coefficients are one weighted least squares (relative residuals, as :func:`fit_pmnf`); each
+    hypothesis is scored by leave-one-out SMAPE, one with a negative term coefficient is out. Of
+    those within 1.5 times the lowest score (:func:`fit_pmnf`'s "within the noise") the simplest
+    terms are kept (:func:`complexity`), then the fewest regimes, the lower score breaking
+    ties: a step in the cost per cell is two regimes of ``N K``, not ``N^(3/4) log2(N)^2 K``
+    (which a single law picks to bend through it, and which extrapolates the bend). One regime
+    chosen: :func:`fit_pmnf`'s law.
 
     Parameters
     ----------
@@ -507,7 +507,7 @@ def fit_pmnf_regimes(
     by : str
         A SymPy expression of the parameters, e.g. ``"N/P"`` (the rows of a rank's strip).
     max_regimes : int
-        1 to 4.
+        1 to 4 (and at most ``max_terms``).
 
     Returns
     -------
@@ -532,46 +532,73 @@ def fit_pmnf_regimes(
         raise UsageError(f"by ({by!r}) is not finite at every point")
     levels = np.unique(z)
     halfway = [0.5 * (float(a) + float(b)) for a, b in zip(levels[:-1], levels[1:])]
-    need = len(base.terms) + 1
-    ones = np.ones_like(y)
-    values = [t.values(pts) for t in base.terms]
-    scored: list[tuple[float, int, tuple[float, ...], tuple[MultiModel, ...]]] = []
+    products = _products(pts, y, negative_exponents)
+    values = np.vstack([t.values(pts) for t in products]) if products else np.zeros((0, y.size))
+    usable = min(max_terms, max(0, y.size // 2 - 1))
+    # (score, complexity, regimes, cuts, terms, coefficients)
+    scored: list[tuple[float, tuple, int, tuple[float, ...], tuple[int, ...], np.ndarray]] = []
     for n in range(max_regimes):
         for cuts in itertools.combinations(halfway, n):
             of = np.searchsorted(np.asarray(cuts, dtype=float), z, side="left")
-            if np.any(np.bincount(of, minlength=n + 1) < need):
-                continue
-            # columns: the constant, then term t in regime r at 1 + r * len(terms) + t
-            a = np.column_stack([ones] + [v * (of == r) for r in range(n + 1) for v in values])
-            kept = _independent_columns(a)
-            loo, coef, _ = _loo_fit(a[None][:, :, kept], y, _relative_weights(y))
-            full = np.zeros(a.shape[1])
-            full[kept] = coef[0]
-            if np.any(full[1:] < 0) or not np.all(np.isfinite(full)):
-                continue
-            score = float(_smape_terms(loo, y)[0].mean())
-            if not np.isfinite(score):
-                continue
-            laws = []
-            for r in range(n + 1):
-                cols = [1 + r * len(values) + t for t in range(len(values))]
-                terms = tuple(base.terms[t] for t, c in enumerate(cols) if c in kept)
-                sel = of == r
-                law = MultiModel(
-                    names,
-                    terms,
-                    np.array([full[0], *(full[c] for c in cols if c in kept)]),
-                    {p: v[sel] for p, v in pts.items()},
-                    y[sel],
-                    score,
-                    0.0,
-                )
-                law.smape = smape(y[sel], law.predict(**law.points))
-                laws.append(law)
-            scored.append((score, n, tuple(cuts), tuple(laws)))
+            # terms times regimes at most max_terms: a regime's coefficients count as terms
+            for k in range(0 if n == 0 else 1, usable // (n + 1) + 1):
+                listed = list(itertools.combinations(range(len(products)), k))
+                combos = np.asarray(listed, dtype=np.intp).reshape(len(listed), k)
+                if combos.size == 0 and k > 0:
+                    continue
+                if np.any(np.bincount(of, minlength=n + 1) < k + 1):
+                    continue
+                terms_v = values[combos]  # (H, k, n_points)
+                ok = np.ones(len(combos), dtype=bool)
+                for r in range(n + 1):
+                    sel = of == r
+                    sub = np.concatenate(
+                        [np.ones((len(combos), 1, int(sel.sum()))), terms_v[:, :, sel]], axis=1
+                    )
+                    sub = sub / np.maximum(np.abs(sub).max(axis=2, keepdims=True), 1e-300)
+                    sv = np.linalg.svd(sub, compute_uv=False)
+                    ok &= sv[:, -1] > 1e-9 * sv[:, 0]
+                if not ok.any():
+                    continue
+                combos, terms_v = combos[ok], terms_v[ok]
+                # columns: the constant, then term t in regime r at 1 + r * k + t
+                cols = [np.ones((len(combos), y.size))] + [
+                    terms_v[:, t, :] * (of == r) for r in range(n + 1) for t in range(k)
+                ]
+                design = np.stack(cols, axis=2)  # (H, n_points, 1 + (n + 1) k)
+                loo, coef, _ = _loo_fit(design, y, _relative_weights(y))
+                per_point = _smape_terms(loo, y)
+                bad = np.any(coef[:, 1:] < 0, axis=1) | ~np.all(np.isfinite(coef), axis=1)
+                score = per_point.mean(axis=1)
+                score[bad] = np.inf
+                for h in np.flatnonzero(np.isfinite(score)):
+                    terms = [products[j] for j in combos[h]]
+                    scored.append(
+                        (float(score[h]), complexity(terms), n, cuts, tuple(combos[h]), coef[h])
+                    )
     if not scored:
         return RegimeModel(names, by, (), (base,), base.cv_smape)
-    lowest = max(min(s for s, *_ in scored), 1e-12)
-    best = min((s for s in scored if s[0] <= _NOISE_FACTOR * lowest), key=lambda s: (s[1], s[0]))
-    score, _, cuts, laws = best
-    return RegimeModel(names, by, cuts, laws, score)
+    lowest = max(min(x[0] for x in scored), 1e-12)
+    # the simplest terms within the noise (fit_pmnf's complexity), then the fewest regimes
+    score, _, n, cuts, combo, coef = min(
+        (x for x in scored if x[0] <= _NOISE_FACTOR * lowest), key=lambda x: (x[1], x[2], x[0])
+    )
+    if n == 0:
+        return RegimeModel(names, by, (), (base,), base.cv_smape)
+    of = np.searchsorted(np.asarray(cuts, dtype=float), z, side="left")
+    k = len(combo)
+    laws = []
+    for r in range(n + 1):
+        sel = of == r
+        law = MultiModel(
+            names,
+            tuple(products[j] for j in combo),
+            np.array([coef[0], *coef[1 + r * k : 1 + (r + 1) * k]]),
+            {p: v[sel] for p, v in pts.items()},
+            y[sel],
+            score,
+            0.0,
+        )
+        law.smape = smape(y[sel], law.predict(**law.points))
+        laws.append(law)
+    return RegimeModel(names, by, cuts, tuple(laws), score)
