@@ -611,9 +611,10 @@ def model(
         With a ``network``: each phase's computation ``W`` as a law whose
         coefficients change between regimes of this expression of the parameters (e.g.
         ``"N/P"``, the rows of a rank's strip: the cost per cell changes where the strip leaves
-        a cache level), the regimes found by the fit (:func:`scalatrace.pmnf.fit_pmnf_regimes`:
-        the fewest, up to 3, that cross-validate; one regime is the plain PMNF law). None (the
-        default): one PMNF law.
+        a cache level), the regimes found by the fit together with the terms
+        (:func:`scalatrace.pmnf.fit_pmnf_regimes`: terms times regimes at most ``max_terms``,
+        the simplest terms and then the fewest regimes that cross-validate; one regime is the
+        plain PMNF law). None (the default): one PMNF law.
 
     Returns
     -------

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import itertools
+import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -453,20 +454,24 @@ class RegimeModel:
         return f"RegimeModel({self.formula!r}, cv_smape={self.cv_smape:.3g}%)"
 
 
+# Functions an expression of the parameters (fit_pmnf_regimes' ``by``) may use besides them.
+_BY_FUNCTIONS = frozenset({"log", "sqrt", "exp", "Min", "Max", "floor", "ceiling"})
+
+
 def _by_function(by: str, names: Sequence[str]) -> Callable[..., np.ndarray]:
     """``by`` (a SymPy expression of the parameters ``names``) as a NumPy function of them."""
     import sympy
 
     syms = {p: sympy.Symbol(p, positive=True) for p in names}
-    try:
-        expr = sympy.sympify(by, locals=dict(syms))
-    except (sympy.SympifyError, TypeError, SyntaxError) as e:
-        raise UsageError(f"by must be an expression of the parameters, not {by!r} ({e})") from None
-    unknown = sorted(str(s) for s in expr.free_symbols if str(s) not in syms)
+    unknown = sorted(set(re.findall(r"[A-Za-z_]\w*", by)) - set(syms) - _BY_FUNCTIONS)
     if unknown:
         raise UsageError(
             f"by ({by!r}) names {', '.join(unknown)}, not a parameter ({', '.join(names)})"
         )
+    try:
+        expr = sympy.sympify(by, locals=dict(syms))
+    except (sympy.SympifyError, TypeError, SyntaxError) as e:
+        raise UsageError(f"by must be an expression of the parameters, not {by!r} ({e})") from None
     return sympy.lambdify([syms[p] for p in names], expr, "numpy")
 
 
