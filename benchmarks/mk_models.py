@@ -63,6 +63,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "tests" / "py" / "programs" / "blocked_pipeline.c"
 SWEEPS = 32
 WORK = 1  # multiply-adds per cell
+# With --compute-regimes: the expression whose regimes split the computation's law (None: one law).
+COMPUTE_REGIMES: str | None = None
 
 
 def load() -> str:
@@ -244,7 +246,7 @@ class InSituRounds:
             line = {"points": len(self.points), "at_zero": at0, "per_ns": slopes}
             self.points = []
             net = scalatrace.LogGP(**{**dataclasses_dict(net), "o_s": at0[0], "o_r": at0[1]})
-        self.model = model(self.traces, self.params, network=net)
+        self.model = fit_model(self.traces, self.params, net)
         k_new = optimal_grain(self.model, "K", lo=self.lo, hi=self.hi, N=self.best_n, P=self.p)
         self.history.append(
             {
@@ -321,14 +323,14 @@ class InSituBlockLaws:
             )
         laws = scalatrace.InSituBlocks.from_calibrations(per_block)
         opt = lambda blocks: optimal_grain(  # noqa: E731
-            model(self.traces, self.params, network=blocks),
+            fit_model(self.traces, self.params, blocks),
             "K",
             lo=self.lo,
             hi=self.hi,
             N=self.best_n,
             P=self.p,
         )
-        mi = model(self.traces, self.params, network=laws)
+        mi = fit_model(self.traces, self.params, laws)
         return {
             "model": mi,
             "optimum": float(
@@ -339,6 +341,17 @@ class InSituBlockLaws:
             "runs": self.runs,
             "ks": self.ks,
         }
+
+
+def fit_model(traces: list, params: dict, network):
+    """``scalatrace.model`` with a machine (``network``), the computation's regimes as asked
+    (``--compute-regimes``)."""
+    return model(traces, params, network=network, compute_regimes=COMPUTE_REGIMES)
+
+
+def stage_laws(m) -> list[str]:
+    """The fitted computation per block of the model's chained (pipeline) phases."""
+    return [pm.compute.formula for pm in m.phase_models if pm.compute is not None and pm.chained]
 
 
 def _cal(d: dict) -> scalatrace.InSituCalibration:
@@ -484,7 +497,7 @@ def markdown_table(df) -> str:
 
 
 def main() -> None:
-    global SWEEPS, WORK
+    global SWEEPS, WORK, COMPUTE_REGIMES
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "mk_models.md"))
     ap.add_argument("--quick", action="store_true", help="fewer points (a smoke run)")
@@ -557,6 +570,14 @@ def main() -> None:
         "model's T(K) taking the overheads at each K's block)",
     )
     ap.add_argument(
+        "--compute-regimes",
+        default=None,
+        metavar="EXPR",
+        help="the models with a machine fit each phase's computation with coefficients per "
+        "regime of EXPR, an expression of N, K, P (e.g. N/P: the rows of a rank's strip), the "
+        "regimes found by the fit (scalatrace.model(..., compute_regimes=EXPR))",
+    )
+    ap.add_argument(
         "--in-situ-rounds",
         type=int,
         default=2,
@@ -573,7 +594,7 @@ def main() -> None:
         "runs on a 2-core machine, where more ranks than cores oversubscribe)",
     )
     args = ap.parse_args()
-    SWEEPS, WORK = args.sweeps, args.work_per_cell
+    SWEEPS, WORK, COMPUTE_REGIMES = args.sweeps, args.work_per_cell, args.compute_regimes
     out_md = Path(args.out)
     fig_dir = out_md.parent
     work = Path(args.work or tempfile.mkdtemp(prefix="mk_models_"))
@@ -613,7 +634,7 @@ def main() -> None:
     }
     m = model(traces, params)
     network = None if args.no_network else calibration(work, max(2, min(ps)))
-    mn = model(traces, params, network=network) if network is not None else None
+    mn = fit_model(traces, params, network) if network is not None else None
     loads.append(load())
     held_rows = []
     for (n, k, p), reps in zip(held, runs[len(train) :]):
@@ -1052,6 +1073,9 @@ def main() -> None:
             f"Laws (ns, W in us): o_s = {law_text(bl['laws'].o_s)}; o_r = {law_text(bl['laws'].o_r)}. "
             "Each run's laws: " + "; ".join(f"o_r = {law_text(r.o_r)}" for r in bl["runs"]),
             "",
+            f"The pipeline's computation per block W (s; `--compute-regimes {COMPUTE_REGIMES}`): "
+            + "; ".join(f"`{w}`" for w in stage_laws(bl["model"])),
+            "",
             "| P | in-situ laws optimum K | each run's laws: optimum K | ping-pong machine model K "
             "| traced model K | untraced lowest median | untraced fitted minimum [10 %, 90 %] | "
             "laws vs lowest / fitted | held-out error vs untraced (laws / ping-pong) |",
@@ -1084,6 +1108,8 @@ def main() -> None:
                     for i, (k, c) in enumerate(zip(bl["ks"], bl["laws"].calibrations))
                 ],
                 "expression": str(bl["model"].expression),
+                "compute_regimes": COMPUTE_REGIMES,
+                "compute": stage_laws(bl["model"]),
                 "held_error_vs_untraced": float(np.mean(le)),
             }
         )

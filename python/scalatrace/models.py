@@ -40,7 +40,7 @@ from ._model import TraceModel, as_trace
 from .errors import ScalatraceError, UsageError
 from .extrapolate import smape
 from .phases import PhaseAnalysis, phase_analysis
-from .pmnf import MultiModel, fit_pmnf
+from .pmnf import MultiModel, RegimeModel, fit_pmnf, fit_pmnf_regimes
 from .simulate import InSituBlocks
 
 if TYPE_CHECKING:
@@ -373,7 +373,7 @@ class PhaseModel:
     depth: MultiModel | None = None
     overlaps_next: bool = False
     # With a network (MK's split): W fitted from the trace, s + r and tau from the machine.
-    compute: MultiModel | None = None
+    compute: MultiModel | RegimeModel | None = None
     message: MultiModel | None = None
     hop: MultiModel | None = None
     chained: bool = False
@@ -576,6 +576,7 @@ def model(
     *,
     max_terms: int = 2,
     network: Any = None,
+    compute_regimes: str | None = None,
 ) -> PerformanceModel:
     """A closed-form model of run time from traces at several parameter points.
 
@@ -606,6 +607,14 @@ def model(
         and ``ceil(log2 P)`` rounds of ``o_s + o_r + L`` (and the bytes terms). The rest is
         the slowest rank's time outside the phases. None (the default): every part is the
         traced time.
+    compute_regimes : str, optional
+        With a ``network``: each phase's computation ``W`` as a law whose
+        coefficients change between regimes of this expression of the parameters (e.g.
+        ``"N/P"``, the rows of a rank's strip: the cost per cell changes where the strip leaves
+        a cache level), the regimes found by the fit together with the terms
+        (:func:`scalatrace.pmnf.fit_pmnf_regimes`: terms times regimes at most ``max_terms``,
+        the simplest terms and then the fewest regimes that cross-validate; one regime is the
+        plain PMNF law). None (the default): one PMNF law.
 
     Returns
     -------
@@ -642,6 +651,11 @@ def model(
         detail = "; ".join(f"trace {i}: {' | '.join(s) or 'none'}" for i, s in enumerate(shapes))
         raise ModelError(f"the traces' communication phases differ ({detail})")
     pipelines = sorted({p.id for a in analyses for p in a.phases if p.kind in ("pipeline", "tree")})
+    if compute_regimes is not None and (network is None or not isinstance(compute_regimes, str)):
+        raise UsageError(
+            "compute_regimes needs a network (the computation is split from the messages only "
+            f"then) and a string expression of the parameters, got {compute_regimes!r}"
+        )
     if network is not None:
         for name in ("L", "o_s", "o_r", "G", "O"):
             value = getattr(_loggp(network), name, None)
@@ -670,7 +684,12 @@ def model(
             pm.depth = _fit(points, [x.depth for x in pm_list], max_terms)
         if network is not None:
             pm.chained = pm_list[0].chained
-            pm.compute = _fit_part(points, [x.compute for x in pm_list], max_terms)
+            pm.compute = _fit_part(
+                points,
+                [x.compute for x in pm_list],
+                max_terms,
+                compute_regimes,
+            )
             pm.message = _fit_part(points, [x.message for x in pm_list], max_terms)
             pm.hop = _fit_part(points, [x.hop for x in pm_list], max_terms)
             if isinstance(network, InSituBlocks) and kind != "collective":
@@ -718,10 +737,22 @@ def _with_laws(
     )
 
 
-def _fit_part(points: dict[str, np.ndarray], values: Sequence[float], max_terms: int) -> MultiModel:
-    """A fitted part that may be zero at every point (a collective's messages)."""
+def _fit_part(
+    points: dict[str, np.ndarray],
+    values: Sequence[float],
+    max_terms: int,
+    regimes: str | None = None,
+) -> MultiModel | RegimeModel:
+    """A fitted part that may be zero at every point (a collective's messages); with
+    ``regimes`` (an expression of the parameters) its coefficients per regime of it."""
     arr = np.asarray(values, dtype=float)
-    return _fit(points, arr, max_terms) if np.all(arr > 0) else _constant(points, arr)
+    if not np.all(arr > 0):
+        return _constant(points, arr)
+    if regimes is None:
+        return _fit(points, arr, max_terms)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return fit_pmnf_regimes(points, arr, regimes, max_terms=max_terms)
 
 
 def _merge_repeats(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import itertools
+import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +48,15 @@ from .extrapolate import (
 if TYPE_CHECKING:
     import sympy
 
-__all__ = ["MultiModel", "MultiTerm", "complexity", "fit_pmnf", "term_complexity"]
+__all__ = [
+    "MultiModel",
+    "MultiTerm",
+    "RegimeModel",
+    "complexity",
+    "fit_pmnf",
+    "fit_pmnf_regimes",
+    "term_complexity",
+]
 
 # Terms per parameter carried into the combination step (besides _ALWAYS).
 _PER_PARAMETER = 3
@@ -83,6 +92,17 @@ def _within_noise(scores: np.ndarray, simplicity: Callable[[int], tuple]) -> lis
     limit = _NOISE_FACTOR * float(scores[finite].min())
     within = [int(i) for i in np.flatnonzero(finite & (scores <= limit))]
     return sorted(within, key=lambda i: (simplicity(i), float(scores[i])))
+
+
+def _broadcast(
+    parameters: Sequence[str], values: Mapping[str, Any]
+) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """The ``values`` of every parameter as arrays broadcast to one shape, in order and by name."""
+    missing = [p for p in parameters if p not in values]
+    if missing:
+        raise UsageError(f"predict needs values for {', '.join(missing)}")
+    arrays = np.broadcast_arrays(*[np.asarray(values[p], dtype=float) for p in parameters])
+    return list(arrays), dict(zip(parameters, arrays))
 
 
 @dataclass(frozen=True)
@@ -143,11 +163,7 @@ class MultiModel:
 
     def predict(self, **values: Any) -> Any:
         """Model value(s) at the given parameter values (scalars or arrays that broadcast)."""
-        missing = [p for p in self.parameters if p not in values]
-        if missing:
-            raise UsageError(f"predict needs values for {', '.join(missing)}")
-        arrays = np.broadcast_arrays(*[np.asarray(values[p], dtype=float) for p in self.parameters])
-        pts = dict(zip(self.parameters, arrays))
+        arrays, pts = _broadcast(self.parameters, values)
         return _sum_of_terms(
             self.coefficients, [t.values(pts) for t in self.terms], arrays[0].shape
         )
@@ -240,6 +256,20 @@ def _best_single(
     return best + plain
 
 
+def _products(pts: dict[str, np.ndarray], y: np.ndarray, negative: bool) -> list[MultiTerm]:
+    """The candidate terms of the combination step: products of each varying parameter's best
+    single terms (:func:`_best_single`)."""
+    singles = _single_terms(negative)
+    varying = [p for p in pts if np.unique(pts[p]).size > 1]
+    per_param = {p: _best_single(p, pts, y, singles) for p in varying}
+    products: list[MultiTerm] = []
+    for size in range(1, len(varying) + 1):
+        for subset in itertools.combinations(varying, size):
+            for choice in itertools.product(*[per_param[p] for p in subset]):
+                products.append(MultiTerm(tuple(zip(subset, choice))))
+    return products
+
+
 def fit_pmnf(
     points: Mapping[str, Sequence[float]],
     ys: Sequence[float],
@@ -300,14 +330,7 @@ def fit_pmnf(
         raise UsageError("parameter values must be positive")
     if isinstance(max_terms, bool) or max_terms not in (1, 2, 3):
         raise UsageError(f"max_terms must be 1, 2 or 3, got {max_terms}")
-    singles = _single_terms(negative_exponents)
-    varying = [p for p in names if np.unique(pts[p]).size > 1]
-    per_param = {p: _best_single(p, pts, y, singles) for p in varying}
-    products: list[MultiTerm] = []
-    for size in range(1, len(varying) + 1):
-        for subset in itertools.combinations(varying, size):
-            for choice in itertools.product(*[per_param[p] for p in subset]):
-                products.append(MultiTerm(tuple(zip(subset, choice))))
+    products = _products(pts, y, negative_exponents)
     # Leave-one-out needs more points than coefficients, with a margin (two per coefficient).
     usable = min(max_terms, max(0, y.size // 2 - 1))
     ones = np.ones_like(y)
@@ -360,3 +383,227 @@ def fit_pmnf(
             stacklevel=2,
         )
     return model
+
+
+@dataclass
+class RegimeModel:
+    """A PMNF law whose coefficients change between regimes of one quantity (e.g. a strip's
+    footprint leaving a cache level): ``regimes[i]`` holds where ``by <= cuts[i]`` (the first
+    regime whose cut is not below it), the last regime beyond the last cut. Every regime has
+    the terms of one PMNF hypothesis fitted on all points (:func:`fit_pmnf_regimes`) with its
+    own coefficients, and the constant of all.
+
+    Attributes
+    ----------
+    parameters : tuple of str
+        Parameter names.
+    by : str
+        The quantity the regimes are cut in: a SymPy expression of the parameters (e.g.
+        ``"N/P"``; a parameter name is the simplest).
+    cuts : tuple of float
+        Largest value of ``by`` in each regime but the last; empty for one regime.
+    regimes : tuple of MultiModel
+        One fitted law per regime.
+    cv_smape : float
+        Leave-one-out SMAPE (percent) of the chosen split (each point predicted by its regime's
+        law fitted without it).
+    """
+
+    parameters: tuple[str, ...]
+    by: str
+    cuts: tuple[float, ...]
+    regimes: tuple[MultiModel, ...]
+    cv_smape: float
+
+    def _by_values(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        return _by_function(self.by, self.parameters)(*[values[p] for p in self.parameters])
+
+    def predict(self, **values: Any) -> Any:
+        """Model value(s) at the given parameter values (scalars or arrays that broadcast)."""
+        arrays, pts = _broadcast(self.parameters, values)
+        which = np.searchsorted(
+            np.asarray(self.cuts, dtype=float),
+            np.asarray(self._by_values(pts), dtype=float) * np.ones(arrays[0].shape),
+            side="left",
+        )
+        per = np.stack([np.asarray(r.predict(**pts), dtype=float) for r in self.regimes])
+        out = np.take_along_axis(per, which[None, ...], axis=0)[0]
+        return float(out) if out.ndim == 0 else out
+
+    @property
+    def formula(self) -> str:
+        """E.g. ``1e-08 + 1.1e-09*N*K if N/P <= 96; 2e-08 + 1.3e-09*N*K otherwise``."""
+        if not self.cuts:
+            return self.regimes[0].formula
+        parts = [f"{r.formula} if {self.by} <= {c:.6g}" for r, c in zip(self.regimes, self.cuts)]
+        return "; ".join([*parts, f"{self.regimes[-1].formula} otherwise"])
+
+    def expression(self, symbols: Mapping[str, sympy.Symbol] | None = None) -> sympy.Expr:
+        """The law as a SymPy expression (a ``Piecewise`` in ``by`` for several regimes)."""
+        import sympy
+
+        syms = symbols or {p: sympy.Symbol(p, positive=True) for p in self.parameters}
+        laws = [r.expression(syms) for r in self.regimes]
+        if not self.cuts:
+            return laws[0]
+        z = sympy.sympify(self.by, locals=dict(syms))
+        pieces = [(law, z <= c) for law, c in zip(laws, self.cuts)]
+        return sympy.Piecewise(*pieces, (laws[-1], True))
+
+    def __repr__(self) -> str:
+        return f"RegimeModel({self.formula!r}, cv_smape={self.cv_smape:.3g}%)"
+
+
+# Functions an expression of the parameters (fit_pmnf_regimes' ``by``) may use besides them.
+_BY_FUNCTIONS = frozenset({"log", "sqrt", "exp", "Min", "Max", "floor", "ceiling"})
+
+
+def _by_function(by: str, names: Sequence[str]) -> Callable[..., np.ndarray]:
+    """``by`` (a SymPy expression of the parameters ``names``) as a NumPy function of them."""
+    import sympy
+
+    syms = {p: sympy.Symbol(p, positive=True) for p in names}
+    unknown = sorted(set(re.findall(r"[A-Za-z_]\w*", by)) - set(syms) - _BY_FUNCTIONS)
+    if unknown:
+        raise UsageError(
+            f"by ({by!r}) names {', '.join(unknown)}, not a parameter ({', '.join(names)})"
+        )
+    try:
+        expr = sympy.sympify(by, locals=dict(syms))
+    except (sympy.SympifyError, TypeError, SyntaxError) as e:
+        raise UsageError(f"by must be an expression of the parameters, not {by!r} ({e})") from None
+    return sympy.lambdify([syms[p] for p in names], expr, "numpy")
+
+
+def fit_pmnf_regimes(
+    points: Mapping[str, Sequence[float]],
+    ys: Sequence[float],
+    by: str,
+    *,
+    max_terms: int = 2,
+    max_regimes: int = 3,
+    negative_exponents: bool = True,
+) -> RegimeModel:
+    """A PMNF law with coefficients per regime of ``by`` (the fewest regimes that
+    cross-validate).
+
+    The hypotheses and the regimes are searched together: every sum of :func:`fit_pmnf`'s
+    candidate terms (the products of each parameter's best single terms), with one coefficient
+    per term, or with each term's coefficient per regime of ``by`` (the constant shared: a
+    block's fixed cost, its calls and loop, does not change with its footprint; the cost per
+    cell does), the regimes cut halfway between neighbouring values of ``by`` at the points.
+    Terms times regimes is at most ``max_terms`` (a regime's coefficients count as terms: with
+    the default 2, two terms in one regime or one term in two), each regime has more points
+    than terms, and a regime whose points cannot tell a term from the constant (a term in ``N``
+    alone where its points share one ``N``) rules the hypothesis out there; a term in ``N K``
+    stays, so a regime's law still scales with ``N`` below its one training ``N``. The
+    coefficients are one weighted least squares (relative residuals, as :func:`fit_pmnf`); each
+    hypothesis is scored by leave-one-out SMAPE, one with a negative term coefficient is out. Of
+    those within 1.5 times the lowest score (:func:`fit_pmnf`'s "within the noise") the simplest
+    terms are kept (:func:`complexity`), then the fewest regimes, the lower score breaking
+    ties: a step in the cost per cell is two regimes of ``N K``, not ``N^(3/4) log2(N)^2 K``
+    (which a single law picks to bend through it, and which extrapolates the bend). One regime
+    chosen: :func:`fit_pmnf`'s law.
+
+    Parameters
+    ----------
+    points, ys, max_terms, negative_exponents
+        As :func:`fit_pmnf`.
+    by : str
+        A SymPy expression of the parameters, e.g. ``"N/P"`` (the rows of a rank's strip).
+    max_regimes : int
+        1 to 4 (and at most ``max_terms``).
+
+    Returns
+    -------
+    RegimeModel
+
+    Raises
+    ------
+    UsageError
+        As :func:`fit_pmnf`; ``by`` not an expression of the parameters.
+    """
+    if isinstance(max_regimes, bool) or max_regimes not in (1, 2, 3, 4):
+        raise UsageError(f"max_regimes must be 1 to 4, got {max_regimes}")
+    if not isinstance(by, str):
+        raise UsageError(f"by must be a string (an expression of the parameters), not {by!r}")
+    base = fit_pmnf(
+        points, ys, max_terms=max_terms, negative_exponents=negative_exponents, warn=False
+    )
+    names = base.parameters
+    pts, y = base.points, base.ys
+    z = np.asarray(_by_function(by, names)(*[pts[p] for p in names]), dtype=float) * np.ones_like(y)
+    if not np.all(np.isfinite(z)):
+        raise UsageError(f"by ({by!r}) is not finite at every point")
+    levels = np.unique(z)
+    halfway = [0.5 * (float(a) + float(b)) for a, b in zip(levels[:-1], levels[1:])]
+    products = _products(pts, y, negative_exponents)
+    values = np.vstack([t.values(pts) for t in products]) if products else np.zeros((0, y.size))
+    usable = min(max_terms, max(0, y.size // 2 - 1))
+    # (score, complexity, regimes, cuts, terms, coefficients)
+    scored: list[tuple[float, tuple, int, tuple[float, ...], tuple[int, ...], np.ndarray]] = []
+    for n in range(max_regimes):
+        for cuts in itertools.combinations(halfway, n):
+            of = np.searchsorted(np.asarray(cuts, dtype=float), z, side="left")
+            # terms times regimes at most max_terms: a regime's coefficients count as terms
+            for k in range(0 if n == 0 else 1, usable // (n + 1) + 1):
+                listed = list(itertools.combinations(range(len(products)), k))
+                combos = np.asarray(listed, dtype=np.intp).reshape(len(listed), k)
+                if combos.size == 0 and k > 0:
+                    continue
+                if np.any(np.bincount(of, minlength=n + 1) < k + 1):
+                    continue
+                terms_v = values[combos]  # (H, k, n_points)
+                ok = np.ones(len(combos), dtype=bool)
+                for r in range(n + 1):
+                    sel = of == r
+                    sub = np.concatenate(
+                        [np.ones((len(combos), 1, int(sel.sum()))), terms_v[:, :, sel]], axis=1
+                    )
+                    sub = sub / np.maximum(np.abs(sub).max(axis=2, keepdims=True), 1e-300)
+                    sv = np.linalg.svd(sub, compute_uv=False)
+                    ok &= sv[:, -1] > 1e-9 * sv[:, 0]
+                if not ok.any():
+                    continue
+                combos, terms_v = combos[ok], terms_v[ok]
+                # columns: the constant, then term t in regime r at 1 + r * k + t
+                cols = [np.ones((len(combos), y.size))] + [
+                    terms_v[:, t, :] * (of == r) for r in range(n + 1) for t in range(k)
+                ]
+                design = np.stack(cols, axis=2)  # (H, n_points, 1 + (n + 1) k)
+                loo, coef, _ = _loo_fit(design, y, _relative_weights(y))
+                per_point = _smape_terms(loo, y)
+                bad = np.any(coef[:, 1:] < 0, axis=1) | ~np.all(np.isfinite(coef), axis=1)
+                score = per_point.mean(axis=1)
+                score[bad] = np.inf
+                for h in np.flatnonzero(np.isfinite(score)):
+                    terms = [products[j] for j in combos[h]]
+                    scored.append(
+                        (float(score[h]), complexity(terms), n, cuts, tuple(combos[h]), coef[h])
+                    )
+    if not scored:
+        return RegimeModel(names, by, (), (base,), base.cv_smape)
+    lowest = max(min(x[0] for x in scored), 1e-12)
+    # the simplest terms within the noise (fit_pmnf's complexity), then the fewest regimes
+    score, _, n, cuts, combo, coef = min(
+        (x for x in scored if x[0] <= _NOISE_FACTOR * lowest), key=lambda x: (x[1], x[2], x[0])
+    )
+    if n == 0:
+        return RegimeModel(names, by, (), (base,), base.cv_smape)
+    of = np.searchsorted(np.asarray(cuts, dtype=float), z, side="left")
+    k = len(combo)
+    laws = []
+    for r in range(n + 1):
+        sel = of == r
+        law = MultiModel(
+            names,
+            tuple(products[j] for j in combo),
+            np.array([coef[0], *coef[1 + r * k : 1 + (r + 1) * k]]),
+            {p: v[sel] for p, v in pts.items()},
+            y[sel],
+            score,
+            0.0,
+        )
+        law.smape = smape(y[sel], law.predict(**law.points))
+        laws.append(law)
+    return RegimeModel(names, by, cuts, tuple(laws), score)

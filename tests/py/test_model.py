@@ -27,7 +27,7 @@ from scalatrace.models import (
     plot_speedup,
     speedup,
 )
-from scalatrace.pmnf import MultiModel, MultiTerm, fit_pmnf
+from scalatrace.pmnf import MultiModel, MultiTerm, RegimeModel, fit_pmnf, fit_pmnf_regimes
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 
@@ -107,6 +107,40 @@ def test_fit_pmnf_weights_relative_residuals():
     assert [t.text() for t in m.terms] == ["N*K"], m
     assert m.coefficients[0] == pytest.approx(5e-7, rel=1e-6)
     assert m.predict(N=256, K=2) == pytest.approx(2e-9 * 512 + 5e-7, rel=1e-9)
+
+
+def test_fit_pmnf_regimes_finds_a_change_in_the_cost_per_cell():
+    """A computation law whose cost per N K cell steps between N / P = 64 and 128 (a strip
+    leaving a cache level): the fit cuts between them and keeps each regime's N K term, so
+    the lower regime's law scales with N below its one training N; one law where the points
+    follow one."""
+    import sympy
+
+    pts = grid(N=[128, 256, 512, 1024], K=[2, 8, 32, 128], P=[2])
+    keep = pts["K"] < pts["N"]
+    pts = {p: v[keep] for p, v in pts.items()}
+    rng = np.random.default_rng(3)
+    noise = 1 + 0.01 * rng.standard_normal(pts["N"].size)
+    cell = np.where(pts["N"] / pts["P"] <= 64, 1.1e-9, 1.3e-9)
+    m = fit_pmnf_regimes(pts, (2e-8 + cell * pts["N"] * pts["K"]) * noise, "N/P")
+    assert isinstance(m, RegimeModel) and m.cuts == (96.0,), m
+    assert [[t.text() for t in r.terms] for r in m.regimes] == [["N*K"], ["N*K"]], m
+    assert m.regimes[0].coefficients[1] == pytest.approx(1.1e-9, rel=0.03)
+    assert m.regimes[1].coefficients[1] == pytest.approx(1.3e-9, rel=0.03)
+    assert m.predict(N=120, K=10, P=2) == pytest.approx(2e-8 + 1.1e-9 * 1200, rel=0.03)
+    both = m.predict(N=np.array([120.0, 720.0]), K=10, P=2)
+    assert both[1] == pytest.approx(2e-8 + 1.3e-9 * 7200, rel=0.03)
+    expr = m.expression()
+    assert expr.has(sympy.Piecewise)
+    n, k, p = (sympy.Symbol(x, positive=True) for x in "NKP")
+    assert float(expr.subs({n: 120, k: 10, p: 2})) == pytest.approx(m.predict(N=120, K=10, P=2))
+    assert "if N/P <= 96" in m.formula
+    one = fit_pmnf_regimes(pts, (2e-8 + 1.2e-9 * pts["N"] * pts["K"]) * noise, "N/P")
+    assert one.cuts == () and len(one.regimes) == 1, one
+    with pytest.raises(UsageError, match="not a parameter"):
+        fit_pmnf_regimes(pts, cell, "N/M")
+    with pytest.raises(UsageError, match="max_regimes"):
+        fit_pmnf_regimes(pts, cell, "N", max_regimes=0)
 
 
 def test_complexity_orders_hypotheses():
@@ -537,6 +571,23 @@ def test_machine_model_with_overhead_laws_of_the_block(pipeline_traces, blocked_
         scalatrace.model(
             pipeline_traces, params={"K": [k for k, _ in POINTS]}, network=blocks(step)
         )
+
+
+def test_machine_model_with_computation_regimes(pipeline_traces):
+    """model(..., compute_regimes=EXPR): each phase's computation is a RegimeModel in EXPR (its
+    regimes chosen by the fit), in the expression and the predictions; EXPR must be an
+    expression of the parameters and needs a network."""
+    ks = [k for k, _ in POINTS]
+    m = scalatrace.model(pipeline_traces, params={"K": ks}, network=NET, compute_regimes="K")
+    pm = m.phase_models[1]
+    assert isinstance(pm.compute, RegimeModel) and pm.compute.by == "K"
+    for k, p in POINTS:
+        assert np.isfinite(m.predict(K=k, P=p)) and m.predict(K=k, P=p) > 0
+    assert pm.compute.formula in set(m.phases["computation"])
+    with pytest.raises(UsageError, match="not a parameter"):
+        scalatrace.model(pipeline_traces, params={"K": ks}, network=NET, compute_regimes="N/P")
+    with pytest.raises(UsageError, match="needs a network"):
+        scalatrace.model(pipeline_traces, params={"K": ks}, compute_regimes="K")
 
 
 def test_cli_model_with_the_calibrated_machine(pipeline_traces, capsys):
