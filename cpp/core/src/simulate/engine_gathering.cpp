@@ -176,9 +176,9 @@ bool Engine::gathering_round(Gathering& g, std::vector<std::int32_t>& members) {
 /// Every member has entered: runs their steps (gathering_round), first block by block of
 /// kFirstBlock members as far as each block goes on its own (an allreduce's first steps pair
 /// members nearby: their data stays in the cache), then in blocks kBlockGrowth times as large,
-/// and so on, then in rounds over all members until every step is done; then ends every member's call and lets it go on. Any order that waits for
-/// each message gives the same times: a member's values depend only on its own steps and the
-/// messages it receives.
+/// and so on, then in rounds over all members until every step is done; then ends every member's call and lets it go
+/// on. Any order that waits for each message gives the same times: a member's values depend only on its own steps and
+/// the messages it receives.
 void Engine::complete_gathering(Gathering& g) {
   constexpr std::int64_t kFirstBlock = 1024, kBlockGrowth = 16;
   g.messages.clear();
