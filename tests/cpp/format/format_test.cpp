@@ -601,7 +601,7 @@ TEST(Format, BinCountsTakeTwoBytesWhateverTheirSize) {
   // Between the collector's processes, counts stay exact (header flag bit 1).
   for (std::uint64_t count : {std::uint64_t{32769}, std::uint64_t{999'999'999'999}}) {
     const std::string bytes = encode_trace_for_transfer(with_compute_count(count));
-    EXPECT_EQ(static_cast<unsigned char>(bytes[12]), kFlagExactCounts);
+    EXPECT_EQ(static_cast<unsigned char>(bytes[12]), kFlagExactCounts | kFlagExactSums);
     EXPECT_EQ(decode_trace(bytes).nodes[0].loop->body[0].event->compute.count(), count);
     std::string as_v3 = bytes;
     put_u32(as_v3, 8, 3);
@@ -616,6 +616,38 @@ TEST(Format, BinCountsTakeTwoBytesWhateverTheirSize) {
   // Rounding to nearest carries into the next exponent: 2047.5 x 32 rounds up to 2048 x 32.
   const Trace carried = decode_trace(encode_trace(with_compute_count(2047 * 32 + 16)));
   EXPECT_EQ(carried.nodes[0].loop->body[0].event->compute.count(), std::uint64_t{2048} * 32);
+}
+
+TEST(Format, TracesPassedBetweenProcessesKeepExactBinSums) {
+  // The collector's merge passes partial traces up a tree (one hop per level): each hop must
+  // keep every bin's sum, not its mean rounded to a nanosecond, or small times drift by up to
+  // half a nanosecond per value and per hop (7, 8, 8: a mean of 7.67 stored as 8).
+  Trace t = handmade();
+  auto fill = [](Histogram& h) {
+    h = Histogram(4);
+    for (std::uint64_t v : {7, 8, 8, 1'000'003, 1'000'004}) h.add(v);
+  };
+  Histogram& compute = t.nodes[0].loop->body[0].event->compute;
+  fill(compute);
+  const double one = compute.sum();
+  for (int hop = 1; hop <= 12; ++hop) {
+    const std::string bytes = encode_trace_for_transfer(t);
+    EXPECT_EQ(static_cast<unsigned char>(bytes[12]), kFlagExactCounts | kFlagExactSums);
+    t = decode_trace(bytes);
+    Histogram& back = t.nodes[0].loop->body[0].event->compute;
+    ASSERT_EQ(back.count(), 5u * static_cast<std::uint64_t>(hop));
+    EXPECT_EQ(back.sum(), one * hop) << "after " << hop << " hops";
+    for (const auto& b : back.bins()) EXPECT_TRUE(b.sum >= b.min * 1.0 * b.count && b.sum <= b.max * 1.0 * b.count);
+    Histogram more;
+    fill(more);
+    back.merge(more);
+  }
+  // Flag 8 needs flag 2, and a bin's sum must lie within count x [min, max].
+  std::string bytes = encode_trace_for_transfer(t);
+  std::string alone = bytes;
+  put_u32(alone, 12, kFlagExactSums);
+  EXPECT_NE(expect_error(alone).find("header flag 8 (exact bin sums) without flag 2"), std::string::npos)
+      << expect_error(alone);
 }
 
 TEST(Format, ReadsVersion3Files) {

@@ -19,8 +19,8 @@ namespace scalatrace::sct {
 // ---------------------------------------------------------------- constants of the format
 inline constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 8 + 4;  // magic, version, flags, length, crc
 inline constexpr std::uint32_t kKnownFlags =
-    kFlagRankSegments | kFlagExactCounts | kFlagEntropyCoded;  // docs/format.md
-inline constexpr std::size_t kMaxDepth = 64;                   // loop nesting
+    kFlagRankSegments | kFlagExactCounts | kFlagEntropyCoded | kFlagExactSums;  // docs/format.md
+inline constexpr std::size_t kMaxDepth = 64;                                    // loop nesting
 inline constexpr std::size_t kMaxFrames = 1024;
 /// Event field mask (version 9): the event keeps some fields as value histograms (lossy traces).
 inline constexpr std::uint64_t kLossyMaskBit = std::uint64_t{1} << 22;  // frames of a call site (version 8 tree)
@@ -174,8 +174,9 @@ ArraySeq get_array_seq(SectionReader& r, std::uint32_t version, std::uint64_t& b
 /// A histogram; bin counts as two-byte codes with `fixed_width_counts`, else as `uv`.
 Histogram get_hist(SectionReader& r, bool fixed_width_counts);
 /// A version 8 histogram: bin counts as `uv` count codes, bin values as time codes (or exact,
-/// with `exact`: traces passed between processes).
-Histogram get_hist_v8(SectionReader& r, bool exact);
+/// with `exact`: traces passed between processes; with `exact_sums` too, header flag bit 3,
+/// each bin's sum instead of its mean).
+Histogram get_hist_v8(SectionReader& r, bool exact, bool exact_sums);
 /// A version 11 histogram from the timing columns (`columns[kColumn...]`). `implied_count`: the
 /// histogram's total count when its last bin's count is not stored (a duration histogram:
 /// its compute histogram's count), else 0. The bins' indices follow from their min values.

@@ -46,6 +46,7 @@ std::vector<SectionReader> read_columns(SectionReader& r, std::size_t n, const s
 struct TraceReader {
   /// Bin counts as two-byte codes: version 4 and later, unless header flag bit 1 (exact `uv`).
   bool fixed_width_counts = true;
+  bool exact_sums = false;                      ///< header flag bit 3: histogram bins hold their sums
   std::uint32_t version = kTraceFormatVersion;  ///< of the file being read
   /// The scale basis (version 5, section 1): what scaled numbers are multiples of.
   std::vector<std::int64_t> basis;
@@ -494,7 +495,7 @@ struct TraceReader {
   }
 
   Histogram hist(SectionReader& r) {
-    return version >= 8 ? get_hist_v8(r, !fixed_width_counts) : get_hist(r, fixed_width_counts);
+    return version >= 8 ? get_hist_v8(r, !fixed_width_counts, exact_sums) : get_hist(r, fixed_width_counts);
   }
 
   /// A first-occurrence histogram (version 7): one value per rank, so never more values than
@@ -550,6 +551,9 @@ Header read_header(std::string_view bytes) {
     throw FormatError("header flags 2 and 4 together (a trace passed between processes is never entropy-coded)");
   if ((flags & kFlagExactCounts) && h.version < 4)
     throw FormatError("header flag 2 (exact bin counts) in a version " + std::to_string(h.version) + " file");
+  if ((flags & kFlagExactSums) && ((flags & kFlagExactCounts) == 0 || h.version < 8))
+    throw FormatError("header flag 8 (exact bin sums) without flag 2 or in a version " + std::to_string(h.version) +
+                      " file");
   if (length < have && (flags & kFlagRankSegments) == 0)
     throw FormatError("trailing bytes: header announces " + std::to_string(length) + " payload bytes, the file has " +
                       std::to_string(have));
@@ -824,6 +828,7 @@ std::size_t decode_into(std::string_view bytes, Trace& t, PayloadMap* map) {
   TraceReader tr;
   if (map) tr.timing_ranges = &map->timing;
   tr.fixed_width_counts = h.version >= 4 && (h.flags & kFlagExactCounts) == 0;
+  tr.exact_sums = (h.flags & kFlagExactSums) != 0;
   tr.version = h.version;
   tr.columns = h.version >= 11 && (h.flags & kFlagExactCounts) == 0;
   std::string local_decoded;

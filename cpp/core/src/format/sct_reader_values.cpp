@@ -263,7 +263,19 @@ Histogram assembled(std::uint32_t sub, std::uint32_t shift, std::uint64_t count,
   return Histogram::from_parts(sub, count, sum, mn, mx, std::move(bins), shift);
 }
 
-Histogram read_histogram(SectionReader& r, bool fixed_width_counts, bool time_codes) {
+/// Appends bin `b` whose values sum to `b.min × b.count + excess` (header flag bit 3).
+void add_bin_with_sum(SectionReader& r, std::vector<HistogramBin>& bins, HistogramBin b, std::uint64_t excess,
+                      std::uint64_t& count, double& sum) {
+  const double n = static_cast<double>(b.count);
+  if (static_cast<double>(excess) > static_cast<double>(b.max - b.min) * n * (1 + 1e-12))
+    r.fail("histogram bin sum outside the bin");
+  b.sum = static_cast<double>(b.min) * n + static_cast<double>(excess);
+  sum += b.sum;
+  count += b.count;
+  bins.push_back(b);
+}
+
+Histogram read_histogram(SectionReader& r, bool fixed_width_counts, bool time_codes, bool exact_sums) {
   const auto [sub, shift] = read_layout(r);
   std::size_t nb = r.count("histogram bin", 5);
   if (nb > Histogram::kMaxBins)
@@ -308,6 +320,10 @@ Histogram read_histogram(SectionReader& r, bool fixed_width_counts, bool time_co
       if (range > ~std::uint64_t{0} - b.min) r.fail("histogram bin max overflows");
       b.max = b.min + range;
       previous_max = b.max;
+      if (exact_sums) {
+        add_bin_with_sum(r, bins, b, r.uv(), count, sum);
+        continue;
+      }
       std::uint64_t mean_offset = r.uv();
       if (mean_offset > range) r.fail("histogram bin mean outside the bin");
       mean = b.min + mean_offset;
@@ -319,11 +335,13 @@ Histogram read_histogram(SectionReader& r, bool fixed_width_counts, bool time_co
 
 }  // namespace
 
-Histogram get_hist(SectionReader& r, bool fixed_width_counts) { return read_histogram(r, fixed_width_counts, false); }
+Histogram get_hist(SectionReader& r, bool fixed_width_counts) {
+  return read_histogram(r, fixed_width_counts, false, false);
+}
 
-Histogram get_hist_v8(SectionReader& r, bool exact) {
+Histogram get_hist_v8(SectionReader& r, bool exact, bool exact_sums) {
   // Exact (traces passed between processes): counts as `uv` and nanoseconds, as version 7.
-  return exact ? read_histogram(r, false, false) : read_histogram(r, true, true);
+  return exact ? read_histogram(r, false, false, exact_sums) : read_histogram(r, true, true, false);
 }
 
 Histogram get_hist_columns(std::span<SectionReader> columns, std::uint64_t implied_count) {

@@ -141,26 +141,31 @@ std::uint64_t bin_mean_ns(const HistogramBin& b) {
   return b.max;
 }
 
-/// Histogram (format version 2): one layout number, then the bins; count, min, max and sum
-/// are derived from the bins, and each bin stores its mean (rounded to a nanosecond) instead of
-/// its sum. From version 4 a bin's count has a fixed width (bin_count_code), so the encoded size
-/// does not grow with the number of recorded values at all. With `exact_counts` (header flag
-/// bit 1, for traces passed between processes) counts are written as `uv`, as in version 3.
-void put_hist(wire::Writer& w, const Histogram& h, bool exact_counts) {
+/// A bin's sum rounded to a nanosecond, as its excess over `min × count`, within
+/// [0, (max - min) × count] (header flag bit 3).
+std::uint64_t bin_sum_excess_ns(const HistogramBin& b) {
+  const double n = static_cast<double>(b.count);
+  const double excess = std::round(b.sum - static_cast<double>(b.min) * n);
+  const double most = static_cast<double>(b.max - b.min) * n;
+  if (excess <= 0) return 0;
+  return static_cast<std::uint64_t>(std::min(excess, most));
+}
+
+/// Histogram of a trace passed between processes (header flags 1 and 3): one layout number,
+/// then the bins, each with its exact count (`uv`), min, max and sum (as its excess over
+/// min × count), so that nothing is rounded before the final file.
+void put_exact_hist(wire::Writer& w, const Histogram& h) {
   w.uv(static_cast<std::uint64_t>(std::countr_zero(h.sub_bins())) + 5u * h.coarsening());
   w.uv(h.bins().size());
   std::uint64_t next_index = 0, previous_max = 0;
   for (const auto& b : h.bins()) {
     w.uv(b.index - next_index);
     next_index = std::uint64_t{b.index} + 1;
-    if (exact_counts)
-      w.uv(b.count);
-    else
-      w.fixed(bin_count_code(b.count), 2);
+    w.uv(b.count);
     w.uv(b.min - previous_max);
     w.uv(b.max - b.min);
     previous_max = b.max;
-    w.uv(bin_mean_ns(b) - b.min);
+    w.uv(bin_sum_excess_ns(b));
   }
 }
 
@@ -190,10 +195,10 @@ Histogram coarsened(const Histogram& h, std::size_t max_bins, std::optional<std:
 /// write those three as time codes (sct_codec.hpp), each bin's min as the difference from the
 /// previous bin's max code, max and mean as differences from its min code: one or two bytes
 /// each whatever the durations, and never more than a constant per bin. With `exact` (traces
-/// passed between processes) they are nanoseconds, as in version 7.
+/// passed between processes) they are nanoseconds, each bin with its sum (put_exact_hist).
 void put_hist_v8(wire::Writer& w, const Histogram& h, bool exact) {
   if (exact) {
-    put_hist(w, h, true);
+    put_exact_hist(w, h);
     return;
   }
   w.uv(static_cast<std::uint64_t>(std::countr_zero(h.sub_bins())) + 5u * h.coarsening());
@@ -786,7 +791,7 @@ std::string encode_trace(const Trace& trace, bool rank_segments_follow, PayloadC
   return encode(trace, rank_segments_follow ? kFlagRankSegments : 0, coding == PayloadCoding::Entropy);
 }
 
-std::string encode_trace_for_transfer(const Trace& trace) { return encode(trace, kFlagExactCounts); }
+std::string encode_trace_for_transfer(const Trace& trace) { return encode(trace, kFlagExactCounts | kFlagExactSums); }
 
 std::size_t structure_bytes(const Trace& trace) {
   Trace copy = trace.clone();

@@ -35,6 +35,10 @@ inline constexpr std::uint32_t kFlagExactCounts = 2;
 /// Header flag (version 8): the payload is entropy-coded (support/entropy_coder.hpp); its
 /// length and CRC in the header are those of the coded bytes. docs/format.md, "Entropy coding".
 inline constexpr std::uint32_t kFlagEntropyCoded = 4;
+/// Header flag (with kFlagExactCounts): histogram bins store their sums (as the excess over
+/// min × count) instead of their means rounded to a nanosecond, so that a trace passed up the
+/// merge tree loses nothing and times are rounded once, in the final file.
+inline constexpr std::uint32_t kFlagExactSums = 8;
 
 /// Bins each timing histogram keeps in a final file (format version 8): the rest are combined
 /// with their neighbours, which keeps counts, sums (so means), minima and maxima. A trace whose
