@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -562,6 +563,21 @@ std::optional<LinearLaw> solve_over(const std::vector<std::size_t>& usable,
                                     bool avoid_unchecked = false, std::string* rival = nullptr);
 }  // namespace
 
+namespace {
+
+/// The first probe at which laws `a` and `b` give different values; null if none.
+const std::vector<std::int64_t>* first_disagreement(const LinearLaw& a, const LinearLaw& b,
+                                                    const std::vector<std::vector<std::int64_t>>& probes) {
+  for (const auto& probe : probes) {
+    const auto [s0, l0] = exact_sum(a, probe);
+    const auto [s1, l1] = exact_sum(b, probe);
+    if (s0 * l1 != s1 * l0) return &probe;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int64_t>>& points,
                                           const std::vector<std::int64_t>& values,
                                           const std::vector<std::vector<std::int64_t>>& probes, std::string* why,
@@ -604,6 +620,7 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
     for (const auto& p : pts) defined[f] = defined[f] && p[f] != kUndefinedFeature;
     for (const auto& p : probes) defined[f] = defined[f] && (f >= p.size() || p[f] != kUndefinedFeature);
   }
+  std::vector<std::size_t> plain_usable;  // the first tier's features
   for (const bool with_exotic : {false, true}) {
     std::vector<std::size_t> usable;
     bool any_exotic = false;
@@ -621,6 +638,26 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
     std::string rival;
     auto law = solve_over(usable, pts, vals, probes, &tier_why, max_terms, check_points, space, nullptr, &at_inputs,
                           false, &rival);
+    if (!with_exotic) plain_usable = usable;
+    if (law && with_exotic && first_why.rfind("under-determined", 0) == 0) {
+      // The first tier had laws of the grid sizes and coordinates that reproduce every value
+      // but that the points cannot check (X - 1 at X = 3, 4, 4): one of them that differs at
+      // the target from this checked law with log2(P) or sqrt(P) (floor(log2 P)/2 at P = 27,
+      // 64, 64) leaves the value undecided, not this law's (LULESH's neighbour at x - 1, y + 1).
+      std::string plain_why;
+      const auto plain = solve_over(plain_usable, pts, vals, probes, &plain_why, max_terms, 0, space, nullptr, nullptr,
+                                    false, nullptr);
+      if (!plain && plain_why.rfind("ambiguous", 0) == 0) {
+        if (why)
+          *why = plain_why + " (and " + (space ? law->formula(*space) : std::string("a law with log2(P)")) +
+                 " reproduces them too)";
+        return std::nullopt;
+      }
+      if (const auto* probe = plain ? first_disagreement(*plain, *law, probes) : nullptr) {
+        if (why) *why = ambiguity(*plain, *law, *probe, space);
+        return std::nullopt;
+      }
+    }
     if (law && note && !rival.empty()) *note = rival;
     if (law && !with_exotic && note && space) {
       // Does a law with log2(P) or sqrt(P) also fit, and differ at the target?
@@ -652,6 +689,36 @@ std::optional<LinearLaw> solve_linear_law(const std::vector<std::vector<std::int
               break;
             }
           }
+      }
+    }
+    if (law && space && law->uses_rank(*space)) {
+      // Values that are the same at every rank of an input follow the size, whatever the rank:
+      // a law of the rank that reproduces them (6*(r%2) + 6*x for LULESH's 6 and 12 at 3x3x3
+      // and 4x4x4) is a coincidence of the ranks the inputs have, unless the laws of the sizes
+      // alone agree with it at the target.
+      std::map<std::vector<std::int64_t>, std::int64_t> by_size;
+      bool size_only = true;
+      std::vector<std::size_t> size_usable;
+      for (const std::size_t f : usable)
+        if (!space->rank_dependent(f)) size_usable.push_back(f);
+      for (std::size_t i = 0; i < pts.size() && size_only; ++i) {
+        std::vector<std::int64_t> key;
+        for (const std::size_t f : size_usable) key.push_back(pts[i][f]);
+        const auto [at, fresh] = by_size.emplace(std::move(key), vals[i]);
+        size_only = fresh || at->second == vals[i];
+      }
+      if (size_only && by_size.size() > 1) {
+        std::string size_why;
+        const auto sized = solve_over(size_usable, pts, vals, probes, &size_why, max_terms, 0, space, nullptr, nullptr,
+                                      false, nullptr);
+        if (!sized && size_why.rfind("ambiguous", 0) == 0) {
+          if (why) *why = size_why + " (and " + law->formula(*space) + ", a law of the rank, reproduces them too)";
+          return std::nullopt;
+        }
+        if (const auto* probe = sized ? first_disagreement(*sized, *law, probes) : nullptr) {
+          if (why) *why = ambiguity(*sized, *law, *probe, space);
+          return std::nullopt;
+        }
       }
     }
     if (law) return law;

@@ -443,6 +443,55 @@ class RoleSolver {
     return p;
   }
 
+  /// A relative peer read as a neighbour in the process grid (ScalaExtrap's relative
+  /// coordinates, thesis §3.2.2): dx + dy*X + dz*X*Y with each of dx, dy, dz in {-1, 0, 1}, the
+  /// offset of the rank one step or none along each axis (LULESH's 26 neighbours). Each input
+  /// point alone nearly decides it, so where the linear laws are ambiguous or under-determined
+  /// (cube inputs move X, Y and Z together, so X*Y + X + 1 is a 3-term law seen at 3 sizes) the
+  /// one neighbour offset that reproduces every input value is the reading taken, with `note`
+  /// naming it. nullopt if no offset, or more than one, reproduces them.
+  std::optional<ValuePlan> grid_neighbour(const std::vector<std::int64_t>& column, const std::string& why,
+                                          std::string& note) const {
+    std::vector<std::size_t> axes{scalar_.index("1")};  // the feature of each axis' step
+    if (scalar_.ndims >= 2) axes.push_back(scalar_.index("X"));
+    if (scalar_.ndims >= 3) axes.push_back(scalar_.index("X*Y"));
+    std::optional<std::vector<std::int64_t>> found;
+    std::vector<std::int64_t> d(axes.size(), -1);
+    for (;;) {
+      bool fits = std::any_of(d.begin(), d.end(), [](std::int64_t v) { return v != 0; });
+      for (std::size_t i = 0; fits && i < points_.size(); ++i) {
+        std::int64_t v = 0;
+        for (std::size_t a = 0; a < axes.size(); ++a) v += d[a] * points_[i][axes[a]];
+        fits = v == column[i];
+      }
+      if (fits) {
+        if (found) return std::nullopt;  // two offsets: the inputs do not tell which
+        found = d;
+      }
+      std::size_t a = 0;
+      while (a < d.size() && d[a] == 1) d[a++] = -1;
+      if (a == d.size()) break;
+      ++d[a];
+    }
+    if (!found) return std::nullopt;
+    LinearLaw law;
+    for (std::size_t a = 0; a < axes.size(); ++a)
+      if ((*found)[a] != 0) {
+        law.terms.push_back(axes[a]);
+        law.num.push_back((*found)[a]);
+        law.den.push_back(1);
+      }
+    std::string offset;
+    for (std::size_t a = 0; a < found->size(); ++a)
+      offset += std::string(a ? ", " : "") + ((*found)[a] > 0 ? "+1" : (*found)[a] < 0 ? "-1" : "0");
+    note = law.formula(scalar_) + " (the grid neighbour at (" + offset +
+           "), the only offset of at most one step per axis that reproduces every input value) chosen where " + why;
+    ValuePlan p;
+    p.constant = false;
+    p.law = std::make_shared<const LinearLaw>(std::move(law));
+    return p;
+  }
+
   /// Law over (member, element index) points.
   /// `scale` (> 0): the values are element counts times this datatype size (count arrays).
   std::optional<ValuePlan> indexed(const std::vector<std::vector<std::int64_t>>& pts,
@@ -878,6 +927,7 @@ class RolePlanner {
       deferrable = true;
     } else {
       plan = solver_.scalar(column_, why, deferrable, scale, structural, &note);
+      if (!plan && deferrable && (name == "Peer" || name == "Peer2")) plan = solver_.grid_neighbour(column_, why, note);
     }
     // Deferred: a law shared by another role decides; a law of its own (one others compete
     // with) is taken if none does.
