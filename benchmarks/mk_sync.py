@@ -78,7 +78,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "mk_sync.md"))
     ap.add_argument("--work", default=None, help="directory for the runs (default: temporary)")
-    ap.add_argument("--steps", type=int, default=4096, help="time steps per run")
+    ap.add_argument("--steps", type=int, default=32768, help="time steps per run")
     ap.add_argument("--train-ns", type=int, nargs="+", default=[256, 512, 1024])
     ap.add_argument("--train-ks", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64, 128])
     ap.add_argument("--best-n", type=int, default=512)
