@@ -7,12 +7,14 @@ stencil over P ranks with ghost zones K cells deep; every K steps one synchronou
 cells with both neighbours, then K steps that recompute a shrinking part of the ghost zones
 (K^2 - K redundant cell updates per exchange), so T ~ STEPS / K x exchange + STEPS x a x K + ...
 has its minimum near sqrt(exchange / a). Training (traced, P = 2 on the 2 cores): N in
-{256, 512, 1024} x K in {2, 4, ..., 128} (K <= N / P), each point traced ``--traced-repeats``
+{128, 256, 512} x K in {2, 4, ..., 128} (K <= N / P; at N = 128 the redundant cells are up to
+half of an exchange's, so the fit keeps the ``K^2`` term that bounds K from above, which from N
+>= 256 it dropped in some sessions), 65536 steps, each point traced ``--traced-repeats``
 times in a shuffled order, repeat after repeat (``scalatrace.model`` takes the median of each
 measured part). Models: the traced one (``scalatrace.model(traces, params)``) and MK's split with
 the machine's ping-pong overheads (``network=scalatrace.calibrate(np=2)``, the median of 3; an
 exchange phase costs ``B (W + m + tau)``). Held-out: N = 768 at K in {8, 32} (traced and
-untraced). Best K at ``--best-n``: untraced runs at every K of ``--best-ks``, ``--repeats`` runs
+untraced). Best K at ``--best-n``: untraced runs at every K of ``--best-ks``, ``--repeats`` (15) runs
 each, repeat after repeat; the measured best K is the lowest median's K and the minimum of
 ``a + b K + c / K`` fitted to the medians (bootstrap interval), as benchmarks/mk_models.py does
 (for this program that curve is the model's own shape). MK's criterion for synchronous codes:
@@ -78,8 +80,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "mk_sync.md"))
     ap.add_argument("--work", default=None, help="directory for the runs (default: temporary)")
-    ap.add_argument("--steps", type=int, default=32768, help="time steps per run")
-    ap.add_argument("--train-ns", type=int, nargs="+", default=[256, 512, 1024])
+    ap.add_argument("--steps", type=int, default=65536, help="time steps per run")
+    ap.add_argument("--train-ns", type=int, nargs="+", default=[128, 256, 512])
     ap.add_argument("--train-ks", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64, 128])
     ap.add_argument("--best-n", type=int, default=512)
     ap.add_argument(
@@ -88,7 +90,7 @@ def main() -> None:
         nargs="+",
         default=[2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128],
     )
-    ap.add_argument("--repeats", type=int, default=7, help="untraced runs per K at --best-n")
+    ap.add_argument("--repeats", type=int, default=15, help="untraced runs per K at --best-n")
     ap.add_argument("--traced-repeats", type=int, default=5, help="traced runs per point")
     args = ap.parse_args()
     ranks = 2
