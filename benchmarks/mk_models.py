@@ -11,7 +11,8 @@ Program: tests/py/programs/blocked_pipeline.c (-O2), ``blocked_pipeline N K SWEE
 (default 32 sweeps, 1 multiply-add per cell: the per-message cost is then a visible part of a
 stage, so T(K) has a clear minimum; with 16 multiply-adds per cell the curve was flat within a
 few per cent from K = 4 to 64 at N = 2048, and no measurement could place its minimum).
-Training runs (traced): N in {256, 512, 1024} (--train-ns), K in {2, 8, 32, 128}, P in {2, 3, 4}.
+Training runs (traced): N in {256, 512, 1024} (--train-ns), K in {2, 4, 8, ..., 128} with K < N
+(--train-ks; 2 8 32 128 before 2026-11-29), P in {2, 3, 4}.
 Held-out runs (traced, never fitted): N = 768 with K in {4, 16, 64} at every P, and N = 2048
 with K in {8, 32} at P = 2. Measured time of a run: the slowest rank's time from MPI_Init to
 MPI_Finalize in its trace (what the model is fitted to), and the program's own elapsed time
@@ -523,6 +524,15 @@ def main() -> None:
         "--best-n of 120 instead of extrapolating to it)",
     )
     ap.add_argument(
+        "--train-ks",
+        type=int,
+        nargs="+",
+        default=[2, 4, 8, 16, 32, 64, 128],
+        help="K of the training runs, each with K < N (default the powers of two 2 to 128: "
+        "at N = 128 six K, so that a regime of the computation holding only that N has the "
+        "points its cross-validation needs; before 2026-11-29 the default was 2 8 32 128)",
+    )
+    ap.add_argument(
         "--best-n",
         type=int,
         default=720,
@@ -609,7 +619,7 @@ def main() -> None:
         held = [(768, 4, 2), (768, 16, 3), (2048, 8, 2)]
         best_ks, best_n, best_ps, repeats = divisors[::3], args.best_n, [2], 1
     else:
-        ns, ks, ps = args.train_ns or [256, 512, 1024], [2, 8, 32, 128], [2, 3, 4]
+        ns, ks, ps = args.train_ns or [256, 512, 1024], args.train_ks, [2, 3, 4]
         held = [(768, k, p) for k in (4, 16, 64) for p in ps] + [(2048, 8, 2), (2048, 32, 2)]
         best_ks, best_n, best_ps, repeats = divisors, args.best_n, [2, 4], args.repeats
     if args.ranks:

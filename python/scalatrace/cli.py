@@ -13,6 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .errors import MPIRunError, ScalatraceError, UsageError
 
@@ -569,31 +570,140 @@ def _cmd_phases(args: argparse.Namespace) -> int:
     return 0
 
 
+def _number_list(text: str | None, what: str, kind: type = float) -> list:
+    """``V1,V2,...`` as a list of numbers (``kind``); None stays empty."""
+    if text is None:
+        return []
+    try:
+        return [kind(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"{what} wants V1,V2,... numbers, got {text!r}") from None
+
+
+def _block_of(m: Any, name: str, value: float, at: dict[str, float]) -> tuple[float, int]:
+    """The computation per block (ns) and message size (bytes) of ``m``'s point-to-point phase
+    (the chained one if any, else the one with most occurrences) at ``name = value`` and ``at``."""
+    phases = [pm for pm in m.phase_models if pm.compute is not None]
+    if not phases:
+        raise UsageError("--calibrate-blocks: the model has no point-to-point phase")
+    where = {**at, name: value}
+    if set(m.parameters) - set(where):
+        missing = ", ".join(sorted(set(m.parameters) - set(where)))
+        raise UsageError(f"--calibrate-blocks needs --at values of {missing}")
+    where = {k: v for k, v in where.items() if k in m.parameters}
+    pm = max(phases, key=lambda q: (q.chained, float(q.occurrences.predict(**where))))
+    w_ns = 1e9 * float(pm.compute.predict(**where))
+    size = float(pm.message_bytes.predict(**where)) if pm.message_bytes is not None else 8.0
+    if not w_ns > 0:
+        raise UsageError(
+            f"--calibrate-blocks: the model's computation per block at {name}={value:g} is "
+            f"{w_ns:.3g} ns (not positive); choose blocks within the traced range"
+        )
+    return w_ns, max(int(round(float(size))), 0)
+
+
+def _law_doc(law: Any) -> dict:
+    return {
+        "thresholds_bytes": list(law.thresholds),
+        "intercepts_s": list(law.intercepts),
+        "slopes": list(law.slopes),
+    }
+
+
 def _cmd_model(args: argparse.Namespace) -> int:
     from ._trace import load
     from .models import model, optimal_grain
 
     params = _assignments(args.param, "--param")
-    network = None
-    if args.calibrate is not None:
-        from .simulate import calibrate
-
-        network = calibrate(
-            np=args.calibrate,
-            compute_ns=args.calibrate_compute_ns,
-            footprint_bytes=args.calibrate_footprint,
-        )
-    elif args.calibrate_compute_ns is not None or args.calibrate_footprint is not None:
-        raise UsageError("--calibrate-compute-ns and --calibrate-footprint need --calibrate NP")
-    traces = [load(p) for p in args.traces]
-    m = model(traces, params or None, max_terms=args.max_terms, network=network)
     at = _single_values(args.at, "--at")
+    compute_ns = _number_list(args.calibrate_compute_ns, "--calibrate-compute-ns")
+    sizes = _number_list(args.calibrate_message_bytes, "--calibrate-message-bytes", int)
+    blocks_at = (
+        _assignments([args.calibrate_blocks], "--calibrate-blocks") if args.calibrate_blocks else {}
+    )
+    if len(blocks_at) > 1 or any(len(v) < 2 for v in blocks_at.values()):
+        raise UsageError("--calibrate-blocks wants one NAME=V1,V2,... with 2 or more values")
+    if args.calibrate is None and (
+        compute_ns or sizes or blocks_at or args.calibrate_footprint is not None
+    ):
+        raise UsageError(
+            "--calibrate-compute-ns, --calibrate-blocks, --calibrate-message-bytes and "
+            "--calibrate-footprint need --calibrate NP"
+        )
+    if compute_ns and blocks_at:
+        raise UsageError("give --calibrate-compute-ns or --calibrate-blocks, not both")
+    if args.compute_regimes is not None and args.calibrate is None:
+        raise UsageError("--compute-regimes needs --calibrate NP (the model with the machine)")
+    traces = [load(p) for p in args.traces]
+    network: Any = None
+    if args.calibrate is not None:
+        from .simulate import calibrate, calibrate_in_situ_blocks
+
+        if blocks_at:
+            # MK's machine parameters on the program's own pattern: a first model with the
+            # ping-pong's costs gives the program's blocks (computation and message size) at
+            # each value; one run calibrates them all, and the model takes the laws.
+            first = model(
+                traces,
+                params or None,
+                max_terms=args.max_terms,
+                network=calibrate(np=args.calibrate),
+                compute_regimes=args.compute_regimes,
+            )
+            ((name, values),) = blocks_at.items()
+            found = [_block_of(first, name, v, at) for v in values]
+            compute_ns, sizes = [w for w, _ in found], [k for _, k in found]
+        if len(compute_ns) > 1:
+            network = calibrate_in_situ_blocks(
+                compute_ns,
+                footprint_bytes=args.calibrate_footprint,
+                message_bytes=sizes if len(sizes) > 1 else (sizes[0] if sizes else 8),
+                np=args.calibrate,
+            )
+        else:
+            if len(sizes) > 1:
+                raise UsageError("--calibrate-message-bytes: one size per block given")
+            network = calibrate(
+                np=args.calibrate,
+                compute_ns=compute_ns[0] if compute_ns else None,
+                footprint_bytes=args.calibrate_footprint,
+                message_bytes=sizes[0] if sizes else 8,
+            )
+    m = model(
+        traces,
+        params or None,
+        max_terms=args.max_terms,
+        network=network,
+        compute_regimes=args.compute_regimes,
+    )
     result: dict = {
         "expression": str(m.expression),
         "smape_percent": m.smape,
         "direct": m.direct.formula,
         "phases": m.phases.to_dict(orient="records"),
     }
+    if network is not None:
+        from .simulate import InSituBlocks
+
+        if isinstance(network, InSituBlocks):
+            result["network"] = {
+                "o_s": _law_doc(network.o_s),
+                "o_r": _law_doc(network.o_r),
+                "blocks": [
+                    {
+                        "compute_ns": c.compute_ns,
+                        "compute_alone_s": list(c.compute_alone),
+                        "message_bytes": c.message_bytes,
+                        "o_s": c.overhead[0],
+                        "o_r": c.overhead[1],
+                    }
+                    for c in network.calibrations
+                ],
+            }
+        else:
+            result["network"] = {
+                f: float(getattr(network, f)) for f in ("L", "o_s", "o_r", "g", "G", "O")
+            }
     predictions = [_single_values([p], "--predict") for p in args.predict]
     result["predictions"] = [{**p, "T": m.predict(**p)} for p in predictions]
     if args.optimal_grain:
@@ -607,6 +717,28 @@ def _cmd_model(args: argparse.Namespace) -> int:
         print(f"T({', '.join(m.parameters)}) = {result['expression']}")
         print(f"fit on the traces: SMAPE {m.smape:.3g} %; direct PMNF fit: {m.direct.formula}")
         print(m.phases.to_string(index=False))
+        net = result.get("network")
+        if net is not None and "blocks" in net:
+            for side in ("o_s", "o_r"):
+                law = net[side]
+                parts = [
+                    f"{1e9 * a:.0f} ns + {b:.4g} W"
+                    + (f" (k <= {t:g} B)" if i < len(law["thresholds_bytes"]) else "")
+                    for i, (a, b, t) in enumerate(
+                        zip(
+                            law["intercepts_s"],
+                            law["slopes"],
+                            [*law["thresholds_bytes"], None],
+                        )
+                    )
+                ]
+                print(f"{side}(W, k) = " + "; ".join(parts))
+        elif net is not None:
+            print(
+                "machine: "
+                + ", ".join(f"{k} = {v:.3g}" for k, v in net.items() if k in ("L", "o_s", "o_r"))
+                + " s"
+            )
         for p in result["predictions"]:
             where = ", ".join(f"{k}={v:g}" for k, v in p.items() if k != "T")
             print(f"T({where}) = {p['T']:.6g} s")
@@ -654,19 +786,43 @@ def _model_parsers(sub: argparse._SubParsersAction) -> None:
     )
     mo.add_argument(
         "--calibrate-compute-ns",
-        type=float,
-        metavar="NS",
+        metavar="NS[,NS...]",
         default=None,
         help="with --calibrate: measure the send and receive overheads in situ, a one-way "
-        "pipeline stage with NS of computation between the calls (scalatrace.calibrate_in_situ)",
+        "pipeline stage with NS of computation between the calls (scalatrace.calibrate_in_situ); "
+        "several values: one run at every block, the overheads as laws of the block "
+        "(scalatrace.calibrate_in_situ_blocks)",
+    )
+    mo.add_argument(
+        "--calibrate-message-bytes",
+        metavar="B[,B...]",
+        default=None,
+        help="with --calibrate-compute-ns: the in-situ stage's message size (one, or one per "
+        "block; default 8)",
+    )
+    mo.add_argument(
+        "--calibrate-blocks",
+        metavar="NAME=V1,V2,...",
+        default=None,
+        help="with --calibrate: the overheads as laws of the program's own blocks at these "
+        "values of NAME (e.g. K=2,4,8,16,32) and the --at values: a first model with the "
+        "ping-pong's costs gives its point-to-point phase's computation per block and message "
+        "size there, one scalatrace.calibrate_in_situ_blocks run measures them",
     )
     mo.add_argument(
         "--calibrate-footprint",
         type=int,
         metavar="BYTES",
         default=None,
-        help="with --calibrate-compute-ns: the memory the computation walks through (the "
-        "program's array per rank)",
+        help="with --calibrate-compute-ns or --calibrate-blocks: the memory the computation "
+        "walks through (the program's array per rank)",
+    )
+    mo.add_argument(
+        "--compute-regimes",
+        metavar="EXPR",
+        default=None,
+        help="with --calibrate: each phase's computation with coefficients per regime of EXPR, "
+        "an expression of the parameters such as N/P (the regimes found by the fit)",
     )
     mo.add_argument(
         "--predict",

@@ -348,8 +348,8 @@ def _split(
     ph.message = message / occ
     ph.hop = network.L + extra * network.G
     o_pair = network.o_s + network.o_r + 2.0 * extra * network.O
+    ph.message_bytes = size
     if blocks is not None:
-        ph.message_bytes = size
         ph.counts = tuple(sorted({(s_ / occ, r_ / occ) for s_, r_ in counts or ()}))
         ph.message = _law_message(blocks, ph.compute, size, ph.counts, symbolic=False)
         o_pair = blocks.o_s(ph.compute, size) + blocks.o_r(ph.compute, size)
@@ -377,8 +377,9 @@ class PhaseModel:
     message: MultiModel | None = None
     hop: MultiModel | None = None
     chained: bool = False
-    # With overhead laws (network=InSituBlocks): the laws, the fitted message size (bytes) and
-    # each rank's (sends, receives) per occurrence; m and the fill's s + r are then the laws'
+    # With overhead laws (network=InSituBlocks): the laws, the fitted message size (bytes; also
+    # with a LogGP network, for point-to-point phases) and each rank's (sends, receives) per
+    # occurrence; m and the fill's s + r are then the laws'
     # at the fitted W and message size, tau the fitted transfer (L + (k - 1) G).
     laws: Any = None
     message_bytes: MultiModel | None = None
@@ -694,6 +695,8 @@ def model(
             pm.hop = _fit_part(points, [x.hop for x in pm_list], max_terms)
             if isinstance(network, InSituBlocks) and kind != "collective":
                 _with_laws(pm, pm_list, network, points, max_terms)
+            elif kind != "collective":  # the mean message size (bytes), as with the laws
+                pm.message_bytes = _fit_part(points, [x.message_bytes for x in pm_list], max_terms)
         phase_models.append(pm)
     for m_ in ms:  # one overlap decision for all traces (the model's)
         for pm, ph in zip(phase_models, m_.phases):

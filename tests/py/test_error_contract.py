@@ -284,6 +284,9 @@ def _bad_invocations(trace: str) -> list[list[str]]:
             ["model", trace, trace, trace, "--max-terms", "9"],
             ["model", trace, trace, trace, "--predict", "N"],
             ["model", trace, trace, trace, "--optimal-grain", "K", "--at", "P=2"],
+            ["model", trace, trace, trace, "--compute-regimes", "N/P"],
+            ["model", trace, trace, trace, "--calibrate", "2", "--calibrate-blocks", "K=4"],
+            ["model", trace, trace, trace, "--calibrate", "2", "--calibrate-compute-ns", "1,x"],
         ],
         "clusters": [
             ["clusters", trace, "-k", "0"],

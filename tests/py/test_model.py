@@ -613,3 +613,64 @@ def test_cli_model_with_the_calibrated_machine(pipeline_traces, capsys):
     no_np = ["model", *paths, "--param", f"K={ks}", "--calibrate-compute-ns", "2000"]
     assert cli.main(no_np) == 2
     assert "--calibrate NP" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def two_rank_traces(blocked_pipeline, tmp_path_factory):
+    """The blocked pipeline at 2 ranks, N in {128, 256} x K in {4, 16, 64}, 2 sweeps."""
+    helpers.collector_library()
+    out = tmp_path_factory.mktemp("bp_two_ranks")
+    points = [(n, k) for n in (128, 256) for k in (4, 16, 64)]
+    paths = []
+    for n, k in points:
+        cmd = [str(blocked_pipeline), str(n), str(k), "2"]
+        paths.append(scalatrace.trace(cmd, np=2, out=out / f"{n}-{k}.sct", timeout=120).path)
+    return points, [str(p) for p in paths]
+
+
+def test_cli_model_with_overhead_laws_and_computation_regimes(two_rank_traces, capsys):
+    """``scalatrace model --calibrate 2 --calibrate-blocks K=... --compute-regimes N/P``: the
+    overheads measured at the program's own blocks (its fitted computation per block and
+    message size at each K), the laws in the model, the computation fitted per regime of
+    N/P exactly as ``scalatrace.model(..., compute_regimes="N/P")`` fits it."""
+    import json
+
+    from scalatrace import cli
+
+    points, paths = two_rank_traces
+    ns = ",".join(str(n) for n, _ in points)
+    ks = ",".join(str(k) for _, k in points)
+    base = ["model", *paths, "--param", f"N={ns}", "--param", f"K={ks}", "--json"]
+    laws = [*base, "--calibrate", "2", "--calibrate-blocks", "K=4,8,16", "--at", "N=256"]
+    argv = [*laws, "--at", "P=2", "--calibrate-footprint", str(128 * 256 * 8)]
+    argv += ["--compute-regimes", "N/P", "--optimal-grain", "K", "--predict", "N=192;K=8;P=2"]
+    assert cli.main(argv) == 0
+    out = json.loads(capsys.readouterr().out.splitlines()[0])
+    net = out["network"]
+    assert {"o_s", "o_r", "blocks"} <= set(net)
+    for side in ("o_s", "o_r"):
+        law = net[side]
+        assert len(law["intercepts_s"]) == len(law["slopes"]) == len(law["thresholds_bytes"]) + 1
+    assert 1 <= out["optimal_grain"]["K"] <= 256 and out["predictions"][0]["T"] > 0
+    # the computation is the trace's (no machine in it): the API's, regimes and all; the blocks
+    # calibrated are the pipeline's computation per block at N = 256 and K doubles per message
+    traces = [scalatrace.load(p) for p in paths]
+    params = {"N": [n for n, _ in points], "K": [k for _, k in points]}
+    api = scalatrace.model(traces, params, network=NET, compute_regimes="N/P")
+    assert [ph["computation"] for ph in out["phases"]] == list(api.phases["computation"])
+    pipe = next(pm for pm in api.phase_models if pm.chained)
+    blocks = net["blocks"]
+    assert [b["message_bytes"] for b in blocks] == [32, 64, 128]
+    for b, k in zip(blocks, (4, 8, 16)):
+        w = 1e9 * float(pipe.compute.predict(N=256, K=k, P=2))
+        assert b["compute_ns"] == pytest.approx(w, rel=1e-9)
+    # several in-situ blocks given directly
+    direct = [*base, "--calibrate", "2", "--calibrate-compute-ns", "500,2000"]
+    assert cli.main([*direct, "--calibrate-message-bytes", "32,128"]) == 0
+    out = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert [b["message_bytes"] for b in out["network"]["blocks"]] == [32, 128]
+    # misuse is a usage error, before anything runs
+    assert cli.main([*base, "--compute-regimes", "N/P"]) == 2
+    assert "--calibrate NP" in capsys.readouterr().err
+    assert cli.main([*laws, "--calibrate-compute-ns", "500,2000"]) == 2
+    assert "not both" in capsys.readouterr().err

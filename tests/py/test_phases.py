@@ -176,3 +176,18 @@ def test_a_two_rank_pipeline_is_a_shift(example, collector_lib, tmp_path):
     t = traced(example, tmp_path, "pipeline", 2, ["-c", "1"])
     df = t.phases()
     assert list(df["kind"]) == ["shift"] and list(df["chain_depth"]) == [1], df
+
+
+def test_ghost_zone_exchange_is_synchronous(collector_lib, tmp_path):
+    """tests/py/programs/ghost_exchange.c (the synchronous blocked code of BENCHMARKS.md section
+    16): the Barrier, one exchange with both neighbours every K steps, the Allreduce of the
+    checksum."""
+    exe = helpers.compile_program("ghost_exchange", tmp_path, "-O0")
+    t = scalatrace.trace([str(exe), "96", "8", "64"], np=3, out=tmp_path / "ge.sct", timeout=120)
+    df = t.phases()
+    assert list(df["kind"]) == ["collective", "exchange", "collective"], df
+    row = df.iloc[1]
+    assert row["chain_depth"] == 1 and row["ranks"] == 3
+    # 64 steps in blocks of 8: 8 exchanges of 4 messages (0 <-> 1, 1 <-> 2), K doubles each
+    assert row["occurrences"] == 8
+    assert row["messages"] == 8 * 4 and row["bytes"] == 8 * 4 * 8 * 8
