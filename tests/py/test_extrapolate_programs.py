@@ -613,7 +613,14 @@ def test_coarse_level_ranks_dropped_as_uncommon_events(traced, tmp_path, capsys)
     paths = saved(small, tmp_path, "c")
     out = tmp_path / "c8.sct"
     argv = ["extrapolate", *paths, "--ranks", "8", "-o", str(out), "--no-timing", "--periodic"]
-    # --assume-constant changes nothing here: X and Y both vary over the inputs.
-    assert main([*argv, "--common-events", "--assume-constant"]) == 0
+    assert main([*argv, "--common-events"]) == 0
     assert "lossy (common events)" in capsys.readouterr().out
+    # assume_constant keeps a size equal at every input out of every law: the 3D reading
+    # 2x2x1, 3x2x1, 3x3x1 -> 2x2x2 (Z = 1 throughout) then explains the inputs as well and
+    # differs at the target. Refused, naming both; with the grids given, exact again.
+    assert main([*argv, "--common-events", "--assume-constant"]) == 1
+    assert "two grids explain every input value" in capsys.readouterr().err
+    grids = ["--input-dims", "2x2,3x2,3x3", "--dims", "4x2"]
+    assert main([*argv, "--common-events", "--assume-constant", *grids]) == 0
+    capsys.readouterr()
     assert scalatrace.load(out).nranks == 8
