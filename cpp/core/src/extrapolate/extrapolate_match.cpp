@@ -406,7 +406,9 @@ class RoleSolver {
       }
   }
   const FeatureSpace& scalar_space() const { return scalar_; }
-  bool assume_constant() const { return assume_constant_; }
+  /// assume_constant and some grid size is the same at every input of the role, not at the
+  /// target (the case the option is for).
+  bool assume_constant() const { return assume_constant_ && !aliases_.empty(); }
   const FeatureSpace& index_space() const { return indexed_; }
   const std::vector<std::vector<std::int64_t>>& points() const { return points_; }
   const std::vector<std::vector<std::int64_t>>& probes() const { return probes_; }
@@ -1360,8 +1362,9 @@ class RolePlanner {
       report_.add(where, "size", "P (MPI_COMM_WORLD)", distinct_points(solver_.points()));
       return;
     }
-    // assume_constant: a communicator that is every rank in order at every input (NPB MG's
-    // comm_work, split off MPI_COMM_WORLD) stays so, rather than 4*X*Y where Z is 4 throughout.
+    // assume_constant, where a grid size is the same at every input: a communicator that is
+    // every rank in order at every input (NPB MG's comm_work, split off MPI_COMM_WORLD) stays
+    // so, rather than 4*X*Y where Z is 4 throughout.
     if (solver_.assume_constant() && plan_world(cp, c)) {
       report_.add(where, "size", "P (every rank at every input; assume_constant)", distinct_points(solver_.points()));
       return;
