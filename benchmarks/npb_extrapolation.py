@@ -6,7 +6,7 @@ event by event with the real trace at that size.
         [--codes bt,cg,ep,ft,is,lu,mg,sp] [--sizes 4,8,16] [--square-sizes 4,9,16]
         [--target 32] [--square-target 25] [--timeout 900] [--steps N] [--simulate] [--out FILE]
         [--snippet Irecv,Irecv,Send,Send,Wait,Wait] [--periodic] [--input-dims 1x2x2,2x2x2,2x2x4]
-        [--dims 2x4x4] [--weak L] [--work DIR]
+        [--dims 2x4x4] [--weak L] [--common-events] [--assume-constant] [--work DIR]
 
 For each code: traces at the input sizes and at the target (real mpiexec runs under the
 collector; BT and SP need square rank counts, so they use --square-sizes and --square-target),
@@ -24,6 +24,12 @@ same filter keeps), `--periodic` with periodic neighbour laws, `--input-dims`/`-
 the grids given. `--simulate` also simulates the extrapolated trace and the real trace at the target
 with the same parameters (`scalatrace.simulate`, default network model) and reports both
 times and their difference.
+`--common-events` extrapolates with only the events every rank of an input has (the thesis' LCS
+step, `common_events=True`; NPB MG's coarse-level exchanges of the ranks that hold a point there)
+and compares with, and simulates beside, the real trace through the same step
+(`scalatrace.extrapolate.common_events_trace`). `--assume-constant` takes a value equal at every
+input as a constant also where a grid size equal at every input changes at the target (MG's
+Z = 4 at 16, 32, 64 ranks, 8 at 128), with a warning per choice.
 `--weak L` runs MG in weak scaling: L^3 points per rank on MG's own process grid (mg.f:
 `pi(1) = 2^floor(log2(P)/3)`, `pi(2) = 2^floor((log2(P) - dx)/2)`, `pi(3) = P/(pi(1)*pi(2))`,
 i.e. 1x2x2, 2x2x2, 2x2x4, 2x4x4 at 4, 8, 16, 32 ranks), the global grid L*pi per axis with
@@ -60,7 +66,12 @@ from pathlib import Path
 import numpy as np
 
 import scalatrace
-from scalatrace.extrapolate import ExtrapolationError, extrapolation_laws, snippet_filter
+from scalatrace.extrapolate import (
+    ExtrapolationError,
+    common_events_trace,
+    extrapolation_laws,
+    snippet_filter,
+)
 
 SQUARE = {"bt", "sp"}
 
@@ -209,6 +220,17 @@ def main() -> None:
         "(Op or Op@site of the largest input); replaces the lossless/lossy pair",
     )
     ap.add_argument("--periodic", action="store_true", help="periodic neighbour laws")
+    ap.add_argument(
+        "--assume-constant",
+        action="store_true",
+        help="constants over multiples of a grid size that never varies at the inputs (warned)",
+    )
+    ap.add_argument(
+        "--common-events",
+        action="store_true",
+        help="lossy: only the events every rank of an input has (LCS across ranks); the real "
+        "trace compared through the same step",
+    )
     ap.add_argument("--input-dims", help="the inputs' grids, e.g. 1x2x2,2x2x2,2x2x4")
     ap.add_argument("--dims", help="the target grid, e.g. 2x4x4")
     ap.add_argument(
@@ -232,6 +254,8 @@ def main() -> None:
         + (" --simulate" if a.simulate else "")
         + (f" --snippet {a.snippet}" if a.snippet else "")
         + (" --periodic" if a.periodic else "")
+        + (" --common-events" if a.common_events else "")
+        + (" --assume-constant" if a.assume_constant else "")
         + (f" --input-dims {a.input_dims}" if a.input_dims else "")
         + (f" --dims {a.dims}" if a.dims else "")
         + (f" --weak {a.weak}" if a.weak else "")
@@ -260,6 +284,8 @@ def main() -> None:
         # trace (through the same transforms).
         if snippet:
             modes = [("snippet", True, False)]
+        elif a.common_events:
+            modes = [("common events", False, False)]
         else:
             modes = [
                 ("lossless", False, False),
@@ -280,6 +306,8 @@ def main() -> None:
                     snippet=snippet,
                     periodic=a.periodic,
                     even_counts=even,
+                    common_events=a.common_events,
+                    assume_constant=a.assume_constant,
                     **grids,
                 )
             except ExtrapolationError as e:
@@ -288,8 +316,16 @@ def main() -> None:
                     f"{str(e).splitlines()[0][:300]} | | | |"
                 )
                 continue
-            reference = scalatrace.even_alltoall_counts(real)[0] if even else real
             secs = time.perf_counter() - start
+            reference = scalatrace.even_alltoall_counts(real)[0] if even else real
+            if a.common_events:
+                reference, real_dropped = common_events_trace(real, lossy=lossy)
+                print(
+                    f"{code.upper()}: the real {target}-rank trace drops {real_dropped} of "
+                    f"{sum(1 for r in range(real.nranks) for _ in real.events(r, timing='none'))} "
+                    "events as not common",
+                    flush=True,
+                )
             same, total, first = event_match(
                 big, reference, drop_other=lossy, snippet=snippet, reference=small[-1]
             )
@@ -300,6 +336,12 @@ def main() -> None:
             )
             if a.simulate:
                 sims.append(f"| {code.upper()} | {mode} | " + simulated(big, reference) + " |")
+                if a.common_events:  # against the real run with its uncommon events too
+                    sims.append(
+                        f"| {code.upper()} | {mode}, vs the full real trace | "
+                        + simulated(big, real)
+                        + " |"
+                    )
                 if even:  # the evened trace against the real run's own counts
                     sims.append(
                         f"| {code.upper()} | {mode}, vs real counts | "

@@ -4,6 +4,7 @@
 #include "bindings.hpp"
 #include "scalatrace/extrapolate/even_counts.hpp"
 #include "scalatrace/extrapolate/extrapolate.hpp"
+#include "scalatrace/read/cursor.hpp"
 
 using namespace scalatrace;
 
@@ -137,8 +138,11 @@ void register_extrapolate(py::module_& m) {
       [](const std::vector<const Trace*>& traces, std::int64_t ranks, std::vector<std::int64_t> dims,
          const std::vector<std::vector<std::int64_t>>& input_dims, std::optional<py::function> timing,
          std::int64_t max_ranks, bool drop_local, bool refuse_undecided,
-         const std::vector<std::pair<std::string, std::int64_t>>& snippet, bool periodic, bool even_counts) {
+         const std::vector<std::pair<std::string, std::int64_t>>& snippet, bool periodic, bool even_counts,
+         bool common_events, bool assume_constant) {
         ExtrapolationOptions opt;
+        opt.common_events = common_events;
+        opt.assume_constant = assume_constant;
         opt.max_ranks = max_ranks;
         opt.drop_local = drop_local;
         opt.even_alltoall_counts = even_counts;
@@ -161,8 +165,47 @@ void register_extrapolate(py::module_& m) {
       py::arg("traces"), py::arg("ranks"), py::arg("dims"), py::arg("input_dims"), py::arg("timing"),
       py::arg("max_ranks") = kDefaultMaxExtrapolationRanks, py::arg("drop_local") = false,
       py::arg("refuse_undecided") = false, py::arg("snippet") = std::vector<std::pair<std::string, std::int64_t>>{},
-      py::arg("periodic") = false, py::arg("even_counts") = false,
-      "Extrapolated trace at the target size (see scalatrace.extrapolate).");
+      py::arg("periodic") = false, py::arg("even_counts") = false, py::arg("common_events") = false,
+      py::arg("assume_constant") = false, "Extrapolated trace at the target size (see scalatrace.extrapolate).");
+  m.def(
+      "common_keep",
+      [](const Trace& trace, bool drop_local) {
+        // Every rank's events as the cursor gives them (what Trace.events yields), local calls
+        // left out first with drop_local; then the events every rank has.
+        std::vector<std::vector<Event>> ranks(static_cast<std::size_t>(trace.nranks));
+        std::vector<std::vector<std::size_t>> index(ranks.size());
+        std::vector<std::vector<bool>> keep(ranks.size());
+        for (std::int64_t r = 0; r < trace.nranks; ++r) {
+          Cursor cur(trace, r, TimingMode::None);
+          std::size_t i = 0;
+          auto& k = keep[static_cast<std::size_t>(r)];
+          while (auto e = cur.next()) {
+            k.push_back(false);
+            if (!(drop_local && e->op == Op::Other)) {
+              index[static_cast<std::size_t>(r)].push_back(i);
+              ranks[static_cast<std::size_t>(r)].push_back(std::move(*e));
+            }
+            ++i;
+          }
+        }
+        const auto common = common_keep(ranks);
+        for (std::size_t r = 0; r < ranks.size(); ++r)
+          for (std::size_t j = 0; j < common[r].size(); ++j)
+            if (common[r][j]) keep[r][index[r][j]] = true;
+        return keep;
+      },
+      py::arg("trace"), py::arg("drop_local") = false,
+      "Per rank and event, whether it is one of the events every rank has (see "
+      "scalatrace.extrapolate.common_events_filter).");
+  m.def(
+      "common_events_trace",
+      [](const Trace& trace, bool drop_local) {
+        std::uint64_t dropped = 0;
+        Trace out = common_events_trace(trace, drop_local, &dropped);
+        return py::make_tuple(py::cast(std::move(out)), dropped);
+      },
+      py::arg("trace"), py::arg("drop_local") = false,
+      "A trace of the events every rank has, and the number of events left out.");
   m.def(
       "snippet_keep",
       [](const std::vector<std::pair<std::string, std::int64_t>>& snippet, const std::vector<std::string>& ops,

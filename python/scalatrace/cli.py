@@ -69,6 +69,18 @@ def _extrapolate_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
         "Irecv@18,Send@20,Wait (sites of the largest input)",
     )
     e.add_argument(
+        "--common-events",
+        action="store_true",
+        help="lossy: keep only the events every rank of an input has (LCS across its ranks), "
+        "e.g. NPB MG's coarse-level exchanges of some ranks dropped",
+    )
+    e.add_argument(
+        "--assume-constant",
+        action="store_true",
+        help="take a value equal at every input as a constant even where a grid size equal at "
+        "every input changes at the target (weak scaling; each choice a warning)",
+    )
+    e.add_argument(
         "--periodic",
         action="store_true",
         help="periodic neighbour laws (a torus: ((x+1)%%X-x), ...), one role for every rank first",
@@ -509,13 +521,15 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
         periodic=args.periodic,
         input_dims=input_dims,
         even_counts=args.even_counts,
+        common_events=args.common_events,
+        assume_constant=args.assume_constant,
     )
     big.save(args.output)
     print(
         f"scalatrace: wrote {args.output} ({big.nranks} ranks, grid {big.metadata['extrapolation_grid']}, "
         f"from {big.metadata['extrapolated_from']} ranks)"
     )
-    if args.lossy or snippet:
+    if args.lossy or snippet or args.common_events:
         print(f"scalatrace: {big.metadata['extrapolation_dropped']}")
     if args.even_counts:
         print(f"scalatrace: {big.metadata['extrapolation_even_counts']}")

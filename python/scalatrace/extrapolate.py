@@ -41,6 +41,8 @@ __all__ = [
     "fit_scaling",
     "smape",
     "snippet_filter",
+    "common_events_filter",
+    "common_events_trace",
 ]
 
 
@@ -462,6 +464,8 @@ def extrapolate(
     snippet: Sequence[str] | None = None,
     periodic: bool = False,
     even_counts: bool = False,
+    common_events: bool = False,
+    assume_constant: bool = False,
 ) -> TraceModel:
     """The trace of the same program at a larger size, from traces of several small sizes.
 
@@ -515,6 +519,21 @@ def extrapolate(
         whole elements), so that they follow a law of the size. Everything else stays exact;
         ``trace.metadata["extrapolation_even_counts"]`` says how many calls changed and by how
         much. Compare the result with a real trace passed through :func:`even_alltoall_counts`.
+    common_events : bool
+        Lossy extrapolation (thesis §3.2.4, LCS across ranks): after ``lossy`` and ``snippet``,
+        every input keeps only the events every one of its ranks has: the longest call sequence
+        (operation and call site) common to all its ranks, aligned with each rank so that the
+        kept events' parameters agree most with those of the rank with the fewest events. For
+        codes where some ranks do more at some sizes (NPB MG: on its coarse levels only some
+        ranks hold points and exchange). ``trace.metadata["extrapolation_dropped"]`` gives the
+        share dropped per input; compare the result with a real trace's
+        :func:`common_events_filter`.
+    assume_constant : bool
+        Take a value that is the same at every input of its role as that constant also where a
+        grid size that is the same at every input changes at the target (NPB MG's process grids
+        2x2x4, 2x4x4, 4x4x4 -> 4x4x8: Z is 4 at every input), instead of refusing it as
+        ambiguous (the constant, or a multiple of that size). For weak scaling, where per-rank
+        sizes do not grow; each such choice is a warning (and refused with ``strict=True``).
 
     Warns
     -----
@@ -595,6 +614,8 @@ def extrapolate(
         calls,
         periodic,
         even_counts,
+        check_bool("common_events", common_events),
+        check_bool("assume_constant", assume_constant),
     )
     big = wrap(core)
     chosen = big.metadata.get("extrapolation_warnings", "").strip()
@@ -700,6 +721,48 @@ def snippet_filter(
         sites = [mapped[s] if 0 <= s < len(mapped) and mapped[s] >= 0 else unmatched for s in sites]
     keep = _core.snippet_keep(_snippet_calls(snippet), [e.op for e in events], sites)
     return [e for e, k in zip(events, keep) if k]
+
+
+def common_events_filter(trace: TraceModel, lossy: bool = False) -> list[list[Any]]:
+    """Every rank's events that ``extrapolate(..., common_events=True)`` keeps of a trace.
+
+    Parameters
+    ----------
+    trace : Trace
+        Any trace (a real run at the target size, to compare with an extrapolated one).
+    lossy : bool
+        Leave the local calls (``Other``) out first, as ``extrapolate(..., lossy=True)`` does.
+
+    Returns
+    -------
+    list of list of Event
+        Per rank, the kept events in order (timing ``"none"``): the same call sequence on every
+        rank, the longest one common to all ranks.
+    """
+    if not isinstance(trace, TraceModel):
+        raise UsageError(
+            f"common_events_filter expects a scalatrace.Trace, not {type(trace).__name__}"
+        )
+    keep = _core.common_keep(trace._core, check_bool("lossy", lossy))
+    return [
+        [e for e, k in zip(trace.events(r, timing="none"), keep[r]) if k]
+        for r in range(trace.nranks)
+    ]
+
+
+def common_events_trace(trace: TraceModel, lossy: bool = False) -> tuple[TraceModel, int]:
+    """A trace of the events :func:`common_events_filter` keeps, and how many were left out.
+
+    The kept events of every rank, compressed and merged as the collector does (mean timing):
+    the form of a real trace at the target to compare with, or simulate beside, the result of
+    ``extrapolate(..., common_events=True)``.
+    """
+    if not isinstance(trace, TraceModel):
+        raise UsageError(
+            f"common_events_trace expects a scalatrace.Trace, not {type(trace).__name__}"
+        )
+    core, dropped = _core.common_events_trace(trace._core, check_bool("lossy", lossy))
+    return wrap(core), int(dropped)
 
 
 def _bad_input_dims(g: object) -> list[int]:

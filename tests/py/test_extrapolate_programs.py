@@ -38,7 +38,13 @@ import pytest
 
 import scalatrace
 from scalatrace.cli import main
-from scalatrace.extrapolate import ExtrapolationError, extrapolation_laws, snippet_filter
+from scalatrace.extrapolate import (
+    ExtrapolationError,
+    common_events_filter,
+    common_events_trace,
+    extrapolation_laws,
+    snippet_filter,
+)
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 
@@ -518,19 +524,9 @@ def test_periodic_torus_with_snippet_filter(traced, tmp_path, capsys):
     ), laws
     # Y is 2 at 4, 6 and 8 ranks (2x2x1, 3x2x1, 2x2x2) and 3 at 9 (3x3x1): the - and + neighbour
     # laws along y coincide at every input and differ at the target. Refused, never guessed.
-    with pytest.raises(ExtrapolationError, match="ambiguous"):
-        scalatrace.extrapolate(
-            [traced("extrap_torus", n) for n in (4, 6, 8)],
-            ranks=9,
-            timing=False,
-            snippet=snippet,
-            periodic=True,
-        )
+    refused_ambiguous([traced("extrap_torus", n) for n in (4, 6, 8)], 9, snippet=snippet)
     # CLI
-    paths = []
-    for n, t in zip((6, 8, 9), small):
-        paths.append(str(tmp_path / f"t{n}.sct"))
-        t.save(paths[-1])
+    paths = saved(small, tmp_path, "t")
     out = tmp_path / "t12.sct"
     argv = ["extrapolate", *paths, "--ranks", "12", "-o", str(out), "--no-timing"]
     assert main([*argv, "--periodic", "--snippet", ",".join(snippet)]) == 0
@@ -540,3 +536,91 @@ def test_periodic_torus_with_snippet_filter(traced, tmp_path, capsys):
         scalatrace.extrapolate(small, ranks=12, snippet=["Irecv@99999"], periodic=True)
     with pytest.raises(scalatrace.ScalatraceError):
         scalatrace.extrapolate(small, ranks=12, snippet=["Bogus"], periodic=True)
+
+
+def refused_ambiguous(traces: list[scalatrace.Trace], ranks: int, **kwargs: object) -> None:
+    """Asserts that the periodic extrapolation of `traces` to `ranks` is refused as ambiguous."""
+    with pytest.raises(ExtrapolationError, match="ambiguous"):
+        scalatrace.extrapolate(traces, ranks=ranks, timing=False, periodic=True, **kwargs)
+
+
+def saved(traces: list[scalatrace.Trace], directory: Path, prefix: str) -> list[str]:
+    """The traces saved as <directory>/<prefix><ranks>.sct, for the command line."""
+    paths = []
+    for t in traces:
+        paths.append(str(directory / f"{prefix}{t.nranks}.sct"))
+        t.save(paths[-1])
+    return paths
+
+
+def kept_matrix(per_rank: list[list], n: int) -> np.ndarray:
+    """Bytes sent from rank to rank by the Send events of per-rank event lists."""
+    matrix = np.zeros((n, n), dtype=np.int64)
+    for r, events in enumerate(per_rank):
+        for e in events:
+            if e.op == "Send":
+                matrix[r, r + e.fields["Peer"]] += e.fields["Bytes"]
+    return matrix
+
+
+def test_coarse_level_ranks_dropped_as_uncommon_events(traced, tmp_path, capsys):
+    # extrap_coarse.c: NPB MG's V-cycle in small on a periodic 2D grid (2x2, 3x2, 3x3 at 4, 6,
+    # 9 ranks; 4x2 at 8): a fine halo exchange, a coarse-level exchange that only the ranks with
+    # odd coordinates make (rank 3; rank 4; rank 4; ranks 5 and 7 at 8), through the same calls
+    # with 32-byte faces and coarse neighbours (peer 0 where one coarse point spans a
+    # dimension, +-2 along x at 4x2), then the fine exchange again. The coarse ranks have more
+    # events: refused lossless. common_events=True drops, in every input, what not every rank
+    # has: the coarse exchanges (the alignment keeps the second fine exchange, whose parameters
+    # are the reference rank's, not the coarse one that comes first with the same calls); the
+    # result equals, rank by rank and event by event, the real 8-rank run after the same drop.
+    small = [traced("extrap_coarse", n) for n in (4, 6, 9)]
+    real = traced("extrap_coarse", 8)
+    for kwargs in ({}, {"periodic": True}, {"common_events": True}):
+        with pytest.raises(ExtrapolationError):
+            scalatrace.extrapolate(small, ranks=8, timing=False, **kwargs)
+    big = scalatrace.extrapolate(small, ranks=8, timing=False, common_events=True, periodic=True)
+    assert big.metadata["extrapolation_grid"] == "4x2"
+    kept = common_events_filter(real)
+    # The drop at the target: the coarse exchanges of ranks 5 and 7 (2 dimensions x 6 calls,
+    # 3 iterations), nothing of the others.
+    full = [list(real.events(r, timing="none")) for r in range(8)]
+    assert [len(f) - len(k) for f, k in zip(full, kept)] == [0, 0, 0, 0, 0, 36, 0, 36]
+    got = [list(big.events(r, timing="none")) for r in range(8)]
+    for r in range(8):
+        assert len(got[r]) == len(kept[r]), (r, len(got[r]), len(kept[r]))
+        for x, y in zip(got[r], kept[r]):
+            assert (x.op, x.fields, x.arrays) == (y.op, y.fields, y.arrays), (r, x, y)
+    # The kept sends are the fine exchanges' (16 doubles), none of the coarse level's (4).
+    assert {e.fields["Bytes"] for k in kept for e in k if e.op == "Send"} == {128}
+    assert np.array_equal(kept_matrix(got, 8), kept_matrix(kept, 8))
+    assert kept_matrix(kept, 8).sum() > 0
+    assert np.array_equal(big.comm_matrix(kind="collective"), real.comm_matrix(kind="collective"))
+    # The same as whole traces: the real run's common events compressed and merged.
+    real_common, dropped = common_events_trace(real)
+    assert dropped == 72
+    helpers.assert_same_run(big, real_common)
+    # The share, per input: rank 3 of 4, rank 4 of 6 and of 9 drop their coarse exchanges.
+    share = big.metadata["extrapolation_dropped"]
+    for t in small:
+        before = sum(len(list(t.events(r, timing="none"))) for r in range(t.nranks))
+        after = sum(len(k) for k in common_events_filter(t))
+        assert f"{before - after} of {before} at {t.nranks} ranks" in share, share
+        assert before - after == 36
+    # Y is 2 at 4, 6 and 8 ranks: the periodic + and - laws along y coincide at every input and
+    # differ at 9 ranks (3x3). Refused, never guessed.
+    refused_ambiguous([traced("extrap_coarse", n) for n in (4, 6, 8)], 9, common_events=True)
+    # CLI
+    paths = saved(small, tmp_path, "c")
+    out = tmp_path / "c8.sct"
+    argv = ["extrapolate", *paths, "--ranks", "8", "-o", str(out), "--no-timing", "--periodic"]
+    assert main([*argv, "--common-events"]) == 0
+    assert "lossy (common events)" in capsys.readouterr().out
+    # assume_constant keeps a size equal at every input out of every law: the 3D reading
+    # 2x2x1, 3x2x1, 3x3x1 -> 2x2x2 (Z = 1 throughout) then explains the inputs as well and
+    # differs at the target. Refused, naming both; with the grids given, exact again.
+    assert main([*argv, "--common-events", "--assume-constant"]) == 1
+    assert "two grids explain every input value" in capsys.readouterr().err
+    grids = ["--input-dims", "2x2,3x2,3x3", "--dims", "4x2"]
+    assert main([*argv, "--common-events", "--assume-constant", *grids]) == 0
+    capsys.readouterr()
+    assert scalatrace.load(out).nranks == 8

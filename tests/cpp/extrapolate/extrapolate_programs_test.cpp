@@ -433,4 +433,113 @@ TEST(ExtrapolatePrograms, UnevenSplitNoInputShowsIsRefused) {
       << std::get<std::string>(got);
 }
 
+/// NPB MG's grid (mg.f's setup): 2^floor(log2(P)/3) x 2^floor((log2(P) - dx)/2) x the rest.
+Grid mg_grid(std::int64_t p) {
+  std::int64_t log_p = 0;
+  while ((std::int64_t{1} << (log_p + 1)) <= p) ++log_p;
+  const std::int64_t dx = log_p / 3, dy = (log_p - dx) / 2;
+  return Grid{{std::int64_t{1} << dx, std::int64_t{1} << dy, p >> (dx + dy)}};
+}
+
+/// NPB MG's communication in weak scaling, 4^3 points per rank, in small: on MG's periodic
+/// process grid, V-cycles of comm3 exchanges (per axis Irecv from - and +, Send to + and -,
+/// Wait, Wait) at levels lt-1 .. 1 going down (rprj3), at level 1 (psinv), then resid's and
+/// psinv's at 2 .. lt-1 and lt going up, then an Allreduce; level k has 2^k points along the
+/// largest axis. Where a level has fewer points along an axis than ranks, only every
+/// (ranks/points)-th rank holds one (the all-odd coordinates of mg.f's dead(k)) and exchanges
+/// with the next such rank, the others skip it: at 16, 32, 64 ranks level 1, at 128 levels 1
+/// and 2. Sites tell the callers apart (rprj3, psinv, resid), as MG's call stacks do.
+void mg_weak(std::int64_t rank, std::int64_t p, RankStream& s) {
+  const auto grid = mg_grid(p);
+  const auto c = grid.coords(rank);
+  const std::int64_t stride[3] = {1, grid.dims[0], grid.dims[0] * grid.dims[1]};
+  std::int64_t lt = 0;
+  while ((std::int64_t{1} << lt) < 4 * std::max({grid.dims[0], grid.dims[1], grid.dims[2]})) ++lt;
+  s.start(Op::Init, 1);
+  s.emit();
+  auto exchange = [&](std::int64_t level, std::uint64_t caller) {
+    std::int64_t local[3], dist[3];
+    for (int d = 0; d < 3; ++d) {
+      const std::int64_t points = grid.dims[d] * 4 >> (lt - level);  // along d at this level
+      dist[d] = points >= grid.dims[d] ? 1 : grid.dims[d] / points;
+      local[d] = points >= grid.dims[d] ? points / grid.dims[d] : 1;
+      if ((c[d] + 1) % dist[d] != 0) return;  // no point of this level here (dead)
+    }
+    for (int d = 0; d < 3; ++d) {
+      const std::int64_t up = stride[d] * ((c[d] + dist[d]) % grid.dims[d] - c[d]);
+      const std::int64_t down = stride[d] * ((c[d] + grid.dims[d] - dist[d]) % grid.dims[d] - c[d]);
+      const std::int64_t face = 8 * (local[(d + 1) % 3] + 2) * (local[(d + 2) % 3] + 2);
+      const std::uint64_t line = 100 * caller + 10 * static_cast<std::uint64_t>(d);
+      for (int i = 0; i < 4; ++i) {  // Irecv from - and +, Send to + and -
+        const bool recv = i < 2;
+        Event& e = s.start(recv ? Op::Irecv : Op::Send,
+                           recv ? 100 * caller + static_cast<std::uint64_t>(i) : line + static_cast<std::uint64_t>(i));
+        e[Field::Peer] = (i == 0 || i == 3) ? down : up;
+        e[Field::Tag] = 2 * d + i % 2;
+        e[Field::Bytes] = face;
+        e[Field::DtSize] = 8;
+        s.emit();
+      }
+      for (int i = 0; i < 2; ++i) {
+        Event& w = s.start(Op::Wait, 100 * caller + 4 + static_cast<std::uint64_t>(i));
+        w[ArrayField::Requests].push_back(2 - i);
+        s.emit();
+      }
+    }
+  };
+  for (int it = 0; it < 2; ++it) {
+    for (std::int64_t k = lt; k >= 2; --k) exchange(k - 1, 1);  // rprj3
+    exchange(1, 2);                                             // psinv at the bottom
+    for (std::int64_t k = 2; k <= lt; ++k) {
+      exchange(k, 3);  // resid
+      exchange(k, 2);  // psinv
+    }
+    allreduce_one_double(s);
+  }
+  s.start(Op::Finalize, 14);
+  s.emit();
+}
+
+// NPB MG in weak scaling, modelled (mg_weak) at 16, 32, 64 -> 128 ranks (2x2x4, 2x4x4, 4x4x4 ->
+// 4x4x8, MG's grids given): the ranks that hold a point on a coarse level exchange there, the
+// others skip it, and which ranks changes with the size: refused as it is. Dropping what not
+// every rank of an input has (common_events) leaves every rank of every size the same calls
+// (4 rprj3 exchanges, 4 up-loop iterations, the top level: at 128 the levels that every rank
+// holds are 3 and up, below them 2); Z is 4 at every input and 8 at the target, so every
+// constant could be a multiple of Z: refused as ambiguous, and taken as constants with
+// assume_constant (each choice a warning). Then the extrapolated trace equals the model's
+// own 128-rank trace after the same drop, node by node.
+TEST(ExtrapolatePrograms, MgWeakCoarseLevelsThroughCommonEvents) {
+  std::vector<Trace> small;
+  std::vector<const Trace*> ptrs;
+  ExtrapolationOptions opt;
+  for (std::int64_t n : {16, 32, 64}) {
+    small.push_back(traced(mg_weak, "mg_weak", n));
+    opt.input_grids.push_back(mg_grid(n));
+  }
+  for (const auto& t : small) ptrs.push_back(&t);
+  opt.target_grid = mg_grid(128);
+  opt.periodic = true;
+  EXPECT_THROW(extrapolate(ptrs, opt), ExtrapolationError);
+  opt.common_events = true;
+  try {
+    extrapolate(ptrs, opt);
+    ADD_FAILURE() << "a constant taken although Z is 4 at every input";
+  } catch (const ExtrapolationError& e) {
+    EXPECT_NE(std::string(e.what()).find("ambiguous: the constant"), std::string::npos) << e.what();
+  }
+  opt.assume_constant = true;
+  const auto res = extrapolate(ptrs, opt);
+  EXPECT_EQ(res.target.to_string(), "4x4x8");
+  EXPECT_FALSE(res.warnings.empty());
+  std::uint64_t dropped = 0;
+  const Trace real = common_events_trace(traced(mg_weak, "mg_weak", 128), false, &dropped);
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ(trace_difference(res.trace, real), "");
+  const auto& share = res.trace.metadata.at("extrapolation_dropped");
+  EXPECT_NE(share.find("at 16 ranks"), std::string::npos) << share;
+  opt.refuse_undecided = true;  // strict: the constants were a choice
+  EXPECT_THROW(extrapolate(ptrs, opt), ExtrapolationError);
+}
+
 }  // namespace

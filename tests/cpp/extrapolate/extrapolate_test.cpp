@@ -413,6 +413,63 @@ TEST(ExtrapolateSnippet, KeepsCompleteSequencesAndCollectives) {
   EXPECT_THROW(snippet_keep(snippet, ops, {1, 2}), UsageError);
 }
 
+// The LCS step across ranks (common_keep): a rank that also works on a coarse level through
+// the same calls as the fine level (MG) keeps the fine exchanges, whole, wherever the coarse one
+// sits: before the last fine exchange (the alignment whose parameters agree with the reference
+// rank's), or after the fine ones and before a call of its own (the one with the fewest gaps).
+TEST(ExtrapolateCommon, KeepsTheEventsEveryRankHas) {
+  auto ev = [](Op op, std::uint32_t site, std::int64_t peer, std::int64_t bytes) {
+    Event e;
+    e.op = op;
+    e.site = site;
+    e[Field::Peer] = peer;
+    e[Field::Bytes] = bytes;
+    return e;
+  };
+  // One exchange: Irecv@1, Send@2 with a peer and a face size; an Allreduce@3 ends a cycle.
+  auto exchange = [&](std::vector<Event>& out, std::int64_t peer, std::int64_t bytes) {
+    out.push_back(ev(Op::Irecv, 1, -peer, bytes));
+    out.push_back(ev(Op::Send, 2, peer, bytes));
+  };
+  std::vector<Event> idle, coarse_between, coarse_after;
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    exchange(idle, 1, 128);
+    exchange(idle, 1, 128);
+    idle.push_back(ev(Op::Allreduce, 3, 0, 8));
+    exchange(coarse_between, 1, 128);
+    exchange(coarse_between, 2, 32);  // the coarse level, between the fine ones
+    exchange(coarse_between, 1, 128);
+    coarse_between.push_back(ev(Op::Allreduce, 3, 0, 8));
+    // After the fine ones, with the same face, and a call of its own after it: the fine and
+    // the coarse exchange agree as little with the reference (peers 3 and 5, not 1); keeping
+    // the coarse one would leave two gaps instead of one.
+    exchange(coarse_after, 3, 128);
+    exchange(coarse_after, 3, 128);
+    exchange(coarse_after, 5, 128);
+    coarse_after.push_back(ev(Op::Barrier, 6, 0, 0));
+    coarse_after.push_back(ev(Op::Allreduce, 3, 0, 8));
+  }
+  const auto keep = common_keep({idle, coarse_between, idle, coarse_after});
+  ASSERT_EQ(keep.size(), 4u);
+  EXPECT_EQ(keep[0], std::vector<bool>(idle.size(), true));
+  EXPECT_EQ(keep[2], std::vector<bool>(idle.size(), true));
+  const std::vector<bool> between{true, true, false, false, true, true, true};
+  const std::vector<bool> after{true, true, true, true, false, false, false, true};
+  std::vector<bool> want_between, want_after;
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    want_between.insert(want_between.end(), between.begin(), between.end());
+    want_after.insert(want_after.end(), after.begin(), after.end());
+  }
+  EXPECT_EQ(keep[1], want_between);
+  EXPECT_EQ(keep[3], want_after);
+  // Ranks with nothing in common keep only what is: here the Allreduces.
+  std::vector<Event> other{ev(Op::Bcast, 4, 0, 8), ev(Op::Allreduce, 3, 0, 8)};
+  const auto few = common_keep({idle, other});
+  EXPECT_EQ(std::count(few[0].begin(), few[0].end(), true), 1);
+  EXPECT_EQ(few[1], (std::vector<bool>{false, true}));
+  EXPECT_TRUE(common_keep({}).empty());
+}
+
 TEST(ExtrapolateLaws, PeriodicNeighbourFeatures) {
   const auto plain = FeatureSpace::make(3, false), space = FeatureSpace::make(3, false, false, true);
   EXPECT_EQ(space.names.size(), plain.names.size() + 6);

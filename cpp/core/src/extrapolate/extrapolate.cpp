@@ -475,8 +475,9 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
     if (call.site >= static_cast<std::int64_t>(inputs.back()->sites.size()))
       throw UsageError("snippet call " + std::string(op_name(call.op)) + "@" + std::to_string(call.site) +
                        ": the largest input has call sites 0.." + std::to_string(inputs.back()->sites.size() - 1));
-  extrap::InputFilter filter{options.drop_local, options.snippet, 0, 0, {}};
+  extrap::InputFilter filter{options.drop_local, options.snippet, 0, 0, {}, options.common_events, {}};
   auto expanded = extrap::expand_inputs(inputs, candidates.front().grids, tables, filter);
+  res.common_dropped = filter.common_dropped;
   res.dropped_events = filter.dropped;
   res.input_events = filter.total;
   res.dropped_by_op = filter.dropped_by_op;
@@ -566,7 +567,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
         }
         if (!skip)
           a.roles = extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws, budget,
-                                       options.uneven_splits_from_inputs, options.periodic);
+                                       options.uneven_splits_from_inputs, options.periodic, options.assume_constant);
         for (const auto& [key, role] : a.roles) stage_loops = stage_loops || role.stages;
         const bool only_ambiguous = a.only_ambiguous();
         if (a.failures.empty()) {
@@ -664,6 +665,21 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
       res.warnings.push_back("role " + law.role + ", " + law.where + ", " + law.field + ": " +
                              law.status.substr(at + 23));
   }
+  if (options.assume_constant) {
+    // Grid sizes the same at every input that change at the target: kept out of every law.
+    const auto& grids = chosen.topo->grids;
+    std::string sizes;
+    for (std::size_t d = 0; d < chosen.target.dims.size(); ++d) {
+      bool same = true;
+      for (const auto& g : grids) same = same && d < g.dims.size() && g.dims[d] == grids.front().dims[d];
+      if (same && d < grids.front().dims.size() && grids.front().dims[d] != chosen.target.dims[d])
+        sizes += std::string(sizes.empty() ? "" : ", ") + "XYZ"[d] + " = " + std::to_string(grids.front().dims[d]) +
+                 " at every input, " + std::to_string(chosen.target.dims[d]) + " at the target";
+    }
+    if (!sizes.empty())
+      res.warnings.push_back("assume_constant: " + sizes +
+                             "; no law uses it (values equal at every input are constants, as in weak scaling)");
+  }
   if (options.refuse_undecided && !res.warnings.empty()) {
     std::string text =
         "undecided: the inputs do not decide between laws that differ at the target (refused, as "
@@ -735,15 +751,17 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
     for (const auto& w : res.warnings) text += w + "\n";
     md["extrapolation_warnings"] = text;
   }
+  std::uint64_t uncommon = 0;  // dropped by the common-events step, reported on its own
+  for (const auto& entry : res.common_dropped) uncommon += entry.second.first;
+  const std::uint64_t filtered = res.dropped_events - uncommon;
   if (!options.snippet.empty()) {
     std::ostringstream share;
     share.precision(3);
     share << "lossy (snippet";
     for (const auto& call : options.snippet)
       share << " " << op_name(call.op) << (call.site >= 0 ? "@" + std::to_string(call.site) : "");
-    share << "): " << res.dropped_events << " of " << res.input_events << " input events ("
-          << (res.input_events ? 100.0 * static_cast<double>(res.dropped_events) / static_cast<double>(res.input_events)
-                               : 0.0)
+    share << "): " << filtered << " of " << res.input_events << " input events ("
+          << (res.input_events ? 100.0 * static_cast<double>(filtered) / static_cast<double>(res.input_events) : 0.0)
           << "%) were outside the snippet's sequences and were dropped before extrapolating (";
     bool first = true;
     for (const auto& [op, count] : res.dropped_by_op) {
@@ -755,11 +773,26 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
   } else if (options.drop_local) {
     std::ostringstream share;
     share.precision(3);
-    share << "lossy: " << res.dropped_events << " of " << res.input_events << " input events ("
-          << (res.input_events ? 100.0 * static_cast<double>(res.dropped_events) / static_cast<double>(res.input_events)
-                               : 0.0)
+    share << "lossy: " << filtered << " of " << res.input_events << " input events ("
+          << (res.input_events ? 100.0 * static_cast<double>(filtered) / static_cast<double>(res.input_events) : 0.0)
           << "%) were local calls (Other) and were dropped before extrapolating";
     md["extrapolation_dropped"] = share.str();
+  }
+  if (options.common_events) {
+    // The LCS step's share per input, after whatever the other lossy options dropped.
+    std::ostringstream share;
+    share.precision(3);
+    share << "lossy (common events): the events not every rank of an input has were dropped before "
+             "extrapolating:";
+    bool first = true;
+    for (const auto& [ranks, counts] : res.common_dropped) {
+      const auto [dropped, before] = counts;
+      share << (first ? " " : "; ") << dropped << " of " << before << " at " << ranks << " ranks ("
+            << (before ? 100.0 * static_cast<double>(dropped) / static_cast<double>(before) : 0.0) << "%)";
+      first = false;
+    }
+    const auto it = md.find("extrapolation_dropped");
+    md["extrapolation_dropped"] = it == md.end() ? share.str() : it->second + "; " + share.str();
   }
   if (options.even_alltoall_counts) md["extrapolation_even_counts"] = even_text;
   res.even_counts = even_text;

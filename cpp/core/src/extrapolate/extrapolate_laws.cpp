@@ -59,10 +59,6 @@ enum class Feat {
   P2
 };
 
-/// Value of a feature where it is not defined (the transpose partner on a grid whose X is not
-/// a multiple of Y): a law using it is not fitted where it occurs and not evaluated there.
-constexpr std::int64_t kUndefinedFeature = std::numeric_limits<std::int64_t>::min() / 8;
-
 struct FeatureDef {
   Feat feat;
   const char* name;

@@ -83,6 +83,7 @@ std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs
                                          CanonicalTables& tables, InputFilter& filter) {
   filter.dropped = filter.total = 0;
   filter.dropped_by_op.clear();
+  filter.common_dropped.clear();
   tables.sites = inputs.back()->sites;
   tables.names = inputs.back()->names;
   std::vector<ExpandedInput> out;
@@ -106,37 +107,68 @@ std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs
     in.runs.resize(static_cast<std::size_t>(t.nranks));
     in.repeats.resize(static_cast<std::size_t>(t.nranks));
     in.comms.resize(static_cast<std::size_t>(t.nranks));
+    // Every rank's events with what lossy extrapolation keeps of them (local calls, snippet),
+    // then, with common_events, only the kept events every rank has.
+    std::vector<std::vector<Event>> all(static_cast<std::size_t>(t.nranks));
+    std::vector<std::vector<bool>> keep(static_cast<std::size_t>(t.nranks));
+    for (std::int64_t r = 0; r < t.nranks; ++r) {
+      auto& evs = all[static_cast<std::size_t>(r)];
+      auto& kept = keep[static_cast<std::size_t>(r)];
+      Cursor cur(t, r, TimingMode::Mean);
+      while (auto e = cur.next()) {
+        if (e->site < site_map.size()) e->site = site_map[e->site];
+        evs.push_back(std::move(*e));
+      }
+      kept.assign(evs.size(), true);
+      if (!filter.snippet.empty()) {
+        std::vector<Op> ops;
+        std::vector<std::uint32_t> sites;
+        for (const auto& e : evs) {
+          ops.push_back(e.op);
+          sites.push_back(e.site);
+        }
+        kept = snippet_keep(filter.snippet, ops, sites);
+      }
+      for (std::size_t i = 0; i < evs.size(); ++i)
+        if (filter.drop_local && evs[i].op == Op::Other) kept[i] = false;
+    }
+    std::vector<std::vector<bool>> uncommon(all.size());
+    for (std::size_t r = 0; r < all.size(); ++r) uncommon[r].assign(all[r].size(), false);
+    if (filter.common) {
+      std::vector<std::vector<Event>> before(all.size());
+      std::uint64_t count = 0, dropped = 0;
+      for (std::size_t r = 0; r < all.size(); ++r)
+        for (std::size_t i = 0; i < all[r].size(); ++i)
+          if (keep[r][i]) before[r].push_back(all[r][i]);
+      const auto common = common_keep(before);
+      for (std::size_t r = 0; r < all.size(); ++r) {
+        std::size_t j = 0;
+        for (std::size_t i = 0; i < all[r].size(); ++i) {
+          if (!keep[r][i]) continue;
+          ++count;
+          if (!common[r][j++]) {
+            uncommon[r][i] = true;
+            ++dropped;
+          }
+        }
+      }
+      filter.common_dropped.emplace_back(t.nranks, std::make_pair(dropped, count));
+    }
     for (std::int64_t r = 0; r < t.nranks; ++r) {
       auto& evs = in.events[static_cast<std::size_t>(r)];
       auto& runs = in.runs[static_cast<std::size_t>(r)];
       auto& reps = in.repeats[static_cast<std::size_t>(r)];
-      Cursor cur(t, r, TimingMode::Mean);
-      std::vector<Event> all;
-      while (auto e = cur.next()) {
-        if (e->site < site_map.size()) e->site = site_map[e->site];
-        all.push_back(std::move(*e));
-      }
-      std::vector<bool> keep(all.size(), true);
-      if (!filter.snippet.empty()) {
-        std::vector<Op> ops;
-        std::vector<std::uint32_t> sites;
-        for (const auto& e : all) {
-          ops.push_back(e.op);
-          sites.push_back(e.site);
-        }
-        keep = snippet_keep(filter.snippet, ops, sites);
-      }
-      for (std::size_t i = 0; i < all.size(); ++i) {
-        if (filter.drop_local && all[i].op == Op::Other) keep[i] = false;
+      auto& rank_events = all[static_cast<std::size_t>(r)];
+      const auto& kept = keep[static_cast<std::size_t>(r)];
+      const auto& dropped_as_uncommon = uncommon[static_cast<std::size_t>(r)];
+      for (std::size_t i = 0; i < rank_events.size(); ++i) {
         ++filter.total;
-        if (!keep[i]) {
-          ++filter.dropped;
-          ++filter.dropped_by_op[std::string(op_name(all[i].op))];
-        }
+        if (!kept[i]) ++filter.dropped_by_op[std::string(op_name(rank_events[i].op))];
+        if (!kept[i] || dropped_as_uncommon[i]) ++filter.dropped;
       }
-      for (std::size_t i = 0; i < all.size(); ++i) {
-        if (!keep[i]) continue;
-        Event& e = all[i];
+      for (std::size_t i = 0; i < rank_events.size(); ++i) {
+        if (!kept[i] || dropped_as_uncommon[i]) continue;
+        Event& e = rank_events[i];
         if (e.op == Op::Other) {
           auto& id = e[Field::NameId];
           if (id >= 0 && static_cast<std::size_t>(id) < name_map.size()) id = name_map[static_cast<std::size_t>(id)];
@@ -345,9 +377,10 @@ std::string over_ambiguous_linear(const LinearLaw& law, const std::string& why, 
 class RoleSolver {
  public:
   RoleSolver(const std::vector<ExpandedInput>& inputs, const RolePlan& role, const Grid& target, std::size_t ndims,
-             bool remainder_rivals, bool periodic)
+             bool remainder_rivals, bool periodic, bool assume_constant = false)
       : scalar_(FeatureSpace::make(ndims, false, false, periodic)),
-        indexed_(FeatureSpace::make(ndims, true, false, periodic)) {
+        indexed_(FeatureSpace::make(ndims, true, false, periodic)),
+        assume_constant_(assume_constant) {
     scalar_.remainder_rivals = indexed_.remainder_rivals = remainder_rivals;
     for (const auto& [k, r] : role.members) points_.push_back(scalar_.values(inputs[k].grid, inputs[k].grid.coords(r)));
     for (const auto& c : role_corners(role.key, target)) {
@@ -363,8 +396,19 @@ class RoleSolver {
       for (const auto& p : probes_) differs = differs || p[f] != points_[0][f];
       if (constant && differs && points_[0][f] != 0) aliases_.push_back(f);
     }
+    // assume_constant: such a feature is no term of any law (undefined at every point, as a
+    // feature some grid lacks), so values equal at every input stay constants and the others
+    // follow the features that vary.
+    if (assume_constant_)
+      for (auto f : aliases_) {
+        for (auto& p : points_) p[f] = kUndefinedFeature;
+        for (auto& p : probes_) p[f] = kUndefinedFeature;
+      }
   }
   const FeatureSpace& scalar_space() const { return scalar_; }
+  /// assume_constant and some grid size is the same at every input of the role, not at the
+  /// target (the case the option is for).
+  bool assume_constant() const { return assume_constant_ && !aliases_.empty(); }
   const FeatureSpace& index_space() const { return indexed_; }
   const std::vector<std::vector<std::int64_t>>& points() const { return points_; }
   const std::vector<std::vector<std::int64_t>>& probes() const { return probes_; }
@@ -385,6 +429,10 @@ class RoleSolver {
       if (!identity && c != 0 && c > -(std::int64_t{1} << 39) && c < (std::int64_t{1} << 50) && !aliases_.empty()) {
         const auto f = aliases_.front();
         const auto& name = scalar_.names[f];
+        if (assume_constant_) {  // as asked (one warning for the extrapolation, not per value)
+          p.value = c;
+          return p;
+        }
         why = "ambiguous: the constant " + std::to_string(c) + " and " + std::to_string(c) + "*" + name + "/" +
               std::to_string(points_[0][f]) + " both reproduce every input value (" + name + " is " +
               std::to_string(points_[0][f]) + " at every input having this role) but differ at the target";
@@ -542,6 +590,7 @@ class RoleSolver {
   };
   FeatureSpace scalar_, indexed_;
   std::vector<std::vector<std::int64_t>> points_, probes_, index_probes_;
+  bool assume_constant_ = false;      ///< aliases are no terms, constants stay constants
   std::vector<std::size_t> aliases_;  ///< features constant over the inputs, not at the target
   std::map<std::vector<std::int64_t>, Solved> memo_;
 };
@@ -840,7 +889,7 @@ class RolePlanner {
  public:
   RolePlanner(const std::vector<ExpandedInput>& inputs, RolePlan& role, const Grid& target, std::size_t ndims,
               bool single_size, std::vector<Failure>& failures, LawReport& report, LawPool& pool,
-              std::vector<Deferred>& deferred, bool remainder_rivals, bool periodic)
+              std::vector<Deferred>& deferred, bool remainder_rivals, bool periodic, bool assume_constant = false)
       : inputs_(inputs),
         role_(role),
         name_(role.key.to_string()),
@@ -849,7 +898,7 @@ class RolePlanner {
         report_(report),
         pool_(pool),
         deferred_(deferred),
-        solver_(inputs, role, target, ndims, remainder_rivals, periodic),
+        solver_(inputs, role, target, ndims, remainder_rivals, periodic, assume_constant),
         stage_([&] {
           auto space = FeatureSpace::make(ndims, false, true, periodic);
           space.remainder_rivals = remainder_rivals;
@@ -1328,10 +1377,11 @@ class RolePlanner {
     return solver_.indexed(pts, vals, w, deferrable, scale);
   }
 
-  /// MPI_COMM_WORLD (id 0) by definition: P members 0..P-1, checked on every input.
-  bool plan_world(CommPlan& cp) {
+  /// MPI_COMM_WORLD (id 0) by definition: P members 0..P-1, checked on every input (the
+  /// member's c-th communicator).
+  bool plan_world(CommPlan& cp, std::size_t c = 0) {
     for (std::size_t m = 0; m < nm_; ++m) {
-      const auto& mem = member_comms(m)[0].members;
+      const auto& mem = member_comms(m)[c].members;
       const auto p = inputs_[role_.members[m].first].grid.size();
       if (static_cast<std::int64_t>(mem.size()) != p) return false;
       for (std::size_t j = 0; j < mem.size(); ++j)
@@ -1360,6 +1410,13 @@ class RolePlanner {
     const std::string where = "communicator " + std::to_string(cp.id);
     if (id == 0 && c == 0 && plan_world(cp)) {
       report_.add(where, "size", "P (MPI_COMM_WORLD)", distinct_points(solver_.points()));
+      return;
+    }
+    // assume_constant, where a grid size is the same at every input: a communicator that is
+    // every rank in order at every input (NPB MG's comm_work, split off MPI_COMM_WORLD) stays
+    // so, rather than 4*X*Y where Z is 4 throughout.
+    if (solver_.assume_constant() && plan_world(cp, c)) {
+      report_.add(where, "size", "P (every rank at every input; assume_constant)", distinct_points(solver_.points()));
       return;
     }
     for (std::size_t m = 0; m < nm_; ++m) column_[m] = static_cast<std::int64_t>(member_comms(m)[c].members.size());
@@ -1609,7 +1666,7 @@ std::size_t input_sizes(const RolePlan& role) {
 std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs, const Grid& target, std::size_t ndims,
                                        int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
                                        std::vector<Failure>& failures, std::vector<ParameterLaw>& laws,
-                                       std::size_t budget, bool remainder_rivals, bool periodic) {
+                                       std::size_t budget, bool remainder_rivals, bool periodic, bool assume_constant) {
   std::map<RoleKey, RolePlan> roles = group_roles(inputs, depth, modulus, needed);
   std::map<RoleKey, LawReport> reports;
   LawPool pool;
@@ -1625,7 +1682,7 @@ std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
       if ((input_sizes(role) < 2) != single) continue;
       if (!same_shape(inputs, role, key.to_string(), failures)) continue;
       RolePlanner(inputs, role, target, ndims, single, failures, reports[key], pool, deferred, remainder_rivals,
-                  periodic)
+                  periodic, assume_constant)
           .plan();
     }
   auto scalar = FeatureSpace::make(ndims, false, false, periodic),

@@ -42,6 +42,9 @@ struct InputFilter {
   std::vector<SnippetCall> snippet;  ///< non-empty: only what snippet_keep keeps stays
   std::uint64_t dropped = 0, total = 0;
   std::map<std::string, std::uint64_t> dropped_by_op;
+  bool common = false;  ///< then only the events every rank of an input has (common_keep)
+  /// common: per input (rank count, (events dropped as not common, events before that step))
+  std::vector<std::pair<std::int64_t, std::pair<std::uint64_t, std::uint64_t>>> common_dropped;
 };
 
 /// Expands every rank of every input (inputs sorted by size; the last one is canonical),
@@ -155,7 +158,7 @@ std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
                                        int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
                                        std::vector<Failure>& failures, std::vector<ParameterLaw>& laws,
                                        std::size_t budget = SIZE_MAX, bool remainder_rivals = true,
-                                       bool periodic = false);
+                                       bool periodic = false, bool assume_constant = false);
 
 /// Corners of the coordinate box a role covers at the target grid (probe points for laws).
 std::vector<std::vector<std::int64_t>> role_corners(const RoleKey& key, const Grid& target);

@@ -14,6 +14,7 @@
 //                             formulas (metadata) and timing from per-node models (§3.2.5).
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -213,6 +214,11 @@ using TimingModel =
 inline constexpr std::int64_t kDefaultMaxExtrapolationRanks = std::int64_t{1} << 22;
 inline constexpr std::int64_t kMaxExtrapolationRanks = (std::int64_t{1} << 32) - 1;
 
+/// Value of a feature where it is not defined (the transpose partner on a grid whose X is not
+/// a multiple of Y; with ExtrapolationOptions::assume_constant, a grid size equal at every
+/// input): no law with it is fitted where it occurs, and none is evaluated there.
+inline constexpr std::int64_t kUndefinedFeature = std::numeric_limits<std::int64_t>::min() / 8;
+
 /// One call of a snippet (thesis §3.2.4, Fig. 3.7): an MPI operation, at one call site of the
 /// largest input's call-site table or at any (site < 0).
 struct SnippetCall {
@@ -230,6 +236,22 @@ struct SnippetCall {
 /// event, whether it is kept.
 std::vector<bool> snippet_keep(const std::vector<SnippetCall>& snippet, const std::vector<Op>& ops,
                                const std::vector<std::uint32_t>& sites);
+
+/// The events every rank has (the thesis' LCS step of lossy extrapolation, §3.2.4, across the
+/// ranks of one trace): per rank, whether each event is kept. The kept events of every rank are
+/// the same sequence of calls (op and call site): the longest that is a subsequence of every
+/// rank's, found by aligning the rank with the fewest events (the reference) with every other
+/// distinct call sequence in turn. Where several alignments keep as many events, the one whose
+/// kept events' parameters agree most with the reference's is taken (a rank that also works on
+/// a coarse level through the same call sites keeps the events of the levels the reference
+/// works on). UsageError if an alignment would need more than 2^25 table cells.
+std::vector<std::vector<bool>> common_keep(const std::vector<std::vector<Event>>& ranks);
+
+/// A trace of the events of `trace` that common_keep keeps (after leaving out the local calls
+/// with drop_local), compressed and merged as the collector does, with mean timing: what
+/// extrapolate(..., common_events) gives is compared and simulated against this at the target.
+/// `dropped`: the events left out.
+Trace common_events_trace(const Trace& trace, bool drop_local = false, std::uint64_t* dropped = nullptr);
 
 struct ExtrapolationOptions {
   std::int64_t target_ranks = 0;  ///< target rank count (with the inputs' grid rule) or 0
@@ -256,6 +278,13 @@ struct ExtrapolationOptions {
   /// call sequences and the collectives; the dropped share is reported (`extrapolation_dropped`).
   /// Sites are the largest input's. Empty: no filter.
   std::vector<SnippetCall> snippet;
+  /// Lossy extrapolation (thesis §3.2.4, LCS across ranks): after drop_local and the snippet,
+  /// every input keeps only the events every one of its ranks has (common_keep); the dropped
+  /// share per input is reported (`extrapolation_dropped`). For codes where some ranks do more
+  /// than the others at some sizes (NPB MG's coarse levels, on which only some ranks hold
+  /// points): the result is the common part, to be compared with a real trace through the same
+  /// common_keep.
+  bool common_events = false;
   /// Periodic neighbour features (FeatureSpace::periodic) for codes on a torus (NPB MG): a
   /// neighbour with wrap-around is one law for every rank whatever the dimension's size, and
   /// boundary depth 0 (one role for every rank) is tried first.
@@ -268,6 +297,12 @@ struct ExtrapolationOptions {
   /// give different values at the target (what is otherwise a warning, `extrapolation_warnings`):
   /// for a user who needs the trace to be right or absent.
   bool refuse_undecided = false;
+  /// A value that is the same at every input of its role is taken as that constant also where
+  /// a grid size that is the same at every input changes at the target (NPB MG's Z = 4 at 16,
+  /// 32 and 64 ranks, 8 at 128), where it is otherwise refused as ambiguous (the constant or a
+  /// multiple of that size). Each such choice is a warning (`extrapolation_warnings`), so
+  /// refuse_undecided still refuses it. For weak scaling, where per-rank sizes do not grow.
+  bool assume_constant = false;
 };
 
 /// One extrapolated parameter as reported (metadata key `extrapolation_laws`).
@@ -341,6 +376,8 @@ struct ExtrapolationResult {
   std::uint64_t dropped_events = 0;   ///< drop_local, snippet: events dropped over all inputs
   /// snippet: events dropped per operation name (over all inputs)
   std::map<std::string, std::uint64_t> dropped_by_op;
+  /// common_events: per input (by rank count), (events dropped as not common, events before)
+  std::vector<std::pair<std::int64_t, std::pair<std::uint64_t, std::uint64_t>>> common_dropped;
   std::uint64_t input_events = 0;  ///< events of all inputs (before dropping)
   /// even_alltoall_counts: a description of what was evened (empty when the option is off).
   std::string even_counts;
