@@ -84,7 +84,7 @@ void Engine::send_in_gathering(Gathering& g, std::int32_t from, const GatheredSt
   const std::int64_t src = g.world[static_cast<std::size_t>(from)];
   const std::int64_t dst = g.world[static_cast<std::size_t>(step.send_to)];
   const LogGP& p = net_.link(src, dst);
-  m.clock += p.o_s + p.copy_time(step.send_bytes);
+  m.clock += p.eager_send_cpu(step.send_bytes);
   const auto t = net_.transfer(src, dst, p, m.clock, step.send_bytes);
   m.send_done = t.start;
   ++seq_;
@@ -101,7 +101,7 @@ void Engine::send_in_gathering(Gathering& g, std::int32_t from, const GatheredSt
   msg.from = from;
   msg.next = -1;
   msg.arrival = t.arrival;
-  msg.o_r = p.o_r + p.copy_time(step.send_bytes);  // link(src, dst) is link(dst, src)
+  msg.o_r = p.recv_cpu(step.send_bytes);  // link(src, dst) is link(dst, src)
   GatheredInbox& to = g.inboxes[static_cast<std::size_t>(step.send_to)];
   if (to.last >= 0)
     g.messages[static_cast<std::size_t>(to.last)].next = slot;

@@ -18,7 +18,7 @@ void Engine::post_send_at(RankSim& R, double& clock, std::int64_t dst, std::int6
   const bool sync = op == Op::Ssend || op == Op::Issend || op == Op::Ssend_init;
   const bool buffered = op == Op::Bsend || op == Op::Ibsend || op == Op::Bsend_init;
   const bool rendezvous = sync || (!buffered && bytes > opt_.eager_threshold);
-  clock += p.o_s + (rendezvous ? 0.0 : p.copy_time(bytes));
+  clock += rendezvous ? p.o_s : p.eager_send_cpu(bytes);
   Request& Q = request(R, q);
   Q.kind = Request::Kind::Send;
   Q.active = true;
@@ -107,7 +107,7 @@ void Engine::match(std::int64_t d, const PostedRecv& pr, const Message& m) {
   RankSim& D = rank(d);
   Request& Q = request(D, pr.req);
   const LogGP& p = net_.link(m.src, d);
-  Q.o_r = p.o_r + p.copy_time(m.bytes);
+  Q.o_r = p.recv_cpu(m.bytes);
   if (!m.rendezvous) {
     Q.done = m.arrival;
   } else {

@@ -30,6 +30,11 @@ struct LogGP {
 
   /// The CPU time a k-byte message adds to an overhead: (k-1)*O.
   double copy_time(double bytes) const { return bytes > 1 ? (bytes - 1) * O : 0.0; }
+  /// The sender's CPU time for an eager k-byte message: o_s + (k-1)*O (the simulator's one
+  /// formula for it: the step-by-step and the gathered paths must give the same bits).
+  double eager_send_cpu(double bytes) const { return o_s + copy_time(bytes); }
+  /// The receiver's CPU time for a k-byte message: o_r + (k-1)*O.
+  double recv_cpu(double bytes) const { return o_r + copy_time(bytes); }
 };
 
 /// Links between nodes (docs/simulator.md, "Topology and placement"). Flat: every pair of nodes
