@@ -248,12 +248,17 @@ std::pair<std::uint32_t, std::uint32_t> read_layout(SectionReader& r) {
   return {1u << log_sub, static_cast<std::uint32_t>(coarsening)};
 }
 
-/// Appends bin `b` whose values' mean is `mean` (its sum is the mean times its count).
-void add_bin(std::vector<HistogramBin>& bins, HistogramBin b, std::uint64_t mean, std::uint64_t& count, double& sum) {
-  b.sum = static_cast<double>(mean) * static_cast<double>(b.count);
+/// Appends bin `b` (its sum set) to the histogram's bins, count and sum.
+void append_bin(std::vector<HistogramBin>& bins, const HistogramBin& b, std::uint64_t& count, double& sum) {
   sum += b.sum;
   count += b.count;
   bins.push_back(b);
+}
+
+/// Appends bin `b` whose values' mean is `mean` (its sum is the mean times its count).
+void add_bin(std::vector<HistogramBin>& bins, HistogramBin b, std::uint64_t mean, std::uint64_t& count, double& sum) {
+  b.sum = static_cast<double>(mean) * static_cast<double>(b.count);
+  append_bin(bins, b, count, sum);
 }
 
 /// The histogram of the bins read (at least one): its min and max those of its first and last.
@@ -263,16 +268,13 @@ Histogram assembled(std::uint32_t sub, std::uint32_t shift, std::uint64_t count,
   return Histogram::from_parts(sub, count, sum, mn, mx, std::move(bins), shift);
 }
 
-/// Appends bin `b` whose values sum to `b.min × b.count + excess` (header flag bit 3).
-void add_bin_with_sum(SectionReader& r, std::vector<HistogramBin>& bins, HistogramBin b, std::uint64_t excess,
-                      std::uint64_t& count, double& sum) {
+/// The sum of bin `b`'s values stored as its excess over `b.min × b.count` (header flag bit 3),
+/// checked to lie within count × [min, max].
+double bin_sum_from_excess(SectionReader& r, const HistogramBin& b, std::uint64_t excess) {
   const double n = static_cast<double>(b.count);
   if (static_cast<double>(excess) > static_cast<double>(b.max - b.min) * n * (1 + 1e-12))
     r.fail("histogram bin sum outside the bin");
-  b.sum = static_cast<double>(b.min) * n + static_cast<double>(excess);
-  sum += b.sum;
-  count += b.count;
-  bins.push_back(b);
+  return static_cast<double>(b.min) * n + static_cast<double>(excess);
 }
 
 Histogram read_histogram(SectionReader& r, bool fixed_width_counts, bool time_codes, bool exact_sums) {
@@ -321,7 +323,8 @@ Histogram read_histogram(SectionReader& r, bool fixed_width_counts, bool time_co
       b.max = b.min + range;
       previous_max = b.max;
       if (exact_sums) {
-        add_bin_with_sum(r, bins, b, r.uv(), count, sum);
+        b.sum = bin_sum_from_excess(r, b, r.uv());
+        append_bin(bins, b, count, sum);
         continue;
       }
       std::uint64_t mean_offset = r.uv();
