@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mk_models import calibration, load, measured_best  # noqa: E402
 
 import scalatrace  # noqa: E402
+from scalatrace._files import write_text  # noqa: E402
 from scalatrace._launch import run_collected  # noqa: E402
 from scalatrace.models import measure, model, optimal_grain  # noqa: E402
 
@@ -63,7 +64,7 @@ class Runs:
         note = out.with_suffix(".elapsed")
         if not (out.exists() and note.exists()):
             _, _, proc = run_collected(self.argv(n, k), self.ranks, out, timeout=600)
-            note.write_text(proc.stdout.split()[1])
+            write_text(note, proc.stdout.split()[1])
         return scalatrace.load(out), float(note.read_text())
 
     def untraced(self, n: int, k: int, rep: int) -> float:
@@ -72,7 +73,7 @@ class Runs:
             launcher = shutil.which("mpiexec.mpich") or "mpiexec"
             cmd = [launcher, "-n", str(self.ranks), *self.argv(n, k)]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600)
-            note.write_text(proc.stdout.split()[1])
+            write_text(note, proc.stdout.split()[1])
         return float(note.read_text())
 
 
@@ -197,7 +198,7 @@ def main() -> None:
     for name, k in opt.items():
         lines.append(f"| {name} | {k:.3g} | {err(k, best['argmin'])} | {err(k, best['fitted'])} |")
     lines.append("")
-    out_md.write_text("\n".join(lines))
+    write_text(out_md, "\n".join(lines))
     summary = {
         "loads": loads,
         "wall_s": wall,
@@ -209,7 +210,7 @@ def main() -> None:
         "traced_expression": str(traced_model.expression),
         "machine_expression": str(machine_model.expression),
     }
-    out_md.with_suffix(".json").write_text(json.dumps(summary, indent=1))
+    write_text(out_md.with_suffix(".json"), json.dumps(summary, indent=1))
     print("\n".join(lines))
 
 
