@@ -40,7 +40,13 @@ from ._model import TraceModel, as_trace
 from .errors import ScalatraceError, UsageError
 from .extrapolate import smape
 from .phases import PhaseAnalysis, phase_analysis
-from .pmnf import MultiModel, RegimeModel, fit_pmnf, fit_pmnf_regimes
+from .pmnf import (
+    MultiModel,
+    RegimeModel,
+    fit_pmnf,
+    fit_pmnf_regimes,
+    with_nonnegative_constant,
+)
 from .simulate import InSituBlocks
 
 if TYPE_CHECKING:
@@ -677,7 +683,9 @@ def model(
             kind=kind,
             ops=pm_list[0].ops,
             occurrences=_fit(points, [x.occurrences for x in pm_list], max_terms),
-            per_occurrence=_fit(points, [x.per_occurrence for x in pm_list], max_terms),
+            per_occurrence=with_nonnegative_constant(
+                _fit(points, [x.per_occurrence for x in pm_list], max_terms)
+            ),
             overlaps_next=all(x.overlaps_next for x in pm_list),
         )
         if kind == "pipeline" or (network is not None and pm_list[0].chained):
@@ -747,15 +755,19 @@ def _fit_part(
     regimes: str | None = None,
 ) -> MultiModel | RegimeModel:
     """A fitted part that may be zero at every point (a collective's messages); with
-    ``regimes`` (an expression of the parameters) its coefficients per regime of it."""
+    ``regimes`` (an expression of the parameters) its coefficients per regime of it. Every
+    part is a time or a size per occurrence, so its constant (the fixed part) is held at or
+    above 0 (:func:`scalatrace.pmnf.with_nonnegative_constant`)."""
     arr = np.asarray(values, dtype=float)
     if not np.all(arr > 0):
         return _constant(points, arr)
     if regimes is None:
-        return _fit(points, arr, max_terms)
+        return with_nonnegative_constant(_fit(points, arr, max_terms))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return fit_pmnf_regimes(points, arr, regimes, max_terms=max_terms)
+        return with_nonnegative_constant(
+            fit_pmnf_regimes(points, arr, regimes, max_terms=max_terms)
+        )
 
 
 def _merge_repeats(

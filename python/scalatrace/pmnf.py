@@ -56,6 +56,7 @@ __all__ = [
     "fit_pmnf",
     "fit_pmnf_regimes",
     "term_complexity",
+    "with_nonnegative_constant",
 ]
 
 # Terms per parameter carried into the combination step (besides _ALWAYS).
@@ -611,3 +612,44 @@ def fit_pmnf_regimes(
         law.smape = smape(y[sel], law.predict(**law.points))
         laws.append(law)
     return RegimeModel(names, by, cuts, tuple(laws), score)
+
+
+def _through_zero(law: MultiModel) -> MultiModel:
+    """``law``'s terms refitted with the constant fixed at 0 (weighted as :func:`fit_pmnf`)."""
+    if not law.terms:  # a negative constant alone: the law is 0
+        coef = np.zeros(1)
+    else:
+        a = np.column_stack([t.values(law.points) for t in law.terms])
+        w = _relative_weights(law.ys)
+        fitted, *_ = np.linalg.lstsq(a * w[:, None], law.ys * w, rcond=None)
+        coef = np.concatenate([[0.0], fitted])
+    out = MultiModel(
+        law.parameters, law.terms, coef, law.points, law.ys, law.cv_smape, 0.0, law.candidates
+    )
+    out.smape = smape(law.ys, out.predict(**law.points))
+    return out
+
+
+def with_nonnegative_constant(law: MultiModel | RegimeModel) -> MultiModel | RegimeModel:
+    """``law`` with its constant held at or above 0: a cost's fixed part cannot be negative.
+
+    For a block's computation the constant is its fixed cost (the calls and the loop around
+    the cells). Fitted from traces its least squares value can come out negative (a few tens of
+    nanoseconds below 0, inside the noise of the smallest blocks), and a negative fixed cost per
+    block acts as a negative per-message cost: the optimal block size of a model built on it
+    falls to the smallest block. Where the selected law's constant is negative, the same terms
+    (and regimes: their constant is shared) are refitted with the constant at 0, the least
+    squares solution under the constraint; the selection and its ``cv_smape`` are unchanged.
+    A law whose constant is not negative is returned as it is.
+    """
+    if isinstance(law, RegimeModel):
+        if law.regimes[0].coefficients[0] >= 0:
+            return law
+        return RegimeModel(
+            law.parameters,
+            law.by,
+            law.cuts,
+            tuple(_through_zero(r) for r in law.regimes),
+            law.cv_smape,
+        )
+    return law if law.coefficients[0] >= 0 else _through_zero(law)

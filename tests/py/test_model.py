@@ -143,6 +143,41 @@ def test_fit_pmnf_regimes_finds_a_change_in_the_cost_per_cell():
         fit_pmnf_regimes(pts, cell, "N", max_regimes=0)
 
 
+def test_a_cost_law_keeps_its_fixed_part_at_or_above_zero():
+    """A block's computation fitted from traces with its fixed cost a little below 0 (the
+    noise of the smallest blocks, as in calm sessions of the blocked pipeline: -37 to -81 ns):
+    the law is refitted through 0, the optimal block size of a per-block cost no longer drops
+    to the smallest block, and a law with a positive constant is left as it is."""
+    from scalatrace.pmnf import with_nonnegative_constant
+
+    pts = grid(N=[128, 256, 512, 1024], K=[2, 4, 8, 16, 32, 128], P=[2])
+    keep = pts["K"] < pts["N"]
+    pts = {p: v[keep] for p, v in pts.items()}
+    cells = pts["N"] * pts["K"]
+    rng = np.random.default_rng(5)
+    noisy = (1.2e-9 * cells - 5e-8) * (1 + 0.002 * rng.standard_normal(cells.size))
+    law = fit_pmnf(pts, noisy)
+    assert law.coefficients[0] < -3e-8, law
+    kept = with_nonnegative_constant(law)
+    assert isinstance(kept, MultiModel)
+    assert kept.coefficients[0] == 0.0
+    assert [t.text() for t in kept.terms] == [t.text() for t in law.terms]
+    assert kept.cv_smape == law.cv_smape
+    assert kept.predict(N=2, K=1, P=2) >= 0  # a tiny block costs no negative time
+    assert kept.predict(N=1024, K=128, P=2) == pytest.approx(1.2e-9 * 1024 * 128, rel=0.05)
+    assert kept.smape < 10  # still close to every point
+    # the same for a law in regimes: their shared constant goes to 0, each regime refitted
+    cell = np.where(pts["N"] / pts["P"] <= 64, 1.1e-9, 1.3e-9)
+    regimes = fit_pmnf_regimes(pts, cell * cells - 5e-8, "N/P")
+    assert isinstance(regimes, RegimeModel) and regimes.regimes[0].coefficients[0] < 0
+    kept_regimes = with_nonnegative_constant(regimes)
+    assert isinstance(kept_regimes, RegimeModel) and kept_regimes.cuts == regimes.cuts
+    assert [r.coefficients[0] for r in kept_regimes.regimes] == [0.0, 0.0]
+    assert kept_regimes.predict(N=120, K=2, P=2) > 0 > regimes.predict(N=16, K=2, P=2)
+    positive = fit_pmnf(pts, 1.2e-9 * cells + 5e-8)
+    assert with_nonnegative_constant(positive) is positive
+
+
 def test_complexity_orders_hypotheses():
     from scalatrace.pmnf import complexity, term_complexity
 
