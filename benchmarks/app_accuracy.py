@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 import scalatrace
+from scalatrace._files import write_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_timing import program_time_from_raw  # noqa: E402
@@ -145,7 +146,7 @@ def main() -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
-        args.out.write_text(text)
+        write_text(args.out, text)
     return 0
 
 

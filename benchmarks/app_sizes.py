@@ -60,6 +60,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from pilgrim_compare import directory_bytes  # noqa: E402
 from report import write_report  # noqa: E402
 
+from scalatrace._files import write_text  # noqa: E402
+
 NPB_APPS = ("lu", "cg", "mg", "ft", "is", "ep", "bt", "sp")
 SQUARE_APPS = {"bt", "sp"}  # NPB BT and SP need a square rank count
 NPB_RANKS = (4, 8, 16)
@@ -150,7 +152,7 @@ class Runner:
         start = time.perf_counter()
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=self.timeout)
         wall = time.perf_counter() - start
-        (cwd / "stdout.txt").write_text(proc.stdout + proc.stderr)
+        write_text(cwd / "stdout.txt", proc.stdout + proc.stderr)
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
             raise RuntimeError(f"`{' '.join(cmd)}` exited with {proc.returncode}:\n{tail}")
@@ -172,7 +174,7 @@ class Runner:
                 cwd = Path(tmp) / tool
                 cwd.mkdir()
                 for name, text in (inputs or {}).items():
-                    (cwd / name).write_text(text)
+                    write_text(cwd / name, text)
                 try:
                     if tool == "scalatrace":
                         self.scalatrace(row, argv, cwd)

@@ -30,6 +30,7 @@ sys.path.insert(0, str(REPO / "tests" / "py"))
 import helpers  # noqa: E402
 
 import scalatrace  # noqa: E402
+from scalatrace._files import write_text  # noqa: E402
 
 REAL = [
     ("stencil2d", 16),
@@ -139,7 +140,7 @@ def harness_row(pattern: str, n: int, k: int, steps: int, work: Path) -> dict:
                 str(stem.with_suffix(".sct")),
             ]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-            stem.with_suffix(".json").write_text(out)
+            write_text(stem.with_suffix(".json"), out)
         stats[label] = (
             json.loads(stem.with_suffix(".json").read_text()),
             scalatrace.load(stem.with_suffix(".sct")),
@@ -249,7 +250,7 @@ def main() -> None:
         rows.append(harness_row(pattern, n, args.k, args.harness_timesteps, args.work))
         print(rows[-1], flush=True)
     command = "python benchmarks/clustering_bench.py " + " ".join(sys.argv[1:])
-    args.out.write_text(emit(rows, args.k, command.strip()))
+    write_text(args.out, emit(rows, args.k, command.strip()))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import scalatrace
 from scalatrace import _paths
+from scalatrace._files import write_text
 from scalatrace.codegen import compile_c
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,7 +79,7 @@ def measure(example: str, ranks: int, args: argparse.Namespace, work: Path) -> d
     )
     trace = scalatrace.load(trace_path)
     source = work / f"{example}.c"
-    source.write_text(trace.to_c())
+    write_text(source, trace.to_c())
     bench = compile_c(source, work / f"{example}-bench")
     original_wall, bench_wall, bench_program = [], [], []
     for _ in range(args.repeats):
@@ -154,7 +155,7 @@ def main() -> int:
     ]
     text = "\n".join(lines) + "\n"
     if args.out:
-        args.out.write_text(text)
+        write_text(args.out, text)
     print(text)
     return 0
 

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 import scalatrace
+from scalatrace._files import write_text
 from scalatrace._paths import collector_library
 from scalatrace.models import measure
 
@@ -138,7 +139,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.out:
-        Path(args.out).write_text(text + "\n")
+        write_text(Path(args.out), text + "\n")
 
 
 def traced_stage(

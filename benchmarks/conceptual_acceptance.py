@@ -30,6 +30,7 @@ from codegen_timing import recorded_program_time  # noqa: E402  (benchmarks/)
 
 import scalatrace
 from scalatrace import conceptual
+from scalatrace._files import write_text
 from scalatrace._paths import collector_library, mpiexec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "py"))
@@ -119,7 +120,7 @@ def check(
         except scalatrace.ScalatraceError as exc:
             row["why"] = f"generation: {str(exc).splitlines()[0]}"
             return row
-    (d / "bench.ncptl").write_text(text)
+    write_text(d / "bench.ncptl", text)
     row["notes"] = sum(1 for line in text.splitlines() if line.startswith("# note:"))
     try:
         conceptual.compile_conceptual(d / "bench.ncptl", d / "bench", prefix, compile_timeout)
@@ -221,7 +222,7 @@ def timing(
     # the traced ones, and a trace taken on a loaded machine has its computation stretched.
     env = {"LD_PRELOAD": str(collector_library()), "SCALATRACE_OUT": str(original)}
     timed_run(argv, env, args.lock, args.fifo, span=False)
-    (d / "bench.ncptl").write_text(scalatrace.load(original).to_conceptual())
+    write_text(d / "bench.ncptl", scalatrace.load(original).to_conceptual())
     try:
         conceptual.compile_conceptual(d / "bench.ncptl", d / "bench", prefix)
     except scalatrace.ScalatraceError:

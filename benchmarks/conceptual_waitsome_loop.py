@@ -29,6 +29,7 @@ from pathlib import Path
 
 import scalatrace
 from scalatrace import conceptual
+from scalatrace._files import write_text
 from scalatrace._paths import collector_library, mpiexec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +66,7 @@ def check_trace(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         text = trace.to_conceptual()
-    (d / "bench.ncptl").write_text(text)
+    write_text(d / "bench.ncptl", text)
     row["notes"] = sum(1 for line in text.splitlines() if line.startswith("# note:"))
     conceptual.compile_conceptual(d / "bench.ncptl", d / "bench", prefix, 900, cflags="-O0")
     for k in range(runs):

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 import scalatrace
+from scalatrace._files import write_text
 from scalatrace.extrapolate import smape
 
 TRAIN = np.array([4, 8, 16, 32, 64], dtype=float)
@@ -251,7 +252,7 @@ def main() -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
-        Path(args.out).write_text(text)
+        write_text(Path(args.out), text)
     return 0
 
 

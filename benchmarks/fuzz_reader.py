@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scalatrace._files import write_text
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -53,7 +55,7 @@ def main() -> int:
         "(`reader_fuzz_test`).\n\n" + proc.stdout + proc.stderr + "\n"
     )
     old = args.out.read_text() if args.out.exists() else "# Reader fuzzing\n\n"
-    args.out.write_text(old.rstrip("\n") + "\n\n" + section)
+    write_text(args.out, old.rstrip("\n") + "\n\n" + section)
     sys.stdout.write(proc.stdout)
     return proc.returncode
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import scalatrace
 from scalatrace import _paths
+from scalatrace._files import write_text
 
 REPO = Path(__file__).resolve().parents[1]
 # LogGP in integer nanoseconds (LogGOPSim's parameters are integers): L, o (LogGOPSim has one
@@ -190,7 +191,7 @@ def main() -> None:
     table = "\n".join(header + rows) + "\n"
     print(table)
     if args.out:
-        args.out.write_text(table)
+        write_text(args.out, table)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from scalatrace._files import write_text
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -105,7 +107,7 @@ def main() -> None:
                 f"{s['nodes']} | `{cmd}` |"
             )
             print(lines[-1], flush=True)
-    Path(a.out).write_text("\n".join(lines) + "\n")
+    write_text(Path(a.out), "\n".join(lines) + "\n")
     print(f"wrote {a.out}")
 
 

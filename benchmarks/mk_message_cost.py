@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import scalatrace
+from scalatrace._files import write_text
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "tests" / "py" / "programs" / "blocked_pipeline.c"
@@ -35,7 +36,7 @@ def build(work: Path) -> tuple[Path, Path]:
     )
     if quiet.count("if (0) MPI_") != 2:
         raise SystemExit("blocked_pipeline.c changed: its Send / Recv lines were not found")
-    (work / "quiet.c").write_text(quiet)
+    write_text(work / "quiet.c", quiet)
     exes = work / "with", work / "without"
     for exe, c in zip(exes, (PROGRAM, work / "quiet.c")):
         subprocess.run([mpicc, "-O2", str(c), "-o", str(exe)], check=True)

@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 import scalatrace
+from scalatrace._files import write_text
 from scalatrace._launch import run_collected
 from scalatrace.extrapolate import smape
 from scalatrace.models import measure, model, optimal_grain
@@ -90,7 +91,7 @@ def traced_run(
         _, _, proc = run_collected(
             [str(exe), str(n), str(k), str(SWEEPS), str(WORK)], p, out, timeout=600
         )
-        stamp.write_text(proc.stdout.split()[1])
+        write_text(stamp, proc.stdout.split()[1])
     return scalatrace.load(out), float(stamp.read_text())
 
 
@@ -122,7 +123,7 @@ def plain_run(exe: Path, n: int, k: int, p: int, repeat: int, sweeps: int | None
         check=True,
         timeout=600,
     )
-    stamp.write_text(proc.stdout.split()[1])
+    write_text(stamp, proc.stdout.split()[1])
     return float(proc.stdout.split()[1])
 
 
@@ -135,7 +136,7 @@ def calibration(work: Path, ranks: int) -> scalatrace.LogGP:
     path = work / f"calibration-p{ranks}.json"
     if not path.exists():
         runs = [dataclasses.asdict(scalatrace.calibrate(np=ranks)) for _ in range(3)]
-        path.write_text(json.dumps({k: float(np.median([r[k] for r in runs])) for k in runs[0]}))
+        write_text(path, json.dumps({k: float(np.median([r[k] for r in runs])) for k in runs[0]}))
     return scalatrace.LogGP(**json.loads(path.read_text()))
 
 
@@ -187,7 +188,7 @@ class InSituRounds:
             c = scalatrace.calibrate_in_situ(
                 w_ns, footprint_bytes=self._block()[2], message_bytes=8 * kb, np=self.p
             )
-            path.write_text(json.dumps({**dataclasses.asdict(c), "load": load()}))
+            write_text(path, json.dumps({**dataclasses.asdict(c), "load": load()}))
         return json.loads(path.read_text())
 
     def calibrate(self, tag: int) -> None:
@@ -301,7 +302,7 @@ class InSituBlockLaws:
                 self.ws, self.foot, [8 * k for k in self.ks], np=self.p, reps=100
             )
             cals = [dataclasses.asdict(c) for c in b.calibrations]
-            path.write_text(json.dumps({"calibrations": cals, "load": load()}))
+            write_text(path, json.dumps({"calibrations": cals, "load": load()}))
         doc = json.loads(path.read_text())
         self.runs.append(
             scalatrace.InSituBlocks.from_calibrations([_cal(c) for c in doc["calibrations"]])
@@ -1135,7 +1136,7 @@ def main() -> None:
     ]
     summary["held_error_traced_model"] = {str(p): float(np.mean(v)) for p, v in errs.items()}
     summary["traced_expression"] = str(m.expression)
-    out_md.with_suffix(".json").write_text(json.dumps(summary, indent=1))
+    write_text(out_md.with_suffix(".json"), json.dumps(summary, indent=1))
     p0 = best_rows[0]
     per_call = ", ".join(
         f"K = {k}: {1e9 * (tr - un * SWEEPS / best_sweeps) / (SWEEPS * -(-best_n // k)):.0f} ns"
@@ -1152,7 +1153,7 @@ def main() -> None:
         "(T against K: model, untraced and traced medians).",
         "",
     ]
-    out_md.write_text("\n".join(lines))
+    write_text(out_md, "\n".join(lines))
     print("\n".join(lines))
 
 

@@ -41,6 +41,8 @@ from report import write_report  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "py"))
 import helpers  # noqa: E402
 
+from scalatrace._files import write_text  # noqa: E402
+
 # (section title, [(what varies, example, [(ranks, timesteps), ...]), ...])
 SECTIONS = [
     (
@@ -80,7 +82,7 @@ def build_pilgrim(source: Path, scratch: Path) -> Path:
         if start >= 0:
             end = text.index("\n])", start) + 3
             text = text[:start] + text[end:]
-            configure_ac.write_text(text)
+            write_text(configure_ac, text)
     log = scratch / "build.log"
     # -DNDEBUG: Pilgrim asserts that request handles are unique (pilgrim_mpi_objects.c), which
     # MPICH breaks for sends that complete at once (one shared handle); without the assertion

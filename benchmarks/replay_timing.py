@@ -41,6 +41,7 @@ import numpy as np
 
 import scalatrace
 from scalatrace import _paths
+from scalatrace._files import write_text
 from scalatrace.replay import replay
 
 REPO = Path(__file__).resolve().parents[1]
@@ -221,7 +222,7 @@ def main() -> int:
     print(text)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text)
+        write_text(Path(args.out), text)
     return 0
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scalatrace._files import write_text
+
 
 def write_report(lines: list[str], out: str | None) -> None:
     """Prints the report and, if `out` is given, writes it there (replacing the file)."""
@@ -11,4 +13,4 @@ def write_report(lines: list[str], out: str | None) -> None:
     print(report)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(report)
+        write_text(Path(out), report)

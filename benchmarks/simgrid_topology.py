@@ -46,6 +46,7 @@ from pathlib import Path
 
 import scalatrace
 from scalatrace import _paths
+from scalatrace._files import write_text
 from scalatrace.simgrid import to_simgrid_ti
 
 REPLAY_MAIN = Path("/usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain")
@@ -173,11 +174,12 @@ def smpi_time(
             f'  <cluster id="c" prefix="node-" suffix="" radical="0-{case.nodes - 1}" speed="{speed}" '
             f'bw="{args.bandwidth:.6g}Bps" lat="{args.latency:.6g}s" {case.simgrid_topology()}{limiter}/>\n'
         )
-    (work / "platform.xml").write_text(
+    write_text(
+        work / "platform.xml",
         '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
-        '<platform version="4.1">\n' + body + "</platform>\n"
+        '<platform version="4.1">\n' + body + "</platform>\n",
     )
-    (work / "hostfile").write_text("".join(f"node-{i}\n" for i in range(trace.nranks)))
+    write_text(work / "hostfile", "".join(f"node-{i}\n" for i in range(trace.nranks)))
     cmd = [
         "smpirun", "-np", str(trace.nranks), "-platform", str(work / "platform.xml"), "-hostfile",
         str(work / "hostfile"), "-replay", str(exp.index), "--log=replay.thresh:critical",
@@ -284,7 +286,7 @@ def main() -> None:
                     if key not in cache:
                         cache[key] = smpi_time(trace, case, compute, args, work)
                         if args.simgrid_cache is not None:
-                            args.simgrid_cache.write_text(json.dumps(cache, indent=1))
+                            write_text(args.simgrid_cache, json.dumps(cache, indent=1))
                     sg = cache[key]
                     cells = [f"{sg * 1e3:.4f}"]
                     flat = scalatrace.LogGP(L=args.latency, o_s=0, o_r=0, g=0, G=1 / args.bandwidth)

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import scalatrace
 from scalatrace import _paths
+from scalatrace._files import write_text
 from scalatrace.simgrid import to_simgrid_ti, write_simgrid_platform
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -354,7 +355,7 @@ def main() -> int:
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+        write_text(args.out, text)
     return 0
 
 

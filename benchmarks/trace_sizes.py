@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "py"))
 import helpers  # noqa: E402
 
+from scalatrace._files import write_text  # noqa: E402
+
 FAST = ["-s", "64", "-c", "0"]
 BY_TIMESTEPS = [("stencil1d", 8), ("stencil2d", 9), ("stencil3d", 8)]
 BY_RANKS = [("stencil2d", [4, 9, 16]), ("stencil3d", [8, 27])]
@@ -82,7 +84,7 @@ def main() -> None:
             lines.append(line)
     text = "\n".join(lines) + "\n"
     if args.out:
-        args.out.write_text(text)
+        write_text(args.out, text)
     else:
         print(text)
 
