@@ -5,7 +5,7 @@ block size it predicts vs the measured best one.
     python benchmarks/mk_models.py [--out benchmarks/results/mk_models.md] [--quick]
                                    [--extrap] [--ranks 2] [--work DIR] [--sweeps S] [--work-per-cell W]
                                    [--calibrate-in-situ [--in-situ-intercept | --in-situ-line]]
-                                   [--in-situ-block-line]
+                                   [--in-situ-block-line [--in-situ-columns]]
 
 Program: tests/py/programs/blocked_pipeline.c (-O2), ``blocked_pipeline N K SWEEPS WORK``
 (default 32 sweeps, 1 multiply-add per cell: the per-message cost is then a visible part of a
@@ -35,6 +35,10 @@ rounds; BENCHMARKS.md section 16, "The message overheads calibrated in situ").
 repeat; a line in the block's computation per message-size regime), so that T(K) takes the
 overheads at each K's own block (BENCHMARKS.md section 16, "Per-message overheads as laws of the
 block").
+``--in-situ-columns`` (with ``--in-situ-block-line``): each calibration block is K dependent chains
+(``chains=K``: the program's K columns, each from a received value) instead of one long chain;
+its runs are kept apart in ``--work`` (BENCHMARKS.md section 16, "A calibration block of
+columns").
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ SWEEPS = 32
 WORK = 1  # multiply-adds per cell
 # With --compute-regimes: the expression whose regimes split the computation's law (None: one law).
 COMPUTE_REGIMES: str | None = None
+# With --in-situ-columns: each block of the in-situ calibration as K chains (the program's columns).
+IN_SITU_COLUMNS = False
 
 
 def load() -> str:
@@ -291,15 +297,22 @@ class InSituBlockLaws:
         self.foot = -(-best_n // p) * best_n * 8
         self.work, self.traces, self.params = work, traces, params
         self.best_n, self.p, self.lo, self.hi = best_n, p, lo, hi
+        self.columns = IN_SITU_COLUMNS
         self.runs: list[scalatrace.InSituBlocks] = []
 
     def calibrate(self, tag: int) -> None:
         import dataclasses
 
-        path = self.work / f"insitu-blocks-p{self.p}-n{self.best_n}-{tag}.json"
+        cols = "-columns" if self.columns else ""
+        path = self.work / f"insitu-blocks{cols}-p{self.p}-n{self.best_n}-{tag}.json"
         if not path.exists():
             b = scalatrace.calibrate_in_situ_blocks(
-                self.ws, self.foot, [8 * k for k in self.ks], np=self.p, reps=100
+                self.ws,
+                self.foot,
+                [8 * k for k in self.ks],
+                chains=list(self.ks) if self.columns else 1,
+                np=self.p,
+                reps=100,
             )
             cals = [dataclasses.asdict(c) for c in b.calibrations]
             write_text(path, json.dumps({"calibrations": cals, "load": load()}))
@@ -499,7 +512,7 @@ def markdown_table(df) -> str:
 
 
 def main() -> None:
-    global SWEEPS, WORK, COMPUTE_REGIMES
+    global SWEEPS, WORK, COMPUTE_REGIMES, IN_SITU_COLUMNS
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "mk_models.md"))
     ap.add_argument("--quick", action="store_true", help="fewer points (a smoke run)")
@@ -581,6 +594,12 @@ def main() -> None:
         "model's T(K) taking the overheads at each K's block)",
     )
     ap.add_argument(
+        "--in-situ-columns",
+        action="store_true",
+        help="with --in-situ-block-line: each calibration block as K dependent chains (the "
+        "program's K columns, chains=K) instead of one long chain",
+    )
+    ap.add_argument(
         "--compute-regimes",
         default=None,
         metavar="EXPR",
@@ -606,6 +625,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     SWEEPS, WORK, COMPUTE_REGIMES = args.sweeps, args.work_per_cell, args.compute_regimes
+    IN_SITU_COLUMNS = args.in_situ_columns
     out_md = Path(args.out)
     fig_dir = out_md.parent
     work = Path(args.work or tempfile.mkdtemp(prefix="mk_models_"))
@@ -1062,7 +1082,13 @@ def main() -> None:
             "",
             f"After each untraced repeat one calibration run at the blocks K in {bl['ks']} (W the "
             f"machine model's computation per block at N = {best_n}, messages of K doubles, the "
-            "strip as footprint; the blocks' batches interleaved in the run). Each block's "
+            "strip as footprint; "
+            + (
+                "each block K dependent chains, the program's columns; "
+                if args.in_situ_columns
+                else "each block one dependent chain; "
+            )
+            + "the blocks' batches interleaved in the run). Each block's "
             "median over the runs (ns; sender o_s / receiver o_r; W the receiver's computation "
             "alone):",
             "",

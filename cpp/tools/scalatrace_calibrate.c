@@ -11,9 +11,12 @@
  * sizes (MESSAGE_BYTES then one size for all or one per block): their batches are interleaved in
  * one run, so that every block size sees the same state of the machine
  * (scalatrace.calibrate_in_situ_blocks). The "in_situ" field is a list, one object per block.
+ * CHAINS (default 1; one for all or one per block) splits each block into that many dependent
+ * chains, each from the block's first value, as a pipeline's block of K columns is K chains
+ * (the processor overlaps them within the block, not across the MPI call between blocks).
  *
  * usage: mpiexec -n 2 scalatrace-calibrate [BATCHES] [MAX_BYTES] [COMPUTE_NS[,NS...] FOOTPRINT_BYTES
- * MESSAGE_BYTES[,B...]]
+ * MESSAGE_BYTES[,B...] [CHAINS[,C...]]]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -98,12 +101,9 @@ static double gap(int rank, char* buf, int count, int batches) {
 static double g_sink;          /* keeps the kernel's result alive */
 static long long g_cells_done; /* cells the kernel updated (the test checks it is all done) */
 
-/* One block of computation: `cells` dependent multiply-adds over consecutive doubles of `buf`
- * (`len` of them) from `*cursor` on, wrapping, the cursor left after the block: the blocked
- * pipeline's column walk, each block the next part of the array, the whole array once per
- * len / cells blocks (so the array's footprint goes through the caches as the program's does). */
-static void kernel(double* buf, long long len, long long* cursor, long long cells) {
-  double carry = g_sink;
+/* `cells` dependent multiply-adds from `carry` on over consecutive doubles of `buf` (`len` of
+ * them) from `*cursor` on, wrapping, the cursor left after them; the last value. */
+static double chain_of_cells(double* buf, long long len, long long* cursor, long long cells, double carry) {
   long long c = *cursor, left = cells;
   while (left > 0) { /* runs of consecutive cells up to the buffer's end */
     const long long run = left < len - c ? left : len - c;
@@ -117,7 +117,24 @@ static void kernel(double* buf, long long len, long long* cursor, long long cell
     left -= run;
   }
   *cursor = c;
-  g_sink = carry;
+  return carry;
+}
+
+/* One block of computation: `cells` multiply-adds over the next doubles of `buf`, the cursor
+ * left after the block: the blocked pipeline's column walk, each block the next part of the
+ * array, the whole array once per len / cells blocks (so the array's footprint goes through the
+ * caches as the program's does). The block is `chains` dependent chains of about cells / chains
+ * cells each, every chain starting from the block's first value (as every column of a pipeline's
+ * block starts from a received value): one chain is one long dependency; several are the
+ * program's columns, which the processor overlaps within a block but not across an MPI call. */
+static void kernel(double* buf, long long len, long long* cursor, long long cells, long long chains) {
+  const double seed = g_sink;
+  double sum = 0.0;
+  for (long long j = 0; j < chains; ++j) {
+    const long long share = cells / chains + (j < cells % chains ? 1 : 0);
+    sum += chain_of_cells(buf, len, cursor, share, seed);
+  }
+  g_sink = sum / (double)chains;
   g_cells_done += cells;
 }
 
@@ -143,16 +160,16 @@ static double median(double* v, int n) {
 }
 
 typedef struct {
-  long long cells, blocks;
+  long long cells, blocks, chains;
   double compute_alone, period, overhead; /* this rank's medians over the batches, seconds */
   long long cells_done;                   /* cells this rank's measured blocks updated */
 } InSitu;
 
-/* Cells per block for about `compute_ns`: time a trial block size on both ranks at once (as in
- * the stage), scale to compute_ns, time again and rescale (the per-cell cost depends on the
- * block's size). `*buf` is grown to at least the block. */
-static long long cells_for(double compute_ns, double** buf, long long len) {
-  long long cells = 1024, cursor = 0;
+/* Cells per block of `chains` chains for about `compute_ns`: time a trial block size on both
+ * ranks at once (as in the stage), scale to compute_ns, time again and rescale (the per-cell cost
+ * depends on the block's size and chains). `*buf` is grown to at least the block. */
+static long long cells_for(double compute_ns, long long chains, double** buf, long long len) {
+  long long cells = 1024 > chains ? 1024 : chains, cursor = 0;
   for (int round = 0; round < 3; ++round) {
     const long long this_len = cells > len ? cells : len;
     *buf = filled(*buf, this_len);
@@ -160,13 +177,13 @@ static long long cells_for(double compute_ns, double** buf, long long len) {
     for (int b = 0; b < 5; ++b) {
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = MPI_Wtime();
-      for (int i = 0; i < 16; ++i) kernel(*buf, this_len, &cursor, cells);
+      for (int i = 0; i < 16; ++i) kernel(*buf, this_len, &cursor, cells, chains);
       const double t = (MPI_Wtime() - t0) / 16.0;
       if (t < best) best = t;
     }
     MPI_Bcast(&best, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     double next = (double)cells * compute_ns * 1e-9 / (best > 0 ? best : 1e-9);
-    if (next < 1) next = 1;
+    if (next < (double)chains) next = (double)chains;
     if (next > 1e9) next = 1e9;
     cells = (long long)(next + 0.5);
     MPI_Bcast(&cells, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
@@ -181,14 +198,14 @@ static long long cells_for(double compute_ns, double** buf, long long len) {
  * period from the return of its first receive, so the fill is not in it). A rank's per-message
  * cost in the batch is its stage period minus its computation alone; the medians over the
  * batches are reported in `out[i]`. */
-static void in_situ(int rank, const double* compute_ns, long long footprint, const int* msg_bytes, int nsizes,
-                    int batches, InSitu* out) {
+static void in_situ(int rank, const double* compute_ns, long long footprint, const int* msg_bytes,
+                    const long long* chains, int nsizes, int batches, InSitu* out) {
   long long len = footprint / (long long)sizeof(double);
   if (len < 1) len = 1;
   double* buf = NULL;
   int max_msg = 1;
   for (int i = 0; i < nsizes; ++i) {
-    out[i] = (InSitu){cells_for(compute_ns[i], &buf, len), 64, 0, 0, 0, 0};
+    out[i] = (InSitu){cells_for(compute_ns[i], chains[i], &buf, len), 64, chains[i], 0, 0, 0, 0};
     if (out[i].cells > len) len = out[i].cells;
     if (msg_bytes[i] > max_msg) max_msg = msg_bytes[i];
   }
@@ -207,18 +224,18 @@ static void in_situ(int rank, const double* compute_ns, long long footprint, con
     for (int j = 0; j < nsizes; ++j) {
       const int i = (b + j) % nsizes;
       const int blocks = (int)out[i].blocks, bytes = msg_bytes[i];
-      const long long n = out[i].cells;
+      const long long n = out[i].cells, ch = out[i].chains;
       const size_t at = (size_t)i * (size_t)batches + (size_t)b;
       const long long before = g_cells_done;
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
-      for (int k = 0; k < blocks; ++k) kernel(buf, len, &cursor, n);
+      for (int k = 0; k < blocks; ++k) kernel(buf, len, &cursor, n, ch);
       alone[at] = (MPI_Wtime() - t0) / blocks;
       MPI_Barrier(MPI_COMM_WORLD);
       if (rank == 0) {
         t0 = MPI_Wtime();
         for (int k = 0; k < blocks; ++k) {
-          kernel(buf, len, &cursor, n);
+          kernel(buf, len, &cursor, n, ch);
           MPI_Send(msg, bytes, MPI_BYTE, 1, 6, MPI_COMM_WORLD);
         }
         period[at] = (MPI_Wtime() - t0) / blocks;
@@ -226,11 +243,11 @@ static void in_situ(int rank, const double* compute_ns, long long footprint, con
         MPI_Recv(msg, bytes, MPI_BYTE, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         t0 = MPI_Wtime();
         for (int k = 1; k < blocks; ++k) {
-          kernel(buf, len, &cursor, n);
+          kernel(buf, len, &cursor, n, ch);
           MPI_Recv(msg, bytes, MPI_BYTE, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
         period[at] = (MPI_Wtime() - t0) / (blocks - 1);
-        kernel(buf, len, &cursor, n);
+        kernel(buf, len, &cursor, n, ch);
       } else {
         period[at] = alone[at];
       }
@@ -277,29 +294,39 @@ int main(int argc, char** argv) {
   const int reps = argc > 1 ? atoi(argv[1]) : 200;
   const int max_bytes = argc > 2 ? atoi(argv[2]) : (1 << 20);
   enum { kMaxBlocks = 64 };
-  double compute_ns[kMaxBlocks], msg_list[kMaxBlocks];
-  int nsizes = 0, nmsg = 1;
+  double compute_ns[kMaxBlocks], msg_list[kMaxBlocks], chain_list[kMaxBlocks];
+  int nsizes = 0, nmsg = 1, nchains = 1;
   msg_list[0] = 8;
+  chain_list[0] = 1;
   if (argc > 3) nsizes = parse_list(argv[3], compute_ns, kMaxBlocks);
   const long long footprint = argc > 4 ? atoll(argv[4]) : 0;
   if (argc > 5) nmsg = parse_list(argv[5], msg_list, kMaxBlocks);
-  int bad =
-      size < 2 || reps < 1 || max_bytes < 1 || footprint < 0 || nsizes < 0 || nmsg < 1 || (nmsg > 1 && nmsg != nsizes);
+  if (argc > 6) nchains = parse_list(argv[6], chain_list, kMaxBlocks);
+  int bad = size < 2 || reps < 1 || max_bytes < 1 || footprint < 0 || nsizes < 0 || nmsg < 1 ||
+            (nmsg > 1 && nmsg != nsizes) || nchains < 1 || (nchains > 1 && nchains != nsizes);
   for (int i = 0; i < nsizes && !bad; ++i) bad = !(compute_ns[i] >= 0);
   for (int i = 0; i < nmsg && !bad; ++i) bad = !(msg_list[i] >= 0 && msg_list[i] < 2147483648.0);
+  for (int i = 0; i < nchains && !bad; ++i)
+    bad = !(chain_list[i] >= 1 && chain_list[i] <= 1e6 && chain_list[i] == (double)(long long)chain_list[i]);
   if (nsizes == 1 && compute_ns[0] == 0) nsizes = 0; /* COMPUTE_NS 0: no in-situ measurement */
   for (int i = 0; i < nsizes && !bad; ++i) bad = !(compute_ns[i] > 0);
   if (bad) {
     if (rank == 0)
-      fprintf(stderr,
-              "scalatrace-calibrate: needs 2 ranks, REPS >= 1, MAX_BYTES >= 1, COMPUTE_NS (> 0, or a comma-separated "
-              "list of up to %d), FOOTPRINT_BYTES >= 0 and MESSAGE_BYTES >= 0 (one, or one per COMPUTE_NS)\n",
-              (int)kMaxBlocks);
+      fprintf(
+          stderr,
+          "scalatrace-calibrate: needs 2 ranks, REPS >= 1, MAX_BYTES >= 1, COMPUTE_NS (> 0, or a comma-separated "
+          "list of up to %d), FOOTPRINT_BYTES >= 0, MESSAGE_BYTES >= 0 (one, or one per COMPUTE_NS) and CHAINS (whole "
+          "numbers 1 to 1000000, one or one per COMPUTE_NS)\n",
+          (int)kMaxBlocks);
     MPI_Finalize();
     return 2;
   }
   int msg_bytes[kMaxBlocks];
-  for (int i = 0; i < nsizes; ++i) msg_bytes[i] = (int)msg_list[nmsg > 1 ? i : 0];
+  long long chains[kMaxBlocks];
+  for (int i = 0; i < nsizes; ++i) {
+    msg_bytes[i] = (int)msg_list[nmsg > 1 ? i : 0];
+    chains[i] = (long long)chain_list[nchains > 1 ? i : 0];
+  }
   char* buf = calloc((size_t)max_bytes, 1);
   if (buf == NULL) {
     fprintf(stderr, "scalatrace-calibrate: cannot allocate %d bytes\n", max_bytes);
@@ -337,7 +364,7 @@ int main(int argc, char** argv) {
   const double g = gap(rank, buf, 20, reps);
   InSitu mine[kMaxBlocks], other[kMaxBlocks];
   if (nsizes > 0) {
-    in_situ(rank, compute_ns, footprint, msg_bytes, nsizes, reps, mine);
+    in_situ(rank, compute_ns, footprint, msg_bytes, chains, nsizes, reps, mine);
     for (int i = 0; i < nsizes; ++i) {
       other[i] = mine[i];
       if (rank == 1) {
@@ -371,10 +398,10 @@ int main(int argc, char** argv) {
       for (int i = 0; i < nsizes; ++i) {
         const InSitu *a = &mine[i], *b = &other[i];
         printf(
-            "%s{\"compute_ns\": %.9e, \"footprint_bytes\": %lld, \"message_bytes\": %d, "
+            "%s{\"compute_ns\": %.9e, \"footprint_bytes\": %lld, \"message_bytes\": %d, \"chains\": %lld, "
             "\"cells\": %lld, \"blocks\": %lld, \"batches\": %d, \"cells_done\": [%lld, %lld], "
             "\"compute_alone\": [%.9e, %.9e], \"period\": [%.9e, %.9e], \"overhead\": [%.9e, %.9e]}",
-            i ? ", " : "", compute_ns[i], footprint, msg_bytes[i], a->cells, a->blocks, reps, a->cells_done,
+            i ? ", " : "", compute_ns[i], footprint, msg_bytes[i], a->chains, a->cells, a->blocks, reps, a->cells_done,
             b->cells_done, a->compute_alone, b->compute_alone, a->period, b->period, a->overhead, b->overhead);
       }
       printf("]");

@@ -929,6 +929,9 @@ class InSituCalibration:
         ``batches`` x 2: computation alone and in the stage).
     footprint_bytes, message_bytes, blocks, batches : int
         The buffer the blocks walk through, the message size, blocks per batch, batches.
+    chains : int
+        Independent dependent chains per block (1: one long chain; a pipeline's block of ``K``
+        columns is ``K`` chains).
     compute_alone : tuple of float
         A block's computation timed alone (both ranks computing, no messages; median over the
         batches).
@@ -955,6 +958,7 @@ class InSituCalibration:
     compute_alone: tuple[float, float]
     period: tuple[float, float]
     overhead: tuple[float, float]
+    chains: int = 1
 
 
 def calibrate_in_situ(
@@ -962,6 +966,7 @@ def calibrate_in_situ(
     footprint_bytes: int | None = None,
     message_bytes: int = 8,
     *,
+    chains: int = 1,
     np: int = 2,
     reps: int = 200,
     max_bytes: int = 1 << 20,
@@ -994,6 +999,12 @@ def calibrate_in_situ(
         an N / P x N array of doubles); default just the block's own cells.
     message_bytes : int
         Size of each message.
+    chains : int
+        The block as that many dependent chains, each from the block's first value (default 1:
+        one chain). A block of a pipeline that updates ``K`` columns, each from a received value,
+        is ``K`` chains: the processor overlaps them within the block but not across the MPI
+        call between two blocks, so the block's computation pays a restart per message that one
+        long chain does not (docs/simulator.md, "In situ").
     np, reps, max_bytes, eager_threshold, timeout
         As for :func:`calibrate`.
 
@@ -1015,12 +1026,12 @@ def calibrate_in_situ(
     footprint = 0 if footprint_bytes is None else footprint_bytes
     footprint = check_int("footprint_bytes", footprint, lo=0, hi=1 << 40)
     message_bytes = check_int("message_bytes", message_bytes, lo=0, hi=1 << 30)
+    chains = check_int("chains", chains, lo=1, hi=1_000_000)
     np, reps, max_bytes, eager_threshold, timeout = _checked_run_args(
         np, reps, max_bytes, eager_threshold, timeout
     )
-    doc = _run_calibration(
-        np, reps, max_bytes, [repr(compute_ns), str(footprint), str(message_bytes)], timeout
-    )
+    extra = [repr(compute_ns), str(footprint), str(message_bytes), str(chains)]
+    doc = _run_calibration(np, reps, max_bytes, extra, timeout)
     return _in_situ_of(doc["in_situ"][0], _fit_loggp(doc, eager_threshold), compute_ns)
 
 
@@ -1211,6 +1222,7 @@ def calibrate_in_situ_blocks(
     footprint_bytes: int | None = None,
     message_bytes: int | Sequence[int] = 8,
     *,
+    chains: int | Sequence[int] = 1,
     reps: int = 100,
     timeout: float = 600.0,
     np: int = 2,
@@ -1236,6 +1248,9 @@ def calibrate_in_situ_blocks(
     message_bytes : int or sequence of int
         The message size of every block, or one per block (a block of ``K`` columns sends
         ``K`` values).
+    chains : int or sequence of int
+        Dependent chains per block (:func:`calibrate_in_situ`), one for all or one per block
+        (a block of ``K`` columns is ``K`` chains).
     reps, timeout, np, eager_threshold, max_bytes
         As for :func:`calibrate`; ``reps`` batches per block size.
 
@@ -1247,7 +1262,7 @@ def calibrate_in_situ_blocks(
     ------
     UsageError
         Fewer than 2 or more than 64 blocks, a ``compute_ns`` not positive, a negative size,
-        ``message_bytes`` of another length, or :func:`calibrate`'s.
+        ``message_bytes`` or ``chains`` of another length, or :func:`calibrate`'s.
     MPIRunError
         The calibration run failed.
     """
@@ -1260,11 +1275,24 @@ def calibrate_in_situ_blocks(
     if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or len(sizes) != len(ws):
         raise UsageError("message_bytes must be one size or one per block")
     ks = [check_int("message_bytes", k, lo=0, hi=1 << 30) for k in sizes]
+    per_block = [chains] * len(ws) if isinstance(chains, int) else chains
+    if (
+        isinstance(per_block, (str, bytes))
+        or not isinstance(per_block, Sequence)
+        or len(per_block) != len(ws)
+    ):
+        raise UsageError("chains must be one count or one per block")
+    cs = [check_int("chains", c, lo=1, hi=1_000_000) for c in per_block]
     footprint = check_int("footprint_bytes", footprint_bytes or 0, lo=0, hi=1 << 40)
     np, reps, max_bytes, eager_threshold, timeout = _checked_run_args(
         np, reps, max_bytes, eager_threshold, timeout
     )
-    extra = [",".join(repr(w) for w in ws), str(footprint), ",".join(str(k) for k in ks)]
+    extra = [
+        ",".join(repr(w) for w in ws),
+        str(footprint),
+        ",".join(str(k) for k in ks),
+        ",".join(str(c) for c in cs),
+    ]
     doc = _run_calibration(np, reps, max_bytes, extra, timeout)
     ping_pong = _fit_loggp(doc, eager_threshold)
     return InSituBlocks.from_calibrations(
@@ -1293,4 +1321,5 @@ def _in_situ_of(s: Mapping[str, Any], ping_pong: LogGP, compute_ns: float) -> In
         compute_alone=pair("compute_alone"),
         period=pair("period"),
         overhead=overhead,
+        chains=int(s.get("chains", 1)),
     )

@@ -89,6 +89,16 @@ def _calls(t):
             UsageError,
         ),
         (
+            "calibrate_in_situ_blocks(chains of another length)",
+            lambda: scalatrace.calibrate_in_situ_blocks([1000.0, 2000.0], chains=[2]),
+            UsageError,
+        ),
+        (
+            "calibrate_in_situ(chains=0)",
+            lambda: scalatrace.calibrate_in_situ(1000.0, chains=0),
+            UsageError,
+        ),
+        (
             "OverheadLaw(regimes without a threshold)",
             lambda: scalatrace.OverheadLaw((), (1e-7, 2e-7), (0.0, 0.0)),
             UsageError,

@@ -426,6 +426,31 @@ def test_calibrate_in_situ_blocks_measures_every_block_in_one_run():
     assert (b.network.L, b.network.G, b.network.O) == (b.ping_pong.L, b.ping_pong.G, 0.0)
 
 
+def test_calibrate_in_situ_blocks_of_columns_splits_each_block_into_chains():
+    """chains=K: each block is K dependent chains (a pipeline's K columns, each from a received
+    value), every cell still done on both ranks, the blocks about as long as asked; one chain is
+    the default. K chains of a block overlap in the processor, so the same time holds at least
+    as many cells as one chain does (about 1.2x on the benchmark machine)."""
+    ws, ks = [1_000.0, 4_000.0], [2, 8]
+    b = scalatrace.calibrate_in_situ_blocks(
+        ws,
+        footprint_bytes=1 << 16,
+        message_bytes=[8 * k for k in ks],
+        chains=ks,
+        np=2,
+        reps=10,
+        max_bytes=1 << 12,
+    )
+    assert [c.chains for c in b.calibrations] == ks
+    for c, w in zip(b.calibrations, ws):
+        assert c.cells >= c.chains
+        assert c.cells_done == (2 * c.cells * c.blocks * c.batches,) * 2
+        assert all(0.05 * w * 1e-9 < t < 50 * w * 1e-9 for t in c.compute_alone)
+        assert all(abs(o) < 1e-3 for o in c.overhead)
+    one = scalatrace.calibrate_in_situ(1_000.0, footprint_bytes=1 << 16, np=2, reps=5)
+    assert one.chains == 1
+
+
 def test_overhead_law_fit_finds_a_step_in_the_message_size():
     """OverheadLaw.fit: a line in W through points of one regime; two lines split where the
     overhead jumps between two message sizes (as MPICH's shared memory does above 88 bytes on
