@@ -261,6 +261,47 @@ TEST(Cursor, EveryRankOfMergedSyntheticRunsIsItsGeneratedStream) {
   }
 }
 
+TEST(Cursor, CursorsSharingConstantFieldsWalkTheSameEvents) {
+  // The simulator's cursors, one per rank, keep their constant field values in one
+  // SharedConstants: every rank walks the events of a cursor of its own, and values equal on
+  // several ranks are kept once.
+  for (auto pattern : {SyntheticPattern::Stencil2D, SyntheticPattern::RowColumn, SyntheticPattern::Irregular}) {
+    SyntheticSpec spec;
+    spec.pattern = pattern;
+    spec.nranks = 16;
+    spec.timesteps = 5;
+    const Trace merged = synthetic_merged_trace(spec);
+    SharedConstants shared;
+    std::vector<Cursor> sharing;  // all alive and walked in turn, as the simulator does
+    std::vector<Cursor> alone;
+    for (std::int64_t rank = 0; rank < spec.nranks; ++rank) {
+      sharing.emplace_back(merged, rank).share_constants(shared);
+      alone.emplace_back(merged, rank);
+    }
+    std::vector<std::size_t> events(static_cast<std::size_t>(spec.nranks), 0);
+    for (bool more = true; more;) {
+      more = false;
+      for (std::size_t rank = 0; rank < sharing.size(); ++rank) {
+        EventView a, b;
+        const bool got = sharing[rank].next(a);
+        ASSERT_EQ(got, alone[rank].next(b)) << synthetic_pattern_name(pattern) << " rank " << rank;
+        if (!got) continue;
+        more = true;
+        ASSERT_TRUE(a.to_event().same_call(b.to_event()))
+            << synthetic_pattern_name(pattern) << " rank " << rank << " event " << events[rank] << ": " << describe(a)
+            << " vs " << describe(b);
+        EXPECT_EQ(a.compute_ns, b.compute_ns);
+        EXPECT_EQ(a.duration_ns, b.duration_ns);
+        ++events[rank];
+      }
+    }
+    EXPECT_GT(shared.size(), 0u);
+    if (pattern == SyntheticPattern::Stencil2D) {  // the same sizes on every rank: a few sets in all
+      EXPECT_LT(shared.size(), static_cast<std::size_t>(spec.nranks));
+    }
+  }
+}
+
 TEST(Cursor, LastNodeIsTheNodeOfTheLastEvent) {
   std::vector<Event> s;
   for (int i = 0; i < 5; ++i) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "scalatrace/merge/timing_groups.hpp"
@@ -89,8 +90,9 @@ struct NodeState {
   std::uint64_t constant_limit = UINT64_MAX;
   /// Timing modes other than Sample and Spread: the (fixed) values, computed on first visit.
   std::uint64_t compute_ns = 0, duration_ns = 0;
-  FieldReader* fields = nullptr;       ///< stored varying fields, in field order
-  FieldValues* base = nullptr;         ///< constant fields set, varying ones 0
+  FieldReader* fields = nullptr;  ///< stored varying fields, in field order
+  /// Constant fields set, varying ones 0 (in the cursor's arena, or in its SharedConstants).
+  const FieldValues* base = nullptr;
   ArrayFieldReader* arrays = nullptr;  ///< stored arrays only, in field order
   LossyReader* lossy = nullptr;        ///< lossy fields (lossy_count of them)
   std::uint8_t lossy_count = 0;
@@ -117,8 +119,9 @@ NodeState* const kNotMember = &not_member_marker;
 /// its resumption (the simulator walks 65,536 cursors, each cold when its rank resumes).
 class StateArena {
  public:
-  /// Enough for a 2D stencil's walk (2,304 bytes); bigger traces go on in chunks.
-  static constexpr std::size_t kInlineBytes = 2560;
+  /// Enough for a stencil's whole walk (1,752 bytes in 2D and 3D, Finalize's state included,
+  /// with the constant fields shared: Cursor::share_constants); bigger traces go on in chunks.
+  static constexpr std::size_t kInlineBytes = 1792;
 
   StateArena() = default;
   StateArena(const StateArena&) = delete;
@@ -220,6 +223,14 @@ void index_lossy_nodes(const std::vector<Node>& nodes, std::unordered_map<const 
   }
 }
 
+struct FieldValuesHash {
+  std::size_t operator()(const FieldValues& values) const noexcept {
+    std::uint64_t h = 0;
+    for (const std::int64_t v : values) h = mix(h ^ static_cast<std::uint64_t>(v));
+    return static_cast<std::size_t>(h);
+  }
+};
+
 struct WalkFrame {
   const Node* body = nullptr;    ///< the body's nodes (a trace's top level or a loop's body)
   std::size_t size = 0;          ///< how many
@@ -229,6 +240,17 @@ struct WalkFrame {
 };
 
 }  // namespace
+
+/// Each distinct set of constant field values once (a node-based set: what it holds does not
+/// move, so cursors keep pointers to it).
+struct SharedConstants::Impl {
+  std::unordered_set<FieldValues, FieldValuesHash> values;
+  const FieldValues* keep(const FieldValues& v) { return &*values.insert(v).first; }
+};
+
+SharedConstants::SharedConstants() : impl_(std::make_unique<Impl>()) {}
+SharedConstants::~SharedConstants() = default;
+std::size_t SharedConstants::size() const { return impl_->values.size(); }
 
 /// The cursor's state, laid out for a simulator that walks thousands of cursors in turn, each
 /// cold when its rank resumes: what next() reads (the timing modes, counts, the upcoming node
@@ -262,6 +284,7 @@ struct Cursor::Impl {
   std::uint64_t lossy_seed = 0;
   std::unordered_map<const EventNode*, std::uint64_t> lossy_index;
   std::shared_ptr<const LossyOccurrences> occurrences;  ///< optional: contiguous numbering
+  SharedConstants::Impl* shared_constants = nullptr;    ///< share_constants(): where constant fields are kept
   StateArena arena;                                     ///< every NodeState and what it points to
 
   Impl(const Trace& t, std::int64_t r, TimingMode m, std::uint64_t seed, TimingMode d)
@@ -386,17 +409,18 @@ struct Cursor::Impl {
         }
       }
       s.fields = arena.make<FieldReader>(varying);
-      s.base = arena.make<FieldValues>();
+      FieldValues base{};
       for (std::size_t i = 0; i < kFieldCount; ++i) {
         const ValueSeq* seq = seqs[i];
         if (seq == nullptr) continue;
         const auto field = static_cast<std::uint8_t>(i);
         if (!seq->empty() && seq->is_constant()) {
-          (*s.base)[i] = seq->back();
+          base[i] = seq->back();
         } else {
           s.fields[s.field_count++] = FieldReader{field, ValueSeq::Reader(seq)};
         }
       }
+      s.base = keep_constants(base);
       std::array<const ArraySeq*, kArrayFieldCount> arrays{};
       std::size_t stored_arrays = 0;
       for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
@@ -425,6 +449,14 @@ struct Cursor::Impl {
     }
     slot = &s;
     return slot;
+  }
+
+  /// Where a node's constant field values are kept: the shared set, or this cursor's arena.
+  const FieldValues* keep_constants(const FieldValues& values) {
+    if (shared_constants != nullptr) return shared_constants->keep(values);
+    FieldValues* own = arena.make<FieldValues>();
+    *own = values;
+    return own;
   }
 
   [[gnu::noinline]] void setup_lossy(const Node& n, const EventNode& e, NodeState& s) {
@@ -675,6 +707,10 @@ Cursor& Cursor::draw_lossy_values(std::uint64_t seed, std::shared_ptr<const Loss
   return *this;
 }
 Cursor::Cursor(Cursor&&) noexcept = default;
+Cursor& Cursor::share_constants(SharedConstants& shared) {
+  impl_->shared_constants = shared.impl_.get();
+  return *this;
+}
 
 std::optional<Event> Cursor::next() {
   Event e;

@@ -91,6 +91,9 @@ class Engine {
   /// Lossy traces (docs/lossy.md): every rank's drawn sends, shared by the ranks' walks
   /// (declared before them: it outlives them).
   std::unique_ptr<DrawnSends> drawn_;
+  /// The constant field values of all ranks' cursors, each distinct set once (declared before
+  /// the ranks: it outlives their cursors).
+  SharedConstants constants_;
   sim::RankArray<RankSim> ranks_;
   ReadyQueue ready_{n_};
   /// Eager messages posted by the running rank, not yet delivered (send_message).

@@ -197,13 +197,16 @@ struct alignas(64) RankSim {
   SmallVector<Request, 24> reqs;
   bool next_event(EventView& ev) { return walk ? walk->next(ev) : cursor.next(ev); }
 
-  RankSim(const Trace& t, std::int64_t r, const SimOptions& o)
+  /// `constants`: where the cursor keeps its constant field values, with the other ranks'.
+  RankSim(const Trace& t, std::int64_t r, const SimOptions& o, SharedConstants& constants)
       : rank(r),
         cursor(t, r, o.timing, o.seed + static_cast<std::uint64_t>(r),
                // Durations give calls their floor (recorded_local_calls): the mean of the
                // fastest bin, the calls that waited least, robust to the preempted or first
                // (connection set-up) calls a mean would spread over all.
-               o.timing == TimingMode::None ? TimingMode::None : TimingMode::Fastest) {}
+               o.timing == TimingMode::None ? TimingMode::None : TimingMode::Fastest) {
+    cursor.share_constants(constants);
+  }
 };
 
 }  // namespace scalatrace::sim

@@ -1,6 +1,7 @@
 #pragma once
 // Cursor: walks a (per-rank or merged) compressed trace and yields one rank's concrete events,
 // without expanding the trace.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -21,6 +22,26 @@ class LossyOccurrences;
 /// and ranks with other seeds vary independently; Histogram::at_fraction).
 enum class TimingMode { Mean, Sample, None, Median, Fastest, Spread };
 
+/// The values of event fields that never vary, shared by the cursors of many ranks of one trace
+/// (Cursor::share_constants): a node's constant fields are mostly the same on every rank, kept
+/// once here instead of once per cursor. The simulator walks one cursor per rank, each cold when
+/// its rank resumes: shared, they stay in the cache and the cursors' own state is smaller.
+/// Cursors that share one are used by one thread at a time and must not outlive it.
+class SharedConstants {
+ public:
+  SharedConstants();
+  ~SharedConstants();
+  SharedConstants(const SharedConstants&) = delete;
+  SharedConstants& operator=(const SharedConstants&) = delete;
+  /// Distinct sets of constant field values kept (tests).
+  std::size_t size() const;
+
+ private:
+  friend class Cursor;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 class Cursor {
  public:
   /// The trace must outlive the cursor. Throws UsageError if rank is out of range.
@@ -37,6 +58,9 @@ class Cursor {
   /// recorded values; without it they only follow them. Without this call a lossy field throws
   /// LossyTraceError: exact values are not in the trace. Call before the first next().
   Cursor& draw_lossy_values(std::uint64_t seed, std::shared_ptr<const LossyOccurrences> occurrences = nullptr);
+  /// Keeps the values of constant fields in `shared` (with those of other cursors) instead of
+  /// in this cursor: the same events, less state per cursor. Call before the first next().
+  Cursor& share_constants(SharedConstants& shared);
   /// Next event of the rank (compute_ns / duration_ns from the node's histograms), or
   /// nullopt at the end. Throws FormatError if the trace is inconsistent for this rank.
   std::optional<Event> next();
