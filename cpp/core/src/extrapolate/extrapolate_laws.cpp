@@ -255,6 +255,16 @@ bool rationalize(long double x, std::int64_t& num, std::int64_t& den) {
 /// Exact value times the common denominator: (sum, lcm). Inverse terms whose divisor is not
 /// positive at `f` count 0 (they are fitted and used only where it is).
 std::pair<i128, std::int64_t> exact_sum(const LinearLaw& law, const std::vector<std::int64_t>& f) {
+  if (law.ext_scale != 0) {  // scale * (G - S*ends(m1)) * (G - S*ends(m2)) / S^2
+    const auto size = f[law.mod_size];
+    if (size <= 0) return {0, 1};
+    auto ends = [&](const LinearLaw::ModTerm& m) {
+      const auto v = law.mod_value(m, f);
+      return static_cast<std::int64_t>(v == 0) + static_cast<std::int64_t>(v == size - 1);
+    };
+    const i128 e1 = law.ext_size - size * ends(law.mods[0]), e2 = law.ext_size - size * ends(law.mods[1]);
+    return {static_cast<i128>(law.ext_scale) * e1 * e2, size * size};
+  }
   std::int64_t l = 1;
   for (auto d : law.den) l = std::lcm(l, d);
   for (const auto& m : law.mods) l = std::lcm(l, m.den);
@@ -428,6 +438,9 @@ std::int64_t LinearLaw::eval(const std::vector<std::int64_t>& features) const {
   for (auto f : inv_feature)
     if (features.at(f) <= 0)
       throw ExtrapolationError("a law divides by " + std::to_string(features.at(f)) + " at the target");
+  if (ext_scale != 0 && (features.at(mod_size) <= 0 || ext_size % features.at(mod_size) != 0))
+    throw ExtrapolationError("a cell-extent law splits " + std::to_string(ext_size) + " over " +
+                             std::to_string(features.at(mod_size)) + " cells at the target, unevenly");
   if (div_scale != 0) {
     const auto d = features.at(div_feature);
     if (d <= 0) throw ExtrapolationError("a division law divides by " + std::to_string(d) + " at the target");
@@ -446,6 +459,22 @@ std::int64_t LinearLaw::eval(const std::vector<std::int64_t>& features) const {
 }
 
 std::string LinearLaw::formula(const FeatureSpace& space) const {
+  if (ext_scale != 0) {
+    const auto& size = space.names[mod_size];
+    auto extent = [&](const ModTerm& m) {
+      ModTerm plain = m;
+      plain.num = plain.den = 1;
+      LinearLaw one;
+      one.mods = {plain};
+      one.mod_x = mod_x;
+      one.mod_y = mod_y;
+      one.mod_k = mod_k;
+      one.mod_size = mod_size;
+      auto e = one.formula(space);  // "((...) mod X)"
+      return "(" + std::to_string(ext_size) + "/" + size + " - ends" + e + ")";
+    };
+    return std::to_string(ext_scale) + "*" + extent(mods[0]) + "*" + extent(mods[1]);
+  }
   if (div_scale != 0) {
     // C's integer division; N is the smallest numerator consistent with the inputs, so where
     // they allow it (div_exact) N/d had no remainder at any of them.
@@ -498,7 +527,7 @@ std::string LinearLaw::formula(const FeatureSpace& space) const {
 }
 
 bool LinearLaw::uses_rank(const FeatureSpace& space) const {
-  if (div_scale != 0) return space.rank_dependent(div_feature);
+  if (div_scale != 0 && ext_scale == 0) return space.rank_dependent(div_feature);
   if (std::any_of(mods.begin(), mods.end(), [](const ModTerm& m) { return m.a != 0 || m.b != 0; })) return true;
   return std::any_of(terms.begin(), terms.end(), [&](std::size_t t) { return space.rank_dependent(t); });
 }
@@ -1361,6 +1390,109 @@ std::optional<LinearLaw> solve_modular_law(const std::vector<std::vector<std::in
   auto law = solve_columns(cols, unit, values, probes, space, 2, true, &w);
   if (!law && why) *why = w == "no law" ? "no modular law of the cell coordinates" : w;
   return law;
+}
+
+std::optional<LinearLaw> solve_extent_law(const std::vector<std::vector<std::int64_t>>& points,
+                                          const std::vector<std::int64_t>& values,
+                                          const std::vector<std::vector<std::int64_t>>& probes,
+                                          const FeatureSpace& space, std::string* why) {
+  auto fail = [&](const std::string& text) {
+    if (why) *why = text;
+    return std::nullopt;
+  };
+  const auto fx = find_name(space, "x"), fy = find_name(space, "y"), fk = find_name(space, "k"),
+             fs = find_name(space, "X");
+  if (!space.with_stage || !fx || !fk || !fs || points.empty()) return fail("no cell-extent law outside stage loops");
+  std::int64_t lcm = 1;
+  for (const auto& p : points) {
+    const auto s = p[*fs];
+    if (s <= 0 || lcm > (std::int64_t{1} << 20) / s) return fail("no cell-extent law");
+    lcm = std::lcm(lcm, s);
+  }
+  std::optional<std::int64_t> blocked;
+  for (const auto& probe : probes)
+    if (probe[*fs] <= 0 || lcm % probe[*fs] != 0) blocked = probe[*fs];
+  LinearLaw base;
+  base.mod_x = *fx;
+  base.mod_y = fy ? *fy : SIZE_MAX;
+  base.mod_k = *fk;
+  base.mod_size = *fs;
+  std::vector<LinearLaw::ModTerm> exprs;
+  const std::int64_t bmax = fy ? 1 : 0;
+  for (std::int64_t a = -1; a <= 1; ++a)
+    for (std::int64_t b = -bmax; b <= bmax; ++b)
+      for (std::int64_t c = -1; c <= 1; ++c)
+        for (std::int64_t d = -2; d <= 2; ++d)
+          if (a != 0 || b != 0 || c != 0) {
+            LinearLaw::ModTerm m;
+            m.a = a;
+            m.b = b;
+            m.c = c;
+            m.d = d;
+            exprs.push_back(m);
+          }
+  // ends(m) per expression and point; expressions equal at every point are one candidate
+  // (they are compared at the probes below through the laws they give).
+  std::vector<std::vector<std::int64_t>> ends(exprs.size());
+  for (std::size_t e = 0; e < exprs.size(); ++e)
+    for (const auto& p : points) {
+      const auto v = base.mod_value(exprs[e], p), s = p[*fs];
+      ends[e].push_back(static_cast<std::int64_t>(v == 0) + static_cast<std::int64_t>(v == s - 1));
+    }
+  std::vector<LinearLaw> fits;
+  for (std::size_t i = 0; i < exprs.size(); ++i)
+    for (std::size_t j = i; j < exprs.size(); ++j) {
+      std::map<std::vector<std::int64_t>, std::int64_t> rows;
+      bool consistent = true;
+      for (std::size_t p = 0; p < points.size() && consistent; ++p) {
+        const auto q = lcm / points[p][*fs];
+        std::vector<std::int64_t> row{q * q, (ends[i][p] + ends[j][p]) * q, ends[i][p] * ends[j][p]};
+        const auto [it, fresh] = rows.emplace(std::move(row), values[p]);
+        consistent = fresh || it->second == values[p];
+      }
+      if (!consistent || rows.size() < 4) continue;
+      std::vector<std::vector<std::int64_t>> pts;
+      std::vector<std::int64_t> vals;
+      for (const auto& [row, v] : rows) {
+        pts.push_back(row);
+        vals.push_back(v);
+      }
+      const auto fit = fit_subset({0, 1, 2}, pts, vals);
+      if (!fit || fit->den[2] != 1) continue;
+      // v = u1*q^2 + u2*(e1+e2)*q + u3*e1*e2 with q = L/X: a = u3, G = -u2*L/a, u1 = a*G^2/L^2.
+      const i128 a = fit->num[2];
+      const i128 g_num = -static_cast<i128>(fit->num[1]) * lcm, g_den = static_cast<i128>(fit->den[1]) * a;
+      if (g_den == 0 || g_num % g_den != 0) continue;
+      const i128 g = g_num / g_den;
+      if (g <= 0 || g > (i128{1} << 40)) continue;
+      if (static_cast<i128>(fit->num[0]) * lcm * lcm != a * g * g * fit->den[0]) continue;
+      LinearLaw law = base;
+      law.ext_scale = static_cast<std::int64_t>(a);
+      law.ext_size = static_cast<std::int64_t>(g);
+      law.mods = {exprs[i], exprs[j]};
+      bool exact = true;
+      for (std::size_t p = 0; p < points.size() && exact; ++p) {
+        const auto [sum, l] = exact_sum(law, points[p]);
+        exact = sum == static_cast<i128>(values[p]) * l;
+      }
+      if (exact) fits.push_back(std::move(law));
+    }
+  if (fits.empty()) return fail("no cell-extent law");
+  if (blocked)
+    return fail("ambiguous: " + fits[0].formula(space) + " reproduces every input value, but the target's X = " +
+                std::to_string(*blocked) + " does not divide " + std::to_string(lcm) +
+                ", the least common multiple of the inputs' X, so whether the program's size splits evenly there "
+                "is not in the inputs");
+  for (const auto& other : fits)
+    for (const auto& probe : probes) {
+      const auto [s0, l0] = exact_sum(fits[0], probe);
+      const auto [s1, l1] = exact_sum(other, probe);
+      if (s0 * l1 != s1 * l0)
+        return fail("ambiguous: " + fits[0].formula(space) + " and " + other.formula(space) +
+                    " both reproduce every input value but differ at the target; add an input size that "
+                    "separates them");
+    }
+  return fits[0];
 }
 
 }  // namespace scalatrace

@@ -695,9 +695,9 @@ bool same_plan(const ValuePlan& a, const ValuePlan& b) {
     return true;
   };
   return x.terms == y.terms && x.num == y.num && x.den == y.den && x.div_scale == y.div_scale &&
-         x.div_numerator == y.div_numerator && x.div_feature == y.div_feature && x.div_exact == y.div_exact &&
-         x.div_offset == y.div_offset && x.inv_feature == y.inv_feature && x.inv_num == y.inv_num &&
-         x.inv_den == y.inv_den && same_mods(x, y);
+         x.ext_scale == y.ext_scale && x.ext_size == y.ext_size && x.div_numerator == y.div_numerator &&
+         x.div_feature == y.div_feature && x.div_exact == y.div_exact && x.div_offset == y.div_offset &&
+         x.inv_feature == y.inv_feature && x.inv_num == y.inv_num && x.inv_den == y.inv_den && same_mods(x, y);
 }
 
 /// Adds a law to the pool unless that role already gave the same law for that parameter: a call
@@ -1304,14 +1304,16 @@ class RolePlanner {
       }
       // An even split of a size (c/X, c/P: NPB BT's solve buffers), then the coordinates of the
       // cell a rank works on at stage k (modular laws: NPB BT's solve tags), where neither fits.
-      for (const bool modular : {false, true}) {
+      // Then the extent of that cell less the global boundary planes (NPB SP's solve buffers).
+      for (const int kind : {0, 1, 2}) {
         if (law || why.rfind("ambiguous", 0) == 0) break;
         std::string wi;
-        law = modular ? solve_modular_law(pts, vals, dense, stage_, &wi)
-                      : solve_inverse_law(pts, vals, dense, stage_, &wi);
+        law = kind == 0   ? solve_inverse_law(pts, vals, dense, stage_, &wi)
+              : kind == 1 ? solve_modular_law(pts, vals, dense, stage_, &wi)
+                          : solve_extent_law(pts, vals, dense, stage_, &wi);
         if (law)
           note = why.rfind("under-determined", 0) == 0 ? inverse_over_unchecked(*law, why, stage_) : "";
-        else if (wi.rfind("ambiguous", 0) == 0 || (!modular && wi.rfind("no law", 0) != 0))
+        else if (wi.rfind("ambiguous", 0) == 0 || (kind == 0 && wi.rfind("no law", 0) != 0))
           why = wi;
       }
       it = stage_memo_

@@ -165,13 +165,21 @@ struct LinearLaw {
   std::vector<ModTerm> mods;
   /// Feature indices of x, y, k and S for `mods` (y: SIZE_MAX in 1D).
   std::size_t mod_x = 0, mod_y = SIZE_MAX, mod_k = 0, mod_size = 0;
+  /// A product of two cell extents (ext_scale != 0; NPB SP's solve buffers): value =
+  /// ext_scale * (ext_size/S - ends(m1)) * (ext_size/S - ends(m2)), m1, m2 the modular
+  /// coordinates mods[0], mods[1] and ends(m) = (m == 0) + (m == S-1): the points of a cell of
+  /// ext_size/S per axis less the global boundary planes it holds (solve_extent_law).
+  std::int64_t ext_scale = 0, ext_size = 0;
   /// Exact evaluation; throws ExtrapolationError if the result is not an integer.
   std::int64_t eval(const std::vector<std::int64_t>& features) const;
   /// "-X - 1", "8", "y*X + j", "8*floor(1000/P)", "floor(4096/P^2)", "8*floor(10560/X) + 2640".
   std::string formula(const FeatureSpace& space) const;
   bool uses_rank(const FeatureSpace& space) const;
   /// Number of unknowns the law was solved for (terms; 2 for a division law).
-  std::size_t unknowns() const { return div_scale != 0 ? 2 : terms.size() + inv_feature.size() + mods.size(); }
+  std::size_t unknowns() const {
+    if (ext_scale != 0) return 3;
+    return div_scale != 0 ? 2 : terms.size() + inv_feature.size() + mods.size();
+  }
   /// The value of modular term m at `features`.
   std::int64_t mod_value(const ModTerm& m, const std::vector<std::int64_t>& features) const;
 };
@@ -230,6 +238,18 @@ std::optional<LinearLaw> solve_modular_law(const std::vector<std::vector<std::in
                                            const std::vector<std::int64_t>& values,
                                            const std::vector<std::vector<std::int64_t>>& probes,
                                            const FeatureSpace& space, std::string* why);
+
+/// Stage laws of cell extents: a*(G/X - ends(m1))*(G/X - ends(m2)) for modular coordinates m1,
+/// m2 as in solve_modular_law (without the factor X) and ends(m) = (m == 0) + (m == X-1), tried
+/// where no other law fits: NPB SP's solve messages, 22 doubles per point of the stage's cell
+/// face less the global boundary planes. a and G from an exact linear fit of a*G^2/X^2,
+/// a*G/X*(ends(m1) + ends(m2)) and a*ends(m1)*ends(m2), verified on every point; the target's X
+/// must divide the least common multiple of the inputs' (the even split, as solve_inverse_law),
+/// and every pair (m1, m2) that reproduces the values must agree at every probe.
+std::optional<LinearLaw> solve_extent_law(const std::vector<std::vector<std::int64_t>>& points,
+                                          const std::vector<std::int64_t>& values,
+                                          const std::vector<std::vector<std::int64_t>>& probes,
+                                          const FeatureSpace& space, std::string* why);
 
 /// The remainder of a division law: where the target splits N unevenly (N mod d != 0), the value
 /// depends on how the program distributes the remainder, which the inputs show only where they
