@@ -547,8 +547,8 @@ TEST(ExtrapolatePrograms, MgWeakCoarseLevelsThroughCommonEvents) {
 /// axis over n cells (n = sqrt(P) on an n x n grid, dims 2; n = P on a ring, dims 1). Per time
 /// step a face exchange with both x neighbours (periodic) of 8*(g/n)^2*(n-1) bytes, a forward
 /// sweep of n - 1 stages (Isend, Irecv, Wait, Wait: 40*(g/n+1)^2 bytes, tags 3000 + c1 + n*c2
-/// of the stage's cell (t, (x+y-t) mod n, (t-x) mod n)) and a backward one (8*(g/n+1)^2 bytes,
-/// tags 2000 + ...).
+/// of the stage's cell (t, (x+y-t) mod n, (t-x) mod n)) and a backward one (tags 2000 + ...,
+/// 8*(g/n - ends(c1))*(g/n - ends(c2)) bytes: SP's cell face less the global boundary planes).
 Program cells(std::int64_t g, int dims) {
   return [g, dims](std::int64_t rank, std::int64_t p, RankStream& s) {
     s.start(Op::Init, 1);
@@ -560,6 +560,7 @@ Program cells(std::int64_t g, int dims) {
     const std::int64_t x = rank % n, y = dims == 2 ? rank / n : 0, q = g / n;
     const std::int64_t succ = (x + 1) % n - x, pred = (x + n - 1) % n - x;
     auto mod = [n](std::int64_t a) { return ((a % n) + n) % n; };
+    auto ends = [n](std::int64_t c) { return std::int64_t{c == 0} + std::int64_t{c == n - 1}; };
     auto p2p = [&](Op op, std::uint64_t line, std::int64_t peer, std::int64_t tag, std::int64_t doubles) {
       Event& e = s.start(op, line);
       e[Field::Peer] = peer;
@@ -592,13 +593,14 @@ Program cells(std::int64_t g, int dims) {
         if (t < n - 1) p2p(Op::Isend, 23, succ, tag, 5 * (q + 1) * (q + 1));
       }
       for (std::int64_t t = n - 1; t >= 0; --t) {
-        const std::int64_t tag = 2000 + mod(x + y - t) + n * mod(t - x);
+        const std::int64_t c1 = mod(x + y - t), c2 = mod(t - x), tag = 2000 + c1 + n * c2;
+        const std::int64_t back = (q - ends(c1)) * (q - ends(c2));
         if (t < n - 1) {
-          p2p(Op::Irecv, 30, succ, tag, (q + 1) * (q + 1));
+          p2p(Op::Irecv, 30, succ, tag, back);
           wait(31, 2);
           wait(32, 1);
         }
-        if (t > 0) p2p(Op::Isend, 33, pred, tag, (q + 1) * (q + 1));
+        if (t > 0) p2p(Op::Isend, 33, pred, tag, back);
       }
     }
     s.start(Op::Finalize, 40);
@@ -627,7 +629,8 @@ std::variant<ExtrapolationResult, std::string> cells_attempt(const Program& prog
 // NPB BT's multi-partition scheme (extrap_cells.c; BT itself in BENCHMARKS.md section 12): the
 // face and sweep sizes are an even split of 60 points over n cells (inverse-size laws:
 // 28800/X - 28800/P^2 ... on a ring, 288000/X - 288000/P on the square grid), the sweeps loops of
-// n - 1 stages whose tags are the stage's cell coordinates modulo n. On square grids 4, 9, 16,
+// n - 1 stages whose tags are the stage's cell coordinates modulo n, the backward sweep's sizes
+// the extent of the stage's cell less the global boundary planes (SP's). On square grids 4, 9, 16,
 // 25 ranks (n = 2..5) the targets n = 6, 10, 15 divide 60, the least common multiple of the
 // inputs' n: exact, node by node or rank by rank. n = 5 from 4, 9, 16 (5 does not divide 12) and
 // the 3-term sweep sizes from 3 sizes only are refused: the inputs do not decide them.
@@ -645,6 +648,7 @@ TEST(ExtrapolatePrograms, MultiPartitionCellsOfBtAreExactOrRefused) {
       const auto& laws = res.trace.metadata.at("extrapolation_laws");
       EXPECT_NE(laws.find(" mod X)"), std::string::npos) << laws;
       EXPECT_NE(laws.find("/X"), std::string::npos) << laws;
+      EXPECT_NE(laws.find("ends(("), std::string::npos) << laws;
     }
   }
   auto got = cells_attempt(cells(60, 2), {4, 9, 16}, 25);

@@ -11,13 +11,17 @@
  *    receive; at stage t < n - 1 MPI_Isend to the successor with the tag of the stage's cell,
  *    of 8*5*(q+1)*(q+1) bytes (BT's MAX_CELL_DIM = q + 1 squared, 5 doubles per point);
  *  - a backward sweep (BT's back substitution): the same from stage n - 1 down to 0 towards
- *    the predecessor, tags 2000 + c1 + n*c2, 8*(q+1)*(q+1) bytes.
- * The tags are laws of cell coordinates modulo n and the bytes of G/n: inverse sizes. */
+ *    the predecessor, tags 2000 + c1 + n*c2, of 8*(q - ends(c1))*(q - ends(c2)) bytes with
+ *    ends(c) = (c == 0) + (c == n-1): SP's solve messages, the stage's cell face less the global
+ *    boundary planes.
+ * The tags are laws of cell coordinates modulo n, the bytes of G/n (inverse sizes) and of the
+ * cells' extents. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 static int mod(int a, int n) { return ((a % n) + n) % n; }
+static int ends(int c, int n) { return (c == 0) + (c == n - 1); }
 
 int main(int argc, char **argv) {
   int rank, size;
@@ -35,7 +39,7 @@ int main(int argc, char **argv) {
   if (g % n != 0) MPI_Abort(MPI_COMM_WORLD, 3);
   const int x = rank % n, y = dims == 2 ? rank / n : 0, q = g / n;
   const int succ = (x + 1) % n + n * y, pred = (x + n - 1) % n + n * y;
-  const int face = q * q * (n - 1), solve = 5 * (q + 1) * (q + 1), back = (q + 1) * (q + 1);
+  const int face = q * q * (n - 1), solve = 5 * (q + 1) * (q + 1);
   const int most = (face > solve ? face : solve) + 1;
   double *in = calloc((size_t)most * 2, sizeof(double)), *out = calloc((size_t)most * 2, sizeof(double));
   for (int step = 0; step < 2; ++step) {
@@ -57,7 +61,8 @@ int main(int argc, char **argv) {
       if (t < n - 1) MPI_Isend(out, solve, MPI_DOUBLE, succ, tag, MPI_COMM_WORLD, &send);
     }
     for (int t = n - 1; t >= 0; --t) {
-      const int tag = 2000 + mod(x + y - t, n) + n * mod(t - x, n);
+      const int c1 = mod(x + y - t, n), c2 = mod(t - x, n), tag = 2000 + c1 + n * c2;
+      const int back = (q - ends(c1, n)) * (q - ends(c2, n));
       if (t < n - 1) {
         MPI_Irecv(in, back, MPI_DOUBLE, succ, tag, MPI_COMM_WORLD, &recv);
         MPI_Wait(&send, MPI_STATUS_IGNORE);
