@@ -284,7 +284,8 @@ std::pair<i128, std::int64_t> exact_sum(const LinearLaw& law, const std::vector<
 /// not determine them or the result is not exact everywhere.
 std::optional<LinearLaw> fit_subset(const std::vector<std::size_t>& subset,
                                     const std::vector<std::vector<std::int64_t>>& pts,
-                                    const std::vector<std::int64_t>& vals) {
+                                    const std::vector<std::int64_t>& vals, bool* undetermined = nullptr) {
+  if (undetermined) *undetermined = false;
   const std::size_t s = subset.size(), n = pts.size();
   // Row echelon of the n x s matrix with partial pivoting, augmented with the values.
   std::vector<std::vector<long double>> a(n, std::vector<long double>(s + 1));
@@ -304,7 +305,10 @@ std::optional<LinearLaw> fit_subset(const std::vector<std::size_t>& subset,
       }
     long double scale = 0;
     for (std::size_t i = 0; i < n; ++i) scale = std::max<long double>(scale, std::fabs(static_cast<double>(a[i][col])));
-    if (row >= n || best_abs <= 1e-9L * std::max<long double>(1, scale)) return std::nullopt;
+    if (row >= n || best_abs <= 1e-9L * std::max<long double>(1, scale)) {
+      if (undetermined) *undetermined = true;
+      return std::nullopt;
+    }
     std::swap(a[row], a[best]);
     for (std::size_t i = row + 1; i < n; ++i) {
       const long double m = a[i][col] / a[row][col];
@@ -1197,7 +1201,20 @@ std::optional<LinearLaw> solve_columns(const std::vector<std::vector<std::int64_
   std::vector<Fit> checked;
   std::string unchecked;
   std::vector<std::size_t> subset;
+  // A sample of the rows first: most subsets fail, and a sample that determines the
+  // coefficients and is not fitted rules a subset out (every row must be).
+  std::vector<std::vector<std::int64_t>> sample_pts;
+  std::vector<std::int64_t> sample_vals;
+  if (pts.size() > 32)
+    for (std::size_t i = 0; i < pts.size(); i += pts.size() / 16) {
+      sample_pts.push_back(pts[i]);
+      sample_vals.push_back(vals[i]);
+    }
   auto try_subset = [&] {
+    if (!sample_pts.empty()) {
+      bool undetermined = false;
+      if (!fit_subset(subset, sample_pts, sample_vals, &undetermined) && !undetermined) return;
+    }
     auto fit = fit_subset(subset, pts, vals);
     if (!fit) return;
     if (integer && std::any_of(fit->den.begin(), fit->den.end(), [](std::int64_t d) { return d != 1; })) return;
