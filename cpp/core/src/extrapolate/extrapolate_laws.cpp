@@ -1457,14 +1457,30 @@ std::optional<LinearLaw> solve_extent_law(const std::vector<std::vector<std::int
       ends[e].push_back(static_cast<std::int64_t>(v == 0) + static_cast<std::int64_t>(v == s - 1));
     }
   std::vector<LinearLaw> fits;
+  // A sample of the points first (as in solve_columns): most pairs fail on it.
+  std::vector<std::size_t> sample;
+  if (points.size() > 48)
+    for (std::size_t p = 0; p < points.size(); p += points.size() / 24) sample.push_back(p);
+  auto row_of = [&](std::size_t i, std::size_t j, std::size_t p) {
+    const auto q = lcm / points[p][*fs];
+    return std::vector<std::int64_t>{q * q, (ends[i][p] + ends[j][p]) * q, ends[i][p] * ends[j][p]};
+  };
   for (std::size_t i = 0; i < exprs.size(); ++i)
     for (std::size_t j = i; j < exprs.size(); ++j) {
+      if (!sample.empty()) {
+        std::vector<std::vector<std::int64_t>> sp;
+        std::vector<std::int64_t> sv;
+        for (auto p : sample) {
+          sp.push_back(row_of(i, j, p));
+          sv.push_back(values[p]);
+        }
+        bool undetermined = false;
+        if (!fit_subset({0, 1, 2}, sp, sv, &undetermined) && !undetermined) continue;
+      }
       std::map<std::vector<std::int64_t>, std::int64_t> rows;
       bool consistent = true;
       for (std::size_t p = 0; p < points.size() && consistent; ++p) {
-        const auto q = lcm / points[p][*fs];
-        std::vector<std::int64_t> row{q * q, (ends[i][p] + ends[j][p]) * q, ends[i][p] * ends[j][p]};
-        const auto [it, fresh] = rows.emplace(std::move(row), values[p]);
+        const auto [it, fresh] = rows.emplace(row_of(i, j, p), values[p]);
         consistent = fresh || it->second == values[p];
       }
       if (!consistent || rows.size() < 4) continue;
