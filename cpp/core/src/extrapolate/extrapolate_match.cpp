@@ -1254,6 +1254,27 @@ class RolePlanner {
             return false;
           }
       }
+      // A law of the sizes that also reproduces every trip count (X - 1 beside log2(P) - 1 at
+      // P = 4, 9, 16: NPB SP's sweeps of n - 1 stages) and differs at the target leaves the
+      // count undecided: refused, never the logarithm taken silently.
+      if (!fits.empty()) {
+        std::string w;
+        bool deferrable = false;
+        const auto linear = solver_.scalar(column_, w, deferrable);
+        if (linear && !linear->constant)
+          for (const auto& c : role_corners(role_.key, target_)) {
+            const auto a = fits[0]->eval(stage_.values(target_, c, 0, 0, 0));
+            const auto b = value_at(*linear, solver_.scalar_space().values(target_, c));
+            if (b && *b != a) {
+              fail(where + ", trip count: ambiguous: " + fits[0]->formula(stage_) + " and " +
+                       plan_text(*linear, solver_.scalar_space()) + " both reproduce every input value but give " +
+                       std::to_string(a) + " and " + std::to_string(*b) + " at the target; values " +
+                       values_text(column_, role_.members, inputs_),
+                   true);
+              return false;
+            }
+          }
+      }
       if (!fits.empty()) {
         slot = ValuePlan{false, 0, fits[0], true};
         report_.add(where, "trip count", fits[0]->formula(stage_), distinct_points(solver_.points()));
