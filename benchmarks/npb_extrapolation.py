@@ -52,6 +52,15 @@ gfortran 12's -O3 duplicates zran3's fourth MPI_Allreduce into both branches of 
 ranks of one run record different call sites for it.) Run with `--bin-dir
 /work/apps/npb-weak/bin --class weak --codes mg --weak 16` (BENCHMARKS.md section 12, "MG in
 weak scaling").
+BT and SP on a grid of your own (`--class G60`: binaries bt.G60.x, sp.G60.x; `--steps N` writes
+inputbt.data / inputsp.data with a 60^3 grid, class A's time step and N steps): NPB 3.4-MPI as
+above, in a copy of BT/ and SP/ (with common/ and kernel_stats/), `../sys/setparams bt A` (sp A)
+and `problem_size=60` in npbparams.h (BT's solve buffers are (problem_size/n + 1)^2 points, so
+the compiled size must be the grid's), every source of the code's OBJS compiled with
+`mpif90 -O2`, linked with print_results.f, timers.f and kernel_stats.c, arg_parse.c into
+/work/apps/npb-g60/bin. 60 splits evenly over n = 2, 3, 4, 5, 6 cells per axis, so the inputs
+4, 9, 16, 25 ranks show an even split that holds at the target 36
+(`--square-sizes 4,9,16,25 --square-target 36`; BENCHMARKS.md section 12, "Session 8").
 Runs with more ranks than cores are slow here (MPICH busy-polls): a 32-rank run of a class S
 code can take minutes on 2 cores. A benchmark, not a test.
 """
@@ -87,6 +96,7 @@ GRID = {
 }
 DT = {("lu", "S"): "0.5d0", ("lu", "W"): "1.5d-3", ("bt", "S"): "0.01d0", ("bt", "W"): "0.0008d0"}
 DT.update({("sp", "S"): "0.015d0", ("sp", "W"): "0.0015d0"})
+DT.update({("bt", "A"): "0.0008d0", ("sp", "A"): "0.0015d0", ("lu", "A"): "2.0d0"})
 
 
 def mg_weak_input(n: int, local: int, steps: int) -> tuple[str, str]:
@@ -102,11 +112,15 @@ def mg_weak_input(n: int, local: int, steps: int) -> tuple[str, str]:
 
 
 def input_file(code: str, klass: str, steps: int) -> tuple[str, str] | None:
-    """(file name, contents) of the NPB input file running `steps` time steps, or None."""
-    n = GRID.get((code, klass))
-    if n is None:
+    """(file name, contents) of the NPB input file running `steps` time steps, or None. A class
+    `G<n>` (binaries bt.G60.x, sp.G60.x: NPB built with problem_size = n) runs an n^3 grid with
+    class A's time step."""
+    if klass.startswith("G") and klass[1:].isdigit():
+        n, dt = int(klass[1:]), DT.get((code, "A"))
+    else:
+        n, dt = GRID.get((code, klass)), DT.get((code, klass))
+    if n is None or dt is None:
         return None
-    dt = DT[(code, klass)]
     if code == "lu":
         text = (
             f"c\nc ipr inorm\n 1 {steps}\nc\nc itmax\n {steps}\nc\nc dt\n {dt}\nc\nc omega\n 1.2\n"

@@ -15,6 +15,9 @@ namespace {
 /// (scale*floor(N/d) + offset).
 py::object law_object(const LawValue& v, const FeatureSpace& space) {
   if (v.constant) return py::int_(v.value);
+  if (!v.law.inv_feature.empty() || !v.law.mods.empty() || v.law.ext_scale != 0)
+    throw UsageError("the law " + v.law.formula(space) +
+                     " (inverse sizes or cell coordinates) has no form in scalable benchmarks yet");
   py::dict d;
   if (v.law.div_scale != 0) {
     d["div"] =

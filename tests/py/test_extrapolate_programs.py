@@ -633,3 +633,31 @@ def test_coarse_level_ranks_dropped_as_uncommon_events(traced, tmp_path, capsys)
     assert main([*argv, "--common-events", "--assume-constant", *grids]) == 0
     capsys.readouterr()
     assert scalatrace.load(out).nranks == 8
+
+
+def test_multi_partition_cells_inverse_sizes_and_cell_coordinates(traced):
+    # extrap_cells.c on a ring (NPB BT's multi-partition sweeps in small, 60 points split over
+    # n = P cells): faces of 8*(60/n)^2*(n-1) bytes (28800/X - 28800/P^2 in inverse sizes),
+    # forward sweep buffers of 40*(60/n+1)^2 bytes (3 terms: 144000/P^2 + 4800/X + 40), backward
+    # ones of the stage's cell less the global boundary planes (NPB SP's, 8*(60/X - ends(c1))*
+    # (60/X - ends(c2))), loops of n - 1 stages whose tags are the coordinates of the stage's
+    # cell modulo n. At 2, 3, 4, 5 ranks the
+    # target 6 divides 60, the least common multiple of the inputs' sizes, so the inputs show
+    # that the program's size splits evenly there: exact against the real 6-rank run.
+    small = [traced("extrap_cells", n, "60", "1") for n in (2, 3, 4, 5)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        big = scalatrace.extrapolate(small, ranks=6, timing=False, periodic=True)
+    helpers.assert_same_run(big, traced("extrap_cells", 6, "60", "1"))
+    laws = laws_of(big)
+    tags = laws[("Isend", "Tag")] | laws[("Irecv", "Tag")]
+    assert any(" mod X)" in f for f in tags), tags
+    assert any("/X" in f for f in laws[("Isend", "Bytes")]), laws[("Isend", "Bytes")]
+    assert any("ends(" in f for f in laws[("Isend", "Bytes")]), laws[("Isend", "Bytes")]
+    # Three sizes leave the 3-term buffer law unchecked; 7 does not divide 60, so the inputs
+    # cannot show that 60 splits evenly over 7 cells: both refused, never a wrong trace.
+    with pytest.raises(ExtrapolationError):
+        scalatrace.extrapolate(small[:3], ranks=6, timing=False, periodic=True)
+    with pytest.raises(ExtrapolationError) as err:
+        scalatrace.extrapolate(small, ranks=7, timing=False, periodic=True)
+    assert "does not divide 60" in str(err.value) or "unevenly" in str(err.value), str(err.value)

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -569,6 +571,12 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
           a.roles = extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws, budget,
                                        options.uneven_splits_from_inputs, options.periodic, options.assume_constant);
         for (const auto& [key, role] : a.roles) stage_loops = stage_loops || role.stages;
+        if (std::getenv("SCALATRACE_EXTRAPOLATE_DEBUG")) {  // every attempt's first problems
+          std::fprintf(stderr, "attempt %s depth %d modulus %lld: %zu problems%s\n", topo.explanation.c_str(), depth,
+                       static_cast<long long>(modulus), a.failures.size(), skip ? " (skipped)" : "");
+          for (std::size_t f = 0; f < a.failures.size() && f < 4; ++f)
+            std::fprintf(stderr, "  %s\n", a.failures[f].text.substr(0, 600).c_str());
+        }
         const bool only_ambiguous = a.only_ambiguous();
         if (a.failures.empty()) {
           explained.push_back(std::move(a));

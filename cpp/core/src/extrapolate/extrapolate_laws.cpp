@@ -252,13 +252,31 @@ bool rationalize(long double x, std::int64_t& num, std::int64_t& den) {
   return den > 0;
 }
 
-/// Exact value times the common denominator: (sum, lcm).
+/// Exact value times the common denominator: (sum, lcm). Inverse terms whose divisor is not
+/// positive at `f` count 0 (they are fitted and used only where it is).
 std::pair<i128, std::int64_t> exact_sum(const LinearLaw& law, const std::vector<std::int64_t>& f) {
+  if (law.ext_scale != 0) {  // scale * (G - S*ends(m1)) * (G - S*ends(m2)) / S^2
+    const auto size = f[law.mod_size];
+    if (size <= 0) return {0, 1};
+    auto ends = [&](const LinearLaw::ModTerm& m) {
+      const auto v = law.mod_value(m, f);
+      return static_cast<std::int64_t>(v == 0) + static_cast<std::int64_t>(v == size - 1);
+    };
+    const i128 e1 = law.ext_size - size * ends(law.mods[0]), e2 = law.ext_size - size * ends(law.mods[1]);
+    return {static_cast<i128>(law.ext_scale) * e1 * e2, size * size};
+  }
   std::int64_t l = 1;
   for (auto d : law.den) l = std::lcm(l, d);
+  for (const auto& m : law.mods) l = std::lcm(l, m.den);
+  for (std::size_t k = 0; k < law.inv_feature.size(); ++k)
+    if (const auto d = f[law.inv_feature[k]]; d > 0) l = std::lcm(l, law.inv_den[k] * d);
   i128 s = 0;
   for (std::size_t k = 0; k < law.terms.size(); ++k)
     s += static_cast<i128>(law.num[k]) * (l / law.den[k]) * f[law.terms[k]];
+  for (const auto& m : law.mods) s += static_cast<i128>(m.num) * (l / m.den) * law.mod_value(m, f);
+  for (std::size_t k = 0; k < law.inv_feature.size(); ++k)
+    if (const auto d = f[law.inv_feature[k]]; d > 0)
+      s += static_cast<i128>(law.inv_num[k]) * (l / (law.inv_den[k] * d));
   return {s, l};
 }
 
@@ -266,7 +284,8 @@ std::pair<i128, std::int64_t> exact_sum(const LinearLaw& law, const std::vector<
 /// not determine them or the result is not exact everywhere.
 std::optional<LinearLaw> fit_subset(const std::vector<std::size_t>& subset,
                                     const std::vector<std::vector<std::int64_t>>& pts,
-                                    const std::vector<std::int64_t>& vals) {
+                                    const std::vector<std::int64_t>& vals, bool* undetermined = nullptr) {
+  if (undetermined) *undetermined = false;
   const std::size_t s = subset.size(), n = pts.size();
   // Row echelon of the n x s matrix with partial pivoting, augmented with the values.
   std::vector<std::vector<long double>> a(n, std::vector<long double>(s + 1));
@@ -286,7 +305,10 @@ std::optional<LinearLaw> fit_subset(const std::vector<std::size_t>& subset,
       }
     long double scale = 0;
     for (std::size_t i = 0; i < n; ++i) scale = std::max<long double>(scale, std::fabs(static_cast<double>(a[i][col])));
-    if (row >= n || best_abs <= 1e-9L * std::max<long double>(1, scale)) return std::nullopt;
+    if (row >= n || best_abs <= 1e-9L * std::max<long double>(1, scale)) {
+      if (undetermined) *undetermined = true;
+      return std::nullopt;
+    }
     std::swap(a[row], a[best]);
     for (std::size_t i = row + 1; i < n; ++i) {
       const long double m = a[i][col] / a[row][col];
@@ -407,7 +429,22 @@ std::string divisor_name(const FeatureSpace& space, std::size_t feature) {
 
 }  // namespace
 
+std::int64_t LinearLaw::mod_value(const ModTerm& m, const std::vector<std::int64_t>& f) const {
+  const auto size = f.at(mod_size);
+  if (size <= 0) return 0;
+  const auto y = mod_y == SIZE_MAX ? 0 : f.at(mod_y);
+  auto v = (m.a * f.at(mod_x) + m.b * y + m.c * f.at(mod_k) + m.d) % size;
+  if (v < 0) v += size;
+  return m.times_size ? v * size : v;
+}
+
 std::int64_t LinearLaw::eval(const std::vector<std::int64_t>& features) const {
+  for (auto f : inv_feature)
+    if (features.at(f) <= 0)
+      throw ExtrapolationError("a law divides by " + std::to_string(features.at(f)) + " at the target");
+  if (ext_scale != 0 && (features.at(mod_size) <= 0 || ext_size % features.at(mod_size) != 0))
+    throw ExtrapolationError("a cell-extent law splits " + std::to_string(ext_size) + " over " +
+                             std::to_string(features.at(mod_size)) + " cells at the target, unevenly");
   if (div_scale != 0) {
     const auto d = features.at(div_feature);
     if (d <= 0) throw ExtrapolationError("a division law divides by " + std::to_string(d) + " at the target");
@@ -426,6 +463,22 @@ std::int64_t LinearLaw::eval(const std::vector<std::int64_t>& features) const {
 }
 
 std::string LinearLaw::formula(const FeatureSpace& space) const {
+  if (ext_scale != 0) {
+    const auto& size = space.names[mod_size];
+    auto extent = [&](const ModTerm& m) {
+      ModTerm plain = m;
+      plain.num = plain.den = 1;
+      LinearLaw one;
+      one.mods = {plain};
+      one.mod_x = mod_x;
+      one.mod_y = mod_y;
+      one.mod_k = mod_k;
+      one.mod_size = mod_size;
+      auto e = one.formula(space);  // "((...) mod X)"
+      return "(" + std::to_string(ext_size) + "/" + size + " - ends" + e + ")";
+    };
+    return std::to_string(ext_scale) + "*" + extent(mods[0]) + "*" + extent(mods[1]);
+  }
   if (div_scale != 0) {
     // C's integer division; N is the smallest numerator consistent with the inputs, so where
     // they allow it (div_exact) N/d had no remainder at any of them.
@@ -442,20 +495,44 @@ std::string LinearLaw::formula(const FeatureSpace& space) const {
     if (ca != cb) return cb;
     return terms[a] > terms[b];
   });
-  std::string s;
+  std::vector<std::pair<bool, std::string>> pieces;  // (negative, text) in order
+  std::vector<std::pair<bool, std::string>> constant;
   for (std::size_t i : order) {
     const auto& name = space.names[terms[i]];
-    const auto text = coefficient_text(num[i], den[i], name);
+    (terms[i] == 0 ? constant : pieces).emplace_back(num[i] < 0, coefficient_text(num[i], den[i], name));
+  }
+  for (const auto& m : mods) {
+    std::string e;
+    const std::string y = mod_y == SIZE_MAX ? "y" : space.names[mod_y];
+    for (const auto& [c, sym] : {std::pair{m.a, space.names[mod_x]}, {m.b, y}, {m.c, space.names[mod_k]}}) {
+      if (c == 0) continue;
+      e += (c < 0 ? "-" : e.empty() ? "" : "+") + sym;
+    }
+    if (m.d != 0) e += (m.d < 0 ? "-" : "+") + std::to_string(m.d < 0 ? -m.d : m.d);
+    const auto& size = space.names[mod_size];
+    const std::string name = (m.times_size ? size + "*" : std::string()) + "((" + e + ") mod " + size + ")";
+    pieces.emplace_back(m.num < 0, coefficient_text(m.num, m.den, name));
+  }
+  for (std::size_t k = 0; k < inv_feature.size(); ++k) {
+    const auto d = divisor_name(space, inv_feature[k]);
+    const auto a = inv_num[k] < 0 ? -inv_num[k] : inv_num[k];
+    pieces.emplace_back(inv_num[k] < 0, std::to_string(a) + "/" +
+                                            (inv_den[k] == 1 ? d : "(" + std::to_string(inv_den[k]) + "*" + d + ")"));
+  }
+  pieces.insert(pieces.end(), constant.begin(), constant.end());
+  std::string s;
+  for (const auto& [negative, text] : pieces) {
     if (s.empty())
-      s = (num[i] < 0 ? "-" : "") + text;
+      s = (negative ? "-" : "") + text;
     else
-      s += (num[i] < 0 ? " - " : " + ") + text;
+      s += (negative ? " - " : " + ") + text;
   }
   return s.empty() ? "0" : s;
 }
 
 bool LinearLaw::uses_rank(const FeatureSpace& space) const {
-  if (div_scale != 0) return space.rank_dependent(div_feature);
+  if (div_scale != 0 && ext_scale == 0) return space.rank_dependent(div_feature);
+  if (std::any_of(mods.begin(), mods.end(), [](const ModTerm& m) { return m.a != 0 || m.b != 0; })) return true;
   return std::any_of(terms.begin(), terms.end(), [&](std::size_t t) { return space.rank_dependent(t); });
 }
 
@@ -1028,6 +1105,427 @@ std::string division_remainder_rival(const LinearLaw& law, const std::vector<std
     }
   }
   return "";
+}
+
+namespace {
+
+/// The fallback law searches (solve_inverse_law, solve_modular_law): value = a sum over a
+/// subset of candidate columns (column 0 the constant), at most `max_cols` besides the
+/// constant, each column given by its values at the points and a one-term law for it
+/// (`unit[c]`: coefficient 1, evaluated at the probes through LinearLaw::eval). The fewest-term
+/// law the points check (a distinct point beyond its terms) is taken if every other checked law
+/// agrees with it at every probe. `integer`: integer coefficients only.
+std::optional<LinearLaw> solve_columns(const std::vector<std::vector<std::int64_t>>& col_points,
+                                       const std::vector<LinearLaw>& unit, const std::vector<std::int64_t>& values,
+                                       const std::vector<std::vector<std::int64_t>>& probes, const FeatureSpace& space,
+                                       std::size_t max_cols, bool integer, std::string* why) {
+  auto fail = [&](const std::string& text) {
+    if (why) *why = text;
+    return std::nullopt;
+  };
+  const std::size_t ncols = col_points.size(), npts = values.size();
+  // Columns that are equal at every point and probe are one candidate.
+  std::vector<std::size_t> keep;
+  {
+    std::set<std::vector<std::int64_t>> seen;
+    for (std::size_t c = 0; c < ncols; ++c) {
+      auto key = col_points[c];
+      for (const auto& probe : probes) {
+        try {
+          key.push_back(unit[c].eval(probe));
+        } catch (const Error&) {
+          key.push_back(kUndefinedFeature);
+        }
+      }
+      if (seen.insert(std::move(key)).second) keep.push_back(c);
+    }
+  }
+  // Distinct rows (points) over the kept columns.
+  std::map<std::vector<std::int64_t>, std::int64_t> rows;
+  for (std::size_t i = 0; i < npts; ++i) {
+    std::vector<std::int64_t> row;
+    for (auto c : keep) row.push_back(col_points[c][i]);
+    const auto [it, fresh] = rows.emplace(std::move(row), values[i]);
+    if (!fresh && it->second != values[i]) return fail("no law: equal features give different values");
+  }
+  std::vector<std::vector<std::int64_t>> pts;
+  std::vector<std::int64_t> vals;
+  for (const auto& [row, v] : rows) {
+    pts.push_back(row);
+    vals.push_back(v);
+  }
+  auto to_law = [&](const LinearLaw& fit) {
+    LinearLaw law;
+    for (std::size_t t = 0; t < fit.terms.size(); ++t) {
+      const auto& u = unit[keep[fit.terms[t]]];
+      if (!u.mods.empty()) {
+        law.mod_x = u.mod_x;
+        law.mod_y = u.mod_y;
+        law.mod_k = u.mod_k;
+        law.mod_size = u.mod_size;
+      }
+      for (std::size_t k = 0; k < u.terms.size(); ++k) {
+        law.terms.push_back(u.terms[k]);
+        law.num.push_back(fit.num[t]);
+        law.den.push_back(fit.den[t]);
+      }
+      for (auto m : u.mods) {
+        const auto g = std::gcd(fit.num[t] < 0 ? -fit.num[t] : fit.num[t], fit.den[t]);
+        m.num = fit.num[t] / g;
+        m.den = fit.den[t] / g;
+        law.mods.push_back(m);
+      }
+      for (std::size_t k = 0; k < u.inv_feature.size(); ++k) {
+        const i128 n = static_cast<i128>(fit.num[t]) * u.inv_num[k];
+        const i128 d = static_cast<i128>(fit.den[t]) * u.inv_den[k];
+        i128 a = n < 0 ? -n : n, b = d;
+        while (b != 0) {
+          const i128 r = a % b;
+          a = b;
+          b = r;
+        }
+        law.inv_feature.push_back(u.inv_feature[k]);
+        law.inv_num.push_back(static_cast<std::int64_t>(n / a));
+        law.inv_den.push_back(static_cast<std::int64_t>(d / a));
+      }
+    }
+    return law;
+  };
+  // The constant column (0) is kept first if present.
+  const bool has_const = !keep.empty() && keep[0] == 0;
+  const std::size_t first_var = has_const ? 1 : 0, nk = keep.size();
+  struct Fit {
+    LinearLaw law;
+    std::size_t size;
+  };
+  std::vector<Fit> checked;
+  std::string unchecked;
+  std::vector<std::size_t> subset;
+  // A sample of the rows first: most subsets fail, and a sample that determines the
+  // coefficients and is not fitted rules a subset out (every row must be).
+  std::vector<std::vector<std::int64_t>> sample_pts;
+  std::vector<std::int64_t> sample_vals;
+  if (pts.size() > 32)
+    for (std::size_t i = 0; i < pts.size(); i += pts.size() / 16) {
+      sample_pts.push_back(pts[i]);
+      sample_vals.push_back(vals[i]);
+    }
+  auto try_subset = [&] {
+    if (!sample_pts.empty()) {
+      bool undetermined = false;
+      if (!fit_subset(subset, sample_pts, sample_vals, &undetermined) && !undetermined) return;
+    }
+    auto fit = fit_subset(subset, pts, vals);
+    if (!fit) return;
+    if (integer && std::any_of(fit->den.begin(), fit->den.end(), [](std::int64_t d) { return d != 1; })) return;
+    std::set<std::vector<std::int64_t>> distinct;
+    for (const auto& p : pts) {
+      std::vector<std::int64_t> projected;
+      for (auto t : subset) projected.push_back(p[t]);
+      distinct.insert(std::move(projected));
+    }
+    auto law = to_law(*fit);
+    if (distinct.size() < subset.size() + 1) {
+      if (unchecked.empty())
+        unchecked = "under-determined: " + law.formula(space) + ", a " + std::to_string(subset.size()) +
+                    "-term law, fits only " + std::to_string(distinct.size()) +
+                    " distinct input points, none left to check it; add an input size";
+      return;
+    }
+    checked.push_back({std::move(law), subset.size()});
+  };
+  for (std::size_t a = first_var; a < nk; ++a) {
+    for (const bool with_const : {false, true}) {
+      if (with_const && !has_const) continue;
+      subset.clear();
+      if (with_const) subset.push_back(0);
+      subset.push_back(a);
+      try_subset();
+      if (max_cols < 2) continue;
+      for (std::size_t b = a + 1; b < nk; ++b) {
+        subset.resize(with_const ? 2 : 1);
+        subset.push_back(b);
+        try_subset();
+      }
+    }
+  }
+  if (checked.empty()) return fail(unchecked.empty() ? "no law" : unchecked);
+  const auto best =
+      std::min_element(checked.begin(), checked.end(), [](const Fit& x, const Fit& y) { return x.size < y.size; });
+  for (const auto& other : checked)
+    for (const auto& probe : probes) {
+      std::int64_t v0 = 0, v1 = 0;
+      bool e0 = false, e1 = false;
+      try {
+        v0 = best->law.eval(probe);
+      } catch (const Error&) {
+        e0 = true;
+      }
+      try {
+        v1 = other.law.eval(probe);
+      } catch (const Error&) {
+        e1 = true;
+      }
+      if (e0 != e1 || v0 != v1)
+        return fail("ambiguous: " + best->law.formula(space) + " and " + other.law.formula(space) +
+                    " both reproduce every input value but give " + (e0 ? "no integer" : std::to_string(v0)) + " and " +
+                    (e1 ? "no integer" : std::to_string(v1)) + " at the target; add an input size that separates them");
+    }
+  return best->law;
+}
+
+LinearLaw constant_law() {
+  LinearLaw l;
+  l.terms = {0};
+  l.num = {1};
+  l.den = {1};
+  return l;
+}
+
+std::optional<std::size_t> find_name(const FeatureSpace& space, const std::string& name) {
+  for (std::size_t i = 0; i < space.names.size(); ++i)
+    if (space.names[i] == name) return i;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<LinearLaw> solve_inverse_law(const std::vector<std::vector<std::int64_t>>& points,
+                                           const std::vector<std::int64_t>& values,
+                                           const std::vector<std::vector<std::int64_t>>& probes,
+                                           const FeatureSpace& space, std::string* why) {
+  if (points.empty() || points.size() != values.size())
+    throw UsageError("solve_inverse_law needs as many values as points (at least one)");
+  std::vector<std::string> names{"X"};
+  if (space.ndims >= 2) names.push_back("Y");
+  if (space.ndims >= 3) names.push_back("Z");
+  if (space.ndims == 2) names.push_back("X*Y");
+  if (space.ndims == 3) names.push_back("X*Y*Z");
+  names.push_back("P^2");
+  std::vector<std::vector<std::int64_t>> cols{std::vector<std::int64_t>(points.size(), 1)};
+  std::vector<LinearLaw> unit{constant_law()};
+  std::vector<std::vector<std::int64_t>> blocked_cols{cols[0]};
+  std::vector<LinearLaw> blocked_unit{unit[0]};
+  std::string blocked_why;
+  for (const auto& name : names) {
+    const auto f = find_name(space, name);
+    if (!f) continue;
+    std::int64_t lcm = 1;
+    std::set<std::int64_t> distinct;
+    bool usable = true;
+    for (const auto& p : points) {
+      const auto d = p[*f];
+      if (d <= 0 || d == kUndefinedFeature || lcm > (std::int64_t{1} << 40) / d) {
+        usable = false;
+        break;
+      }
+      lcm = std::lcm(lcm, d);
+      distinct.insert(d);
+    }
+    if (!usable || distinct.size() < 2) continue;
+    std::vector<std::int64_t> col;
+    for (const auto& p : points) col.push_back(lcm / p[*f]);
+    LinearLaw u;
+    u.inv_feature = {*f};
+    u.inv_num = {lcm};
+    u.inv_den = {1};
+    std::optional<std::int64_t> bad;
+    for (const auto& probe : probes)
+      if (probe[*f] <= 0 || lcm % probe[*f] != 0) bad = probe[*f];
+    if (bad) {
+      if (blocked_why.empty())
+        blocked_why = "the target's " + divisor_name(space, *f) + " = " + std::to_string(*bad) + " does not divide " +
+                      std::to_string(lcm) + ", the least common multiple of the inputs' " + divisor_name(space, *f) +
+                      ", so whether the program's size splits evenly there is not in the inputs";
+      blocked_cols.push_back(std::move(col));
+      blocked_unit.push_back(std::move(u));
+      continue;
+    }
+    blocked_cols.push_back(col);
+    blocked_unit.push_back(u);
+    cols.push_back(std::move(col));
+    unit.push_back(std::move(u));
+  }
+  std::string w;
+  std::optional<LinearLaw> law;
+  if (cols.size() > 1) law = solve_columns(cols, unit, values, probes, space, 2, false, &w);
+  if (!law && !blocked_why.empty() && w.rfind("ambiguous", 0) != 0) {
+    // Would a term the target's sizes block explain the inputs? Then say so.
+    std::string wb;
+    if (auto hidden = solve_columns(blocked_cols, blocked_unit, values, {}, space, 2, false, &wb)) {
+      if (why)
+        *why = "ambiguous: " + hidden->formula(space) + " reproduces every input value, but " + blocked_why +
+               " (a remainder would change the value); add an input size that the target's divides";
+      return std::nullopt;
+    }
+  }
+  if (!law && why) *why = w.empty() ? "no law of inverse sizes" : w;
+  return law;
+}
+
+std::optional<LinearLaw> solve_modular_law(const std::vector<std::vector<std::int64_t>>& points,
+                                           const std::vector<std::int64_t>& values,
+                                           const std::vector<std::vector<std::int64_t>>& probes,
+                                           const FeatureSpace& space, std::string* why) {
+  if (points.empty() || points.size() != values.size())
+    throw UsageError("solve_modular_law needs as many values as points (at least one)");
+  const auto fx = find_name(space, "x"), fy = find_name(space, "y"), fk = find_name(space, "k"),
+             fs = find_name(space, "X");
+  if (!space.with_stage || !fx || !fk || !fs) {
+    if (why) *why = "no modular law outside stage loops";
+    return std::nullopt;
+  }
+  std::vector<std::vector<std::int64_t>> cols{std::vector<std::int64_t>(points.size(), 1)};
+  std::vector<LinearLaw> unit{constant_law()};
+  const std::int64_t bmax = fy ? 1 : 0;
+  for (std::int64_t a = -1; a <= 1; ++a)
+    for (std::int64_t b = -bmax; b <= bmax; ++b)
+      for (std::int64_t c = -1; c <= 1; ++c) {
+        if (a == 0 && b == 0 && c == 0) continue;
+        for (std::int64_t d = -2; d <= 2; ++d)
+          for (const bool times : {false, true}) {
+            LinearLaw u;
+            u.mod_x = *fx;
+            u.mod_y = fy ? *fy : SIZE_MAX;
+            u.mod_k = *fk;
+            u.mod_size = *fs;
+            LinearLaw::ModTerm m;
+            m.a = a;
+            m.b = b;
+            m.c = c;
+            m.d = d;
+            m.times_size = times;
+            u.mods = {m};
+            std::vector<std::int64_t> col;
+            col.reserve(points.size());
+            for (const auto& p : points) col.push_back(u.mod_value(m, p));
+            cols.push_back(std::move(col));
+            unit.push_back(std::move(u));
+          }
+      }
+  std::string w;
+  auto law = solve_columns(cols, unit, values, probes, space, 2, true, &w);
+  if (!law && why) *why = w == "no law" ? "no modular law of the cell coordinates" : w;
+  return law;
+}
+
+std::optional<LinearLaw> solve_extent_law(const std::vector<std::vector<std::int64_t>>& points,
+                                          const std::vector<std::int64_t>& values,
+                                          const std::vector<std::vector<std::int64_t>>& probes,
+                                          const FeatureSpace& space, std::string* why) {
+  auto fail = [&](const std::string& text) {
+    if (why) *why = text;
+    return std::nullopt;
+  };
+  const auto fx = find_name(space, "x"), fy = find_name(space, "y"), fk = find_name(space, "k"),
+             fs = find_name(space, "X");
+  if (!space.with_stage || !fx || !fk || !fs || points.empty()) return fail("no cell-extent law outside stage loops");
+  std::int64_t lcm = 1;
+  for (const auto& p : points) {
+    const auto s = p[*fs];
+    if (s <= 0 || lcm > (std::int64_t{1} << 20) / s) return fail("no cell-extent law");
+    lcm = std::lcm(lcm, s);
+  }
+  std::optional<std::int64_t> blocked;
+  for (const auto& probe : probes)
+    if (probe[*fs] <= 0 || lcm % probe[*fs] != 0) blocked = probe[*fs];
+  LinearLaw base;
+  base.mod_x = *fx;
+  base.mod_y = fy ? *fy : SIZE_MAX;
+  base.mod_k = *fk;
+  base.mod_size = *fs;
+  std::vector<LinearLaw::ModTerm> exprs;
+  const std::int64_t bmax = fy ? 1 : 0;
+  for (std::int64_t a = -1; a <= 1; ++a)
+    for (std::int64_t b = -bmax; b <= bmax; ++b)
+      for (std::int64_t c = -1; c <= 1; ++c)
+        for (std::int64_t d = -2; d <= 2; ++d)
+          if (a != 0 || b != 0 || c != 0) {
+            LinearLaw::ModTerm m;
+            m.a = a;
+            m.b = b;
+            m.c = c;
+            m.d = d;
+            exprs.push_back(m);
+          }
+  // ends(m) per expression and point; expressions equal at every point are one candidate
+  // (they are compared at the probes below through the laws they give).
+  std::vector<std::vector<std::int64_t>> ends(exprs.size());
+  for (std::size_t e = 0; e < exprs.size(); ++e)
+    for (const auto& p : points) {
+      const auto v = base.mod_value(exprs[e], p), s = p[*fs];
+      ends[e].push_back(static_cast<std::int64_t>(v == 0) + static_cast<std::int64_t>(v == s - 1));
+    }
+  std::vector<LinearLaw> fits;
+  // A sample of the points first (as in solve_columns): most pairs fail on it.
+  std::vector<std::size_t> sample;
+  if (points.size() > 48)
+    for (std::size_t p = 0; p < points.size(); p += points.size() / 24) sample.push_back(p);
+  auto row_of = [&](std::size_t i, std::size_t j, std::size_t p) {
+    const auto q = lcm / points[p][*fs];
+    return std::vector<std::int64_t>{q * q, (ends[i][p] + ends[j][p]) * q, ends[i][p] * ends[j][p]};
+  };
+  for (std::size_t i = 0; i < exprs.size(); ++i)
+    for (std::size_t j = i; j < exprs.size(); ++j) {
+      if (!sample.empty()) {
+        std::vector<std::vector<std::int64_t>> sp;
+        std::vector<std::int64_t> sv;
+        for (auto p : sample) {
+          sp.push_back(row_of(i, j, p));
+          sv.push_back(values[p]);
+        }
+        bool undetermined = false;
+        if (!fit_subset({0, 1, 2}, sp, sv, &undetermined) && !undetermined) continue;
+      }
+      std::map<std::vector<std::int64_t>, std::int64_t> rows;
+      bool consistent = true;
+      for (std::size_t p = 0; p < points.size() && consistent; ++p) {
+        const auto [it, fresh] = rows.emplace(row_of(i, j, p), values[p]);
+        consistent = fresh || it->second == values[p];
+      }
+      if (!consistent || rows.size() < 4) continue;
+      std::vector<std::vector<std::int64_t>> pts;
+      std::vector<std::int64_t> vals;
+      for (const auto& [row, v] : rows) {
+        pts.push_back(row);
+        vals.push_back(v);
+      }
+      const auto fit = fit_subset({0, 1, 2}, pts, vals);
+      if (!fit || fit->den[2] != 1) continue;
+      // v = u1*q^2 + u2*(e1+e2)*q + u3*e1*e2 with q = L/X: a = u3, G = -u2*L/a, u1 = a*G^2/L^2.
+      const i128 a = fit->num[2];
+      const i128 g_num = -static_cast<i128>(fit->num[1]) * lcm, g_den = static_cast<i128>(fit->den[1]) * a;
+      if (g_den == 0 || g_num % g_den != 0) continue;
+      const i128 g = g_num / g_den;
+      if (g <= 0 || g > (i128{1} << 40)) continue;
+      if (static_cast<i128>(fit->num[0]) * lcm * lcm != a * g * g * fit->den[0]) continue;
+      LinearLaw law = base;
+      law.ext_scale = static_cast<std::int64_t>(a);
+      law.ext_size = static_cast<std::int64_t>(g);
+      law.mods = {exprs[i], exprs[j]};
+      bool exact = true;
+      for (std::size_t p = 0; p < points.size() && exact; ++p) {
+        const auto [sum, l] = exact_sum(law, points[p]);
+        exact = sum == static_cast<i128>(values[p]) * l;
+      }
+      if (exact) fits.push_back(std::move(law));
+    }
+  if (fits.empty()) return fail("no cell-extent law");
+  if (blocked)
+    return fail("ambiguous: " + fits[0].formula(space) + " reproduces every input value, but the target's X = " +
+                std::to_string(*blocked) + " does not divide " + std::to_string(lcm) +
+                ", the least common multiple of the inputs' X, so whether the program's size splits evenly there "
+                "is not in the inputs");
+  for (const auto& other : fits)
+    for (const auto& probe : probes) {
+      const auto [s0, l0] = exact_sum(fits[0], probe);
+      const auto [s1, l1] = exact_sum(other, probe);
+      if (s0 * l1 != s1 * l0)
+        return fail("ambiguous: " + fits[0].formula(space) + " and " + other.formula(space) +
+                    " both reproduce every input value but differ at the target; add an input size that "
+                    "separates them");
+    }
+  return fits[0];
 }
 
 }  // namespace scalatrace

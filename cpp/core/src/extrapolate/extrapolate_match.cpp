@@ -373,6 +373,14 @@ std::string over_ambiguous_linear(const LinearLaw& law, const std::string& why, 
          ")";
 }
 
+/// The note of an inverse-size law taken where a linear law with no point left to check it
+/// (`why`, "under-determined: ...") also reproduces the values.
+std::string inverse_over_unchecked(const LinearLaw& law, const std::string& why, const FeatureSpace& space) {
+  return law.formula(space) +
+         " (an even split of a size, checked) chosen over a linear law that the inputs cannot check (" +
+         why.substr(std::string("under-determined: ").size()) + ")";
+}
+
 /// Laws of one role, memoized by value column (every timestep repeats the same columns).
 class RoleSolver {
  public:
@@ -470,6 +478,18 @@ class RoleSolver {
           chosen = w.rfind("ambiguous", 0) == 0 ? over_ambiguous_linear(*law, w, scalar_)
                                                 : division_alternatives(*law, points_, column, probes_, scalar_);
           defer = !chosen.empty();  // a law shared from a role that decides it comes first
+        }
+      }
+      // A size split evenly over the grid (c/X, c/P terms: NPB BT's faces), where neither fits.
+      if (!law && w.rfind("ambiguous", 0) != 0) {
+        std::string wi;
+        law = solve_inverse_law(points_, column, probes_, scalar_, &wi);
+        if (law) {
+          chosen = w.rfind("under-determined", 0) == 0 ? inverse_over_unchecked(*law, w, scalar_) : "";
+          defer = !chosen.empty();
+        } else if (wi.rfind("ambiguous", 0) == 0) {
+          w = wi;
+          defer = true;
         }
       }
       it = memo_
@@ -662,9 +682,22 @@ bool same_plan(const ValuePlan& a, const ValuePlan& b) {
   if (a.constant != b.constant || a.staged != b.staged) return false;
   if (a.constant) return a.value == b.value;
   const auto &x = *a.law, &y = *b.law;
+  auto same_mods = [](const LinearLaw& p, const LinearLaw& q) {
+    if (p.mods.size() != q.mods.size()) return false;
+    if (!p.mods.empty() && (p.mod_x != q.mod_x || p.mod_y != q.mod_y || p.mod_k != q.mod_k || p.mod_size != q.mod_size))
+      return false;
+    for (std::size_t i = 0; i < p.mods.size(); ++i) {
+      const auto &m = p.mods[i], &n = q.mods[i];
+      if (m.a != n.a || m.b != n.b || m.c != n.c || m.d != n.d || m.times_size != n.times_size || m.num != n.num ||
+          m.den != n.den)
+        return false;
+    }
+    return true;
+  };
   return x.terms == y.terms && x.num == y.num && x.den == y.den && x.div_scale == y.div_scale &&
-         x.div_numerator == y.div_numerator && x.div_feature == y.div_feature && x.div_exact == y.div_exact &&
-         x.div_offset == y.div_offset;
+         x.ext_scale == y.ext_scale && x.ext_size == y.ext_size && x.div_numerator == y.div_numerator &&
+         x.div_feature == y.div_feature && x.div_exact == y.div_exact && x.div_offset == y.div_offset &&
+         x.inv_feature == y.inv_feature && x.inv_num == y.inv_num && x.inv_den == y.inv_den && same_mods(x, y);
 }
 
 /// Adds a law to the pool unless that role already gave the same law for that parameter: a call
@@ -1096,6 +1129,46 @@ class RolePlanner {
       for (std::int64_t k : {std::int64_t{0}, n - 1})
         if (k >= 0) probes.push_back(stage_.values(target_, c, 0, k, n));
     }
+    // Every rank of the role's target box at every iteration, where that is not too many: a
+    // modular law (cell coordinates) differs from its rivals at ranks and stages between corners.
+    std::vector<std::vector<std::int64_t>> dense;
+    {
+      const auto corners = role_corners(role_.key, target_);
+      std::vector<std::int64_t> lo = corners.front(), hi = corners.front();
+      for (const auto& c : corners)
+        for (std::size_t d = 0; d < c.size(); ++d) {
+          lo[d] = std::min(lo[d], c[d]);
+          hi[d] = std::max(hi[d], c[d]);
+        }
+      std::int64_t count = 1;
+      for (std::size_t d = 0; d < lo.size(); ++d) count *= hi[d] - lo[d] + 1;
+      std::vector<std::vector<std::int64_t>> coords;
+      if (count <= 4096) {
+        std::vector<std::int64_t> c = lo;
+        for (bool more = true; more;) {
+          coords.push_back(c);
+          std::size_t d = 0;
+          while (d < c.size() && c[d] == hi[d]) c[d] = lo[d], ++d;
+          if (d == c.size())
+            more = false;
+          else
+            ++c[d];
+        }
+      } else {
+        coords = corners;
+      }
+      for (const auto& c : coords) {
+        const auto n =
+            head.loop_count.constant
+                ? head.loop_count.value
+                : value_at(head.loop_count, head.loop_count.staged ? stage_.values(target_, c, 0, 0, 0)
+                                                                   : solver_.scalar_space().values(target_, c))
+                      .value_or(0);
+        for (std::int64_t k = 0; k < std::min<std::int64_t>(n, 64) && dense.size() < 65536; ++k)
+          dense.push_back(stage_.values(target_, c, 0, k, n));
+      }
+      if (dense.empty()) dense = probes;
+    }
     for (std::size_t b = 0; b < ref_unit.period; ++b) {
       const std::size_t i = i0 + b;
       const Event& e = ref[ref_unit.start + b];
@@ -1106,7 +1179,7 @@ class RolePlanner {
       auto [git, fresh] = groups_.emplace(std::make_pair(ep.op, ep.site), groups_.size());
       ep.timing_group = git->second;
       for (std::size_t f = 0; f < kFieldCount; ++f)
-        plan_stage_field(ep.fields[f], u, b, f, probes, site_text(ep), where,
+        plan_stage_field(ep.fields[f], u, b, f, probes, dense, site_text(ep), where,
                          std::string(field_name(static_cast<Field>(f))));
       for (std::size_t a = 0; a < kArrayFieldCount; ++a) {
         const auto& first = e.arrays[a];
@@ -1181,6 +1254,27 @@ class RolePlanner {
             return false;
           }
       }
+      // A law of the sizes that also reproduces every trip count (X - 1 beside log2(P) - 1 at
+      // P = 4, 9, 16: NPB SP's sweeps of n - 1 stages) and differs at the target leaves the
+      // count undecided: refused, never the logarithm taken silently.
+      if (!fits.empty()) {
+        std::string w;
+        bool deferrable = false;
+        const auto linear = solver_.scalar(column_, w, deferrable);
+        if (linear && !linear->constant)
+          for (const auto& c : role_corners(role_.key, target_)) {
+            const auto a = fits[0]->eval(stage_.values(target_, c, 0, 0, 0));
+            const auto b = value_at(*linear, solver_.scalar_space().values(target_, c));
+            if (b && *b != a) {
+              fail(where + ", trip count: ambiguous: " + fits[0]->formula(stage_) + " and " +
+                       plan_text(*linear, solver_.scalar_space()) + " both reproduce every input value but give " +
+                       std::to_string(a) + " and " + std::to_string(*b) + " at the target; values " +
+                       values_text(column_, role_.members, inputs_),
+                   true);
+              return false;
+            }
+          }
+      }
       if (!fits.empty()) {
         slot = ValuePlan{false, 0, fits[0], true};
         report_.add(where, "trip count", fits[0]->formula(stage_), distinct_points(solver_.points()));
@@ -1194,7 +1288,8 @@ class RolePlanner {
   /// Field f of call b of loop u over (member, k): constant, else the fewest-term law over the
   /// stage space that reproduces every value exactly and is determined at the probes.
   void plan_stage_field(ValuePlan& slot, std::size_t u, std::size_t b, std::size_t f,
-                        const std::vector<std::vector<std::int64_t>>& probes, const std::string& where_site,
+                        const std::vector<std::vector<std::int64_t>>& probes,
+                        const std::vector<std::vector<std::int64_t>>& dense, const std::string& where_site,
                         const std::string& where, const std::string& name) {
     std::vector<std::vector<std::int64_t>> pts;
     std::vector<std::int64_t> vals, key;
@@ -1227,6 +1322,20 @@ class RolePlanner {
         if (law)
           note = why.rfind("ambiguous", 0) == 0 ? over_ambiguous_linear(*law, why, stage_)
                                                 : division_alternatives(*law, pts, vals, probes, stage_);
+      }
+      // An even split of a size (c/X, c/P: NPB BT's solve buffers), then the coordinates of the
+      // cell a rank works on at stage k (modular laws: NPB BT's solve tags), where neither fits.
+      // Then the extent of that cell less the global boundary planes (NPB SP's solve buffers).
+      for (const int kind : {0, 1, 2}) {
+        if (law || why.rfind("ambiguous", 0) == 0) break;
+        std::string wi;
+        law = kind == 0   ? solve_inverse_law(pts, vals, dense, stage_, &wi)
+              : kind == 1 ? solve_modular_law(pts, vals, dense, stage_, &wi)
+                          : solve_extent_law(pts, vals, dense, stage_, &wi);
+        if (law)
+          note = why.rfind("under-determined", 0) == 0 ? inverse_over_unchecked(*law, why, stage_) : "";
+        else if (wi.rfind("ambiguous", 0) == 0 || (kind == 0 && wi.rfind("no law", 0) != 0))
+          why = wi;
       }
       it = stage_memo_
                .emplace(key, StageSolved{law ? std::make_shared<const LinearLaw>(*law) : nullptr, law ? note : why})

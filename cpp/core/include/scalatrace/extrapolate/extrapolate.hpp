@@ -148,13 +148,40 @@ struct LinearLaw {
   /// Added to a division law: the law of another role at the same call site plus a constant
   /// (NPB LU's first column holds one row more: 8*floor(10560/X) + 2640 bytes).
   std::int64_t div_offset = 0;
+  /// Inverse terms of a linear law: + inv_num[k] / (inv_den[k] * feature[inv_feature[k]]), a
+  /// size split evenly over a grid size or P (NPB BT's faces of 80*(60/n)^2*(n-1) bytes:
+  /// 288000/X - 288000/P). Used only where the target's divisor divides the least common
+  /// multiple of the inputs' (solve_inverse_law): the inputs show that it splits there evenly.
+  std::vector<std::size_t> inv_feature;
+  std::vector<std::int64_t> inv_num, inv_den;
+  /// A modular term of a stage law: + (num / den) * ((a*x + b*y + c*k + d) mod S) [* S], S the
+  /// size at feature `size` (X), the mod non-negative: a cell coordinate in a multi-partition
+  /// scheme (NPB BT's solve tags WEST + ((x+y-k) mod X) + X*((k-x) mod X)).
+  struct ModTerm {
+    std::int64_t a = 0, b = 0, c = 0, d = 0;
+    bool times_size = false;
+    std::int64_t num = 1, den = 1;
+  };
+  std::vector<ModTerm> mods;
+  /// Feature indices of x, y, k and S for `mods` (y: SIZE_MAX in 1D).
+  std::size_t mod_x = 0, mod_y = SIZE_MAX, mod_k = 0, mod_size = 0;
+  /// A product of two cell extents (ext_scale != 0; NPB SP's solve buffers): value =
+  /// ext_scale * (ext_size/S - ends(m1)) * (ext_size/S - ends(m2)), m1, m2 the modular
+  /// coordinates mods[0], mods[1] and ends(m) = (m == 0) + (m == S-1): the points of a cell of
+  /// ext_size/S per axis less the global boundary planes it holds (solve_extent_law).
+  std::int64_t ext_scale = 0, ext_size = 0;
   /// Exact evaluation; throws ExtrapolationError if the result is not an integer.
   std::int64_t eval(const std::vector<std::int64_t>& features) const;
   /// "-X - 1", "8", "y*X + j", "8*floor(1000/P)", "floor(4096/P^2)", "8*floor(10560/X) + 2640".
   std::string formula(const FeatureSpace& space) const;
   bool uses_rank(const FeatureSpace& space) const;
   /// Number of unknowns the law was solved for (terms; 2 for a division law).
-  std::size_t unknowns() const { return div_scale != 0 ? 2 : terms.size(); }
+  std::size_t unknowns() const {
+    if (ext_scale != 0) return 3;
+    return div_scale != 0 ? 2 : terms.size() + inv_feature.size() + mods.size();
+  }
+  /// The value of modular term m at `features`.
+  std::int64_t mod_value(const ModTerm& m, const std::vector<std::int64_t>& features) const;
 };
 
 /// Finds the law with the fewest terms that reproduces every (features, value) point exactly
@@ -187,6 +214,42 @@ std::optional<LinearLaw> solve_division_law(const std::vector<std::vector<std::i
                                             const std::vector<std::vector<std::int64_t>>& probes,
                                             const std::vector<std::size_t>& divisors, std::string* why,
                                             const FeatureSpace* space = nullptr, std::int64_t scale = 0);
+
+/// Laws of a size split evenly: a constant plus up to 2 inverse terms c/d (d = X, Y, Z, P),
+/// tried where no linear and no division law fits (NPB BT's faces 288000/X - 288000/P, its
+/// solve buffers 864000/P + 28800/X + 240). A term c/d is a candidate only if every probe's d
+/// divides the least common multiple L of the inputs' d: the inputs show that the program's
+/// size is split evenly over every input's d (else c/d would not be exact there), so also over
+/// any divisor of L, and the law cannot hide a remainder at the target. Every law of up to 3
+/// terms that the points check (one distinct point beyond its terms) must agree at every probe,
+/// else nullopt with "ambiguous: ..." in `why`; "under-determined" where only unchecked ones fit.
+std::optional<LinearLaw> solve_inverse_law(const std::vector<std::vector<std::int64_t>>& points,
+                                           const std::vector<std::int64_t>& values,
+                                           const std::vector<std::vector<std::int64_t>>& probes,
+                                           const FeatureSpace& space, std::string* why);
+
+/// Stage laws with cell coordinates (FeatureSpace::with_stage): a constant plus up to 2
+/// modular terms ((a*x + b*y + c*k + d) mod X), each possibly times X, with a, b, c in
+/// {-1, 0, 1} and d in {-2, ..., 2}, tried where no linear and no division law fits: the
+/// coordinates of the cell a rank works on at stage k of a multi-partition sweep (NPB BT and
+/// SP: the cell at stage k of x_solve is ((k), (x+y-k) mod n, (k-x) mod n)). Checked and
+/// determined as solve_inverse_law: every fitting law of up to 3 terms must agree at every probe.
+std::optional<LinearLaw> solve_modular_law(const std::vector<std::vector<std::int64_t>>& points,
+                                           const std::vector<std::int64_t>& values,
+                                           const std::vector<std::vector<std::int64_t>>& probes,
+                                           const FeatureSpace& space, std::string* why);
+
+/// Stage laws of cell extents: a*(G/X - ends(m1))*(G/X - ends(m2)) for modular coordinates m1,
+/// m2 as in solve_modular_law (without the factor X) and ends(m) = (m == 0) + (m == X-1), tried
+/// where no other law fits: NPB SP's solve messages, 22 doubles per point of the stage's cell
+/// face less the global boundary planes. a and G from an exact linear fit of a*G^2/X^2,
+/// a*G/X*(ends(m1) + ends(m2)) and a*ends(m1)*ends(m2), verified on every point; the target's X
+/// must divide the least common multiple of the inputs' (the even split, as solve_inverse_law),
+/// and every pair (m1, m2) that reproduces the values must agree at every probe.
+std::optional<LinearLaw> solve_extent_law(const std::vector<std::vector<std::int64_t>>& points,
+                                          const std::vector<std::int64_t>& values,
+                                          const std::vector<std::vector<std::int64_t>>& probes,
+                                          const FeatureSpace& space, std::string* why);
 
 /// The remainder of a division law: where the target splits N unevenly (N mod d != 0), the value
 /// depends on how the program distributes the remainder, which the inputs show only where they
