@@ -635,7 +635,8 @@ std::variant<ExtrapolationResult, std::string> cells_attempt(const Program& prog
 // 25 ranks (n = 2..5) the targets n = 6, 10 divide 60, the least common multiple of the
 // inputs' n: exact, node by node or rank by rank. n = 5 from 4, 9, 16 (5 does not divide 12) and
 // the 3-term sweep sizes from 3 sizes only are refused: the inputs do not decide them.
-TEST(ExtrapolatePrograms, MultiPartitionCellsOfBtAreExactOrRefused) {
+// Four tests: together about 10 minutes under the sanitizers, near ctest's 600 s per test.
+TEST(ExtrapolatePrograms, MultiPartitionCellsOfBtAreExact) {
   for (const auto& [program, sizes, targets] :
        {std::tuple{cells(60, 2), std::vector<std::int64_t>{4, 9, 16, 25}, std::vector<std::int64_t>{36, 100}},
         std::tuple{cells(60, 1), std::vector<std::int64_t>{2, 3, 4, 5}, std::vector<std::int64_t>{6, 12}}}) {
@@ -654,20 +655,29 @@ TEST(ExtrapolatePrograms, MultiPartitionCellsOfBtAreExactOrRefused) {
       EXPECT_NE(laws.find("ends(("), std::string::npos) << laws;
     }
   }
+}
+
+TEST(ExtrapolatePrograms, MultiPartitionCellsOfBtAreRefusedFromThreeSizes) {
   auto got = cells_attempt(cells(60, 2), {4, 9, 16}, 25);
   ASSERT_TRUE(std::holds_alternative<std::string>(got))
       << "accepted: " << std::get<ExtrapolationResult>(got).trace.metadata.at("extrapolation_laws");
   got = cells_attempt(cells(60, 2), {4, 9, 16}, 36);
   ASSERT_TRUE(std::holds_alternative<std::string>(got))
       << "accepted: " << std::get<ExtrapolationResult>(got).trace.metadata.at("extrapolation_laws");
-  got = cells_attempt(cells(60, 1), {2, 3, 4, 5}, 7);
+}
+
+TEST(ExtrapolatePrograms, MultiPartitionCellsAreRefusedWhereTheTargetSplitsUnevenly) {
+  const auto got = cells_attempt(cells(60, 1), {2, 3, 4, 5}, 7);
   ASSERT_TRUE(std::holds_alternative<std::string>(got))
       << "accepted: " << std::get<ExtrapolationResult>(got).trace.metadata.at("extrapolation_laws");
   EXPECT_NE(std::get<std::string>(got).find("does not divide 60"), std::string::npos) << std::get<std::string>(got);
+}
+
+TEST(ExtrapolatePrograms, MultiPartitionSweepsTripCountIsNotTakenAsALogarithm) {
   // SP's sweeps alone (no 3-term buffer law): at 4, 9, 16 ranks the trip counts 1, 2, 3 are
   // log2(P) - 1 as well as X - 1, 4 and 5 at 36 ranks: refused, not the logarithm taken (a
   // wrong trace before); with 25 ranks too, exact.
-  got = cells_attempt(cells(60, 2, false), {4, 9, 16}, 36);
+  auto got = cells_attempt(cells(60, 2, false), {4, 9, 16}, 36);
   ASSERT_TRUE(std::holds_alternative<std::string>(got))
       << "accepted: " << std::get<ExtrapolationResult>(got).trace.metadata.at("extrapolation_laws");
   EXPECT_NE(std::get<std::string>(got).find("trip count: ambiguous: log2(P) - 1 and X - 1"), std::string::npos)
