@@ -23,7 +23,7 @@
 static int mod(int a, int n) { return ((a % n) + n) % n; }
 static int ends(int c, int n) { return (c == 0) + (c == n - 1); }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   int rank, size;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
