@@ -1003,8 +1003,9 @@ def calibrate_in_situ(
         The block as that many dependent chains, each from the block's first value (default 1:
         one chain). A block of a pipeline that updates ``K`` columns, each from a received value,
         is ``K`` chains: the processor overlaps them within the block but not across the MPI
-        call between two blocks, so the block's computation pays a restart per message that one
-        long chain does not (docs/simulator.md, "In situ").
+        call between two blocks, so the block's computation may pay a restart per message that
+        one long chain does not (docs/simulator.md, "In situ": on the benchmark machine no
+        consistent difference was measured).
     np, reps, max_bytes, eager_threshold, timeout
         As for :func:`calibrate`.
 
