@@ -1272,18 +1272,8 @@ def calibrate_in_situ_blocks(
     ws = [check_float("compute_ns", w, lo=0.0, hi=1e10) for w in compute_ns]
     if not 2 <= len(ws) <= 64 or any(w <= 0 for w in ws):
         raise UsageError(f"compute_ns needs 2 to 64 positive values, not {list(compute_ns)!r}")
-    sizes = [message_bytes] * len(ws) if isinstance(message_bytes, int) else message_bytes
-    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or len(sizes) != len(ws):
-        raise UsageError("message_bytes must be one size or one per block")
-    ks = [check_int("message_bytes", k, lo=0, hi=1 << 30) for k in sizes]
-    per_block = [chains] * len(ws) if isinstance(chains, int) else chains
-    if (
-        isinstance(per_block, (str, bytes))
-        or not isinstance(per_block, Sequence)
-        or len(per_block) != len(ws)
-    ):
-        raise UsageError("chains must be one count or one per block")
-    cs = [check_int("chains", c, lo=1, hi=1_000_000) for c in per_block]
+    ks = _one_or_per_block("message_bytes", message_bytes, len(ws), lo=0, hi=1 << 30)
+    cs = _one_or_per_block("chains", chains, len(ws), lo=1, hi=1_000_000)
     footprint = check_int("footprint_bytes", footprint_bytes or 0, lo=0, hi=1 << 40)
     np, reps, max_bytes, eager_threshold, timeout = _checked_run_args(
         np, reps, max_bytes, eager_threshold, timeout
@@ -1299,6 +1289,21 @@ def calibrate_in_situ_blocks(
     return InSituBlocks.from_calibrations(
         [_in_situ_of(s, ping_pong, w) for s, w in zip(doc["in_situ"], ws)]
     )
+
+
+def _one_or_per_block(
+    name: str, value: int | Sequence[int], blocks: int, lo: int, hi: int
+) -> list[int]:
+    """``value`` for every one of ``blocks`` blocks (one int for all, or a sequence of one per
+    block), each checked to lie in [lo, hi]."""
+    per_block = [value] * blocks if isinstance(value, int) else value
+    if (
+        isinstance(per_block, (str, bytes))
+        or not isinstance(per_block, Sequence)
+        or len(per_block) != blocks
+    ):
+        raise UsageError(f"{name} must be one value or one per block")
+    return [check_int(name, v, lo=lo, hi=hi) for v in per_block]
 
 
 def _in_situ_of(s: Mapping[str, Any], ping_pong: LogGP, compute_ns: float) -> InSituCalibration:
