@@ -404,9 +404,14 @@ std::vector<std::size_t> FeatureSpace::divisors() const {
   return out;
 }
 
-std::size_t FeatureSpace::index(const std::string& name) const {
+std::optional<std::size_t> FeatureSpace::find(const std::string& name) const {
   for (std::size_t i = 0; i < names.size(); ++i)
     if (names[i] == name) return i;
+  return std::nullopt;
+}
+
+std::size_t FeatureSpace::index(const std::string& name) const {
+  if (const auto i = find(name)) return *i;
   throw UsageError("no feature named '" + name + "'");
 }
 
@@ -1282,10 +1287,42 @@ LinearLaw constant_law() {
   return l;
 }
 
-std::optional<std::size_t> find_name(const FeatureSpace& space, const std::string& name) {
-  for (std::size_t i = 0; i < space.names.size(); ++i)
-    if (space.names[i] == name) return i;
-  return std::nullopt;
+/// Why a term that divides by the size `name` cannot be used where the target's size `target` does not
+/// divide `lcm`, the least common multiple of the inputs' sizes.
+std::string uneven_split_reason(const std::string& name, std::int64_t target, std::int64_t lcm) {
+  return "the target's " + name + " = " + std::to_string(target) + " does not divide " + std::to_string(lcm) +
+         ", the least common multiple of the inputs' " + name +
+         ", so whether the program's size splits evenly there is not in the inputs";
+}
+
+/// A law of the cell coordinates (x, y, the stage k) modulo the grid side X, without terms yet.
+LinearLaw cell_coordinate_law(std::size_t fx, std::optional<std::size_t> fy, std::size_t fk, std::size_t fs) {
+  LinearLaw base;
+  base.mod_x = fx;
+  base.mod_y = fy ? *fy : SIZE_MAX;
+  base.mod_k = fk;
+  base.mod_size = fs;
+  return base;
+}
+
+/// Every coordinate expression (a x + b y + c k + d) with a, b, c in {-1, 0, 1} (b = 0 without a
+/// y), not all 0, and d in {-2, ..., 2}: the cell coordinates of a multi-partition sweep.
+std::vector<LinearLaw::ModTerm> cell_coordinate_terms(bool with_y) {
+  std::vector<LinearLaw::ModTerm> out;
+  const std::int64_t bmax = with_y ? 1 : 0;
+  for (std::int64_t a = -1; a <= 1; ++a)
+    for (std::int64_t b = -bmax; b <= bmax; ++b)
+      for (std::int64_t c = -1; c <= 1; ++c)
+        for (std::int64_t d = -2; d <= 2; ++d)
+          if (a != 0 || b != 0 || c != 0) {
+            LinearLaw::ModTerm m;
+            m.a = a;
+            m.b = b;
+            m.c = c;
+            m.d = d;
+            out.push_back(m);
+          }
+  return out;
 }
 
 }  // namespace
@@ -1308,7 +1345,7 @@ std::optional<LinearLaw> solve_inverse_law(const std::vector<std::vector<std::in
   std::vector<LinearLaw> blocked_unit{unit[0]};
   std::string blocked_why;
   for (const auto& name : names) {
-    const auto f = find_name(space, name);
+    const auto f = space.find(name);
     if (!f) continue;
     std::int64_t lcm = 1;
     std::set<std::int64_t> distinct;
@@ -1333,10 +1370,7 @@ std::optional<LinearLaw> solve_inverse_law(const std::vector<std::vector<std::in
     for (const auto& probe : probes)
       if (probe[*f] <= 0 || lcm % probe[*f] != 0) bad = probe[*f];
     if (bad) {
-      if (blocked_why.empty())
-        blocked_why = "the target's " + divisor_name(space, *f) + " = " + std::to_string(*bad) + " does not divide " +
-                      std::to_string(lcm) + ", the least common multiple of the inputs' " + divisor_name(space, *f) +
-                      ", so whether the program's size splits evenly there is not in the inputs";
+      if (blocked_why.empty()) blocked_why = uneven_split_reason(divisor_name(space, *f), *bad, lcm);
       blocked_cols.push_back(std::move(col));
       blocked_unit.push_back(std::move(u));
       continue;
@@ -1369,40 +1403,25 @@ std::optional<LinearLaw> solve_modular_law(const std::vector<std::vector<std::in
                                            const FeatureSpace& space, std::string* why) {
   if (points.empty() || points.size() != values.size())
     throw UsageError("solve_modular_law needs as many values as points (at least one)");
-  const auto fx = find_name(space, "x"), fy = find_name(space, "y"), fk = find_name(space, "k"),
-             fs = find_name(space, "X");
+  const auto fx = space.find("x"), fy = space.find("y"), fk = space.find("k"), fs = space.find("X");
   if (!space.with_stage || !fx || !fk || !fs) {
     if (why) *why = "no modular law outside stage loops";
     return std::nullopt;
   }
   std::vector<std::vector<std::int64_t>> cols{std::vector<std::int64_t>(points.size(), 1)};
   std::vector<LinearLaw> unit{constant_law()};
-  const std::int64_t bmax = fy ? 1 : 0;
-  for (std::int64_t a = -1; a <= 1; ++a)
-    for (std::int64_t b = -bmax; b <= bmax; ++b)
-      for (std::int64_t c = -1; c <= 1; ++c) {
-        if (a == 0 && b == 0 && c == 0) continue;
-        for (std::int64_t d = -2; d <= 2; ++d)
-          for (const bool times : {false, true}) {
-            LinearLaw u;
-            u.mod_x = *fx;
-            u.mod_y = fy ? *fy : SIZE_MAX;
-            u.mod_k = *fk;
-            u.mod_size = *fs;
-            LinearLaw::ModTerm m;
-            m.a = a;
-            m.b = b;
-            m.c = c;
-            m.d = d;
-            m.times_size = times;
-            u.mods = {m};
-            std::vector<std::int64_t> col;
-            col.reserve(points.size());
-            for (const auto& p : points) col.push_back(u.mod_value(m, p));
-            cols.push_back(std::move(col));
-            unit.push_back(std::move(u));
-          }
-      }
+  const LinearLaw base = cell_coordinate_law(*fx, fy, *fk, *fs);
+  for (auto m : cell_coordinate_terms(fy.has_value()))
+    for (const bool times : {false, true}) {
+      m.times_size = times;
+      LinearLaw u = base;
+      u.mods = {m};
+      std::vector<std::int64_t> col;
+      col.reserve(points.size());
+      for (const auto& p : points) col.push_back(u.mod_value(m, p));
+      cols.push_back(std::move(col));
+      unit.push_back(std::move(u));
+    }
   std::string w;
   auto law = solve_columns(cols, unit, values, probes, space, 2, true, &w);
   if (!law && why) *why = w == "no law" ? "no modular law of the cell coordinates" : w;
@@ -1417,8 +1436,7 @@ std::optional<LinearLaw> solve_extent_law(const std::vector<std::vector<std::int
     if (why) *why = text;
     return std::nullopt;
   };
-  const auto fx = find_name(space, "x"), fy = find_name(space, "y"), fk = find_name(space, "k"),
-             fs = find_name(space, "X");
+  const auto fx = space.find("x"), fy = space.find("y"), fk = space.find("k"), fs = space.find("X");
   if (!space.with_stage || !fx || !fk || !fs || points.empty()) return fail("no cell-extent law outside stage loops");
   std::int64_t lcm = 1;
   for (const auto& p : points) {
@@ -1429,25 +1447,8 @@ std::optional<LinearLaw> solve_extent_law(const std::vector<std::vector<std::int
   std::optional<std::int64_t> blocked;
   for (const auto& probe : probes)
     if (probe[*fs] <= 0 || lcm % probe[*fs] != 0) blocked = probe[*fs];
-  LinearLaw base;
-  base.mod_x = *fx;
-  base.mod_y = fy ? *fy : SIZE_MAX;
-  base.mod_k = *fk;
-  base.mod_size = *fs;
-  std::vector<LinearLaw::ModTerm> exprs;
-  const std::int64_t bmax = fy ? 1 : 0;
-  for (std::int64_t a = -1; a <= 1; ++a)
-    for (std::int64_t b = -bmax; b <= bmax; ++b)
-      for (std::int64_t c = -1; c <= 1; ++c)
-        for (std::int64_t d = -2; d <= 2; ++d)
-          if (a != 0 || b != 0 || c != 0) {
-            LinearLaw::ModTerm m;
-            m.a = a;
-            m.b = b;
-            m.c = c;
-            m.d = d;
-            exprs.push_back(m);
-          }
+  const LinearLaw base = cell_coordinate_law(*fx, fy, *fk, *fs);
+  const std::vector<LinearLaw::ModTerm> exprs = cell_coordinate_terms(fy.has_value());
   // ends(m) per expression and point; expressions equal at every point are one candidate
   // (they are compared at the probes below through the laws they give).
   std::vector<std::vector<std::int64_t>> ends(exprs.size());
@@ -1512,10 +1513,8 @@ std::optional<LinearLaw> solve_extent_law(const std::vector<std::vector<std::int
     }
   if (fits.empty()) return fail("no cell-extent law");
   if (blocked)
-    return fail("ambiguous: " + fits[0].formula(space) + " reproduces every input value, but the target's X = " +
-                std::to_string(*blocked) + " does not divide " + std::to_string(lcm) +
-                ", the least common multiple of the inputs' X, so whether the program's size splits evenly there "
-                "is not in the inputs");
+    return fail("ambiguous: " + fits[0].formula(space) + " reproduces every input value, but " +
+                uneven_split_reason("X", *blocked, lcm));
   for (const auto& other : fits)
     for (const auto& probe : probes) {
       const auto [s0, l0] = exact_sum(fits[0], probe);

@@ -132,6 +132,8 @@ struct FeatureSpace {
   std::vector<std::size_t> divisors() const;
   /// Index of the feature named `name`; throws UsageError if there is none.
   std::size_t index(const std::string& name) const;
+  /// Index of the feature named `name`, if there is one.
+  std::optional<std::size_t> find(const std::string& name) const;
 };
 
 /// value = sum_k (num[k] / den[k]) * feature[terms[k]], exact on every input point; or, for a
