@@ -13,7 +13,10 @@ half of an exchange's, so the fit keeps the ``K^2`` term that bounds K from abov
 times in a shuffled order, repeat after repeat (``scalatrace.model`` takes the median of each
 measured part). Models: the traced one (``scalatrace.model(traces, params)``) and MK's split with
 the machine's ping-pong overheads (``network=scalatrace.calibrate(np=2)``, the median of 3; an
-exchange phase costs ``B (W + m + tau)``). Held-out: N = 768 at K in {8, 32} (traced and
+exchange phase costs ``B (W + m + tau)``; with ``--calibrate-during-runs`` the median of one
+calibration after each repeat of the untraced runs, which samples the machine's drifting state
+as the runs do). ``--serial-cells`` runs the program with SERIAL = 1 (a regular cost per cell:
+the cells are updated one after the other, see the program) and ``--cell-work`` sets its WORK. Held-out: N = 768 at K in {8, 32} (traced and
 untraced). Best K at ``--best-n``: untraced runs at every K of ``--best-ks``, ``--repeats`` (15) runs
 each, repeat after repeat; the measured best K is the lowest median's K and the minimum of
 ``a + b K + c / K`` fitted to the medians (bootstrap interval), as benchmarks/mk_models.py does
@@ -49,18 +52,30 @@ SOURCE = ROOT / "tests" / "py" / "programs" / "ghost_exchange.c"
 class Runs:
     """The program built in ``work`` and its runs, each kept there (a re-run reuses them)."""
 
-    def __init__(self, work: Path, steps: int, ranks: int):
+    def __init__(
+        self, work: Path, steps: int, ranks: int, cell_work: int = 1, serial: bool = False
+    ):
         self.work, self.steps, self.ranks = work, steps, ranks
+        self.cell_work, self.serial = cell_work, serial
+        # Runs of the program's defaults keep the names of earlier sessions' runs.
+        self.tag = "" if (cell_work, serial) == (1, False) else f"-w{cell_work}s{int(serial)}"
         self.exe = work / "ghost_exchange"
-        if not self.exe.exists():
+        if not self.exe.exists() or self.exe.stat().st_mtime < SOURCE.stat().st_mtime:
             cc = shutil.which("mpicc.mpich") or shutil.which("mpicc") or "mpicc"
             subprocess.run([cc, "-O2", str(SOURCE), "-o", str(self.exe)], check=True)
 
     def argv(self, n: int, k: int) -> list[str]:
-        return [str(self.exe), str(n), str(k), str(self.steps)]
+        return [
+            str(self.exe),
+            str(n),
+            str(k),
+            str(self.steps),
+            str(self.cell_work),
+            str(int(self.serial)),
+        ]
 
     def traced(self, n: int, k: int, rep: int) -> tuple[scalatrace.Trace, float]:
-        out = self.work / f"ge-{n}-{k}-{self.ranks}-t{self.steps}-r{rep}.sct"
+        out = self.work / f"ge-{n}-{k}-{self.ranks}-t{self.steps}{self.tag}-r{rep}.sct"
         note = out.with_suffix(".elapsed")
         if not (out.exists() and note.exists()):
             _, _, proc = run_collected(self.argv(n, k), self.ranks, out, timeout=600)
@@ -68,13 +83,33 @@ class Runs:
         return scalatrace.load(out), float(note.read_text())
 
     def untraced(self, n: int, k: int, rep: int) -> float:
-        note = self.work / f"plain-ge-{n}-{k}-{self.ranks}-t{self.steps}-{rep}.elapsed"
+        note = self.work / f"plain-ge-{n}-{k}-{self.ranks}-t{self.steps}{self.tag}-{rep}.elapsed"
         if not note.exists():
             launcher = shutil.which("mpiexec.mpich") or "mpiexec"
             cmd = [launcher, "-n", str(self.ranks), *self.argv(n, k)]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600)
             write_text(note, proc.stdout.split()[1])
         return float(note.read_text())
+
+
+def calibration_during(work: Path, ranks: int, rep: int) -> scalatrace.LogGP:
+    """One ``scalatrace.calibrate`` taken after the untraced runs' repeat ``rep``, kept in ``work``:
+    the machine's state drifts over a session, and calibrations spread over the runs sample it
+    as the runs do (benchmarks/mk_models.py interleaves its in-situ calibrations the same way)."""
+    import dataclasses
+
+    path = work / f"calibration-p{ranks}-after-repeat-{rep}.json"
+    if not path.exists():
+        write_text(path, json.dumps(dataclasses.asdict(scalatrace.calibrate(np=ranks))))
+    return scalatrace.LogGP(**json.loads(path.read_text()))
+
+
+def median_loggp(calibrations: list[scalatrace.LogGP]) -> scalatrace.LogGP:
+    """The median of each parameter over ``calibrations``."""
+    fields = ("L", "o_s", "o_r", "g", "G", "O")
+    return scalatrace.LogGP(
+        **{f: float(np.median([getattr(c, f) for c in calibrations])) for f in fields}
+    )
 
 
 def main() -> None:
@@ -93,12 +128,25 @@ def main() -> None:
     )
     ap.add_argument("--repeats", type=int, default=15, help="untraced runs per K at --best-n")
     ap.add_argument("--traced-repeats", type=int, default=5, help="traced runs per point")
+    ap.add_argument("--cell-work", type=int, default=1, help="the program's WORK argument")
+    ap.add_argument(
+        "--calibrate-during-runs",
+        action="store_true",
+        help="one ping-pong calibration after each repeat of the untraced runs, the machine model "
+        "with the median of each parameter (default: 3 calibrations before the runs)",
+    )
+    ap.add_argument(
+        "--serial-cells",
+        action="store_true",
+        help="the program's SERIAL argument: cells updated one after the other (a regular cost "
+        "per cell)",
+    )
     args = ap.parse_args()
     ranks = 2
     out_md = Path(args.out)
     work = Path(args.work or tempfile.mkdtemp(prefix="mk_sync_"))
     work.mkdir(parents=True, exist_ok=True)
-    runs = Runs(work, args.steps, ranks)
+    runs = Runs(work, args.steps, ranks, args.cell_work, args.serial_cells)
     loads, t0 = [load()], time.time()
 
     train = [(n, k) for n in args.train_ns for k in args.train_ks if k <= n // ranks]
@@ -114,8 +162,6 @@ def main() -> None:
             params["K"].append(k)
     loads.append(load())
     traced_model = model(traces, params)
-    net = calibration(work, ranks)
-    machine_model = model(traces, params, network=net)
     loads.append(load())
 
     held = [(768, 8), (768, 32)]
@@ -127,8 +173,20 @@ def main() -> None:
         held_rows.append((n, k, plain, trace_time))
 
     ks = [k for k in args.best_ks if k <= args.best_n // ranks]
-    by_rep = [[runs.untraced(args.best_n, k, rep) for k in ks] for rep in range(args.repeats)]
+    by_rep, during = [], []
+    for rep in range(args.repeats):
+        by_rep.append([runs.untraced(args.best_n, k, rep) for k in ks])
+        if args.calibrate_during_runs:
+            during.append(calibration_during(work, ranks, rep))
     best = measured_best(ks, np.array(by_rep).T)
+    net = median_loggp(during) if during else calibration(work, ranks)
+    cal_source = (
+        f"median of {len(during)}, one after each repeat of the untraced runs; L from "
+        f"{1e9 * min(c.L for c in during):.0f} to {1e9 * max(c.L for c in during):.0f} ns"
+        if during
+        else "median of 3, before the untraced runs"
+    )
+    machine_model = model(traces, params, network=net)
     loads.append(load())
     lo, hi = min(ks), max(ks)
     opt = {
@@ -157,7 +215,7 @@ def main() -> None:
         str(traced_model.expression),
         "```",
         "",
-        f"Machine (`calibrate(np={ranks})`, median of 3): L = {1e9 * net.L:.0f} ns, o_s = "
+        f"Machine (`calibrate(np={ranks})`, {cal_source}): L = {1e9 * net.L:.0f} ns, o_s = "
         f"{1e9 * net.o_s:.0f} ns, o_r = {1e9 * net.o_r:.0f} ns. Model with the machine (s):",
         "",
         "```",

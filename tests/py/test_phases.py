@@ -191,3 +191,23 @@ def test_ghost_zone_exchange_is_synchronous(collector_lib, tmp_path):
     # 64 steps in blocks of 8: 8 exchanges of 4 messages (0 <-> 1, 1 <-> 2), K doubles each
     assert row["occurrences"] == 8
     assert row["messages"] == 8 * 4 and row["bytes"] == 8 * 4 * 8 * 8
+
+
+def test_ghost_zone_exchange_serial_cells_change_no_value(tmp_path):
+    """ghost_exchange's SERIAL argument (the regular cost per cell that benchmarks/mk_sync.py
+    --serial-cells measures) chains the cell updates without changing a value: the checksum is
+    that of the plain program, at -O2 as the benchmark builds it, for every ghost-zone depth."""
+    exe = helpers.compile_program("ghost_exchange", tmp_path, "-O2")
+    for k in (1, 8):
+        plain, serial = (
+            helpers.run_mpi(3, [exe, "96", str(k), "40", "2", s]).stdout.split() for s in ("0", "1")
+        )
+        assert plain[0] == "elapsed" and plain[2] == "total", plain
+        assert serial[3] == plain[3], (k, plain, serial)
+    bad = subprocess.run(
+        [helpers.mpiexec(), "-n", "2", str(exe), "96", "8", "40", "1", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode != 0 and "SERIAL 0 or 1" in bad.stderr
