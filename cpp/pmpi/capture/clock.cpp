@@ -28,6 +28,15 @@ struct TscCalibration {
 TscCalibration g_tsc;
 std::atomic<bool> g_use_tsc{false};
 
+#ifdef SCALATRACE_HAVE_TSC
+/// The TSC read after every earlier instruction has completed (LFENCE first, as the kernel's
+/// rdtsc_ordered).
+std::uint64_t ordered_tsc() {
+  _mm_lfence();
+  return __rdtsc();
+}
+#endif
+
 bool invariant_tsc_is_the_kernel_clock() {
 #ifdef SCALATRACE_HAVE_TSC
   std::ifstream cs("/sys/devices/system/clocksource/clocksource0/current_clocksource");
@@ -43,28 +52,39 @@ bool invariant_tsc_is_the_kernel_clock() {
   return false;
 }
 
+#ifdef SCALATRACE_HAVE_TSC
+std::uint64_t ns_of_tsc(std::uint64_t tsc) {
+  const auto ticks = static_cast<std::int64_t>(tsc - g_tsc.tsc0);  // may be < 0
+  return g_tsc.ns0 +
+         static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<double>(ticks) * g_tsc.ns_per_tick));
+}
+#endif
+
 }  // namespace
 
 std::uint64_t now_ns() {
 #ifdef SCALATRACE_HAVE_TSC
-  if (g_use_tsc.load(std::memory_order_relaxed)) {
-    const auto ticks = static_cast<std::int64_t>(__rdtsc() - g_tsc.tsc0);  // may be < 0
-    return g_tsc.ns0 +
-           static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<double>(ticks) * g_tsc.ns_per_tick));
-  }
+  if (g_use_tsc.load(std::memory_order_relaxed)) return ns_of_tsc(__rdtsc());
 #endif
   return monotonic_ns();
+}
+
+std::uint64_t now_ns_after_program() {
+#ifdef SCALATRACE_HAVE_TSC
+  if (g_use_tsc.load(std::memory_order_relaxed)) return ns_of_tsc(ordered_tsc());
+#endif
+  return monotonic_ns();  // clock_gettime orders its own read
 }
 
 void calibrate_clock() {
 #ifdef SCALATRACE_HAVE_TSC
   if (g_use_tsc.load() || !invariant_tsc_is_the_kernel_clock()) return;
   const std::uint64_t t0 = monotonic_ns();
-  const std::uint64_t c0 = __rdtsc();
+  const std::uint64_t c0 = ordered_tsc();
   std::uint64_t t1 = t0, c1 = c0;
   while (t1 - t0 < 2000000) {
     t1 = monotonic_ns();
-    c1 = __rdtsc();
+    c1 = ordered_tsc();
   }
   if (c1 <= c0) return;
   g_tsc.ns_per_tick = static_cast<double>(t1 - t0) / static_cast<double>(c1 - c0);

@@ -32,7 +32,7 @@ class Call {
     if (!r) return;
     t_in_wrapper = true;
     recorder_ = r;
-    start_ns_ = now_ns();
+    start_ns_ = now_ns_after_program();
   }
   ~Call() {
     if (recorder_) t_in_wrapper = false;
@@ -110,7 +110,7 @@ template <class F>
 int wrap_init(Op op, F&& pmpi_init, int required, int* provided) {
   (void)required;
   (void)provided;
-  const std::uint64_t start_ns = now_ns();
+  const std::uint64_t start_ns = now_ns_after_program();
   const int rc = pmpi_init();
   if (rc != MPI_SUCCESS || t_in_wrapper) return rc;
   Recorder* r = Recorder::start(true);
