@@ -16,8 +16,8 @@ the machine's ping-pong overheads (``network=scalatrace.calibrate(np=2)``, the m
 exchange phase costs ``B (W + m + tau)``; with ``--calibrate-during-runs`` the median of one
 calibration after each repeat of the untraced runs, which samples the machine's drifting state
 as the runs do). ``--serial-cells`` runs the program with SERIAL = 1 (a regular cost per cell:
-the cells are updated one after the other, see the program) and ``--cell-work`` sets its WORK. Held-out: N = 768 at K in {8, 32} (traced and
-untraced). Best K at ``--best-n``: untraced runs at every K of ``--best-ks``, ``--repeats`` (15) runs
+the cells are updated one after the other, see the program) and ``--cell-work`` sets its WORK.
+Held-out: N = 768 at K in {8, 32} (traced and untraced). Best K at ``--best-n``: untraced runs at every K of ``--best-ks``, ``--repeats`` (15) runs
 each, repeat after repeat; the measured best K is the lowest median's K and the minimum of
 ``a + b K + c / K`` fitted to the medians (bootstrap interval), as benchmarks/mk_models.py does
 (for this program that curve is the model's own shape). MK's criterion for synchronous codes:
