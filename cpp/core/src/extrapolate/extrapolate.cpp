@@ -537,7 +537,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
         const bool apart = step % 2 == 1;
         if (apart && !root_shape) continue;
         root_shape = false;
-        Attempt a{&topo,   static_cast<std::size_t>(&topo - candidates.data()), target, depth, modulus, apart, {}, {},
+        Attempt a{&topo, static_cast<std::size_t>(&topo - candidates.data()), target, depth, modulus, apart, {}, {},
                   {}};
         std::set<RoleKey> needed;
         std::map<RoleKey, std::int64_t> first_rank;
@@ -577,9 +577,9 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
           budget = 0;  // stops at the first parameter without a law
         }
         if (!skip)
-          a.roles = extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws, budget,
-                                       options.uneven_splits_from_inputs, options.periodic, options.assume_constant,
-                                       apart);
+          a.roles =
+              extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws, budget,
+                                 options.uneven_splits_from_inputs, options.periodic, options.assume_constant, apart);
         for (const auto& [key, role] : a.roles) stage_loops = stage_loops || role.stages;
         for (const auto& f : a.failures) root_shape = root_shape || (!apart && f.root_shape);
         if (std::getenv("SCALATRACE_EXTRAPOLATE_DEBUG")) {  // every attempt's first problems

@@ -899,7 +899,8 @@ bool stage_units(const std::vector<ExpandedInput>& inputs, RolePlan& role, std::
 
 /// Where `longer` is `shorter` with one block of events inserted: the block's start and length
 /// (length 0: they differ otherwise).
-std::pair<std::size_t, std::size_t> inserted_block(const std::vector<Event>& longer, const std::vector<Event>& shorter) {
+std::pair<std::size_t, std::size_t> inserted_block(const std::vector<Event>& longer,
+                                                   const std::vector<Event>& shorter) {
   if (longer.size() <= shorter.size()) return {0, 0};
   auto same = [](const Event& a, const Event& b) { return a.op == b.op && a.site == b.site; };
   std::size_t pre = 0, post = 0;
@@ -931,8 +932,8 @@ std::string root_extra_calls(const std::vector<ExpandedInput>& inputs, const Rol
       text += ", " + std::to_string(inputs[k].grid.size()) + " ranks: event " + std::to_string(at);
       continue;
     }
-    text = "role " + name + ": rank 0 makes " + std::to_string(len) + " call" + (len > 1 ? "s" : "") +
-           " that rank " + std::to_string(other->second) + " and the other ranks of its role do not (";
+    text = "role " + name + ": rank 0 makes " + std::to_string(len) + " call" + (len > 1 ? "s" : "") + " that rank " +
+           std::to_string(other->second) + " and the other ranks of its role do not (";
     for (std::size_t i = at; i < at + len && i < at + 4; ++i)
       text += (i > at ? ", " : "") + std::string(op_name(root[i].op)) + "@site " + std::to_string(root[i].site);
     text += std::string(len > 4 ? ", ..." : "") + "; " + std::to_string(root.size()) + " events vs " +
@@ -988,8 +989,8 @@ bool same_shape(const std::vector<ExpandedInput>& inputs, RolePlan& role, const 
     role.stages = true;
   } else {
     Failure f{true, problem + (stage_problem.empty() ? "" : "; as loops whose trip count changes: " + stage_problem)};
-    if (!role.key.root && std::any_of(role.members.begin(), role.members.end(),
-                                      [](const auto& m) { return m.second == 0; })) {
+    if (!role.key.root &&
+        std::any_of(role.members.begin(), role.members.end(), [](const auto& m) { return m.second == 0; })) {
       f.root_shape = true;
       const auto extra = root_extra_calls(inputs, role, name);
       if (!extra.empty()) f.text = extra + "; " + f.text;
@@ -1008,6 +1009,11 @@ bool same_shape(const std::vector<ExpandedInput>& inputs, RolePlan& role, const 
   }
   return true;
 }
+
+/// Stage-loop laws by (call site, parameter): the role that found each and the law. Rank 0's
+/// role (RoleKey::root) takes one of them where its own points do not decide.
+using StagePool = std::map<std::pair<std::string, std::string>,
+                           std::vector<std::pair<std::string, std::shared_ptr<const LinearLaw>>>>;
 
 /// Plans one role: a law for every parameter of every event, for the communicators the role's
 /// ranks hold, and the mean times per timing group. Each step is one method; problems go to
@@ -1039,6 +1045,10 @@ class RolePlanner {
         indexed_(solver_.index_space()),
         nm_(role.members.size()),
         column_(nm_) {}
+  RolePlanner& with_stage_pool(StagePool& pool) {
+    stage_pool_ = &pool;
+    return *this;
+  }
 
   /// Plans the events, the communicators and the timing groups.
   void plan() {
@@ -1481,8 +1491,48 @@ class RolePlanner {
                .emplace(key, StageSolved{law ? std::make_shared<const LinearLaw>(*law) : nullptr, law ? note : why})
                .first;
     }
+    if (!it->second.first && role_.key.root && stage_pool_) {
+      // Rank 0's loop seen at few sizes: the law another role found at this call site, if it
+      // reproduces every value of rank 0 and every such law agrees at the target's rank 0.
+      const auto found = stage_pool_->find({where_site, name});
+      std::vector<std::pair<std::string, std::shared_ptr<const LinearLaw>>> fits;
+      if (found != stage_pool_->end())
+        for (const auto& cand : found->second) {
+          bool ok = true;
+          try {
+            for (std::size_t i = 0; i < pts.size() && ok; ++i) ok = cand.second->eval(pts[i]) == vals[i];
+          } catch (const Error&) {
+            ok = false;
+          }
+          if (ok) fits.push_back(cand);
+        }
+      bool agree = !fits.empty();
+      for (std::size_t c = 1; c < fits.size() && agree; ++c)
+        for (const auto& d : dense) {
+          try {
+            agree = agree && fits[c].second->eval(d) == fits[0].second->eval(d);
+          } catch (const Error&) {
+            agree = false;
+          }
+        }
+      if (agree) {
+        slot = ValuePlan{false, 0, fits[0].second, true};
+        note_rank(slot, stage_);
+        report_.add(where_site, name, plan_text(slot, stage_), pts.size(), fits[0].first);
+        return;
+      }
+    }
+    if (!it->second.first && it->second.second.rfind("under-determined", 0) == 0) {
+      std::string note;
+      if (auto law = single_call_law(u, b, f, note)) {
+        slot = ValuePlan{false, 0, std::move(law), false};
+        note_rank(slot, scalar_);
+        report_.add(where_site, name, plan_text(slot, scalar_), pts.size(), "", note);
+        return;
+      }
+    }
     if (!it->second.first) {
-      std::vector<std::int64_t> firsts;  // the first iteration's value per member, for the text
+      std::vector<std::int64_t> firsts;                          // the first iteration's value per member, for the text
       std::vector<std::pair<std::size_t, std::int64_t>> makers;  // members that make the loop
       for (std::size_t m = 0; m < nm_; ++m)
         if (role_.units[m][u].count > 0) {
@@ -1497,6 +1547,45 @@ class RolePlanner {
     slot = ValuePlan{false, 0, it->second.first, true};
     note_rank(slot, stage_);
     report_.add(where_site, name, plan_text(slot, stage_), pts.size(), "", it->second.second);
+    if (stage_pool_ && !role_.key.root) {
+      auto& laws = (*stage_pool_)[{where_site, name}];
+      if (laws.size() < 8) laws.emplace_back(name_, it->second.first);
+    }
+  }
+
+  /// A loop body's field whose own points do not check a law (a loop that runs at too few
+  /// sizes: 0 times at the smallest input) may take the law of the same field of a single call
+  /// of the role, checked on that call's own points, if it reproduces every value of the loop at
+  /// every member and iteration (NPB BT at gfortran -O2: the back substitution's first send,
+  /// outside the loop, has the loop's buffer size at every input, and the loop runs at 3 of 4
+  /// sizes). Taken with a note (a warning; strict refuses it).
+  std::shared_ptr<const LinearLaw> single_call_law(std::size_t u, std::size_t b, std::size_t f, std::string& note) {
+    const auto& units = role_.units.front();
+    for (std::size_t u2 = 0; u2 < units.size(); ++u2) {
+      if (units[u2].loop) continue;
+      std::vector<std::int64_t> col;
+      for (std::size_t m = 0; m < nm_; ++m) col.push_back(member_events(m)[role_.units[m][u2].start].fields[f]);
+      if (std::all_of(col.begin(), col.end(), [&](std::int64_t v) { return v == col[0]; })) continue;
+      std::string w;
+      auto law = solve_linear_law(solver_.points(), col, solver_.probes(), &w, 3, 1, scalar_.linear_count(), &scalar_);
+      if (!law) law = solve_inverse_law(solver_.points(), col, solver_.probes(), scalar_, &w);
+      if (!law) continue;
+      bool fits = true;
+      try {
+        for (std::size_t m = 0; m < nm_ && fits; ++m)
+          for (std::int64_t k = 0; k < role_.units[m][u].count && fits; ++k)
+            fits = law->eval(solver_.points()[m]) == loop_event(m, u, k, b).fields[f];
+      } catch (const Error&) {
+        fits = false;
+      }
+      if (!fits) continue;
+      const Event& e = member_events(0)[role_.units[0][u2].start];
+      note = law->formula(scalar_) + " (the law of " + std::string(op_name(e.op)) + "@site " + std::to_string(e.site) +
+             " in this role, checked on its own points) chosen where the loop's points do not check a law of their "
+             "own";
+      return std::make_shared<const LinearLaw>(*law);
+    }
+    return nullptr;
   }
 
   /// An array parameter: constant if every member has the same array, element by element if
@@ -1760,6 +1849,7 @@ class RolePlanner {
     std::string second;
   };
   std::map<std::vector<std::int64_t>, StageSolved> stage_memo_;
+  StagePool* stage_pool_ = nullptr;
   const FeatureSpace& scalar_;
   const FeatureSpace& indexed_;
   const std::size_t nm_;                                        ///< members of the role
@@ -1925,6 +2015,7 @@ std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
   std::map<RoleKey, RolePlan> roles = group_roles(inputs, depth, modulus, root_apart, needed);
   std::map<RoleKey, LawReport> reports;
   LawPool pool;
+  StagePool stage_pool;
   std::vector<Deferred> deferred;
   // Roles seen at two sizes or more first: their laws form the pool the others draw from.
   auto hopeless = [&] {
@@ -1938,6 +2029,7 @@ std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
       if (!same_shape(inputs, role, key.to_string(), failures)) continue;
       RolePlanner(inputs, role, target, ndims, single, failures, reports[key], pool, deferred, remainder_rivals,
                   periodic, assume_constant)
+          .with_stage_pool(stage_pool)
           .plan();
     }
   auto scalar = FeatureSpace::make(ndims, false, false, periodic),
