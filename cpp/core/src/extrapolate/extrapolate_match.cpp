@@ -1237,7 +1237,8 @@ class RolePlanner {
     std::vector<std::vector<std::int64_t>> coords;
     std::vector<std::int64_t> c = lo;
     for (bool more = true; more;) {
-      if (!role_.key.root_apart || std::any_of(c.begin(), c.end(), [](std::int64_t v) { return v != 0; }))
+      if (!role_.key.root_apart || role_.key.root ||
+          std::any_of(c.begin(), c.end(), [](std::int64_t v) { return v != 0; }))
         coords.push_back(c);
       std::size_t d = 0;
       while (d < c.size() && c[d] == hi[d]) c[d] = lo[d], ++d;
