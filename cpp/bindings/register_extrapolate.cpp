@@ -71,6 +71,7 @@ py::dict program_object(const ExtrapolationResult& res) {
   out["order_ambiguous"] = res.topology.order_ambiguous;
   out["depth"] = res.depth;
   out["modulus"] = res.modulus;
+  out["root_apart"] = res.root_apart;
   py::list grids;
   for (const auto& g : res.topology.grids) grids.append(g.dims);
   out["input_grids"] = grids;
@@ -82,6 +83,7 @@ py::dict program_object(const ExtrapolationResult& res) {
     role["name"] = rl.key.to_string();
     role["per_dim"] = rl.key.per_dim;
     role["residue"] = rl.key.residue;
+    role["root"] = rl.key.root;
     py::list events;
     for (const auto& e : rl.events) {
       py::dict ev;

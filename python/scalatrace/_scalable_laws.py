@@ -397,6 +397,11 @@ def program_from_traces(traces: Sequence[TraceModel]) -> ScalableProgram:
             data = _core.extrapolation_program([t._core for t in traces], FLAT_PROBE_RANKS, True)
         except ExtrapolationError:
             raise exc from None
+    if data["root_apart"]:
+        raise ScalatraceError(
+            "the extrapolation reads rank 0 as a role of its own (it makes calls the other ranks "
+            "do not); scalable benchmarks do not write such a role yet"
+        )
     roles = []
     for role in data["roles"]:
         calls = [c for c in (_call(e, role["name"]) for e in role["events"]) if c is not None]

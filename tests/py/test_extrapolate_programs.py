@@ -661,3 +661,23 @@ def test_multi_partition_cells_inverse_sizes_and_cell_coordinates(traced):
     with pytest.raises(ExtrapolationError) as err:
         scalatrace.extrapolate(small, ranks=7, timing=False, periodic=True)
     assert "does not divide 60" in str(err.value) or "unevenly" in str(err.value), str(err.value)
+
+
+def test_multi_partition_rank_zero_call_and_loop_of_no_trips(traced):
+    # Two patterns of NPB BT's binaries in extrap_cells.c ("rs"): rank 0 makes one local call
+    # (MPI_Comm_rank) more than the others before a final barrier (BT's print_timestep), and
+    # the backward sweep's first send has a call site of its own (BT at gfortran -O2), so its
+    # loop (Irecv, Wait, Wait, Isend) runs n - 2 times: never at 2 ranks. Lossless, every event
+    # of every rank of the real 6-rank run: rank 0 is read as a role of its own and the loop as
+    # one of trip count X - 2, 0 at the 2-rank input.
+    small = [traced("extrap_cells", n, "60", "1", "rs") for n in (2, 3, 4, 5)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        big = scalatrace.extrapolate(small, ranks=6, timing=False, periodic=True)
+    real = traced("extrap_cells", 6, "60", "1", "rs")
+    helpers.assert_same_run(big, real)
+    assert "rank 0 a role of its own" in big.metadata["extrapolation_roles"]
+    assert [e.op for e in big.events(0, timing="none")].count("Other") == 3  # 2 + the extra one
+    assert [e.op for e in big.events(1, timing="none")].count("Other") == 2
+    trips = {f for (_, name), fs in laws_of(big).items() if name == "trip count" for f in fs}
+    assert "X - 2" in trips, trips

@@ -15,10 +15,16 @@
  *    ends(c) = (c == 0) + (c == n-1): SP's solve messages, the stage's cell face less the global
  *    boundary planes.
  * The tags are laws of cell coordinates modulo n, the bytes of G/n (inverse sizes) and of the
- * cells' extents. */
+ * cells' extents. argv[3] (optional) holds letters for two patterns of NPB BT's binaries:
+ *  - 'r': rank 0 makes one MPI_Comm_rank more than the other ranks (BT's print_timestep) after
+ *    the time steps, then every rank an MPI_Barrier;
+ *  - 's': the backward sweep's first send (stage n - 1) has a call site of its own (as gfortran
+ *    -O2 compiles BT's back substitution), so its loop of (MPI_Irecv, MPI_Wait, MPI_Wait,
+ *    MPI_Isend) runs n - 2 times: not at all on 2 cells. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int mod(int a, int n) { return ((a % n) + n) % n; }
 static int ends(int c, int n) { return (c == 0) + (c == n - 1); }
@@ -30,6 +36,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int g = argc > 1 ? atoi(argv[1]) : 60;
   const int dims = argc > 2 ? atoi(argv[2]) : 2;
+  const char* flags = argc > 3 ? argv[3] : "";
+  const int root_call = strchr(flags, 'r') != NULL, split_send = strchr(flags, 's') != NULL;
   int n = size;
   if (dims == 2) {
     n = 1;
@@ -68,8 +76,16 @@ int main(int argc, char** argv) {
         MPI_Wait(&send, MPI_STATUS_IGNORE);
         MPI_Wait(&recv, MPI_STATUS_IGNORE);
       }
-      if (t > 0) MPI_Isend(out, back, MPI_DOUBLE, pred, tag, MPI_COMM_WORLD, &send);
+      if (t > 0 && split_send && t == n - 1)  // another buffer: the compiler keeps both calls
+        MPI_Isend(out + most, back, MPI_DOUBLE, pred, tag, MPI_COMM_WORLD, &send);
+      else if (t > 0)
+        MPI_Isend(out, back, MPI_DOUBLE, pred, tag, MPI_COMM_WORLD, &send);
     }
+  }
+  if (root_call) {
+    int again;
+    if (rank == 0) MPI_Comm_rank(MPI_COMM_WORLD, &again);
+    MPI_Barrier(MPI_COMM_WORLD);
   }
   free(in);
   free(out);

@@ -132,7 +132,7 @@ void apply_timing(RolePlan& role, const std::vector<extrap::ExpandedInput>& inpu
     std::size_t i = 0;
     for (const auto& unit : role.units[rep_index]) {
       const std::size_t period = unit.loop ? unit.period : 1;
-      for (std::size_t b = 0; b < period; ++b)
+      for (std::size_t b = 0; b < period && unit.count > 0; ++b)  // a loop it makes 0 times: none
         if (auto e = cur.next()) sample(role.events[i + b], *e);
       for (std::int64_t k = 1; k < unit.count; ++k)
         for (std::size_t b = 0; b < period; ++b) cur.next();
@@ -332,6 +332,7 @@ struct Attempt {
   Grid target;
   int depth = 0;
   std::int64_t modulus = 1;
+  bool root_apart = false;  ///< rank 0 is a role of its own
   std::map<RoleKey, RolePlan> roles;
   std::vector<ParameterLaw> laws;
   std::vector<extrap::Failure> failures;
@@ -354,7 +355,8 @@ struct Attempt {
   }
   std::string describe() const {
     return topo->explanation + "; boundary depth " + std::to_string(depth) + ", rank modulus " +
-           std::to_string(modulus) + "; target grid " + target.to_string();
+           std::to_string(modulus) + (root_apart ? ", rank 0 a role of its own" : "") + "; target grid " +
+           target.to_string();
   }
 };
 
@@ -400,8 +402,8 @@ std::string disagreement(const Attempt& a, const Attempt& b, bool periodic, bool
   alternative_broken = false;
   const std::int64_t n = a.target.size();
   for (std::int64_t r = 0; r < n; ++r) {
-    const auto& ra = a.roles.at(role_key(a.target, r, a.depth, a.modulus));
-    const auto& rb = b.roles.at(role_key(b.target, r, b.depth, b.modulus));
+    const auto& ra = a.roles.at(role_key(a.target, r, a.depth, a.modulus, a.root_apart));
+    const auto& rb = b.roles.at(role_key(b.target, r, b.depth, b.modulus, b.root_apart));
     const auto ca = a.target.coords(r), cb = b.target.coords(r);
     const auto ea = ga.events(ra, ca);
     std::vector<Event> eb;
@@ -527,13 +529,20 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
     bool stage_loops = false;    // some role of an attempt at this grid was read as stage loops
     bool roles_missing = false;  // some attempt at this grid has target roles no input shows
     for (std::int64_t modulus : {1, 2, 3, 4}) {
-      for (std::size_t di = 0; di < depths.size() && !found; ++di) {
-        const int depth = depths[di];
-        Attempt a{&topo, static_cast<std::size_t>(&topo - candidates.data()), target, depth, modulus, {}, {}, {}};
+      // Each depth as it is, then, where rank 0's events differ from those of the other ranks of
+      // its role (a timer or a print only rank 0 makes), with rank 0 as a role of its own.
+      bool root_shape = false;
+      for (std::size_t step = 0; step < 2 * depths.size() && !found; ++step) {
+        const int depth = depths[step / 2];
+        const bool apart = step % 2 == 1;
+        if (apart && !root_shape) continue;
+        root_shape = false;
+        Attempt a{&topo, static_cast<std::size_t>(&topo - candidates.data()), target, depth, modulus, apart, {}, {},
+                  {}};
         std::set<RoleKey> needed;
         std::map<RoleKey, std::int64_t> first_rank;
         for (std::int64_t r = 0; r < n; ++r) {
-          auto key = role_key(target, r, depth, modulus);
+          auto key = role_key(target, r, depth, modulus, apart);
           if (needed.insert(key).second) first_rank.emplace(key, r);
         }
         // Target roles no input shows (structural problems) first: they decide whether this
@@ -541,7 +550,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
         std::set<RoleKey> shown;
         for (std::size_t k = 0; k < expanded.size(); ++k)
           for (std::int64_t r = 0; r < expanded[k].grid.size(); ++r) {
-            auto key = role_key(expanded[k].grid, r, depth, modulus);
+            auto key = role_key(expanded[k].grid, r, depth, modulus, apart);
             if (needed.count(key)) shown.insert(std::move(key));
           }
         std::size_t missing = 0;
@@ -568,12 +577,15 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
           budget = 0;  // stops at the first parameter without a law
         }
         if (!skip)
-          a.roles = extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws, budget,
-                                       options.uneven_splits_from_inputs, options.periodic, options.assume_constant);
+          a.roles =
+              extrap::plan_roles(expanded, target, topo.ndims, depth, modulus, needed, a.failures, a.laws, budget,
+                                 options.uneven_splits_from_inputs, options.periodic, options.assume_constant, apart);
         for (const auto& [key, role] : a.roles) stage_loops = stage_loops || role.stages;
+        for (const auto& f : a.failures) root_shape = root_shape || (!apart && f.root_shape);
         if (std::getenv("SCALATRACE_EXTRAPOLATE_DEBUG")) {  // every attempt's first problems
-          std::fprintf(stderr, "attempt %s depth %d modulus %lld: %zu problems%s\n", topo.explanation.c_str(), depth,
-                       static_cast<long long>(modulus), a.failures.size(), skip ? " (skipped)" : "");
+          std::fprintf(stderr, "attempt %s depth %d modulus %lld%s: %zu problems%s\n", topo.explanation.c_str(), depth,
+                       static_cast<long long>(modulus), apart ? " rank 0 apart" : "", a.failures.size(),
+                       skip ? " (skipped)" : "");
           for (std::size_t f = 0; f < a.failures.size() && f < 4; ++f)
             std::fprintf(stderr, "  %s\n", a.failures[f].text.substr(0, 600).c_str());
         }
@@ -697,6 +709,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
   }
   res.depth = chosen.depth;
   res.modulus = chosen.modulus;
+  res.root_apart = chosen.root_apart;
   res.topology = *chosen.topo;
   res.target = chosen.target;
   const Grid& target = res.target;
@@ -710,7 +723,7 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
   std::map<RoleKey, std::int64_t> role_ranks;
   TreeMerger merger;
   for (std::int64_t r = 0; r < n; ++r) {
-    const auto key = role_key(target, r, res.depth, res.modulus);
+    const auto key = role_key(target, r, res.depth, res.modulus, res.root_apart);
     const RolePlan& role = roles.at(key);
     ++role_ranks[key];
     const auto coords = target.coords(r);
@@ -745,7 +758,8 @@ ExtrapolationResult extrapolate(const std::vector<const Trace*>& inputs_given, c
   md["extrapolation_grid"] = target.to_string();
   md["extrapolation_topology"] = res.topology.explanation;
   md["extrapolation_roles"] = "boundary depth " + std::to_string(res.depth) + ", rank modulus " +
-                              std::to_string(res.modulus) + ", " + std::to_string(roles.size()) + " roles";
+                              std::to_string(res.modulus) + (res.root_apart ? ", rank 0 a role of its own" : "") +
+                              ", " + std::to_string(roles.size()) + " roles";
   md["extrapolation_alternatives"] =
       std::to_string(agreeing) + " other grid(s) also explain the inputs and build the same trace at the target" +
       (set_aside ? "; " + std::to_string(set_aside) +

@@ -195,6 +195,7 @@ std::vector<ExpandedInput> expand_inputs(const std::vector<const Trace*>& inputs
 }
 
 std::vector<std::vector<std::int64_t>> role_corners(const RoleKey& key, const Grid& target) {
+  if (key.root) return {std::vector<std::int64_t>(target.dims.size(), 0)};  // rank 0 alone
   std::vector<std::vector<std::int64_t>> per_dim;
   for (std::size_t i = 0; i < key.per_dim.size(); ++i) {
     const auto [lo, hi] = key.per_dim[i];
@@ -224,6 +225,23 @@ std::vector<std::vector<std::int64_t>> role_corners(const RoleKey& key, const Gr
         next.push_back(d);
       }
     corners = std::move(next);
+  }
+  if (!key.root_apart) return corners;
+  // Rank 0 is a role of its own: the others' corner at rank 0 is replaced by its neighbours
+  // along each axis that are in the class.
+  const std::vector<std::int64_t> origin(target.dims.size(), 0);
+  const auto at = std::find(corners.begin(), corners.end(), origin);
+  if (at == corners.end()) return corners;
+  corners.erase(at);
+  for (std::size_t d = 0; d < origin.size(); ++d) {
+    auto c = origin;
+    c[d] = 1;
+    if (c[d] >= target.dims[d] || std::find(corners.begin(), corners.end(), c) != corners.end()) continue;
+    bool in_class = true;
+    for (std::size_t i = 0; i < c.size(); ++i)
+      in_class = in_class && std::min<std::int64_t>(c[i], key.depth) == key.per_dim[i].first &&
+                 std::min<std::int64_t>(target.dims[i] - 1 - c[i], key.depth) == key.per_dim[i].second;
+    if (in_class) corners.push_back(c);
   }
   return corners;
 }
@@ -801,8 +819,11 @@ std::vector<Unit> parse_units(const std::vector<Event>& evs, const std::set<Sign
 }
 
 /// Stage-loop units of every member of the role, if all members parse into the same shape
-/// (the same loops and single events in the same order; trip counts may differ). On a
-/// mismatch, `problem` says where.
+/// (the same loops and single events in the same order; trip counts may differ). A loop that a
+/// member does not make at all is a loop of trip count 0 there (a loop of n - 2 stages on 2
+/// cells: NPB BT's back substitution as gfortran -O2 compiles it), so each member is aligned
+/// with the member that has the most loops: a loop unit it lacks becomes one of count 0 where
+/// its next unit starts. On a mismatch, `problem` says where.
 bool stage_units(const std::vector<ExpandedInput>& inputs, RolePlan& role, std::string& problem) {
   std::set<Signature> bodies;
   for (const auto& [k, r] : role.members) find_bodies(inputs[k].events[static_cast<std::size_t>(r)], bodies);
@@ -811,29 +832,54 @@ bool stage_units(const std::vector<ExpandedInput>& inputs, RolePlan& role, std::
   role.units.clear();
   for (const auto& [k, r] : role.members)
     role.units.push_back(parse_units(inputs[k].events[static_cast<std::size_t>(r)], bodies));
-  const auto& ref = role.units.front();
-  const auto& ref_events = inputs[role.members[0].first].events[static_cast<std::size_t>(role.members[0].second)];
-  for (std::size_t m = 1; m < role.units.size(); ++m) {
+  auto events_of = [&](std::size_t m) -> const std::vector<Event>& {
+    return inputs[role.members[m].first].events[static_cast<std::size_t>(role.members[m].second)];
+  };
+  auto loops = [](const std::vector<Unit>& units) {
+    return std::count_if(units.begin(), units.end(), [](const Unit& u) { return u.loop; });
+  };
+  std::size_t skel = 0;
+  for (std::size_t m = 1; m < role.units.size(); ++m)
+    if (loops(role.units[m]) > loops(role.units[skel])) skel = m;
+  const auto ref = role.units[skel];
+  const auto& ref_events = events_of(skel);
+  for (std::size_t m = 0; m < role.units.size(); ++m) {
+    if (m == skel) continue;
     const auto& units = role.units[m];
-    const auto& evs = inputs[role.members[m].first].events[static_cast<std::size_t>(role.members[m].second)];
-    const std::size_t n = std::min(units.size(), ref.size());
-    for (std::size_t u = 0; u <= n; ++u) {
-      if (u == n) {
-        if (units.size() == ref.size()) break;
+    const auto& evs = events_of(m);
+    std::vector<Unit> aligned;
+    std::size_t i = 0;
+    for (std::size_t u = 0; u < ref.size(); ++u) {
+      const auto& b = ref[u];
+      if (i < units.size()) {
+        const auto& a = units[i];
+        if (a.loop == b.loop && a.period == b.period &&
+            signature(evs, a.start, a.period) == signature(ref_events, b.start, b.period)) {
+          aligned.push_back(a);
+          ++i;
+          continue;
+        }
+      }
+      if (b.loop) {  // not made by this member: a loop of trip count 0
+        aligned.push_back(Unit{i < units.size() ? units[i].start : evs.size(), b.period, 0, true});
+        continue;
+      }
+      if (i == units.size()) {
         problem = std::to_string(units.size()) + " and " + std::to_string(ref.size()) + " loops and single calls";
         return false;
       }
-      const auto& a = units[u];
-      const auto& b = ref[u];
-      if (a.loop != b.loop || a.period != b.period ||
-          signature(evs, a.start, a.period) != signature(ref_events, b.start, b.period)) {
-        problem = "unit " + std::to_string(u) + " differs: " + std::string(op_name(evs[a.start].op)) + "@site " +
-                  std::to_string(evs[a.start].site) + (a.loop ? " (loop)" : "") + " vs " +
-                  std::string(op_name(ref_events[b.start].op)) + "@site " + std::to_string(ref_events[b.start].site) +
-                  (b.loop ? " (loop)" : "");
-        return false;
-      }
+      const auto& a = units[i];
+      problem = "unit " + std::to_string(aligned.size()) + " differs: " + std::string(op_name(evs[a.start].op)) +
+                "@site " + std::to_string(evs[a.start].site) + (a.loop ? " (loop)" : "") + " vs " +
+                std::string(op_name(ref_events[b.start].op)) + "@site " + std::to_string(ref_events[b.start].site) +
+                (b.loop ? " (loop)" : "");
+      return false;
     }
+    if (i != units.size()) {
+      problem = std::to_string(units.size()) + " and " + std::to_string(ref.size()) + " loops and single calls";
+      return false;
+    }
+    role.units[m] = std::move(aligned);
   }
   // A loop's trip count may change with the size, not between the ranks of one input (ranks
   // that skip calls at a boundary belong to different roles, not to a loop).
@@ -849,6 +895,52 @@ bool stage_units(const std::vector<ExpandedInput>& inputs, RolePlan& role, std::
     }
   }
   return true;
+}
+
+/// Where `longer` is `shorter` with one block of events inserted: the block's start and length
+/// (length 0: they differ otherwise).
+std::pair<std::size_t, std::size_t> inserted_block(const std::vector<Event>& longer,
+                                                   const std::vector<Event>& shorter) {
+  if (longer.size() <= shorter.size()) return {0, 0};
+  auto same = [](const Event& a, const Event& b) { return a.op == b.op && a.site == b.site; };
+  std::size_t pre = 0, post = 0;
+  while (pre < shorter.size() && same(longer[pre], shorter[pre])) ++pre;
+  while (post < shorter.size() - pre && same(longer[longer.size() - 1 - post], shorter[shorter.size() - 1 - post]))
+    ++post;
+  if (pre + post != shorter.size()) return {0, 0};
+  return {pre, longer.size() - shorter.size()};
+}
+
+/// Rank 0's calls that the other ranks of its role do not make, where rank 0's events are
+/// another member's of the same input with one block inserted, at every input that has both
+/// (codes whose rank 0 reads a timer or prints): "rank 0 makes 1 call more than rank 1 ...";
+/// "" otherwise.
+std::string root_extra_calls(const std::vector<ExpandedInput>& inputs, const RolePlan& role, const std::string& name) {
+  std::string text;
+  std::size_t shown = 0;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const bool has_root = std::any_of(role.members.begin(), role.members.end(),
+                                      [&](const auto& m) { return m.first == k && m.second == 0; });
+    const auto other = std::find_if(role.members.begin(), role.members.end(),
+                                    [&](const auto& m) { return m.first == k && m.second != 0; });
+    if (!has_root || other == role.members.end()) continue;
+    const auto& root = inputs[k].events[0];
+    const auto& evs = inputs[k].events[static_cast<std::size_t>(other->second)];
+    const auto [at, len] = inserted_block(root, evs);
+    if (len == 0) return "";
+    if (shown++ > 0) {
+      text += ", " + std::to_string(inputs[k].grid.size()) + " ranks: event " + std::to_string(at);
+      continue;
+    }
+    text = "role " + name + ": rank 0 makes " + std::to_string(len) + " call" + (len > 1 ? "s" : "") + " that rank " +
+           std::to_string(other->second) + " and the other ranks of its role do not (";
+    for (std::size_t i = at; i < at + len && i < at + 4; ++i)
+      text += (i > at ? ", " : "") + std::string(op_name(root[i].op)) + "@site " + std::to_string(root[i].site);
+    text += std::string(len > 4 ? ", ..." : "") + "; " + std::to_string(root.size()) + " events vs " +
+            std::to_string(evs.size()) + ") at event " + std::to_string(at) + " of the " +
+            std::to_string(inputs[k].grid.size()) + "-rank trace";
+  }
+  return text;
 }
 
 /// Which event list of the members a role is planned on: one plan per event if every member
@@ -896,8 +988,14 @@ bool same_shape(const std::vector<ExpandedInput>& inputs, RolePlan& role, const 
   } else if (stage_units(inputs, role, stage_problem)) {
     role.stages = true;
   } else {
-    failures.push_back(
-        {true, problem + (stage_problem.empty() ? "" : "; as loops whose trip count changes: " + stage_problem)});
+    Failure f{true, problem + (stage_problem.empty() ? "" : "; as loops whose trip count changes: " + stage_problem)};
+    if (!role.key.root &&
+        std::any_of(role.members.begin(), role.members.end(), [](const auto& m) { return m.second == 0; })) {
+      f.root_shape = true;
+      const auto extra = root_extra_calls(inputs, role, name);
+      if (!extra.empty()) f.text = extra + "; " + f.text;
+    }
+    failures.push_back(std::move(f));
     return false;
   }
   for (const auto& [k, r] : role.members) {
@@ -911,6 +1009,11 @@ bool same_shape(const std::vector<ExpandedInput>& inputs, RolePlan& role, const 
   }
   return true;
 }
+
+/// Stage-loop laws by (call site, parameter): the role that found each and the law. Rank 0's
+/// role (RoleKey::root) takes one of them where its own points do not decide.
+using StagePool = std::map<std::pair<std::string, std::string>,
+                           std::vector<std::pair<std::string, std::shared_ptr<const LinearLaw>>>>;
 
 /// Plans one role: a law for every parameter of every event, for the communicators the role's
 /// ranks hold, and the mean times per timing group. Each step is one method; problems go to
@@ -942,6 +1045,10 @@ class RolePlanner {
         indexed_(solver_.index_space()),
         nm_(role.members.size()),
         column_(nm_) {}
+  RolePlanner& with_stage_pool(StagePool& pool) {
+    stage_pool_ = &pool;
+    return *this;
+  }
 
   /// Plans the events, the communicators and the timing groups.
   void plan() {
@@ -1032,6 +1139,14 @@ class RolePlanner {
       if (plan) note_rank(*plan, scalar_);
       return;
     }
+    if (!plan && role_.stages && !structural) {
+      if (auto cell = single_cell_law(why)) {
+        slot = *cell;
+        note_rank(slot, stage_);
+        report_.add(where_site, name, plan_text(slot, stage_), distinct_points(solver_.points()), "", "");
+        return;
+      }
+    }
     if (!plan) {
       fail(where + ", " + name + ": " + why + "; values " + values_text(column_, role_.members, inputs_));
       return;
@@ -1105,11 +1220,64 @@ class RolePlanner {
     return stage_.values(inputs_[in].grid, inputs_[in].grid.coords(r), 0, k, n);
   }
 
+  /// Every rank of the role's box at the target (its corners where that is more than 4096
+  /// ranks), without rank 0 where rank 0 is a role of its own.
+  std::vector<std::vector<std::int64_t>> role_box() const {
+    const auto corners = role_corners(role_.key, target_);
+    if (corners.empty()) return {};
+    std::vector<std::int64_t> lo = corners.front(), hi = corners.front();
+    for (const auto& c : corners)
+      for (std::size_t d = 0; d < c.size(); ++d) {
+        lo[d] = std::min(lo[d], c[d]);
+        hi[d] = std::max(hi[d], c[d]);
+      }
+    std::int64_t count = 1;
+    for (std::size_t d = 0; d < lo.size(); ++d) count *= hi[d] - lo[d] + 1;
+    if (count > 4096) return corners;
+    std::vector<std::vector<std::int64_t>> coords;
+    std::vector<std::int64_t> c = lo;
+    for (bool more = true; more;) {
+      if (!role_.key.root_apart || role_.key.root ||
+          std::any_of(c.begin(), c.end(), [](std::int64_t v) { return v != 0; }))
+        coords.push_back(c);
+      std::size_t d = 0;
+      while (d < c.size() && c[d] == hi[d]) c[d] = lo[d], ++d;
+      if (d == c.size())
+        more = false;
+      else
+        ++c[d];
+    }
+    return coords;
+  }
+
+  /// A single call of a stage-loop role whose value no scalar law explains: the coordinates or
+  /// the extent of a cell, as a loop body's (solve_modular_law, solve_extent_law) at k = 0 of
+  /// n = 0, checked at every rank of the role's target box (NPB BT at gfortran -O2: the back
+  /// substitution's first send, stage n - 1, has a call site of its own outside the loop).
+  std::optional<ValuePlan> single_cell_law(std::string& why) const {
+    std::vector<std::vector<std::int64_t>> pts, dense;
+    for (std::size_t m = 0; m < nm_; ++m) pts.push_back(stage_point(m, 0, 0));
+    for (const auto& c : role_box()) dense.push_back(stage_.values(target_, c, 0, 0, 0));
+    if (dense.empty()) return std::nullopt;
+    for (const int kind : {1, 2}) {
+      std::string w;
+      const auto law = kind == 1 ? solve_modular_law(pts, column_, dense, stage_, &w)
+                                 : solve_extent_law(pts, column_, dense, stage_, &w);
+      if (law) return ValuePlan{false, 0, std::make_shared<const LinearLaw>(*law), true};
+      if (w.rfind("ambiguous", 0) == 0) {
+        why = w;
+        return std::nullopt;
+      }
+    }
+    return std::nullopt;
+  }
+
   /// Loop u (plan events from i0): its trip count, then every parameter of every body call over
   /// the points (member, iteration k).
   void plan_loop(std::size_t u, std::size_t i0) {
-    const auto& ref = member_events(0);
-    const auto& ref_unit = role_.units.front()[u];
+    const std::size_t src = loop_source(u);
+    const auto& ref = member_events(src);
+    const auto& ref_unit = role_.units[src][u];
     EventPlan& head = role_.events[i0];
     head.loop_period = ref_unit.period;
     const std::string loop_where = "loop of " + std::to_string(ref_unit.period) + " calls from " +
@@ -1133,31 +1301,7 @@ class RolePlanner {
     // modular law (cell coordinates) differs from its rivals at ranks and stages between corners.
     std::vector<std::vector<std::int64_t>> dense;
     {
-      const auto corners = role_corners(role_.key, target_);
-      std::vector<std::int64_t> lo = corners.front(), hi = corners.front();
-      for (const auto& c : corners)
-        for (std::size_t d = 0; d < c.size(); ++d) {
-          lo[d] = std::min(lo[d], c[d]);
-          hi[d] = std::max(hi[d], c[d]);
-        }
-      std::int64_t count = 1;
-      for (std::size_t d = 0; d < lo.size(); ++d) count *= hi[d] - lo[d] + 1;
-      std::vector<std::vector<std::int64_t>> coords;
-      if (count <= 4096) {
-        std::vector<std::int64_t> c = lo;
-        for (bool more = true; more;) {
-          coords.push_back(c);
-          std::size_t d = 0;
-          while (d < c.size() && c[d] == hi[d]) c[d] = lo[d], ++d;
-          if (d == c.size())
-            more = false;
-          else
-            ++c[d];
-        }
-      } else {
-        coords = corners;
-      }
-      for (const auto& c : coords) {
+      for (const auto& c : role_box()) {
         const auto n =
             head.loop_count.constant
                 ? head.loop_count.value
@@ -1201,11 +1345,18 @@ class RolePlanner {
   std::int64_t datatype_size_in_loop(std::size_t u, std::size_t b, Field f) const {
     if (f != Field::Bytes && f != Field::Bytes2) return 0;
     const Field dt = f == Field::Bytes ? Field::DtSize : Field::DtSize2;
-    const auto d = loop_event(0, u, 0, b)[dt];
+    const auto d = loop_event(loop_source(u), u, 0, b)[dt];
     for (std::size_t m = 0; m < nm_; ++m)
       for (std::int64_t k = 0; k < role_.units[m][u].count; ++k)
         if (loop_event(m, u, k, b)[dt] != d) return 0;
     return d > 0 ? d : 0;
+  }
+
+  /// The first member that makes loop u at least once (a member may make it 0 times).
+  std::size_t loop_source(std::size_t u) const {
+    for (std::size_t m = 0; m < nm_; ++m)
+      if (role_.units[m][u].count > 0) return m;
+    return 0;
   }
 
   const Event& loop_event(std::size_t m, std::size_t u, std::int64_t k, std::size_t b) const {
@@ -1341,17 +1492,101 @@ class RolePlanner {
                .emplace(key, StageSolved{law ? std::make_shared<const LinearLaw>(*law) : nullptr, law ? note : why})
                .first;
     }
+    if (!it->second.first && role_.key.root && stage_pool_) {
+      // Rank 0's loop seen at few sizes: the law another role found at this call site, if it
+      // reproduces every value of rank 0 and every such law agrees at the target's rank 0.
+      const auto found = stage_pool_->find({where_site, name});
+      std::vector<std::pair<std::string, std::shared_ptr<const LinearLaw>>> fits;
+      if (found != stage_pool_->end())
+        for (const auto& cand : found->second) {
+          bool ok = true;
+          try {
+            for (std::size_t i = 0; i < pts.size() && ok; ++i) ok = cand.second->eval(pts[i]) == vals[i];
+          } catch (const Error&) {
+            ok = false;
+          }
+          if (ok) fits.push_back(cand);
+        }
+      bool agree = !fits.empty();
+      for (std::size_t c = 1; c < fits.size() && agree; ++c)
+        for (const auto& d : dense) {
+          try {
+            agree = agree && fits[c].second->eval(d) == fits[0].second->eval(d);
+          } catch (const Error&) {
+            agree = false;
+          }
+        }
+      if (agree) {
+        slot = ValuePlan{false, 0, fits[0].second, true};
+        note_rank(slot, stage_);
+        report_.add(where_site, name, plan_text(slot, stage_), pts.size(), fits[0].first);
+        return;
+      }
+    }
+    if (!it->second.first && it->second.second.rfind("under-determined", 0) == 0) {
+      std::string note;
+      if (auto law = single_call_law(u, b, f, note)) {
+        slot = ValuePlan{false, 0, std::move(law), false};
+        note_rank(slot, scalar_);
+        report_.add(where_site, name, plan_text(slot, scalar_), pts.size(), "", note);
+        return;
+      }
+    }
     if (!it->second.first) {
-      std::vector<std::int64_t> firsts;  // the first iteration's value per member, for the text
-      for (std::size_t m = 0; m < nm_; ++m) firsts.push_back(loop_event(m, u, 0, b).fields[f]);
+      std::vector<std::int64_t> firsts;                          // the first iteration's value per member, for the text
+      std::vector<std::pair<std::size_t, std::int64_t>> makers;  // members that make the loop
+      for (std::size_t m = 0; m < nm_; ++m)
+        if (role_.units[m][u].count > 0) {
+          firsts.push_back(loop_event(m, u, 0, b).fields[f]);
+          makers.push_back(role_.members[m]);
+        }
       fail(where + ", " + name + ": " + it->second.second + " (over the iterations k of the loop); first iteration " +
-               values_text(firsts, role_.members, inputs_),
+               values_text(firsts, makers, inputs_),
            it->second.second.rfind("ambiguous", 0) == 0);
       return;
     }
     slot = ValuePlan{false, 0, it->second.first, true};
     note_rank(slot, stage_);
     report_.add(where_site, name, plan_text(slot, stage_), pts.size(), "", it->second.second);
+    if (stage_pool_ && !role_.key.root) {
+      auto& laws = (*stage_pool_)[{where_site, name}];
+      if (laws.size() < 8) laws.emplace_back(name_, it->second.first);
+    }
+  }
+
+  /// A loop body's field whose own points do not check a law (a loop that runs at too few
+  /// sizes: 0 times at the smallest input) may take the law of the same field of a single call
+  /// of the role, checked on that call's own points, if it reproduces every value of the loop at
+  /// every member and iteration (NPB BT at gfortran -O2: the back substitution's first send,
+  /// outside the loop, has the loop's buffer size at every input, and the loop runs at 3 of 4
+  /// sizes). Taken with a note (a warning; strict refuses it).
+  std::shared_ptr<const LinearLaw> single_call_law(std::size_t u, std::size_t b, std::size_t f, std::string& note) {
+    const auto& units = role_.units.front();
+    for (std::size_t u2 = 0; u2 < units.size(); ++u2) {
+      if (units[u2].loop) continue;
+      std::vector<std::int64_t> col;
+      for (std::size_t m = 0; m < nm_; ++m) col.push_back(member_events(m)[role_.units[m][u2].start].fields[f]);
+      if (std::all_of(col.begin(), col.end(), [&](std::int64_t v) { return v == col[0]; })) continue;
+      std::string w;
+      auto law = solve_linear_law(solver_.points(), col, solver_.probes(), &w, 3, 1, scalar_.linear_count(), &scalar_);
+      if (!law) law = solve_inverse_law(solver_.points(), col, solver_.probes(), scalar_, &w);
+      if (!law) continue;
+      bool fits = true;
+      try {
+        for (std::size_t m = 0; m < nm_ && fits; ++m)
+          for (std::int64_t k = 0; k < role_.units[m][u].count && fits; ++k)
+            fits = law->eval(solver_.points()[m]) == loop_event(m, u, k, b).fields[f];
+      } catch (const Error&) {
+        fits = false;
+      }
+      if (!fits) continue;
+      const Event& e = member_events(0)[role_.units[0][u2].start];
+      note = law->formula(scalar_) + " (the law of " + std::string(op_name(e.op)) + "@site " + std::to_string(e.site) +
+             " in this role, checked on its own points) chosen where the loop's points do not check a law of their "
+             "own";
+      return std::make_shared<const LinearLaw>(*law);
+    }
+    return nullptr;
   }
 
   /// An array parameter: constant if every member has the same array, element by element if
@@ -1615,6 +1850,7 @@ class RolePlanner {
     std::string second;
   };
   std::map<std::vector<std::int64_t>, StageSolved> stage_memo_;
+  StagePool* stage_pool_ = nullptr;
   const FeatureSpace& scalar_;
   const FeatureSpace& indexed_;
   const std::size_t nm_;                                        ///< members of the role
@@ -1751,11 +1987,11 @@ Settled resolve(Deferred& d, const LawPool& pool, const FeatureSpace& scalar, co
 
 /// The needed roles of one (depth, modulus), with the (input, rank) pairs that play each.
 std::map<RoleKey, RolePlan> group_roles(const std::vector<ExpandedInput>& inputs, int depth, std::int64_t modulus,
-                                        const std::set<RoleKey>& needed) {
+                                        bool root_apart, const std::set<RoleKey>& needed) {
   std::map<RoleKey, RolePlan> roles;
   for (std::size_t k = 0; k < inputs.size(); ++k)
     for (std::int64_t r = 0; r < inputs[k].grid.size(); ++r) {
-      auto key = role_key(inputs[k].grid, r, depth, modulus);
+      auto key = role_key(inputs[k].grid, r, depth, modulus, root_apart);
       if (!needed.count(key)) continue;
       auto& role = roles[key];
       role.key = key;
@@ -1775,10 +2011,12 @@ std::size_t input_sizes(const RolePlan& role) {
 std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs, const Grid& target, std::size_t ndims,
                                        int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
                                        std::vector<Failure>& failures, std::vector<ParameterLaw>& laws,
-                                       std::size_t budget, bool remainder_rivals, bool periodic, bool assume_constant) {
-  std::map<RoleKey, RolePlan> roles = group_roles(inputs, depth, modulus, needed);
+                                       std::size_t budget, bool remainder_rivals, bool periodic, bool assume_constant,
+                                       bool root_apart) {
+  std::map<RoleKey, RolePlan> roles = group_roles(inputs, depth, modulus, root_apart, needed);
   std::map<RoleKey, LawReport> reports;
   LawPool pool;
+  StagePool stage_pool;
   std::vector<Deferred> deferred;
   // Roles seen at two sizes or more first: their laws form the pool the others draw from.
   auto hopeless = [&] {
@@ -1792,6 +2030,7 @@ std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
       if (!same_shape(inputs, role, key.to_string(), failures)) continue;
       RolePlanner(inputs, role, target, ndims, single, failures, reports[key], pool, deferred, remainder_rivals,
                   periodic, assume_constant)
+          .with_stage_pool(stage_pool)
           .plan();
     }
   auto scalar = FeatureSpace::make(ndims, false, false, periodic),

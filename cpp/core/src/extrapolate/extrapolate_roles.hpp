@@ -134,6 +134,9 @@ struct Failure {
   /// The values fit a law that no spare input point checks (under-determined), or the role
   /// occurs at one input size only: neither wrong nor shown to be undecided.
   bool unchecked = false;
+  /// Event sequences differ inside a role that holds rank 0 of some input: a reading with rank
+  /// 0 as a role of its own (RoleKey::root_apart) may explain them.
+  bool root_shape = false;
 };
 
 /// The order in which a refusal names the parameter problems of an attempt, most certain first:
@@ -158,7 +161,7 @@ std::map<RoleKey, RolePlan> plan_roles(const std::vector<ExpandedInput>& inputs,
                                        int depth, std::int64_t modulus, const std::set<RoleKey>& needed,
                                        std::vector<Failure>& failures, std::vector<ParameterLaw>& laws,
                                        std::size_t budget = SIZE_MAX, bool remainder_rivals = true,
-                                       bool periodic = false, bool assume_constant = false);
+                                       bool periodic = false, bool assume_constant = false, bool root_apart = false);
 
 /// Corners of the coordinate box a role covers at the target grid (probe points for laws).
 std::vector<std::vector<std::int64_t>> role_corners(const RoleKey& key, const Grid& target);

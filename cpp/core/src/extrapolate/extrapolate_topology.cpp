@@ -39,7 +39,7 @@ Grid balanced_grid(std::int64_t n, std::size_t ndims, GridOrder order) {
   return Grid{dims};
 }
 
-RoleKey role_key(const Grid& grid, std::int64_t rank, int depth, std::int64_t modulus) {
+RoleKey role_key(const Grid& grid, std::int64_t rank, int depth, std::int64_t modulus, bool root_apart) {
   RoleKey key;
   const auto c = grid.coords(rank);
   key.per_dim.reserve(c.size());
@@ -49,6 +49,8 @@ RoleKey role_key(const Grid& grid, std::int64_t rank, int depth, std::int64_t mo
   key.residue = modulus > 1 ? rank % modulus : 0;
   key.depth = depth;
   key.modulus = modulus;
+  key.root_apart = root_apart;
+  key.root = root_apart && rank == 0;
   return key;
 }
 
@@ -71,6 +73,8 @@ std::string RoleKey::to_string() const {
       s += "hi-" + std::to_string(hi);
   }
   if (modulus > 1) s += " r%" + std::to_string(modulus) + "=" + std::to_string(residue);
+  if (root) return "rank 0";
+  if (root_apart) s += std::string(s.empty() ? "" : " ") + "r>0";
   return s.empty() ? "all" : s;
 }
 

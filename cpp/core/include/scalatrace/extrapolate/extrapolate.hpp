@@ -80,18 +80,22 @@ std::vector<Topology> topology_candidates(const std::vector<const Trace*>& input
 
 /// Boundary class of a rank: per dimension (distance to the low boundary, distance to the high
 /// boundary), each capped at `depth`, plus rank mod `modulus`. Ranks of one class form one
-/// communication group ("role") at every size.
+/// communication group ("role") at every size. With `root_apart`, rank 0 is a role of its own
+/// (`root`): codes whose rank 0 makes calls the others do not (a timer, a print) beside the
+/// communication every rank makes.
 struct RoleKey {
   std::vector<std::pair<std::int64_t, std::int64_t>> per_dim;
   std::int64_t residue = 0;
   int depth = 0;
   std::int64_t modulus = 1;
+  bool root_apart = false;
+  bool root = false;  ///< root_apart and this is rank 0's role
   bool operator==(const RoleKey&) const = default;
   auto operator<=>(const RoleKey&) const = default;
-  /// "x:lo0 y:mid r%2=1" style.
+  /// "x:lo0 y:mid r%2=1" style; "rank 0" for the root role, "... r>0" for the others.
   std::string to_string() const;
 };
-RoleKey role_key(const Grid& grid, std::int64_t rank, int depth, std::int64_t modulus);
+RoleKey role_key(const Grid& grid, std::int64_t rank, int depth, std::int64_t modulus, bool root_apart = false);
 
 // ---- linear laws ------------------------------------------------------------------------
 
@@ -434,6 +438,7 @@ struct ExtrapolationResult {
   Grid target;
   int depth = 0;
   std::int64_t modulus = 1;
+  bool root_apart = false;  ///< rank 0 is a role of its own (RoleKey::root)
   std::vector<ParameterLaw> laws;
   std::vector<std::string> roles;     ///< role descriptions with their target ranklists
   std::vector<std::string> warnings;  ///< choices the inputs did not decide (simplest law taken)
