@@ -228,8 +228,7 @@ class Engine {
     if (R.stage != Stage::Waiting) return;
     prefetch_line(&R.reqs);
     for (std::size_t i = R.waits_known; i < R.waits.size(); ++i)
-      if (const void* q = R.reqs.inline_address(static_cast<std::size_t>(R.waits[i])))
-        prefetch_object(static_cast<const Request*>(q));  // 24 bytes: may straddle two lines
+      if (const void* q = R.reqs.inline_address(static_cast<std::size_t>(R.waits[i]))) prefetch_line(q);
   }
 
   /// Whether R is likely to read its next event when resumed: it waits for the end of an event
@@ -363,9 +362,7 @@ class Engine {
   }
 
   void add_slot(RankSim& R, std::int32_t q) {
-    Request& Q = R.reqs[static_cast<std::size_t>(q)];
-    Q.slot = static_cast<std::uint32_t>(R.slot_count);
-    Q.has_slot = true;
+    R.reqs[static_cast<std::size_t>(q)].slot = static_cast<std::int64_t>(R.slot_count);
     R.slots.push_back(q);
     ++R.slot_count;
   }
@@ -380,8 +377,8 @@ class Engine {
   /// Drops a request: its slot no longer refers to it; the pool reuses it unless orphaned.
   [[gnu::always_inline]] void release(RankSim& R, std::int32_t q) {
     Request& Q = R.reqs[static_cast<std::size_t>(q)];
-    if (Q.has_slot) {
-      R.slots[R.slot_front + static_cast<std::uint32_t>(Q.slot - static_cast<std::uint32_t>(R.slot_base))] = kNoRequest;
+    if (Q.slot >= 0) {
+      R.slots[R.slot_front + (static_cast<std::uint64_t>(Q.slot) - R.slot_base)] = kNoRequest;
       while (R.slot_front < R.slots.size() && R.slots[R.slot_front] == kNoRequest) {
         ++R.slot_front;
         ++R.slot_base;
@@ -393,7 +390,7 @@ class Engine {
         R.slots.erase(R.slots.begin(), R.slots.begin() + static_cast<std::ptrdiff_t>(R.slot_front));
         R.slot_front = 0;
       }
-      Q.has_slot = false;
+      Q.slot = -1;
     }
     if (!Q.orphaned) R.free_reqs.push_back(q);
   }

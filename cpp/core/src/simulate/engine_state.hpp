@@ -26,28 +26,21 @@ constexpr std::int32_t kNoRequest = -1;
 constexpr std::int32_t kStepRecv = -2;
 constexpr std::int32_t kStepSend = -3;
 
-/// 24 bytes (the flags in bits, the handle slot in 32 bits): a completion call reads every
-/// request it waits for, and at 65,536 ranks each line of the pool is a cache miss (a stencil's
-/// Waitall of 16 requests: 6 lines instead of 8 at 32 bytes).
 struct Request {
   enum class Kind : std::uint8_t { Send, Recv, Done };
-  double done = 0;  ///< completion time (send: buffer free; recv: data arrived)
-  double o_r = 0;   ///< receive overhead charged when the receive completes
-  /// The handle-buffer slot's index (RankSim::slot_count when it was added) modulo 2^32, if
-  /// has_slot: the slots a rank holds at once span far less than 2^32 indices, so the offset
-  /// from RankSim::slot_base is the difference modulo 2^32.
-  std::uint32_t slot = 0;
   Kind kind = Kind::Done;
-  bool known : 1 = true;        ///< completion time is known
-  bool persistent : 1 = false;  ///< created by *_init: survives completion
-  bool active : 1 = false;      ///< posted and not yet completed by a Wait/Test
-  bool rendezvous : 1 = false;  ///< send: waits for the receiver (late-receiver time)
-  bool orphaned : 1 = false;    ///< freed while active: never reused
-  bool schedule : 1 = false;    ///< a nonblocking collective's: known (done) when its schedule ends
-  bool waited : 1 = false;      ///< in the rank's current wait list (a completion call lists it once)
-  bool has_slot : 1 = false;    ///< has a handle-buffer slot (`slot`); internal requests do not
+  bool known = true;        ///< completion time is known
+  bool persistent = false;  ///< created by *_init: survives completion
+  bool active = false;      ///< posted and not yet completed by a Wait/Test
+  bool rendezvous = false;  ///< send: waits for the receiver (late-receiver time)
+  bool orphaned = false;    ///< freed while active: never reused
+  bool schedule = false;    ///< a nonblocking collective's: known (done) when its schedule ends
+  bool waited = false;      ///< in the rank's current wait list (a completion call lists it once)
+  double done = 0;          ///< completion time (send: buffer free; recv: data arrived)
+  double o_r = 0;           ///< receive overhead charged when the receive completes
+  std::int64_t slot = -1;   ///< handle-buffer slot index, -1 for internal requests
 };
-static_assert(sizeof(Request) == 24, "a Waitall reads many: 8 requests in 3 lines");
+static_assert(sizeof(Request) <= 32, "two requests per cache line (a Waitall reads many)");
 
 /// What Start posts for a persistent request (kept beside the pool: only *_init sets it).
 struct PersistentArgs {
