@@ -77,11 +77,25 @@ struct ArrayFieldReader {
   ArrayReader reader;
 };
 
-/// The rank's walk state of one node. Trivially destructible: it and everything it points to
-/// live in the cursor's StateArena.
+/// The rank's walk state of one node: what every node's state starts with. A loop's state is a
+/// LoopState, an event's an EventState (which one: the node's own kind). Trivially destructible:
+/// it and everything it points to live in the cursor's StateArena. Each kind keeps only its
+/// own fields, so that a rank's states take few cache lines: the simulator reads a rank's
+/// states cold at each resumption (docs/algorithms.md, "Cursor").
 struct NodeState {
-  bool has_presence = false;
+  ValueSeq::Reader* presence = nullptr;  ///< nodes with a presence sequence for the rank only
+};
+
+struct LoopState : NodeState {
+  ValueSeq::Reader trips{nullptr};
+  /// The states of the body's nodes by position, created on first visit (kNotMember: a node
+  /// of other ranks only).
+  NodeState** body = nullptr;
+};
+
+struct EventState : NodeState {
   std::uint8_t field_count = 0, array_count = 0;
+  std::uint8_t lossy_count = 0;
   /// TimingMode::Spread: the node's number among the rank's event nodes in first-visit order
   /// (the same in every walk of the rank), which keys its draws.
   std::uint32_t spread_key = 0;
@@ -93,22 +107,16 @@ struct NodeState {
   FieldReader* fields = nullptr;  ///< stored varying fields, in field order
   /// Constant fields set, varying ones 0 (in the cursor's arena, or in its SharedConstants).
   const FieldValues* base = nullptr;
-  ArrayFieldReader* arrays = nullptr;  ///< stored arrays only, in field order
-  LossyReader* lossy = nullptr;        ///< lossy fields (lossy_count of them)
-  std::uint8_t lossy_count = 0;
-  ValueSeq::Reader* presence = nullptr;  ///< has_presence only
-  ValueSeq::Reader* trips = nullptr;     ///< loops
+  ArrayFieldReader* arrays = nullptr;    ///< stored arrays only, in field order
+  LossyReader* lossy = nullptr;          ///< lossy fields (lossy_count of them)
   ValueSeq::Reader* site_ids = nullptr;  ///< events with per-occurrence call sites
   const Histogram* compute = nullptr;    ///< the rank's timing group (or the node's)
   const Histogram* duration = nullptr;
   /// The group's first-occurrence compute times (EventNode::first_compute); nullptr when not
   /// recorded or similar to `compute`, and every occurrence then draws from `compute`.
   const Histogram* first_compute = nullptr;
-  /// Loops: the states of the body's nodes by position, created on first visit
-  /// (kNotMember: a node of other ranks only).
-  NodeState** body = nullptr;
 };
-static_assert(std::is_trivially_destructible_v<NodeState>);
+static_assert(std::is_trivially_destructible_v<LoopState> && std::is_trivially_destructible_v<EventState>);
 
 /// Marks a node the cursor's rank does not take part in (membership decided once).
 NodeState not_member_marker;
@@ -119,9 +127,10 @@ NodeState* const kNotMember = &not_member_marker;
 /// its resumption (the simulator walks 65,536 cursors, each cold when its rank resumes).
 class StateArena {
  public:
-  /// Enough for a stencil's whole walk (1,752 bytes in 2D and 3D, Finalize's state included,
-  /// with the constant fields shared: Cursor::share_constants); bigger traces go on in chunks.
-  static constexpr std::size_t kInlineBytes = 1792;
+  /// Enough for a stencil's whole walk (1,248 bytes in 2D and 3D, Finalize's state included,
+  /// with the constant fields shared: Cursor::share_constants; 1,752 before loops and events
+  /// kept states of their own kinds); bigger traces go on in chunks.
+  static constexpr std::size_t kInlineBytes = 1280;
 
   StateArena() = default;
   StateArena(const StateArena&) = delete;
@@ -138,11 +147,16 @@ class StateArena {
   const std::byte* inline_begin() const { return inline_; }
   /// Where the next allocation would start (inline or in the last chunk).
   const std::byte* used_end() const { return next_; }
+  /// The end of what used_end() reads (the arena's own fields before its inline block).
+  const void* bookkeeping_end() const { return &end_ + 1; }
 
  private:
-  alignas(64) std::byte inline_[kInlineBytes];
+  /// Where the next allocation may start and where its block ends. First, before the inline
+  /// block: the walk reads next_ (used_end) whenever it notes where it goes on, so it lies in
+  /// the cursor's first lines, which a caller prefetches (Cursor::Impl::prefetch).
   std::byte* next_ = inline_;
   std::byte* end_ = inline_ + kInlineBytes;
+  alignas(64) std::byte inline_[kInlineBytes];
   std::vector<std::unique_ptr<std::byte[]>> chunks_;
   std::size_t chunk_bytes_ = 512;
 
@@ -254,8 +268,8 @@ std::size_t SharedConstants::size() const { return impl_->values.size(); }
 
 /// The cursor's state, laid out for a simulator that walks thousands of cursors in turn, each
 /// cold when its rank resumes: what next() reads (the timing modes, counts, the upcoming node
-/// and the stack) first, in the lines prefetch() loads; the rest (set-up, lossy draws, errors)
-/// after them; then the node states.
+/// and the stack, with the arena's bookkeeping) first, in the lines prefetch() loads; then the
+/// node states (the arena's inline block); the rest (set-up, lossy draws, errors) after them.
 struct Cursor::Impl {
   TimingMode timing;           ///< compute times
   TimingMode duration_timing;  ///< durations (the simulator takes their median)
@@ -272,6 +286,9 @@ struct Cursor::Impl {
   const std::byte* upcoming_begin = nullptr;
   const std::byte* upcoming_end = nullptr;
   SmallVector<WalkFrame, 4> stack;  ///< loop nesting: rarely deeper than a few levels
+  /// Every NodeState and what it points to; its bookkeeping (what note_upcoming reads) right
+  /// after the stack, its inline block from the next line on.
+  StateArena arena;
   const Trace& trace;
   std::int64_t rank;
   /// TimingMode::Sample only (2.5 KB of state: not kept by cursors that do not draw).
@@ -285,7 +302,6 @@ struct Cursor::Impl {
   std::unordered_map<const EventNode*, std::uint64_t> lossy_index;
   std::shared_ptr<const LossyOccurrences> occurrences;  ///< optional: contiguous numbering
   SharedConstants::Impl* shared_constants = nullptr;    ///< share_constants(): where constant fields are kept
-  StateArena arena;                                     ///< every NodeState and what it points to
 
   Impl(const Trace& t, std::int64_t r, TimingMode m, std::uint64_t seed, TimingMode d)
       : timing(m), duration_timing(d), trace(t), rank(r), seed(seed) {
@@ -295,12 +311,13 @@ struct Cursor::Impl {
         WalkFrame{trace.nodes.data(), trace.nodes.size(), arena.make<NodeState*>(trace.nodes.size()), 0, 0});
   }
 
-  /// The lines next() reads first: the walk's scalars and stack. (The store to `hinting`
+  /// The lines next() reads first: the walk's scalars and stack, and where the used arena ends
+  /// (note_upcoming reads it). (The store to `hinting`
   /// fetches the first line like a prefetch: nothing waits for it.)
   void prefetch() const {
     hinting = true;
     const char* p = reinterpret_cast<const char*>(this);
-    const char* end = reinterpret_cast<const char*>(&stack + 1);
+    const char* end = static_cast<const char*>(arena.bookkeeping_end());
     for (; p < end; p += 64) prefetch_line(p);
   }
 
@@ -365,22 +382,25 @@ struct Cursor::Impl {
       slot = kNotMember;
       return nullptr;
     }
-    NodeState& s = *arena.make<NodeState>();
+    if (!n.loop && !n.event) fail("node with neither event nor loop");
+    // The node's own state first (its first line is what the walk reads), then its readers.
+    NodeState& state =
+        n.loop ? static_cast<NodeState&>(*arena.make<LoopState>()) : static_cast<NodeState&>(*arena.make<EventState>());
     if (!n.presence.empty()) {
       // A merged node may carry presence for only some of its ranks: the others are present
       // at every visit.
       const ValueSeq* p = n.presence.for_rank(rank);
       if (p != nullptr) {
-        s.has_presence = true;
-        s.presence = arena.make<ValueSeq::Reader>();
-        *s.presence = ValueSeq::Reader(p);
+        state.presence = arena.make<ValueSeq::Reader>();
+        *state.presence = ValueSeq::Reader(p);
       }
     }
     if (n.loop) {
-      s.trips = arena.make<ValueSeq::Reader>();
-      *s.trips = ValueSeq::Reader(seq_for(n.loop->trips, "loop trip count"));
+      LoopState& s = static_cast<LoopState&>(state);
+      s.trips = ValueSeq::Reader(seq_for(n.loop->trips, "loop trip count"));
       s.body = arena.make<NodeState*>(n.loop->body.size());
-    } else if (n.event) {
+    } else {
+      EventState& s = static_cast<EventState&>(state);
       const EventNode& e = *n.event;
       const TimingGroup* group = e.timing_group_for(rank);  // one lookup for the three
       s.compute = group != nullptr ? &group->compute : &e.compute;
@@ -444,10 +464,8 @@ struct Cursor::Impl {
       for (std::size_t i = 0; i < kArrayFieldCount; ++i)
         if (arrays[i] != nullptr)
           s.arrays[s.array_count++] = ArrayFieldReader{static_cast<std::uint8_t>(i), ArrayReader{arrays[i]}};
-    } else {
-      fail("node with neither event nor loop");
     }
-    slot = &s;
+    slot = &state;
     return slot;
   }
 
@@ -459,7 +477,7 @@ struct Cursor::Impl {
     return own;
   }
 
-  [[gnu::noinline]] void setup_lossy(const Node& n, const EventNode& e, NodeState& s) {
+  [[gnu::noinline]] void setup_lossy(const Node& n, const EventNode& e, EventState& s) {
     if (!draws_lossy)
       throw LossyTraceError("rank " + std::to_string(rank) + ": field " +
                             std::string(field_name(e.lossy.front().field)) + " of a " + std::string(op_name(e.op)) +
@@ -493,7 +511,7 @@ struct Cursor::Impl {
   /// The lossy fields' draws for the node's current occurrence (after the exact fields:
   /// drawn byte counts are rounded down to a multiple of the datatype size).
   template <class E>
-  void draw_lossy(NodeState& s, E& e) const {
+  void draw_lossy(EventState& s, E& e) const {
     for (LossyReader& l : std::span(s.lossy, s.lossy_count)) {
       std::int64_t v = l.values->value_at_position(l.position);
       l.position = mul_add_mod(1, l.position, l.step, l.total);
@@ -512,7 +530,7 @@ struct Cursor::Impl {
   /// first occurrences' when those were recorded (Median: the median of all, which a few first
   /// occurrences hardly move).
   /// `k`: the occurrence's number (TimingMode::Spread).
-  std::uint64_t later_compute_value(const NodeState& s, std::uint64_t k) {
+  std::uint64_t later_compute_value(const EventState& s, std::uint64_t k) {
     const double u = timing == TimingMode::Spread ? spread_fraction(s, k, 0) : 0.5;
     if (s.first_compute == nullptr) return value_of(*s.compute, timing, u);
     switch (timing) {
@@ -536,7 +554,7 @@ struct Cursor::Impl {
   /// (seed, node, stream, block), each at a hashed place inside its stratum. So every block
   /// covers the distribution evenly (the mean is kept), and ranks (other seeds) and nodes vary
   /// independently of each other.
-  double spread_fraction(const NodeState& s, std::uint64_t k, std::uint64_t stream) const {
+  double spread_fraction(const EventState& s, std::uint64_t k, std::uint64_t stream) const {
     const std::uint64_t key =
         mix(seed ^ mix((static_cast<std::uint64_t>(s.spread_key) << 1 | stream) ^ mix(k / kSpreadBlock)));
     std::array<std::uint8_t, kSpreadBlock> strata{};
@@ -577,7 +595,7 @@ struct Cursor::Impl {
 
   /// Names the first field (in field order), else the first array, that has no value for this
   /// occurrence.
-  [[noreturn, gnu::noinline, gnu::cold]] void fail_ran_out(const EventNode& en, const NodeState& s) const {
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_ran_out(const EventNode& en, const EventState& s) const {
     for (std::size_t i = 0; i < kFieldCount; ++i) {
       if (en.fields[i].empty()) continue;
       const ValueSeq* seq = en.fields[i].for_rank(rank);
@@ -595,7 +613,7 @@ struct Cursor::Impl {
   }
 
   [[noreturn, gnu::noinline, gnu::cold]] void fail_array_ran_out(const EventNode& en, ArrayField a,
-                                                                 const NodeState& s) const {
+                                                                 const EventState& s) const {
     fail("array " + std::string(array_field_name(a)) + " of a " + std::string(op_name(en.op)) +
          " ran out of values at occurrence " + std::to_string(s.occurrence));
   }
@@ -604,7 +622,7 @@ struct Cursor::Impl {
   /// array overwritten (an Event's array storage reused; an EventView's arrays refer to the
   /// trace's value sequences).
   template <class E>
-  void make_event(const EventNode& en, NodeState& s, E& e) {
+  void make_event(const EventNode& en, EventState& s, E& e) {
     e.op = en.op;
     e.site = en.site;
     if (s.site_ids != nullptr) {
@@ -665,16 +683,16 @@ struct Cursor::Impl {
       const Node& n = f.body[pos];
       NodeState* state_of_node = state(n, f.states[pos]);
       if (state_of_node == nullptr) continue;
-      NodeState& s = *state_of_node;
-      if (s.has_presence) {
-        if (s.presence->done()) fail_with("presence sequence ran out");
-        const std::int64_t p = s.presence->next();
+      if (ValueSeq::Reader* presence = state_of_node->presence) {
+        if (presence->done()) fail_with("presence sequence ran out");
+        const std::int64_t p = presence->next();
         if (p == 0) continue;
         if (p != 1) fail_with("presence value is not 0 or 1: ", p);
       }
       if (n.loop) {
-        if (s.trips->done()) fail_with("loop trip counts ran out");
-        const std::int64_t trips = s.trips->next();
+        LoopState& s = static_cast<LoopState&>(*state_of_node);
+        if (s.trips.done()) fail_with("loop trip counts ran out");
+        const std::int64_t trips = s.trips.next();
         if (trips < 0) fail_with("negative loop trip count ", trips);
         if (trips == 0 || n.loop->body.empty()) continue;
         stack.push_back(
@@ -684,7 +702,7 @@ struct Cursor::Impl {
       }
       ++events;
       last = &n;
-      make_event(*n.event, s, out);
+      make_event(*n.event, static_cast<EventState&>(*state_of_node), out);
       if (hinting) note_upcoming(f);
       return true;
     }

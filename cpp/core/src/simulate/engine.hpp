@@ -219,10 +219,16 @@ class Engine {
     prefetch_next_step_receiver(R);
     prefetch_cursor(R);
   }
+  /// The requests' addresses are computed from the pool's position (inline_address), not read
+  /// from its header: that line is not among those round two fetched, and reading it would
+  /// wait for memory here (a pool grown beyond its inline entries is simply not prefetched).
+  /// The header's line is fetched too: complete_waits reads it first, whichever requests are
+  /// still unknown.
   static void prefetch_requests(const RankSim& R) {
     if (R.stage != Stage::Waiting) return;
+    prefetch_line(&R.reqs);
     for (std::size_t i = R.waits_known; i < R.waits.size(); ++i)
-      prefetch_line(&R.reqs[static_cast<std::size_t>(R.waits[i])]);
+      if (const void* q = R.reqs.inline_address(static_cast<std::size_t>(R.waits[i]))) prefetch_line(q);
   }
 
   /// Whether R is likely to read its next event when resumed: it waits for the end of an event

@@ -113,7 +113,7 @@ void Engine::send_in_gathering(Gathering& g, std::int32_t from, const GatheredSt
 /// One round over `members` (member indices, increasing): each posts and completes steps until
 /// one waits for a message not sent yet; those done leave the list. False if none moved.
 bool Engine::gathering_round(Gathering& g, std::vector<std::int32_t>& members) {
-  // What a member reads beyond its own entry is fetched ahead: the line of its next step
+  // What a member reads beyond its own entry is fetched ahead: the lines of its next steps
   // kStepsAhead members ahead, the inbox of the member it sends to kInboxesAhead ahead (both
   // only matter once the members' data no longer stays in the cache between rounds).
   constexpr std::size_t kStepsAhead = 16, kInboxesAhead = 8;
@@ -123,7 +123,12 @@ bool Engine::gathering_round(Gathering& g, std::vector<std::int32_t>& members) {
   for (std::size_t a = 0; a < count; ++a) {
     if (a + kStepsAhead < count) {
       const GatheredMember& later = g.members[static_cast<std::size_t>(members[a + kStepsAhead])];
-      if (later.pos + 1 < later.steps) prefetch_line(&g.steps[later.first_step + later.pos + 1]);
+      // A member often completes several steps in one visit (its partners have posted): the
+      // lines of its next four steps, not only the next one's.
+      if (later.pos + 1 < later.steps) {
+        prefetch_line(&g.steps[later.first_step + later.pos + 1]);
+        prefetch_line(&g.steps[later.first_step + std::min(later.pos + 4, later.steps - 1)]);
+      }
     }
     if (a + kInboxesAhead < count) {
       const GatheredMember& later = g.members[static_cast<std::size_t>(members[a + kInboxesAhead])];
