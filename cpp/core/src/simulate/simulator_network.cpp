@@ -95,7 +95,7 @@ Network::Transfer Network::routed_transfer(std::int64_t src, std::int64_t dst, c
     const double body = bytes > 1 ? (bytes - 1) * p.G : 0.0;
     t.end = t.start + body;
     t.arrival = t.end + p.L;
-    nic = std::max(nic, t.start + std::max(p.g, body));
+    reserve_nic(nic, t.start, std::max(p.g, body));
     return t;
   }
   if (fair_ != nullptr && fair_->pass > 0) return fair_transfer(src, dst, p, t.start, bytes);
@@ -142,7 +142,7 @@ Network::Transfer Network::routed_transfer(std::int64_t src, std::int64_t dst, c
   }
   // With a port per link the NIC hands the message to its port and is free again after its own
   // gap, however long the port makes the message wait.
-  nic = std::max(nic, (per_link_ports_ ? handed : t.start) + std::max(p.g, nic_busy));
+  reserve_nic(nic, per_link_ports_ ? handed : t.start, std::max(p.g, nic_busy));
   if (fair_ != nullptr) record_flow(src, dst, p, handed, bytes);
   return t;
 }
@@ -183,7 +183,7 @@ Network::Transfer Network::fair_transfer(std::int64_t src, std::int64_t dst, con
   t.arrival = t.end + latency;
   // The NIC is busy for its own byte time only: the node's link is shared like any other.
   double& nic = nic_free_[static_cast<std::size_t>(src)];
-  nic = std::max(nic, ready + std::max(p.g, bytes > 1 ? (bytes - 1) * p.G : 0.0));
+  reserve_nic(nic, ready, std::max(p.g, bytes > 1 ? (bytes - 1) * p.G : 0.0));
   return t;
 }
 

@@ -89,7 +89,7 @@ class Network {
     if (shared) t.start = std::max(t.start, node_tx_free_[static_cast<std::size_t>(node(src))]);
     t.end = t.start + body;
     t.arrival = t.end + p.L;
-    nic = std::max(nic, t.start + std::max(p.g, body));
+    reserve_nic(nic, t.start, std::max(p.g, body));
     if (shared) {
       node_tx_free_[static_cast<std::size_t>(node(src))] = t.end;
       double& rx = node_rx_free_[static_cast<std::size_t>(node(dst))];
@@ -100,6 +100,14 @@ class Network {
   }
 
  private:
+  /// The sender's NIC is busy from `start` for `busy` (its gap or its bytes, the longer). A
+  /// reservation of no length leaves the NIC's horizon where it is: the engine processes senders
+  /// in no global time order, and a message it handles first but that starts later must not
+  /// hold back one that starts earlier and takes no NIC time either (with g = G = 0 no message
+  /// waits for the NIC). In time order nothing changes: a later message starts no earlier.
+  static void reserve_nic(double& nic, double start, double busy) {
+    if (busy > 0.0) nic = std::max(nic, start + busy);
+  }
   /// transfer() over a topology: the route's latency and slowest byte time, a torus node's port
   /// per link, and (congestion) the route's links one message at a time.
   Transfer routed_transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready, double bytes);
