@@ -141,9 +141,19 @@ def calibration(work: Path, ranks: int) -> scalatrace.LogGP:
 
     path = work / f"calibration-p{ranks}.json"
     if not path.exists():
-        runs = [dataclasses.asdict(scalatrace.calibrate(np=ranks)) for _ in range(3)]
-        write_text(path, json.dumps({k: float(np.median([r[k] for r in runs])) for k in runs[0]}))
+        median = median_loggp([scalatrace.calibrate(np=ranks) for _ in range(3)])
+        write_text(path, json.dumps(dataclasses.asdict(median)))
     return scalatrace.LogGP(**json.loads(path.read_text()))
+
+
+def median_loggp(calibrations: list[scalatrace.LogGP]) -> scalatrace.LogGP:
+    """The median of each parameter over ``calibrations``."""
+    import dataclasses
+
+    fields = [f.name for f in dataclasses.fields(scalatrace.LogGP)]
+    return scalatrace.LogGP(
+        **{f: float(np.median([getattr(c, f) for c in calibrations])) for f in fields}
+    )
 
 
 class InSituRounds:

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mk_models import calibration, load, measured_best  # noqa: E402
+from mk_models import calibration, load, measured_best, median_loggp  # noqa: E402
 
 import scalatrace  # noqa: E402
 from scalatrace._files import write_text  # noqa: E402
@@ -102,14 +102,6 @@ def calibration_during(work: Path, ranks: int, rep: int) -> scalatrace.LogGP:
     if not path.exists():
         write_text(path, json.dumps(dataclasses.asdict(scalatrace.calibrate(np=ranks))))
     return scalatrace.LogGP(**json.loads(path.read_text()))
-
-
-def median_loggp(calibrations: list[scalatrace.LogGP]) -> scalatrace.LogGP:
-    """The median of each parameter over ``calibrations``."""
-    fields = ("L", "o_s", "o_r", "g", "G", "O")
-    return scalatrace.LogGP(
-        **{f: float(np.median([getattr(c, f) for c in calibrations])) for f in fields}
-    )
 
 
 def main() -> None:
