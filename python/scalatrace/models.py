@@ -710,8 +710,10 @@ def model(
         for pm, ph in zip(phase_models, m_.phases):
             ph.overlaps_next = pm.overlaps_next
     rest_values = np.array([m.rest for m in ms])
-    # The rest may be negative (the phases' slowest ranks are not the same rank): shift it.
-    rest = (
+    # The rest may be negative at some points (the phases' slowest ranks are not the same rank):
+    # then the mean. A time is not negative: a law's constant, or that mean, held at 0 or above
+    # (a negative mean: the phases over-count, and the model is their sum).
+    rest = with_nonnegative_constant(
         _fit(points, rest_values, max_terms)
         if np.all(rest_values > 0)
         else _constant(points, rest_values)

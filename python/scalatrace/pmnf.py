@@ -615,14 +615,21 @@ def fit_pmnf_regimes(
 
 
 def _through_zero(law: MultiModel) -> MultiModel:
-    """``law``'s terms refitted with the constant fixed at 0 (weighted as :func:`fit_pmnf`)."""
+    """``law``'s terms refitted with the constant fixed at 0 and every coefficient at or above 0
+    (non-negative least squares, weighted as :func:`fit_pmnf`). An unconstrained refit could
+    turn a term negative (``a K - b P / K``): a cost that is negative inside the measured
+    range (a blocked pipeline's stage under load gave one, and a negative run time)."""
+    from scipy.optimize import nnls
+
     if not law.terms:  # a negative constant alone: the law is 0
         coef = np.zeros(1)
     else:
         a = np.column_stack([t.values(law.points) for t in law.terms])
         w = _relative_weights(law.ys)
-        fitted, *_ = np.linalg.lstsq(a * w[:, None], law.ys * w, rcond=None)
-        coef = np.concatenate([[0.0], fitted])
+        scale = np.abs(a * w[:, None]).max(axis=0)
+        scale[scale == 0] = 1.0
+        fitted, _ = nnls(a * w[:, None] / scale, law.ys * w)
+        coef = np.concatenate([[0.0], fitted / scale])
     out = MultiModel(
         law.parameters, law.terms, coef, law.points, law.ys, law.cv_smape, 0.0, law.candidates
     )
@@ -639,8 +646,10 @@ def with_nonnegative_constant(law: MultiModel | RegimeModel) -> MultiModel | Reg
     block acts as a negative per-message cost: the optimal block size of a model built on it
     falls to the smallest block. Where the selected law's constant is negative, the same terms
     (and regimes: their constant is shared) are refitted with the constant at 0, the least
-    squares solution under the constraint; the selection and its ``cv_smape`` are unchanged.
-    A law whose constant is not negative is returned as it is.
+    squares solution under the constraint (the terms' coefficients held at or above 0 as the
+    selection holds them, so that the law is not negative where its terms are not); the
+    selection and its ``cv_smape`` are unchanged. A law whose constant is not negative is
+    returned as it is.
     """
     if isinstance(law, RegimeModel):
         if law.regimes[0].coefficients[0] >= 0:

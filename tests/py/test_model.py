@@ -359,6 +359,26 @@ def test_one_way_shift_costs_its_slowest_rank(pipeline_traces):
     assert ph.per_occurrence == pytest.approx(max(per_rank) / shift.occurrences, rel=1e-9)
 
 
+def test_model_of_traces_taken_under_load_predicts_no_negative_time():
+    """Traces of the blocked pipeline taken while a CI run loaded the machine (256 cells, K = 4,
+    16, 64 at 2 and 3 ranks; run times 0.7 to 52 ms). The stage's computation law came out
+    ``c0 + a K + b P / K`` with ``c0 < 0``; refitted through 0 without a bound it became
+    ``a K - b P / K``, negative below K = 5 at 3 ranks, and the model predicted -0.8 ms there.
+    Every part is a time: its law, and the run time, are not negative anywhere in the range."""
+    data = Path(__file__).parent / "data" / "blocked_pipeline_under_load"
+    points = [(k, p) for k in (4, 16, 64) for p in (2, 3)]
+    traces = [scalatrace.load(data / f"K{k}-{p}.sct") for k, p in points]
+    assert [t.nranks for t in traces] == [p for _, p in points]
+    m = scalatrace.model(traces, params={"K": [k for k, _ in points]})
+    k, p = np.meshgrid(np.geomspace(4, 64, 49), np.array([2.0, 2.5, 3.0]))
+    at = {"K": k.ravel(), "P": p.ravel()}
+    for pm in m.phase_models:
+        assert np.all(np.asarray(pm.per_occurrence.coefficients)[1:] >= 0), pm.per_occurrence
+        assert np.all(pm.per_occurrence.predict(**at) >= 0), pm.per_occurrence
+    assert np.all(m.rest.predict(**at) >= 0), m.rest
+    assert np.all(m.predict(**at) > 0)
+
+
 def test_model_refuses_mismatched_programs(example, collector_lib, tmp_path):
     ts = [
         scalatrace.trace([str(example("ring")), "-c", "1"], np=2, out=tmp_path / "a.sct"),
