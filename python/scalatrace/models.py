@@ -206,7 +206,9 @@ def measure(
     counts: list[set[tuple[int, int]]] = [set() for _ in range(nphases)]  # (sends, receives)
     total = 0.0
     outside = 0.0
-    for r in _ranks_to_expand(t):
+    ranks = _ranks_to_expand(t)
+    tables = []
+    for r in ranks:
         tab = t.rank_table(r)
         ops = tab["op_name"].astype(str)
         compute = tab["compute_ns"].astype(float) * 1e-9
@@ -225,8 +227,12 @@ def measure(
                 last = phase[i]
             elif op in _COMPLETIONS and last >= 0:
                 phase[i] = last
+        tables.append((tab, ops, compute, duration, mine, phase))
+    if network is not None and chained.any():
+        drained = _with_drains(t, ranks, [(x[1], x[2], x[5]) for x in tables], chained)
+        tables = [(x[0], x[1], c, *x[3:]) for x, c in zip(tables, drained)]
+    for tab, ops, compute, duration, mine, phase in tables:
         if network is not None:
-            compute = _with_drains(compute, phase, chained)
             outside = max(outside, float(mine[phase < 0].sum()))
         for g in range(nphases):
             sel = phase == g
@@ -306,17 +312,70 @@ def _overheads(network: Any, ops: np.ndarray, nbytes: np.ndarray) -> float:
     return float((network.o_s + extra)[sends].sum() + (network.o_r + extra)[receives].sum())
 
 
-def _with_drains(compute: np.ndarray, phase: np.ndarray, chained: np.ndarray) -> np.ndarray:
-    """``compute`` with the computation after each run of a chained phase's calls (the chain
-    end's last stage: its block after the last receive, recorded before the next phase's call)
-    moved to that phase: MK's Remain counts it in the pipeline, not in the phase after it."""
-    out = compute.copy()
+def _drains(ops: np.ndarray, phase: np.ndarray, chained: np.ndarray) -> list[tuple[int, bool]]:
+    """The events right after each run of a chained phase's calls (the first call after the
+    run), each with whether the run's last call other than a completion receives: then the
+    computation recorded before that event is the rank's block after its last receive (a chain
+    end's last stage); a rank whose run ends with a send computed its stage before the send."""
+    out = []
     run_ends = np.flatnonzero((phase[:-1] >= 0) & (phase[1:] != phase[:-1])) + 1
     for i in run_ends:
         g = phase[i - 1]
-        if chained[g]:
-            out[i - 1] += out[i]
-            out[i] = 0.0
+        if not chained[g]:
+            continue
+        j = i - 1
+        while j > 0 and phase[j - 1] == g and ops[j] in _COMPLETIONS:
+            j -= 1
+        out.append((int(i), bool(ops[j] in _RECEIVES or ops[j] in _SENDRECVS)))
+    return out
+
+
+def _with_drains(
+    t: TraceModel,
+    ranks: Sequence[int],
+    tables: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    chained: np.ndarray,
+) -> list[np.ndarray]:
+    """Each rank's ``compute`` (``tables``: per rank of ``ranks`` its ops, compute and phase per
+    event) with a chain end's last stage moved into its chained phase: MK's Remain counts the
+    block a rank computes after its last receive of a visit in the pipeline, not in the phase
+    after it, whose call records it. Only a chain end's: a rank whose run of the phase's calls
+    ends with a send (a 2-rank shift's sender, a 1D pipeline's head and middle ranks) computed
+    its stages before its sends, and what it computes after them is the next phase's.
+
+    A compressed trace keeps times per timing group of an event node, and ranks whose compute
+    times there are close (docs/algorithms.md, "Timing groups") share one mean: at the call
+    after the pipeline the chain end's block and the other ranks' near-zero computation are
+    averaged (the 2-rank shift's sender then appeared to compute half a block there, the chain
+    end half of its last one). The group's sum is exact; where a group holds chain ends and
+    other ranks, that sum is the chain ends' (in equal shares) and the others' share is 0."""
+    out = [c.copy() for _, c, _ in tables]
+    found = [_drains(ops, phase, chained) for ops, _, phase in tables]
+    if not any(d for d in found):
+        return out
+    frame = t.to_dataframe(ranks=list(ranks))
+    shared: dict[int, list[tuple[int, int, bool]]] = {}
+    for x, (r, drains) in enumerate(zip(ranks, found)):
+        if not drains:
+            continue
+        rows = frame.xs(r, level="rank")
+        groups = rows["timing_group"].to_numpy()
+        per_group = (rows["compute_from"] == "per-group").to_numpy()
+        for i, end in drains:
+            if per_group[i]:
+                shared.setdefault(int(groups[i]), []).append((x, i, end))
+            elif end:
+                out[x][i - 1] += out[x][i]
+                out[x][i] = 0.0
+    for members in shared.values():
+        ends = [(x, i) for x, i, end in members if end]
+        if not ends:
+            continue
+        whole = sum(float(out[x][i]) for x, i, _ in members)
+        for x, i, _ in members:
+            out[x][i] = 0.0
+        for x, i in ends:
+            out[x][i - 1] += whole / len(ends)
     return out
 
 
