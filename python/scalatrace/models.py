@@ -353,12 +353,12 @@ def _with_drains(
     found = [_drains(ops, phase, chained) for ops, _, phase in tables]
     if not any(d for d in found):
         return out
-    frame = t.to_dataframe(ranks=list(ranks))
     shared: dict[int, list[tuple[int, int, bool]]] = {}
     for x, (r, drains) in enumerate(zip(ranks, found)):
         if not drains:
             continue
-        rows = frame.xs(r, level="rank")
+        # The rank's events with their timing sources (the same order as its rank_table).
+        rows = t.to_dataframe(ranks=[r], max_events=max(len(out[x]), 1))
         groups = rows["timing_group"].to_numpy()
         per_group = (rows["compute_from"] == "per-group").to_numpy()
         for i, end in drains:
