@@ -348,11 +348,16 @@ def _with_drains(
     after the pipeline the chain end's block and the other ranks' near-zero computation are
     averaged (the 2-rank shift's sender then appeared to compute half a block there, the chain
     end half of its last one). The group's sum is exact; where a group holds chain ends and
-    other ranks, that sum is the chain ends' (in equal shares) and the others' share is 0."""
+    other ranks, that sum is the chain ends' (in equal shares) and the others' share is 0. With
+    one rank read per rank group (large traces) the group's sum is not known: each chain end's
+    own value moves, and the others' stays."""
     out = [c.copy() for _, c, _ in tables]
     found = [_drains(ops, phase, chained) for ops, _, phase in tables]
     if not any(d for d in found):
         return out
+    # A group's sum is known only when all its ranks are read: with one rank per rank group
+    # (more than _EXPAND_ALL_UP_TO ranks) each chain end keeps its own value, as above.
+    every_rank = len(ranks) == t.nranks
     shared: dict[int, list[tuple[int, int, bool]]] = {}
     for x, (r, drains) in enumerate(zip(ranks, found)):
         if not drains:
@@ -362,7 +367,7 @@ def _with_drains(
         groups = rows["timing_group"].to_numpy()
         per_group = (rows["compute_from"] == "per-group").to_numpy()
         for i, end in drains:
-            if per_group[i]:
+            if per_group[i] and every_rank:
                 shared.setdefault(int(groups[i]), []).append((x, i, end))
             elif end:
                 out[x][i - 1] += out[x][i]
