@@ -57,7 +57,7 @@ Network::Network(const SimOptions& options, std::int64_t nranks, FairPasses* fai
       intra_(options.intra_node),
       ranks_per_node_(options.ranks_per_node),
       contention_(options.contention),
-      nic_free_(static_cast<std::size_t>(nranks), 0.0) {
+      nics_(static_cast<std::size_t>(nranks)) {
   if (ranks_per_node_ > 0 && (ranks_per_node_ & (ranks_per_node_ - 1)) == 0)
     node_shift_ = std::countr_zero(static_cast<std::uint64_t>(ranks_per_node_));
   node_of_ = place_ranks(options, nranks);
@@ -88,25 +88,27 @@ Network::Network(const SimOptions& options, std::int64_t nranks, FairPasses* fai
 
 Network::Transfer Network::routed_transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready,
                                            double bytes) {
-  double& nic = nic_free_[static_cast<std::size_t>(src)];
+  SenderNic& nic = nics_[static_cast<std::size_t>(src)];
+  const double own_body = bytes > 1 ? (bytes - 1) * p.G : 0.0;  // the endpoint's byte time
   Transfer t;
-  t.start = std::max(ready, nic);
   if (same_node(src, dst)) {
-    const double body = bytes > 1 ? (bytes - 1) * p.G : 0.0;
-    t.end = t.start + body;
+    const double busy = std::max(p.g, own_body);
+    t.start = nic.earliest_start(ready, busy);
+    t.end = t.start + own_body;
     t.arrival = t.end + p.L;
-    reserve_nic(nic, t.start, std::max(p.g, body));
+    nic.reserve(t.start, busy);
     return t;
   }
-  if (fair_ != nullptr && fair_->pass > 0) return fair_transfer(src, dst, p, t.start, bytes);
+  if (fair_ != nullptr && fair_->pass > 0) return fair_transfer(src, dst, p, ready, bytes);
   routes_->route(node(src), node(dst), path_);
   const double body = bytes > 1 ? (bytes - 1) * std::max(p.G, link_G_) : 0.0;
   // The injection port: a torus node injects on each of its links at once (one port per link,
   // as SimGrid's torus hosts and machines with a DMA engine per link), so its NIC is busy only
   // for the endpoint's own byte time and the port (the route's first link) for the message's; a
   // fat-tree or dragonfly node has one link, its NIC one port busy for the whole message.
+  const double nic_busy = std::max(p.g, per_link_ports_ ? own_body : body);
+  t.start = nic.earliest_start(ready, nic_busy);
   const double handed = t.start;
-  const double nic_busy = per_link_ports_ ? (bytes > 1 ? (bytes - 1) * p.G : 0.0) : body;
   // Links reserved: the whole route (congestion), or a torus node's port alone (no congestion).
   const std::size_t reserved = congestion_ ? path_.size() : per_link_ports_ ? 1 : 0;
   const auto hops = static_cast<double>(path_.size());
@@ -142,7 +144,7 @@ Network::Transfer Network::routed_transfer(std::int64_t src, std::int64_t dst, c
   }
   // With a port per link the NIC hands the message to its port and is free again after its own
   // gap, however long the port makes the message wait.
-  reserve_nic(nic, per_link_ports_ ? handed : t.start, std::max(p.g, nic_busy));
+  nic.reserve(per_link_ports_ ? handed : t.start, nic_busy);
   if (fair_ != nullptr) record_flow(src, dst, p, handed, bytes);
   return t;
 }
@@ -167,6 +169,10 @@ void Network::record_flow(std::int64_t src, std::int64_t dst, const LogGP& p, do
 
 Network::Transfer Network::fair_transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready,
                                          double bytes) {
+  // The NIC is busy for its own byte time only: the node's link is shared like any other.
+  SenderNic& nic = nics_[static_cast<std::size_t>(src)];
+  const double nic_busy = std::max(p.g, bytes > 1 ? (bytes - 1) * p.G : 0.0);
+  ready = nic.earliest_start(ready, nic_busy);
   routes_->route(node(src), node(dst), path_);
   const double alone = bytes > 1 ? (bytes - 1) * std::max(p.G, link_G_) : 0.0;
   const double work = bytes > 1 ? (bytes - 1) * link_G_ : 0.0;
@@ -181,9 +187,7 @@ Network::Transfer Network::fair_transfer(std::int64_t src, std::int64_t dst, con
   t.start = ready;
   t.end = ready + duration;
   t.arrival = t.end + latency;
-  // The NIC is busy for its own byte time only: the node's link is shared like any other.
-  double& nic = nic_free_[static_cast<std::size_t>(src)];
-  reserve_nic(nic, ready, std::max(p.g, bytes > 1 ? (bytes - 1) * p.G : 0.0));
+  nic.reserve(ready, nic_busy);
   return t;
 }
 

@@ -9,6 +9,7 @@
 
 #include "scalatrace/simulate/simulator.hpp"
 #include "simulate/flow_sharing.hpp"
+#include "simulate/sender_nic.hpp"
 #include "simulate/simulator_topology.hpp"
 #include "support/prefetch.hpp"
 
@@ -40,8 +41,8 @@ struct FairPasses {
 };
 
 /// LogGP timing of data transfers, with each sender's gap and (optionally) per-node link
-/// contention, or routes over a topology's links. State: when each rank's NIC (and each node's
-/// links, or each topology link) may start the next message.
+/// contention, or routes over a topology's links. State: when each rank's NIC is busy (and when
+/// each node's links, or each topology link, may carry the next message).
 class Network {
  public:
   /// `fair`: the passes' state under fair sharing (null otherwise).
@@ -66,7 +67,7 @@ class Network {
   /// The smallest latency of any link (lower bound of any future arrival).
   double min_latency() const;
   /// Starts loading the sender state of `rank`'s NIC (what its next message reads first).
-  void prefetch_sender(std::int64_t rank) const { prefetch_line(&nic_free_[static_cast<std::size_t>(rank)]); }
+  void prefetch_sender(std::int64_t rank) const { prefetch_line(&nics_[static_cast<std::size_t>(rank)]); }
 
   struct Transfer {
     double start = 0;    ///< first byte leaves the sender
@@ -82,14 +83,15 @@ class Network {
     if (routes_) [[unlikely]]
       return routed_transfer(src, dst, p, ready, bytes);
     const double body = bytes > 1 ? (bytes - 1) * p.G : 0.0;
-    double& nic = nic_free_[static_cast<std::size_t>(src)];
-    Transfer t;
-    t.start = std::max(ready, nic);
+    const double busy = std::max(p.g, body);
+    SenderNic& nic = nics_[static_cast<std::size_t>(src)];
     const bool shared = contention_ && !same_node(src, dst);
-    if (shared) t.start = std::max(t.start, node_tx_free_[static_cast<std::size_t>(node(src))]);
+    if (shared) ready = std::max(ready, node_tx_free_[static_cast<std::size_t>(node(src))]);
+    Transfer t;
+    t.start = nic.earliest_start(ready, busy);
     t.end = t.start + body;
     t.arrival = t.end + p.L;
-    reserve_nic(nic, t.start, std::max(p.g, body));
+    nic.reserve(t.start, busy);
     if (shared) {
       node_tx_free_[static_cast<std::size_t>(node(src))] = t.end;
       double& rx = node_rx_free_[static_cast<std::size_t>(node(dst))];
@@ -100,14 +102,6 @@ class Network {
   }
 
  private:
-  /// The sender's NIC is busy from `start` for `busy` (its gap or its bytes, the longer). A
-  /// reservation of no length leaves the NIC's horizon where it is: the engine processes senders
-  /// in no global time order, and a message it handles first but that starts later must not
-  /// hold back one that starts earlier and takes no NIC time either (with g = G = 0 no message
-  /// waits for the NIC). In time order nothing changes: a later message starts no earlier.
-  static void reserve_nic(double& nic, double start, double busy) {
-    if (busy > 0.0) nic = std::max(nic, start + busy);
-  }
   /// transfer() over a topology: the route's latency and slowest byte time, a torus node's port
   /// per link, and (congestion) the route's links one message at a time.
   Transfer routed_transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready, double bytes);
@@ -121,7 +115,8 @@ class Network {
   std::int64_t ranks_per_node_;
   int node_shift_ = -1;  ///< log2(ranks_per_node) when that is a power of two (1 included)
   bool contention_;
-  std::vector<double> nic_free_;                     ///< per rank: earliest next message start
+  /// Per rank: its NIC's busy time; a message holds it for its gap or its bytes, the longer.
+  std::vector<SenderNic> nics_;
   std::vector<double> node_tx_free_, node_rx_free_;  ///< per node (contention only)
   std::vector<std::int64_t> node_of_;                ///< per rank (empty: rank / ranks_per_node)
   std::unique_ptr<Routes> routes_;                   ///< topology routes (null: flat)
