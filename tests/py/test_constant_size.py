@@ -26,6 +26,7 @@ TIMESTEPS = [10, 100, 1000]
 
 def traced(example: Path, ranks: int, timesteps: int, workdir: Path) -> Path:
     """Runs `example` on `ranks` ranks for `timesteps` timesteps; returns the .sct path."""
+    workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / f"{example.name}-{ranks}-{timesteps}.sct"
     helpers.run_mpi(
         ranks,
@@ -47,6 +48,11 @@ def spread(sizes: dict[int, int]) -> float:
     return (max(sizes.values()) - min(sizes.values())) / min(sizes.values())
 
 
+def within_noise(sizes: dict[int, int], tolerance: float) -> bool:
+    """Whether `sizes` differ by at most `tolerance` (relative) or 80 bytes."""
+    return spread(sizes) <= tolerance or max(sizes.values()) - min(sizes.values()) <= 80
+
+
 # The issue's goal is 5%. The structure is the same at every length (same nodes, same value
 # sequences); what moves is the timing: histogram bins and their ranges depend on what the
 # ranks' clocks saw. 8 ranks on 2 cores: two runs of the same 1,000-step 3D command gave 3,791
@@ -65,9 +71,16 @@ def test_size_does_not_grow_with_timesteps(
     # Format version 11 made these files 480-560 B (3D), where the timing's noise (which bins
     # and ranges a run's clocks give, tens of bytes) is above 10 %: a spread of at most 80 B
     # passes too, still far below any per-timestep growth (53 B per step).
-    assert spread(sizes) <= tolerance or max(sizes.values()) - min(sizes.values()) <= 80, (
-        f"{name} at {ranks} ranks: bytes by timesteps {sizes}"
-    )
+    if not within_noise(sizes, tolerance):
+        # One oversubscribed run in many gets an extra timing group or bin somewhere (a CI run
+        # measured 415 / 438 / 503 B for 2D at 9 ranks; the structure was equal). Noise does not
+        # repeat, growth does: every length is traced once more and each keeps its smaller size.
+        again = {t: traced_size(example(name), ranks, t, tmp_path / "again") for t in TIMESTEPS}
+        first = dict(sizes)
+        sizes = {t: min(sizes[t], again[t]) for t in TIMESTEPS}
+        assert within_noise(sizes, tolerance), (
+            f"{name} at {ranks} ranks: bytes by timesteps {first}, traced again {again}"
+        )
     # The structure itself does not depend on the length: the same nodes at 100 and 1,000 steps,
     # and the same bytes without timing but for the widths of repeat counts (10, 100 and 1,000
     # take one, one and two bytes): measured 567 / 570 / 579 (1D), 756 / 758 / 773 (2D),
