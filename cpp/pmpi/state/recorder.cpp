@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -236,8 +237,33 @@ std::int64_t Recorder::name_id(const char* name) {
   return it->second;
 }
 
+void Recorder::measure_call_gap() {
+  if (!settings.compensate) return;
+  probes_ = 0;
+  probe_started_ = false;
+  probing_ = true;
+  int ignored = 0;
+  // One more call than gaps: the first call's gap runs from MPI_Init's return.
+  for (std::size_t i = 0; i <= kProbeCalls; ++i) MPI_Comm_rank(MPI_COMM_WORLD, &ignored);
+  probing_ = false;
+  if (probes_ < kProbeCalls) return;  // a wrapper did not run (cannot happen after Init)
+  std::array<std::uint64_t, kProbeCalls> gaps = probe_gaps_;
+  std::nth_element(gaps.begin(), gaps.begin() + kProbeCalls / 2, gaps.end());
+  call_gap_ns_ = gaps[kProbeCalls / 2];
+  std::lock_guard<std::mutex> lock(mu);
+  start_metadata_["call_gap_ns"] = std::to_string(call_gap_ns_);
+}
+
+void Recorder::probe(std::uint64_t start_ns) {
+  const bool first = !probe_started_;  // its gap runs from MPI_Init's return
+  probe_started_ = true;
+  if (first || probes_ >= kProbeCalls) return;
+  probe_gaps_[probes_++] = start_ns > last_end_ns_ ? start_ns - last_end_ns_ : 0;
+}
+
 void Recorder::append(Event& e, std::uint64_t start_ns, std::uint64_t end_ns) {
-  e.compute_ns = start_ns > last_end_ns_ ? start_ns - last_end_ns_ : 0;
+  const std::uint64_t gap = start_ns > last_end_ns_ ? start_ns - last_end_ns_ : 0;
+  e.compute_ns = gap > call_gap_ns_ ? gap - call_gap_ns_ : 0;
   e.duration_ns = end_ns > start_ns ? end_ns - start_ns : 0;
   ++events_;
   // Threads that call MPI (the lock is held): a replay of a multi-threaded rank's interleaving

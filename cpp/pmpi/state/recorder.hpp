@@ -51,6 +51,16 @@ class Recorder {
     if (returned_ns > end_ns) collector_ns_ += returned_ns - end_ns;
     if (returned_ns > last_end_ns_) last_end_ns_ = returned_ns;
   }
+  /// Overhead compensation (docs/collector.md, "The collector's own time"): right after MPI_Init,
+  /// times 64 back-to-back MPI_Comm_rank calls through the wrappers, which in this mode record
+  /// nothing (`probing()`), and takes the median gap between one call's last clock read and the
+  /// next one's first as `call_gap_ns`: the program time a recorded call costs outside the
+  /// collector's clock reads (entry, exit). Every later compute_ns has it taken out.
+  void measure_call_gap();
+  /// True while measure_call_gap() runs: a wrapper then only times itself (`probe`).
+  bool probing() const { return probing_; }
+  /// One probe call, started at `start_ns` (caller holds mu; calls returned() next).
+  void probe(std::uint64_t start_ns);
   /// Call-site id of a call whose stack is not remembered (walk_memo.hpp): walks the stack
   /// from the wrapper's frame with libunwind (outside the lock, which `lock` holds on entry
   /// and on return), interns the call site and, if `learn`, remembers the walk.
@@ -96,6 +106,13 @@ class Recorder {
   std::uint64_t last_end_ns_ = 0;
   /// The collector's own time after the calls it recorded, left out of every compute_ns.
   std::uint64_t collector_ns_ = 0;
+  /// measure_call_gap()'s result, taken out of every compute_ns (0: not measured, or off).
+  std::uint64_t call_gap_ns_ = 0;
+  bool probing_ = false;
+  static constexpr std::size_t kProbeCalls = 64;
+  std::array<std::uint64_t, kProbeCalls> probe_gaps_{};
+  std::size_t probes_ = 0;
+  bool probe_started_ = false;
   std::map<std::string, std::string> start_metadata_;
   // Compressed mode (SCALATRACE_OUT): the rank's online loop compressor, fed in append();
   // merged over the radix tree in end() (write_compressed). Null when compressed output is

@@ -130,6 +130,7 @@ Settings Settings::from_environment(const std::string& program, bool report) {
   read_number("SCALATRACE_EXIT_WAIT", s.exit_wait_s, 0, 3600, "a number of seconds");
   read_flag("SCALATRACE_QUIET", s.quiet);
   read_flag("SCALATRACE_STACK_MEMO", s.stack_memo);
+  read_flag("SCALATRACE_COMPENSATE", s.compensate);
   if (!s.out.empty() && s.out != "none") s.publish_out = read_path("SCALATRACE_PUBLISH_OUT");
   if (!s.raw_dir.empty()) s.publish_raw = read_path("SCALATRACE_PUBLISH_RAW");
   return s;
@@ -141,6 +142,7 @@ std::map<std::string, std::string> Settings::as_metadata() const {
       {"setting.SCALATRACE_OUT", shown_out()},
       {"setting.SCALATRACE_STACK_DEPTH", std::to_string(stack_depth)},
       {"setting.SCALATRACE_STACK_MEMO", stack_memo ? "1" : "0"},
+      {"setting.SCALATRACE_COMPENSATE", compensate ? "1" : "0"},
       {"setting.SCALATRACE_WINDOW", std::to_string(window)},
       {"setting.SCALATRACE_SITE_MATCH", std::to_string(site_match)},
       {"setting.SCALATRACE_SITE_THRESHOLD", std::to_string(site_threshold)},

@@ -13,6 +13,8 @@ struct Settings {
   std::string out;                         ///< SCALATRACE_OUT: compressed trace path; "none" = off (also "off")
   int stack_depth = 16;                    ///< SCALATRACE_STACK_DEPTH: frames recorded per call site
   bool stack_memo = true;                  ///< SCALATRACE_STACK_MEMO: 0 = walk the stack at every call
+  bool compensate = true;                  ///< SCALATRACE_COMPENSATE: 0 = keep the wrappers' entry and
+                                           ///< exit in compute_ns (docs/collector.md)
   std::size_t window = 512;                ///< SCALATRACE_WINDOW (compressor), at least 2
   std::size_t site_match = 1;              ///< SCALATRACE_SITE_MATCH (compressor and merge)
   std::size_t site_threshold = 0;          ///< SCALATRACE_SITE_THRESHOLD (compressor)

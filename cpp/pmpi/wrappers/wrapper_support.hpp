@@ -58,6 +58,12 @@ class Call {
   void after(int rc, F&& f) noexcept {
     const std::uint64_t end_ns = now_ns();
     Recorder& r = *recorder_;
+    if (r.probing()) [[unlikely]] {
+      std::lock_guard<std::mutex> lock(r.mu);
+      r.probe(start_ns_);
+      r.returned(end_ns);
+      return;
+    }
     try {
       // The call site: remembered if the caller's stack is one seen before (walk_memo.hpp),
       // otherwise walked with libunwind.
@@ -130,6 +136,7 @@ int wrap_init(Op op, F&& pmpi_init, int required, int* provided) {
     std::fprintf(stderr, "scalatrace: recording MPI_Init failed\n");
   }
   t_in_wrapper = false;
+  r->measure_call_gap();
   return rc;
 }
 
