@@ -89,7 +89,7 @@ Network::Network(const SimOptions& options, std::int64_t nranks, FairPasses* fai
 Network::Transfer Network::routed_transfer(std::int64_t src, std::int64_t dst, const LogGP& p, double ready,
                                            double bytes) {
   SenderNic& nic = nics_[static_cast<std::size_t>(src)];
-  const double own_body = bytes > 1 ? (bytes - 1) * p.G : 0.0;  // the endpoint's byte time
+  const double own_body = byte_time(bytes, p.G);  // the endpoint's byte time
   Transfer t;
   if (same_node(src, dst)) {
     const double busy = std::max(p.g, own_body);
@@ -101,7 +101,7 @@ Network::Transfer Network::routed_transfer(std::int64_t src, std::int64_t dst, c
   }
   if (fair_ != nullptr && fair_->pass > 0) return fair_transfer(src, dst, p, ready, bytes);
   routes_->route(node(src), node(dst), path_);
-  const double body = bytes > 1 ? (bytes - 1) * std::max(p.G, link_G_) : 0.0;
+  const double body = byte_time(bytes, std::max(p.G, link_G_));
   // The injection port: a torus node injects on each of its links at once (one port per link,
   // as SimGrid's torus hosts and machines with a DMA engine per link), so its NIC is busy only
   // for the endpoint's own byte time and the port (the route's first link) for the message's; a
@@ -156,7 +156,7 @@ Network::Transfer Network::routed_transfer(std::int64_t src, std::int64_t dst, c
 // flows, which are then solved in time order (FairSharing), and the next pass gives each message
 // the duration of the same message (the same sender's same send) in the pass before.
 void Network::record_flow(std::int64_t src, std::int64_t dst, const LogGP& p, double handed, double bytes) {
-  const double work = bytes > 1 ? (bytes - 1) * link_G_ : 0.0;
+  const double work = byte_time(bytes, link_G_);
   const double cap = p.G > link_G_ ? link_G_ / p.G : 1.0;
   const double latency = p.L + static_cast<double>(path_.size()) * hop_latency_;
   // Latency-weighted sharing (SimGrid's CM02): a flow's share is proportional to the inverse of
@@ -171,11 +171,11 @@ Network::Transfer Network::fair_transfer(std::int64_t src, std::int64_t dst, con
                                          double bytes) {
   // The NIC is busy for its own byte time only: the node's link is shared like any other.
   SenderNic& nic = nics_[static_cast<std::size_t>(src)];
-  const double nic_busy = std::max(p.g, bytes > 1 ? (bytes - 1) * p.G : 0.0);
+  const double nic_busy = std::max(p.g, byte_time(bytes, p.G));
   ready = nic.earliest_start(ready, nic_busy);
   routes_->route(node(src), node(dst), path_);
-  const double alone = bytes > 1 ? (bytes - 1) * std::max(p.G, link_G_) : 0.0;
-  const double work = bytes > 1 ? (bytes - 1) * link_G_ : 0.0;
+  const double alone = byte_time(bytes, std::max(p.G, link_G_));
+  const double work = byte_time(bytes, link_G_);
   const double latency = p.L + static_cast<double>(path_.size()) * hop_latency_;
   double duration = alone;
   const auto& before = fair_->before[static_cast<std::size_t>(src)];

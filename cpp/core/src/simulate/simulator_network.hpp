@@ -82,7 +82,7 @@ class Network {
                                            double bytes) {
     if (routes_) [[unlikely]]
       return routed_transfer(src, dst, p, ready, bytes);
-    const double body = bytes > 1 ? (bytes - 1) * p.G : 0.0;
+    const double body = byte_time(bytes, p.G);
     const double busy = std::max(p.g, body);
     SenderNic& nic = nics_[static_cast<std::size_t>(src)];
     const bool shared = contention_ && !same_node(src, dst);

@@ -20,6 +20,10 @@ namespace scalatrace {
 /// o_s + (k-1)*O (eager: the copy out of the user buffer; rendezvous: o_s), travels L + (k-1)*G,
 /// costs the receiver o_r + (k-1)*O; a sender starts consecutive messages at least
 /// max(g, (k-1)*G) apart.
+/// The time the bytes after a message's first take at `per_byte` each: (k-1) * per_byte (the
+/// first byte's time is in L or o). The simulator's one formula for it.
+inline double byte_time(double bytes, double per_byte) { return bytes > 1 ? (bytes - 1) * per_byte : 0.0; }
+
 struct LogGP {
   double L = 1000.0;   ///< latency
   double o_s = 500.0;  ///< send overhead (CPU busy)
@@ -29,7 +33,7 @@ struct LogGP {
   double O = 0.0;      ///< CPU overhead per byte (copies), on the sender (eager) and the receiver
 
   /// The CPU time a k-byte message adds to an overhead: (k-1)*O.
-  double copy_time(double bytes) const { return bytes > 1 ? (bytes - 1) * O : 0.0; }
+  double copy_time(double bytes) const { return byte_time(bytes, O); }
   /// The sender's CPU time for an eager k-byte message: o_s + (k-1)*O (the simulator's one
   /// formula for it: the step-by-step and the gathered paths must give the same bits).
   double eager_send_cpu(double bytes) const { return o_s + copy_time(bytes); }
