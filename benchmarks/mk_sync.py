@@ -109,8 +109,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=65536, help="time steps per run")
     # Not N = 128 by default: the traced computation per exchange grows by 1.7 ns per cell from
     # N = 128 to 256 and by 2.5 ns from 256 to 512 (K = 2, SERIAL 1), which a cost linear in the
-    # cells cannot follow; the fit then puts ~70 ns into the exchange's fixed computation, whose square root
-    # sets the optimal K (BENCHMARKS.md section 16, "Overhead compensation").
+    # cells cannot follow; the fit then puts ~70 ns into the exchange's fixed computation, whose
+    # square root sets the optimal K (BENCHMARKS.md section 16, "Overhead compensation").
     ap.add_argument("--train-ns", type=int, nargs="+", default=[256, 512])
     ap.add_argument("--train-ks", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64, 128])
     ap.add_argument("--best-n", type=int, default=512)

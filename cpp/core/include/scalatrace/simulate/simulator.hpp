@@ -15,15 +15,15 @@
 
 namespace scalatrace {
 
+/// The time the bytes after a message's first take at `per_byte` each: (k-1) * per_byte (the
+/// first byte's time is in L or o). The simulator's one formula for it.
+inline double byte_time(double bytes, double per_byte) { return bytes > 1 ? (bytes - 1) * per_byte : 0.0; }
+
 /// LogGP parameters of one kind of link, with LogGOPS's CPU overhead per byte O. Times in
 /// nanoseconds, G and O in nanoseconds per byte. A k-byte message costs the sender
 /// o_s + (k-1)*O (eager: the copy out of the user buffer; rendezvous: o_s), travels L + (k-1)*G,
 /// costs the receiver o_r + (k-1)*O; a sender starts consecutive messages at least
 /// max(g, (k-1)*G) apart.
-/// The time the bytes after a message's first take at `per_byte` each: (k-1) * per_byte (the
-/// first byte's time is in L or o). The simulator's one formula for it.
-inline double byte_time(double bytes, double per_byte) { return bytes > 1 ? (bytes - 1) * per_byte : 0.0; }
-
 struct LogGP {
   double L = 1000.0;   ///< latency
   double o_s = 500.0;  ///< send overhead (CPU busy)
