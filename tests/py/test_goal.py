@@ -125,7 +125,7 @@ def evaluate(
             settle(op, "start", start)
             settle(op, "end", start + op["size"])
         elif op["kind"] == "send":
-            body = (op["size"] - 1) * byte_ns
+            body = max(op["size"] - 1, 0) * byte_ns  # the simulator's byte_time: none below 2 B
             leaves = max(t, nic[r])
             nic[r] = max(nic[r], leaves + max(gap_ns, body))
             settle(op, "start", t)

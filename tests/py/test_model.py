@@ -563,16 +563,12 @@ def test_machine_split_of_the_pipeline_phase(pipeline_traces, ranks):
     # The drain left the Allreduce: the computation of all ranks before it, the chain end's
     # block and what the phases' two sums leave to the Allreduce, is conserved.
     allreduce = m.phases[2]
-    before = 0.0
+    before = inside = 0.0
     for r in range(t.nranks):
         tab = t.rank_table(r)
         at = np.flatnonzero(np.isin(tab["site"], list(pa.phases[2].sites)))
         before += float(tab["compute_ns"][at].sum()) * 1e-9
-    inside = sum(
-        float(t.rank_table(r)["compute_ns"][np.isin(t.rank_table(r)["site"], list(ph.sites))].sum())
-        * 1e-9
-        for r in range(t.nranks)
-    )
+        inside += float(tab["compute_ns"][np.isin(tab["site"], list(ph.sites))].sum()) * 1e-9
     assert sum(w for w, _, _ in sums) - inside <= before * (1 + 1e-9)
     assert 0.0 <= allreduce.compute <= before / pa.phases[2].occurrences
     rounds = np.ceil(np.log2(ranks))
@@ -604,7 +600,8 @@ def test_chain_ends_block_is_not_spread_over_the_sender(blocked_pipeline, tmp_pa
     stage = m.phases[1]
     assert stage.chained and stage.occurrences == 2 * 64
     sums = _phase_sums(t, pa.phases[1], drains=True)
-    sender = t.rank_table(0)
+    tables = [t.rank_table(r) for r in range(2)]
+    sender = tables[0]
     sends = sender["op_name"].astype(str) == "Send"
     assert sums[0][0] == pytest.approx(float(sender["compute_ns"][sends].sum()) * 1e-9, rel=1e-12)
     assert stage.compute == pytest.approx(max(w for w, _, _ in sums) / 128, rel=1e-9)
@@ -612,16 +609,12 @@ def test_chain_ends_block_is_not_spread_over_the_sender(blocked_pipeline, tmp_pa
     # end's (in the phase) or the Allreduce's.
     at_allreduce = (
         sum(
-            float(
-                t.rank_table(r)["compute_ns"][
-                    t.rank_table(r)["op_name"].astype(str) == "Allreduce"
-                ].sum()
-            )
-            for r in range(2)
+            float(tab["compute_ns"][tab["op_name"].astype(str) == "Allreduce"].sum())
+            for tab in tables
         )
         * 1e-9
     )
-    receiver = t.rank_table(1)
+    receiver = tables[1]
     recvs = float(receiver["compute_ns"][receiver["op_name"].astype(str) == "Recv"].sum()) * 1e-9
     assert sums[1][0] - recvs <= at_allreduce * (1 + 1e-9)
 
