@@ -31,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_timing import program_time_from_raw  # noqa: E402
 from simulator_bench import error_range, smpi_time, traced_run  # noqa: E402
 
+from scalatrace.simulate import _fit_loggp, _run_calibration  # noqa: E402
+
 
 def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -43,8 +45,9 @@ def measure(
     net: scalatrace.LogGP,
     args: argparse.Namespace,
     work: Path,
+    one_line: scalatrace.LogGP,
 ) -> dict:
-    real, sim, sampled, smpi = [], [], [], []
+    real, sim, sampled, smpi, sim_line = [], [], [], [], []
     compute_share = []
     for k in range(args.repeats):
         trace_path, raw = traced_run(argv, nranks, work / f"{name}-{nranks}-{k}", args.timeout)
@@ -52,6 +55,7 @@ def measure(
         t = scalatrace.load(trace_path)
         r = scalatrace.simulate(t, network=net)
         sim.append(r.total_time)
+        sim_line.append(scalatrace.simulate(t, network=one_line).total_time)
         compute_share.append(float(r.compute.sum()) / max(1e-12, float(r.end_time.sum())))
         sampled.append(
             statistics.mean(
@@ -74,6 +78,7 @@ def measure(
         "sample_err": statistics.median(sample_errs),
         "sample_errs": sample_errs,
         "compute_share": statistics.median(compute_share),
+        "line_err": statistics.median(100 * (s - r) / r for s, r in zip(sim_line, real)),
     }
     if smpi and len(smpi) == len(real):
         smpi_errs = [100 * (s - r) / r for s, r in zip(smpi, real)]
@@ -109,11 +114,15 @@ def main() -> int:
             cases.append(("LULESH", [str(args.lulesh), *shlex.split(args.lulesh_args)], n))
 
     load_before = load_average()
-    net = scalatrace.calibrate(np=2)
+    # One calibration run, two fits: the protocol switch found (calibrate()'s default) and the
+    # one line through every size up to 64 KiB of earlier versions (calibrate(eager_threshold=
+    # 65536)), compared on the same traces.
+    doc = _run_calibration(2, 200, 1 << 20, [], 300.0)
+    net, one_line = _fit_loggp(doc, None), _fit_loggp(doc, 65536.0)
     rows = []
     with tempfile.TemporaryDirectory(prefix="appacc-") as tmp:
         for name, argv, n in cases:
-            r = measure(name, argv, n, net, args, Path(tmp))
+            r = measure(name, argv, n, net, args, Path(tmp), one_line)
             print(r, flush=True)
             rows.append(r)
     load_after = load_average()
@@ -125,12 +134,15 @@ def main() -> int:
         f"Load average (1/5/15 min) before: {load_before}; after: {load_after}. "
         f"Calibration (`scalatrace.calibrate(np=2)`): L = {net.L * 1e6:.3f} us, "
         f"o_s = {net.o_s * 1e6:.3f} us, o_r = {net.o_r * 1e6:.3f} us, g = {net.g * 1e6:.3f} us, "
-        f"G = {net.G * 1e9:.4f} ns/B. Real = slowest rank, end of MPI_Init to MPI_Finalize, in the "
+        f"G = {net.G * 1e9:.4f} ns/B, O = {net.O * 1e9:.4f} ns/B, R = {net.R * 1e6:.3f} us, "
+        f"eager threshold {net.eager_threshold} B (the one-line fit of the same run: "
+        f"L = {one_line.L * 1e6:.3f} us, G = {one_line.G * 1e9:.4f} ns/B, eager 65,536 B). "
+        "Real = slowest rank, end of MPI_Init to MPI_Finalize, in the "
         f"raw recording of each traced run; medians of {args.repeats} runs (range beside).",
         "",
         "| app | ranks | real (s) | simulated (s) | error | range | sample error | sample range "
-        "| SMPI error | SMPI range | compute share |",
-        "|---|---:|---:|---:|---:|---|---:|---|---:|---|---:|",
+        "| SMPI error | SMPI range | compute share | one-line fit error |",
+        "|---|---:|---:|---:|---:|---|---:|---|---:|---|---:|---:|",
     ]
     for r in rows:
         smpi = (
@@ -141,7 +153,7 @@ def main() -> int:
         lines.append(
             f"| {r['app']} | {r['ranks']} | {r['real']:.4f} | {r['sim']:.4f} | {r['err']:+.1f}% | "
             f"{error_range(r['errs'])} | {r['sample_err']:+.1f}% | {error_range(r['sample_errs'])} | "
-            f"{smpi} | {100 * r['compute_share']:.1f}% |"
+            f"{smpi} | {100 * r['compute_share']:.1f}% | {r['line_err']:+.1f}% |"
         )
     text = "\n".join(lines) + "\n"
     print(text)

@@ -12,10 +12,11 @@ using namespace scalatrace;
 namespace {
 
 LogGP loggp_from(const py::sequence& p, const char* which) {
-  if (py::len(p) != 5 && py::len(p) != 6)
-    throw py::value_error(std::string(which) + " must be (L, o_s, o_r, g, G[, O]) in ns");
+  const auto n = py::len(p);
+  if (n < 5 || n > 7) throw py::value_error(std::string(which) + " must be (L, o_s, o_r, g, G[, O[, R]]) in ns");
   LogGP out{p[0].cast<double>(), p[1].cast<double>(), p[2].cast<double>(), p[3].cast<double>(), p[4].cast<double>()};
-  if (py::len(p) == 6) out.O = p[5].cast<double>();
+  if (n >= 6) out.O = p[5].cast<double>();
+  if (n == 7) out.R = p[6].cast<double>();
   return out;
 }
 

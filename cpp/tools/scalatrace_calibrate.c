@@ -1,6 +1,7 @@
 /* scalatrace-calibrate: measures LogGP parameters of the local MPI between ranks 0 and 1
  * (ping-pong half round trips of several sizes, send and receive overheads at several sizes, the
- * gap between back-to-back sends) and prints them as one JSON object on rank 0's standard
+ * gap between back-to-back sends, the size where MPI_Send switches from eager to rendezvous and
+ * the ping-pong past it) and prints them as one JSON object on rank 0's standard
  * output. scalatrace.calibrate() runs it under mpiexec and fits L, G and O (docs/simulator.md).
  *
  * With COMPUTE_NS > 0 it also measures the overheads in situ (scalatrace.calibrate_in_situ):
@@ -45,6 +46,47 @@ static double half_round_trip(int rank, char* buf, int bytes, int batches) {
     if (t < best) best = t;
   }
   return best;
+}
+
+/* Whether rank 0's blocking MPI_Send of `bytes` returns before rank 1, kLateNs behind it, posts
+ * the receive: eager (the message is buffered) or rendezvous (the send waits for the receive).
+ * The fastest of three tries; both ranks get the answer. A behaviour, not a time: the waits
+ * differ by the whole delay, so a loaded machine does not blur the answer. */
+static int sends_eagerly(int rank, char* buf, int bytes) {
+  const double kLate = 200e-6;
+  double best = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    if (rank == 0) {
+      MPI_Send(buf, bytes, MPI_BYTE, 1, 3, MPI_COMM_WORLD);
+      const double t = MPI_Wtime() - t0;
+      if (t < best) best = t;
+    } else if (rank == 1) {
+      while (MPI_Wtime() - t0 < kLate) {
+      }
+      MPI_Recv(buf, bytes, MPI_BYTE, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+  }
+  int eager = best < kLate / 2;
+  MPI_Bcast(&eager, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return eager;
+}
+
+/* The largest message size that goes eagerly (sends_eagerly), by bisection up to `max_bytes`;
+ * -1 if every size up to `max_bytes` does, 0 if none does. */
+static int eager_limit(int rank, char* buf, int max_bytes) {
+  if (sends_eagerly(rank, buf, max_bytes)) return -1;
+  if (!sends_eagerly(rank, buf, 1)) return 0;
+  int lo = 1, hi = max_bytes; /* lo eager, hi not */
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    if (sends_eagerly(rank, buf, mid))
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
 }
 
 /* Send overhead: time inside `count` back-to-back MPI_Send of `bytes` (eager) per message.
@@ -362,6 +404,33 @@ int main(int argc, char** argv) {
     ++m;
   }
   const double g = gap(rank, buf, 20, reps);
+  /* The protocol switch and the ping-pong just past it (1, 2, 4 and 8 times the first
+   * rendezvous size): what a rendezvous handshake costs beyond an eager message. */
+  const int limit = eager_limit(rank, buf, max_bytes);
+  /* The eager line's own sizes up to the switch (a quarter, a half and all of it): the powers
+   * of 4 below it may stop far short of it (4,096 for 8,255). */
+  for (int d = 4; limit > 0 && d >= 1 && n < 64; d /= 2) {
+    const int k = limit / d;
+    if (k <= 1) continue;
+    sizes[n] = k;
+    times[n] = 1e30;
+    for (int pass = 0; pass < 3; ++pass) {
+      const double t = half_round_trip(rank, buf, k, reps);
+      if (t < times[n]) times[n] = t;
+    }
+    ++n;
+  }
+  int rendezvous_sizes[4];
+  double rendezvous_times[4];
+  int nr = 0;
+  for (long long k = (long long)limit + 1; limit > 0 && k <= max_bytes && nr < 4; k *= 2, ++nr) {
+    rendezvous_sizes[nr] = (int)k;
+    rendezvous_times[nr] = 1e30;
+    for (int pass = 0; pass < 3; ++pass) {
+      const double t = half_round_trip(rank, buf, (int)k, reps);
+      if (t < rendezvous_times[nr]) rendezvous_times[nr] = t;
+    }
+  }
   InSitu mine[kMaxBlocks], other[kMaxBlocks];
   if (nsizes > 0) {
     in_situ(rank, compute_ns, footprint, msg_bytes, chains, nsizes, reps, mine);
@@ -391,6 +460,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < m; ++i) printf("%s%.9e", i ? ", " : "", copy_s[i]);
     printf("], \"o_r_by_size\": [");
     for (int i = 0; i < m; ++i) printf("%s%.9e", i ? ", " : "", copy_r[i]);
+    printf("], \"eager_limit\": %d, \"rendezvous_sizes\": [", limit);
+    for (int i = 0; i < nr; ++i) printf("%s%d", i ? ", " : "", rendezvous_sizes[i]);
+    printf("], \"rendezvous_half_round_trip\": [");
+    for (int i = 0; i < nr; ++i) printf("%s%.9e", i ? ", " : "", rendezvous_times[i]);
     printf("]");
     if (nsizes > 0) {
       /* one object per block size, in the order given; the pairs [rank 0 (the sender), rank 1 (the receiver)] */

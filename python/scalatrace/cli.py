@@ -259,7 +259,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     from .topology import Noise, Topology
 
     net: LogGP | Topology = LogGP(
-        L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G, O=args.O
+        L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G, O=args.O, R=args.R
     )
     if args.topology:
         kind, _, shape = args.topology.partition(":")
@@ -284,9 +284,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             values = [float(v) for v in args.intra.split(",")]
         except ValueError:
             values = []
-        if len(values) not in (5, 6):
+        if len(values) not in (5, 6, 7):
             raise UsageError(
-                f"--intra takes five or six numbers L,o_s,o_r,g,G[,O], not {args.intra!r}"
+                f"--intra takes five to seven numbers L,o_s,o_r,g,G[,O[,R]], not {args.intra!r}"
             )
         intra = LogGP(*values)
     noise = None
@@ -371,7 +371,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         if not values:
             raise UsageError(f"--param wants NAME=V1,V2,..., got {item!r}")
         grid[name] = [_grid_value(name, v) for v in values.split(",")]
-    net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G, O=args.O)
+    net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G, O=args.O, R=args.R)
     df = sweep(args.trace, grid, processes=args.processes, progress=not args.quiet, network=net)
     if args.output:
         write_text(args.output, df.to_csv(index=False))
@@ -420,6 +420,12 @@ def _add_network_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=0.0,
         help="CPU overhead per byte (copies), seconds (LogGOPS O; default 0)",
+    )
+    p.add_argument(
+        "--R",
+        type=float,
+        default=0.0,
+        help="extra cost of a rendezvous handshake, seconds (default 0)",
     )
 
 
@@ -716,7 +722,7 @@ def _cmd_model(args: argparse.Namespace) -> int:
             }
         else:
             result["network"] = {
-                f: float(getattr(network, f)) for f in ("L", "o_s", "o_r", "g", "G", "O")
+                f: float(getattr(network, f)) for f in ("L", "o_s", "o_r", "g", "G", "O", "R")
             }
     predictions = [_single_values([p], "--predict") for p in args.predict]
     result["predictions"] = [{**p, "T": m.predict(**p)} for p in predictions]
@@ -935,7 +941,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--intra",
         default=None,
-        metavar="L,o_s,o_r,g,G[,O]",
+        metavar="L,o_s,o_r,g,G[,O[,R]]",
         help="LogGP parameters between ranks of one node (seconds; needed with --ranks-per-node "
         "on the flat network without contention)",
     )
@@ -970,7 +976,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--size-scale", type=float, default=1.0)
     sim.add_argument("--timing", choices=["mean", "median", "sample", "none"], default="mean")
     sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--eager-threshold", type=float, default=65536)
+    sim.add_argument(
+        "--eager-threshold",
+        type=float,
+        default=65536,
+        help="messages larger than this many bytes go rendezvous (default 65536)",
+    )
     sim.add_argument(
         "--contention", action="store_true", help="inter-node messages share their node's link"
     )

@@ -61,6 +61,7 @@ Timing = Literal["mean", "median", "sample", "none"]
 Placement = Literal["block", "round_robin", "random"]
 
 _NS = 1e-9
+_DEFAULT_EAGER = 65536.0  # bytes: simulate()'s eager threshold when the network has none
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,15 @@ class LogGP:
     O : float
         CPU overhead per byte (the copies of a shared-memory or eager transfer), seconds per
         byte; 0 (the default) is plain LogGP.
+    R : float
+        The extra cost of a rendezvous handshake, seconds: a rendezvous message's data leaves
+        ``L + R`` after its receive matched the request-to-send (MPI libraries switch
+        protocols at a size, and the switch costs microseconds at once: 3 us on MPICH's
+        shared memory at 8 KiB). 0 (the default): the handshake costs its two latencies only.
+    eager_threshold : float, optional
+        The largest message (bytes) the MPI library sends eagerly, as :func:`calibrate` finds
+        it: :func:`simulate` uses it unless given its own ``eager_threshold``. ``None`` (the
+        default): :func:`simulate`'s 65,536 bytes.
     """
 
     L: float = 1.0e-6
@@ -92,10 +102,14 @@ class LogGP:
     g: float = 0.0
     G: float = 1.0e-10
     O: float = 0.0  # noqa: E741 (LogGOPS's name)
+    R: float = 0.0
+    eager_threshold: float | None = None
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
+            if f.name == "eager_threshold" and v is None:
+                continue
             if (
                 isinstance(v, bool)
                 or not isinstance(v, (int, float))
@@ -117,9 +131,11 @@ class LogGP:
             g=self.g / bandwidth,
             G=self.G / bandwidth,
             O=self.O * overhead,
+            R=self.R * latency,
+            eager_threshold=self.eager_threshold,
         )
 
-    def _ns(self) -> tuple[float, float, float, float, float, float]:
+    def _ns(self) -> tuple[float, float, float, float, float, float, float]:
         return (
             self.L / _NS,
             self.o_s / _NS,
@@ -127,6 +143,7 @@ class LogGP:
             self.g / _NS,
             self.G / _NS,
             self.O / _NS,
+            self.R / _NS,
         )
 
 
@@ -310,7 +327,7 @@ def simulate(
     size_scale: float = 1.0,
     timing: Timing = "mean",
     seed: int = 0,
-    eager_threshold: float = 65536,
+    eager_threshold: float | None = None,
     contention: bool = False,
     recorded_local_calls: bool = True,
     timeline: bool = False,
@@ -348,8 +365,10 @@ def simulate(
         Multiplies every message size.
     timing : {"mean", "median", "sample", "none"}
         Compute time from each event's timing histogram (``sample`` draws with ``seed``).
-    eager_threshold : float
-        Messages larger than this many bytes use the rendezvous protocol.
+    eager_threshold : float, optional
+        Messages larger than this many bytes use the rendezvous protocol (``Ssend`` always,
+        ``Bsend`` never). Default: the network's ``eager_threshold`` (what :func:`calibrate`
+        found), else 65,536.
     contention : bool
         Inter-node messages share their node's link (one at a time per direction).
     recorded_local_calls : bool
@@ -403,7 +422,11 @@ def simulate(
             raise UsageError(_NO_INTRA_NODE.format(n=int(ranks_per_node)))
         compute_scale = check_float("compute_scale", compute_scale)
         size_scale = check_float("size_scale", size_scale)
-        eager_threshold = check_float("eager_threshold", eager_threshold)
+        if eager_threshold is None:
+            eager_threshold = net.eager_threshold
+        eager_threshold = check_float(
+            "eager_threshold", _DEFAULT_EAGER if eager_threshold is None else eager_threshold
+        )
         seed = check_int("seed", seed, lo=0, hi=2**64 - 1)
         check_choice("timing", timing, ("mean", "median", "sample", "none"))
         for name, flag in (
@@ -511,7 +534,7 @@ _SCALAR_KEYS = {
     "recorded_local_calls",
     "placement",
 }
-_NETWORK_KEYS = {"L", "o_s", "o_r", "g", "G", "O"}
+_NETWORK_KEYS = {"L", "o_s", "o_r", "g", "G", "O", "R"}
 _FACTOR_KEYS = {"bandwidth_scale", "latency_scale", "overhead_scale"}
 _OBJECT_KEYS = {"network", "intra_node", "noise"}
 GRID_KEYS = frozenset(_SCALAR_KEYS | _NETWORK_KEYS | _FACTOR_KEYS | _OBJECT_KEYS)
@@ -757,7 +780,18 @@ def sweep(
 # ----------------------------------------------------------------------------------- calibrate
 
 
-def _fit_loggp(doc: Mapping[str, Any], eager_threshold: float) -> LogGP:
+def _fit_loggp(doc: Mapping[str, Any], eager_threshold: float | None) -> LogGP:
+    """LogGP from a calibration run's measurements (:func:`calibrate`'s description).
+
+    With ``eager_threshold`` None, the eager line goes through the sizes up to the measured
+    protocol switch (``eager_limit``), and ``R`` is the median excess of the ping-pongs past it
+    over what the simulator's rendezvous costs without it, ``o_s + o_r + 3 L + (k - 1)(G + O)``
+    (request-to-send, clear-to-send, data; the copy out of the user buffer is not made).
+    """
+    limit = int(doc.get("eager_limit", -1))
+    measured_switch = eager_threshold is None and limit > 0
+    if eager_threshold is None:
+        eager_threshold = float(limit) if limit > 0 else _DEFAULT_EAGER
     sizes = np.asarray(doc["sizes"], dtype=float)
     half = np.asarray(doc["half_round_trip"], dtype=float)
     small = sizes <= eager_threshold
@@ -780,18 +814,26 @@ def _fit_loggp(doc: Mapping[str, Any], eager_threshold: float) -> LogGP:
     G = max(float(slope) - 2.0 * per_byte_cpu, 0.0)
     L = max(float(intercept) - o_s - o_r, 0.0)
     g = max(float(doc["g"]), 0.0)
-    return LogGP(L=L, o_s=o_s, o_r=o_r, g=g, G=G, O=per_byte_cpu)
+    if not measured_switch:
+        return LogGP(L=L, o_s=o_s, o_r=o_r, g=g, G=G, O=per_byte_cpu)
+    R = 0.0
+    big = np.asarray(doc.get("rendezvous_sizes", []), dtype=float)
+    if len(big) > 0:
+        model = o_s + o_r + 3.0 * L + (big - 1.0) * (G + per_byte_cpu)
+        excess = np.asarray(doc["rendezvous_half_round_trip"], dtype=float) - model
+        R = max(float(np.median(excess)), 0.0)
+    return LogGP(L=L, o_s=o_s, o_r=o_r, g=g, G=G, O=per_byte_cpu, R=R, eager_threshold=float(limit))
 
 
 def _checked_run_args(
-    np: int, reps: int, max_bytes: int, eager_threshold: float, timeout: float
-) -> tuple[int, int, int, float, float]:
+    np: int, reps: int, max_bytes: int, eager_threshold: float | None, timeout: float
+) -> tuple[int, int, int, float | None, float]:
     """The calibration run's arguments (:func:`calibrate`, :func:`calibrate_in_situ`), checked."""
     return (
         check_int("np", np, lo=2, hi=MAX_LAUNCH_RANKS),
         check_int("reps", reps, lo=1, hi=1 << 30),
-        check_int("max_bytes", max_bytes, lo=1, hi=1 << 40),
-        check_float("eager_threshold", eager_threshold),
+        check_int("max_bytes", max_bytes, lo=1, hi=(1 << 31) - 1),
+        None if eager_threshold is None else check_float("eager_threshold", eager_threshold),
         check_float("timeout", timeout, lo=0.0, hi=MAX_TIMEOUT_S),
     )
 
@@ -832,7 +874,7 @@ def calibrate(
     np: int = 2,
     reps: int = 200,
     max_bytes: int = 1 << 20,
-    eager_threshold: float = 65536,
+    eager_threshold: float | None = None,
     timeout: float = 300.0,
     *,
     compute_ns: float | None = None,
@@ -850,6 +892,13 @@ def calibrate(
     line through the half round trips of eager-sized messages:
     ``t(k) = o_s + o_r + L + (k - 1) (G + 2 O)``.
 
+    The run also finds where ``MPI_Send`` switches from eager to rendezvous: by bisection, the
+    largest size whose send returns before a receiver that posts its receive 200 us late (a
+    behaviour, not a time). That size is the result's ``eager_threshold`` (which
+    :func:`simulate` then uses), and ``R``, the handshake's extra cost, is the median excess
+    of ping-pongs at 1, 2, 4 and 8 times the first rendezvous size over the model's
+    ``o_s + o_r + 3 L + (k - 1)(G + O)``.
+
     With ``compute_ns``, ``o_s`` and ``o_r`` are measured *in situ* instead, on the
     application's pattern (MK's machine parameters): :func:`calibrate_in_situ`.
 
@@ -861,8 +910,10 @@ def calibrate(
         Batches per measurement (10 ping-pongs or 20 calls each).
     max_bytes : int
         Largest message size measured.
-    eager_threshold : float
-        Sizes up to this are used in the fit (the simulator's default threshold).
+    eager_threshold : float, optional
+        ``None`` (the default): the measured protocol switch, as above. A number: the line is
+        fitted through the sizes up to it, and the result has no ``R`` and no threshold of its
+        own (:func:`simulate`'s ``eager_threshold`` decides).
     timeout : float
         Seconds before the run is killed.
     compute_ns : float, optional
@@ -970,7 +1021,7 @@ def calibrate_in_situ(
     np: int = 2,
     reps: int = 200,
     max_bytes: int = 1 << 20,
-    eager_threshold: float = 65536,
+    eager_threshold: float | None = None,
     timeout: float = 300.0,
 ) -> InSituCalibration:
     """Measures the send and receive overheads in situ: on a one-way pipeline stage with a
@@ -1227,7 +1278,7 @@ def calibrate_in_situ_blocks(
     reps: int = 100,
     timeout: float = 600.0,
     np: int = 2,
-    eager_threshold: float = 65536,
+    eager_threshold: float | None = None,
     max_bytes: int = 1 << 20,
 ) -> InSituBlocks:
     """The in-situ overheads (:func:`calibrate_in_situ`) at several blocks in one run, their

@@ -5,6 +5,7 @@ replay when SimGrid is installed)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -369,6 +370,41 @@ def test_calibrate_measures_the_local_mpi():
     assert 0 < net.o_s < 1e-3 and 0 < net.o_r < 1e-3
     assert 0 < net.G < 1e-6  # more than 1 MB/s, less than 1 TB/s
     assert net.L + net.o_s + net.o_r < 0.1  # generous: this machine is often oversubscribed
+
+
+def test_calibrate_finds_the_protocol_switch_a_program_sees(tmp_path, collector_lib):
+    """calibrate() finds where MPI_Send goes from eager to rendezvous: in a real program, a send
+    of ``eager_threshold`` bytes returns before its receiver, 20 ms late, posts the receive, and
+    one byte more waits for it. simulate() takes that threshold from the network, and each
+    rendezvous handshake costs ``R`` more."""
+    net = scalatrace.calibrate(np=2, reps=20)
+    assert net.eager_threshold is not None, "MPICH's shared memory switches protocol below 1 MiB"
+    limit = int(net.eager_threshold)
+    assert 1 <= limit < 1 << 20 and 0 <= net.R < 1e-3
+    exe = helpers.compile_program("late_receiver", tmp_path)
+    sizes = [limit, limit + 1]
+    proc = helpers.run_mpi(2, [exe, *map(str, sizes)])
+    took = {int(b): float(t) for b, t in (line.split() for line in proc.stdout.splitlines())}
+    assert took[limit] < 0.010, took  # eager: the copy, not the receiver's 20 ms
+    assert took[limit + 1] >= 0.015, took  # rendezvous: waits for the receive
+
+    # The same program traced: with the calibrated network its second send is rendezvous, and
+    # the handshake's R lengthens the run by R (the receive is the critical path's end).
+    trace_path = tmp_path / "late.sct"
+    helpers.run_mpi(2, [exe, *map(str, sizes)], env=helpers.collector_env(out=trace_path))
+    t = scalatrace.load(trace_path)
+    base = dataclasses.replace(net, R=0.0)
+
+    def total(network: scalatrace.LogGP, **kw) -> float:
+        return scalatrace.simulate(t, network=network, recorded_local_calls=False, **kw).total_time
+
+    r = 5e-6
+    with_r = dataclasses.replace(base, R=r)
+    assert total(with_r) - total(base) == pytest.approx(r, rel=1e-6)
+    # Both sends eager (an explicit threshold wins over the network's): R costs nothing.
+    assert total(with_r, eager_threshold=limit + 1) == total(base, eager_threshold=limit + 1)
+    # The network's threshold is what simulate() uses by default.
+    assert total(with_r) == total(with_r, eager_threshold=limit)
 
 
 def test_calibrate_in_situ_runs_the_stage_with_the_computation_between_the_calls():

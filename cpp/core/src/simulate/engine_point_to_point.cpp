@@ -112,7 +112,7 @@ void Engine::match(std::int64_t d, const PostedRecv& pr, const Message& m) {
     Q.done = m.arrival;
   } else {
     const double matched = std::max(m.arrival, pr.post_time);
-    const auto t = net_.transfer(m.src, d, p, matched + p.L, m.bytes);  // clear-to-send, data
+    const auto t = net_.transfer(m.src, d, p, matched + p.L + p.R, m.bytes);  // clear-to-send, data
     RankSim& S = rank(m.src);
     Request& SQ = request(S, m.send_req);
     SQ.known = true;

@@ -24,6 +24,7 @@ void check_loggp(const LogGP& p, const std::string& which) {
   check_value(p.g, which + ".g");
   check_value(p.G, which + ".G");
   check_value(p.O, which + ".O");
+  check_value(p.R, which + ".R");
 }
 
 }  // namespace

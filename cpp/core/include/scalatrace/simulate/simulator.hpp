@@ -31,6 +31,9 @@ struct LogGP {
   double g = 0.0;      ///< gap between consecutive message starts of one sender
   double G = 0.1;      ///< gap per byte (inverse bandwidth)
   double O = 0.0;      ///< CPU overhead per byte (copies), on the sender (eager) and the receiver
+  /// Extra cost of a rendezvous handshake: the data of a rendezvous message leaves L + R after
+  /// its receive matched the request-to-send (MPI's protocol switch costs microseconds at once).
+  double R = 0.0;
 
   /// The CPU time a k-byte message adds to an overhead: (k-1)*O.
   double copy_time(double bytes) const { return byte_time(bytes, O); }
