@@ -21,10 +21,10 @@ constexpr double kAbsoluteToleranceNs = 10000.0;
 // rank sets the run's time, which one shared mean hid (docs/algorithms.md, "Timing groups").
 constexpr double kGroupRelativeTolerance = 0.2;
 constexpr double kGroupAbsoluteToleranceNs = 2000.0;
-// The two-sample Kolmogorov-Smirnov statistic's critical coefficient, sqrt(-ln(alpha / 2) / 2),
-// at the level alpha = 3e-8: a merge of n ranks makes n - 1 comparisons per node, and a million
-// ranks must not split a node on noise.
-constexpr double kKolmogorovSmirnovCritical = 3.0;
+// The chance, over a whole merge, that noise splits a group of ranks that compute alike: the
+// Kolmogorov-Smirnov test's level at each comparison is this over the trace's rank count (a
+// merge of n ranks compares each node's groups n - 1 times).
+constexpr double kFalseSplitChance = 0.01;
 
 bool within(const Histogram& a, const Histogram& b, double relative, double absolute_ns) {
   if (a.count() == 0 || b.count() == 0) return true;
@@ -48,9 +48,12 @@ double fraction_below(const Histogram& h, double x) {
 }
 
 /// Whether two histograms' values come from distributions that differ, beyond what their
-/// counts explain: the two-sample Kolmogorov-Smirnov test at the level 3e-8 on the binned
-/// distributions (the largest gap between them, at any bin edge of either).
-bool distributions_differ(const Histogram& a, const Histogram& b) {
+/// counts explain: the two-sample Kolmogorov-Smirnov test on the binned distributions (the
+/// largest gap between them, at any bin edge of either), at the level kFalseSplitChance / nranks
+/// (critical coefficient sqrt(-ln(level / 2) / 2): 1.73 at 2 ranks, 3.27 at a million).
+bool distributions_differ(const Histogram& a, const Histogram& b, std::int64_t nranks) {
+  const double level = kFalseSplitChance / static_cast<double>(std::max<std::int64_t>(nranks, 1));
+  const double critical = std::sqrt(-std::log(level / 2) / 2);
   double gap = 0;
   for (const Histogram* h : {&a, &b})
     for (const HistogramBin& bin : h->bins())
@@ -59,7 +62,7 @@ bool distributions_differ(const Histogram& a, const Histogram& b) {
         gap = std::max(gap, std::abs(fraction_below(a, x) - fraction_below(b, x)));
       }
   const double na = static_cast<double>(a.count()), nb = static_cast<double>(b.count());
-  return gap > kKolmogorovSmirnovCritical * std::sqrt((na + nb) / (na * nb));
+  return gap > critical * std::sqrt((na + nb) / (na * nb));
 }
 
 /// Whether two groups' compute times are close enough for one shared timing. Groups whose
@@ -67,10 +70,10 @@ bool distributions_differ(const Histogram& a, const Histogram& b) {
 /// by more than 20 % and 2 us, they split where their distributions differ beyond what their
 /// counts explain (distributions_differ): a short run's few values per rank, an event of few
 /// occurrences or a typical value on the edge between two bins do not split a group.
-bool same_timing_group(const Histogram& a, const Histogram& b) {
+bool same_timing_group(const Histogram& a, const Histogram& b, std::int64_t nranks) {
   if (within(a, b, kGroupRelativeTolerance, kGroupAbsoluteToleranceNs)) return true;
   if (!within(a, b, kRelativeTolerance, kAbsoluteToleranceNs)) return false;
-  return !distributions_differ(a, b);
+  return !distributions_differ(a, b, nranks);
 }
 
 void absorb(TimingGroup& into, TimingGroup&& from) {
@@ -114,7 +117,7 @@ const Histogram& EventNode::first_compute_for(std::int64_t rank) const {
   return g != nullptr ? g->first_compute : first_compute;
 }
 
-void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const RankList& b_ranks) {
+void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const RankList& b_ranks, std::int64_t nranks) {
   std::vector<TimingGroup> groups = groups_of(a, a_ranks);
   std::vector<TimingGroup> incoming = groups_of(b, b_ranks);
   a.compute.merge(b.compute);
@@ -122,7 +125,7 @@ void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const Ra
   a.first_compute.merge(b.first_compute);
   for (auto& g : incoming) {
     auto same = std::find_if(groups.begin(), groups.end(),
-                             [&](const TimingGroup& h) { return same_timing_group(h.compute, g.compute); });
+                             [&](const TimingGroup& h) { return same_timing_group(h.compute, g.compute, nranks); });
     if (same != groups.end())
       absorb(*same, std::move(g));
     else

@@ -17,6 +17,7 @@ bool similar_timing(const Histogram& a, const Histogram& b);
 /// `b` (ranks `b_ranks`, disjoint from a's). The node-wide histograms always merge; groups whose
 /// typical compute times are within 20 % of the larger or 2 us merge; beyond EventNode::kMaxTimingGroups the two
 /// closest groups merge. When one group is left, `timing_groups` is cleared (the node-wide histograms apply).
-void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const RankList& b_ranks);
+/// `nranks`, the trace's rank count, sets the noise test's level (1 % over the whole merge).
+void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const RankList& b_ranks, std::int64_t nranks);
 
 }  // namespace scalatrace
