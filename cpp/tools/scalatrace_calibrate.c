@@ -48,8 +48,8 @@ static double half_round_trip(int rank, char* buf, int bytes, int batches) {
   return best;
 }
 
-/* Whether rank 0's blocking MPI_Send of `bytes` returns before rank 1, kLateNs behind it, posts
- * the receive: eager (the message is buffered) or rendezvous (the send waits for the receive).
+/* Whether rank 0's blocking MPI_Send of `bytes` returns before rank 1, kLate (200 us) behind
+ * it, posts the receive: eager (the message is buffered) or rendezvous (the send waits for the receive).
  * The fastest of three tries; both ranks get the answer. A behaviour, not a time: the waits
  * differ by the whole delay, so a loaded machine does not blur the answer. */
 static int sends_eagerly(int rank, char* buf, int bytes) {
