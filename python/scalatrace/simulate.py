@@ -375,9 +375,11 @@ def simulate(
     recorded_local_calls : bool
         Calls that never wait for another rank (nonblocking and persistent initiations,
         ``Start``, the ``Test`` family, ``Request_free``, functions recorded as ``Other``) take
-        at least their recorded duration (from the duration histograms, by ``timing``): the MPI
-        library's own time per call, which LogGP's overheads leave out. It is not scaled by
-        any what-if parameter. ``False``: only the model's overheads (as SimGrid's replay).
+        at least their recorded duration (the mean of their durations' median bin; blocking
+        collectives and eager blocking sends bound the whole call, a collective by its fastest
+        bin): the MPI library's own time per call, which LogGP's overheads leave out. It is
+        not scaled by any what-if parameter. ``False``: only the model's overheads (as
+        SimGrid's replay).
     timeline : bool
         Record start/end of every event (``SimResult.to_pandas("timeline")``, ``plot.timeline``).
     pair_counts : bool

@@ -54,6 +54,8 @@ std::string_view timing_name(TimingMode mode) {
       return "fastest";
     case TimingMode::Spread:
       return "spread";
+    case TimingMode::LibraryTime:
+      return "library";
   }
   return "?";
 }

@@ -411,7 +411,7 @@ struct Cursor::Impl {
       if (first.count() > 0 && !similar_timing(first, *s.compute)) s.first_compute = &first;
       s.spread_key = spread_keys++;
       if (!per_occurrence(timing)) s.compute_ns = later_compute_value(s, 0);
-      if (!per_occurrence(duration_timing)) s.duration_ns = value_of(*s.duration, duration_timing, 0.5);
+      if (!per_occurrence(duration_timing)) s.duration_ns = value_of(*s.duration, duration_mode(e.op), 0.5);
       if (!e.site_ids.empty()) {
         s.site_ids = arena.make<ValueSeq::Reader>();
         *s.site_ids = ValueSeq::Reader(seq_for(e.site_ids, "call-site sequence"));
@@ -543,6 +543,7 @@ struct Cursor::Impl {
       case TimingMode::None:
       case TimingMode::Median:
       case TimingMode::Fastest:
+      case TimingMode::LibraryTime:
         return value_of(*s.compute, timing, u);
     }
     return 0;
@@ -568,6 +569,13 @@ struct Cursor::Impl {
     return (strata[k % kSpreadBlock] + inside) / static_cast<double>(kSpreadBlock);
   }
 
+  /// The mode that turns a call of `op`'s durations into its value (TimingMode::LibraryTime).
+  TimingMode duration_mode(Op op) const {
+    if (duration_timing != TimingMode::LibraryTime) return duration_timing;
+    const OpKind kind = op_kind(op);
+    return kind == OpKind::Collective || kind == OpKind::CommCreate ? TimingMode::Fastest : TimingMode::Median;
+  }
+
   /// `u`: the fraction TimingMode::Spread draws at (other modes ignore it).
   std::uint64_t value_of(const Histogram& h, TimingMode mode, double u) {
     switch (mode) {
@@ -580,6 +588,7 @@ struct Cursor::Impl {
       case TimingMode::None:
         return 0;
       case TimingMode::Median:
+      case TimingMode::LibraryTime:  // as Median where no op chose (duration_mode)
         return histogram_median(h);
       case TimingMode::Fastest:
         for (const auto& b : h.bins())

@@ -201,10 +201,11 @@ struct alignas(64) RankSim {
   RankSim(const Trace& t, std::int64_t r, const SimOptions& o, SharedConstants& constants)
       : rank(r),
         cursor(t, r, o.timing, o.seed + static_cast<std::uint64_t>(r),
-               // Durations give calls their floor (recorded_local_calls): the mean of the
-               // fastest bin, the calls that waited least, robust to the preempted or first
-               // (connection set-up) calls a mean would spread over all.
-               o.timing == TimingMode::None ? TimingMode::None : TimingMode::Fastest) {
+               // Durations give calls their floor (recorded_local_calls): a collective's the
+               // mean of its fastest bin (the calls that waited least), any other call's the
+               // mean of its median bin; both robust to the preempted or first (connection
+               // set-up) calls a mean would spread over all.
+               o.timing == TimingMode::None ? TimingMode::None : TimingMode::LibraryTime) {
     cursor.share_constants(constants);
   }
 };

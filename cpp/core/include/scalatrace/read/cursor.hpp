@@ -19,8 +19,13 @@ class LossyOccurrences;
 /// that waited least), or Spread: a seeded draw per occurrence, stratified so that every 16
 /// consecutive occurrences of a node on the rank cover the histogram's distribution evenly (in
 /// an order drawn per block: the rank's total keeps the mean, its occurrences vary as recorded,
-/// and ranks with other seeds vary independently; Histogram::at_fraction).
-enum class TimingMode { Mean, Sample, None, Median, Fastest, Spread };
+/// and ranks with other seeds vary independently; Histogram::at_fraction). LibraryTime, for
+/// durations: the simulator's floor of a call's own time in the MPI library (docs/simulator.md,
+/// "Library time"): Fastest for collectives and communicator creation (their calls wait for the
+/// last rank to arrive; the fastest waited least), Median for every other call (an initiation,
+/// a test, an eager send: it waits for no other rank, so its usual time is the library's, caches
+/// as the program leaves them).
+enum class TimingMode { Mean, Sample, None, Median, Fastest, Spread, LibraryTime };
 
 /// The values of event fields that never vary, shared by the cursors of many ranks of one trace
 /// (Cursor::share_constants): a node's constant fields are mostly the same on every rank, kept
