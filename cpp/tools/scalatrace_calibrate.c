@@ -48,6 +48,18 @@ static double half_round_trip(int rank, char* buf, int bytes, int batches) {
   return best;
 }
 
+/* Half round trips of `count` sizes into `times`: three passes over all of them, the fastest per
+ * size (on a loaded machine whole stretches of time may pass with the two ranks never running
+ * at once); sizes of 64 KiB and more take a tenth of the batches (at least 5). */
+static void half_round_trips(int rank, char* buf, const int* sizes, int count, int reps, double* times) {
+  for (int pass = 0; pass < 3; ++pass)
+    for (int i = 0; i < count; ++i) {
+      const int batches = sizes[i] >= (1 << 16) ? (reps / 10 > 5 ? reps / 10 : 5) : reps;
+      const double t = half_round_trip(rank, buf, sizes[i], batches);
+      times[i] = (pass == 0 || t < times[i]) ? t : times[i];
+    }
+}
+
 /* Whether rank 0's blocking MPI_Send of `bytes` returns before rank 1, kLate (200 us) behind
  * it, posts the receive: eager (the message is buffered) or rendezvous (the send waits for the receive).
  * The fastest of three tries; both ranks get the answer. A behaviour, not a time: the waits
@@ -378,16 +390,8 @@ int main(int argc, char** argv) {
   int sizes[64];
   double times[64];
   int n = 0;
-  /* Three passes over the sizes, the fastest per size: on a loaded machine whole stretches of
-   * time may pass with the two ranks never running at once. */
-  for (int pass = 0; pass < 3; ++pass) {
-    n = 0;
-    for (int k = 1; k <= max_bytes && n < 64; k *= 4, ++n) {
-      const double t = half_round_trip(rank, buf, k, k >= (1 << 16) ? (reps / 10 > 5 ? reps / 10 : 5) : reps);
-      sizes[n] = k;
-      times[n] = (pass == 0 || t < times[n]) ? t : times[n];
-    }
-  }
+  for (int k = 1; k <= max_bytes && n < 61; k *= 4) sizes[n++] = k; /* 3 places left below */
+  half_round_trips(rank, buf, sizes, n, reps, times);
   double o_s = 0, o_r = 0;
   overheads(rank, buf, 8, 20, reps, &o_s, &o_r);
   /* Overheads by size (the copies): sizes small enough to stay eager (20 of them unexpected at
@@ -409,28 +413,16 @@ int main(int argc, char** argv) {
   const int limit = eager_limit(rank, buf, max_bytes);
   /* The eager line's own sizes up to the switch (a quarter, a half and all of it): the powers
    * of 4 below it may stop far short of it (4,096 for 8,255). */
-  for (int d = 4; limit > 0 && d >= 1 && n < 64; d /= 2) {
-    const int k = limit / d;
-    if (k <= 1) continue;
-    sizes[n] = k;
-    times[n] = 1e30;
-    for (int pass = 0; pass < 3; ++pass) {
-      const double t = half_round_trip(rank, buf, k, reps);
-      if (t < times[n]) times[n] = t;
-    }
-    ++n;
-  }
+  const int powers = n;
+  for (int d = 4; limit > 0 && d >= 1; d /= 2)
+    if (limit / d > 1) sizes[n++] = limit / d;
+  half_round_trips(rank, buf, sizes + powers, n - powers, reps, times + powers);
   int rendezvous_sizes[4];
   double rendezvous_times[4];
   int nr = 0;
-  for (long long k = (long long)limit + 1; limit > 0 && k <= max_bytes && nr < 4; k *= 2, ++nr) {
-    rendezvous_sizes[nr] = (int)k;
-    rendezvous_times[nr] = 1e30;
-    for (int pass = 0; pass < 3; ++pass) {
-      const double t = half_round_trip(rank, buf, (int)k, reps);
-      if (t < rendezvous_times[nr]) rendezvous_times[nr] = t;
-    }
-  }
+  for (long long k = (long long)limit + 1; limit > 0 && k <= max_bytes && nr < 4; k *= 2)
+    rendezvous_sizes[nr++] = (int)k;
+  half_round_trips(rank, buf, rendezvous_sizes, nr, reps, rendezvous_times);
   InSitu mine[kMaxBlocks], other[kMaxBlocks];
   if (nsizes > 0) {
     in_situ(rank, compute_ns, footprint, msg_bytes, chains, nsizes, reps, mine);

@@ -13,9 +13,12 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import MPIRunError, ScalatraceError, UsageError
+
+if TYPE_CHECKING:
+    from .simulate import LogGP
 
 USAGE_EXIT = 2
 ERROR_EXIT = 1
@@ -258,9 +261,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     from .simulate import LogGP, simulate
     from .topology import Noise, Topology
 
-    net: LogGP | Topology = LogGP(
-        L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G, O=args.O, R=args.R
-    )
+    net: LogGP | Topology = _network_from_args(args)
     if args.topology:
         kind, _, shape = args.topology.partition(":")
         try:
@@ -363,7 +364,7 @@ def _cmd_goal(args: argparse.Namespace) -> int:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ._files import write_text
-    from .simulate import LogGP, sweep
+    from .simulate import sweep
 
     grid: dict[str, list[object]] = {}
     for item in args.param:
@@ -371,7 +372,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         if not values:
             raise UsageError(f"--param wants NAME=V1,V2,..., got {item!r}")
         grid[name] = [_grid_value(name, v) for v in values.split(",")]
-    net = LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G, O=args.O, R=args.R)
+    net = _network_from_args(args)
     df = sweep(args.trace, grid, processes=args.processes, progress=not args.quiet, network=net)
     if args.output:
         write_text(args.output, df.to_csv(index=False))
@@ -405,6 +406,13 @@ def _grid_value(name: str, text: str) -> object:
         return float(text)
     except ValueError:
         raise UsageError(f"--param {name} wants numbers, got {text!r}") from None
+
+
+def _network_from_args(args: argparse.Namespace) -> LogGP:
+    """The LogGP of the options :func:`_add_network_arguments` adds."""
+    from .simulate import LogGP
+
+    return LogGP(L=args.L, o_s=args.o_s, o_r=args.o_r, g=args.g, G=args.G, O=args.O, R=args.R)
 
 
 def _add_network_arguments(p: argparse.ArgumentParser) -> None:
