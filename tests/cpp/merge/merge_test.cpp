@@ -482,6 +482,60 @@ TEST(Merge, TimingGroupsKeepRanksThatDiffer) {
   }
 }
 
+TEST(Merge, TimingGroupsKeepARankSlowerAtEveryCall) {
+  // NPB CG at 2 ranks: one rank computed 50-70 % longer in all, a little at every call
+  // (its core in a slower state). Each call's difference is within 50 % and 10 us, the
+  // first-occurrence test; over 800 calls it adds up, and the slower rank sets the run's time.
+  // Rank 3 keeps its own timing, and the merged trace gives each rank its own total compute.
+  const auto step = [](int i) { return 11'000 + static_cast<std::uint64_t>(i % 9) * 600; };
+  const auto [merged, recv] =
+      merged_pipeline_receives(800, [&](std::int64_t rank, int i) { return rank == 3 ? step(i) * 14 / 10 : step(i); });
+  ASSERT_NE(recv, nullptr);
+  ASSERT_EQ(recv->timing_groups.size(), 2u);
+  EXPECT_EQ(recv->compute_for(3).count(), 800u);
+  EXPECT_EQ(recv->compute_for(1).count(), 1600u);
+  const auto total = [&](std::int64_t rank) {
+    double sum = 0;
+    for (const auto& e : expand(merged, rank)) sum += static_cast<double>(e.compute_ns);
+    return sum;
+  };
+  double recorded = 0;
+  for (int i = 0; i < 800; ++i) recorded += static_cast<double>(step(i));
+  EXPECT_NEAR(total(1), recorded, recorded * 0.01);
+  EXPECT_NEAR(total(3), recorded * 1.4, recorded * 0.014);
+}
+
+TEST(Merge, TimingGroupsDoNotSplitOnFewValues) {
+  // Three calls per rank, drawn from one distribution (8-15 us): rank 1's all came out low,
+  // rank 2's all high, 30-50 % apart, with no overlap. Three values are too few to call two
+  // ranks different (a node of three occurrences, a short run), so they share one timing.
+  const std::uint64_t few[3][3] = {{8'500, 9'000, 9'500}, {12'500, 13'000, 14'500}, {9'200, 11'800, 14'800}};
+  const auto [merged, recv] =
+      merged_pipeline_receives(3, [&](std::int64_t rank, int i) { return few[rank - 1][static_cast<std::size_t>(i)]; });
+  ASSERT_NE(recv, nullptr);
+  EXPECT_TRUE(recv->timing_groups.empty()) << recv->timing_groups.size() << " groups";
+}
+
+TEST(Merge, TimingGroupsDoNotDependOnTheRunsLength) {
+  // Compute times spread evenly over 8 us: rank 1 from 6 us, rank 3 from 9 us, rank 2 from
+  // 12 us. Rank 3's typical value is 30 % above rank 1's, but their distributions overlap (a
+  // Kolmogorov-Smirnov distance of 3/8); rank 2's are apart (6/8). A significance test would
+  // split ranks 1 and 3 once the run is long enough (its power grows with the count: an
+  // oversubscribed stencil's trace grew with its timesteps that way); the distance does not
+  // grow, so 40 calls and 40,000 calls give the same two groups.
+  const auto values = [](std::int64_t rank, int i) -> std::uint64_t {
+    const auto u = static_cast<std::uint64_t>(i) * 7'919 % 8'000;
+    return (rank == 1 ? 6'000 : rank == 3 ? 9'000 : 12'000) + u;
+  };
+  for (const int calls : {40, 40'000}) {
+    const auto [merged, recv] = merged_pipeline_receives(calls, values);
+    ASSERT_NE(recv, nullptr);
+    ASSERT_EQ(recv->timing_groups.size(), 2u) << calls << " calls";
+    EXPECT_EQ(recv->compute_for(3).count(), static_cast<std::uint64_t>(2 * calls)) << calls << " calls: 3 with 1";
+    EXPECT_EQ(recv->compute_for(2).count(), static_cast<std::uint64_t>(calls)) << calls << " calls: 2 alone";
+  }
+}
+
 TEST(Merge, FirstOccurrencesMergePerTimingGroup) {
   // Every rank's first receive took a warm-up: ranks 1 and 2 about 500 us before later calls
   // of 2 us; rank 3 (its own timing group, 1 ms per call) 3 ms. The merged node keeps the

@@ -1,6 +1,6 @@
 // Elastic timing groups. A merged event node keeps one (compute, duration) histogram pair per
 // group of ranks; groups partition the node's ranks. Merging two nodes pools both sides' groups
-// and combines groups whose compute times are similar (similar_timing). The number of groups is
+// and combines groups whose compute times are close (same_timing_group). The number of groups is
 // bounded (EventNode::kMaxTimingGroups): beyond it, the two groups with the closest typical
 // compute times are combined, so the trace size does not grow with the rank count, while ranks
 // that really differ (the ends of a pipeline, an overloaded rank) keep their own timing.
@@ -8,13 +8,87 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace scalatrace {
 namespace {
 
+// similar_timing: is a first occurrence unusual (a warm-up)? Also the widest band in which two
+// groups of ranks may unite.
 constexpr double kRelativeTolerance = 0.5;
 constexpr double kAbsoluteToleranceNs = 10000.0;
+// same_timing_group: within 20 % or 2 us two groups always unite. A slower rank's small
+// difference at every call adds up over a run: on NPB CG at 2 ranks one rank computed 50-70 %
+// longer in all, a little at every call, and one shared mean hid the rank that sets the
+// run's time (docs/algorithms.md, "Timing groups").
+constexpr double kGroupRelativeTolerance = 0.2;
+constexpr double kGroupAbsoluteToleranceNs = 2000.0;
+// Between the two bands, groups split where their distributions are apart: the largest gap
+// between their cumulative distributions (the Kolmogorov-Smirnov distance) above one half. A
+// distance, not a test alone: a test's power grows with the run's length, so a longer run would
+// split more groups (an oversubscribed stencil's trace grew from 447 to 538 bytes between 10 and
+// 1,000 timesteps with one), where the distance between two fixed distributions converges to its
+// value. The test still has to find the gap beyond chance, at a level of 1 % over the whole
+// merge (a merge of n ranks compares each node's groups n - 1 times): a group of a few values,
+// or one of thousands of comparisons between groups of random draws, does not split on noise.
+constexpr double kSplitDistance = 0.5;
+constexpr double kFalseSplitChance = 0.01;
+constexpr std::uint64_t kSplitMinCount = 8;
+
+bool within(const Histogram& a, const Histogram& b, double relative, double absolute_ns) {
+  if (a.count() == 0 || b.count() == 0) return true;
+  const double ta = a.typical(), tb = b.typical();
+  const double diff = std::abs(ta - tb);
+  return diff <= absolute_ns || diff <= relative * std::max(ta, tb);
+}
+
+/// The fraction of a histogram's values at most `x`, each bin's values taken as spread
+/// uniformly over its [min, max].
+double fraction_at_most(const Histogram& h, double x) {
+  double below = 0;
+  for (const HistogramBin& bin : h.bins()) {
+    const auto lo = static_cast<double>(bin.min), hi = static_cast<double>(bin.max);
+    if (hi <= x)
+      below += static_cast<double>(bin.count);
+    else if (lo < x)
+      below += static_cast<double>(bin.count) * (x - lo) / (hi - lo);
+  }
+  return below / static_cast<double>(h.count());
+}
+
+/// The Kolmogorov-Smirnov distance of two binned distributions: the largest gap between their
+/// cumulative fractions, at any bin edge of either.
+double distribution_distance(const Histogram& a, const Histogram& b) {
+  double gap = 0;
+  for (const Histogram* h : {&a, &b})
+    for (const HistogramBin& bin : h->bins())
+      for (const std::uint64_t edge : {bin.min, bin.max}) {
+        const auto x = static_cast<double>(edge);
+        gap = std::max(gap, std::abs(fraction_at_most(a, x) - fraction_at_most(b, x)));
+      }
+  return gap;
+}
+
+/// The Kolmogorov-Smirnov critical gap between two groups of na and nb values at the level
+/// kFalseSplitChance / nranks: sqrt(-ln(level / 2) / 2) sqrt((na + nb) / (na nb)).
+double critical_gap(double na, double nb, std::int64_t nranks) {
+  const double level = kFalseSplitChance / static_cast<double>(std::max<std::int64_t>(nranks, 1));
+  return std::sqrt(-std::log(level / 2) / 2) * std::sqrt((na + nb) / (na * nb));
+}
+
+/// Whether two groups' compute times are close enough for one shared timing: within 20 % or
+/// 2 us, always; beyond 50 % and 10 us (similar_timing), never; between, unless both hold at
+/// least kSplitMinCount values and their distributions are more than half apart, by a gap that
+/// chance does not explain.
+bool same_timing_group(const Histogram& a, const Histogram& b, std::int64_t nranks) {
+  if (within(a, b, kGroupRelativeTolerance, kGroupAbsoluteToleranceNs)) return true;
+  if (!within(a, b, kRelativeTolerance, kAbsoluteToleranceNs)) return false;
+  if (a.count() < kSplitMinCount || b.count() < kSplitMinCount) return true;
+  const double gap = distribution_distance(a, b);
+  return gap <= kSplitDistance ||
+         gap <= critical_gap(static_cast<double>(a.count()), static_cast<double>(b.count()), nranks);
+}
 
 void absorb(TimingGroup& into, TimingGroup&& from) {
   into.ranks = into.ranks.unite(from.ranks);
@@ -33,10 +107,7 @@ std::vector<TimingGroup> groups_of(EventNode& e, const RankList& ranks) {
 }  // namespace
 
 bool similar_timing(const Histogram& a, const Histogram& b) {
-  if (a.count() == 0 || b.count() == 0) return true;
-  const double ta = a.typical(), tb = b.typical();
-  const double diff = std::abs(ta - tb);
-  return diff <= kAbsoluteToleranceNs || diff <= kRelativeTolerance * std::max(ta, tb);
+  return within(a, b, kRelativeTolerance, kAbsoluteToleranceNs);
 }
 
 const TimingGroup* EventNode::timing_group_for(std::int64_t rank) const {
@@ -60,7 +131,7 @@ const Histogram& EventNode::first_compute_for(std::int64_t rank) const {
   return g != nullptr ? g->first_compute : first_compute;
 }
 
-void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const RankList& b_ranks) {
+void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const RankList& b_ranks, std::int64_t nranks) {
   std::vector<TimingGroup> groups = groups_of(a, a_ranks);
   std::vector<TimingGroup> incoming = groups_of(b, b_ranks);
   a.compute.merge(b.compute);
@@ -68,7 +139,7 @@ void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const Ra
   a.first_compute.merge(b.first_compute);
   for (auto& g : incoming) {
     auto same = std::find_if(groups.begin(), groups.end(),
-                             [&](const TimingGroup& h) { return similar_timing(h.compute, g.compute); });
+                             [&](const TimingGroup& h) { return same_timing_group(h.compute, g.compute, nranks); });
     if (same != groups.end())
       absorb(*same, std::move(g));
     else

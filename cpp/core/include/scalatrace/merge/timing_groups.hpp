@@ -1,6 +1,8 @@
 #pragma once
 // Elastic timing (issue 9): an event node's timing kept per group of ranks whose compute-time
 // distributions differ, merged where they agree. See docs/algorithms.md ("Timing groups").
+#include <cstdint>
+
 #include "scalatrace/model/trace.hpp"
 
 namespace scalatrace {
@@ -8,12 +10,17 @@ namespace scalatrace {
 /// True if two compute-time histograms describe the same behaviour: their typical values
 /// (median-bin means, robust to a few preempted calls) differ by at most half the larger or
 /// by at most 10 microseconds (less is noise: timer resolution, cache and scheduling effects).
+/// The test of a node's first occurrences against its other ones (a warm-up or not). Groups of
+/// ranks unite on a tighter rule (merge_timing): a small difference at every call adds up.
 bool similar_timing(const Histogram& a, const Histogram& b);
 
 /// Cross-rank merge of the timing of two matched event nodes: `a` (ranks `a_ranks`) absorbs
-/// `b` (ranks `b_ranks`, disjoint from a's). The node-wide histograms always merge; groups with
-/// similar compute times merge; beyond EventNode::kMaxTimingGroups the two closest groups
-/// merge. When one group is left, `timing_groups` is cleared (the node-wide histograms apply).
-void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const RankList& b_ranks);
+/// `b` (ranks `b_ranks`, disjoint from a's). The node-wide histograms always merge; groups merge
+/// whose typical compute times are within 20 % or 2 us, or within 50 % or 10 us with
+/// distributions at most half apart (docs/algorithms.md, "Timing groups"); beyond
+/// EventNode::kMaxTimingGroups the two closest groups merge. `nranks`, the trace's rank count,
+/// bounds the chance that noise splits a group over the whole merge. When one group is left, `timing_groups` is cleared
+/// (the node-wide histograms apply).
+void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const RankList& b_ranks, std::int64_t nranks);
 
 }  // namespace scalatrace
