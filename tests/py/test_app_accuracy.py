@@ -9,8 +9,9 @@ Timing needs the two ranks to run when they want to: the runs use SCHED_FIFO (``
 machine allows it, so that other jobs on a shared machine do not deschedule them; without it
 the test is skipped (an oversubscribed or loaded run measures the scheduler, not MPI). A run
 outside the bound is also skipped, naming the cause, when the ranks' compute for the same work
-differs by more than 10 % (the cores ran at different speeds, which the default mean timing does
-not carry by design); within the bound, or with the cores at one speed, it is asserted."""
+differs by more than 10 % (the cores ran at different speeds, which the merged trace keeps only
+where the difference splits its timing groups); within the bound, or with the cores at one
+speed, it is asserted."""
 
 from __future__ import annotations
 
@@ -87,10 +88,10 @@ def test_simulated_time_of_a_calm_two_rank_run_is_close(program, args, tmp_path)
     ratio = sorted(ratios)[1]
     if not 0.75 < ratio < 1.33 and sorted(spreads)[1] > 0.10:
         # The same work took one rank over 10 % longer: the two cores ran at different speeds
-        # (seen on this VM: 3.04 against 3.51 ms of mg_like's compute, 2026-11-28). The
-        # default timing gives both ranks their mean compute, by design (ranks whose compute
-        # differs by less than 50 % share a timing group, docs/algorithms.md), so the
-        # prediction then misses the slower core's excess: a property of the machine, not a
+        # (seen on this VM: 3.04 against 3.51 ms of mg_like's compute, 2026-11-28). Ranks whose
+        # compute differs by less than 20 % or 2 us per call, or whose distributions overlap,
+        # share a timing group and get its mean (docs/algorithms.md, "Timing groups"), so the
+        # prediction may then miss the slower core's excess: a property of the machine, not a
         # missing or doubled cost, which is what this test is for.
         pytest.skip(
             f"the ranks' compute for the same work differs by {sorted(spreads)[1]:.0%}: "
