@@ -10,9 +10,9 @@ For each application and repeat: one traced run (merged trace and raw recording)
 = slowest rank from the end of MPI_Init to MPI_Finalize in the raw recording (compute plus call
 durations, as the simulator predicts it); untraced runs with the same span measured by the
 ``mpi_span.c`` shim (no collector: the program as it runs without the tool, which is what the
-simulator predicts, since the trace leaves out the collector's own time); the simulated time of the merged trace with LogGP
-parameters from ``scalatrace.calibrate(np=2)`` (``timing="mean"``, and ``timing="sample"``
-averaged over seeds); SimGrid SMPI replay of the same trace's export when ``smpirun`` is present.
+simulator predicts, since the trace leaves out the collector's own time); the simulated time of
+the merged trace with LogGP parameters from ``scalatrace.calibrate(np=2)`` (``timing="mean"``,
+and ``timing="sample"`` averaged over seeds); SimGrid SMPI replay of the same trace's export when ``smpirun`` is present.
 Medians over the repeats, with the range. Accuracy figures mean something only with no more ranks
 than cores on an idle machine: the script prints the load average before and after.
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -149,6 +150,8 @@ def main() -> int:
     p.add_argument("--no-smpi", action="store_true")
     p.add_argument("--out", type=Path)
     args = p.parse_args()
+    if args.untraced_repeats < 1 or args.repeats < 1:
+        p.error("--repeats and --untraced-repeats must be at least 1")
 
     cases: list[tuple[str, list[str], int]] = []
     for code in [c for c in args.codes.split(",") if c]:
@@ -169,8 +172,10 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="appacc-") as tmp:
         span_lib = Path(tmp) / "libmpi_span.so"
+        # MPICH's compiler, as the launcher (_paths.mpiexec) is MPICH's.
+        mpicc = shutil.which("mpicc.mpich") or "mpicc"
         subprocess.run(
-            ["mpicc", "-shared", "-fPIC", "-O2", "-o", str(span_lib), str(SPAN_SOURCE)], check=True
+            [mpicc, "-shared", "-fPIC", "-O2", "-o", str(span_lib), str(SPAN_SOURCE)], check=True
         )
         for name, argv, n in cases:
             r = measure(name, argv, n, net, args, Path(tmp), one_line, span_lib)
