@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
@@ -32,13 +31,12 @@ import scalatrace
 from scalatrace._files import write_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mpi_span import build_shim, reported_span  # noqa: E402
 from replay_timing import program_time_from_raw  # noqa: E402
 from simulator_bench import error_range, smpi_time, traced_run  # noqa: E402
 
 from scalatrace import _paths  # noqa: E402
 from scalatrace.simulate import _fit_loggp, _run_calibration  # noqa: E402
-
-SPAN_SOURCE = Path(__file__).resolve().parent / "mpi_span.c"
 
 
 def untraced_span(
@@ -55,10 +53,10 @@ def untraced_span(
         timeout=timeout,
         cwd=case,
     )
-    spans = [line.split()[1] for line in proc.stderr.splitlines() if line.startswith("mpi_span ")]
-    if not spans:
+    span = reported_span(proc.stderr)
+    if span is None:
         raise RuntimeError(f"{argv[0]}: the mpi_span shim printed no span: {proc.stderr[-500:]}")
-    return float(spans[-1])
+    return span
 
 
 def load_average() -> str:
@@ -171,12 +169,7 @@ def main() -> int:
     net, one_line = _fit_loggp(doc, None), _fit_loggp(doc, 65536.0)
     rows = []
     with tempfile.TemporaryDirectory(prefix="appacc-") as tmp:
-        span_lib = Path(tmp) / "libmpi_span.so"
-        # MPICH's compiler, as the launcher (_paths.mpiexec) is MPICH's.
-        mpicc = shutil.which("mpicc.mpich") or "mpicc"
-        subprocess.run(
-            [mpicc, "-shared", "-fPIC", "-O2", "-o", str(span_lib), str(SPAN_SOURCE)], check=True
-        )
+        span_lib = build_shim(Path(tmp))
         for name, argv, n in cases:
             r = measure(name, argv, n, net, args, Path(tmp), one_line, span_lib)
             print(r, flush=True)

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from codegen_timing import recorded_program_time  # noqa: E402  (benchmarks/)
+from mpi_span import build_shim, reported_span  # noqa: E402  (benchmarks/)
 
 import scalatrace
 from scalatrace import conceptual
@@ -166,7 +167,6 @@ TIMED = {
     "npb-is.S": None,
 }  # not npb-mg.S: not timed yet (its benchmark blocked until it was fixed), and a blocked run at
 # SCHED_FIFO spins both cores until its timeout
-SPAN_SOURCE = Path(__file__).resolve().parent / "mpi_span.c"
 
 
 def logged_elapsed(log: Path) -> float:
@@ -197,12 +197,12 @@ def timed_run(
             raise RuntimeError(f"{' '.join(cmd)} took more than {timeout} s") from None
     proc = subprocess.CompletedProcess(cmd, child.returncode, "", stderr)
     wall = time.perf_counter() - t
-    spans = [line.split()[1] for line in proc.stderr.splitlines() if line.startswith("mpi_span ")]
+    reported = reported_span(proc.stderr)
     if not span and proc.returncode == 0:
         return 0.0, wall
-    if proc.returncode != 0 or not spans:
+    if proc.returncode != 0 or reported is None:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
-    return float(spans[-1]), wall
+    return reported, wall
 
 
 def timing(
@@ -303,11 +303,7 @@ def main() -> int:
             flush=True,
         )
     if args.timing:
-        span_lib = work / "libmpi_span.so"
-        subprocess.run(
-            ["mpicc.mpich", "-shared", "-fPIC", "-O2", "-o", str(span_lib), str(SPAN_SOURCE)],
-            check=True,
-        )
+        span_lib = build_shim(work)
         print(
             f"\nTiming at 2 ranks, medians of {args.repeats} alternating runs under "
             f"flock {args.lock}"
