@@ -43,6 +43,10 @@ void register_raw(py::module_& m) {
         for (const auto& r : recs) nranks = std::max({nranks, r.nranks, r.rank + 1});
         std::vector<Trace> per_rank;
         per_rank.reserve(recs.size());
+        MergeConfig merge_config{site_match};
+        for (const auto& rec : recs)
+          for (const auto& e : rec.events) merge_config.rank_time_ns += recorded_time_ns(e);
+        merge_config.rank_time_ns /= static_cast<double>(recs.size());
         for (const auto& rec : recs) {
           CompressorConfig config;
           if (window > 0) config.window = window;
@@ -52,7 +56,7 @@ void register_raw(py::module_& m) {
           for (const auto& e : rec.events) c.push(e);
           per_rank.push_back(make_rank_trace(rec.rank, nranks, c.finish(), rec.sites, rec.comms, rec.names));
         }
-        Trace t = merge_tree(std::move(per_rank), MergeConfig{site_match});
+        Trace t = merge_tree(std::move(per_rank), merge_config);
         for (const auto& [k, v] : recs.front().metadata) t.metadata.emplace(k, v);
         t.metadata["compressed_offline"] = "raw recordings";
         return t;

@@ -90,11 +90,40 @@ def test_simulated_time_of_a_calm_two_rank_run_is_close(program, args, tmp_path)
         # The same work took one rank over 10 % longer: the two cores ran at different speeds
         # (seen on this VM: 3.04 against 3.51 ms of mg_like's compute, 2026-11-28). Ranks whose
         # compute differs by less than 20 % or 2 us per call, or whose distributions overlap,
-        # share a timing group and get its mean (docs/algorithms.md, "Timing groups"), so the
-        # prediction may then miss the slower core's excess: a property of the machine, not a
-        # missing or doubled cost, which is what this test is for.
+        # share a timing group and get its mean unless the difference adds up to 1 % of the run
+        # beyond chance (docs/algorithms.md, "Timing groups"), so the prediction may then miss
+        # the slower core's excess: a property of the machine, not a missing or doubled cost,
+        # which is what this test is for.
         pytest.skip(
             f"the ranks' compute for the same work differs by {sorted(spreads)[1]:.0%}: "
             f"cores at different speeds (ratios {ratios})"
         )
     assert 0.75 < ratio < 1.33, (ratios, spreads)
+
+
+def test_a_rank_slower_at_every_call_keeps_its_time(tmp_path):
+    """NPB EP at 2 ranks once predicted 7.5 % short: one rank computed 17 % less at every call,
+    within the 20 % band in which the merge united the ranks' timing, and both got the mean.
+    tests/py/programs/slow_rank.c has that pattern (rank 1 computes 15 % less per step, an
+    Allreduce meets the ranks). The merged trace must give each rank its own compute total
+    back, and the simulation the slower rank's time. Only the recording's own figures are
+    compared (no timing across runs), so a loaded machine does not matter."""
+    exe = tmp_path / "slow_rank"
+    subprocess.run(
+        [helpers.mpicc(), "-O1", "-o", str(exe), str(PROGRAMS / "slow_rank.c")], check=True
+    )
+    out, raw = tmp_path / "t.sct", tmp_path / "raw"
+    helpers.run_mpi(2, [exe], env=helpers.collector_env(raw=raw, out=out, quiet=1), cwd=tmp_path)
+    recording, trace = scalatrace.read_raw(raw), scalatrace.load(out)
+    recorded, expanded = [], []
+    for rank in range(2):
+        table = recording.rank_table(rank)
+        after_init = table["op_name"] != "Init"
+        recorded.append(float(table["compute_ns"][after_init].sum()))
+        rows = trace.rank_table(rank)
+        expanded.append(float(rows["compute_ns"][rows["op_name"] != "Init"].sum()))
+    assert recorded[1] < 0.95 * recorded[0], f"the ranks computed alike: {recorded}"
+    for rank in range(2):
+        assert expanded[rank] == pytest.approx(recorded[rank], rel=0.03), (rank, expanded, recorded)
+    result = scalatrace.simulate(trace)
+    assert result.total_time * 1e9 >= 0.98 * recorded[0], (result.total_time, recorded)

@@ -167,7 +167,7 @@ void write_with_segments(const Trace& merged, const std::vector<SpillSummary>& s
 }  // namespace
 
 TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path, const MergeConfig& config,
-                                          RankSpill spill, std::uint64_t lossy_threshold) {
+                                          double own_recorded_ns, RankSpill spill, std::uint64_t lossy_threshold) {
   TreeMergeResult res;
   MPI_Comm comm = MPI_COMM_NULL;
   const double t0 = PMPI_Wtime();
@@ -176,7 +176,11 @@ TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_
     check(PMPI_Comm_dup(MPI_COMM_WORLD, &comm), "PMPI_Comm_dup");
     check(PMPI_Comm_rank(comm, &rank), "PMPI_Comm_rank");
     check(PMPI_Comm_size(comm, &size), "PMPI_Comm_size");
-    const bool ok = merge_up_the_tree(local, rank, size, comm, config, res.error);
+    MergeConfig merge_config = config;
+    double recorded_sum = 0;
+    check(PMPI_Allreduce(&own_recorded_ns, &recorded_sum, 1, MPI_DOUBLE, MPI_SUM, comm), "PMPI_Allreduce");
+    merge_config.rank_time_ns = recorded_sum / size;
+    const bool ok = merge_up_the_tree(local, rank, size, comm, merge_config, res.error);
     // Phase 2 (every rank, whatever phase 1 gave): who spilled what, then the segments.
     const std::size_t own_segments = spill.file ? spill.file->segments() : 0;
     SpillSummary mine{own_segments, spill.file ? spill.file->bytes() : 0, spill.compressor_peak_bytes};

@@ -31,10 +31,13 @@ struct RankSpill {
 /// followed by every rank's spilled segments, streamed one at a time (docs/format.md, "Rank
 /// segments"). Never throws: failures are reported in `error` (a rank whose trace or segment
 /// could not be sent sends a failure marker, so no rank waits forever).
-/// `config`: the merge's matching rule (the collector's SCALATRACE_SITE_MATCH).
+/// `config`: the merge's matching rule (the collector's SCALATRACE_SITE_MATCH); its
+/// rank_time_ns is set here to the mean over the ranks of `own_recorded_ns`, this rank's
+/// recorded time (recorded_time_ns summed over its events).
 /// `lossy_threshold` > 0 (SCALATRACE_LOSSY): rank 0 makes the merged trace lossy (make_lossy)
 /// before writing it.
 TreeMergeResult merge_over_tree_and_write(Trace&& local, const std::string& out_path, const MergeConfig& config,
-                                          RankSpill spill = {}, std::uint64_t lossy_threshold = 0);
+                                          double own_recorded_ns, RankSpill spill = {},
+                                          std::uint64_t lossy_threshold = 0);
 
 }  // namespace scalatrace::pmpi

@@ -266,6 +266,7 @@ void Recorder::append(Event& e, std::uint64_t start_ns, std::uint64_t end_ns) {
   e.compute_ns = gap > call_gap_ns_ ? gap - call_gap_ns_ : 0;
   e.duration_ns = end_ns > start_ns ? end_ns - start_ns : 0;
   ++events_;
+  recorded_ns_ += recorded_time_ns(e);
   // Threads that call MPI (the lock is held): a replay of a multi-threaded rank's interleaving
   // needs to know (docs/replay.md, "Multi-threaded recordings").
   static thread_local bool t_counted __attribute__((tls_model("initial-exec"))) = false;
@@ -416,7 +417,7 @@ void Recorder::write_compressed(const char* why, bool ranks_in_step) {
     if (const std::string e = cluster_before_merge(local, settings.clusters); !e.empty())
       warn("SCALATRACE_CLUSTERS: " + e + "; merging every rank's trace");
   const TreeMergeResult result =
-      merge_over_tree_and_write(std::move(local), settings.out, MergeConfig{settings.site_match},
+      merge_over_tree_and_write(std::move(local), settings.out, MergeConfig{settings.site_match}, recorded_ns_,
                                 RankSpill{spill_.get(), compressor->peak_memory_bytes()}, settings.lossy);
   // Errors about the file itself start with its path; others get it prepended.
   // Errors name the file written (a staging path under a wrapper); the rest the final path.

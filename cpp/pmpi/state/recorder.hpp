@@ -100,6 +100,9 @@ class Recorder {
   std::string raw_path_;
   bool raw_failed_ = false;  ///< this rank's raw stream could not be (completely) written
   std::uint64_t events_ = 0;
+  /// This rank's recorded time (recorded_time_ns summed over its events): the merge's measure of
+  /// a difference that adds up (MergeConfig::rank_time_ns, the mean over the ranks).
+  double recorded_ns_ = 0;
   std::uint64_t stack_walks_ = 0;     ///< calls whose stack was walked (not remembered)
   unsigned threads_calling_mpi_ = 0;  ///< distinct threads that made a recorded MPI call
   /// When the collector last returned control to the program (end of its last append).

@@ -263,7 +263,7 @@ void merge_one_sided(ElasticValue& a, ElasticValue&& b, const ElasticValue& shap
 /// (the slave's ids are remapped into it first).
 struct MergeContext {
   SiteClasses classes;
-  std::int64_t nranks = 1;  ///< the merged trace's ranks (the timing groups' noise bound)
+  TimingScope timing;  ///< the merged trace's ranks and a rank's recorded time (timing groups)
 
   /// True if two event nodes are the same call: the same op and call-site class. Sites that
   /// differ within a class merge into per-occurrence site ids, which needs both sides'
@@ -616,7 +616,7 @@ void merge_node(Node& a, Node&& b, MergeContext& ctx) {
     merge_elastic(x.arrays[f], std::move(y.arrays[f]));
   }
   merge_sites(x, y, shape_x, shape_y);
-  merge_timing(x, a_ranks, std::move(y), b.ranks, ctx.nranks);
+  merge_timing(x, a_ranks, std::move(y), b.ranks, ctx.timing);
 }
 
 std::vector<Node> merge_seq(std::vector<Node>&& a, std::vector<Node>&& b, MergeContext& ctx) {
@@ -692,7 +692,7 @@ void import_tables(Trace& master, Trace& other) {
 void merge_into(Trace& master, Trace&& slave, const MergeConfig& config) {
   master.nranks = std::max(master.nranks, slave.nranks);
   import_tables(master, slave);
-  MergeContext ctx{SiteClasses(&master.sites, config.site_match), master.nranks};
+  MergeContext ctx{SiteClasses(&master.sites, config.site_match), TimingScope{master.nranks, config.rank_time_ns}};
   for (auto& [k, v] : slave.metadata) master.metadata.emplace(k, v);
   UniteCache cache;
   UniteCache* saved = g_unite_cache;

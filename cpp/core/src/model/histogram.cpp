@@ -47,6 +47,19 @@ void Histogram::coarsen(std::uint32_t at_least) {
   }
 }
 
+double Histogram::variance() const {
+  if (count_ == 0) return 0.0;
+  const double m = mean();
+  double squares = 0;
+  for (const auto& b : bins_) {
+    const auto n = static_cast<double>(b.count);
+    const double width = static_cast<double>(b.max - b.min);
+    const double off = b.sum / n - m;
+    squares += n * (width * width / 12.0 + off * off);
+  }
+  return squares / static_cast<double>(count_);
+}
+
 double Histogram::typical() const {
   if (count_ == 0) return 0.0;
   std::uint64_t seen = 0;

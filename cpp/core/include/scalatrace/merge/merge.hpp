@@ -15,7 +15,17 @@ struct MergeConfig {
   /// SCALATRACE_SITE_MATCH, the one its compressor used. Sites that differ within a class are
   /// kept per occurrence (EventNode::site_ids), so any setting is lossless.
   std::size_t site_match = kDefaultSiteMatchFrames;
+  /// A rank's recorded time, the mean over the ranks of recorded_time_ns() summed over each
+  /// rank's events: timing groups whose difference adds up to 1 % of it split (docs/algorithms.md,
+  /// "Timing groups"). 0 (traces not from recordings, e.g. the harness'): that rule is off.
+  double rank_time_ns = 0;
 };
+
+/// What one recorded event adds to its rank's recorded time: its compute and its call, but
+/// not MPI_Init's (before the program's MPI part, and MPI_Init's own start-up).
+inline double recorded_time_ns(const Event& e) {
+  return e.op == Op::Init ? 0.0 : static_cast<double>(e.compute_ns) + static_cast<double>(e.duration_ns);
+}
 
 /// Turns one rank's compressed queue into a Trace whose ranklists say {rank}.
 Trace make_rank_trace(std::int64_t rank, std::int64_t nranks, std::vector<Node> nodes, CallSiteTable sites,

@@ -14,13 +14,24 @@ namespace scalatrace {
 /// ranks unite on a tighter rule (merge_timing): a small difference at every call adds up.
 bool similar_timing(const Histogram& a, const Histogram& b);
 
+/// What the timing-group rule knows about the whole merge.
+struct TimingScope {
+  /// The merged trace's rank count: bounds the chance that noise splits a group over the whole
+  /// merge (a merge of n ranks compares each node's groups n - 1 times).
+  std::int64_t nranks = 1;
+  /// A rank's recorded time (MergeConfig::rank_time_ns); 0: unknown, no difference adds up.
+  double rank_time_ns = 0;
+};
+
 /// Cross-rank merge of the timing of two matched event nodes: `a` (ranks `a_ranks`) absorbs
 /// `b` (ranks `b_ranks`, disjoint from a's). The node-wide histograms always merge; groups merge
 /// whose typical compute times are within 20 % or 2 us, or within 50 % or 10 us with
-/// distributions at most half apart (docs/algorithms.md, "Timing groups"); beyond
-/// EventNode::kMaxTimingGroups the two closest groups merge. `nranks`, the trace's rank count,
-/// bounds the chance that noise splits a group over the whole merge. When one group is left, `timing_groups` is cleared
-/// (the node-wide histograms apply).
-void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const RankList& b_ranks, std::int64_t nranks);
+/// distributions at most half apart, unless their mean compute times differ by an amount that,
+/// over one rank's calls of the node, adds up to 1 % of a rank's recorded time beyond chance
+/// (docs/algorithms.md, "Timing groups"); beyond EventNode::kMaxTimingGroups the two closest
+/// groups merge. When one group is left, `timing_groups` is cleared (the node-wide histograms
+/// apply).
+void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const RankList& b_ranks,
+                  const TimingScope& scope);
 
 }  // namespace scalatrace

@@ -36,6 +36,9 @@ class Histogram {
   std::uint64_t min() const { return min_; }
   std::uint64_t max() const { return max_; }
   double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
+  /// Estimated variance of the values: each bin's values spread uniformly over its [min, max]
+  /// around the bin's mean, plus the spread of the bins' means; 0 when empty.
+  double variance() const;
   /// Draws a value: a bin by its count, then uniformly within the bin's [min, max].
   std::uint64_t sample(std::mt19937_64& rng) const;
   /// The mean and a draw of the values left when `part`'s values are taken out of this
