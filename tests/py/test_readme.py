@@ -2,7 +2,10 @@
 
 The ```python blocks of each document are joined in order and run as one script in a fresh
 interpreter, in a scratch directory where ``build/py`` points at the real build (the examples
-use ``build/py/examples/...`` paths relative to the repository root)."""
+use ``build/py/examples/...`` paths relative to the repository root). From the repository root
+the README's coNCePTuaL example finds the compiler's sources in ``../shared/tools/conceptual``;
+from the scratch directory it is told where they are (``SCALATRACE_CONCEPTUAL_TOOLS``), so that
+the test runs alone too, not only after ``test_codegen_conceptual.py`` built the compiler."""
 
 from __future__ import annotations
 
@@ -32,6 +35,9 @@ def test_document_examples_run(document, tmp_path, collector_lib):
     script = tmp_path / "examples.py"
     script.write_text("\n\n".join(blocks))
     env = dict(os.environ, MPLBACKEND="Agg")
+    tools = REPO.parent / "shared" / "tools" / "conceptual"
+    if "SCALATRACE_CONCEPTUAL_TOOLS" not in env and (tools / "build.sh").is_file():
+        env["SCALATRACE_CONCEPTUAL_TOOLS"] = str(tools)
     proc = subprocess.run(
         [sys.executable, str(script)],
         cwd=tmp_path,
