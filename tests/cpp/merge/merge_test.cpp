@@ -591,6 +591,46 @@ TEST(Merge, TimingGroupsDoNotSplitOnDifferencesChanceExplains) {
   }
 }
 
+TEST(Merge, TimingGroupsSplitOnDifferencesThatAddUpOnlyWithinTheGroupBound) {
+  // Even ranks compute 5 % faster than odd ones at every call (1 ms calls varying by 2 %): a
+  // difference that adds up. Up to 4 ranks every rank can keep a group of its own, so the even
+  // and the odd ranks keep theirs. At 8 ranks the bands alone decide, as they do without the
+  // recorded time: ranks of random speeds would otherwise fill the 4 groups with scattered
+  // ranklists whose size grows with the rank count.
+  const auto merged_receive = [](std::int64_t nranks, bool adds_up) {
+    std::vector<Trace> traces;
+    MergeConfig config;
+    for (std::int64_t rank = 0; rank < nranks; ++rank) {
+      RankRecording r;
+      r.rank = rank;
+      r.nranks = nranks;
+      const std::uint32_t m = r.sites.intern_module("/bin/app");
+      const std::uint32_t recv = r.sites.intern({Frame{m, 0x10}});
+      for (int i = 0; i < 100; ++i) {
+        Event e;
+        e.op = Op::Recv;
+        e.site = recv;
+        e[Field::Peer] = -1;
+        const std::uint64_t base = 990'000 + static_cast<std::uint64_t>(i) * 7'919 % 20'000;
+        e.compute_ns = rank % 2 == 0 ? base * 95 / 100 : base;
+        e.duration_ns = 500;
+        r.events.push_back(e);
+        if (adds_up) config.rank_time_ns += recorded_time_ns(e) / static_cast<double>(nranks);
+      }
+      traces.push_back(to_rank_trace(r));
+    }
+    Trace t = merge_tree(std::move(traces), config);
+    const Node* n = &t.nodes.front();
+    while (n->loop) n = &n->loop->body.front();
+    return std::make_pair(n->event->timing_groups.size(), encode_trace(t).size());
+  };
+  EXPECT_EQ(merged_receive(2, true).first, 2u);
+  EXPECT_EQ(merged_receive(4, true).first, 2u);
+  EXPECT_EQ(merged_receive(4, false).first, 0u);
+  EXPECT_EQ(merged_receive(8, true).first, 0u);
+  EXPECT_EQ(merged_receive(8, true).second, merged_receive(8, false).second);
+}
+
 TEST(Merge, FirstOccurrencesMergePerTimingGroup) {
   // Every rank's first receive took a warm-up: ranks 1 and 2 about 500 us before later calls
   // of 2 us; rank 3 (its own timing group, 1 ms per call) 3 ms. The merged node keeps the

@@ -140,6 +140,23 @@ void absorb(TimingGroup& into, TimingGroup&& from) {
   into.first_compute.merge(from.first_compute);
 }
 
+/// `g` joins the first of `groups` with the same timing, or becomes a group of its own.
+void unite_into(std::vector<TimingGroup>& groups, TimingGroup&& g, const TimingScope& scope) {
+  auto same =
+      std::find_if(groups.begin(), groups.end(), [&](const TimingGroup& h) { return same_timing_group(h, g, scope); });
+  if (same != groups.end())
+    absorb(*same, std::move(g));
+  else
+    groups.push_back(std::move(g));
+}
+
+/// `pool`'s groups, those with the same timing united.
+std::vector<TimingGroup> united(std::vector<TimingGroup>&& pool, const TimingScope& scope) {
+  std::vector<TimingGroup> out;
+  for (auto& g : pool) unite_into(out, std::move(g), scope);
+  return out;
+}
+
 std::vector<TimingGroup> groups_of(EventNode& e, const RankList& ranks) {
   if (!e.timing_groups.empty()) return std::move(e.timing_groups);
   std::vector<TimingGroup> out;
@@ -178,17 +195,22 @@ void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const Ra
                   const TimingScope& scope) {
   std::vector<TimingGroup> groups = groups_of(a, a_ranks);
   std::vector<TimingGroup> incoming = groups_of(b, b_ranks);
+  // Differences that add up split groups only while the node's ranks fit in the group bound
+  // (every rank can keep a group of its own): beyond it, ranks of random speeds would fill the
+  // bound with scattered ranklists, whose size grows with the rank count (kAddsUpShare). The
+  // groups such a difference kept apart are judged by the bands alone once the node outgrows
+  // the bound.
+  constexpr auto kBound = static_cast<std::int64_t>(EventNode::kMaxTimingGroups);
+  TimingScope rule = scope;
+  if (a_ranks.size() + b_ranks.size() > kBound && scope.rank_time_ns > 0) {
+    rule.rank_time_ns = 0;
+    if (a_ranks.size() <= kBound) groups = united(std::move(groups), rule);
+    if (b_ranks.size() <= kBound) incoming = united(std::move(incoming), rule);
+  }
   a.compute.merge(b.compute);
   a.duration.merge(b.duration);
   a.first_compute.merge(b.first_compute);
-  for (auto& g : incoming) {
-    auto same = std::find_if(groups.begin(), groups.end(),
-                             [&](const TimingGroup& h) { return same_timing_group(h, g, scope); });
-    if (same != groups.end())
-      absorb(*same, std::move(g));
-    else
-      groups.push_back(std::move(g));
-  }
+  for (auto& g : incoming) unite_into(groups, std::move(g), rule);
   while (groups.size() > EventNode::kMaxTimingGroups) {
     std::size_t bi = 0, bj = 1;
     double best = std::numeric_limits<double>::infinity();

@@ -26,9 +26,10 @@ struct TimingScope {
 /// Cross-rank merge of the timing of two matched event nodes: `a` (ranks `a_ranks`) absorbs
 /// `b` (ranks `b_ranks`, disjoint from a's). The node-wide histograms always merge; groups merge
 /// whose typical compute times are within 20 % or 2 us, or within 50 % or 10 us with
-/// distributions at most half apart, unless their mean compute times differ by an amount that,
-/// over one rank's calls of the node, adds up to 1 % of a rank's recorded time beyond chance
-/// (docs/algorithms.md, "Timing groups"); beyond EventNode::kMaxTimingGroups the two closest
+/// distributions at most half apart, unless (while the node's ranks fit in the group bound)
+/// their mean compute times differ by an amount that, over one rank's calls of the node, adds
+/// up to 1 % of a rank's recorded time beyond chance (docs/algorithms.md, "Timing groups");
+/// beyond EventNode::kMaxTimingGroups the two closest
 /// groups merge. When one group is left, `timing_groups` is cleared (the node-wide histograms
 /// apply).
 void merge_timing(EventNode& a, const RankList& a_ranks, EventNode&& b, const RankList& b_ranks,
