@@ -22,9 +22,9 @@ struct MergeConfig {
 };
 
 /// What one recorded event adds to its rank's recorded time: its compute and its call, but
-/// not MPI_Init's (before the program's MPI part, and MPI_Init's own start-up).
+/// not MPI_Init's or MPI_Init_thread's (before the program's MPI part, and MPI's start-up).
 inline double recorded_time_ns(const Event& e) {
-  return e.op == Op::Init ? 0.0 : static_cast<double>(e.compute_ns) + static_cast<double>(e.duration_ns);
+  return is_mpi_init(e.op) ? 0.0 : static_cast<double>(e.compute_ns) + static_cast<double>(e.duration_ns);
 }
 
 /// Turns one rank's compressed queue into a Trace whose ranklists say {rank}.

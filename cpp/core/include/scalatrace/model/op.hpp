@@ -63,5 +63,7 @@ bool op_is_point_to_point(Op op);  ///< sends, receives, sendrecv, persistent in
 /// initiations (point-to-point and collective), Start(all), the Test family, Iprobe,
 /// Request_free, Comm_free and functions recorded as Other (Comm_rank, Type_commit, ...).
 bool op_never_waits(Op op);
+/// MPI_Init or MPI_Init_thread: where a rank's timed part of the run starts (at its end).
+inline bool is_mpi_init(Op op) { return op == Op::Init || op == Op::Init_thread; }
 
 }  // namespace scalatrace

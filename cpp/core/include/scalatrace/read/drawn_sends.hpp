@@ -37,9 +37,6 @@ struct DrawnMessage {
   std::uint64_t time_ns = 0;
 };
 
-/// MPI_Init or MPI_Init_thread: where the traversal contexts' timers start (at its end).
-inline bool is_mpi_init(Op op) { return op == Op::Init || op == Op::Init_thread; }
-
 /// What one event of a rank means for the probabilistic protocol (SendProtocol::step).
 struct ProtocolStep {
   /// The event closes the rank's current epoch on `sync_comm` before it runs (every
