@@ -43,10 +43,7 @@ void register_raw(py::module_& m) {
         for (const auto& r : recs) nranks = std::max({nranks, r.nranks, r.rank + 1});
         std::vector<Trace> per_rank;
         per_rank.reserve(recs.size());
-        MergeConfig merge_config{site_match};
-        for (const auto& rec : recs)
-          for (const auto& e : rec.events) merge_config.rank_time_ns += recorded_time_ns(e);
-        merge_config.rank_time_ns /= static_cast<double>(recs.size());
+        MergeConfig merge_config{site_match, mean_recorded_time_ns(recs)};
         for (const auto& rec : recs) {
           CompressorConfig config;
           if (window > 0) config.window = window;

@@ -36,15 +36,22 @@ def _realtime_prefix() -> list[str]:
     return [chrt, "-f", "10"]
 
 
+def _compute_totals(source: scalatrace.RawRecording | scalatrace.Trace, nranks: int) -> list[float]:
+    """Each rank's compute time after MPI_Init in ns, from a raw recording or a trace (both
+    give ``rank_table``)."""
+    totals = []
+    for rank in range(nranks):
+        table = source.rank_table(rank)
+        totals.append(float(table["compute_ns"][table["op_name"] != "Init"].sum()))
+    return totals
+
+
 def _compute_spread(raw: Path) -> float:
     """How far apart the ranks' recorded compute totals are, relative to the largest: both
     programs give every rank the same work, so a spread means the cores ran at different
     speeds."""
     recording = scalatrace.read_raw(raw)
-    totals = []
-    for rank in range(recording.nranks):
-        table = recording.rank_table(rank)
-        totals.append(float(table["compute_ns"][table["op_name"] != "Init"].sum()))
+    totals = _compute_totals(recording, recording.nranks)
     return (max(totals) - min(totals)) / max(totals)
 
 
@@ -114,14 +121,9 @@ def test_a_rank_slower_at_every_call_keeps_its_time(tmp_path):
     )
     out, raw = tmp_path / "t.sct", tmp_path / "raw"
     helpers.run_mpi(2, [exe], env=helpers.collector_env(raw=raw, out=out, quiet=1), cwd=tmp_path)
-    recording, trace = scalatrace.read_raw(raw), scalatrace.load(out)
-    recorded, expanded = [], []
-    for rank in range(2):
-        table = recording.rank_table(rank)
-        after_init = table["op_name"] != "Init"
-        recorded.append(float(table["compute_ns"][after_init].sum()))
-        rows = trace.rank_table(rank)
-        expanded.append(float(rows["compute_ns"][rows["op_name"] != "Init"].sum()))
+    trace = scalatrace.load(out)
+    recorded = _compute_totals(scalatrace.read_raw(raw), 2)
+    expanded = _compute_totals(trace, 2)
     assert recorded[1] < 0.95 * recorded[0], f"the ranks computed alike: {recorded}"
     for rank in range(2):
         assert expanded[rank] == pytest.approx(recorded[rank], rel=0.03), (rank, expanded, recorded)

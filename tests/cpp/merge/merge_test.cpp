@@ -435,36 +435,54 @@ namespace {
 
 /// A pipeline's receive on ranks 1..3 of 4, `calls` times, with compute_ns(rank, call) before
 /// each; the three ranks' traces merged. Also returns the merged receive node.
+/// Rank `rank`'s recording of `calls` receives from one call site, `compute_ns(rank, i)` before
+/// the i-th.
+RankRecording receives_of(std::int64_t rank, std::int64_t nranks, int calls,
+                          const std::function<std::uint64_t(std::int64_t, int)>& compute_ns) {
+  RankRecording r;
+  r.rank = rank;
+  r.nranks = nranks;
+  const std::uint32_t m = r.sites.intern_module("/bin/pipeline");
+  const std::uint32_t recv = r.sites.intern({Frame{m, 0x10}});
+  for (int i = 0; i < calls; ++i) {
+    Event e;
+    e.op = Op::Recv;
+    e.site = recv;
+    e[Field::Peer] = -1;
+    e.compute_ns = compute_ns(rank, i);
+    e.duration_ns = 500;
+    r.events.push_back(e);
+  }
+  return r;
+}
+
+/// The merge configuration the collector would pass for these recordings: with `adds_up`, a
+/// rank's recorded time (MergeConfig::rank_time_ns, the mean over the ranks).
+MergeConfig config_for(const std::vector<RankRecording>& recordings, bool adds_up) {
+  MergeConfig config;
+  if (adds_up) config.rank_time_ns = mean_recorded_time_ns(recordings);
+  return config;
+}
+
+/// The first event node of a merged trace (inside its loops).
+const EventNode* first_event(const Trace& t) {
+  const Node* n = &t.nodes.front();
+  while (n->loop) n = &n->loop->body.front();
+  return n->event.get();
+}
+
 /// Ranks 1-3 of a pipeline, `calls` receives each, merged; with `adds_up`, the merge knows a
 /// rank's recorded time (MergeConfig::rank_time_ns, as the collector passes it).
 std::pair<Trace, const EventNode*> merged_pipeline_receives(
     int calls, const std::function<std::uint64_t(std::int64_t, int)>& compute_ns, bool adds_up = false) {
-  std::vector<Trace> traces;
-  MergeConfig config;
-  for (std::int64_t rank = 1; rank <= 3; ++rank) {
-    RankRecording r;
-    r.rank = rank;
-    r.nranks = 4;
-    const std::uint32_t m = r.sites.intern_module("/bin/pipeline");
-    const std::uint32_t recv = r.sites.intern({Frame{m, 0x10}});
-    for (int i = 0; i < calls; ++i) {
-      Event e;
-      e.op = Op::Recv;
-      e.site = recv;
-      e[Field::Peer] = -1;
-      e.compute_ns = compute_ns(rank, i);
-      e.duration_ns = 500;
-      r.events.push_back(e);
-      if (adds_up) config.rank_time_ns += recorded_time_ns(e) / 3;
-    }
-    traces.push_back(to_rank_trace(r));
-  }
-  Trace merged = std::move(traces[0]);
-  merge_into(merged, std::move(traces[1]), config);
-  merge_into(merged, std::move(traces[2]), config);
-  const Node* recv = &merged.nodes.front();
-  while (recv->loop) recv = &recv->loop->body.front();
-  return {std::move(merged), recv->event.get()};
+  std::vector<RankRecording> recordings;
+  for (std::int64_t rank = 1; rank <= 3; ++rank) recordings.push_back(receives_of(rank, 4, calls, compute_ns));
+  const MergeConfig config = config_for(recordings, adds_up);
+  Trace merged = to_rank_trace(recordings[0]);
+  merge_into(merged, to_rank_trace(recordings[1]), config);
+  merge_into(merged, to_rank_trace(recordings[2]), config);
+  const EventNode* recv = first_event(merged);
+  return {std::move(merged), recv};
 }
 
 }  // namespace
@@ -598,31 +616,17 @@ TEST(Merge, TimingGroupsSplitOnDifferencesThatAddUpOnlyWithinTheGroupBound) {
   // recorded time: ranks of random speeds would otherwise fill the 4 groups with scattered
   // ranklists whose size grows with the rank count.
   const auto merged_receive = [](std::int64_t nranks, bool adds_up) {
-    std::vector<Trace> traces;
-    MergeConfig config;
-    for (std::int64_t rank = 0; rank < nranks; ++rank) {
-      RankRecording r;
-      r.rank = rank;
-      r.nranks = nranks;
-      const std::uint32_t m = r.sites.intern_module("/bin/app");
-      const std::uint32_t recv = r.sites.intern({Frame{m, 0x10}});
-      for (int i = 0; i < 100; ++i) {
-        Event e;
-        e.op = Op::Recv;
-        e.site = recv;
-        e[Field::Peer] = -1;
+    std::vector<RankRecording> recordings;
+    for (std::int64_t rank = 0; rank < nranks; ++rank)
+      recordings.push_back(receives_of(rank, nranks, 100, [](std::int64_t r, int i) -> std::uint64_t {
         const std::uint64_t base = 990'000 + static_cast<std::uint64_t>(i) * 7'919 % 20'000;
-        e.compute_ns = rank % 2 == 0 ? base * 95 / 100 : base;
-        e.duration_ns = 500;
-        r.events.push_back(e);
-        if (adds_up) config.rank_time_ns += recorded_time_ns(e) / static_cast<double>(nranks);
-      }
-      traces.push_back(to_rank_trace(r));
-    }
+        return r % 2 == 0 ? base * 95 / 100 : base;
+      }));
+    const MergeConfig config = config_for(recordings, adds_up);
+    std::vector<Trace> traces;
+    for (const auto& r : recordings) traces.push_back(to_rank_trace(r));
     Trace t = merge_tree(std::move(traces), config);
-    const Node* n = &t.nodes.front();
-    while (n->loop) n = &n->loop->body.front();
-    return std::make_pair(n->event->timing_groups.size(), encode_trace(t).size());
+    return std::make_pair(first_event(t)->timing_groups.size(), encode_trace(t).size());
   };
   EXPECT_EQ(merged_receive(2, true).first, 2u);
   EXPECT_EQ(merged_receive(4, true).first, 2u);

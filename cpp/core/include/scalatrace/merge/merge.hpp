@@ -4,6 +4,7 @@
 // values. See docs/algorithms.md.
 #include <vector>
 
+#include "scalatrace/model/recording.hpp"
 #include "scalatrace/model/site_match.hpp"
 #include "scalatrace/model/trace.hpp"
 
@@ -25,6 +26,16 @@ struct MergeConfig {
 /// not MPI_Init's or MPI_Init_thread's (before the program's MPI part, and MPI's start-up).
 inline double recorded_time_ns(const Event& e) {
   return is_mpi_init(e.op) ? 0.0 : static_cast<double>(e.compute_ns) + static_cast<double>(e.duration_ns);
+}
+
+/// MergeConfig::rank_time_ns for merging these recordings: the mean over them of recorded_time_ns
+/// summed over each one's events (0 when there are none).
+inline double mean_recorded_time_ns(const std::vector<RankRecording>& recordings) {
+  if (recordings.empty()) return 0.0;
+  double sum = 0;
+  for (const auto& r : recordings)
+    for (const auto& e : r.events) sum += recorded_time_ns(e);
+  return sum / static_cast<double>(recordings.size());
 }
 
 /// Turns one rank's compressed queue into a Trace whose ranklists say {rank}.
