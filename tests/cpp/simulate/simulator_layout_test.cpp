@@ -2,9 +2,10 @@
 // messages, the direct delivery of collectives' messages) change the speed only. They switch on
 // by themselves only at thousands of ranks; here they are forced on and off (sim::Prefetching)
 // on small traces, randomized programs among them, and every field of every result must be the
-// same bit for bit. Gathered collectives (one pass over all members of a blocking collective in
-// order-free runs, sim::CollectiveGathering) change the processing order: every rank's times
-// must stay the same bit for bit, the per-site sums (added in processing order) to rounding.
+// same bit for bit. The order-free shortcuts (sim::OrderFreeShortcuts: one pass over all members
+// of a blocking collective, in lockstep or in rounds; woken ranks resumed first) change the
+// processing order: every rank's times must stay the same bit for bit, the per-site sums (added
+// in processing order) to rounding.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -102,15 +103,26 @@ void expect_same_but_site_rounding(const SimResult& a, const SimResult& b, const
   }
 }
 
-/// Simulated step by step and with collectives gathered where the run allows it: the same
-/// times on every rank. Returns how many collectives were gathered.
-std::uint64_t expect_gathering_free(const Trace& t, const SimOptions& opt, const std::string& what) {
+/// How many collectives an engine gathered, and how many of them went in lockstep.
+struct GatheredCounts {
+  std::uint64_t gathered = 0, lockstep = 0;
+  GatheredCounts& operator+=(const GatheredCounts& o) {
+    gathered += o.gathered;
+    lockstep += o.lockstep;
+    return *this;
+  }
+};
+
+/// Simulated step by step in first-in first-out order and with the order-free shortcuts
+/// (gathered collectives, woken ranks first) where the run allows them: the same times on every
+/// rank.
+GatheredCounts expect_gathering_free(const Trace& t, const SimOptions& opt, const std::string& what) {
   SimResult stepwise, gathered;
   try {
-    stepwise = sim::simulate_prefetching(t, opt, sim::Prefetching::Off, sim::CollectiveGathering::Off);
+    stepwise = sim::simulate_prefetching(t, opt, sim::Prefetching::Off, sim::OrderFreeShortcuts::Off);
   } catch (const std::exception& e) {
     ADD_FAILURE() << what << ": " << e.what();
-    return 0;
+    return {};
   }
   sim::Engine engine(t, opt, sim::Prefetching::All);
   gathered = engine.run();
@@ -118,7 +130,7 @@ std::uint64_t expect_gathering_free(const Trace& t, const SimOptions& opt, const
   expect_same_but_site_rounding(stepwise, gathered, what);
   // The public entry point (prefetching by size): the same as the engine gathering.
   expect_same(gathered, simulate(t, opt), what + " (auto)");
-  return engine.gathered_collectives();
+  return {engine.gathered_collectives(), engine.lockstep_collectives()};
 }
 
 /// The trace simulated with the cache measures off and forced on: the same results.
@@ -253,6 +265,16 @@ std::vector<RankRecording> random_program(std::int64_t nranks, int steps, std::u
   return recs;
 }
 
+/// The harness pattern on `nranks` ranks for `timesteps` steps, merged.
+Trace synthetic_trace(SyntheticPattern pattern, std::int64_t nranks, std::int64_t timesteps, bool wrap = true) {
+  SyntheticSpec spec;
+  spec.pattern = pattern;
+  spec.nranks = nranks;
+  spec.timesteps = timesteps;
+  spec.wrap = wrap;
+  return synthetic_merged_trace(spec);
+}
+
 }  // namespace
 
 TEST(SimulatorLayout, SyntheticPatternsGiveTheSameResultsWithAndWithoutPrefetching) {
@@ -261,12 +283,7 @@ TEST(SimulatorLayout, SyntheticPatternsGiveTheSameResultsWithAndWithoutPrefetchi
                                        SyntheticPattern::RowColumn};
   for (SyntheticPattern pattern : patterns) {
     for (bool wrap : {true, false}) {
-      SyntheticSpec spec;
-      spec.pattern = pattern;
-      spec.nranks = pattern == SyntheticPattern::Stencil3D ? 27 : 16;
-      spec.timesteps = 5;
-      spec.wrap = wrap;
-      const Trace t = synthetic_merged_trace(spec);
+      const Trace t = synthetic_trace(pattern, pattern == SyntheticPattern::Stencil3D ? 27 : 16, 5, wrap);
       for (const auto& [name, opt] : option_sets())
         expect_layout_free(t, opt, std::string(synthetic_pattern_name(pattern)) + (wrap ? " wrap, " : ", ") + name);
     }
@@ -290,30 +307,74 @@ TEST(SimulatorLayout, GatheredCollectivesGiveEveryRankTheSameTimes) {
   // blocking collective) and row and column communicators; 48 and 64 ranks so that no
   // allreduce member count is a power of two in some (MPICH's fold of the extra ranks); at most
   // 64, the torus' 16 nodes of 4 ranks.
-  std::uint64_t gathered = 0;
+  GatheredCounts gathered;
   const SyntheticPattern patterns[] = {SyntheticPattern::Stencil2D, SyntheticPattern::Stencil3D,
                                        SyntheticPattern::Collectives, SyntheticPattern::RowColumn};
   for (SyntheticPattern pattern : patterns) {
     for (std::int64_t nranks : {std::int64_t{48}, std::int64_t{64}}) {
-      SyntheticSpec spec;
-      spec.pattern = pattern;
-      spec.nranks = nranks;
-      spec.timesteps = 4;
-      spec.wrap = true;
-      const Trace t = synthetic_merged_trace(spec);
+      const Trace t = synthetic_trace(pattern, nranks, 4);
       for (const auto& [name, opt] : option_sets()) {
         const std::string what =
             std::string(synthetic_pattern_name(pattern)) + ", " + std::to_string(nranks) + " ranks, " + name;
-        const std::uint64_t count = expect_gathering_free(t, opt, what);
+        const GatheredCounts count = expect_gathering_free(t, opt, what);
         // Shared links make the order part of the result: nothing is gathered there.
         if (opt.contention || opt.topology.kind != Topology::Kind::Flat) {
-          EXPECT_EQ(count, 0u) << what;
+          EXPECT_EQ(count.gathered, 0u) << what;
         }
         gathered += count;
       }
     }
   }
-  EXPECT_GT(gathered, 0u);
+  // Both passes: in lockstep (a power-of-two Allreduce, rings, dissemination) and in rounds
+  // (the fold of 48 ranks' Allreduce, trees).
+  EXPECT_GT(gathered.lockstep, 0u);
+  EXPECT_GT(gathered.gathered, gathered.lockstep);
+}
+
+TEST(SimulatorLayout, LockstepIsTheStepsPairingWithinEachStep) {
+  // Steps by step (by_step[s * size + member]) as a gathering holds them.
+  const auto gathering = [](std::int32_t size, std::vector<std::vector<sim::GatheredStep>> steps) {
+    sim::Gathering g;
+    g.size = size;
+    g.step_count = static_cast<std::uint32_t>(steps.size());
+    for (const auto& step : steps) g.by_step.insert(g.by_step.end(), step.begin(), step.end());
+    return g;
+  };
+  std::vector<std::uint8_t> levels;
+  // Recursive doubling over 8 members: partners 1, 2 and 4 apart.
+  std::vector<std::vector<sim::GatheredStep>> doubling(3);
+  for (std::int32_t s = 0; s < 3; ++s)
+    for (std::int32_t i = 0; i < 8; ++i) doubling[s].push_back({i ^ (1 << s), i ^ (1 << s), 8});
+  EXPECT_TRUE(sim::lockstep_levels(gathering(8, doubling), levels));
+  EXPECT_EQ(levels, (std::vector<std::uint8_t>{1, 2, 3}));
+  // A ring of 5: receive from the left, send to the right, every step.
+  std::vector<std::vector<sim::GatheredStep>> ring(4);
+  for (auto& step : ring)
+    for (std::int32_t i = 0; i < 5; ++i) step.push_back({(i + 4) % 5, (i + 1) % 5, 8});
+  EXPECT_TRUE(sim::lockstep_levels(gathering(5, ring), levels));
+  EXPECT_EQ(levels, (std::vector<std::uint8_t>{3, 3, 3, 3}));
+  // As many steps each, but member 1 sends at its second step what member 0 receives at its
+  // first: not in lockstep (the pass in rounds runs it).
+  EXPECT_FALSE(sim::lockstep_levels(gathering(2, {{{1, -1, 0}, {-1, -1, 0}}, {{-1, -1, 0}, {-1, 0, 8}}}), levels));
+  // A send whose receiver does not receive at that step, and a partner outside the members.
+  EXPECT_FALSE(sim::lockstep_levels(gathering(2, {{{-1, 1, 8}, {-1, -1, 0}}}), levels));
+  EXPECT_FALSE(sim::lockstep_levels(gathering(2, {{{2, -1, 0}, {-1, -1, 0}}}), levels));
+}
+
+TEST(SimulatorLayout, LockstepCollectivesOverBlocksOfMembersGiveEveryRankTheSameTimes) {
+  // Beyond 1,024 members a lockstep pass runs its first steps block by block (partners within
+  // aligned blocks of 1,024), the later ones over all members: 2,048 and 4,096 ranks.
+  GatheredCounts gathered;
+  for (const auto& [pattern, nranks] : {std::pair{SyntheticPattern::Stencil2D, std::int64_t{4096}},
+                                        std::pair{SyntheticPattern::Collectives, std::int64_t{2048}}}) {
+    const Trace t = synthetic_trace(pattern, nranks, 2);
+    for (const auto& [name, opt] : option_sets()) {
+      if (opt.contention || opt.topology.kind != Topology::Kind::Flat) continue;  // nothing gathered
+      gathered += expect_gathering_free(
+          t, opt, std::string(synthetic_pattern_name(pattern)) + ", " + std::to_string(nranks) + " ranks, " + name);
+    }
+  }
+  EXPECT_GT(gathered.lockstep, 0u);
 }
 
 TEST(SimulatorLayout, GatheredCollectivesInRandomizedOrderFreePrograms) {
@@ -322,11 +383,11 @@ TEST(SimulatorLayout, GatheredCollectivesInRandomizedOrderFreePrograms) {
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
     const std::int64_t nranks = 3 + static_cast<std::int64_t>(seed * 5);
     const Trace t = test_support::merged_trace(random_program(nranks, 60, seed, true));
-    std::uint64_t gathered = 0;
+    GatheredCounts gathered;
     for (const auto& [name, opt] : option_sets())
       gathered +=
           expect_gathering_free(t, opt, "order-free random program, seed " + std::to_string(seed) + ", " + name);
-    EXPECT_GT(gathered, 0u) << "seed " << seed;
+    EXPECT_GT(gathered.gathered, 0u) << "seed " << seed;
   }
   // With wildcards, Issend and nonblocking collectives the run is not order-free: nothing is
   // gathered, and the results are those of the step-by-step engine bit for bit.
@@ -335,7 +396,7 @@ TEST(SimulatorLayout, GatheredCollectivesInRandomizedOrderFreePrograms) {
     sim::Engine engine(t, opt);
     const SimResult r = engine.run();
     EXPECT_EQ(engine.gathered_collectives(), 0u) << name;
-    expect_same(r, sim::simulate_prefetching(t, opt, sim::Prefetching::Off, sim::CollectiveGathering::Off), name);
+    expect_same(r, sim::simulate_prefetching(t, opt, sim::Prefetching::Off, sim::OrderFreeShortcuts::Off), name);
   }
 }
 
@@ -351,9 +412,9 @@ TEST(SimulatorLayout, AGatheredCollectiveThatAMemberNeverEntersIsADeadlock) {
     }
   const Trace t = test_support::merged_trace(recs);
   const SimOptions opt = option_sets().front().second;
-  for (const auto gathering : {sim::CollectiveGathering::Off, sim::CollectiveGathering::Auto}) {
+  for (const auto shortcuts : {sim::OrderFreeShortcuts::Off, sim::OrderFreeShortcuts::Auto}) {
     try {
-      sim::simulate_prefetching(t, opt, sim::Prefetching::Off, gathering);
+      sim::simulate_prefetching(t, opt, sim::Prefetching::Off, shortcuts);
       ADD_FAILURE() << "no error";
     } catch (const SimulationError& e) {
       EXPECT_NE(std::string(e.what()).find("simulated deadlock"), std::string::npos) << e.what();

@@ -48,15 +48,17 @@ namespace scalatrace::sim {
 /// tests can compare both paths on traces small enough to simulate quickly.
 enum class Prefetching { Auto, Off, All };
 
-/// Whether blocking collectives are gathered (engine_gathering.hpp) where the run allows it
-/// (Auto), or always run step by step (Off: what tests compare Auto with).
-enum class CollectiveGathering { Auto, Off };
+/// What an order-free run (order_free.hpp) lets the engine do for speed (Auto): gather blocking
+/// collectives (engine_gathering.hpp) and resume a woken rank first, only once its completion
+/// call can complete (Engine::wake). Off: every collective step by step and the ranks resumed
+/// first in, first out, as in any other run (what tests compare Auto with).
+enum class OrderFreeShortcuts { Auto, Off };
 
 class Engine {
  public:
   /// `fair`: fair sharing's state across passes (Topology::Sharing::Fair), null otherwise.
   Engine(const Trace& trace, const SimOptions& options, Prefetching prefetching = Prefetching::Auto,
-         FairPasses* fair = nullptr, CollectiveGathering gathering = CollectiveGathering::Auto);
+         FairPasses* fair = nullptr, OrderFreeShortcuts shortcuts = OrderFreeShortcuts::Auto);
 
   SimTimes& site_times(std::uint32_t site, Op op) {
     if (site >= site_count_) {  // a site beyond the trace's table: counted all the same
@@ -75,6 +77,8 @@ class Engine {
   SimResult run();
   /// Blocking collectives run as gathered collectives so far (engine_gathering.hpp).
   std::uint64_t gathered_collectives() const { return gathered_; }
+  /// Of those, the ones whose steps went in lockstep (Engine::run_lockstep).
+  std::uint64_t lockstep_collectives() const { return lockstep_; }
   /// A lower bound of every future transfer's start (topology congestion's horizon).
   double earliest_clock();
   /// The options of rank r's ProbabilisticWalk (lossy traces).
@@ -123,11 +127,14 @@ class Engine {
   /// Gathered collectives (engine_gathering.hpp): whether the run allows them, the slots (open
   /// and free) and the open ones by communicator key and sequence number.
   const OrderFreedom order_;
-  const bool gather_;
+  /// Whether the run is order-free (OrderFreedom) and the engine takes its shortcuts
+  /// (OrderFreeShortcuts): gathered collectives, woken ranks first (wake).
+  const bool order_free_;
   std::vector<Gathering> gatherings_;
   std::map<std::pair<std::int64_t, std::uint64_t>, std::int32_t> open_gatherings_;  ///< (key, tag) -> slot
   CollSteps gather_steps_;  ///< the entering rank's steps, before they are copied
   std::uint64_t gathered_ = 0;
+  std::uint64_t lockstep_ = 0;
 
   RankSim& rank(std::int64_t r) { return ranks_[static_cast<std::size_t>(r)]; }
 
@@ -199,7 +206,9 @@ class Engine {
       case Stage::Waiting:
       case Stage::Next:
         prefetch_range(hot_end(R), handles_end(R));
-        prefetch_line(&R.comms);  // the communicator of the next events (with its first entry)
+        // The communicator of the next events: the head with its first entry (both lines: the
+        // entry straddles them; a collective reads its sequence number in the second).
+        prefetch_object(static_cast<const CommInfo*>(R.comms.inline_address(0)));
         prefetch_queue_heads(R);
         return;
     }
@@ -283,12 +292,35 @@ class Engine {
   std::string describe_current(const RankSim& R) const;
   [[noreturn]] void fail_event(const RankSim& R, const std::string& what) const;
 
+  /// A blocked rank may go on: queued last (in an order-free run, first: see wake_soon).
   void wake(std::int64_t r) {
+    RankSim& R = rank(r);
+    if (R.blocked) {
+      R.blocked = false;
+      if (order_free_) {
+        // It runs next, out of the prefetch rounds' reach: what its stage reads, now.
+        if (prefetch_states_) prefetch_for_stage(R);
+        ready_.push_front(r);
+      } else
+        ready_.push_back(r);
+    }
+  }
+  /// A blocked rank goes on after the ranks queued (a gathered collective's members, in order).
+  void wake_last(std::int64_t r) {
     RankSim& R = rank(r);
     if (R.blocked) {
       R.blocked = false;
       ready_.push_back(r);
     }
+  }
+  /// The match of D's request Q made it known. In an order-free run a rank blocked in a
+  /// completion call is woken only by the last of its requests to become known (the resumption
+  /// then completes the call); otherwise any match wakes it.
+  void wake_on_match(std::int64_t d, RankSim& D, const Request& Q) {
+    if (order_free_ && D.blocked && D.stage == Stage::Waiting) {
+      if (!Q.waited || --D.unknown_waits > 0) return;
+    }
+    wake(d);
   }
 
   void mark_wild(std::int64_t r) {
@@ -498,6 +530,13 @@ class Engine {
   }
 
   inline bool complete_waits(RankSim& R);
+  /// R blocks in a completion call: how many of its requests are still unknown (unknown_waits).
+  static void count_unknown_waits(RankSim& R) {
+    std::uint32_t unknown = 0;
+    for (std::size_t i = R.waits_known; i < R.waits.size(); ++i)
+      unknown += R.reqs[static_cast<std::size_t>(R.waits[i])].known ? 0U : 1U;
+    R.unknown_waits = unknown;
+  }
   [[gnu::always_inline]] inline static void sort_by_completion(RankSim& R);
   inline bool try_probe(RankSim& R);
 
@@ -512,8 +551,12 @@ class Engine {
   bool enter_gathering(RankSim& R, std::int64_t comm);
   Gathering& open_gathering(CommInfo& c, std::uint64_t tag);
   void complete_gathering(Gathering& g);
+  void run_lockstep(Gathering& g, const std::vector<std::uint8_t>& levels);
+  void transpose_steps(Gathering& g);
   bool gathering_round(Gathering& g, std::vector<std::int32_t>& members);
   void send_in_gathering(Gathering& g, std::int32_t from, const GatheredStep& step);
+  GatheredArrival send_from_gathering(Gathering& g, std::int32_t from, const GatheredStep& step);
+  static void complete_gathered_step(GatheredMember& m, const GatheredStep& s, const GatheredArrival* in);
   void post_schedule_step(RankSim& R, CollSchedule& S);
   void progress_schedules(RankSim& R);
 
@@ -567,6 +610,6 @@ class Engine {
 /// simulate() with the engine's cache measures chosen (tests: results equal with each) and
 /// gathered collectives on (Auto) or off (tests: the same times per rank).
 SimResult simulate_prefetching(const Trace& trace, const SimOptions& options, Prefetching prefetching,
-                               CollectiveGathering gathering = CollectiveGathering::Auto);
+                               OrderFreeShortcuts shortcuts = OrderFreeShortcuts::Auto);
 
 }  // namespace scalatrace::sim

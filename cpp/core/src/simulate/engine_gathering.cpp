@@ -4,6 +4,7 @@
 // (post_send_at's eager branch, match, complete_step) on the same values, so every rank's times
 // come out the same. See docs/simulator.md ("Gathered collectives").
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 #include <string>
 
@@ -24,6 +25,9 @@ bool Engine::enter_gathering(RankSim& R, std::int64_t comm) {
   if (g.op != ev_.op)
     fail_event(R, std::string("collective mismatch: other members of the communicator call MPI_") +
                       std::string(op_name(g.op)) + " here");
+  // Members mostly enter in order, far apart in time: the entry of one a few ahead, now.
+  constexpr std::int64_t kMembersAhead = 4;
+  if (c.me + kMembersAhead < g.size) prefetch_line(&g.members[static_cast<std::size_t>(c.me + kMembersAhead)]);
   GatheredMember& m = g.members[static_cast<std::size_t>(c.me)];
   if (m.entered) fail_event(R, "rank entered the same collective twice");
   m = GatheredMember{};
@@ -39,6 +43,8 @@ bool Engine::enter_gathering(RankSim& R, std::int64_t comm) {
         GatheredStep{static_cast<std::int32_t>(s.recv_from), static_cast<std::int32_t>(s.send_to), s.send_bytes});
   }
   if (m.steps > 0) m.step = g.steps[m.first_step];
+  if (g.entered == 0) g.step_count = m.steps;
+  g.uniform = g.uniform && m.steps == g.step_count;
   g.world[static_cast<std::size_t>(c.me)] = R.rank;
   R.stage = Stage::Gathered;
   if (++g.entered == g.size) complete_gathering(g);
@@ -71,15 +77,31 @@ Gathering& Engine::open_gathering(CommInfo& c, std::uint64_t tag) {
   g.members.resize(static_cast<std::size_t>(c.size));
   g.inboxes.assign(static_cast<std::size_t>(c.size), GatheredInbox{});
   g.steps.clear();
+  g.uniform = true;
   open_gatherings_.emplace(id, static_cast<std::int32_t>(slot));
   c.gathering = static_cast<std::int32_t>(slot);
   return g;
 }
 
-/// Member `from` posts the send of its current step: post_send_at for an eager message (its
-/// overheads on the member's clock, the transfer on its NIC) and the message queued for its
-/// receiver as match() would time it.
-void Engine::send_in_gathering(Gathering& g, std::int32_t from, const GatheredStep& step) {
+/// Every member's steps, by step (by_step[s * size + member]), from `steps`; every member has
+/// step_count of them. Blocks of members at a time: their steps' lines are read once, and each
+/// step's entries of the block are written together.
+void Engine::transpose_steps(Gathering& g) {
+  constexpr std::size_t kBlock = 64;
+  const auto size = static_cast<std::size_t>(g.size);
+  const std::size_t count = g.step_count;
+  g.by_step.resize(count * size);
+  for (std::size_t lo = 0; lo < size; lo += kBlock) {
+    const std::size_t hi = std::min(size, lo + kBlock);
+    for (std::size_t s = 0; s < count; ++s)
+      for (std::size_t i = lo; i < hi; ++i) g.by_step[s * size + i] = g.steps[g.members[i].first_step + s];
+  }
+}
+
+/// Member `from` sends its step's message as post_send_at's eager branch does (the overheads on
+/// the member's clock, the transfer on its NIC); returns its arrival and the receive overhead
+/// match() would give it.
+GatheredArrival Engine::send_from_gathering(Gathering& g, std::int32_t from, const GatheredStep& step) {
   GatheredMember& m = g.members[static_cast<std::size_t>(from)];
   const std::int64_t src = g.world[static_cast<std::size_t>(from)];
   const std::int64_t dst = g.world[static_cast<std::size_t>(step.send_to)];
@@ -89,6 +111,13 @@ void Engine::send_in_gathering(Gathering& g, std::int32_t from, const GatheredSt
   m.send_done = t.start;
   ++seq_;
   ++res_.messages;
+  return GatheredArrival{t.arrival, p.recv_cpu(step.send_bytes)};  // link(src, dst) is link(dst, src)
+}
+
+/// Member `from` posts the send of its current step (send_from_gathering), the message queued
+/// for its receiver.
+void Engine::send_in_gathering(Gathering& g, std::int32_t from, const GatheredStep& step) {
+  const GatheredArrival sent = send_from_gathering(g, from, step);
   std::int32_t slot;
   if (!g.free_messages.empty()) {
     slot = g.free_messages.back();
@@ -100,14 +129,29 @@ void Engine::send_in_gathering(Gathering& g, std::int32_t from, const GatheredSt
   GatheredMessage& msg = g.messages[static_cast<std::size_t>(slot)];
   msg.from = from;
   msg.next = -1;
-  msg.arrival = t.arrival;
-  msg.o_r = p.recv_cpu(step.send_bytes);  // link(src, dst) is link(dst, src)
+  msg.sent = sent;
   GatheredInbox& to = g.inboxes[static_cast<std::size_t>(step.send_to)];
   if (to.last >= 0)
     g.messages[static_cast<std::size_t>(to.last)].next = slot;
   else
     to.first = slot;
   to.last = slot;
+}
+
+/// Member m completes its step s, whose message is `in` (null: s receives nothing), as
+/// complete_step does (finish_step: receive and send in order of completion).
+void Engine::complete_gathered_step(GatheredMember& m, const GatheredStep& s, const GatheredArrival* in) {
+  Request recv, send;
+  if (in != nullptr) {
+    recv.kind = Request::Kind::Recv;
+    recv.done = in->arrival;
+    recv.o_r = in->o_r;
+  }
+  send.kind = Request::Kind::Send;
+  send.done = m.send_done;
+  double t = m.clock;
+  finish_step(m.idle, in != nullptr ? &recv : nullptr, s.send_to >= 0 ? &send : nullptr, t);
+  m.clock = t;
 }
 
 /// One round over `members` (member indices, increasing): each posts and completes steps until
@@ -143,7 +187,7 @@ bool Engine::gathering_round(Gathering& g, std::vector<std::int32_t>& members) {
         if (s.send_to >= 0) send_in_gathering(g, i, s);
         m.posted = true;
       }
-      Request recv, send;
+      GatheredArrival in;
       if (s.recv_from >= 0) {
         // The first message from that member (first in, first out per sender).
         std::int32_t before = -1, at = inbox.first;
@@ -153,9 +197,7 @@ bool Engine::gathering_round(Gathering& g, std::vector<std::int32_t>& members) {
         }
         if (at < 0) break;  // not sent yet: a later round
         const GatheredMessage& msg = g.messages[static_cast<std::size_t>(at)];
-        recv.kind = Request::Kind::Recv;
-        recv.done = msg.arrival;
-        recv.o_r = msg.o_r;
+        in = msg.sent;
         if (before < 0)
           inbox.first = msg.next;
         else
@@ -163,11 +205,7 @@ bool Engine::gathering_round(Gathering& g, std::vector<std::int32_t>& members) {
         if (inbox.last == at) inbox.last = before;
         g.free_messages.push_back(at);
       }
-      send.kind = Request::Kind::Send;
-      send.done = m.send_done;
-      double t = m.clock;
-      finish_step(m.idle, s.recv_from >= 0 ? &recv : nullptr, s.send_to >= 0 ? &send : nullptr, t);
-      m.clock = t;
+      complete_gathered_step(m, s, s.recv_from >= 0 ? &in : nullptr);
       m.posted = false;
       moved = true;
       if (++m.pos < m.steps) m.step = g.steps[m.first_step + m.pos];
@@ -176,6 +214,65 @@ bool Engine::gathering_round(Gathering& g, std::vector<std::int32_t>& members) {
   }
   members.resize(kept);
   return moved;
+}
+
+/// One pass over each step's entries: a partner's entry of the same step lies in the same
+/// slice of by_step.
+bool lockstep_levels(const Gathering& g, std::vector<std::uint8_t>& levels) {
+  const auto size = static_cast<std::size_t>(g.size);
+  levels.assign(g.step_count, 0);
+  for (std::size_t s = 0; s < g.step_count; ++s) {
+    const GatheredStep* step = &g.by_step[s * size];
+    std::uint32_t farthest = 0;  // the bits in which a member and its partners differ
+    for (std::size_t i = 0; i < size; ++i) {
+      const auto me = static_cast<std::int32_t>(i);
+      const GatheredStep& st = step[i];
+      if (st.recv_from >= 0) {
+        if (st.recv_from >= g.size || step[st.recv_from].send_to != me) return false;
+        farthest |= static_cast<std::uint32_t>(me ^ st.recv_from);
+      }
+      if (st.send_to >= 0) {
+        if (st.send_to >= g.size || step[st.send_to].recv_from != me) return false;
+        farthest |= static_cast<std::uint32_t>(me ^ st.send_to);
+      }
+    }
+    levels[s] = static_cast<std::uint8_t>(std::bit_width(farthest));
+  }
+  return true;
+}
+
+/// The steps of a lockstep gathering (lockstep_levels), step by step: every member posts its
+/// send (send_in_gathering's operations), then every member completes the step with its
+/// partner's message (gathering_round's). Consecutive steps whose partners lie within aligned
+/// blocks of 2^10 members or more run block by block, so that a block's data stays in the
+/// cache through them. The same operations on the same values as the general pass: a member's
+/// values depend only on its own steps and the messages it receives.
+void Engine::run_lockstep(Gathering& g, const std::vector<std::uint8_t>& levels) {
+  constexpr std::uint8_t kMinBlockBits = 10;
+  const auto size = static_cast<std::size_t>(g.size);
+  const auto steps = static_cast<std::uint32_t>(levels.size());
+  g.sent.resize(size);
+  for (std::uint32_t first = 0; first < steps;) {
+    const std::uint8_t bits = std::max(levels[first], kMinBlockBits);
+    std::uint32_t end = first;
+    while (end < steps && levels[end] <= bits) ++end;
+    const std::size_t block = bits >= 40 ? size : std::min(size, std::size_t{1} << bits);
+    for (std::size_t lo = 0; lo < size; lo += block) {
+      const std::size_t hi = std::min(size, lo + block);
+      for (std::uint32_t s = first; s < end; ++s) {
+        const GatheredStep* step = &g.by_step[s * size];
+        for (std::size_t i = lo; i < hi; ++i)
+          if (step[i].send_to >= 0) g.sent[i] = send_from_gathering(g, static_cast<std::int32_t>(i), step[i]);
+        for (std::size_t i = lo; i < hi; ++i) {
+          const std::int32_t from = step[i].recv_from;
+          complete_gathered_step(g.members[i], step[i], from >= 0 ? &g.sent[static_cast<std::size_t>(from)] : nullptr);
+        }
+      }
+    }
+    first = end;
+  }
+  for (GatheredMember& m : g.members) m.pos = m.steps;
+  ++lockstep_;
 }
 
 /// Every member has entered: runs their steps (gathering_round), first block by block of
@@ -189,6 +286,10 @@ void Engine::complete_gathering(Gathering& g) {
   g.messages.clear();
   g.free_messages.clear();
   std::vector<std::int32_t>& members = g.active;
+  if (g.uniform) {
+    transpose_steps(g);
+    if (lockstep_levels(g, g.levels)) run_lockstep(g, g.levels);
+  }
   for (std::int64_t block = kFirstBlock; block < g.size; block *= kBlockGrowth) {
     for (std::int64_t lo = 0; lo < g.size; lo += block) {
       members.clear();
@@ -226,7 +327,7 @@ void Engine::complete_gathering(Gathering& g) {
     R.times.late_receiver = m.idle.late_receiver;
     m.entered = false;
     end_event(R);
-    wake(g.world[i]);
+    wake_last(g.world[i]);
   }
   ++gathered_;
   g.open = false;

@@ -45,12 +45,17 @@ struct GatheredInbox {
   std::int32_t first = -1, last = -1;
 };
 
+/// When a message of the pass arrives, and the receive overhead it costs.
+struct GatheredArrival {
+  double arrival = 0;
+  double o_r = 0;
+};
+
 /// A message of the pass waiting for its receive.
 struct GatheredMessage {
   std::int32_t from = 0;   ///< the sender's communicator rank
   std::int32_t next = -1;  ///< the next message of the receiver's inbox
-  double arrival = 0;
-  double o_r = 0;  ///< the receive overhead it costs
+  GatheredArrival sent;
 };
 
 /// One blocking collective of one communicator, its members entering.
@@ -65,9 +70,25 @@ struct Gathering {
   std::vector<GatheredMember> members;
   std::vector<GatheredInbox> inboxes;  ///< per member
   std::vector<GatheredStep> steps;     ///< every member's, each member's contiguous
+  /// Whether every member entered so far has the first one's number of steps, step_count; if
+  /// all do, the steps by step (by_step[s * size + member]) for a lockstep pass.
+  bool uniform = true;
+  std::uint32_t step_count = 0;
+  std::vector<GatheredStep> by_step;
   std::vector<GatheredMessage> messages;
   std::vector<std::int32_t> free_messages;  ///< received messages' slots, reused
   std::vector<std::int32_t> active;         ///< members with steps left (the pass)
+  /// Lockstep passes: each step's partner distance, and each member's message of the step.
+  std::vector<std::uint8_t> levels;
+  std::vector<GatheredArrival> sent;  ///< per member: its message of the current step
 };
+
+/// Whether the gathering's steps (by_step, every member's step_count of them) go in lockstep:
+/// at every step a member receives from j exactly when j sends to it at the same step
+/// (recursive doubling, rings, dissemination, pairwise exchange). Then each message is received
+/// in the step it is sent, and the members can run step by step (Engine::run_lockstep).
+/// levels[s]: the bit width of the farthest partner at step s (member i's partners at s lie in
+/// its aligned block of 2^levels[s] members).
+bool lockstep_levels(const Gathering& g, std::vector<std::uint8_t>& levels);
 
 }  // namespace scalatrace::sim

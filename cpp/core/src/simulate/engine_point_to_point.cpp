@@ -133,7 +133,7 @@ void Engine::match(std::int64_t d, const PostedRecv& pr, const Message& m) {
       pair.bytes += m.bytes;
     }
   }
-  wake(d);
+  wake_on_match(d, D, Q);
 }
 
 /// When every rank is stuck: the earliest-arriving candidate of any pending wildcard receive

@@ -100,6 +100,10 @@ class ReadyQueue {
     if (size() == slots_.size()) throw std::logic_error("simulator ready queue overflow");
     slots_[tail_++ & mask_] = r;
   }
+  void push_front(std::int64_t r) {
+    if (size() == slots_.size()) throw std::logic_error("simulator ready queue overflow");
+    slots_[--head_ & mask_] = r;
+  }
   std::int64_t pop_front() { return slots_[head_++ & mask_]; }
   /// The i-th rank after the front (i < size()).
   std::int64_t operator[](std::size_t i) const { return slots_[(head_ + i) & mask_]; }
@@ -154,7 +158,10 @@ struct alignas(64) RankSim {
   std::size_t step_pos = 0;
   std::size_t coll_comm = 0;  ///< index into comms
   std::uint64_t coll_tag = 0;
-  std::size_t waits_known = 0;  ///< waits[0, waits_known) are known to complete (checked)
+  std::uint32_t waits_known = 0;  ///< waits[0, waits_known) are known to complete (checked)
+  /// Order-free runs: while blocked in a completion call, how many of its requests are still
+  /// unknown (the match of the last one wakes the rank).
+  std::uint32_t unknown_waits = 0;
   // Line 1.
   alignas(64) Request step_reqs[2];
   // Lines 2-4.

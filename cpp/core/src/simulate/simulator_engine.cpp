@@ -20,14 +20,14 @@ namespace scalatrace {
 namespace sim {
 
 Engine::Engine(const Trace& trace, const SimOptions& options, Prefetching prefetching, FairPasses* fair,
-               CollectiveGathering gathering)
+               OrderFreeShortcuts shortcuts)
     : trace_(trace),
       opt_(options),
       net_(options, trace.nranks, fair),
       n_(trace.nranks),
       ranks_(static_cast<std::size_t>(trace.nranks)),
       order_(trace, options),
-      gather_(gathering == CollectiveGathering::Auto && fair == nullptr && order_.order_free()),
+      order_free_(shortcuts == OrderFreeShortcuts::Auto && fair == nullptr && order_.order_free()),
       prefetching_(prefetching) {
   for (std::int64_t r = 0; r < n_; ++r) ranks_.emplace_back(trace, r, options, constants_);
   if (is_lossy(trace)) {
@@ -168,6 +168,7 @@ inline void Engine::advance(RankSim& R) {
       case Stage::Waiting:
         if (!R.schedules.empty()) progress_schedules(R);
         if (!complete_waits(R)) {
+          if (order_free_) count_unknown_waits(R);
           R.blocked = true;
           return;
         }
@@ -231,7 +232,10 @@ inline void Engine::advance(RankSim& R) {
 inline void Engine::wait_for(RankSim& R, std::initializer_list<std::int32_t> qs) {
   clear_waits(R);
   for (const std::int32_t q : qs)
-    if (q != kNoRequest) R.waits.push_back(q);
+    if (q != kNoRequest) {
+      R.reqs[static_cast<std::size_t>(q)].waited = true;
+      R.waits.push_back(q);
+    }
   R.stage = Stage::Waiting;
 }
 
@@ -367,7 +371,7 @@ inline void Engine::dispatch(RankSim& R) {
       end_event(R);
       return;
     case OpKind::Collective:
-      if (gather_ && enter_gathering(R, comm)) return;
+      if (order_free_ && enter_gathering(R, comm)) return;
       start_collective(R, comm);
       return;
     case OpKind::CommCreate:
@@ -441,12 +445,12 @@ SimResult Engine::collect() {
 }
 
 SimResult simulate_prefetching(const Trace& trace, const SimOptions& options, Prefetching prefetching,
-                               CollectiveGathering gathering) {
+                               OrderFreeShortcuts shortcuts) {
   options.validate();
   if (trace.nranks <= 0) throw UsageError("cannot simulate a trace with no ranks");
   const Topology& topo = options.topology;
   if (topo.kind == Topology::Kind::Flat || !topo.congestion || topo.sharing == Topology::Sharing::FirstCome) {
-    Engine engine(trace, options, prefetching, nullptr, gathering);
+    Engine engine(trace, options, prefetching, nullptr, shortcuts);
     return engine.run();
   }
   // Fair sharing: the first pass times the messages first come, first served; each later one by
