@@ -292,7 +292,8 @@ class Engine {
   std::string describe_current(const RankSim& R) const;
   [[noreturn]] void fail_event(const RankSim& R, const std::string& what) const;
 
-  /// A blocked rank may go on: queued last (in an order-free run, first: see wake_soon).
+  /// A blocked rank may go on: queued last; in an order-free run first, while its state is still
+  /// in the cache (wake_on_match wakes it only when its completion call can complete).
   void wake(std::int64_t r) {
     RankSim& R = rank(r);
     if (R.blocked) {

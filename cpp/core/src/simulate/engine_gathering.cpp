@@ -241,9 +241,9 @@ bool lockstep_levels(const Gathering& g, std::vector<std::uint8_t>& levels) {
   return true;
 }
 
-/// The steps of a lockstep gathering (lockstep_levels), step by step: every member posts its
-/// send (send_in_gathering's operations), then every member completes the step with its
-/// partner's message (gathering_round's). Consecutive steps whose partners lie within aligned
+/// The steps of a lockstep gathering (lockstep_levels), step by step: every member sends
+/// (send_from_gathering), then every member completes the step with its partner's message
+/// (complete_gathered_step, as gathering_round does). Consecutive steps whose partners lie within aligned
 /// blocks of 2^10 members or more run block by block, so that a block's data stays in the
 /// cache through them. The same operations on the same values as the general pass: a member's
 /// values depend only on its own steps and the messages it receives.
@@ -275,8 +275,9 @@ void Engine::run_lockstep(Gathering& g, const std::vector<std::uint8_t>& levels)
   ++lockstep_;
 }
 
-/// Every member has entered: runs their steps (gathering_round), first block by block of
-/// kFirstBlock members as far as each block goes on its own (an allreduce's first steps pair
+/// Every member has entered: runs their steps, in lockstep where they pair within each step
+/// (run_lockstep), otherwise in rounds (gathering_round), first block by block of kFirstBlock
+/// members as far as each block goes on its own (an allreduce's first steps pair
 /// members nearby: their data stays in the cache), then in blocks kBlockGrowth times as large,
 /// and so on, then in rounds over all members until every step is done; then ends every member's call and lets it go
 /// on. Any order that waits for each message gives the same times: a member's values depend only on its own steps and
