@@ -609,7 +609,7 @@ class Engine {
 };
 
 /// simulate() with the engine's cache measures chosen (tests: results equal with each) and
-/// gathered collectives on (Auto) or off (tests: the same times per rank).
+/// the order-free shortcuts on (Auto) or off (tests: the same times per rank).
 SimResult simulate_prefetching(const Trace& trace, const SimOptions& options, Prefetching prefetching,
                                OrderFreeShortcuts shortcuts = OrderFreeShortcuts::Auto);
 

@@ -100,6 +100,7 @@ class ReadyQueue {
     if (size() == slots_.size()) throw std::logic_error("simulator ready queue overflow");
     slots_[tail_++ & mask_] = r;
   }
+  /// Queued first (order-free runs: a woken rank, Engine::wake).
   void push_front(std::int64_t r) {
     if (size() == slots_.size()) throw std::logic_error("simulator ready queue overflow");
     slots_[--head_ & mask_] = r;
