@@ -433,8 +433,6 @@ TEST(Merge, CornerRanksStayInTheMainLoop) {
 
 namespace {
 
-/// A pipeline's receive on ranks 1..3 of 4, `calls` times, with compute_ns(rank, call) before
-/// each; the three ranks' traces merged. Also returns the merged receive node.
 /// Rank `rank`'s recording of `calls` receives from one call site, `compute_ns(rank, i)` before
 /// the i-th.
 RankRecording receives_of(std::int64_t rank, std::int64_t nranks, int calls,

@@ -294,23 +294,18 @@ class Engine {
 
   /// A blocked rank may go on: queued last; in an order-free run first, while its state is still
   /// in the cache (wake_on_match wakes it only when its completion call can complete).
-  void wake(std::int64_t r) {
+  void wake(std::int64_t r) { queue_unblocked(r, order_free_); }
+  /// If r is blocked, it is ready: at the front of the queue (it runs next, out of the prefetch
+  /// rounds' reach: what its stage reads is fetched now) or at the back (a gathered collective's
+  /// members, in member order).
+  void queue_unblocked(std::int64_t r, bool first) {
     RankSim& R = rank(r);
-    if (R.blocked) {
-      R.blocked = false;
-      if (order_free_) {
-        // It runs next, out of the prefetch rounds' reach: what its stage reads, now.
-        if (prefetch_states_) prefetch_for_stage(R);
-        ready_.push_front(r);
-      } else
-        ready_.push_back(r);
-    }
-  }
-  /// A blocked rank goes on after the ranks queued (a gathered collective's members, in order).
-  void wake_last(std::int64_t r) {
-    RankSim& R = rank(r);
-    if (R.blocked) {
-      R.blocked = false;
+    if (!R.blocked) return;
+    R.blocked = false;
+    if (first) {
+      if (prefetch_states_) prefetch_for_stage(R);
+      ready_.push_front(r);
+    } else {
       ready_.push_back(r);
     }
   }
@@ -552,6 +547,7 @@ class Engine {
   bool enter_gathering(RankSim& R, std::int64_t comm);
   Gathering& open_gathering(CommInfo& c, std::uint64_t tag);
   void complete_gathering(Gathering& g);
+  void run_in_rounds(Gathering& g);
   void run_lockstep(Gathering& g, const std::vector<std::uint8_t>& levels);
   void transpose_steps(Gathering& g);
   bool gathering_round(Gathering& g, std::vector<std::int32_t>& members);

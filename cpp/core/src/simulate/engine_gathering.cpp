@@ -271,26 +271,18 @@ void Engine::run_lockstep(Gathering& g, const std::vector<std::uint8_t>& levels)
     }
     first = end;
   }
-  for (GatheredMember& m : g.members) m.pos = m.steps;
   ++lockstep_;
 }
 
-/// Every member has entered: runs their steps, in lockstep where they pair within each step
-/// (run_lockstep), otherwise in rounds (gathering_round), first block by block of kFirstBlock
-/// members as far as each block goes on its own (an allreduce's first steps pair
-/// members nearby: their data stays in the cache), then in blocks kBlockGrowth times as large,
-/// and so on, then in rounds over all members until every step is done; then ends every member's call and lets it go
-/// on. Any order that waits for each message gives the same times: a member's values depend only on its own steps and
-/// the messages it receives.
-void Engine::complete_gathering(Gathering& g) {
+/// The steps of a gathering that does not go in lockstep, in rounds (gathering_round): first
+/// block by block of kFirstBlock members as far as each block goes on its own (an allreduce's
+/// first steps pair members nearby: their data stays in the cache), then in blocks kBlockGrowth
+/// times as large, and so on, then in rounds over all members until every step is done.
+void Engine::run_in_rounds(Gathering& g) {
   constexpr std::int64_t kFirstBlock = 1024, kBlockGrowth = 16;
   g.messages.clear();
   g.free_messages.clear();
   std::vector<std::int32_t>& members = g.active;
-  if (g.uniform) {
-    transpose_steps(g);
-    if (lockstep_levels(g, g.levels)) run_lockstep(g, g.levels);
-  }
   for (std::int64_t block = kFirstBlock; block < g.size; block *= kBlockGrowth) {
     for (std::int64_t lo = 0; lo < g.size; lo += block) {
       members.clear();
@@ -310,6 +302,22 @@ void Engine::complete_gathering(Gathering& g) {
   while (!members.empty())
     if (!gathering_round(g, members))
       throw std::logic_error("simulator: a gathered collective's members wait for each other");
+}
+
+/// Every member has entered: runs their steps, in lockstep where they pair within each step
+/// (run_lockstep), otherwise in rounds (run_in_rounds); then ends every member's call and lets it
+/// go on. Any order that waits for each message gives the same times: a member's values depend
+/// only on its own steps and the messages it receives.
+void Engine::complete_gathering(Gathering& g) {
+  bool lockstep = false;
+  if (g.uniform) {
+    transpose_steps(g);
+    lockstep = lockstep_levels(g, g.levels);
+  }
+  if (lockstep)
+    run_lockstep(g, g.levels);
+  else
+    run_in_rounds(g);
   // Every member's call ends, in member order; the ranks go on in that order.
   constexpr std::size_t kAhead = 8;
   const auto size = static_cast<std::size_t>(g.size);
@@ -328,7 +336,7 @@ void Engine::complete_gathering(Gathering& g) {
     R.times.late_receiver = m.idle.late_receiver;
     m.entered = false;
     end_event(R);
-    wake_last(g.world[i]);
+    queue_unblocked(g.world[i], false);
   }
   ++gathered_;
   g.open = false;
