@@ -45,10 +45,16 @@ def site_sequences(tmp_path: Path, exe: Path, memo: int) -> list[list[tuple]]:
     for rank in helpers.dump_raw(raw)["ranks"]:
         assert rank["metadata"]["setting.SCALATRACE_STACK_MEMO"] == str(memo)
         walks, events = int(rank["metadata"]["stack_walks"]), len(rank["events"])
+        learned = int(rank["metadata"]["stack_walks_learned"])
+        assert int(rank["metadata"]["stack_walk_ns"]) > 0
         if memo:  # walked: the first two calls of each (place, outer stack), a few dozen
             assert walks < events // 4, (walks, events)
+            # described for remembering: the second call of each place and each new outer
+            # stack there (five paths and a recursion depth, on each of two threads)
+            assert PATHS <= learned < walks, (learned, walks)
         else:  # every call but MPI_Init (walked by its own wrapper)
             assert walks == events - 1, (walks, events)
+            assert learned == 0
         frames = [tuple(map(tuple, s["frames"])) for s in rank["sites"]]
         out.append([(e["op"], frames[e["site"]]) for e in rank["events"]])
     return out

@@ -171,9 +171,19 @@ WalkDescription describe_walk(const void* wrapper_frame, const RawStack& walked)
 #ifdef SCALATRACE_HAVE_UNWIND_CURSOR
   const CursorApi& api = cursor_api();
   if (!api.ok()) return out;
+  // The walk starts at the wrapper's caller, from a context holding its return address,
+  // stack pointer and frame pointer (the wrapper's CFA and its saved frame pointer): libunwind
+  // arrives at the same frame after stepping through the collector's own frames, since unwind
+  // rules use only the stack and frame pointers (walk_memo.hpp). Steps cost 1-2 us each (the
+  // CFI interpreter, and two system calls: libunwind's global cache lock blocks signals), so
+  // starting there saves a third of a description (docs/collector.md, "Call sites").
   unw_context_t context;
   unw_cursor_t cursor;
-  if (api.getcontext(&context) != 0 || api.init_local(&cursor, &context) != 0) return out;
+  if (api.getcontext(&context) != 0) return out;
+  context.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(out.key.ra);
+  context.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(out.key.cfa);
+  context.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(out.key.rbp);
+  if (api.init_local(&cursor, &context) != 0) return out;
   std::vector<CursorFrame> all;
   int step = 0;
   do {
@@ -192,7 +202,7 @@ WalkDescription describe_walk(const void* wrapper_frame, const RawStack& walked)
     f.rbp_in_memory = rbp_loc.type == UNW_SLT_MEMORY;
     f.rbp_slot = rbp_loc.u.addr;
     all.push_back(f);
-    if (all.size() > kMaxCursorFrames + 16) return out;  // too deep: always walk
+    if (all.size() > kMaxCursorFrames) return out;  // too deep: always walk
     step = api.step(&cursor);
   } while (step > 0);
   if (step < 0) return out;  // the walk ended in an error: nothing to rely on
@@ -207,22 +217,16 @@ WalkDescription describe_walk(const void* wrapper_frame, const RawStack& walked)
     return out;
   }
 
-  // The caller of the wrapper; every frame inside it is the collector's (or MPI's).
-  std::size_t first = 0;
-  while (first < all.size() && !(all[first].ip == out.key.ra && all[first].sp == out.key.cfa)) ++first;
-  if (first == all.size()) return out;
+  // Frame 0 is the wrapper's caller.
+  constexpr std::size_t first = 0;
+  if (all.empty() || all[first].ip != out.key.ra || all[first].sp != out.key.cfa) return out;
   const LibraryFrames& library = LibraryFrames::get();
-  for (std::size_t i = 0; i < first; ++i)
-    if (!library.skipped(all[i].ip)) return out;
-  if (all.size() - first > kMaxCursorFrames) return out;
   // The same frames as unw_backtrace gave (capture_stack's skipping of library frames).
   std::size_t user = first;
   while (user < all.size() && library.skipped(all[user].ip)) ++user;
   if (static_cast<std::size_t>(walked.depth) != all.size() - user) return out;
   for (std::size_t i = user; i < all.size(); ++i)
     if (reinterpret_cast<std::uintptr_t>(walked.pcs[i - user]) != all[i].ip) return out;
-  // The caller's frame pointer as the wrapper saved it.
-  if (all[first].rbp != out.key.rbp) return out;
 
   for (std::size_t i = first; i < all.size(); ++i) {
     const CursorFrame& f = all[i];

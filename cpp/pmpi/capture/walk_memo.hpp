@@ -58,7 +58,7 @@ struct WalkDescription {
   bool usable = false;          ///< false: the walk does not fit the model; always walk at this place
 };
 
-/// Walks the stack with libunwind's cursor from the wrapper's frame outward and describes it,
+/// Walks the stack with libunwind's cursor from the wrapper's caller outward and describes it,
 /// checked against `walked` (capture_stack's result for the same call).
 WalkDescription describe_walk(const void* wrapper_frame, const RawStack& walked);
 

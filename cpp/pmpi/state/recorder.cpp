@@ -216,6 +216,7 @@ void Recorder::warn(const std::string& what) { std::fprintf(stderr, "scalatrace:
 
 __attribute__((noinline)) std::uint32_t Recorder::walk_site(const void* wrapper_frame, bool learn,
                                                             std::unique_lock<std::mutex>& lock) {
+  const std::uint64_t start_ns = now_ns();
   lock.unlock();
   RawStack stack;
   capture_stack(stack, kMaxStackDepth);
@@ -224,7 +225,11 @@ __attribute__((noinline)) std::uint32_t Recorder::walk_site(const void* wrapper_
   lock.lock();
   ++stack_walks_;
   const std::uint32_t site = capture.site_id(stack, sites, settings.stack_depth);
-  if (learn) walks.remember(std::move(walk), site);
+  if (learn) {
+    walks.remember(std::move(walk), site);
+    ++walks_learned_;
+  }
+  walk_ns_ += now_ns() - start_ns;
   return site;
 }
 
@@ -298,6 +303,8 @@ std::map<std::string, std::string> Recorder::metadata(const char* why) const {
   m["finished_by"] = why;
   m["events"] = std::to_string(events_);
   m["stack_walks"] = std::to_string(stack_walks_);
+  m["stack_walks_learned"] = std::to_string(walks_learned_);
+  m["stack_walk_ns"] = std::to_string(walk_ns_);
   m["collector_ns"] = std::to_string(collector_ns_);
   if (threads_calling_mpi_ > 1) m["mpi_threads"] = std::to_string(threads_calling_mpi_);
   return m;

@@ -104,6 +104,8 @@ class Recorder {
   /// a difference that adds up (MergeConfig::rank_time_ns, the mean over the ranks).
   double recorded_ns_ = 0;
   std::uint64_t stack_walks_ = 0;     ///< calls whose stack was walked (not remembered)
+  std::uint64_t walks_learned_ = 0;   ///< of them, walks also described for the memo
+  std::uint64_t walk_ns_ = 0;         ///< time in walk_site: walking, describing, interning
   unsigned threads_calling_mpi_ = 0;  ///< distinct threads that made a recorded MPI call
   /// When the collector last returned control to the program (end of its last append).
   std::uint64_t last_end_ns_ = 0;
