@@ -25,7 +25,7 @@ struct Stmt {
   enum Kind { Event, Loop, Branch, Recurse } kind = Event;
   Op op = Op::Send;
   std::uint32_t site = 0;
-  int param_mode = 0;  // 0 const, 1 = iteration, 2 = random, 3 = periodic
+  int param_mode = 0;  // 0 const, 1 = iteration, 2 = random, 3 = periodic, 4 = late (0 at first)
   int trip_mode = 0;   // loops: 0 const, 1 varying with outer iteration, 2 random
   int trips = 1;
   int branch_mode = 0;      // 0 parity, 1 first iteration only, 2 random
@@ -57,7 +57,7 @@ struct Gen : test_support::RandomBlocks<Gen, Stmt> {
       s.kind = Stmt::Event;
       s.op = kOps[pick(static_cast<int>(std::size(kOps)))];
       s.site = static_cast<std::uint32_t>(pick(static_cast<int>(sites)));
-      s.param_mode = pick(4);
+      s.param_mode = pick(5);
     }
     return s;
   }
@@ -82,11 +82,17 @@ struct Runner {
         const std::int64_t v = s.param_mode == 0   ? 7
                                : s.param_mode == 1 ? iter
                                : s.param_mode == 2 ? static_cast<std::int64_t>(rng() % 5)
-                                                   : iter % 3 - 1;
+                               : s.param_mode == 3 ? iter % 3 - 1
+                                                   : (iter < 2 ? 0 : iter);
         e[Field::Peer] = v;
         e[Field::Tag] = s.param_mode == 2 ? static_cast<std::int64_t>(rng() % 2) : 3;
         e[Field::Bytes] = 8 * (v + 1);
-        if (s.op == Op::Waitall) e[ArrayField::Requests] = std::vector<std::int64_t>(1 + iter % 3, 1);
+        // Fields 0 for a while, then not (the compressor stores a field from its first
+        // non-zero value on): a root from the fourth iteration, every other one.
+        if (s.param_mode == 4 && iter >= 3) e[Field::Root] = iter % 2;
+        if (s.op == Op::Waitall)
+          e[ArrayField::Requests] =
+              s.param_mode == 4 && iter < 2 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>(1 + iter % 3, 1);
         e.compute_ns = rng() % 1000;
         e.duration_ns = rng() % 100;
         out.push_back(std::move(e));

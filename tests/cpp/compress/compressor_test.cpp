@@ -91,6 +91,36 @@ TEST(Compressor, PollingLoopWithOccasionalChangesIsLossless) {
   EXPECT_EQ(histogram_total, compute_total);
 }
 
+TEST(Compressor, FieldsZeroForAWhileThenNotAreLossless) {
+  // The compressor stores an event field from its first non-zero value on, an array from its
+  // first non-empty one (compressor_nodes.hpp, FieldStorage::Lazy): values that turn non-zero
+  // late, in loop bodies taken by speculation (deferred values), in one-event loops, and in
+  // iterations merged by the general path, must come back with their zeros.
+  std::vector<Event> s;
+  for (int k = 0; k < 200; ++k) {
+    Event send = ev(Op::Isend, 1, 1, 64);
+    send[Field::Root] = k < 20 ? 0 : k % 3;  // 0, then 0 1 2 0 1 2 ...
+    s.push_back(send);
+    Event recv = ev(Op::Irecv, 2, 1, 64);
+    recv[Field::Count] = k >= 50 ? 7 : 0;
+    s.push_back(recv);
+    Event wait = ev(Op::Waitall, 3);
+    if (k >= 30) wait[ArrayField::Requests] = std::vector<std::int64_t>(static_cast<std::size_t>(1 + k % 2), 1);
+    s.push_back(wait);
+    if (k % 40 == 39) {  // now and then an iteration of another shape
+      Event extra = ev(Op::Bcast, 4, 0, 8);
+      extra[Field::Color] = k > 100 ? 5 : 0;
+      s.push_back(extra);
+    }
+  }
+  for (int i = 0; i < 500; ++i) {  // a one-event loop: flag 0, later 1 every fifth call
+    Event probe = ev(Op::Iprobe, 5, 1, 0);
+    probe[Field::Flag] = i >= 300 && i % 5 == 0 ? 1 : 0;
+    s.push_back(probe);
+  }
+  expect_round_trip(s, compress(s));
+}
+
 TEST(Compressor, Figure52TrailingIterations) {
   // for i < m: Bcast; for j < n(i): Isend Irecv Waitall
   const std::vector<int> n{3, 2, 4, 1, 5, 5, 2, 1, 1, 6};

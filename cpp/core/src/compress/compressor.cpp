@@ -43,7 +43,10 @@ IntraCompressor::Impl::Impl(CompressorConfig c) : cfg(c) {
   if (cfg.lossy_threshold > kMaxLossyThreshold)
     throw UsageError("lossy threshold " + std::to_string(cfg.lossy_threshold) + " is over the largest, " +
                      std::to_string(kMaxLossyThreshold));
-  if (cfg.lossy_threshold > 0) check_interval = kLossyCheckInterval;
+  if (cfg.lossy_threshold > 0) {
+    check_interval = kLossyCheckInterval;
+    storage = compressor_nodes::FieldStorage::Every;
+  }
   Histogram::bin_index(0, cfg.hist_sub_bins);  // validates the setting (UsageError)
 }
 
@@ -108,6 +111,8 @@ bool IntraCompressor::Impl::spill_queue() {
   std::vector<Node> nodes;
   nodes.reserve(q.size());
   for (auto& e : q) nodes.push_back(to_node(std::move(e)));
+  if (storage == compressor_nodes::FieldStorage::Lazy)
+    for (auto& n : nodes) compressor_nodes::store_every_field(n);
   q.clear();
   q.shrink_to_fit();
   frozen = 0;
@@ -142,6 +147,8 @@ std::vector<Node> IntraCompressor::Impl::finish() {
   std::vector<Node> out;
   out.reserve(q.size());
   for (auto& e : q) out.push_back(to_node(std::move(e)));
+  if (storage == compressor_nodes::FieldStorage::Lazy)
+    for (auto& n : out) compressor_nodes::store_every_field(n);
   loop_flatten::unpeel_leading_iterations(out);
   loop_flatten::inline_single_trip_loops(out);
   loop_flatten::flatten_nested_loops(out);

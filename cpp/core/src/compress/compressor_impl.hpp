@@ -33,6 +33,9 @@ struct IntraCompressor::Impl {
   using Entry = compressor_nodes::Entry;
 
   CompressorConfig cfg;
+  /// Lazy: event nodes store only the fields that were ever non-zero (compressor_nodes.hpp);
+  /// Every with lossy fields.
+  compressor_nodes::FieldStorage storage = compressor_nodes::FieldStorage::Lazy;
   const CallSiteTable* sites = nullptr;
   /// Classes of `sites` under cfg.site_match (classified as sites are first matched).
   mutable SiteClasses site_classes;
@@ -82,7 +85,9 @@ struct IntraCompressor::Impl {
   }
 
   // ---- building and merging nodes ----
-  Node make_event_node(const Event& e) const { return compressor_nodes::make_event_node(e, cfg.hist_sub_bins); }
+  Node make_event_node(const Event& e) const {
+    return compressor_nodes::make_event_node(e, cfg.hist_sub_bins, storage);
+  }
   Node to_node(Entry&& e) const { return e.raw ? make_event_node(e.ev) : std::move(e.node); }
   static Node to_node(Node&& n) { return std::move(n); }
 
@@ -91,7 +96,7 @@ struct IntraCompressor::Impl {
     const std::uint64_t va = visits(a), vb = visits(b);
     merge_presence(a, va, b.presence, vb);
     if (a.event) {
-      merge_event(*a.event, std::move(*b.event));
+      merge_event(*a.event, std::move(*b.event), storage);
       return;
     }
     const std::uint64_t bva = visits(a.loop->body.front());
@@ -106,7 +111,7 @@ struct IntraCompressor::Impl {
       return;
     }
     if (!a.presence.empty()) compressor_nodes::single(a.presence).append(1);
-    compressor_nodes::append_event(*a.event, b.ev);
+    compressor_nodes::append_event(*a.event, b.ev, storage);
   }
 
   // ---- iteration alignment (compressor_align.cpp) ----
@@ -228,8 +233,11 @@ struct IntraCompressor::Impl {
 
   /// Appends one event: speculation first, the general path (normal_push) otherwise.
   void push(const Event& e);
-  static void flush_fields(EventNode& a, FieldCache& c);
-  static void flush_arrays(EventNode& a, FieldCache& c);
+  void flush_fields(EventNode& a, FieldCache& c) const;
+  void flush_arrays(EventNode& a, FieldCache& c) const;
+  /// Appends n deferred copies of field i's `value`, after `occurrences_before` others.
+  void append_deferred(EventNode& a, std::size_t i, std::int64_t value, std::uint64_t n,
+                       std::uint64_t occurrences_before) const;
   /// Appends every deferred value (before the general path touches a node). Defined here: the
   /// general path calls it for every event, and the cache is mostly empty then.
   void flush_field_cache() {
@@ -241,7 +249,7 @@ struct IntraCompressor::Impl {
   }
   FieldCache* find_field_cache(EventNode* a);
   void cached_append(EventNode& a, const Event& e);
-  static void deferred_append_fields(EventNode& a, FieldCache& c, const Event& e);
+  void deferred_append_fields(EventNode& a, FieldCache& c, const Event& e) const;
   Step spec_step(const Event& e);
   bool spec_all_at_end() const;
   void spec_commit();

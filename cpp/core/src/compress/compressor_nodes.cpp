@@ -40,7 +40,23 @@ std::uint64_t occurrences(const Node& n) {
   return seq_size(n.event->fields[0]);
 }
 std::uint64_t visits(const Node& n) { return n.presence.empty() ? occurrences(n) : seq_size(n.presence); }
-Node make_event_node(const Event& e, std::uint32_t hist_sub_bins) {
+namespace {
+/// `n` occurrences without an array.
+ArraySeq empty_arrays(std::uint64_t n) { return n == 0 ? ArraySeq{} : ArraySeq::from_runs({ArraySeq::Run{{}, n}}); }
+}  // namespace
+
+ValueSeq& stored_field(EventNode& a, std::size_t i, std::uint64_t zeros_before) {
+  if (a.fields[i].empty()) single(a.fields[i]) = ValueSeq::constant(0, zeros_before);
+  return single(a.fields[i]);
+}
+
+ArraySeq& stored_array(EventNode& a, std::size_t i, std::uint64_t empties_before) {
+  if (a.arrays[i].empty()) single(a.arrays[i]) = empty_arrays(empties_before);
+  return single(a.arrays[i]);
+}
+
+Node make_event_node(const Event& e, std::uint32_t hist_sub_bins, FieldStorage storage) {
+  const bool lazy = storage == FieldStorage::Lazy;
   Node n;
   n.event = std::make_unique<EventNode>();
   EventNode& en = *n.event;
@@ -49,43 +65,75 @@ Node make_event_node(const Event& e, std::uint32_t hist_sub_bins) {
   en.compute = Histogram(hist_sub_bins);
   en.duration = Histogram(hist_sub_bins);
   en.first_compute = Histogram(hist_sub_bins);
-  for (std::size_t i = 0; i < kFieldCount; ++i) single(en.fields[i]).append(e.fields[i]);
-  for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(en.arrays[i]).append(e.arrays[i]);
+  for (std::size_t i = 0; i < kFieldCount; ++i)
+    if (!lazy || i == 0 || e.fields[i] != 0) single(en.fields[i]).append(e.fields[i]);
+  for (std::size_t i = 0; i < kArrayFieldCount; ++i)
+    if (!lazy || !e.arrays[i].empty()) single(en.arrays[i]).append(e.arrays[i]);
   en.compute.add(e.compute_ns);
   en.duration.add(e.duration_ns);
   en.first_compute.add(e.compute_ns);  // a new node: the rank's first occurrence of it
   return n;
 }
 
-void append_event(EventNode& a, const Event& e) {
+void append_event(EventNode& a, const Event& e, FieldStorage storage) {
+  const bool lazy = storage == FieldStorage::Lazy;
+  const std::uint64_t before = seq_size(a.fields[0]);
   if (!a.site_ids.empty() || e.site != a.site) {
     ValueSeq& s = single(a.site_ids);
-    if (s.empty()) s = ValueSeq::constant(a.site, seq_size(a.fields[0]));
+    if (s.empty()) s = ValueSeq::constant(a.site, before);
     s.append(static_cast<std::int64_t>(e.site));
   }
-  for (std::size_t i = 0; i < kFieldCount; ++i) single(a.fields[i]).append(e.fields[i]);
-  for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(e.arrays[i]);
+  if (!lazy) {
+    for (std::size_t i = 0; i < kFieldCount; ++i) single(a.fields[i]).append(e.fields[i]);
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(e.arrays[i]);
+  } else {
+    for (std::size_t i = 0; i < kFieldCount; ++i)
+      if (i == 0 || e.fields[i] != 0 || !a.fields[i].empty()) stored_field(a, i, before).append(e.fields[i]);
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i)
+      if (!e.arrays[i].empty() || !a.arrays[i].empty()) stored_array(a, i, before).append(e.arrays[i]);
+  }
   a.compute.add(e.compute_ns);
   a.duration.add(e.duration_ns);
 }
 
-void merge_event(EventNode& a, EventNode&& b) {
+void merge_event(EventNode& a, EventNode&& b, FieldStorage storage) {
+  const std::uint64_t na = seq_size(a.fields[0]), nb = seq_size(b.fields[0]);
   if (!a.site_ids.empty() || !b.site_ids.empty() || a.site != b.site) {
     ValueSeq& s = single(a.site_ids);
-    if (s.empty()) s = ValueSeq::constant(a.site, seq_size(a.fields[0]));
+    if (s.empty()) s = ValueSeq::constant(a.site, na);
     if (b.site_ids.empty())
-      s.append(ValueSeq::constant(b.site, seq_size(b.fields[0])));
+      s.append(ValueSeq::constant(b.site, nb));
     else
       s.append(single(b.site_ids));
   }
   // Lossy fields (SCALATRACE_LOSSY): one histogram of both sides' occurrences; their order
   // does not matter in a histogram.
-  merge_lossy_fields(a, b, seq_size(a.fields[0]), seq_size(b.fields[0]));
-  for (std::size_t i = 0; i < kFieldCount; ++i) single(a.fields[i]).append(single(b.fields[i]));
-  for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(single(b.arrays[i]));
+  merge_lossy_fields(a, b, na, nb);
+  if (storage == FieldStorage::Every) {
+    for (std::size_t i = 0; i < kFieldCount; ++i) single(a.fields[i]).append(single(b.fields[i]));
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(single(b.arrays[i]));
+  } else {
+    // A field or array stored on neither side (0 / none at every occurrence) stays so; stored
+    // on one side only, the other side's occurrences get their zeros / empty arrays first.
+    for (std::size_t i = 0; i < kFieldCount; ++i)
+      if (!a.fields[i].empty() || !b.fields[i].empty()) stored_field(a, i, na).append(stored_field(b, i, nb));
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i)
+      if (!a.arrays[i].empty() || !b.arrays[i].empty()) stored_array(a, i, na).append(stored_array(b, i, nb));
+  }
   a.compute.merge(b.compute);
   a.duration.merge(b.duration);
   // `b` holds later occurrences of `a`'s node (a later loop iteration): `a` keeps its first.
+}
+
+void store_every_field(Node& n) {
+  if (n.loop) {
+    for (Node& c : n.loop->body) store_every_field(c);
+    return;
+  }
+  EventNode& e = *n.event;
+  const std::uint64_t count = seq_size(e.fields[0]);
+  for (std::size_t i = 1; i < kFieldCount; ++i) stored_field(e, i, count);
+  for (std::size_t i = 0; i < kArrayFieldCount; ++i) stored_array(e, i, count);
 }
 
 void merge_presence(Node& a, std::uint64_t va, const ElasticValue& b_presence, std::uint64_t vb) {

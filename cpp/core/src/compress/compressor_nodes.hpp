@@ -46,12 +46,28 @@ std::uint64_t occurrences(const Node& n);
 /// Traversals of the enclosing body (presence length, else occurrences).
 std::uint64_t visits(const Node& n);
 
+/// Which fields an event node inside the compressor stores.
+///  - Every: all of them, from its first occurrence (what a node outside the compressor has).
+///  - Lazy: a field other than Comm (fields[0], whose length is the node's occurrence count)
+///    from its first non-zero value on, an array field from its first non-empty array on.
+///    Most of an event's 18 fields are 0 at every occurrence (a send has no root, color or
+///    index): a fresh node then takes about a third of the allocations. store_every_field()
+///    gives a lazy node its missing zeros and empty arrays when it leaves the compressor.
+///    Not used with lossy fields (SCALATRACE_LOSSY), whose conversion empties fields.
+enum class FieldStorage : std::uint8_t { Every, Lazy };
+
 /// A one-occurrence event node for `e` (histograms with `hist_sub_bins` bins per octave).
-Node make_event_node(const Event& e, std::uint32_t hist_sub_bins);
-/// Appends one more occurrence `e` to `a`.
-void append_event(EventNode& a, const Event& e);
-/// Appends b's occurrences after a's.
-void merge_event(EventNode& a, EventNode&& b);
+Node make_event_node(const Event& e, std::uint32_t hist_sub_bins, FieldStorage storage = FieldStorage::Every);
+/// Appends one more occurrence `e` to `a` (a node made with `storage`).
+void append_event(EventNode& a, const Event& e, FieldStorage storage);
+/// Appends b's occurrences after a's (both made with `storage`).
+void merge_event(EventNode& a, EventNode&& b, FieldStorage storage);
+/// Field i / array i of a lazy node as stored, created with `before` zeros / empty arrays
+/// (its occurrences so far) if it was not stored yet.
+ValueSeq& stored_field(EventNode& a, std::size_t i, std::uint64_t before);
+ArraySeq& stored_array(EventNode& a, std::size_t i, std::uint64_t before);
+/// Every field and array of every event node of `n` stored (FieldStorage::Lazy to Every).
+void store_every_field(Node& n);
 /// a's presence gets b's (both visited; a first). va / vb: visits before merging.
 void merge_presence(Node& a, std::uint64_t va, const ElasticValue& b_presence, std::uint64_t vb);
 /// Node `a` was not visited in `vb` further visits of its parent body.

@@ -44,20 +44,33 @@ void IntraCompressor::Impl::push(const Event& e) {
 }
 
 // ---- deferred field values ----
-void IntraCompressor::Impl::flush_fields(EventNode& a, FieldCache& c) {
+// A lazy node's field not stored yet (compressor_nodes.hpp) drops deferred zeros; its first
+// other value comes after as many zeros as its occurrences before those deferred values.
+void IntraCompressor::Impl::append_deferred(EventNode& a, std::size_t i, std::int64_t value, std::uint64_t n,
+                                            std::uint64_t occurrences_before) const {
+  if (storage == FieldStorage::Lazy && i > 0 && a.fields[i].empty()) {
+    if (value == 0) return;
+    stored_field(a, i, occurrences_before);
+  }
+  single(a.fields[i]).append_repeat(value, n);
+}
+
+void IntraCompressor::Impl::flush_fields(EventNode& a, FieldCache& c) const {
   for (std::size_t i = 0; i < kFieldCount; ++i)
     if (const std::uint64_t n = c.pending[i] + c.repeats; n != 0) {
-      single(a.fields[i]).append_repeat(c.last[i], n);
+      // Field 0 comes first: from then on its length is every occurrence so far.
+      append_deferred(a, i, c.last[i], n, seq_size(a.fields[0]) - (i == 0 ? 0 : n));
       c.pending[i] = 0;
     }
   c.repeats = 0;
   flush_arrays(a, c);
 }
 
-void IntraCompressor::Impl::flush_arrays(EventNode& a, FieldCache& c) {
+void IntraCompressor::Impl::flush_arrays(EventNode& a, FieldCache& c) const {
   if (c.empty_arrays == 0) return;
   const ArraySeq empties = ArraySeq::from_runs({ArraySeq::Run{{}, c.empty_arrays}});
-  for (auto& array : a.arrays) single(array).append(empties);
+  for (auto& array : a.arrays)
+    if (storage == FieldStorage::Every || !array.empty()) single(array).append(empties);
   c.empty_arrays = 0;
 }
 
@@ -104,22 +117,30 @@ void IntraCompressor::Impl::cached_append(EventNode& a, const Event& e) {
     ++c.empty_arrays;
   } else {
     flush_arrays(a, c);
-    for (std::size_t i = 0; i < kArrayFieldCount; ++i) single(a.arrays[i]).append(e.arrays[i]);
+    // Occurrences before e: e's fields are counted already (deferred or appended).
+    const std::uint64_t before = seq_size(a.fields[0]) + c.pending[0] + c.repeats - 1;
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
+      if (storage == FieldStorage::Every)
+        single(a.arrays[i]).append(e.arrays[i]);
+      else if (!e.arrays[i].empty() || !a.arrays[i].empty())
+        stored_array(a, i, before).append(e.arrays[i]);
+    }
   }
   a.compute.add(e.compute_ns);
   a.duration.add(e.duration_ns);
 }
 
-void IntraCompressor::Impl::deferred_append_fields(EventNode& a, FieldCache& c, const Event& e) {
+void IntraCompressor::Impl::deferred_append_fields(EventNode& a, FieldCache& c, const Event& e) const {
   for (std::size_t i = 0; i < kFieldCount; ++i) c.pending[i] += c.repeats;
   c.repeats = 0;
+  const std::uint64_t before = seq_size(a.fields[0]) + c.pending[0];  // occurrences before e
   for (std::size_t i = 0; i < kFieldCount; ++i) {
     const std::int64_t v = e.fields[i];
     if (c.pending[i] != 0 && v == c.last[i]) {
       ++c.pending[i];
       continue;
     }
-    if (c.pending[i] != 0) single(a.fields[i]).append_repeat(c.last[i], c.pending[i]);
+    if (c.pending[i] != 0) append_deferred(a, i, c.last[i], c.pending[i], before - c.pending[i]);
     c.last[i] = v;
     c.pending[i] = 1;
   }
