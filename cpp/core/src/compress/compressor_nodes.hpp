@@ -51,7 +51,7 @@ std::uint64_t visits(const Node& n);
 ///  - Lazy: a field other than Comm (fields[0], whose length is the node's occurrence count)
 ///    from its first non-zero value on, an array field from its first non-empty array on.
 ///    Most of an event's 18 fields are 0 at every occurrence (a send has no root, color or
-///    index): a fresh node then takes about a third of the allocations. store_every_field()
+///    index): a fresh send's node takes 24 allocations instead of 84. store_every_field()
 ///    gives a lazy node its missing zeros and empty arrays when it leaves the compressor.
 ///    Not used with lossy fields (SCALATRACE_LOSSY), whose conversion empties fields.
 enum class FieldStorage : std::uint8_t { Every, Lazy };
