@@ -165,6 +165,15 @@ void WalkMemo::remember(WalkDescription&& walk, std::uint32_t site) {
   p->variants.insert(p->variants.begin(), std::move(v));
 }
 
+bool WalkMemo::walked_before(const CallerKey& key, std::uint32_t site) {
+  std::uint64_t h = key.hash() ^ ((std::uint64_t{site} + 1) * 0x9E3779B97F4A7C15ull);
+  h |= 1;  // never the empty slot's 0
+  std::uint64_t& slot = walked_[(h >> 20) % kWalked];
+  if (slot == h) return true;
+  slot = h;
+  return false;
+}
+
 WalkDescription describe_walk(const void* wrapper_frame, const RawStack& walked) {
   WalkDescription out;
   out.key = CallerKey::of(wrapper_frame);

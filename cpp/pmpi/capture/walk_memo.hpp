@@ -71,6 +71,10 @@ class WalkMemo {
   /// Hit: `site` is the call's; Learn: walk, describe and remember(); Walk: just walk.
   Lookup find(const CallerKey& key, std::uint32_t& site);
   void remember(WalkDescription&& walk, std::uint32_t site);
+  /// True if a walk from this place already gave this call site (then records it): only such
+  /// outer stacks are worth describing (a Fortran binding's place sees every call site of
+  /// its MPI function, some only once).
+  bool walked_before(const CallerKey& key, std::uint32_t site);
   /// Off (SCALATRACE_STACK_MEMO=0): find() always says Walk.
   void set_enabled(bool on) { enabled_ = on; }
 
@@ -98,6 +102,8 @@ class WalkMemo {
   static constexpr std::size_t kSets = 512;
   std::array<std::array<Place, 2>, kSets> sets_{};
   std::array<CallerKey, kSets> seen_once_{};  ///< places seen once (learned at the second)
+  static constexpr std::size_t kWalked = 4096;
+  std::array<std::uint64_t, kWalked> walked_{};  ///< (place, call site) of recent walks, hashed
 };
 
 /// A small serial number of the calling thread (1, 2, ...), for CallerKey.

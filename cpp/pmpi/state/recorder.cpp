@@ -220,12 +220,15 @@ __attribute__((noinline)) std::uint32_t Recorder::walk_site(const void* wrapper_
   lock.unlock();
   RawStack stack;
   capture_stack(stack, kMaxStackDepth);
-  WalkDescription walk;
-  if (learn) walk = describe_walk(wrapper_frame, stack);
   lock.lock();
   ++stack_walks_;
   const std::uint32_t site = capture.site_id(stack, sites, settings.stack_depth);
-  if (learn) {
+  // Describing a walk costs several walks (walk_memo.hpp): only an outer stack already walked
+  // from this place is described, not one that may never come back.
+  if (walks.walked_before(CallerKey::of(wrapper_frame), site) && learn) {
+    lock.unlock();
+    WalkDescription walk = describe_walk(wrapper_frame, stack);
+    lock.lock();
     walks.remember(std::move(walk), site);
     ++walks_learned_;
   }
