@@ -15,7 +15,8 @@
 // frame, i.e. may define the CFA) the frame pointer and the realignment slot.
 //
 // Walks are remembered at the second call with the same (return address, stack pointer,
-// thread), after one libunwind cursor walk that is checked against unw_backtrace's result;
+// thread) and call site (walked_before), after one libunwind cursor walk, started at the
+// wrapper's caller, that is checked against unw_backtrace's result;
 // walks that do not fit the model (signal frames, unusual save locations, very deep stacks)
 // are remembered as "always walk". Assumption (true of GCC, Clang and gfortran output and of
 // glibc): unwind rules use the stack pointer, the frame pointer and slots addressed by them;
