@@ -183,9 +183,10 @@ WalkDescription describe_walk(const void* wrapper_frame, const RawStack& walked)
   // The walk starts at the wrapper's caller, from a context holding its return address,
   // stack pointer and frame pointer (the wrapper's CFA and its saved frame pointer): libunwind
   // arrives at the same frame after stepping through the collector's own frames, since unwind
-  // rules use only the stack and frame pointers (walk_memo.hpp). Steps cost 1-2 us each (the
-  // CFI interpreter, and two system calls: libunwind's global cache lock blocks signals), so
-  // starting there saves a third of a description (docs/collector.md, "Call sites").
+  // rules use only the stack and frame pointers (walk_memo.hpp). Steps cost about 1 us each
+  // (the CFI interpreter, and two system calls: libunwind's global cache lock blocks signals),
+  // so starting there saves a third of a description (docs/collector.md, "Call sites without a
+  // walk").
   unw_context_t context;
   unw_cursor_t cursor;
   if (api.getcontext(&context) != 0) return out;

@@ -224,7 +224,8 @@ __attribute__((noinline)) std::uint32_t Recorder::walk_site(const void* wrapper_
   ++stack_walks_;
   const std::uint32_t site = capture.site_id(stack, sites, settings.stack_depth);
   // Describing a walk costs several walks (walk_memo.hpp): only an outer stack already walked
-  // from this place is described, not one that may never come back.
+  // from this place is described, not one that may never come back. walked_before() records
+  // every walk, so it comes first.
   if (walks.walked_before(CallerKey::of(wrapper_frame), site) && learn) {
     lock.unlock();
     WalkDescription walk = describe_walk(wrapper_frame, stack);
