@@ -40,18 +40,13 @@ std::uint64_t occurrences(const Node& n) {
   return seq_size(n.event->fields[0]);
 }
 std::uint64_t visits(const Node& n) { return n.presence.empty() ? occurrences(n) : seq_size(n.presence); }
-namespace {
-/// `n` occurrences without an array.
-ArraySeq empty_arrays(std::uint64_t n) { return n == 0 ? ArraySeq{} : ArraySeq::from_runs({ArraySeq::Run{{}, n}}); }
-}  // namespace
-
 ValueSeq& stored_field(EventNode& a, std::size_t i, std::uint64_t zeros_before) {
   if (a.fields[i].empty()) single(a.fields[i]) = ValueSeq::constant(0, zeros_before);
   return single(a.fields[i]);
 }
 
 ArraySeq& stored_array(EventNode& a, std::size_t i, std::uint64_t empties_before) {
-  if (a.arrays[i].empty()) single(a.arrays[i]) = empty_arrays(empties_before);
+  if (a.arrays[i].empty()) single(a.arrays[i]) = ArraySeq::empties(empties_before);
   return single(a.arrays[i]);
 }
 

@@ -68,7 +68,7 @@ void IntraCompressor::Impl::flush_fields(EventNode& a, FieldCache& c) const {
 
 void IntraCompressor::Impl::flush_arrays(EventNode& a, FieldCache& c) const {
   if (c.empty_arrays == 0) return;
-  const ArraySeq empties = ArraySeq::from_runs({ArraySeq::Run{{}, c.empty_arrays}});
+  const ArraySeq empties = ArraySeq::empties(c.empty_arrays);
   for (auto& array : a.arrays)
     if (storage == FieldStorage::Every || !array.empty()) single(array).append(empties);
   c.empty_arrays = 0;

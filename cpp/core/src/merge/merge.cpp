@@ -601,11 +601,8 @@ void merge_node(Node& a, Node&& b, MergeContext& ctx) {
       auto fill = [](const ElasticValue& shape) {
         ElasticArray out;
         if (shape.empty()) throw FormatError("cannot merge an array field: no occurrence counts");
-        for (const auto& [seq, ranks] : shape.alternatives) {
-          ArraySeq s;
-          if (seq.size() > 0) s = ArraySeq::from_runs({ArraySeq::Run{{}, seq.size()}});
-          out.alternatives.emplace_back(std::move(s), ranks);
-        }
+        for (const auto& [seq, ranks] : shape.alternatives)
+          out.alternatives.emplace_back(ArraySeq::empties(seq.size()), ranks);
         return out;
       };
       if (x.arrays[f].empty())

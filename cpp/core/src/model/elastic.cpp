@@ -56,4 +56,6 @@ ArraySeq ArraySeq::from_runs(std::vector<Run> runs) {
   return s;
 }
 
+ArraySeq ArraySeq::empties(std::uint64_t n) { return n == 0 ? ArraySeq{} : from_runs({Run{{}, n}}); }
+
 }  // namespace scalatrace

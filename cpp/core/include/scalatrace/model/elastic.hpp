@@ -26,6 +26,8 @@ class ArraySeq {
   const std::vector<std::int64_t>& at(std::uint64_t i) const;
   const std::vector<Run>& runs() const { return runs_; }
   static ArraySeq from_runs(std::vector<Run> runs);
+  /// `n` occurrences without an array (empty if n is 0).
+  static ArraySeq empties(std::uint64_t n);
   bool operator==(const ArraySeq& o) const { return runs_ == o.runs_; }
 
  private:
