@@ -112,17 +112,15 @@ int main(int argc, char** argv) {
     std::size_t nodes = 0;
     for (int r = 0; r < repeats; ++r) {
       IntraCompressor c;
-      timespec c0{}, c1{};
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+      const double c0 = thread_cpu_ns();
       const auto t0 = std::chrono::steady_clock::now();
       for (const auto& e : events) c.push(e);
       auto out = c.finish();
       const auto t1 = std::chrono::steady_clock::now();
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+      const double c1 = thread_cpu_ns();
       const double n = static_cast<double>(events.size());
       ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / n);
-      cpu.push_back((static_cast<double>(c1.tv_sec - c0.tv_sec) * 1e9 + static_cast<double>(c1.tv_nsec - c0.tv_nsec)) /
-                    n);
+      cpu.push_back((c1 - c0) / n);
       Trace t;
       t.nranks = spec.nranks;
       t.nodes = std::move(out);
