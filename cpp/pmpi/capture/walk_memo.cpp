@@ -174,9 +174,9 @@ bool WalkMemo::walked_before(const CallerKey& key, std::uint32_t site) {
   return false;
 }
 
-WalkDescription describe_walk(const void* wrapper_frame, const RawStack& walked) {
+WalkDescription describe_walk(const CallerKey& caller, const RawStack& walked) {
   WalkDescription out;
-  out.key = CallerKey::of(wrapper_frame);
+  out.key = caller;
 #ifdef SCALATRACE_HAVE_UNWIND_CURSOR
   const CursorApi& api = cursor_api();
   if (!api.ok()) return out;

@@ -61,7 +61,7 @@ struct WalkDescription {
 
 /// Walks the stack with libunwind's cursor from the wrapper's caller outward and describes it,
 /// checked against `walked` (capture_stack's result for the same call).
-WalkDescription describe_walk(const void* wrapper_frame, const RawStack& walked);
+WalkDescription describe_walk(const CallerKey& caller, const RawStack& walked);
 
 /// Per rank, used under the recorder's lock. Bounded: a two-way set-associative table of
 /// places (return address, stack pointer, thread), each with up to kVariants remembered walks

@@ -214,7 +214,7 @@ bool compressed_output_available() {
 
 void Recorder::warn(const std::string& what) { std::fprintf(stderr, "scalatrace: rank %d: %s\n", rank, what.c_str()); }
 
-__attribute__((noinline)) std::uint32_t Recorder::walk_site(const void* wrapper_frame, bool learn,
+__attribute__((noinline)) std::uint32_t Recorder::walk_site(const CallerKey& caller, bool learn,
                                                             std::unique_lock<std::mutex>& lock) {
   const std::uint64_t start_ns = now_ns();
   lock.unlock();
@@ -226,9 +226,9 @@ __attribute__((noinline)) std::uint32_t Recorder::walk_site(const void* wrapper_
   // Describing a walk costs several walks (walk_memo.hpp): only an outer stack already walked
   // from this place is described, not one that may never come back. walked_before() records
   // every walk, so it comes first.
-  if (walks.walked_before(CallerKey::of(wrapper_frame), site) && learn) {
+  if (walks.walked_before(caller, site) && learn) {
     lock.unlock();
-    WalkDescription walk = describe_walk(wrapper_frame, stack);
+    WalkDescription walk = describe_walk(caller, stack);
     lock.lock();
     walks.remember(std::move(walk), site);
     ++walks_learned_;

@@ -61,10 +61,11 @@ class Recorder {
   bool probing() const { return probing_; }
   /// One probe call, started at `start_ns` (caller holds mu; calls returned() next).
   void probe(std::uint64_t start_ns);
-  /// Call-site id of a call whose stack is not remembered (walk_memo.hpp): walks the stack
-  /// from the wrapper's frame with libunwind (outside the lock, which `lock` holds on entry
-  /// and on return), interns the call site and, if `learn`, remembers the walk.
-  std::uint32_t walk_site(const void* wrapper_frame, bool learn, std::unique_lock<std::mutex>& lock);
+  /// Call-site id of a call from `caller` whose stack is not remembered (walk_memo.hpp): walks
+  /// the stack with libunwind (outside the lock, which `lock` holds on entry and on return),
+  /// interns the call site and, if `learn` and the place gave this call site before, remembers
+  /// the walk.
+  std::uint32_t walk_site(const CallerKey& caller, bool learn, std::unique_lock<std::mutex>& lock);
   /// Id of an Op::Other function name (pointer-keyed: the wrappers pass string literals).
   std::int64_t name_id(const char* name);
   /// Reports a problem of the collector itself on stderr (never throws).

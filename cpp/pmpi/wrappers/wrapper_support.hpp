@@ -67,12 +67,11 @@ class Call {
     try {
       // The call site: remembered if the caller's stack is one seen before (walk_memo.hpp),
       // otherwise walked with libunwind.
-      void* const frame = __builtin_frame_address(0);
-      const CallerKey caller = CallerKey::of(frame);
+      const CallerKey caller = CallerKey::of(__builtin_frame_address(0));
       std::unique_lock<std::mutex> lock(r.mu);
       std::uint32_t site = 0;
       const WalkMemo::Lookup found = r.walks.find(caller, site);
-      if (found != WalkMemo::Lookup::Hit) site = r.walk_site(frame, found == WalkMemo::Lookup::Learn, lock);
+      if (found != WalkMemo::Lookup::Hit) site = r.walk_site(caller, found == WalkMemo::Lookup::Learn, lock);
       Rec& rec = record();
       Event& e = rec.e;
       e.op = op_;
