@@ -400,6 +400,53 @@ TEST(SimulatorLayout, GatheredCollectivesInRandomizedOrderFreePrograms) {
   }
 }
 
+TEST(SimulatorLayout, ARepeatedCollectiveReusesItsLayoutOnlyWhenEveryMemberHasTheSameSteps) {
+  // 16 ranks, eight blocking collectives on the world: Allreduce (recursive doubling: in
+  // lockstep) of 8 bytes three times, then once with rank 5 alone sending 16 (its steps differ
+  // from the kept layout's: after members that reused theirs), 8 bytes again (rank 5 differs
+  // from that), a Bcast (other steps for every member), and 8 bytes twice more. Only the
+  // second, third and last Allreduce run on the kept layout; every rank's times are those of
+  // the step-by-step engine.
+  constexpr std::int64_t kRanks = 16;
+  std::vector<RankRecording> recs = test_support::blank_recordings(kRanks, "repeated_allreduce", 3);
+  const auto add = [&](std::int64_t r, Op op, std::int64_t bytes) {
+    Event e;
+    e.op = op;
+    e.site = op == Op::Bcast ? 2 : 1;
+    e.compute_ns = 100 + static_cast<std::uint64_t>((r * 37) % 200);
+    e.duration_ns = 50;
+    e[Field::Bytes] = bytes;
+    e[Field::Bytes2] = bytes;
+    e[Field::DtSize] = 8;
+    e[Field::DtSize2] = 8;
+    e[Field::RedOp] = static_cast<std::int64_t>(RedOpCode::Sum);
+    recs[static_cast<std::size_t>(r)].events.push_back(e);
+  };
+  for (int call = 0; call < 8; ++call)
+    for (std::int64_t r = 0; r < kRanks; ++r)
+      add(r, call == 5 ? Op::Bcast : Op::Allreduce, call == 3 && r == 5 ? 16 : 8);
+  for (std::int64_t r = 0; r < kRanks; ++r) {
+    Event fin;
+    fin.op = Op::Finalize;
+    recs[static_cast<std::size_t>(r)].events.push_back(fin);
+  }
+  const Trace t = test_support::merged_trace(recs);
+  const SimOptions opt = option_sets().front().second;  // flat: every collective gathered
+  expect_gathering_free(t, opt, "repeated Allreduce");
+  sim::Engine engine(t, opt);
+  engine.run();
+  EXPECT_EQ(engine.gathered_collectives(), 8u);
+  EXPECT_EQ(engine.reused_layouts(), 3u);
+  // The stencil's Allreduce per step: every one after the first reuses the layout (default
+  // options: its 4 KiB messages eager, the run order-free).
+  const Trace stencil = synthetic_trace(SyntheticPattern::Stencil2D, 64, 5);
+  expect_gathering_free(stencil, SimOptions{}, "2D stencil");
+  sim::Engine stencil_engine(stencil, SimOptions{});
+  stencil_engine.run();
+  EXPECT_EQ(stencil_engine.lockstep_collectives(), 5u);
+  EXPECT_EQ(stencil_engine.reused_layouts(), 4u);
+}
+
 TEST(SimulatorLayout, AGatheredCollectiveThatAMemberNeverEntersIsADeadlock) {
   // Rank 2 leaves out the last Allreduce: the others wait in it for ever, gathered or not.
   std::vector<RankRecording> recs = random_program(6, 10, 3, true);

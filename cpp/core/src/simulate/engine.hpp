@@ -79,6 +79,9 @@ class Engine {
   std::uint64_t gathered_collectives() const { return gathered_; }
   /// Of those, the ones whose steps went in lockstep (Engine::run_lockstep).
   std::uint64_t lockstep_collectives() const { return lockstep_; }
+  /// Of those, the ones that ran on the layout their slot kept from the last one (Gathering::
+  /// layout_size: every member entered with the same steps).
+  std::uint64_t reused_layouts() const { return reused_layouts_; }
   /// A lower bound of every future transfer's start (topology congestion's horizon).
   double earliest_clock();
   /// The options of rank r's ProbabilisticWalk (lossy traces).
@@ -135,6 +138,7 @@ class Engine {
   CollSteps gather_steps_;  ///< the entering rank's steps, before they are copied
   std::uint64_t gathered_ = 0;
   std::uint64_t lockstep_ = 0;
+  std::uint64_t reused_layouts_ = 0;
 
   RankSim& rank(std::int64_t r) { return ranks_[static_cast<std::size_t>(r)]; }
 
@@ -550,6 +554,8 @@ class Engine {
   void run_in_rounds(Gathering& g);
   void run_lockstep(Gathering& g, const std::vector<std::uint8_t>& levels);
   void transpose_steps(Gathering& g);
+  bool steps_in_layout(const Gathering& g, std::int64_t me) const;
+  void keep_layout(Gathering& g);
   bool gathering_round(Gathering& g, std::vector<std::int32_t>& members);
   void send_in_gathering(Gathering& g, std::int32_t from, const GatheredStep& step);
   GatheredArrival send_from_gathering(Gathering& g, std::int32_t from, const GatheredStep& step);

@@ -27,20 +27,33 @@ bool Engine::enter_gathering(RankSim& R, std::int64_t comm) {
                       std::string(op_name(g.op)) + " here");
   // Members mostly enter in order, far apart in time: the entry of one a few ahead, now.
   constexpr std::int64_t kMembersAhead = 4;
-  if (c.me + kMembersAhead < g.size) prefetch_line(&g.members[static_cast<std::size_t>(c.me + kMembersAhead)]);
+  if (c.me + kMembersAhead < g.size) {
+    prefetch_line(&g.members[static_cast<std::size_t>(c.me + kMembersAhead)]);
+    // Its steps in the kept layout, which it compares its own with (steps_in_layout).
+    if (g.reuses_layout && g.layout_steps > 0) {
+      const GatheredStep* kept = &g.steps[static_cast<std::size_t>(c.me + kMembersAhead) * g.layout_steps];
+      prefetch_range(kept, kept + g.layout_steps);
+      prefetch_line(reinterpret_cast<const char*>(kept + g.layout_steps) - 1);
+    }
+  }
   GatheredMember& m = g.members[static_cast<std::size_t>(c.me)];
   if (m.entered) fail_event(R, "rank entered the same collective twice");
   m = GatheredMember{};
   m.entered = true;
   m.clock = R.clock;
   m.idle = IdleTimes{R.times.wait, R.times.late_sender, R.times.late_receiver};
-  m.first_step = static_cast<std::uint32_t>(g.steps.size());
   m.steps = static_cast<std::uint32_t>(gather_steps_.size());
-  for (const CollStep& s : gather_steps_) {
+  for (const CollStep& s : gather_steps_)
     if (s.send_to >= 0 && s.send_bytes > opt_.eager_threshold)
       throw std::logic_error("simulator: a gathered collective's step is not eager (OrderFreedom's bound)");
-    g.steps.push_back(
-        GatheredStep{static_cast<std::int32_t>(s.recv_from), static_cast<std::int32_t>(s.send_to), s.send_bytes});
+  if (steps_in_layout(g, c.me)) {
+    m.first_step = static_cast<std::uint32_t>(c.me) * g.layout_steps;
+  } else {
+    g.reuses_layout = false;
+    m.first_step = static_cast<std::uint32_t>(g.steps.size());
+    for (const CollStep& s : gather_steps_)
+      g.steps.push_back(
+          GatheredStep{static_cast<std::int32_t>(s.recv_from), static_cast<std::int32_t>(s.send_to), s.send_bytes});
   }
   if (m.steps > 0) m.step = g.steps[m.first_step];
   if (g.entered == 0) g.step_count = m.steps;
@@ -48,6 +61,19 @@ bool Engine::enter_gathering(RankSim& R, std::int64_t comm) {
   g.world[static_cast<std::size_t>(c.me)] = R.rank;
   R.stage = Stage::Gathered;
   if (++g.entered == g.size) complete_gathering(g);
+  return true;
+}
+
+/// Whether the entering member `me`'s steps (gather_steps_) are its steps in the slot's kept
+/// layout (Gathering::layout_size).
+bool Engine::steps_in_layout(const Gathering& g, std::int64_t me) const {
+  if (g.layout_size != g.size || gather_steps_.size() != g.layout_steps) return false;
+  const GatheredStep* kept = &g.steps[static_cast<std::size_t>(me) * g.layout_steps];
+  for (std::size_t s = 0; s < gather_steps_.size(); ++s) {
+    const CollStep& now = gather_steps_[s];
+    if (kept[s].recv_from != now.recv_from || kept[s].send_to != now.send_to || kept[s].send_bytes != now.send_bytes)
+      return false;
+  }
   return true;
 }
 
@@ -76,7 +102,12 @@ Gathering& Engine::open_gathering(CommInfo& c, std::uint64_t tag) {
   g.world.assign(static_cast<std::size_t>(c.size), -1);
   g.members.resize(static_cast<std::size_t>(c.size));
   g.inboxes.assign(static_cast<std::size_t>(c.size), GatheredInbox{});
-  g.steps.clear();
+  // A kept layout of this size stays (what members enter with beyond it goes after it).
+  if (g.layout_size == g.size)
+    g.steps.resize(static_cast<std::size_t>(g.size) * g.layout_steps);
+  else
+    g.steps.clear();
+  g.reuses_layout = g.layout_size == g.size;
   g.uniform = true;
   open_gatherings_.emplace(id, static_cast<std::int32_t>(slot));
   c.gathering = static_cast<std::int32_t>(slot);
@@ -96,6 +127,19 @@ void Engine::transpose_steps(Gathering& g) {
     for (std::size_t s = 0; s < count; ++s)
       for (std::size_t i = lo; i < hi; ++i) g.by_step[s * size + i] = g.steps[g.members[i].first_step + s];
   }
+}
+
+/// Keeps the lockstep layout just made (by_step, levels) for the slot's next gathering, and
+/// the same steps by member at the start of `steps`, which the next one's members compare
+/// theirs with (steps_in_layout).
+void Engine::keep_layout(Gathering& g) {
+  const auto size = static_cast<std::size_t>(g.size);
+  const std::size_t count = g.step_count;
+  g.steps.resize(size * count);
+  for (std::size_t s = 0; s < count; ++s)
+    for (std::size_t i = 0; i < size; ++i) g.steps[i * count + s] = g.by_step[s * size + i];
+  g.layout_size = g.size;
+  g.layout_steps = g.step_count;
 }
 
 /// Member `from` sends its step's message as post_send_at's eager branch does (the overheads on
@@ -310,10 +354,15 @@ void Engine::run_in_rounds(Gathering& g) {
 /// only on its own steps and the messages it receives.
 void Engine::complete_gathering(Gathering& g) {
   bool lockstep = false;
-  if (g.uniform) {
+  if (g.reuses_layout) {
+    lockstep = true;  // every member's steps are the kept layout's: by_step and levels hold
+    ++reused_layouts_;
+  } else if (g.uniform) {
     transpose_steps(g);
     lockstep = lockstep_levels(g, g.levels);
+    if (lockstep) keep_layout(g);
   }
+  if (!lockstep) g.layout_size = -1;
   if (lockstep)
     run_lockstep(g, g.levels);
   else

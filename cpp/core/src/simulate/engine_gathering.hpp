@@ -81,6 +81,15 @@ struct Gathering {
   /// Lockstep passes: each step's partner distance, and each member's message of the step.
   std::vector<std::uint8_t> levels;
   std::vector<GatheredArrival> sent;  ///< per member: its message of the current step
+  /// The slot keeps its last lockstep pass's layout: layout_size members (-1: none) with
+  /// layout_steps steps each, by member at the start of `steps` (member i's at
+  /// i * layout_steps) and by step in by_step, with their levels. The next gathering of that
+  /// size in the slot writes only the steps that differ from it (after the layout); if every
+  /// member's are the same (the same collective again: an allreduce per timestep), it runs on
+  /// the layout as it is, not laid out and checked again.
+  std::int64_t layout_size = -1;
+  std::uint32_t layout_steps = 0;
+  bool reuses_layout = false;  ///< every member entered so far has its layout's steps
 };
 
 /// Whether the gathering's steps (by_step, every member's step_count of them) go in lockstep:
