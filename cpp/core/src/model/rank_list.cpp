@@ -57,8 +57,8 @@ std::int64_t local_index(const RankDescriptor& d, std::int64_t rank) {
     return (i >= 0 && i < c) ? i : -1;
   }
   if (off < 0) return -1;
-  std::vector<std::int64_t> mult(d.dims.size(), 1);
-  for (std::size_t k = 1; k < d.dims.size(); ++k) mult[k] = mult[k - 1] * d.dims[k - 1].first;
+  // Outermost dimension first; the index in Horner form (dimension k's digit weighs the
+  // product of the counts below it).
   std::int64_t idx = 0;
   for (std::size_t k = d.dims.size(); k-- > 0;) {
     auto [c, s] = d.dims[k];
@@ -66,7 +66,7 @@ std::int64_t local_index(const RankDescriptor& d, std::int64_t rank) {
     std::int64_t i = off / s;
     if (i >= c) return -1;
     off -= i * s;
-    idx += i * mult[k];
+    idx = idx * c + i;
   }
   return off == 0 ? idx : -1;
 }

@@ -17,6 +17,7 @@
 #include <numeric>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
@@ -362,10 +363,14 @@ struct Cursor::Impl {
   }
   [[noreturn, gnu::noinline, gnu::cold]] void fail_with(const char* what) const { fail(what); }
 
-  const ValueSeq* seq_for(const ElasticValue& e, const char* what) const {
+  /// The sequence of `e` that applies to the rank (`what` names it in the error if none does).
+  const ValueSeq* seq_for(const ElasticValue& e, std::string_view what) const {
     const ValueSeq* s = e.for_rank(rank);
-    if (s == nullptr) fail(std::string(what) + " has no value sequence for this rank");
+    if (s == nullptr) fail_no_sequence(what);
     return s;
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void fail_no_sequence(std::string_view what) const {
+    fail(std::string(what) + " has no value sequence for this rank");
   }
 
   /// The rank's state of node `n` (whose entry in its body's states is `slot`), created on
@@ -416,30 +421,26 @@ struct Cursor::Impl {
         s.site_ids = arena.make<ValueSeq::Reader>();
         *s.site_ids = ValueSeq::Reader(seq_for(e.site_ids, "call-site sequence"));
       }
-      // Stored fields: constant ones (value known once) and varying ones (read per occurrence).
-      std::array<const ValueSeq*, kFieldCount> seqs{};
-      std::size_t varying = 0;
-      for (std::size_t i = 0; i < kFieldCount; ++i) {
-        if (e.fields[i].empty()) continue;  // field not stored: 0 everywhere
-        seqs[i] = seq_for(e.fields[i], std::string(field_name(static_cast<Field>(i))).c_str());
-        if (!seqs[i]->empty() && seqs[i]->is_constant()) {
-          s.constant_limit = std::min(s.constant_limit, seqs[i]->size());
-        } else {
-          ++varying;
-        }
-      }
-      s.fields = arena.make<FieldReader>(varying);
+      // Stored fields: constant ones (value known once, in `base`) and varying ones (read per
+      // occurrence: `varying` lists them).
+      std::array<const ValueSeq*, kFieldCount> varying{};
+      std::size_t varying_count = 0;
       FieldValues base{};
       for (std::size_t i = 0; i < kFieldCount; ++i) {
-        const ValueSeq* seq = seqs[i];
-        if (seq == nullptr) continue;
-        const auto field = static_cast<std::uint8_t>(i);
+        if (e.fields[i].empty()) continue;  // field not stored: 0 everywhere
+        const ValueSeq* seq = seq_for(e.fields[i], field_name(static_cast<Field>(i)));
         if (!seq->empty() && seq->is_constant()) {
+          s.constant_limit = std::min(s.constant_limit, seq->size());
           base[i] = seq->back();
         } else {
-          s.fields[s.field_count++] = FieldReader{field, ValueSeq::Reader(seq)};
+          varying[i] = seq;
+          ++varying_count;
         }
       }
+      s.fields = arena.make<FieldReader>(varying_count);
+      for (std::size_t i = 0; i < kFieldCount; ++i)
+        if (varying[i] != nullptr)
+          s.fields[s.field_count++] = FieldReader{static_cast<std::uint8_t>(i), ValueSeq::Reader(varying[i])};
       s.base = keep_constants(base);
       std::array<const ArraySeq*, kArrayFieldCount> arrays{};
       std::size_t stored_arrays = 0;
