@@ -340,25 +340,25 @@ TEST(SimulatorLayout, LockstepIsTheStepsPairingWithinEachStep) {
     for (const auto& step : steps) g.by_step.insert(g.by_step.end(), step.begin(), step.end());
     return g;
   };
-  std::vector<std::uint8_t> levels;
+  std::vector<std::uint32_t> masks;
   // Recursive doubling over 8 members: partners 1, 2 and 4 apart.
   std::vector<std::vector<sim::GatheredStep>> doubling(3);
   for (std::int32_t s = 0; s < 3; ++s)
     for (std::int32_t i = 0; i < 8; ++i) doubling[s].push_back({i ^ (1 << s), i ^ (1 << s), 8});
-  EXPECT_TRUE(sim::lockstep_levels(gathering(8, doubling), levels));
-  EXPECT_EQ(levels, (std::vector<std::uint8_t>{1, 2, 3}));
+  EXPECT_TRUE(sim::lockstep_masks(gathering(8, doubling), masks));
+  EXPECT_EQ(masks, (std::vector<std::uint32_t>{1, 2, 4}));
   // A ring of 5: receive from the left, send to the right, every step.
   std::vector<std::vector<sim::GatheredStep>> ring(4);
   for (auto& step : ring)
     for (std::int32_t i = 0; i < 5; ++i) step.push_back({(i + 4) % 5, (i + 1) % 5, 8});
-  EXPECT_TRUE(sim::lockstep_levels(gathering(5, ring), levels));
-  EXPECT_EQ(levels, (std::vector<std::uint8_t>{3, 3, 3, 3}));
+  EXPECT_TRUE(sim::lockstep_masks(gathering(5, ring), masks));
+  EXPECT_EQ(masks, (std::vector<std::uint32_t>{7, 7, 7, 7}));
   // As many steps each, but member 1 sends at its second step what member 0 receives at its
   // first: not in lockstep (the pass in rounds runs it).
-  EXPECT_FALSE(sim::lockstep_levels(gathering(2, {{{1, -1, 0}, {-1, -1, 0}}, {{-1, -1, 0}, {-1, 0, 8}}}), levels));
+  EXPECT_FALSE(sim::lockstep_masks(gathering(2, {{{1, -1, 0}, {-1, -1, 0}}, {{-1, -1, 0}, {-1, 0, 8}}}), masks));
   // A send whose receiver does not receive at that step, and a partner outside the members.
-  EXPECT_FALSE(sim::lockstep_levels(gathering(2, {{{-1, 1, 8}, {-1, -1, 0}}}), levels));
-  EXPECT_FALSE(sim::lockstep_levels(gathering(2, {{{2, -1, 0}, {-1, -1, 0}}}), levels));
+  EXPECT_FALSE(sim::lockstep_masks(gathering(2, {{{-1, 1, 8}, {-1, -1, 0}}}), masks));
+  EXPECT_FALSE(sim::lockstep_masks(gathering(2, {{{2, -1, 0}, {-1, -1, 0}}}), masks));
 }
 
 TEST(SimulatorLayout, LockstepCollectivesOverBlocksOfMembersGiveEveryRankTheSameTimes) {
@@ -375,6 +375,11 @@ TEST(SimulatorLayout, LockstepCollectivesOverBlocksOfMembersGiveEveryRankTheSame
     }
   }
   EXPECT_GT(gathered.lockstep, 0u);
+  // The stencil's 4 KiB messages eager (default options): its Allreduce in lockstep, the steps
+  // beyond the first 2^10 members' (partners 1,024 and 2,048 apart) over blocks of members
+  // 1,024 apart.
+  const Trace stencil = synthetic_trace(SyntheticPattern::Stencil2D, 4096, 2);
+  EXPECT_EQ(expect_gathering_free(stencil, SimOptions{}, "2D stencil, 4096 ranks, default options").lockstep, 2u);
 }
 
 TEST(SimulatorLayout, GatheredCollectivesInRandomizedOrderFreePrograms) {

@@ -552,7 +552,7 @@ class Engine {
   Gathering& open_gathering(CommInfo& c, std::uint64_t tag);
   void complete_gathering(Gathering& g);
   void run_in_rounds(Gathering& g);
-  void run_lockstep(Gathering& g, const std::vector<std::uint8_t>& levels);
+  void run_lockstep(Gathering& g, const std::vector<std::uint32_t>& masks);
   void transpose_steps(Gathering& g);
   bool steps_in_layout(const Gathering& g, std::int64_t me) const;
   void keep_layout(Gathering& g);

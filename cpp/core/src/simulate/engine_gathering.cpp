@@ -129,7 +129,7 @@ void Engine::transpose_steps(Gathering& g) {
   }
 }
 
-/// Keeps the lockstep layout just made (by_step, levels) for the slot's next gathering, and
+/// Keeps the lockstep layout just made (by_step, masks) for the slot's next gathering, and
 /// the same steps by member at the start of `steps`, which the next one's members compare
 /// theirs with (steps_in_layout).
 void Engine::keep_layout(Gathering& g) {
@@ -262,55 +262,73 @@ bool Engine::gathering_round(Gathering& g, std::vector<std::int32_t>& members) {
 
 /// One pass over each step's entries: a partner's entry of the same step lies in the same
 /// slice of by_step.
-bool lockstep_levels(const Gathering& g, std::vector<std::uint8_t>& levels) {
+bool lockstep_masks(const Gathering& g, std::vector<std::uint32_t>& masks) {
   const auto size = static_cast<std::size_t>(g.size);
-  levels.assign(g.step_count, 0);
+  masks.assign(g.step_count, 0);
   for (std::size_t s = 0; s < g.step_count; ++s) {
     const GatheredStep* step = &g.by_step[s * size];
-    std::uint32_t farthest = 0;  // the bits in which a member and its partners differ
+    std::uint32_t differ = 0;  // the bits in which a member and its partners differ
     for (std::size_t i = 0; i < size; ++i) {
       const auto me = static_cast<std::int32_t>(i);
       const GatheredStep& st = step[i];
       if (st.recv_from >= 0) {
         if (st.recv_from >= g.size || step[st.recv_from].send_to != me) return false;
-        farthest |= static_cast<std::uint32_t>(me ^ st.recv_from);
+        differ |= static_cast<std::uint32_t>(me ^ st.recv_from);
       }
       if (st.send_to >= 0) {
         if (st.send_to >= g.size || step[st.send_to].recv_from != me) return false;
-        farthest |= static_cast<std::uint32_t>(me ^ st.send_to);
+        differ |= static_cast<std::uint32_t>(me ^ st.send_to);
       }
     }
-    levels[s] = static_cast<std::uint8_t>(std::bit_width(farthest));
+    masks[s] = differ;
   }
   return true;
 }
 
-/// The steps of a lockstep gathering (lockstep_levels), step by step: every member sends
+/// The steps of a lockstep gathering (lockstep_masks), step by step: every member sends
 /// (send_from_gathering), then every member completes the step with its partner's message
-/// (complete_gathered_step, as gathering_round does). Consecutive steps whose partners lie within aligned
-/// blocks of 2^10 members or more run block by block, so that a block's data stays in the
-/// cache through them. The same operations on the same values as the general pass: a member's
-/// values depend only on its own steps and the messages it receives.
-void Engine::run_lockstep(Gathering& g, const std::vector<std::uint8_t>& levels) {
-  constexpr std::uint8_t kMinBlockBits = 10;
-  const auto size = static_cast<std::size_t>(g.size);
-  const auto steps = static_cast<std::uint32_t>(levels.size());
+/// (complete_gathered_step, as gathering_round does). Consecutive steps run group by group over
+/// blocks whose members' partners in those steps are all in the block: the members that agree
+/// on every bit outside the steps' masks (2^kBlockBits members at most; the first steps of an
+/// allreduce over aligned runs of 2^kBlockBits members, its later ones over members 2^kBlockBits
+/// apart). A block's members, NICs and steps stay in the cache through its steps, where a pass
+/// over all members per step would read them from memory at each. The same operations on the
+/// same values as the general pass: a member's values depend only on its own steps and the
+/// messages it receives.
+void Engine::run_lockstep(Gathering& g, const std::vector<std::uint32_t>& masks) {
+  constexpr int kBlockBits = 10;
+  constexpr std::uint32_t kLowBlock = (1u << kBlockBits) - 1;
+  const auto size = static_cast<std::uint64_t>(g.size);
+  const auto steps = static_cast<std::uint32_t>(masks.size());
   g.sent.resize(size);
   for (std::uint32_t first = 0; first < steps;) {
-    const std::uint8_t bits = std::max(levels[first], kMinBlockBits);
-    std::uint32_t end = first;
-    while (end < steps && levels[end] <= bits) ++end;
-    const std::size_t block = bits >= 40 ? size : std::min(size, std::size_t{1} << bits);
-    for (std::size_t lo = 0; lo < size; lo += block) {
-      const std::size_t hi = std::min(size, lo + block);
+    // The group's mask: its first step's (at least the low bits of an aligned run), with the
+    // following steps' as long as their union leaves blocks of 2^kBlockBits members at most.
+    std::uint64_t mask = std::bit_width(masks[first]) <= kBlockBits ? kLowBlock : masks[first];
+    std::uint32_t end = first + 1;
+    while (end < steps && std::popcount(mask | masks[end]) <= kBlockBits) mask |= masks[end++];
+    if (std::bit_width(mask) >= std::bit_width(size)) mask = std::bit_ceil(size) - 1;  // one block: all members
+    // Each block: the members `base | sub` for every sub-mask `sub` of `mask`, from each base
+    // (a member with no bit of `mask`) in increasing order.
+    for (std::uint64_t base = 0; base < size; base = ((base | mask) + 1) & ~mask) {
       for (std::uint32_t s = first; s < end; ++s) {
         const GatheredStep* step = &g.by_step[s * size];
-        for (std::size_t i = lo; i < hi; ++i)
-          if (step[i].send_to >= 0) g.sent[i] = send_from_gathering(g, static_cast<std::int32_t>(i), step[i]);
-        for (std::size_t i = lo; i < hi; ++i) {
-          const std::int32_t from = step[i].recv_from;
-          complete_gathered_step(g.members[i], step[i], from >= 0 ? &g.sent[static_cast<std::size_t>(from)] : nullptr);
-        }
+        std::uint64_t sub = 0;
+        do {
+          const std::uint64_t i = base | sub;
+          if (i < size && step[i].send_to >= 0)
+            g.sent[i] = send_from_gathering(g, static_cast<std::int32_t>(i), step[i]);
+          sub = (sub - mask) & mask;
+        } while (sub != 0);
+        do {
+          const std::uint64_t i = base | sub;
+          if (i < size) {
+            const std::int32_t from = step[i].recv_from;
+            complete_gathered_step(g.members[i], step[i],
+                                   from >= 0 ? &g.sent[static_cast<std::size_t>(from)] : nullptr);
+          }
+          sub = (sub - mask) & mask;
+        } while (sub != 0);
       }
     }
     first = end;
@@ -355,16 +373,16 @@ void Engine::run_in_rounds(Gathering& g) {
 void Engine::complete_gathering(Gathering& g) {
   bool lockstep = false;
   if (g.reuses_layout) {
-    lockstep = true;  // every member's steps are the kept layout's: by_step and levels hold
+    lockstep = true;  // every member's steps are the kept layout's: by_step and masks hold
     ++reused_layouts_;
   } else if (g.uniform) {
     transpose_steps(g);
-    lockstep = lockstep_levels(g, g.levels);
+    lockstep = lockstep_masks(g, g.masks);
     if (lockstep) keep_layout(g);
   }
   if (!lockstep) g.layout_size = -1;
   if (lockstep)
-    run_lockstep(g, g.levels);
+    run_lockstep(g, g.masks);
   else
     run_in_rounds(g);
   // Every member's call ends, in member order; the ranks go on in that order.

@@ -78,12 +78,12 @@ struct Gathering {
   std::vector<GatheredMessage> messages;
   std::vector<std::int32_t> free_messages;  ///< received messages' slots, reused
   std::vector<std::int32_t> active;         ///< members with steps left (the pass)
-  /// Lockstep passes: each step's partner distance, and each member's message of the step.
-  std::vector<std::uint8_t> levels;
+  /// Lockstep passes: each step's partner bits (lockstep_masks), and each member's message of the step.
+  std::vector<std::uint32_t> masks;
   std::vector<GatheredArrival> sent;  ///< per member: its message of the current step
   /// The slot keeps its last lockstep pass's layout: layout_size members (-1: none) with
   /// layout_steps steps each, by member at the start of `steps` (member i's at
-  /// i * layout_steps) and by step in by_step, with their levels. The next gathering of that
+  /// i * layout_steps) and by step in by_step, with their masks. The next gathering of that
   /// size in the slot writes only the steps that differ from it (after the layout); if every
   /// member's are the same (the same collective again: an allreduce per timestep), it runs on
   /// the layout as it is, not laid out and checked again.
@@ -96,8 +96,8 @@ struct Gathering {
 /// at every step a member receives from j exactly when j sends to it at the same step
 /// (recursive doubling, rings, dissemination, pairwise exchange). Then each message is received
 /// in the step it is sent, and the members can run step by step (Engine::run_lockstep).
-/// levels[s]: the bit width of the farthest partner at step s (member i's partners at s lie in
-/// its aligned block of 2^levels[s] members).
-bool lockstep_levels(const Gathering& g, std::vector<std::uint8_t>& levels);
+/// masks[s]: the bits in which members and their partners at step s differ (member i's
+/// partners at s agree with i on every other bit).
+bool lockstep_masks(const Gathering& g, std::vector<std::uint32_t>& masks);
 
 }  // namespace scalatrace::sim
