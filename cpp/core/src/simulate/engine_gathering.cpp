@@ -131,13 +131,18 @@ void Engine::transpose_steps(Gathering& g) {
 
 /// Keeps the lockstep layout just made (by_step, masks) for the slot's next gathering, and
 /// the same steps by member at the start of `steps`, which the next one's members compare
-/// theirs with (steps_in_layout).
+/// theirs with (steps_in_layout). Blocks of members at a time, as transpose_steps: a block's
+/// steps are written together, each step's entries of the block read once.
 void Engine::keep_layout(Gathering& g) {
+  constexpr std::size_t kBlock = 64;
   const auto size = static_cast<std::size_t>(g.size);
   const std::size_t count = g.step_count;
   g.steps.resize(size * count);
-  for (std::size_t s = 0; s < count; ++s)
-    for (std::size_t i = 0; i < size; ++i) g.steps[i * count + s] = g.by_step[s * size + i];
+  for (std::size_t lo = 0; lo < size; lo += kBlock) {
+    const std::size_t hi = std::min(size, lo + kBlock);
+    for (std::size_t s = 0; s < count; ++s)
+      for (std::size_t i = lo; i < hi; ++i) g.steps[i * count + s] = g.by_step[s * size + i];
+  }
   g.layout_size = g.size;
   g.layout_steps = g.step_count;
 }
