@@ -445,8 +445,9 @@ TEST(SimulatorLayout, ARepeatedCollectiveReusesItsLayoutOnlyWhenEveryMemberHasTh
   // The stencil's Allreduce per step: every one after the first reuses the layout (default
   // options: its 4 KiB messages eager, the run order-free).
   const Trace stencil = synthetic_trace(SyntheticPattern::Stencil2D, 64, 5);
-  expect_gathering_free(stencil, SimOptions{}, "2D stencil");
-  sim::Engine stencil_engine(stencil, SimOptions{});
+  const SimOptions defaults;  // the engine keeps a reference: it must outlive the run
+  expect_gathering_free(stencil, defaults, "2D stencil");
+  sim::Engine stencil_engine(stencil, defaults);
   stencil_engine.run();
   EXPECT_EQ(stencil_engine.lockstep_collectives(), 5u);
   EXPECT_EQ(stencil_engine.reused_layouts(), 4u);
