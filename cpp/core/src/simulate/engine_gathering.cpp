@@ -12,6 +12,24 @@
 
 namespace scalatrace::sim {
 
+namespace {
+
+/// Calls f(member, step) for every step of `size` members with `count` steps each, 64 members
+/// at a time: what converts steps by member into steps by step or back (Engine::
+/// transpose_steps, Engine::keep_layout) then reads and writes a block's by-member lines once
+/// and each step's entries of the block together.
+template <class F>
+void for_steps_in_member_blocks(std::size_t size, std::size_t count, F&& f) {
+  constexpr std::size_t kBlock = 64;
+  for (std::size_t lo = 0; lo < size; lo += kBlock) {
+    const std::size_t hi = std::min(size, lo + kBlock);
+    for (std::size_t s = 0; s < count; ++s)
+      for (std::size_t i = lo; i < hi; ++i) f(i, s);
+  }
+}
+
+}  // namespace
+
 /// A blocking collective in an order-free run: false (run it step by step) unless all its
 /// messages are eager; otherwise R enters its communicator's gathering and waits there, and the
 /// last member to enter completes every member's call.
@@ -115,34 +133,25 @@ Gathering& Engine::open_gathering(CommInfo& c, std::uint64_t tag) {
 }
 
 /// Every member's steps, by step (by_step[s * size + member]), from `steps`; every member has
-/// step_count of them. Blocks of members at a time: their steps' lines are read once, and each
-/// step's entries of the block are written together.
+/// step_count of them.
 void Engine::transpose_steps(Gathering& g) {
-  constexpr std::size_t kBlock = 64;
   const auto size = static_cast<std::size_t>(g.size);
-  const std::size_t count = g.step_count;
-  g.by_step.resize(count * size);
-  for (std::size_t lo = 0; lo < size; lo += kBlock) {
-    const std::size_t hi = std::min(size, lo + kBlock);
-    for (std::size_t s = 0; s < count; ++s)
-      for (std::size_t i = lo; i < hi; ++i) g.by_step[s * size + i] = g.steps[g.members[i].first_step + s];
-  }
+  g.by_step.resize(g.step_count * size);
+  for_steps_in_member_blocks(size, g.step_count, [&g, size](std::size_t i, std::size_t s) {
+    g.by_step[s * size + i] = g.steps[g.members[i].first_step + s];
+  });
 }
 
 /// Keeps the lockstep layout just made (by_step, masks) for the slot's next gathering, and
 /// the same steps by member at the start of `steps`, which the next one's members compare
-/// theirs with (steps_in_layout). Blocks of members at a time, as transpose_steps: a block's
-/// steps are written together, each step's entries of the block read once.
+/// theirs with (steps_in_layout).
 void Engine::keep_layout(Gathering& g) {
-  constexpr std::size_t kBlock = 64;
   const auto size = static_cast<std::size_t>(g.size);
   const std::size_t count = g.step_count;
   g.steps.resize(size * count);
-  for (std::size_t lo = 0; lo < size; lo += kBlock) {
-    const std::size_t hi = std::min(size, lo + kBlock);
-    for (std::size_t s = 0; s < count; ++s)
-      for (std::size_t i = lo; i < hi; ++i) g.steps[i * count + s] = g.by_step[s * size + i];
-  }
+  for_steps_in_member_blocks(size, count, [&g, size, count](std::size_t i, std::size_t s) {
+    g.steps[i * count + s] = g.by_step[s * size + i];
+  });
   g.layout_size = g.size;
   g.layout_steps = g.step_count;
 }
