@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -263,8 +264,8 @@ TEST(Cursor, EveryRankOfMergedSyntheticRunsIsItsGeneratedStream) {
 
 TEST(Cursor, CursorsSharingConstantFieldsWalkTheSameEvents) {
   // The simulator's cursors, one per rank, keep their constant field values in one
-  // SharedConstants: every rank walks the events of a cursor of its own, and values equal on
-  // several ranks are kept once.
+  // SharedConstants and their states in one CursorBlock: every rank walks the events of a
+  // cursor of its own, and values equal on several ranks are kept once.
   for (auto pattern : {SyntheticPattern::Stencil2D, SyntheticPattern::RowColumn, SyntheticPattern::Irregular}) {
     SyntheticSpec spec;
     spec.pattern = pattern;
@@ -272,10 +273,11 @@ TEST(Cursor, CursorsSharingConstantFieldsWalkTheSameEvents) {
     spec.timesteps = 5;
     const Trace merged = synthetic_merged_trace(spec);
     SharedConstants shared;
+    CursorBlock block(static_cast<std::size_t>(spec.nranks));
     std::vector<Cursor> sharing;  // all alive and walked in turn, as the simulator does
     std::vector<Cursor> alone;
     for (std::int64_t rank = 0; rank < spec.nranks; ++rank) {
-      sharing.emplace_back(merged, rank).share_constants(shared);
+      sharing.emplace_back(merged, rank, TimingMode::Mean, 0, std::nullopt, &block).share_constants(shared);
       alone.emplace_back(merged, rank);
     }
     std::vector<std::size_t> events(static_cast<std::size_t>(spec.nranks), 0);
@@ -300,6 +302,31 @@ TEST(Cursor, CursorsSharingConstantFieldsWalkTheSameEvents) {
       EXPECT_LT(shared.size(), static_cast<std::size_t>(spec.nranks));
     }
   }
+}
+
+TEST(Cursor, ABlockHoldsAsManyCursorsAsItWasMadeFor) {
+  SyntheticSpec spec;
+  spec.pattern = SyntheticPattern::Stencil2D;
+  spec.nranks = 4;
+  spec.timesteps = 3;
+  const Trace merged = synthetic_merged_trace(spec);
+  CursorBlock block(2);
+  Cursor first(merged, 0, TimingMode::Mean, 0, std::nullopt, &block);
+  std::optional<Cursor> second(std::in_place, merged, 1, TimingMode::Mean, 0, std::nullopt, &block);
+  EXPECT_THROW(Cursor(merged, 2, TimingMode::Mean, 0, std::nullopt, &block), std::logic_error);
+  // A rank out of range is refused before a slot is taken.
+  EXPECT_THROW(Cursor(merged, 9, TimingMode::Mean, 0, std::nullopt, &block), UsageError);
+  // A cursor in the block moves like any other; its state stays in its slot until destroyed.
+  Cursor moved(std::move(*second));
+  second.reset();
+  const auto recorded = record_synthetic(spec, 1).events;
+  std::size_t i = 0;
+  for (Event e; moved.next(e); ++i) {
+    ASSERT_LT(i, recorded.size());
+    EXPECT_TRUE(e.same_call(recorded[i])) << "event " << i;
+  }
+  EXPECT_EQ(i, recorded.size());
+  EXPECT_TRUE(first.next().has_value());
 }
 
 TEST(Cursor, LastNodeIsTheNodeOfTheLastEvent) {

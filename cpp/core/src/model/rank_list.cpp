@@ -51,6 +51,9 @@ std::int64_t local_index(const RankDescriptor& d, std::int64_t rank) {
   if (d.dims.empty()) return off == 0 ? 0 : -1;
   if (d.dims.size() == 1) {
     auto [c, s] = d.dims[0];
+    // A run of consecutive ranks (most ranklists: a node all ranks take part in) needs no
+    // division: first visits of a cursor test one per stored field.
+    if (s == 1) return off >= 0 && off < c ? off : -1;
     if (s == 0) return off == 0 ? 0 : -1;
     if (off % s != 0) return -1;
     std::int64_t i = off / s;

@@ -26,6 +26,7 @@
 #include "scalatrace/merge/timing_groups.hpp"
 #include "scalatrace/read/lossy_occurrences.hpp"
 #include "scalatrace/support/errors.hpp"
+#include "support/huge_pages.hpp"
 #include "support/prefetch.hpp"
 #include "support/small_vector.hpp"
 
@@ -719,12 +720,37 @@ struct Cursor::Impl {
   }
 };
 
-Cursor::Cursor(const Trace& trace, std::int64_t rank, TimingMode timing, std::uint64_t seed,
-               std::optional<TimingMode> duration_timing) {
+/// A slot of a CursorBlock: one cursor's state, whole cache lines.
+std::size_t CursorBlock::slot_bytes() { return (sizeof(Cursor::Impl) + 63) / 64 * 64; }
+
+CursorBlock::CursorBlock(std::size_t cursors)
+    : data_(static_cast<std::byte*>(allocate_huge_page_block(cursors * slot_bytes(), alignof(Cursor::Impl)))),
+      capacity_(cursors) {}
+CursorBlock::~CursorBlock() { std::free(data_); }
+void* CursorBlock::take() {
+  if (used_ == capacity_) throw std::logic_error("cursor block: every slot is taken");
+  return data_ + slot_bytes() * used_++;
+}
+
+/// A cursor's state, in a slot of `block` or on the heap (block null).
+Cursor::Impl* Cursor::make_impl(const Trace& trace, std::int64_t rank, TimingMode timing, std::uint64_t seed,
+                                std::optional<TimingMode> duration_timing, CursorBlock* block) {
   if (rank < 0 || rank >= trace.nranks)
     throw UsageError("rank " + std::to_string(rank) + " is out of range: the trace has " +
                      std::to_string(trace.nranks) + " ranks");
-  impl_ = std::make_unique<Impl>(trace, rank, timing, seed, duration_timing.value_or(timing));
+  const TimingMode durations = duration_timing.value_or(timing);
+  if (block == nullptr) return new Impl(trace, rank, timing, seed, durations);
+  return new (block->take()) Impl(trace, rank, timing, seed, durations);
+}
+
+Cursor::Cursor(const Trace& trace, std::int64_t rank, TimingMode timing, std::uint64_t seed,
+               std::optional<TimingMode> duration_timing, CursorBlock* block)
+    : impl_(make_impl(trace, rank, timing, seed, duration_timing, block), ImplDeleter(block != nullptr)) {}
+void Cursor::ImplDeleter::operator()(Impl* impl) const noexcept {
+  if (in_block)
+    impl->~Impl();
+  else
+    delete impl;
 }
 Cursor::~Cursor() = default;
 Cursor& Cursor::draw_lossy_values(std::uint64_t seed, std::shared_ptr<const LossyOccurrences> occurrences) {

@@ -101,6 +101,8 @@ class Engine {
   /// The constant field values of all ranks' cursors, each distinct set once (declared before
   /// the ranks: it outlives their cursors).
   SharedConstants constants_;
+  /// The ranks' cursors' states, one huge-page block for all (declared before the ranks too).
+  CursorBlock cursor_block_{static_cast<std::size_t>(n_)};
   sim::RankArray<RankSim> ranks_;
   ReadyQueue ready_{n_};
   /// Eager messages posted by the running rank, not yet delivered (send_message).

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "scalatrace/model/op.hpp"
+#include "support/huge_pages.hpp"
 
 namespace scalatrace::sim {
 
@@ -63,24 +64,24 @@ struct Gathering {
   std::int64_t key = 0;   ///< the communicator's key (CommInfo::key)
   std::uint64_t tag = 0;  ///< the collective's sequence number on it
   Op op = Op::Other;
-  std::int64_t size = 0;            ///< members
-  std::int64_t entered = 0;         ///< members that have entered
-  bool open = false;                ///< members are entering (false: the slot is free)
-  std::vector<std::int64_t> world;  ///< member -> world rank
-  std::vector<GatheredMember> members;
-  std::vector<GatheredInbox> inboxes;  ///< per member
-  std::vector<GatheredStep> steps;     ///< every member's, each member's contiguous
+  std::int64_t size = 0;               ///< members
+  std::int64_t entered = 0;            ///< members that have entered
+  bool open = false;                   ///< members are entering (false: the slot is free)
+  HugePageVector<std::int64_t> world;  ///< member -> world rank
+  HugePageVector<GatheredMember> members;
+  HugePageVector<GatheredInbox> inboxes;  ///< per member
+  HugePageVector<GatheredStep> steps;     ///< every member's, each member's contiguous
   /// Whether every member entered so far has the first one's number of steps, step_count; if
   /// all do, the steps by step (by_step[s * size + member]) for a lockstep pass.
   bool uniform = true;
   std::uint32_t step_count = 0;
-  std::vector<GatheredStep> by_step;
+  HugePageVector<GatheredStep> by_step;
   std::vector<GatheredMessage> messages;
   std::vector<std::int32_t> free_messages;  ///< received messages' slots, reused
   std::vector<std::int32_t> active;         ///< members with steps left (the pass)
   /// Lockstep passes: each step's partner bits (lockstep_masks), and each member's message of the step.
   std::vector<std::uint32_t> masks;
-  std::vector<GatheredArrival> sent;  ///< per member: its message of the current step
+  HugePageVector<GatheredArrival> sent;  ///< per member: its message of the current step
   /// The slot keeps its last lockstep pass's layout: layout_size members (-1: none) with
   /// layout_steps steps each, by member at the start of `steps` (member i's at
   /// i * layout_steps) and by step in by_step, with their masks. The next gathering of that

@@ -205,15 +205,16 @@ struct alignas(64) RankSim {
   SmallVector<Request, 24> reqs;
   bool next_event(EventView& ev) { return walk ? walk->next(ev) : cursor.next(ev); }
 
-  /// `constants`: where the cursor keeps its constant field values, with the other ranks'.
-  RankSim(const Trace& t, std::int64_t r, const SimOptions& o, SharedConstants& constants)
+  /// `constants`: where the cursor keeps its constant field values, with the other ranks';
+  /// `cursors`: where it keeps its state, beside theirs.
+  RankSim(const Trace& t, std::int64_t r, const SimOptions& o, SharedConstants& constants, CursorBlock& cursors)
       : rank(r),
         cursor(t, r, o.timing, o.seed + static_cast<std::uint64_t>(r),
                // Durations give calls their floor (recorded_local_calls): a collective's the
                // mean of its fastest bin (the calls that waited least), any other call's the
                // mean of its median bin; both robust to the preempted or first (connection
                // set-up) calls a mean would spread over all.
-               o.timing == TimingMode::None ? TimingMode::None : TimingMode::LibraryTime) {
+               o.timing == TimingMode::None ? TimingMode::None : TimingMode::LibraryTime, &cursors) {
     cursor.share_constants(constants);
   }
 };

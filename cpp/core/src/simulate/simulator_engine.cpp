@@ -29,7 +29,7 @@ Engine::Engine(const Trace& trace, const SimOptions& options, Prefetching prefet
       order_(trace, options),
       order_free_(shortcuts == OrderFreeShortcuts::Auto && fair == nullptr && order_.order_free()),
       prefetching_(prefetching) {
-  for (std::int64_t r = 0; r < n_; ++r) ranks_.emplace_back(trace, r, options, constants_);
+  for (std::int64_t r = 0; r < n_; ++r) ranks_.emplace_back(trace, r, options, constants_, cursor_block_);
   if (is_lossy(trace)) {
     // Coordinated random selection (docs/lossy.md): each rank's walk draws its sends and posts
     // the receives the others draw to it; each sender is walked once for all receivers.

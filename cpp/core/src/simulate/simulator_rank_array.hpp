@@ -2,15 +2,12 @@
 // The simulator's per-rank states in one block of memory that asks the kernel for huge pages:
 // at 65,536 ranks the states span hundreds of megabytes, touched in no useful order, and with
 // 4 KB pages nearly every access to another rank also misses the TLB.
-#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
 #include <utility>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
+#include "support/huge_pages.hpp"
 
 namespace scalatrace::sim {
 
@@ -18,18 +15,8 @@ namespace scalatrace::sim {
 template <class T>
 class RankArray {
  public:
-  explicit RankArray(std::size_t capacity) : capacity_(capacity) {
-    constexpr std::size_t kHugePage = std::size_t{2} << 20;
-    std::size_t bytes = capacity * sizeof(T);
-    const std::size_t align = bytes >= kHugePage ? kHugePage : std::max(alignof(T), alignof(std::max_align_t));
-    bytes = (bytes + align - 1) / align * align;
-    if (bytes == 0) bytes = align;
-    data_ = static_cast<T*>(std::aligned_alloc(align, bytes));
-    if (data_ == nullptr) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (align == kHugePage) madvise(data_, bytes, MADV_HUGEPAGE);  // a hint: failure is harmless
-#endif
-  }
+  explicit RankArray(std::size_t capacity)
+      : data_(static_cast<T*>(allocate_huge_page_block(capacity * sizeof(T), alignof(T)))), capacity_(capacity) {}
   RankArray(const RankArray&) = delete;
   RankArray& operator=(const RankArray&) = delete;
   ~RankArray() {

@@ -47,13 +47,36 @@ class SharedConstants {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Room for the walk states of many cursors in one block of memory that asks the kernel for
+/// huge pages. A cursor's state is otherwise a heap allocation of its own: the simulator walks
+/// one cursor per rank, and at 65,536 ranks those states take some 29,000 pages of 4 KB, each
+/// faulted in on its own and most of the walk's accesses then missing the TLB. Cursors made with
+/// a block take its slots in order; the block must outlive them.
+class CursorBlock {
+ public:
+  /// Room for `cursors` cursors.
+  explicit CursorBlock(std::size_t cursors);
+  ~CursorBlock();
+  CursorBlock(const CursorBlock&) = delete;
+  CursorBlock& operator=(const CursorBlock&) = delete;
+
+ private:
+  friend class Cursor;
+  static std::size_t slot_bytes();
+  /// The next free slot; throws std::logic_error when all are taken.
+  void* take();
+  std::byte* data_ = nullptr;
+  std::size_t capacity_ = 0, used_ = 0;
+};
+
 class Cursor {
  public:
   /// The trace must outlive the cursor. Throws UsageError if rank is out of range.
   /// `timing` turns compute histograms into values, `duration_timing` (default: the same)
   /// duration histograms.
+  /// `block`: where the cursor's state goes (null: a heap allocation of its own).
   Cursor(const Trace& trace, std::int64_t rank, TimingMode timing = TimingMode::Mean, std::uint64_t seed = 0,
-         std::optional<TimingMode> duration_timing = std::nullopt);
+         std::optional<TimingMode> duration_timing = std::nullopt, CursorBlock* block = nullptr);
   ~Cursor();
   Cursor(Cursor&&) noexcept;
   /// Lossy traces (docs/lossy.md): fields kept as value histograms yield seeded draws (the
@@ -85,7 +108,16 @@ class Cursor {
 
  private:
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  /// Destroys the state, and frees it unless it lies in a CursorBlock.
+  struct ImplDeleter {
+    explicit ImplDeleter(bool in_block_ = false) noexcept : in_block(in_block_) {}
+    bool in_block;
+    void operator()(Impl* impl) const noexcept;
+  };
+  friend class CursorBlock;  // its slots' size
+  static Impl* make_impl(const Trace& trace, std::int64_t rank, TimingMode timing, std::uint64_t seed,
+                         std::optional<TimingMode> duration_timing, CursorBlock* block);
+  std::unique_ptr<Impl, ImplDeleter> impl_;
 };
 
 /// All events of one rank (tests and small traces).
