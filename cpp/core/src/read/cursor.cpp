@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "scalatrace/merge/timing_groups.hpp"
+#include "scalatrace/model/elastic.hpp"
 #include "scalatrace/read/lossy_occurrences.hpp"
 #include "scalatrace/support/errors.hpp"
 #include "support/huge_pages.hpp"
@@ -247,6 +248,104 @@ struct FieldValuesHash {
   }
 };
 
+/// Whether a stored field's sequence gives the node's state one value (kept in the state's
+/// `base`) rather than a reader.
+bool is_constant_field(const ValueSeq& seq) { return !seq.empty() && seq.is_constant(); }
+
+/// Whether an array field's sequence is empty at every occurrence (the usual case: an op that
+/// has none): it reads like one not stored, only its length bounds the occurrences.
+bool is_empty_array(const ArraySeq& seq) {
+  const auto& runs = seq.runs();
+  return std::all_of(runs.begin(), runs.end(), [](const ArraySeq::Run& r) { return r.values.empty(); });
+}
+
+/// The value sequence of `values` that applies to every rank of node `n` (one alternative,
+/// for all ranks or for the node's ranklist), or nullptr if ranks may differ.
+template <class Seq>
+const Seq* sequence_for_every_member(const Elastic<Seq>& values, const Node& n) {
+  if (values.alternatives.size() != 1) return nullptr;
+  const auto& [seq, ranks] = values.alternatives[0];
+  return ranks.empty() || ranks == n.ranks ? &seq : nullptr;
+}
+
+/// What every rank's first visit of one event node finds the same, worked out once for the
+/// cursors that share a SharedConstants (ranks' first visits were a sixth of a 20-timestep
+/// simulation at 65,536 ranks):
+/// - each stored field whose one sequence applies to all the node's ranks, whether it is
+///   constant, and the constant values, kept once in the shared set;
+/// - for fields whose sequence depends on the rank (several alternatives: a stencil's peers),
+///   which ones choose alike (the same ranklists: one search per rank for all of them), and
+///   the constant values each alternative gives, kept as ranks choose it.
+/// A cursor that shares nothing makes a plan per first visit with every field looked up for
+/// its rank.
+struct EventPlan {
+  enum class Source : std::uint8_t { NotStored, Constant, Varying, PerRank };
+  std::array<Source, kFieldCount> fields{};
+  std::array<const ValueSeq*, kFieldCount> varying{};  ///< Varying: the sequence
+  FieldValues base{};                                  ///< Constant fields' values, 0 elsewhere
+  const FieldValues* kept_base = nullptr;              ///< `base` in the shared set (null: none)
+  /// The smallest length of the Constant fields and of the arrays empty throughout.
+  std::uint64_t constant_limit = UINT64_MAX;
+  /// PerRank fields: the first PerRank field with the same ranklists (itself if none before):
+  /// the alternative found for that one applies to this one.
+  std::array<std::uint8_t, kFieldCount> chooses_like{};
+  /// When every PerRank field chooses like one field: by its alternative, the constant values
+  /// a rank choosing it has, kept (null until a rank does). Empty otherwise.
+  std::vector<const FieldValues*> kept_by_choice;
+  enum class ArraySource : std::uint8_t { NotStored, Empty, Stored, PerRank };
+  std::array<ArraySource, kArrayFieldCount> arrays{};
+  std::array<const ArraySeq*, kArrayFieldCount> stored_arrays{};  ///< Stored: the sequence
+
+  /// The plan of event node `n`; `keep`: where its constant values are kept (null: every
+  /// stored field looked up per rank).
+  template <class Keep>
+  static EventPlan of(const Node& n, Keep* keep) {
+    EventPlan plan;
+    const EventNode& e = *n.event;
+    std::size_t first_per_rank = kFieldCount;
+    bool one_choice = true;
+    for (std::size_t i = 0; i < kFieldCount; ++i) {
+      if (e.fields[i].empty()) continue;
+      const ValueSeq* seq = keep != nullptr ? sequence_for_every_member(e.fields[i], n) : nullptr;
+      if (seq == nullptr) {
+        plan.fields[i] = Source::PerRank;
+        std::size_t like = 0;
+        while (like < i && !(plan.fields[like] == Source::PerRank && e.fields[like].same_ranklists(e.fields[i])))
+          ++like;
+        plan.chooses_like[i] = static_cast<std::uint8_t>(like);
+        if (first_per_rank == kFieldCount) first_per_rank = i;
+        one_choice = one_choice && like == first_per_rank;
+      } else if (is_constant_field(*seq)) {
+        plan.fields[i] = Source::Constant;
+        plan.base[i] = seq->back();
+        plan.constant_limit = std::min(plan.constant_limit, seq->size());
+      } else {
+        plan.fields[i] = Source::Varying;
+        plan.varying[i] = seq;
+      }
+    }
+    if (keep != nullptr) {
+      plan.kept_base = keep->keep(plan.base);
+      if (one_choice && first_per_rank < kFieldCount)
+        plan.kept_by_choice.assign(e.fields[first_per_rank].alternatives.size(), nullptr);
+    }
+    for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
+      if (e.arrays[i].empty()) continue;
+      const ArraySeq* seq = keep != nullptr ? sequence_for_every_member(e.arrays[i], n) : nullptr;
+      if (seq == nullptr) {
+        plan.arrays[i] = ArraySource::PerRank;
+      } else if (is_empty_array(*seq)) {
+        plan.arrays[i] = ArraySource::Empty;
+        plan.constant_limit = std::min(plan.constant_limit, seq->size());
+      } else {
+        plan.arrays[i] = ArraySource::Stored;
+        plan.stored_arrays[i] = seq;
+      }
+    }
+    return plan;
+  }
+};
+
 struct WalkFrame {
   const Node* body = nullptr;    ///< the body's nodes (a trace's top level or a loop's body)
   std::size_t size = 0;          ///< how many
@@ -261,7 +360,14 @@ struct WalkFrame {
 /// move, so cursors keep pointers to it).
 struct SharedConstants::Impl {
   std::unordered_set<FieldValues, FieldValuesHash> values;
+  /// Each event node's first-visit plan, made by the first cursor that visits it.
+  std::unordered_map<const Node*, EventPlan> plans;
   const FieldValues* keep(const FieldValues& v) { return &*values.insert(v).first; }
+  EventPlan& plan(const Node& n) {
+    auto it = plans.find(&n);
+    if (it == plans.end()) it = plans.emplace(&n, EventPlan::of(n, this)).first;
+    return it->second;
+  }
 };
 
 SharedConstants::SharedConstants() : impl_(std::make_unique<Impl>()) {}
@@ -423,16 +529,30 @@ struct Cursor::Impl {
         *s.site_ids = ValueSeq::Reader(seq_for(e.site_ids, "call-site sequence"));
       }
       // Stored fields: constant ones (value known once, in `base`) and varying ones (read per
-      // occurrence: `varying` lists them).
-      std::array<const ValueSeq*, kFieldCount> varying{};
+      // occurrence: `varying` lists them). What is the same on every rank of the node comes
+      // from its plan; the rest is looked up for this rank.
+      EventPlan own_plan;
+      if (shared_constants == nullptr) own_plan = EventPlan::of(n, static_cast<SharedConstants::Impl*>(nullptr));
+      EventPlan& plan = shared_constants == nullptr ? own_plan : shared_constants->plan(n);
+      std::array<const ValueSeq*, kFieldCount> varying = plan.varying;
       std::size_t varying_count = 0;
-      FieldValues base{};
+      FieldValues base = plan.base;
+      bool own_constants = plan.kept_base == nullptr;  // constants of this rank's own
+      s.constant_limit = plan.constant_limit;
+      std::array<std::size_t, kFieldCount> chosen{};  // PerRank fields: the alternative
+      std::size_t choice = 0;
       for (std::size_t i = 0; i < kFieldCount; ++i) {
-        if (e.fields[i].empty()) continue;  // field not stored: 0 everywhere
-        const ValueSeq* seq = seq_for(e.fields[i], field_name(static_cast<Field>(i)));
-        if (!seq->empty() && seq->is_constant()) {
+        if (plan.fields[i] == EventPlan::Source::Varying) ++varying_count;
+        if (plan.fields[i] != EventPlan::Source::PerRank) continue;
+        const ElasticValue& values = e.fields[i];
+        const std::size_t like = plan.chooses_like[i];
+        choice = chosen[i] = like == i ? values.index_for_rank(rank) : chosen[like];
+        if (choice == ElasticValue::npos) fail_no_sequence(field_name(static_cast<Field>(i)));
+        const ValueSeq* seq = &values.alternatives[choice].first;
+        if (is_constant_field(*seq)) {
           s.constant_limit = std::min(s.constant_limit, seq->size());
           base[i] = seq->back();
+          own_constants = true;
         } else {
           varying[i] = seq;
           ++varying_count;
@@ -442,19 +562,25 @@ struct Cursor::Impl {
       for (std::size_t i = 0; i < kFieldCount; ++i)
         if (varying[i] != nullptr)
           s.fields[s.field_count++] = FieldReader{static_cast<std::uint8_t>(i), ValueSeq::Reader(varying[i])};
-      s.base = keep_constants(base);
-      std::array<const ArraySeq*, kArrayFieldCount> arrays{};
+      if (!own_constants) {
+        s.base = plan.kept_base;
+      } else if (!plan.kept_by_choice.empty()) {  // decided by the one choice of this rank
+        const FieldValues*& kept = plan.kept_by_choice[choice];
+        if (kept == nullptr) kept = keep_constants(base);
+        s.base = kept;
+      } else {
+        s.base = keep_constants(base);
+      }
+      std::array<const ArraySeq*, kArrayFieldCount> arrays = plan.stored_arrays;
       std::size_t stored_arrays = 0;
       for (std::size_t i = 0; i < kArrayFieldCount; ++i) {
-        if (e.arrays[i].empty()) continue;
+        if (plan.arrays[i] == EventPlan::ArraySource::Stored) ++stored_arrays;
+        if (plan.arrays[i] != EventPlan::ArraySource::PerRank) continue;
         arrays[i] = e.arrays[i].for_rank(rank);
         if (arrays[i] == nullptr)
           fail(std::string("array ") + std::string(array_field_name(static_cast<ArrayField>(i))) +
                " has no value sequence for this rank");
-        // An array empty at every occurrence (the usual case: an op that has none) reads like
-        // one not stored; only its length still bounds the occurrences.
-        const auto& runs = arrays[i]->runs();
-        if (std::all_of(runs.begin(), runs.end(), [](const ArraySeq::Run& r) { return r.values.empty(); })) {
+        if (is_empty_array(*arrays[i])) {
           s.constant_limit = std::min(s.constant_limit, arrays[i]->size());
           arrays[i] = nullptr;
           continue;

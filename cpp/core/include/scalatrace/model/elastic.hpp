@@ -2,6 +2,7 @@
 // Elastic data elements (thesis §5.2.1): a parameter's values as (value vector, ranklist)
 // pairs. Within one rank the value vector is indexed by occurrence of the owning node; across
 // ranks, the pair whose ranklist contains the rank applies.
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -39,12 +40,28 @@ template <class Seq>
 struct Elastic {
   std::vector<std::pair<Seq, RankList>> alternatives;
 
-  /// The value vector that applies to `rank` (per-rank traces: the only one), or nullptr.
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+  /// The index of the alternative that applies to `rank` (per-rank traces: the only one), or
+  /// npos.
+  std::size_t index_for_rank(std::int64_t rank) const {
+    if (alternatives.size() == 1 && alternatives[0].second.empty()) return 0;
+    for (std::size_t i = 0; i < alternatives.size(); ++i)
+      if (alternatives[i].second.contains(rank)) return i;
+    return npos;
+  }
+  /// The value vector that applies to `rank`, or nullptr.
   const Seq* for_rank(std::int64_t rank) const {
-    if (alternatives.size() == 1 && alternatives[0].second.empty()) return &alternatives[0].first;
-    for (const auto& [seq, ranks] : alternatives)
-      if (ranks.contains(rank)) return &seq;
-    return nullptr;
+    const std::size_t i = index_for_rank(rank);
+    return i == npos ? nullptr : &alternatives[i].first;
+  }
+  /// Whether `other`'s alternatives are for the same ranklists, in the same order (the same
+  /// alternative applies to every rank in both).
+  template <class Other>
+  bool same_ranklists(const Elastic<Other>& other) const {
+    if (alternatives.size() != other.alternatives.size()) return false;
+    for (std::size_t i = 0; i < alternatives.size(); ++i)
+      if (!(alternatives[i].second == other.alternatives[i].second)) return false;
+    return true;
   }
   bool empty() const { return alternatives.empty(); }
   bool operator==(const Elastic&) const = default;
