@@ -53,7 +53,9 @@ TEST(SyntheticGrid, HasTheSmallestSpreadOfAllFactorizations) {
       std::int64_t product = 1;
       for (std::size_t i = 0; i < ndims; ++i) {
         product *= grid[i];
-        if (i) ASSERT_LE(grid[i], grid[i - 1]) << n;
+        if (i) {
+          ASSERT_LE(grid[i], grid[i - 1]) << n;
+        }
       }
       ASSERT_EQ(product, n);
       std::vector<Dims> all;
