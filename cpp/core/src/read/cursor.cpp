@@ -846,8 +846,12 @@ struct Cursor::Impl {
   }
 };
 
-/// A slot of a CursorBlock: one cursor's state, whole cache lines.
-std::size_t CursorBlock::slot_bytes() { return (sizeof(Cursor::Impl) + 63) / 64 * 64; }
+/// A slot of a CursorBlock: one cursor's state, whole cache lines (each slot then starts
+/// aligned as the state needs).
+std::size_t CursorBlock::slot_bytes() {
+  static_assert(64 % alignof(Cursor::Impl) == 0, "a cursor's state needs at most a cache line's alignment");
+  return (sizeof(Cursor::Impl) + 63) / 64 * 64;
+}
 
 CursorBlock::CursorBlock(std::size_t cursors)
     : data_(static_cast<std::byte*>(allocate_huge_page_block(cursors * slot_bytes(), alignof(Cursor::Impl)))),
