@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -442,6 +443,10 @@ TEST(SimulatorLayout, ARepeatedCollectiveReusesItsLayoutOnlyWhenEveryMemberHasTh
   engine.run();
   EXPECT_EQ(engine.gathered_collectives(), 8u);
   EXPECT_EQ(engine.reused_layouts(), 3u);
+  // Members whose steps were not computed again (the inputs of the layout's pass): all 16 in
+  // the second and third, 15 in the fourth (rank 5's 16 bytes are not), none in the fifth (its
+  // layout was made from two sizes) nor in the Bcast or the Allreduce after it, 16 in the last.
+  EXPECT_EQ(engine.steps_not_computed(), 16u + 16u + 15u + 16u);
   // The stencil's Allreduce per step: every one after the first reuses the layout (default
   // options: its 4 KiB messages eager, the run order-free).
   const Trace stencil = synthetic_trace(SyntheticPattern::Stencil2D, 64, 5);
@@ -451,6 +456,66 @@ TEST(SimulatorLayout, ARepeatedCollectiveReusesItsLayoutOnlyWhenEveryMemberHasTh
   stencil_engine.run();
   EXPECT_EQ(stencil_engine.lockstep_collectives(), 5u);
   EXPECT_EQ(stencil_engine.reused_layouts(), 4u);
+  EXPECT_EQ(stencil_engine.steps_not_computed(), 4u * 64u);
+}
+
+TEST(SimulatorLayout, CollectivesWithEqualInputsHaveEqualSteps) {
+  // What the gathered collectives rely on to take a member's steps from a kept layout: two
+  // events with equal collective_inputs give every member the same steps, whatever their
+  // other fields and arrays; the collectives without inputs are those whose steps an array
+  // changes.
+  std::mt19937_64 rng(20261130);
+  const auto draw = [&rng](std::int64_t hi) {
+    return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi));
+  };
+  for (std::size_t o = 0; o < kOpCount; ++o) {
+    const auto op = static_cast<Op>(o);
+    if (!op_is_collective(op)) continue;
+    bool an_array_changed_steps = false;
+    for (const std::int64_t n : {2, 3, 5, 8, 16}) {
+      for (int trial = 0; trial < 20; ++trial) {
+        Event a, b;
+        a.op = b.op = op;
+        a[Field::Bytes] = b[Field::Bytes] = trial % 2 == 0 ? draw(4096) : draw(1 << 22);
+        a[Field::Bytes2] = b[Field::Bytes2] = draw(1 << 20);
+        a[Field::Root] = b[Field::Root] = draw(n + 1);
+        for (Event* e : {&a, &b}) {
+          (*e)[Field::Tag] = draw(100);
+          (*e)[Field::DtSize] = 1 + draw(16);
+          (*e)[Field::DtSize2] = 1 + draw(16);
+          (*e)[Field::RedOp] = draw(8);
+          for (std::size_t f = 0; f < kArrayFieldCount; ++f) {
+            std::vector<std::int64_t> values(static_cast<std::size_t>(n));
+            for (std::int64_t& v : values) v = draw(1 << 16);
+            e->arrays[f] = values;
+          }
+        }
+        const std::optional<sim::CollectiveInputs> inputs = sim::collective_inputs(EventView::of(a));
+        if (inputs) {
+          ASSERT_EQ(inputs, sim::collective_inputs(EventView::of(b))) << op_name(op);
+        }
+        for (std::int64_t me = 0; me < n; ++me) {
+          sim::CollSteps steps_a, steps_b;
+          sim::collective_steps(EventView::of(a), me, n, 1.0, steps_a);
+          sim::collective_steps(EventView::of(b), me, n, 1.0, steps_b);
+          const bool same =
+              std::equal(steps_a.begin(), steps_a.end(), steps_b.begin(), steps_b.end(),
+                         [](const sim::CollStep& x, const sim::CollStep& y) {
+                           return x.recv_from == y.recv_from && x.send_to == y.send_to && x.send_bytes == y.send_bytes;
+                         });
+          if (inputs) {
+            ASSERT_TRUE(same) << op_name(op) << " n=" << n << " me=" << me;
+          }
+          an_array_changed_steps = an_array_changed_steps || !same;
+        }
+      }
+    }
+    Event bare;
+    bare.op = op;
+    if (!sim::collective_inputs(EventView::of(bare))) {
+      EXPECT_TRUE(an_array_changed_steps) << op_name(op) << " has no inputs, but no array changed its steps";
+    }
+  }
 }
 
 TEST(SimulatorLayout, AGatheredCollectiveThatAMemberNeverEntersIsADeadlock) {

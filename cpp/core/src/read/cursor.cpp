@@ -286,8 +286,8 @@ struct EventPlan {
   const FieldValues* kept_base = nullptr;              ///< `base` in the shared set (null: none)
   /// The smallest length of the Constant fields and of the arrays empty throughout.
   std::uint64_t constant_limit = UINT64_MAX;
-  /// PerRank fields: the first PerRank field with the same ranklists (itself if none before):
-  /// the alternative found for that one applies to this one.
+  /// PerRank fields: the first PerRank field with the same ranklists (itself if none before,
+  /// and in a plan made for one cursor): the alternative found for that one applies to this one.
   std::array<std::uint8_t, kFieldCount> chooses_like{};
   /// When every PerRank field chooses like one field: by its alternative, the constant values
   /// a rank choosing it has, kept (null until a rank does). Empty otherwise.
@@ -309,7 +309,8 @@ struct EventPlan {
       const ValueSeq* seq = keep != nullptr ? sequence_for_every_member(e.fields[i], n) : nullptr;
       if (seq == nullptr) {
         plan.fields[i] = Source::PerRank;
-        std::size_t like = 0;
+        // A plan made for one cursor (keep null) is used once: each field chooses for itself.
+        std::size_t like = keep != nullptr ? 0 : i;
         while (like < i && !(plan.fields[like] == Source::PerRank && e.fields[like].same_ranklists(e.fields[i])))
           ++like;
         plan.chooses_like[i] = static_cast<std::uint8_t>(like);
@@ -531,9 +532,9 @@ struct Cursor::Impl {
       // Stored fields: constant ones (value known once, in `base`) and varying ones (read per
       // occurrence: `varying` lists them). What is the same on every rank of the node comes
       // from its plan; the rest is looked up for this rank.
-      EventPlan own_plan;
+      std::optional<EventPlan> own_plan;
       if (shared_constants == nullptr) own_plan = EventPlan::of(n, static_cast<SharedConstants::Impl*>(nullptr));
-      EventPlan& plan = shared_constants == nullptr ? own_plan : shared_constants->plan(n);
+      EventPlan& plan = shared_constants == nullptr ? *own_plan : shared_constants->plan(n);
       std::array<const ValueSeq*, kFieldCount> varying = plan.varying;
       std::size_t varying_count = 0;
       FieldValues base = plan.base;

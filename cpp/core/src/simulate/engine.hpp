@@ -82,6 +82,13 @@ class Engine {
   /// Of those, the ones that ran on the layout their slot kept from the last one (Gathering::
   /// layout_size: every member entered with the same steps).
   std::uint64_t reused_layouts() const { return reused_layouts_; }
+  /// Members that entered a gathered collective with the inputs its slot's kept layout was
+  /// made from, their steps taken from it, not computed (Gathering::layout_inputs).
+  std::uint64_t steps_not_computed() const {
+    std::uint64_t n = 0;
+    for (const Gathering& g : gatherings_) n += g.steps_not_computed;
+    return n;
+  }
   /// A lower bound of every future transfer's start (topology congestion's horizon).
   double earliest_clock();
   /// The options of rank r's ProbabilisticWalk (lossy traces).

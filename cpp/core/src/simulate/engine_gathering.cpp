@@ -38,20 +38,30 @@ bool Engine::enter_gathering(RankSim& R, std::int64_t comm) {
   CommInfo& c = R.comms[ci];
   if (c.size <= 1 || !order_.eager_collective(ev_.op, c.size)) return false;
   const std::uint64_t tag = c.collective_seq++;
-  sim::collective_steps(ev_, c.me, c.size, opt_.size_scale, gather_steps_);
   Gathering& g = open_gathering(c, tag);
   if (g.op != ev_.op)
     fail_event(R, std::string("collective mismatch: other members of the communicator call MPI_") +
                       std::string(op_name(g.op)) + " here");
+  const std::optional<CollectiveInputs> inputs = collective_inputs(ev_);
+  if (g.entered == 0)
+    g.entered_inputs = inputs;
+  else if (g.entered_inputs != inputs)
+    g.entered_inputs.reset();
+  // The same inputs as every member of the kept layout's pass: the same steps as its own there.
+  const bool layout_steps_known = inputs && g.layout_size == g.size && g.layout_inputs == inputs;
   // Members mostly enter in order, far apart in time: the entry of one a few ahead, now.
   constexpr std::int64_t kMembersAhead = 4;
   if (c.me + kMembersAhead < g.size) {
     prefetch_line(&g.members[static_cast<std::size_t>(c.me + kMembersAhead)]);
-    // Its steps in the kept layout, which it compares its own with (steps_in_layout).
+    // Its steps in the kept layout: its first (GatheredMember::step), or all that it compares
+    // its own with (steps_in_layout).
     if (g.reuses_layout && g.layout_steps > 0) {
       const GatheredStep* kept = &g.steps[static_cast<std::size_t>(c.me + kMembersAhead) * g.layout_steps];
-      prefetch_range(kept, kept + g.layout_steps);
-      prefetch_line(reinterpret_cast<const char*>(kept + g.layout_steps) - 1);
+      prefetch_line(kept);
+      if (!layout_steps_known) {
+        prefetch_range(kept, kept + g.layout_steps);
+        prefetch_line(reinterpret_cast<const char*>(kept + g.layout_steps) - 1);
+      }
     }
   }
   GatheredMember& m = g.members[static_cast<std::size_t>(c.me)];
@@ -60,18 +70,25 @@ bool Engine::enter_gathering(RankSim& R, std::int64_t comm) {
   m.entered = true;
   m.clock = R.clock;
   m.idle = IdleTimes{R.times.wait, R.times.late_sender, R.times.late_receiver};
-  m.steps = static_cast<std::uint32_t>(gather_steps_.size());
-  for (const CollStep& s : gather_steps_)
-    if (s.send_to >= 0 && s.send_bytes > opt_.eager_threshold)
-      throw std::logic_error("simulator: a gathered collective's step is not eager (OrderFreedom's bound)");
-  if (steps_in_layout(g, c.me)) {
+  if (layout_steps_known) {
+    ++g.steps_not_computed;
+    m.steps = g.layout_steps;
     m.first_step = static_cast<std::uint32_t>(c.me) * g.layout_steps;
   } else {
-    g.reuses_layout = false;
-    m.first_step = static_cast<std::uint32_t>(g.steps.size());
+    sim::collective_steps(ev_, c.me, c.size, opt_.size_scale, gather_steps_);
+    m.steps = static_cast<std::uint32_t>(gather_steps_.size());
     for (const CollStep& s : gather_steps_)
-      g.steps.push_back(
-          GatheredStep{static_cast<std::int32_t>(s.recv_from), static_cast<std::int32_t>(s.send_to), s.send_bytes});
+      if (s.send_to >= 0 && s.send_bytes > opt_.eager_threshold)
+        throw std::logic_error("simulator: a gathered collective's step is not eager (OrderFreedom's bound)");
+    if (steps_in_layout(g, c.me)) {
+      m.first_step = static_cast<std::uint32_t>(c.me) * g.layout_steps;
+    } else {
+      g.reuses_layout = false;
+      m.first_step = static_cast<std::uint32_t>(g.steps.size());
+      for (const CollStep& s : gather_steps_)
+        g.steps.push_back(
+            GatheredStep{static_cast<std::int32_t>(s.recv_from), static_cast<std::int32_t>(s.send_to), s.send_bytes});
+    }
   }
   if (m.steps > 0) m.step = g.steps[m.first_step];
   if (g.entered == 0) g.step_count = m.steps;
@@ -154,6 +171,7 @@ void Engine::keep_layout(Gathering& g) {
   });
   g.layout_size = g.size;
   g.layout_steps = g.step_count;
+  g.layout_inputs = g.entered_inputs;
 }
 
 /// Member `from` sends its step's message as post_send_at's eager branch does (the overheads on

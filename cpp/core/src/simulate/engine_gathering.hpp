@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "scalatrace/model/op.hpp"
+#include "simulate/simulator_collectives.hpp"
 #include "support/huge_pages.hpp"
 
 namespace scalatrace::sim {
@@ -91,6 +92,13 @@ struct Gathering {
   std::int64_t layout_size = -1;
   std::uint32_t layout_steps = 0;
   bool reuses_layout = false;  ///< every member entered so far has its layout's steps
+  /// The inputs (collective_inputs) every member of the pass that made the kept layout entered
+  /// with, if they all had the same: a member entering with them has its layout's steps, not
+  /// computed again.
+  std::optional<CollectiveInputs> layout_inputs;
+  /// The inputs every member entered so far has, if they all have the same.
+  std::optional<CollectiveInputs> entered_inputs;
+  std::uint64_t steps_not_computed = 0;  ///< members that entered with their layout's steps so far
 };
 
 /// Whether the gathering's steps (by_step, every member's step_count of them) go in lockstep:

@@ -295,4 +295,22 @@ void collective_steps(const EventView& e, std::int64_t me, std::int64_t n, doubl
   }
 }
 
+std::optional<CollectiveInputs> collective_inputs(const EventView& e) {
+  switch (e.op) {  // the cases of collective_steps that read an array
+    case Op::Scatterv:
+    case Op::Iscatterv:
+    case Op::Allgatherv:
+    case Op::Iallgatherv:
+    case Op::Alltoallv:
+    case Op::Ialltoallv:
+    case Op::Alltoallw:
+    case Op::Ialltoallw:
+    case Op::Reduce_scatter:
+    case Op::Ireduce_scatter:
+      return std::nullopt;
+    default:
+      return CollectiveInputs{e.op, e[Field::Bytes], e[Field::Bytes2], e[Field::Root]};
+  }
+}
+
 }  // namespace scalatrace::sim
