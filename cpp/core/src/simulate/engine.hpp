@@ -227,9 +227,11 @@ class Engine {
     }
   }
   /// The heads of R's receive queues: what posting a receive or delivering a message reads.
+  /// Of the posted receives three lines, the header and three receives: a delivery reads them
+  /// up to its match and moves those after it (a 2D stencil's rank holds four at most).
   static void prefetch_queue_heads(const RankSim& R) {
     const char* posted = reinterpret_cast<const char*>(&R.posted);
-    for (int line = 0; line < 2; ++line) prefetch_line(posted + 64 * line);
+    for (int line = 0; line < 3; ++line) prefetch_line(posted + 64 * line);
     const char* unexpected = reinterpret_cast<const char*>(&R.unexpected);
     for (int line = 0; line < 2; ++line) prefetch_line(unexpected + 64 * line);
   }

@@ -59,7 +59,7 @@ void Engine::post_recv_at(RankSim& R, double when, std::int64_t src, std::int64_
   Q.kind = Request::Kind::Recv;
   Q.known = false;
   Q.active = true;
-  PostedRecv pr{src, comm, tag, q, when, collective};
+  PostedRecv pr{.src = src, .comm = comm, .tag = tag, .post_time = when, .req = q, .collective = collective};
   if (src == kAnyWorld) {
     R.posted.push_back(pr);
     ++R.wildcards_posted;

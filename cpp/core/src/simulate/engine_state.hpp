@@ -58,12 +58,15 @@ struct Message {
   bool collective = false, rendezvous = false, user = false;
 };
 
+/// 40 bytes (the 4-byte fields last): a delivery reads the receive queue's entries from its
+/// head to the match, and moves those after it.
 struct PostedRecv {
   std::int64_t src = kAnyWorld, comm = 0, tag = 0;
-  std::int32_t req = kNoRequest;
   double post_time = 0;
+  std::int32_t req = kNoRequest;
   bool collective = false;
 };
+static_assert(sizeof(PostedRecv) == 40);
 
 inline bool matches(const PostedRecv& r, const Message& m) {
   return r.collective == m.collective && r.comm == m.comm && (r.src == kAnyWorld || r.src == m.src) &&

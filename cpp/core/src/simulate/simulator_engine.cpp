@@ -299,7 +299,7 @@ inline void Engine::dispatch(RankSim& R) {
         end_event(R);
         return;
       }
-      R.probe = PostedRecv{src, comm_key(R, comm), e[Field::Tag], kNoRequest, R.clock, false};
+      R.probe = PostedRecv{.src = src, .comm = comm_key(R, comm), .tag = e[Field::Tag], .post_time = R.clock};
       R.stage = Stage::Probing;
       return;
     }
