@@ -29,9 +29,13 @@ import sys
 from pathlib import Path
 
 LINE = re.compile(r"events=(\d+) .*cpu_median=([0-9.]+) ms .*predicted=(\S+) ns")
+#: The CPU time's user and kernel parts (drivers built from the source of 2026-11-30, fifth session, on).
+SPLIT = re.compile(r"user_median=([0-9.]+) ms kernel_median=([0-9.]+) ms")
 
 
-def run_driver(driver: Path, trace: Path, calls: int, fifo: bool) -> tuple[int, float, str, float]:
+def run_driver(
+    driver: Path, trace: Path, calls: int, fifo: bool
+) -> tuple[int, float, str, float, float | None]:
     """One process of the speed driver.
 
     Parameters
@@ -48,9 +52,10 @@ def run_driver(driver: Path, trace: Path, calls: int, fifo: bool) -> tuple[int, 
 
     Returns
     -------
-    tuple of (int, float, str, float)
-        Events simulated, median CPU milliseconds, the predicted total (as printed) and the
-        1-minute load average when the run started.
+    tuple of (int, float, str, float, float or None)
+        Events simulated, median CPU milliseconds, the predicted total (as printed), the
+        1-minute load average when the run started, and the median user CPU milliseconds
+        (None from a driver that does not print it).
     """
     load = float(Path("/proc/loadavg").read_text().split()[0])
     warm_up = "1" if calls > 1 else "0"
@@ -61,7 +66,9 @@ def run_driver(driver: Path, trace: Path, calls: int, fifo: bool) -> tuple[int, 
     match = LINE.search(out)
     if match is None:
         raise RuntimeError(f"unexpected driver output: {out!r}")
-    return int(match.group(1)), float(match.group(2)), match.group(3), load
+    split = SPLIT.search(out)
+    user = float(split.group(1)) if split else None
+    return int(match.group(1)), float(match.group(2)), match.group(3), load, user
 
 
 def main() -> int:
@@ -84,18 +91,22 @@ def main() -> int:
     args = parser.parse_args()
     rows = [
         "| trace | events | before: CPU ms (median of runs) | after: CPU ms | before: events per CPU s | "
-        "after: events per CPU s | change | load averages |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "after: events per CPU s | change | before: user ms | after: user ms | change in user time | "
+        "load averages |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for trace in args.traces:
         cpu: dict[str, list[float]] = {"before": [], "after": []}
+        user: dict[str, list[float]] = {"before": [], "after": []}
         loads: list[float] = []
         predicted: set[str] = set()
         events = 0
         for _ in range(args.repeats):
             for name, driver in (("before", args.before), ("after", args.after)):
-                events, ms, total, load = run_driver(driver, trace, args.calls, args.fifo)
+                events, ms, total, load, user_ms = run_driver(driver, trace, args.calls, args.fifo)
                 cpu[name].append(ms / 1e3)
+                if user_ms is not None:
+                    user[name].append(user_ms)
                 predicted.add(total)
                 loads.append(load)
                 print(f"{trace.name} {name}: {ms:.1f} ms CPU, load {load}", file=sys.stderr)
@@ -106,9 +117,16 @@ def main() -> int:
             )
             return 1
         before, after = statistics.median(cpu["before"]), statistics.median(cpu["after"])
+        user_cells = "- | - | -"
+        if user["before"] and user["after"]:
+            user_before, user_after = (
+                statistics.median(user["before"]),
+                statistics.median(user["after"]),
+            )
+            user_cells = f"{user_before:.0f} | {user_after:.0f} | {100 * (user_after / user_before - 1):+.1f} %"
         rows.append(
             f"| {trace.name} | {events:,} | {before * 1e3:.1f} | {after * 1e3:.1f} | {events / before / 1e6:.2f} M | "
-            f"{events / after / 1e6:.2f} M | {100 * (after / before - 1):+.1f} % | "
+            f"{events / after / 1e6:.2f} M | {100 * (after / before - 1):+.1f} % | {user_cells} | "
             f"{min(loads):.1f}-{max(loads):.1f} |"
         )
     print("\n".join(rows))
