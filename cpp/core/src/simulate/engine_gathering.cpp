@@ -57,8 +57,9 @@ bool Engine::enter_gathering(RankSim& R, std::int64_t comm) {
     // its own with (steps_in_layout).
     if (g.reuses_layout && g.layout_steps > 0) {
       const GatheredStep* kept = &g.steps[static_cast<std::size_t>(c.me + kMembersAhead) * g.layout_steps];
-      prefetch_line(kept);
-      if (!layout_steps_known) {
+      if (layout_steps_known) {
+        prefetch_line(kept);
+      } else {
         prefetch_range(kept, kept + g.layout_steps);
         prefetch_line(reinterpret_cast<const char*>(kept + g.layout_steps) - 1);
       }
