@@ -258,6 +258,29 @@ TEST(ValueSeq, FromBlocksValidates) {
   EXPECT_THROW(s.at(6), UsageError);
 }
 
+// The reader steps from run to run inside a block and from one repetition of a block to the
+// next without searching (Reader::advance): random blocks of 1-4 runs of 1-3 values, repeated
+// 1-4 times, read back value by value and compared with the values the blocks spell out.
+TEST(ValueSeq, ReaderWalksRandomBlocksValueByValue) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<ValueBlock> blocks(1 + rng() % 4);
+    std::vector<std::int64_t> expected;
+    for (auto& b : blocks) {
+      b.runs.resize(1 + rng() % 4);
+      for (auto& r : b.runs)
+        r = ValueRun{static_cast<std::int64_t>(rng() % 100) - 50, static_cast<std::int64_t>(rng() % 7) - 3,
+                     1 + rng() % 3};
+      b.repeat = 1 + rng() % 4;
+      for (std::uint64_t rep = 0; rep < b.repeat; ++rep)
+        for (const auto& r : b.runs)
+          for (std::uint64_t i = 0; i < r.count; ++i)
+            expected.push_back(r.first + static_cast<std::int64_t>(i) * r.stride);
+    }
+    expect_same(ValueSeq::from_blocks(blocks), expected);
+  }
+}
+
 TEST(ArraySeq, RunLengthRoundTrip) {
   ArraySeq a;
   std::vector<std::vector<std::int64_t>> v;

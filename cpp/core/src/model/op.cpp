@@ -84,27 +84,6 @@ bool op_is_collective(Op op) {
   return k == OpKind::Collective || k == OpKind::NonblockingCollective;
 }
 
-bool op_never_waits(Op op) {
-  switch (op_kind(op)) {
-    case OpKind::Other:
-    case OpKind::NonblockingSend:
-    case OpKind::NonblockingRecv:
-    case OpKind::PersistentSend:
-    case OpKind::PersistentRecv:
-    case OpKind::Start:
-    case OpKind::RequestFree:
-    case OpKind::CommFree:
-    case OpKind::NonblockingCollective:
-      return true;
-    case OpKind::Completion:
-      return op == Op::Test || op == Op::Testall || op == Op::Testany || op == Op::Testsome;
-    case OpKind::Probe:
-      return op == Op::Iprobe;
-    default:
-      return false;
-  }
-}
-
 bool op_is_point_to_point(Op op) {
   switch (op_kind(op)) {
     case OpKind::BlockingSend:

@@ -373,7 +373,25 @@ void step_past_run(const ValueBlock& b, std::size_t& block, std::size_t& run, st
 }  // namespace
 
 void ValueSeq::Reader::advance() {
-  step_past_run(seq_->blocks_[block_], block_, run_, rep_);
+  // The usual case first: the block's next run, or its first one in the block's next
+  // repetition, holds values (what step_past_run and settle would find, without their loop).
+  const ValueBlock& b = seq_->blocks_[block_];
+  std::size_t run = run_ + 1;
+  std::uint64_t rep = rep_;
+  if (run == b.runs.size()) {
+    run = 0;
+    ++rep;
+  }
+  if (rep < b.repeat && b.runs[run].count > 0) {
+    const ValueRun& r = b.runs[run];
+    run_ = run;
+    rep_ = rep;
+    value_ = static_cast<std::uint64_t>(r.first);
+    stride_ = static_cast<std::uint64_t>(r.stride);
+    left_ = r.count;
+    return;
+  }
+  step_past_run(b, block_, run_, rep_);
   settle();
 }
 

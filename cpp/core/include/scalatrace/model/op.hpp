@@ -53,16 +53,36 @@ inline OpKind op_kind(Op op) {
   const auto i = static_cast<std::size_t>(op);
   return i < kOpCount ? kOpKinds[i] : OpKind::Other;
 }
+/// True for calls that return without waiting for another rank: nonblocking and persistent
+/// initiations (point-to-point and collective), Start(all), the Test family, Iprobe,
+/// Request_free, Comm_free and functions recorded as Other (Comm_rank, Type_commit, ...).
+/// Inline: the simulator asks it of every event.
+inline bool op_never_waits(Op op) {
+  switch (op_kind(op)) {
+    case OpKind::Other:
+    case OpKind::NonblockingSend:
+    case OpKind::NonblockingRecv:
+    case OpKind::PersistentSend:
+    case OpKind::PersistentRecv:
+    case OpKind::Start:
+    case OpKind::RequestFree:
+    case OpKind::CommFree:
+    case OpKind::NonblockingCollective:
+      return true;
+    case OpKind::Completion:
+      return op == Op::Test || op == Op::Testall || op == Op::Testany || op == Op::Testsome;
+    case OpKind::Probe:
+      return op == Op::Iprobe;
+    default:
+      return false;
+  }
+}
 std::string_view op_kind_name(OpKind kind);
 
 /// True for ops whose call creates exactly one request in the handle buffer.
 bool op_creates_request(Op op);
 bool op_is_collective(Op op);      ///< blocking or nonblocking collective
 bool op_is_point_to_point(Op op);  ///< sends, receives, sendrecv, persistent inits
-/// True for calls that return without waiting for another rank: nonblocking and persistent
-/// initiations (point-to-point and collective), Start(all), the Test family, Iprobe,
-/// Request_free, Comm_free and functions recorded as Other (Comm_rank, Type_commit, ...).
-bool op_never_waits(Op op);
 /// MPI_Init or MPI_Init_thread: where a rank's timed part of the run starts (at its end).
 inline bool is_mpi_init(Op op) { return op == Op::Init || op == Op::Init_thread; }
 
