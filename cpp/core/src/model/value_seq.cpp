@@ -373,26 +373,22 @@ void step_past_run(const ValueBlock& b, std::size_t& block, std::size_t& run, st
 }  // namespace
 
 void ValueSeq::Reader::advance() {
-  // The usual case first: the block's next run, or its first one in the block's next
-  // repetition, holds values (what step_past_run and settle would find, without their loop).
-  const ValueBlock& b = seq_->blocks_[block_];
-  std::size_t run = run_ + 1;
-  std::uint64_t rep = rep_;
-  if (run == b.runs.size()) {
-    run = 0;
-    ++rep;
-  }
-  if (rep < b.repeat && b.runs[run].count > 0) {
-    const ValueRun& r = b.runs[run];
-    run_ = run;
-    rep_ = rep;
-    value_ = static_cast<std::uint64_t>(r.first);
-    stride_ = static_cast<std::uint64_t>(r.stride);
-    left_ = r.count;
+  const std::size_t block = block_;
+  const ValueBlock& b = seq_->blocks_[block];
+  step_past_run(b, block_, run_, rep_);
+  // The usual case: the block's next run (or its first, in the block's next repetition) holds
+  // values, and settle's search is not needed.
+  if (block_ == block && b.runs[run_].count > 0) {
+    start_run(b.runs[run_]);
     return;
   }
-  step_past_run(b, block_, run_, rep_);
   settle();
+}
+
+void ValueSeq::Reader::start_run(const ValueRun& r) {
+  value_ = static_cast<std::uint64_t>(r.first);
+  stride_ = static_cast<std::uint64_t>(r.stride);
+  left_ = r.count;
 }
 
 void ValueSeq::Reader::settle() {
@@ -407,9 +403,7 @@ void ValueSeq::Reader::settle() {
     }
     const ValueRun& r = b.runs[run_];
     if (r.count > 0) {
-      value_ = static_cast<std::uint64_t>(r.first);
-      stride_ = static_cast<std::uint64_t>(r.stride);
-      left_ = r.count;
+      start_run(r);
       return;
     }
     step_past_run(b, block_, run_, rep_);

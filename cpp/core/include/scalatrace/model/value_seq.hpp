@@ -99,6 +99,7 @@ class ValueSeq {
     std::uint64_t left_ = 0;                ///< values left in the current run (0: done)
     void advance();                         ///< past the current run, to the next one with values
     void settle();                          ///< from the current position to the first run with values
+    void start_run(const ValueRun& r);      ///< reads run r from its first value on
   };
 
  private:
