@@ -6,13 +6,16 @@ traced at a calm size, simulated with calibrated LogGP parameters, compared with
         [--ranks 2] [--lulesh /work/apps/lulesh/lulesh2.0] [--lulesh-ranks 1]
         [--lulesh-args "-s 8 -i 20"] [--repeats 5] [--seeds 5] [--untraced-repeats 3] [--out FILE]
 
-For each application and repeat: one traced run (merged trace and raw recording), the real time
-= slowest rank from the end of MPI_Init to MPI_Finalize in the raw recording (compute plus call
-durations, as the simulator predicts it); untraced runs with the same span measured by the
-``mpi_span.c`` shim (no collector: the program as it runs without the tool, which is what the
-simulator predicts, since the trace leaves out the collector's own time); the simulated time of
-the merged trace with LogGP parameters from ``scalatrace.calibrate(np=2)`` (``timing="mean"``,
-and ``timing="sample"`` averaged over seeds); SimGrid SMPI replay of the same trace's export when ``smpirun`` is present.
+For each application and repeat: untraced runs, whose span (slowest rank, MPI_Init's return to
+MPI_Finalize's entry) the ``mpi_span.c`` shim measures without the collector, then two traced
+runs (merged trace and raw recording): one with ``SCALATRACE_OWN_TIME=compute``, whose trace
+keeps the collector's own time in the compute times, so that the prediction is of exactly the
+run measured (real = that run's span from its raw recording, compute plus call durations); and
+one with the default trace (the collector's time left out), whose prediction is of the program
+untraced and is compared with the untraced runs, and, as earlier pages did, with its own run
+(whose waits still hold the other ranks' collector time). Predictions: LogGP parameters from
+``scalatrace.calibrate(np=2)`` (``timing="mean"``, and ``timing="sample"`` averaged over seeds),
+the one-line fit, SimGrid SMPI replay of the same trace's export when ``smpirun`` is present.
 Medians over the repeats, with the range. Accuracy figures mean something only with no more ranks
 than cores on an idle machine: the script prints the load average before and after.
 """
@@ -63,6 +66,30 @@ def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def predict(
+    trace_path: Path, net: scalatrace.LogGP, one_line: scalatrace.LogGP, args: argparse.Namespace
+) -> dict:
+    """The predictions of one trace: calibrated LogGP (``timing="mean"``, and ``"sample"``
+    averaged over the seeds), the one-line fit, SMPI's replay of its export (None without it)."""
+    t = scalatrace.load(trace_path)
+    r = scalatrace.simulate(t, network=net)
+    return {
+        "sim": r.total_time,
+        "compute_share": float(r.compute.sum()) / max(1e-12, float(r.end_time.sum())),
+        "line": scalatrace.simulate(t, network=one_line).total_time,
+        "sampled": statistics.mean(
+            scalatrace.simulate(t, network=net, timing="sample", seed=s).total_time
+            for s in range(args.seeds)
+        ),
+        "smpi": None if args.no_smpi else smpi_time(t, net, trace_path.parent),
+    }
+
+
+def errors(predicted: list[float], real: list[float]) -> list[float]:
+    """Each prediction against the real time of its own run, in percent."""
+    return [100 * (p - r) / r for p, r in zip(predicted, real)]
+
+
 def measure(
     name: str,
     argv: list[str],
@@ -73,8 +100,11 @@ def measure(
     one_line: scalatrace.LogGP,
     span_lib: Path,
 ) -> dict:
-    real, sim, sampled, smpi, sim_line, untraced = [], [], [], [], [], []
-    compute_share = []
+    """Per repeat: the untraced runs, a traced run with the collector's own time kept in its
+    trace (SCALATRACE_OWN_TIME=compute) and one with the default trace (left out)."""
+    untraced: list[float] = []
+    real = {"compute": [], "out": []}
+    pred: dict[str, list[dict]] = {"compute": [], "out": []}
     for k in range(args.repeats):
         for u in range(args.untraced_repeats):
             untraced.append(
@@ -82,52 +112,48 @@ def measure(
                     argv, nranks, span_lib, work / f"{name}-{nranks}-{k}-untraced-{u}", args.timeout
                 )
             )
-        trace_path, raw = traced_run(argv, nranks, work / f"{name}-{nranks}-{k}", args.timeout)
-        real.append(program_time_from_raw(raw))
-        t = scalatrace.load(trace_path)
-        r = scalatrace.simulate(t, network=net)
-        sim.append(r.total_time)
-        sim_line.append(scalatrace.simulate(t, network=one_line).total_time)
-        compute_share.append(float(r.compute.sum()) / max(1e-12, float(r.end_time.sum())))
-        sampled.append(
-            statistics.mean(
-                scalatrace.simulate(t, network=net, timing="sample", seed=s).total_time
-                for s in range(args.seeds)
+        for own_time in ("compute", "out"):
+            trace_path, raw = traced_run(
+                argv, nranks, work / f"{name}-{nranks}-{k}-{own_time}", args.timeout, own_time
             )
-        )
-        s = smpi_time(t, net, trace_path.parent) if not args.no_smpi else None
-        if s is not None:
-            smpi.append(s)
-    errs = [100 * (s - r) / r for s, r in zip(sim, real)]
+            real[own_time].append(program_time_from_raw(raw))
+            pred[own_time].append(predict(trace_path, net, one_line, args))
+
+    def column(own_time: str, key: str) -> list[float]:
+        return [p[key] for p in pred[own_time]]
+
+    out: dict = {"app": name, "ranks": nranks}
+    for own_time in ("compute", "out"):
+        sim, r = column(own_time, "sim"), real[own_time]
+        out[own_time] = {
+            "real": statistics.median(r),
+            "sim": statistics.median(sim),
+            "errs": errors(sim, r),
+            "sample_errs": errors(column(own_time, "sampled"), r),
+            "line_errs": errors(column(own_time, "line"), r),
+            "compute_share": statistics.median(column(own_time, "compute_share")),
+        }
+        smpi = column(own_time, "smpi")
+        if all(s is not None for s in smpi):
+            out[own_time]["smpi_errs"] = errors(smpi, r)
+            out[own_time]["smpi"] = statistics.median(smpi)
     # Against the untraced runs: the medians' ratio (the traced and the untraced runs vary
     # independently, run by run); the range is that of each prediction against the median.
-    untraced_median = statistics.median(untraced)
-    untraced_errs = [100 * (s - untraced_median) / untraced_median for s in sim]
-    sample_errs = [100 * (s - r) / r for s, r in zip(sampled, real)]
-    out = {
-        "app": name,
-        "ranks": nranks,
-        "real": statistics.median(real),
-        "sim": statistics.median(sim),
-        "err": statistics.median(errs),
-        "errs": errs,
-        "sample_err": statistics.median(sample_errs),
-        "sample_errs": sample_errs,
-        "compute_share": statistics.median(compute_share),
-        "line_err": statistics.median(100 * (s - r) / r for s, r in zip(sim_line, real)),
-        "untraced": untraced_median,
-        "untraced_range": (min(untraced), max(untraced)),
-        "untraced_err": 100 * (statistics.median(sim) - untraced_median) / untraced_median,
-        "untraced_errs": untraced_errs,
-    }
-    if smpi and len(smpi) == len(real):
-        smpi_errs = [100 * (s - r) / r for s, r in zip(smpi, real)]
-        out["smpi_err"] = statistics.median(smpi_errs)
-        out["smpi_errs"] = smpi_errs
-        out["smpi_untraced_err"] = (
-            100 * (statistics.median(smpi) - untraced_median) / untraced_median
-        )
+    u = statistics.median(untraced)
+    out["untraced"] = u
+    out["untraced_range"] = (min(untraced), max(untraced))
+    out["untraced_errs"] = [100 * (s - u) / u for s in column("out", "sim")]
+    out["untraced_err"] = 100 * (out["out"]["sim"] - u) / u
+    if "smpi" in out["out"]:
+        out["smpi_untraced_err"] = 100 * (out["out"]["smpi"] - u) / u
     return out
+
+
+def median_and_range(errs: list[float] | None) -> str:
+    """``median% | min .. max%`` of a list of errors, ``n/a | n/a`` without one."""
+    if not errs:
+        return "n/a | n/a"
+    return f"{statistics.median(errs):+.1f}% | {error_range(errs)}"
 
 
 def main() -> int:
@@ -186,32 +212,56 @@ def main() -> int:
         f"G = {net.G * 1e9:.4f} ns/B, O = {net.O * 1e9:.4f} ns/B, R = {net.R * 1e6:.3f} us, "
         f"eager threshold {net.eager_threshold} B (the one-line fit of the same run: "
         f"L = {one_line.L * 1e6:.3f} us, G = {one_line.G * 1e9:.4f} ns/B, eager 65,536 B). "
-        "Real = slowest rank, end of MPI_Init to MPI_Finalize, in the "
-        f"raw recording of each traced run; medians of {args.repeats} runs (range beside). "
-        f"Untraced = the same span of {args.untraced_repeats} untraced runs before each traced "
-        "one (the mpi_span shim: the program without the collector, whose own time the trace "
-        "leaves out but which other ranks' waits in a traced run still hold); error vs untraced "
-        "= the median prediction against the untraced runs' median, range = each prediction "
-        "against that median.",
+        f"Each of {args.repeats} repeats: {args.untraced_repeats} untraced runs, a traced run "
+        "whose trace keeps the collector's own time in its compute times "
+        "(`SCALATRACE_OWN_TIME=compute`) and one with the default trace (left out). Real = "
+        "slowest rank, end of MPI_Init to MPI_Finalize, in the raw recording of the same traced "
+        "run; medians of the repeats, the range beside.",
+        "",
+        "**1. The traced run, every nanosecond of it in its trace** (the collector's time as "
+        "compute: the prediction of exactly the run that was measured):",
         "",
         "| app | ranks | real (s) | simulated (s) | error | range | sample error | sample range "
-        "| SMPI error | SMPI range | compute share | one-line fit error | untraced (s) | untraced range "
-        "| error vs untraced | range | SMPI vs untraced |",
-        "|---|---:|---:|---:|---:|---|---:|---|---:|---|---:|---:|---:|---|---:|---|---:|",
+        "| SMPI error | SMPI range | compute share | one-line fit error |",
+        "|---|---:|---:|---:|---:|---|---:|---|---:|---|---:|---:|",
     ]
     for r in rows:
-        smpi = (
-            f"{r['smpi_err']:+.1f}% | {error_range(r['smpi_errs'])}"
-            if "smpi_err" in r
-            else "n/a | n/a"
-        )
+        c = r["compute"]
         lines.append(
-            f"| {r['app']} | {r['ranks']} | {r['real']:.4f} | {r['sim']:.4f} | {r['err']:+.1f}% | "
-            f"{error_range(r['errs'])} | {r['sample_err']:+.1f}% | {error_range(r['sample_errs'])} | "
-            f"{smpi} | {100 * r['compute_share']:.1f}% | {r['line_err']:+.1f}% | "
-            f"{r['untraced']:.4f} | {r['untraced_range'][0]:.4f} .. {r['untraced_range'][1]:.4f} | "
-            f"{r['untraced_err']:+.1f}% | {error_range(r['untraced_errs'])} | "
+            f"| {r['app']} | {r['ranks']} | {c['real']:.4f} | {c['sim']:.4f} | "
+            f"{median_and_range(c['errs'])} | {median_and_range(c['sample_errs'])} | "
+            f"{median_and_range(c.get('smpi_errs'))} | {100 * c['compute_share']:.1f}% | "
+            f"{statistics.median(c['line_errs']):+.1f}% |"
+        )
+    lines += [
+        "",
+        "**2. The program untraced** (the default trace's prediction, the collector's time left "
+        "out, against the untraced runs' median: the mpi_span shim, the same span):",
+        "",
+        "| app | ranks | untraced (s) | untraced range | simulated (s) | error | range "
+        "| SMPI error |",
+        "|---|---:|---:|---|---:|---:|---|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['app']} | {r['ranks']} | {r['untraced']:.4f} | {r['untraced_range'][0]:.4f} .. "
+            f"{r['untraced_range'][1]:.4f} | {r['out']['sim']:.4f} | {r['untraced_err']:+.1f}% | "
+            f"{error_range(r['untraced_errs'])} | "
             + (f"{r['smpi_untraced_err']:+.1f}% |" if "smpi_untraced_err" in r else "n/a |")
+        )
+    lines += [
+        "",
+        "**3. The default trace against its own traced run** (earlier pages' comparison: the "
+        "run's waits hold the other ranks' collector time, which this trace leaves out):",
+        "",
+        "| app | ranks | real (s) | simulated (s) | error | range | SMPI error | SMPI range |",
+        "|---|---:|---:|---:|---:|---|---:|---|",
+    ]
+    for r in rows:
+        o = r["out"]
+        lines.append(
+            f"| {r['app']} | {r['ranks']} | {o['real']:.4f} | {o['sim']:.4f} | "
+            f"{median_and_range(o['errs'])} | {median_and_range(o.get('smpi_errs'))} |"
         )
     text = "\n".join(lines) + "\n"
     print(text)

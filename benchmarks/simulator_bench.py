@@ -103,7 +103,11 @@ def smpi_time(trace: scalatrace.Trace, net: scalatrace.LogGP, work: Path) -> flo
     return float(found.group(1))
 
 
-def traced_run(argv: list[str], nranks: int, case: Path, timeout: float) -> tuple[Path, Path]:
+def traced_run(
+    argv: list[str], nranks: int, case: Path, timeout: float, own_time: str = "out"
+) -> tuple[Path, Path]:
+    """One run under the collector, compressed trace and raw recording; `own_time` is
+    SCALATRACE_OWN_TIME ("compute": the collector's own time stays in the compute times)."""
     case.mkdir(parents=True)
     trace_path, raw = case / "trace.sct", case / "raw"
     env = dict(
@@ -111,6 +115,7 @@ def traced_run(argv: list[str], nranks: int, case: Path, timeout: float) -> tupl
         SCALATRACE_OUT=str(trace_path),
         SCALATRACE_RAW=str(raw),
         SCALATRACE_QUIET="1",
+        SCALATRACE_OWN_TIME=own_time,
     )
     subprocess.run(
         [

@@ -277,6 +277,42 @@ def test_the_collectors_own_time_is_left_out_of_the_programs_compute(tmp_path):
     assert int(scalatrace.load(tmp_path / "t.sct").metadata["collector_ns"]) > 0
 
 
+def test_the_collectors_own_time_can_stay_in_compute(tmp_path):
+    """SCALATRACE_OWN_TIME=compute (docs/collector.md, "The collector's own time"): every gap
+    between two calls is recorded whole, the collector's time after the first call included,
+    and nothing is compensated, so a rank's compute and call durations add up to its span under
+    the collector. The same loop as above: the gaps now hold at least 90 % of the collector's
+    time (all of it but the time after MPI_Finalize's own recording), and the default run's
+    gaps hold less than a third of it. A bad value: the default, with a message."""
+    import scalatrace
+
+    exe = compile_program("tight_loop", tmp_path)
+    compute, collector, metadata = {}, {}, {}
+    for own_time in ("compute", "out"):
+        raw = tmp_path / f"raw-{own_time}"
+        env = helpers.collector_env(raw=raw, stack_memo=0, own_time=own_time)
+        helpers.run_mpi(1, [exe, "2000"], env=env, timeout=60)
+        (rank,) = list(scalatrace.read_raw(raw))
+        assert sum(e.op == "Other" for e in rank.events) == 2000
+        compute[own_time] = sum(e.compute_ns for e in rank.events[1:])  # after MPI_Init
+        collector[own_time] = int(rank.metadata["collector_ns"])
+        metadata[own_time] = rank.metadata
+    assert metadata["compute"]["setting.SCALATRACE_OWN_TIME"] == "compute"
+    assert metadata["compute"]["setting.SCALATRACE_COMPENSATE"] == "0"
+    assert "call_gap_ns" not in metadata["compute"]
+    assert metadata["out"]["setting.SCALATRACE_OWN_TIME"] == "out"
+    assert compute["compute"] >= 0.9 * collector["compute"], (compute, collector)
+    assert compute["out"] < collector["out"] / 3, (compute, collector)
+
+    raw = tmp_path / "raw-bad"
+    proc = helpers.run_mpi(
+        1, [exe, "10"], env=helpers.collector_env(raw=raw, own_time="inside"), timeout=60
+    )
+    assert "SCALATRACE_OWN_TIME='inside' is not out or compute; using default out" in proc.stderr
+    (rank,) = list(scalatrace.read_raw(raw))
+    assert rank.metadata["setting.SCALATRACE_OWN_TIME"] == "out"
+
+
 def test_the_wrappers_entry_and_exit_are_taken_out_of_compute(tmp_path):
     """Overhead compensation (SCALATRACE_COMPENSATE, docs/collector.md): the program time a
     recorded call costs outside the collector's clock reads is measured at MPI_Init (metadata

@@ -46,10 +46,13 @@ class Recorder {
   /// `end_ns`: the next event's compute_ns starts now; the time since `end_ns` (call site,
   /// recording, compression) is the tool's, not the program's (docs/collector.md, "The
   /// collector's own time"). Caller holds mu.
+  /// With SCALATRACE_OWN_TIME=compute the next compute_ns starts at `end_ns` instead: the
+  /// collector's time stays in it (probes excepted: they run only when compensating).
   void returned(std::uint64_t end_ns) {
     const std::uint64_t returned_ns = now_ns();
     if (returned_ns > end_ns) collector_ns_ += returned_ns - end_ns;
-    if (returned_ns > last_end_ns_) last_end_ns_ = returned_ns;
+    const std::uint64_t mark = settings.own_time_in_compute ? end_ns : returned_ns;
+    if (mark > last_end_ns_) last_end_ns_ = mark;
   }
   /// Overhead compensation (docs/collector.md, "The collector's own time"): right after MPI_Init,
   /// times 64 back-to-back MPI_Comm_rank calls through the wrappers, which in this mode record

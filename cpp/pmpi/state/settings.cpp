@@ -131,6 +131,14 @@ Settings Settings::from_environment(const std::string& program, bool report) {
   read_flag("SCALATRACE_QUIET", s.quiet);
   read_flag("SCALATRACE_STACK_MEMO", s.stack_memo);
   read_flag("SCALATRACE_COMPENSATE", s.compensate);
+  if (const char* v = env("SCALATRACE_OWN_TIME")) {
+    const std::string text = v;
+    if (text == "compute")
+      s.own_time_in_compute = true;
+    else if (text != "out" && g_report)
+      std::fprintf(stderr, "scalatrace: SCALATRACE_OWN_TIME='%s' is not out or compute; using default out\n", v);
+  }
+  if (s.own_time_in_compute) s.compensate = false;  // the wrappers' entry and exit are the collector's time too
   if (!s.out.empty() && s.out != "none") s.publish_out = read_path("SCALATRACE_PUBLISH_OUT");
   if (!s.raw_dir.empty()) s.publish_raw = read_path("SCALATRACE_PUBLISH_RAW");
   return s;
@@ -143,6 +151,7 @@ std::map<std::string, std::string> Settings::as_metadata() const {
       {"setting.SCALATRACE_STACK_DEPTH", std::to_string(stack_depth)},
       {"setting.SCALATRACE_STACK_MEMO", stack_memo ? "1" : "0"},
       {"setting.SCALATRACE_COMPENSATE", compensate ? "1" : "0"},
+      {"setting.SCALATRACE_OWN_TIME", own_time_in_compute ? "compute" : "out"},
       {"setting.SCALATRACE_WINDOW", std::to_string(window)},
       {"setting.SCALATRACE_SITE_MATCH", std::to_string(site_match)},
       {"setting.SCALATRACE_SITE_THRESHOLD", std::to_string(site_threshold)},

@@ -9,12 +9,17 @@
 namespace scalatrace::pmpi {
 
 struct Settings {
-  std::string raw_dir;                     ///< SCALATRACE_RAW: directory for raw streams; "" = off ("none"/"off")
-  std::string out;                         ///< SCALATRACE_OUT: compressed trace path; "none" = off (also "off")
-  int stack_depth = 16;                    ///< SCALATRACE_STACK_DEPTH: frames recorded per call site
-  bool stack_memo = true;                  ///< SCALATRACE_STACK_MEMO: 0 = walk the stack at every call
-  bool compensate = true;                  ///< SCALATRACE_COMPENSATE: 0 = keep the wrappers' entry and
-                                           ///< exit in compute_ns (docs/collector.md)
+  std::string raw_dir;     ///< SCALATRACE_RAW: directory for raw streams; "" = off ("none"/"off")
+  std::string out;         ///< SCALATRACE_OUT: compressed trace path; "none" = off (also "off")
+  int stack_depth = 16;    ///< SCALATRACE_STACK_DEPTH: frames recorded per call site
+  bool stack_memo = true;  ///< SCALATRACE_STACK_MEMO: 0 = walk the stack at every call
+  bool compensate = true;  ///< SCALATRACE_COMPENSATE: 0 = keep the wrappers' entry and
+                           ///< exit in compute_ns (docs/collector.md)
+  /// SCALATRACE_OWN_TIME: "out" (default) leaves the collector's own time out of every
+  /// compute_ns; "compute" keeps it in (and compensates nothing), so that each rank's compute
+  /// and call durations add up to its whole span, the collector's time included: a trace of
+  /// the traced run itself (docs/collector.md, "The collector's own time").
+  bool own_time_in_compute = false;
   std::size_t window = 512;                ///< SCALATRACE_WINDOW (compressor), at least 2
   std::size_t site_match = 1;              ///< SCALATRACE_SITE_MATCH (compressor and merge)
   std::size_t site_threshold = 0;          ///< SCALATRACE_SITE_THRESHOLD (compressor)
