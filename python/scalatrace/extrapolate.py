@@ -307,9 +307,27 @@ def _loo_fit(
     lever = np.einsum("hnm,hnm->hn", q, q)
     with np.errstate(divide="ignore", invalid="ignore"):
         loo = ys[None, :] - resid / (1 - lever) / w[None, :]
-        coef = np.linalg.solve(r, qty[..., None])[..., 0] / scale
+        coef = _solve_each(r, qty) / scale
     loo[lever > 1 - 1e-9] = np.nan
+    loo[~np.all(np.isfinite(coef), axis=1)] = np.nan
     return loo, coef, (resid**2).sum(axis=1)
+
+
+def _solve_each(r: np.ndarray, qty: np.ndarray) -> np.ndarray:
+    """``r x = qty`` for each hypothesis's triangular factor (r: (H, m, m), qty: (H, m)); NaN
+    rows for the hypotheses whose design is singular (a column of zeros, columns that coincide
+    at the measured points), which then score as undefined instead of failing the whole batch
+    with numpy's LinAlgError. The others are solved exactly as one batched call solves them."""
+    try:
+        return np.linalg.solve(r, qty[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        out = np.full(qty.shape, np.nan)
+        for h in range(r.shape[0]):
+            try:
+                out[h] = np.linalg.solve(r[h], qty[h])
+            except np.linalg.LinAlgError:
+                pass
+        return out
 
 
 def _smape_terms(preds: np.ndarray, ys: np.ndarray) -> np.ndarray:

@@ -143,6 +143,26 @@ def test_fit_pmnf_regimes_finds_a_change_in_the_cost_per_cell():
         fit_pmnf_regimes(pts, cell, "N", max_regimes=0)
 
 
+def test_a_singular_hypothesis_is_undefined_not_a_failed_fit():
+    """The fits score many hypotheses in one batched solve; one whose design is singular at
+    the measured points (here a column of zeros: a log2 term where the parameter is 1) once
+    failed the whole fit with numpy's LinAlgError ("Singular matrix", a CI run of
+    test_cli_model_with_overhead_laws_and_computation_regimes). It is now undefined (NaN, so
+    never chosen) and every other hypothesis gets exactly what a batch without it gives."""
+    from scalatrace.extrapolate import _loo_fit
+
+    x = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    y = np.array([1.0, 2.1, 3.9, 8.2, 15.8])
+    good = np.stack([np.ones_like(x), x], axis=1)
+    singular = np.stack([np.ones_like(x), np.zeros_like(x)], axis=1)
+    loo, coef, _ = _loo_fit(np.stack([good, singular, good]), y)
+    assert np.isnan(coef[1]).all() and np.isnan(loo[1]).all()
+    alone_loo, alone_coef, _ = _loo_fit(good[None], y)
+    for h in (0, 2):
+        assert np.array_equal(coef[h], alone_coef[0]) and np.array_equal(loo[h], alone_loo[0])
+    assert coef[0][1] == pytest.approx(1.0, rel=0.05)
+
+
 def test_a_cost_law_keeps_its_fixed_part_at_or_above_zero():
     """A block's computation fitted from traces with its fixed cost a little below 0 (the
     noise of the smallest blocks, as in calm sessions of the blocked pipeline: -37 to -81 ns):
