@@ -36,7 +36,7 @@ from scalatrace._files import write_text
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mpi_span import build_shim, reported_span  # noqa: E402
 from replay_timing import program_time_from_raw  # noqa: E402
-from simulator_bench import error_range, smpi_time, traced_run  # noqa: E402
+from simulator_bench import error_range, percent_errors, smpi_time, traced_run  # noqa: E402
 
 from scalatrace import _paths  # noqa: E402
 from scalatrace.simulate import _fit_loggp, _run_calibration  # noqa: E402
@@ -85,11 +85,6 @@ def predict(
     }
 
 
-def errors(predicted: list[float], real: list[float]) -> list[float]:
-    """Each prediction against the real time of its own run, in percent."""
-    return [100 * (p - r) / r for p, r in zip(predicted, real)]
-
-
 def measure(
     name: str,
     argv: list[str],
@@ -128,14 +123,14 @@ def measure(
         out[own_time] = {
             "real": statistics.median(r),
             "sim": statistics.median(sim),
-            "errs": errors(sim, r),
-            "sample_errs": errors(column(own_time, "sampled"), r),
-            "line_errs": errors(column(own_time, "line"), r),
+            "errs": percent_errors(sim, r),
+            "sample_errs": percent_errors(column(own_time, "sampled"), r),
+            "line_errs": percent_errors(column(own_time, "line"), r),
             "compute_share": statistics.median(column(own_time, "compute_share")),
         }
         smpi = column(own_time, "smpi")
         if all(s is not None for s in smpi):
-            out[own_time]["smpi_errs"] = errors(smpi, r)
+            out[own_time]["smpi_errs"] = percent_errors(smpi, r)
             out[own_time]["smpi"] = statistics.median(smpi)
     # Against the untraced runs: the medians' ratio (the traced and the untraced runs vary
     # independently, run by run); the range is that of each prediction against the median.

@@ -156,8 +156,8 @@ def accuracy_case(name: str, args: argparse.Namespace, net: scalatrace.LogGP, wo
         s = smpi_time(t, net, trace_path.parent)
         if s is not None:
             smpi.append(s)
-    sim_errs = [100 * (s - r) / r for s, r in zip(sim, real)]
-    sample_errs = [100 * (s - r) / r for s, r in zip(sampled, real)]
+    sim_errs = percent_errors(sim, real)
+    sample_errs = percent_errors(sampled, real)
     out = {
         "example": name,
         "real": statistics.median(real),
@@ -169,7 +169,7 @@ def accuracy_case(name: str, args: argparse.Namespace, net: scalatrace.LogGP, wo
         "sample_errs": sample_errs,
     }
     if smpi and len(smpi) == len(real):
-        smpi_errs = [100 * (s - r) / r for s, r in zip(smpi, real)]
+        smpi_errs = percent_errors(smpi, real)
         out["smpi"] = statistics.median(smpi)
         out["smpi_err"] = statistics.median(smpi_errs)
         out["smpi_errs"] = smpi_errs
@@ -177,6 +177,11 @@ def accuracy_case(name: str, args: argparse.Namespace, net: scalatrace.LogGP, wo
         out["as_close"] = sum(abs(a) <= abs(b) for a, b in zip(sim_errs, smpi_errs))
         out["sample_as_close"] = sum(abs(a) <= abs(b) for a, b in zip(sample_errs, smpi_errs))
     return out
+
+
+def percent_errors(predicted: list[float], real: list[float]) -> list[float]:
+    """Each prediction against the real time of its own run, in percent."""
+    return [100 * (p - r) / r for p, r in zip(predicted, real)]
 
 
 def error_range(errors: list[float]) -> str:

@@ -3,8 +3,8 @@ with NPB MG's pattern (face exchanges of four sizes, Allreduce per level) and on
 (Alltoall, Reduce) are traced at 2 ranks, simulated with ``calibrate()``d parameters and
 compared with the real time the raw recording measured. The runs keep the collector's own time
 in their traces (``SCALATRACE_OWN_TIME=compute``, docs/collector.md): the prediction is then of
-the very run measured, whose waits hold the other rank's collector time. The bound is generous: it catches
-gross errors (a missing cost, a doubled one), not the few percent that
+the very run measured, whose waits hold the other rank's collector time. The bound is generous:
+it catches gross errors (a missing cost, a doubled one), not the few percent that
 ``benchmarks/app_accuracy.py`` measures on NPB itself.
 
 Timing needs the two ranks to run when they want to: the runs use SCHED_FIFO (``chrt``) when the
