@@ -374,6 +374,39 @@ def test_calibrate_measures_the_local_mpi():
     assert net.L + net.o_s + net.o_r < 0.1  # generous: this machine is often oversubscribed
 
 
+def test_a_message_to_oneself_is_a_copy_not_a_network_hop(tmp_path, collector_lib):
+    """NPB CG at 2 ranks exchanges a quarter of its messages with the rank itself (its
+    transpose partner). MPI copies such a message in memory: the simulation charges the
+    sender's copy and the receiver's o_r, never the network's latency. Traced from a real run of
+    ``cg_like`` (CG's exchanges in small) and simulated on a network of 10 ms latency, every
+    exchange with the partner costs about a latency, those with the rank itself none."""
+    exe = helpers.compile_program("cg_like", tmp_path)
+    path = tmp_path / "cg_like.sct"
+    iterations = 40
+    helpers.run_mpi(2, [exe, str(iterations)], env=helpers.collector_env(out=path, quiet=1))
+    t = scalatrace.load(path)
+    net = scalatrace.LogGP(L=10e-3, o_s=100e-9, o_r=200e-9, G=0.1e-9, O=0.05e-9)
+    r = scalatrace.simulate(t, network=net, recorded_local_calls=False)
+
+    # The sites of the exchange with oneself: its Send and the Wait after it.
+    table = t.rank_table(0)
+    self_sends = [i for i, e in enumerate(table) if e["op_name"] == "Send" and e["peer"] == 0]
+    assert len(self_sends) == iterations
+    send_site = int(table[self_sends[0]]["site"])
+    wait_site = int(table[self_sends[0] + 1]["site"])
+    assert str(table[self_sends[0] + 1]["op_name"]) == "Wait"
+    sites = r.to_pandas("sites")
+    send = sites[(sites.site == send_site) & (sites.op == "Send")].iloc[0]
+    wait = sites[(sites.site == wait_site) & (sites.op == "Wait")].iloc[0]
+    # The sender's copy, o_s + (k-1)O; the receive was posted first: o_r, no waiting.
+    assert send.comm / send.calls == pytest.approx(net.o_s + 5599 * net.O, rel=1e-9)
+    assert wait.wait == 0
+    assert wait.comm / wait.calls == pytest.approx(net.o_r, rel=1e-9)
+    # Three exchanges with the partner per iteration, each about a latency; as network
+    # messages the exchanges with oneself would add a fourth.
+    assert 3 * net.L * iterations <= r.total_time < 3.5 * net.L * iterations
+
+
 def test_calibrate_finds_the_protocol_switch_a_program_sees(tmp_path, collector_lib):
     """calibrate() finds where MPI_Send goes from eager to rendezvous: in a real program, a send
     of ``eager_threshold`` bytes returns before its receiver, 20 ms late, posts the receive, and

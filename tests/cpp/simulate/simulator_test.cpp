@@ -218,6 +218,44 @@ TEST(Simulator, CopyOverheadPerByteChargesBothCPUs) {
   EXPECT_DOUBLE_EQ(r.end_ns[1], 100'000 + o + (bytes - 1) * O);
 }
 
+TEST(Simulator, AMessageToOneselfIsACopyInMemory) {
+  // MPI moves a message to the sending rank itself by copying it in memory: no latency, no
+  // bytes on the wire, no time of the NIC (NPB CG and MG at 2 ranks exchange a third to two
+  // thirds of their messages with themselves). The sender copies (o_s + (k-1)O); a receive
+  // posted first gets the data with that copy and pays o_r, one posted later copies it out of
+  // MPI's buffer (o_r + (k-1)O); a rendezvous message is copied once, by the receive.
+  const double L = 1000, o = 250, G = 0.5, O = 0.25, g = 5000;
+  const std::int64_t bytes = 1025;
+  const double copy = (bytes - 1) * O;
+  SimOptions opt = options(L, o, G, g);
+  opt.inter_node.O = opt.intra_node.O = O;
+
+  auto posted_first = programs(2);
+  posted_first[0].p2p(Op::Irecv, 1, 0, bytes);
+  posted_first[0].p2p(Op::Send, 2, 0, bytes);
+  posted_first[0].push(Op::Wait, 3)[ArrayField::Requests] = {1};
+  // The NIC stays free: a message to rank 1 right after is not held back by the gap g.
+  posted_first[0].p2p(Op::Send, 4, +1, 1);
+  posted_first[1].p2p(Op::Recv, 5, -1, 1);
+  const SimResult r = simulate(merged(posted_first), opt);
+  EXPECT_DOUBLE_EQ(r.end_ns[0], (o + copy) + o + o);
+  EXPECT_DOUBLE_EQ(r.end_ns[1], (o + copy) + o + o + L + o);
+  EXPECT_EQ(r.sent_messages[0], 1u);  // self messages are not counted as traffic
+
+  auto posted_later = programs(1);
+  posted_later[0].p2p(Op::Isend, 1, 0, bytes);
+  posted_later[0].p2p(Op::Irecv, 2, 0, bytes);
+  posted_later[0].push(Op::Waitall, 3)[ArrayField::Requests] = {2, 1};
+  EXPECT_DOUBLE_EQ(simulate(merged(posted_later), opt).total_ns, (o + copy) + (o + copy));
+
+  opt.eager_threshold = 512;  // rendezvous: no handshake latencies, one copy by the receive
+  auto rendezvous = programs(1);
+  rendezvous[0].p2p(Op::Irecv, 1, 0, bytes);
+  rendezvous[0].p2p(Op::Send, 2, 0, bytes);
+  rendezvous[0].push(Op::Wait, 3)[ArrayField::Requests] = {1};
+  EXPECT_DOUBLE_EQ(simulate(merged(rendezvous), opt).total_ns, o + (o + copy));
+}
+
 TEST(Simulator, CollectivesAndEagerSendsKeepTheirFastestRecordedTime) {
   // Two Allreduce calls per rank recorded as 6 us when the rank was last to arrive and 40 us
   // when it waited: the fastest calls (6 us) are the library's time, more than the model's one

@@ -11,13 +11,16 @@
 namespace scalatrace::sim {
 
 /// Posts a send at `clock` (the rank's, or a nonblocking collective's), advanced by o_s (and by
-/// the copy of an eager message, (k-1)*O).
+/// the copy of an eager message, (k-1)*O). A user message to the sender itself is a copy in
+/// memory: it takes no latency, no bytes on the wire and no time of the NIC (docs/simulator.md,
+/// "Messages to oneself").
 void Engine::post_send_at(RankSim& R, double& clock, std::int64_t dst, std::int64_t comm, std::int64_t tag,
                           double bytes, Op op, bool collective, std::int32_t q) {
   const LogGP& p = net_.link(R.rank, dst);
   const bool sync = op == Op::Ssend || op == Op::Issend || op == Op::Ssend_init;
   const bool buffered = op == Op::Bsend || op == Op::Ibsend || op == Op::Bsend_init;
   const bool rendezvous = sync || (!buffered && bytes > opt_.eager_threshold);
+  const bool to_self = dst == R.rank && !collective;
   clock += rendezvous ? p.o_s : p.eager_send_cpu(bytes);
   Request& Q = request(R, q);
   Q.kind = Request::Kind::Send;
@@ -35,7 +38,11 @@ void Engine::post_send_at(RankSim& R, double& clock, std::int64_t dst, std::int6
   if (m.rendezvous) {
     Q.known = false;
     Q.rendezvous = true;
-    m.arrival = clock + p.L;  // request-to-send
+    m.arrival = to_self ? clock : clock + p.L;  // request-to-send
+  } else if (to_self) {
+    Q.known = true;
+    Q.done = clock;
+    m.arrival = clock;
   } else {
     const auto t = net_.transfer(R.rank, dst, p, clock, bytes);
     Q.known = true;
@@ -107,9 +114,20 @@ void Engine::match(std::int64_t d, const PostedRecv& pr, const Message& m) {
   RankSim& D = rank(d);
   Request& Q = request(D, pr.req);
   const LogGP& p = net_.link(m.src, d);
-  Q.o_r = p.recv_cpu(m.bytes);
+  const bool to_self = m.src == d && m.user;
+  // An eager message to oneself whose receive was posted first went straight into the receive
+  // buffer with the sender's copy: the receiver's part is o_r. Otherwise it copies it out.
+  Q.o_r = to_self && !m.rendezvous && pr.post_time < m.arrival ? p.o_r : p.recv_cpu(m.bytes);
   if (!m.rendezvous) {
     Q.done = m.arrival;
+  } else if (to_self) {
+    // Rendezvous with oneself: the data is copied once the receive is posted (recv_cpu).
+    const double matched = std::max(m.arrival, pr.post_time);
+    Request& SQ = request(D, m.send_req);
+    SQ.known = true;
+    SQ.done = matched;
+    wake(m.src);
+    Q.done = matched;
   } else {
     const double matched = std::max(m.arrival, pr.post_time);
     const auto t = net_.transfer(m.src, d, p, matched + p.L + p.R, m.bytes);  // clear-to-send, data
